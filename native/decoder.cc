@@ -1,0 +1,372 @@
+#include "decoder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <regex>
+
+#include "errors.h"
+#include "ort_runtime.h"
+
+namespace decide {
+namespace {
+
+constexpr const char* kLogitsIndexInput = "decide_logits_index";
+
+size_t ElemSize(ONNXTensorElementDataType type) {
+  switch (type) {
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: return 4;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: return 2;
+    default:
+      throw EngineError(kErrModelLoad, "KV cache and logits must be float32 or float16");
+  }
+}
+
+bool IsIntegerType(ONNXTensorElementDataType type) {
+  return type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 || type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
+}
+
+float HalfToFloat(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  uint32_t exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ff;
+  uint32_t bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalise
+      exponent = 127 - 15 + 1;
+      while ((mantissa & 0x400) == 0) {
+        mantissa <<= 1;
+        --exponent;
+      }
+      bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
+    }
+  } else if (exponent == 31) {
+    bits = sign | 0x7f800000 | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  float out;
+  std::memcpy(&out, &bits, sizeof(out));
+  return out;
+}
+
+// Host-side integer input that keeps its storage alive while bound.
+struct IntInput {
+  std::vector<int64_t> i64;
+  std::vector<int32_t> i32;
+  Ort::Value value{nullptr};
+
+  void Bind(const OrtMemoryInfo* host, ONNXTensorElementDataType type, const std::vector<int64_t>& shape) {
+    if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
+      i32.assign(i64.begin(), i64.end());
+      value = Ort::Value::CreateTensor<int32_t>(host, i32.data(), i32.size(), shape.data(), shape.size());
+    } else {
+      value = Ort::Value::CreateTensor<int64_t>(host, i64.data(), i64.size(), shape.data(), shape.size());
+    }
+  }
+};
+
+}  // namespace
+
+Decoder::Decoder(const DecoderOptions& options) {
+  Ort::SessionOptions session_options;
+  session_options.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
+  session_options.SetInterOpNumThreads(1);
+  if (options.intra_op_threads > 0) session_options.SetIntraOpNumThreads(options.intra_op_threads);
+
+  if (options.provider == "cuda") {
+    try {
+      OrtCUDAProviderOptionsV2* cuda_options = nullptr;
+      Ort::ThrowOnError(Ort::GetApi().CreateCUDAProviderOptions(&cuda_options));
+      std::unique_ptr<OrtCUDAProviderOptionsV2, decltype(Ort::GetApi().ReleaseCUDAProviderOptions)>
+          holder(cuda_options, Ort::GetApi().ReleaseCUDAProviderOptions);
+      std::string device_id = std::to_string(options.device_id);
+      const char* keys[] = {"device_id"};
+      const char* values[] = {device_id.c_str()};
+      Ort::ThrowOnError(Ort::GetApi().UpdateCUDAProviderOptions(cuda_options, keys, values, 1));
+      session_options.AppendExecutionProvider_CUDA_V2(*cuda_options);
+    } catch (const Ort::Exception& e) {
+      throw EngineError(kErrProviderUnavailable,
+                        std::string("the CUDA execution provider cannot be loaded: ") + e.what() +
+                            ". Install a CUDA-enabled ONNX Runtime (libonnxruntime.so with "
+                            "libonnxruntime_providers_cuda.so beside it, matching CUDA and cuDNN) and "
+                            "point DECIDE_ORT_LIBRARY at it; see README 'GPU hosts'");
+    }
+  } else if (options.provider != "cpu") {
+    throw EngineError(kErrInput, "unknown provider '" + options.provider + "' (use cpu or cuda)");
+  }
+
+  try {
+    session_ = std::make_unique<Ort::Session>(OrtEnvironment(), options.model_path.c_str(), session_options);
+  } catch (const Ort::Exception& e) {
+    throw EngineError(kErrModelLoad, options.model_path + ": " + e.what());
+  }
+  host_info_ = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
+  ReadModelInfo(options);
+  device_ = options.provider == "cuda" ? MakeCudaDevice(*session_, options.device_id) : MakeCpuDevice();
+}
+
+Decoder::~Decoder() = default;
+
+void Decoder::ReadModelInfo(const DecoderOptions& options) {
+  Ort::AllocatorWithDefaultOptions allocator;
+  const std::string& path = options.model_path;
+  auto fail = [&](const std::string& why) { throw EngineError(kErrModelLoad, path + ": " + why); };
+
+  std::regex past_re(R"(past_key_values\.(\d+)\.(key|value))");
+  std::regex present_re(R"(present\.(\d+)\.(key|value))");
+  std::vector<std::string> past_keys, past_values, present_keys, present_values;
+  bool has_ids = false, has_mask = false;
+  std::vector<int64_t> kv_dims;
+
+  auto put = [](std::vector<std::string>& names, size_t index, const std::string& name) {
+    if (names.size() <= index) names.resize(index + 1);
+    names[index] = name;
+  };
+
+  for (size_t i = 0; i < session_->GetInputCount(); ++i) {
+    std::string name = session_->GetInputNameAllocated(i, allocator).get();
+    auto type_info = session_->GetInputTypeInfo(i);
+    auto tensor_info = type_info.GetTensorTypeAndShapeInfo();
+    ONNXTensorElementDataType type = tensor_info.GetElementType();
+    std::smatch m;
+    if (name == "input_ids") {
+      has_ids = true;
+      info_.ids_type = type;
+    } else if (name == "attention_mask") {
+      has_mask = true;
+      info_.mask_type = type;
+    } else if (name == "position_ids") {
+      info_.has_position_ids = true;
+      info_.positions_type = type;
+    } else if (name == kLogitsIndexInput) {
+      info_.has_logits_index = true;
+    } else if (name == "use_cache_branch") {
+      info_.has_use_cache_branch = true;
+    } else if (std::regex_match(name, m, past_re)) {
+      size_t layer = std::stoul(m[1].str());
+      put(m[2] == "key" ? past_keys : past_values, layer, name);
+      info_.kv_type = type;
+      kv_dims = tensor_info.GetShape();
+    } else {
+      fail("unexpected graph input '" + name +
+           "' (expected input_ids, attention_mask, position_ids, past_key_values.{i}.key/value)");
+    }
+  }
+  if (!has_ids || !has_mask) fail("the graph needs inputs input_ids and attention_mask");
+  if (past_keys.empty()) {
+    fail("the graph has no past_key_values.{i}.key inputs: export it with past "
+         "(optimum-cli export onnx --task text-generation-with-past)");
+  }
+  if (!IsIntegerType(info_.ids_type) || !IsIntegerType(info_.mask_type) ||
+      (info_.has_position_ids && !IsIntegerType(info_.positions_type))) {
+    fail("input_ids, attention_mask and position_ids must be int64 or int32");
+  }
+
+  bool has_logits = false;
+  for (size_t i = 0; i < session_->GetOutputCount(); ++i) {
+    std::string name = session_->GetOutputNameAllocated(i, allocator).get();
+    auto type_info = session_->GetOutputTypeInfo(i);
+    auto tensor_info = type_info.GetTensorTypeAndShapeInfo();
+    std::smatch m;
+    if (name == "logits") {
+      has_logits = true;
+      info_.logits_type = tensor_info.GetElementType();
+      auto dims = tensor_info.GetShape();
+      if (dims.size() == 3 && dims[2] > 0) info_.vocab_size = dims[2];
+    } else if (std::regex_match(name, m, present_re)) {
+      put(m[2] == "key" ? present_keys : present_values, std::stoul(m[1].str()), name);
+    }
+  }
+  if (!has_logits) fail("the graph has no 'logits' output");
+
+  size_t layers = past_keys.size();
+  if (past_values.size() != layers || present_keys.size() != layers || present_values.size() != layers) {
+    fail("past_key_values / present inputs and outputs do not pair up layer by layer");
+  }
+  for (size_t l = 0; l < layers; ++l) {
+    if (past_keys[l].empty() || past_values[l].empty() || present_keys[l].empty() || present_values[l].empty()) {
+      fail("missing KV input or output for layer " + std::to_string(l));
+    }
+  }
+  past_key_names_ = past_keys;
+  past_value_names_ = past_values;
+  present_key_names_ = present_keys;
+  present_value_names_ = present_values;
+
+  if (kv_dims.size() != 4) fail("past_key_values must be 4-D [batch, kv_heads, past, head_dim]");
+  info_.kv.num_layers = static_cast<int>(layers);
+  info_.kv.num_kv_heads = kv_dims[1] > 0 ? static_cast<int>(kv_dims[1]) : options.num_kv_heads;
+  info_.kv.head_dim = kv_dims[3] > 0 ? static_cast<int>(kv_dims[3]) : options.head_dim;
+  info_.kv.elem_size = ElemSize(info_.kv_type);
+  ElemSize(info_.logits_type);
+  if (info_.kv.num_kv_heads <= 0 || info_.kv.head_dim <= 0) {
+    fail("cannot tell num_key_value_heads / head_dim from the graph or config.json");
+  }
+  if (info_.vocab_size <= 0) info_.vocab_size = options.vocab_size;
+  if (info_.vocab_size <= 0) fail("cannot tell the vocabulary size from the graph or config.json");
+}
+
+ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logits) {
+  const KvShape& kv = info_.kv;
+  const int batch = static_cast<int>(rows.size());
+  int past_len = 0, new_len = 0;
+  for (const ExtendRow& row : rows) {
+    past_len = std::max(past_len, row.past_len);
+    new_len = std::max(new_len, row.num_tokens);
+  }
+  const int total_len = past_len + new_len;
+
+  IntInput ids, mask, positions, logits_index;
+  ids.i64.assign(static_cast<size_t>(batch) * new_len, 0);
+  mask.i64.assign(static_cast<size_t>(batch) * total_len, 0);
+  positions.i64.assign(static_cast<size_t>(batch) * new_len, 0);
+  logits_index.i64.assign(batch, 0);
+  for (int r = 0; r < batch; ++r) {
+    const ExtendRow& row = rows[r];
+    for (int i = 0; i < row.num_tokens; ++i) {
+      ids.i64[static_cast<size_t>(r) * new_len + i] = row.tokens[i];
+      positions.i64[static_cast<size_t>(r) * new_len + i] = row.past_len + i;
+    }
+    int64_t* mask_row = mask.i64.data() + static_cast<size_t>(r) * total_len;
+    std::fill(mask_row, mask_row + row.past_len, 1);
+    std::fill(mask_row + past_len, mask_row + past_len + row.num_tokens, 1);
+    logits_index.i64[r] = row.logits_pos >= 0 ? row.logits_pos : 0;
+  }
+  const OrtMemoryInfo* host = host_info_;
+  ids.Bind(host, info_.ids_type, {batch, new_len});
+  mask.Bind(host, info_.mask_type, {batch, total_len});
+  positions.Bind(host, info_.positions_type, {batch, new_len});
+  logits_index.Bind(host, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch});
+
+  // Past: each row's prefix KV forked into the batch tensor, padding zero-filled.
+  const size_t run_bytes = static_cast<size_t>(past_len) * kv.head_dim * kv.elem_size;
+  const size_t layer_bytes = static_cast<size_t>(batch) * kv.num_kv_heads * run_bytes;
+  static char empty_past[64];  // ORT wants a non-null pointer even for a zero-sized tensor
+  std::vector<DeviceBuffer> past_buffers;
+  std::vector<Ort::Value> past_values;
+  const std::vector<int64_t> past_shape = {batch, kv.num_kv_heads, past_len, kv.head_dim};
+  for (int l = 0; l < kv.num_layers; ++l) {
+    for (int which = 0; which < 2; ++which) {
+      DeviceBuffer buffer(device_.get(), layer_bytes);
+      if (layer_bytes > 0) {
+        device_->Zero(buffer.Data(), layer_bytes);
+        for (int r = 0; r < batch; ++r) {
+          const ExtendRow& row = rows[r];
+          if (row.past_len == 0) continue;
+          const DeviceBuffer& src_layer = which == 0 ? row.past->keys[l] : row.past->values[l];
+          for (int h = 0; h < kv.num_kv_heads; ++h) {
+            char* dst = buffer.Data() + (static_cast<size_t>(r) * kv.num_kv_heads + h) * run_bytes;
+            device_->Copy(dst, row.past->HeadStart(src_layer, h), row.past->RunBytes(row.past_len));
+          }
+        }
+      }
+      void* data = layer_bytes > 0 ? static_cast<void*>(buffer.Data())
+                                   : (device_->IsHost() ? static_cast<void*>(empty_past) : nullptr);
+      const OrtMemoryInfo* info = layer_bytes > 0 || device_->IsHost() ? device_->MemoryInfo() : host;
+      if (data == nullptr) data = empty_past;
+      past_values.push_back(Ort::Value::CreateTensor(info, data, layer_bytes, past_shape.data(),
+                                                     past_shape.size(), info_.kv_type));
+      past_buffers.push_back(std::move(buffer));
+    }
+  }
+
+  Ort::IoBinding binding(*session_);
+  binding.BindInput("input_ids", ids.value);
+  binding.BindInput("attention_mask", mask.value);
+  if (info_.has_position_ids) binding.BindInput("position_ids", positions.value);
+  if (info_.has_logits_index) binding.BindInput(kLogitsIndexInput, logits_index.value);
+  bool use_cache_branch = true;
+  int64_t one = 1;
+  Ort::Value cache_branch{nullptr};
+  if (info_.has_use_cache_branch) {
+    cache_branch = Ort::Value::CreateTensor<bool>(host, &use_cache_branch, 1, &one, 1);
+    binding.BindInput("use_cache_branch", cache_branch);
+  }
+  for (int l = 0; l < kv.num_layers; ++l) {
+    binding.BindInput(past_key_names_[l].c_str(), past_values[2 * l]);
+    binding.BindInput(past_value_names_[l].c_str(), past_values[2 * l + 1]);
+  }
+  for (int l = 0; l < kv.num_layers; ++l) {
+    binding.BindOutput(present_key_names_[l].c_str(), device_->MemoryInfo());
+    binding.BindOutput(present_value_names_[l].c_str(), device_->MemoryInfo());
+  }
+  // The logits stay bound even when unused: an unbound graph output is an error in ORT.
+  binding.BindOutput("logits", host);
+
+  try {
+    session_->Run(Ort::RunOptions{nullptr}, binding);
+    binding.SynchronizeOutputs();
+  } catch (const Ort::Exception& e) {
+    std::string what = e.what();
+    if (what.find("alloc") != std::string::npos || what.find("memory") != std::string::npos) {
+      throw EngineError(kErrOutOfMemory, "forward pass ran out of memory: " + what);
+    }
+    throw EngineError(kErrRuntime, "forward pass failed: " + what);
+  }
+
+  std::vector<Ort::Value> outputs = binding.GetOutputValues();
+  ExtendResult result;
+  result.batch = batch;
+  result.past_len = past_len;
+  result.new_len = new_len;
+  for (int l = 0; l < kv.num_layers; ++l) {
+    result.present_keys.push_back(std::move(outputs[2 * l]));
+    result.present_values.push_back(std::move(outputs[2 * l + 1]));
+  }
+  if (want_logits) {
+    Ort::Value& logits = outputs[2 * kv.num_layers];
+    auto dims = logits.GetTensorTypeAndShapeInfo().GetShape();
+    const int64_t positions_per_row = dims[1];
+    const int64_t vocab = dims[2];
+    if (vocab != info_.vocab_size) {
+      throw EngineError(kErrRuntime, "logits have " + std::to_string(vocab) + " columns, expected " +
+                                         std::to_string(info_.vocab_size));
+    }
+    result.logits.assign(static_cast<size_t>(batch) * vocab, 0.0f);
+    for (int r = 0; r < batch; ++r) {
+      if (rows[r].logits_pos < 0) continue;
+      int64_t position = info_.has_logits_index ? 0 : rows[r].logits_pos;
+      size_t offset = (static_cast<size_t>(r) * positions_per_row + position) * vocab;
+      float* dst = result.logits.data() + static_cast<size_t>(r) * vocab;
+      if (info_.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+        std::memcpy(dst, logits.GetTensorData<float>() + offset, vocab * sizeof(float));
+      } else {
+        const uint16_t* src = reinterpret_cast<const uint16_t*>(logits.GetTensorRawData()) + offset;
+        for (int64_t v = 0; v < vocab; ++v) dst[v] = HalfToFloat(src[v]);
+      }
+    }
+  }
+  return result;
+}
+
+void Decoder::CopyNewKv(const ExtendResult& result, int row, int count, KvBlock& dst, int dst_start) {
+  const KvShape& kv = info_.kv;
+  const size_t token_bytes = static_cast<size_t>(kv.head_dim) * kv.elem_size;
+  const size_t total_len = static_cast<size_t>(result.past_len) + result.new_len;
+  for (int l = 0; l < kv.num_layers; ++l) {
+    for (int which = 0; which < 2; ++which) {
+      const Ort::Value& present = which == 0 ? result.present_keys[l] : result.present_values[l];
+      const char* base = static_cast<const char*>(present.GetTensorRawData());
+      DeviceBuffer& dst_layer = which == 0 ? dst.keys[l] : dst.values[l];
+      for (int h = 0; h < kv.num_kv_heads; ++h) {
+        const char* src = base + ((static_cast<size_t>(row) * kv.num_kv_heads + h) * total_len + result.past_len) * token_bytes;
+        char* out = dst.HeadStart(dst_layer, h) + static_cast<size_t>(dst_start) * token_bytes;
+        device_->Copy(out, src, count * token_bytes);
+      }
+    }
+  }
+}
+
+void Decoder::CopyKvPrefix(const KvBlock& src, int count, KvBlock& dst) {
+  const KvShape& kv = info_.kv;
+  for (int l = 0; l < kv.num_layers; ++l) {
+    for (int h = 0; h < kv.num_kv_heads; ++h) {
+      device_->Copy(dst.HeadStart(dst.keys[l], h), src.HeadStart(src.keys[l], h), src.RunBytes(count));
+      device_->Copy(dst.HeadStart(dst.values[l], h), src.HeadStart(src.values[l], h), src.RunBytes(count));
+    }
+  }
+}
+
+}  // namespace decide

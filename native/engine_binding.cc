@@ -1,0 +1,303 @@
+#include "engine_binding.h"
+
+#include <functional>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+#include "ort_runtime.h"
+
+namespace decide {
+namespace {
+
+Napi::Error MakeError(Napi::Env env, const std::string& code, const std::string& message) {
+  Napi::Error error = Napi::Error::New(env, message);
+  error.Set("code", Napi::String::New(env, code));
+  return error;
+}
+
+Napi::Value Rejected(Napi::Env env, const std::string& code, const std::string& message) {
+  auto deferred = Napi::Promise::Deferred::New(env);
+  deferred.Reject(MakeError(env, code, message).Value());
+  return deferred.Promise();
+}
+
+// An AsyncWorker that settles a Promise and maps every exception to (code, message).
+class PromiseWorker : public Napi::AsyncWorker {
+ public:
+  explicit PromiseWorker(Napi::Env env) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+
+ protected:
+  virtual void Run() = 0;
+  virtual Napi::Value Result(Napi::Env env) = 0;
+
+  void Execute() override {
+    try {
+      Run();
+    } catch (const EngineError& e) {
+      Fail(e.Code(), e.what());
+    } catch (const Ort::Exception& e) {
+      Fail(kErrRuntime, e.what());
+    } catch (const std::bad_alloc&) {
+      Fail(kErrOutOfMemory, "out of memory");
+    } catch (const std::exception& e) {
+      Fail(kErrRuntime, e.what());
+    }
+  }
+  void OnOK() override {
+    Napi::HandleScope scope(Env());
+    deferred_.Resolve(Result(Env()));
+  }
+  void OnError(const Napi::Error& error) override {
+    Napi::HandleScope scope(Env());
+    deferred_.Reject(MakeError(Env(), code_, error.Message()).Value());
+  }
+
+ private:
+  void Fail(const std::string& code, const std::string& message) {
+    code_ = code;
+    SetError(message);
+  }
+  Napi::Promise::Deferred deferred_;
+  std::string code_ = kErrRuntime;
+};
+
+class LoadWorker final : public PromiseWorker {
+ public:
+  LoadWorker(Napi::Env env, std::string ort_library, ScorerOptions options,
+             std::function<void(std::shared_ptr<Scorer>)> done)
+      : PromiseWorker(env), ort_library_(std::move(ort_library)), options_(std::move(options)), done_(std::move(done)) {}
+
+ protected:
+  void Run() override {
+    EnsureOrtLoaded(ort_library_);
+    scorer_ = std::make_shared<Scorer>(options_);
+  }
+  Napi::Value Result(Napi::Env env) override {
+    done_(scorer_);
+    return env.Undefined();
+  }
+  void OnError(const Napi::Error& error) override {
+    done_(nullptr);
+    PromiseWorker::OnError(error);
+  }
+
+ private:
+  std::string ort_library_;
+  ScorerOptions options_;
+  std::function<void(std::shared_ptr<Scorer>)> done_;
+  std::shared_ptr<Scorer> scorer_;
+};
+
+Napi::Object CountersObject(Napi::Env env, const ScoreCounters& c) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("calls", Napi::Number::New(env, static_cast<double>(c.calls)));
+  out.Set("prefixTokensComputed", Napi::Number::New(env, static_cast<double>(c.prefix_tokens_computed)));
+  out.Set("prefixTokensReused", Napi::Number::New(env, static_cast<double>(c.prefix_tokens_reused)));
+  out.Set("suffixTokens", Napi::Number::New(env, static_cast<double>(c.suffix_tokens)));
+  out.Set("forwardPasses", Napi::Number::New(env, static_cast<double>(c.forward_passes)));
+  out.Set("prefixPasses", Napi::Number::New(env, static_cast<double>(c.prefix_passes)));
+  out.Set("suffixPasses", Napi::Number::New(env, static_cast<double>(c.suffix_passes)));
+  out.Set("paddedTokens", Napi::Number::New(env, static_cast<double>(c.padded_tokens)));
+  return out;
+}
+
+class ScoreWorker final : public PromiseWorker {
+ public:
+  ScoreWorker(Napi::Env env, std::shared_ptr<Scorer> scorer, Napi::Object batch, ScoreInput input)
+      : PromiseWorker(env), scorer_(std::move(scorer)), input_(input) {
+    // Keeps the typed arrays (and so the pointers in input_) alive until the worker is done.
+    batch_ = Napi::Persistent(batch);
+  }
+
+ protected:
+  void Run() override { output_ = scorer_->Score(input_); }
+  Napi::Value Result(Napi::Env env) override {
+    Napi::Object out = Napi::Object::New(env);
+    auto logits = Napi::Float32Array::New(env, output_.label_logits.size());
+    std::copy(output_.label_logits.begin(), output_.label_logits.end(), logits.Data());
+    auto lse = Napi::Float32Array::New(env, output_.log_sum_exp.size());
+    std::copy(output_.log_sum_exp.begin(), output_.log_sum_exp.end(), lse.Data());
+    out.Set("labelLogits", logits);
+    out.Set("logSumExp", lse);
+    out.Set("counters", CountersObject(env, output_.counters));
+    return out;
+  }
+
+ private:
+  std::shared_ptr<Scorer> scorer_;
+  ScoreInput input_;
+  ScoreOutput output_;
+  Napi::ObjectReference batch_;
+};
+
+// Reads batch[key] as an Int32Array; throws a JS TypeError-like Error with code ERR_INPUT.
+Napi::Int32Array Int32Field(Napi::Env env, Napi::Object batch, const char* key) {
+  Napi::Value value = batch.Get(key);
+  if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+    throw MakeError(env, kErrInput, std::string("batch.") + key + " must be an Int32Array");
+  }
+  return value.As<Napi::Int32Array>();
+}
+
+double NumberOption(Napi::Object options, const char* key, double fallback) {
+  Napi::Value value = options.Get(key);
+  return value.IsNumber() ? value.As<Napi::Number>().DoubleValue() : fallback;
+}
+
+std::string StringOption(Napi::Object options, const char* key, const std::string& fallback) {
+  Napi::Value value = options.Get(key);
+  return value.IsString() ? value.As<Napi::String>().Utf8Value() : fallback;
+}
+
+}  // namespace
+
+Napi::Function EngineBinding::Define(Napi::Env env) {
+  return DefineClass(env, "NativeEngine",
+                     {
+                         InstanceMethod<&EngineBinding::Load>("load"),
+                         InstanceMethod<&EngineBinding::Score>("score"),
+                         InstanceMethod<&EngineBinding::Info>("info"),
+                         InstanceMethod<&EngineBinding::Counters>("counters"),
+                         InstanceMethod<&EngineBinding::ClearPrefixCache>("clearPrefixCache"),
+                         InstanceMethod<&EngineBinding::Close>("close"),
+                     });
+}
+
+EngineBinding::EngineBinding(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EngineBinding>(info) {}
+
+std::shared_ptr<Scorer> EngineBinding::RequireScorer(Napi::Env env) {
+  if (closed_) throw MakeError(env, kErrEngineClosed, "the engine is closed");
+  if (!scorer_) throw MakeError(env, kErrEngineClosed, "the engine is not loaded");
+  return scorer_;
+}
+
+Napi::Value EngineBinding::Load(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (closed_) return Rejected(env, kErrEngineClosed, "the engine is closed");
+  if (scorer_ || loading_) return Rejected(env, kErrInput, "the engine is already loaded");
+  if (info.Length() < 1 || !info[0].IsObject()) return Rejected(env, kErrInput, "load(options) needs an options object");
+  Napi::Object options = info[0].As<Napi::Object>();
+  ScorerOptions scorer_options;
+  scorer_options.decoder.model_path = StringOption(options, "modelPath", "");
+  scorer_options.decoder.provider = StringOption(options, "provider", "cpu");
+  scorer_options.decoder.intra_op_threads = static_cast<int>(NumberOption(options, "threads", 0));
+  scorer_options.decoder.device_id = static_cast<int>(NumberOption(options, "deviceId", 0));
+  scorer_options.decoder.num_kv_heads = static_cast<int>(NumberOption(options, "numKvHeads", 0));
+  scorer_options.decoder.head_dim = static_cast<int>(NumberOption(options, "headDim", 0));
+  scorer_options.decoder.vocab_size = static_cast<int64_t>(NumberOption(options, "vocabSize", 0));
+  scorer_options.prefix_cache_bytes = static_cast<size_t>(NumberOption(options, "prefixCacheBytes", double(size_t{1} << 30)));
+  scorer_options.token_budget = static_cast<int64_t>(NumberOption(options, "tokenBudget", 8192));
+  scorer_options.attention_budget = static_cast<int64_t>(NumberOption(options, "attentionBudget", double(int64_t{8} << 20)));
+  scorer_options.max_context = static_cast<int>(NumberOption(options, "maxContext", 0));
+  std::string ort_library = StringOption(options, "ortLibrary", "");
+  if (scorer_options.decoder.model_path.empty()) return Rejected(env, kErrInput, "options.modelPath is required");
+  if (ort_library.empty()) return Rejected(env, kErrInput, "options.ortLibrary is required");
+  if (scorer_options.token_budget < 1) return Rejected(env, kErrInput, "options.tokenBudget must be positive");
+
+  loading_ = true;
+  auto* worker = new LoadWorker(env, ort_library, scorer_options, [this](std::shared_ptr<Scorer> scorer) {
+    loading_ = false;
+    if (!closed_) scorer_ = std::move(scorer);
+  });
+  // Keep this object alive while the load runs.
+  Ref();
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();
+  auto release = Napi::Function::New(env, [this](const Napi::CallbackInfo& cb) {
+    Unref();
+    return cb.Env().Undefined();
+  });
+  // then(release, release): the derived promise settles quietly, so a failed load is reported once,
+  // through the promise returned here, and never as an unhandled rejection.
+  promise.Get("then").As<Napi::Function>().Call(promise, {release, release});
+  return promise;
+}
+
+Napi::Value EngineBinding::Score(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  try {
+    std::shared_ptr<Scorer> scorer = RequireScorer(env);
+    if (info.Length() < 1 || !info[0].IsObject()) throw MakeError(env, kErrInput, "score(batch) needs a batch object");
+    Napi::Object batch = info[0].As<Napi::Object>();
+    auto prefix_tokens = Int32Field(env, batch, "prefixTokens");
+    auto prefix_offsets = Int32Field(env, batch, "prefixOffsets");
+    auto suffix_tokens = Int32Field(env, batch, "suffixTokens");
+    auto suffix_offsets = Int32Field(env, batch, "suffixOffsets");
+    auto suffix_group = Int32Field(env, batch, "suffixGroup");
+    auto label_ids = Int32Field(env, batch, "labelIds");
+    auto label_offsets = Int32Field(env, batch, "labelOffsets");
+    if (prefix_offsets.ElementLength() < 1 || suffix_offsets.ElementLength() < 1) {
+      throw MakeError(env, kErrInput, "offset arrays need at least one element");
+    }
+    ScoreInput input;
+    input.num_groups = static_cast<int>(prefix_offsets.ElementLength() - 1);
+    input.num_suffixes = static_cast<int>(suffix_offsets.ElementLength() - 1);
+    if (suffix_group.ElementLength() != static_cast<size_t>(input.num_suffixes) ||
+        label_offsets.ElementLength() != static_cast<size_t>(input.num_suffixes) + 1) {
+      throw MakeError(env, kErrInput, "suffixGroup / labelOffsets lengths do not match suffixOffsets");
+    }
+    input.prefix_tokens = prefix_tokens.Data();
+    input.prefix_offsets = prefix_offsets.Data();
+    input.prefix_tokens_length = prefix_tokens.ElementLength();
+    input.suffix_tokens = suffix_tokens.Data();
+    input.suffix_offsets = suffix_offsets.Data();
+    input.suffix_group = suffix_group.Data();
+    input.suffix_tokens_length = suffix_tokens.ElementLength();
+    input.label_ids = label_ids.Data();
+    input.label_offsets = label_offsets.Data();
+    input.label_ids_length = label_ids.ElementLength();
+    auto* worker = new ScoreWorker(env, std::move(scorer), batch, input);
+    Napi::Promise promise = worker->Promise();
+    worker->Queue();
+    return promise;
+  } catch (const Napi::Error& e) {
+    auto deferred = Napi::Promise::Deferred::New(env);
+    deferred.Reject(e.Value());
+    return deferred.Promise();
+  }
+}
+
+Napi::Value EngineBinding::Info(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<Scorer> scorer = RequireScorer(env);
+  const ModelInfo& model = scorer->Info();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("numLayers", model.kv.num_layers);
+  out.Set("numKvHeads", model.kv.num_kv_heads);
+  out.Set("headDim", model.kv.head_dim);
+  out.Set("vocabSize", Napi::Number::New(env, static_cast<double>(model.vocab_size)));
+  out.Set("kvDtype", model.kv.elem_size == 2 ? "float16" : "float32");
+  out.Set("hasLogitsIndex", model.has_logits_index);
+  out.Set("hasPositionIds", model.has_position_ids);
+  out.Set("provider", scorer->Options().decoder.provider);
+  out.Set("ortLibrary", LoadedOrtLibrary());
+  out.Set("kvBytesPerToken", Napi::Number::New(env, static_cast<double>(model.kv.BytesPerToken())));
+  return out;
+}
+
+Napi::Value EngineBinding::Counters(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<Scorer> scorer = RequireScorer(env);
+  Napi::Object out = CountersObject(env, scorer->Counters());
+  out.Set("prefixCacheBytes", Napi::Number::New(env, static_cast<double>(scorer->CacheBytes())));
+  out.Set("prefixCacheEntries", Napi::Number::New(env, static_cast<double>(scorer->CacheEntries())));
+  return out;
+}
+
+Napi::Value EngineBinding::ClearPrefixCache(const Napi::CallbackInfo& info) {
+  RequireScorer(info.Env())->ClearCache();
+  return info.Env().Undefined();
+}
+
+Napi::Value EngineBinding::Close(const Napi::CallbackInfo& info) {
+  // Idempotent. Running score calls hold their own reference to the Scorer and finish normally;
+  // the session is released when the last of them is done.
+  closed_ = true;
+  scorer_.reset();
+  return info.Env().Undefined();
+}
+
+}  // namespace decide

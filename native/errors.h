@@ -1,0 +1,30 @@
+// The engine's one exception type. Everything below the binding throws EngineError (or lets an
+// Ort::Exception / std::exception escape); the AsyncWorkers in engine_binding.cc turn all of them
+// into a rejected Promise whose Error carries a stable `.code`. Nothing here ever aborts the process.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace decide {
+
+// Stable codes seen by JavaScript as err.code.
+inline constexpr const char* kErrModelLoad = "ERR_MODEL_LOAD";
+inline constexpr const char* kErrInput = "ERR_INPUT";
+inline constexpr const char* kErrProviderUnavailable = "ERR_PROVIDER_UNAVAILABLE";
+inline constexpr const char* kErrOrtLoad = "ERR_ORT_LOAD";
+inline constexpr const char* kErrEngineClosed = "ERR_ENGINE_CLOSED";
+inline constexpr const char* kErrOutOfMemory = "ERR_OUT_OF_MEMORY";
+inline constexpr const char* kErrRuntime = "ERR_RUNTIME";
+
+class EngineError : public std::runtime_error {
+ public:
+  EngineError(std::string code, const std::string& message)
+      : std::runtime_error(message), code_(std::move(code)) {}
+  const std::string& Code() const { return code_; }
+
+ private:
+  std::string code_;
+};
+
+}  // namespace decide

@@ -1,0 +1,64 @@
+#include "ort_runtime.h"
+
+#include <dlfcn.h>
+
+#include <memory>
+#include <mutex>
+
+#include "errors.h"
+
+namespace decide {
+namespace {
+
+std::mutex g_mutex;
+std::string g_library_path;
+std::unique_ptr<Ort::Env> g_env;
+
+using GetApiBaseFn = const OrtApiBase* (*)();
+
+}  // namespace
+
+void EnsureOrtLoaded(const std::string& library_path) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_env) {
+    if (library_path != g_library_path) {
+      throw EngineError(kErrOrtLoad, "ONNX Runtime is already loaded from " + g_library_path +
+                                         "; cannot load a second copy from " + library_path);
+    }
+    return;
+  }
+  // RTLD_GLOBAL so that provider libraries (libonnxruntime_providers_cuda.so) resolve against it.
+  void* handle = dlopen(library_path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    throw EngineError(kErrOrtLoad, "cannot load ONNX Runtime from " + library_path + ": " +
+                                       (why != nullptr ? why : "unknown error"));
+  }
+  auto get_api_base = reinterpret_cast<GetApiBaseFn>(dlsym(handle, "OrtGetApiBase"));
+  if (get_api_base == nullptr) {
+    throw EngineError(kErrOrtLoad, library_path + " does not export OrtGetApiBase");
+  }
+  const OrtApiBase* base = get_api_base();
+  const OrtApi* api = base->GetApi(ORT_API_VERSION);
+  if (api == nullptr) {
+    throw EngineError(kErrOrtLoad, std::string("ONNX Runtime ") + base->GetVersionString() + " at " +
+                                       library_path + " does not serve API version " +
+                                       std::to_string(ORT_API_VERSION) + " (need 1.23 or newer)");
+  }
+  Ort::InitApi(api);
+  g_env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_ERROR, "decide");
+  g_library_path = library_path;
+}
+
+Ort::Env& OrtEnvironment() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_env) throw EngineError(kErrOrtLoad, "ONNX Runtime is not loaded");
+  return *g_env;
+}
+
+std::string LoadedOrtLibrary() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_library_path;
+}
+
+}  // namespace decide

@@ -1,0 +1,24 @@
+// Loads ONNX Runtime at run time. The addon does not link libonnxruntime: the library bundled with
+// onnxruntime-node (or the one named by DECIDE_ORT_LIBRARY, e.g. a CUDA-enabled build on GPU hosts)
+// is dlopen'ed once per process and the C++ API is initialised from its OrtGetApiBase().
+// Called on a worker thread (the load AsyncWorker); guarded by a mutex. The Ort::Env lives for the
+// whole process: ORT wants exactly one, and sessions must not outlive it.
+#pragma once
+
+#include <string>
+
+#include <onnxruntime_cxx_api.h>
+
+namespace decide {
+
+// Idempotent for the same path; a different path after the first load is an error (ORT cannot be
+// loaded twice into one process). Throws EngineError(ERR_ORT_LOAD).
+void EnsureOrtLoaded(const std::string& library_path);
+
+// The process-wide environment. EnsureOrtLoaded must have succeeded first.
+Ort::Env& OrtEnvironment();
+
+// The path of the loaded library ("" before the first load).
+std::string LoadedOrtLibrary();
+
+}  // namespace decide

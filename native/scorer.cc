@@ -1,0 +1,283 @@
+#include "scorer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <unordered_map>
+
+#include "errors.h"
+
+namespace decide {
+namespace {
+
+// Stock graphs (no decide_logits_index) return logits for every position; cap that tensor.
+constexpr int64_t kStockLogitsBudgetBytes = int64_t{512} << 20;
+
+uint64_t HashIds(const int32_t* ids, int count) {
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < count; ++i) {
+    h ^= static_cast<uint32_t>(ids[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+void Add(ScoreCounters& into, const ScoreCounters& from) {
+  into.calls += from.calls;
+  into.prefix_tokens_computed += from.prefix_tokens_computed;
+  into.prefix_tokens_reused += from.prefix_tokens_reused;
+  into.suffix_tokens += from.suffix_tokens;
+  into.forward_passes += from.forward_passes;
+  into.prefix_passes += from.prefix_passes;
+  into.suffix_passes += from.suffix_passes;
+  into.padded_tokens += from.padded_tokens;
+}
+
+}  // namespace
+
+Scorer::Scorer(const ScorerOptions& options)
+    : options_(options),
+      decoder_(std::make_unique<Decoder>(options.decoder)),
+      cache_(options.prefix_cache_bytes) {}
+
+Scorer::~Scorer() {
+  // Blocks hold Device memory: free them while the Decoder (and its Device) still exists.
+  cache_.Clear();
+}
+
+ScoreCounters Scorer::Counters() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return totals_;
+}
+
+size_t Scorer::CacheBytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.Bytes();
+}
+
+size_t Scorer::CacheEntries() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.Entries();
+}
+
+void Scorer::ClearCache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.Clear();
+}
+
+void Scorer::Validate(const ScoreInput& in) const {
+  auto fail = [](const std::string& why) { throw EngineError(kErrInput, why); };
+  const int64_t vocab = decoder_->Info().vocab_size;
+  auto check_offsets = [&](const int32_t* offsets, int count, size_t length, const char* what) {
+    if (offsets[0] != 0) fail(std::string(what) + " offsets must start at 0");
+    for (int i = 0; i < count; ++i) {
+      if (offsets[i + 1] < offsets[i]) fail(std::string(what) + " offsets must not decrease");
+    }
+    if (static_cast<size_t>(offsets[count]) != length) {
+      fail(std::string(what) + " offsets must end at the length of the token array");
+    }
+  };
+  auto check_ids = [&](const int32_t* ids, size_t length, const char* what) {
+    for (size_t i = 0; i < length; ++i) {
+      if (ids[i] < 0 || ids[i] >= vocab) {
+        fail(std::string(what) + " id " + std::to_string(ids[i]) + " is outside the vocabulary [0, " +
+             std::to_string(vocab) + ")");
+      }
+    }
+  };
+  if (in.num_groups < 0 || in.num_suffixes < 0) fail("negative counts");
+  check_offsets(in.prefix_offsets, in.num_groups, in.prefix_tokens_length, "prefix");
+  check_offsets(in.suffix_offsets, in.num_suffixes, in.suffix_tokens_length, "suffix");
+  check_offsets(in.label_offsets, in.num_suffixes, in.label_ids_length, "label");
+  check_ids(in.prefix_tokens, in.prefix_tokens_length, "token");
+  check_ids(in.suffix_tokens, in.suffix_tokens_length, "token");
+  check_ids(in.label_ids, in.label_ids_length, "label");
+  for (int g = 0; g < in.num_groups; ++g) {
+    if (in.prefix_offsets[g + 1] == in.prefix_offsets[g]) fail("group " + std::to_string(g) + " has an empty prefix");
+  }
+  for (int s = 0; s < in.num_suffixes; ++s) {
+    int group = in.suffix_group[s];
+    if (group < 0 || group >= in.num_groups) fail("suffix " + std::to_string(s) + " names no group");
+    int suffix_len = in.suffix_offsets[s + 1] - in.suffix_offsets[s];
+    if (suffix_len == 0) fail("suffix " + std::to_string(s) + " is empty");
+    if (in.label_offsets[s + 1] == in.label_offsets[s]) fail("suffix " + std::to_string(s) + " has no labels");
+    int total = in.prefix_offsets[group + 1] - in.prefix_offsets[group] + suffix_len;
+    if (options_.max_context > 0 && total > options_.max_context) {
+      fail("sequence of " + std::to_string(total) + " tokens (prefix + suffix " + std::to_string(s) +
+           ") exceeds the model's context of " + std::to_string(options_.max_context));
+    }
+  }
+}
+
+ScoreOutput Scorer::Score(const ScoreInput& input) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Validate(input);
+  ScoreOutput output;
+  output.counters.calls = 1;
+  std::vector<GroupPast> pasts = ResolvePrefixes(input, output.counters);
+  RunSuffixes(input, pasts, output);
+  Add(totals_, output.counters);
+  return output;
+}
+
+std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, ScoreCounters& counters) {
+  const KvShape& shape = decoder_->Info().kv;
+  std::vector<GroupPast> pasts(in.num_groups);
+  struct Pending {
+    int group;
+    PrefixCache::Match match;
+  };
+  std::vector<Pending> pending;
+  std::vector<int> same_as(in.num_groups, -1);  // groups whose prefix equals an earlier group's
+  std::unordered_map<uint64_t, std::vector<int>> seen;
+
+  for (int g = 0; g < in.num_groups; ++g) {
+    const int32_t* ids = in.prefix_tokens + in.prefix_offsets[g];
+    int count = in.prefix_offsets[g + 1] - in.prefix_offsets[g];
+    auto& candidates = seen[HashIds(ids, count)];
+    for (int other : candidates) {
+      const int32_t* other_ids = in.prefix_tokens + in.prefix_offsets[other];
+      if (in.prefix_offsets[other + 1] - in.prefix_offsets[other] == count &&
+          std::equal(ids, ids + count, other_ids)) {
+        same_as[g] = other;
+        break;
+      }
+    }
+    if (same_as[g] >= 0) {
+      counters.prefix_tokens_reused += count;
+      continue;
+    }
+    candidates.push_back(g);
+    PrefixCache::Match match = cache_.Lookup(ids, count);
+    counters.prefix_tokens_reused += match.length;
+    if (match.length == count) {
+      pasts[g] = GroupPast{match.block, count};
+    } else {
+      counters.prefix_tokens_computed += count - match.length;
+      pending.push_back(Pending{g, match});
+    }
+  }
+
+  // Similar lengths side by side so that chunks carry little padding.
+  std::sort(pending.begin(), pending.end(), [&](const Pending& a, const Pending& b) {
+    int la = in.prefix_offsets[a.group + 1] - in.prefix_offsets[a.group];
+    int lb = in.prefix_offsets[b.group + 1] - in.prefix_offsets[b.group];
+    return la < lb;
+  });
+  std::vector<ExtendRow> rows;
+  for (const Pending& p : pending) {
+    ExtendRow row;
+    row.past = p.match.block.get();
+    row.past_len = p.match.length;
+    row.tokens = in.prefix_tokens + in.prefix_offsets[p.group] + p.match.length;
+    row.num_tokens = in.prefix_offsets[p.group + 1] - in.prefix_offsets[p.group] - p.match.length;
+    rows.push_back(row);
+  }
+  for (auto [begin, end] : Chunk(rows, false)) {
+    std::vector<ExtendRow> chunk(rows.begin() + begin, rows.begin() + end);
+    ExtendResult result = decoder_->Extend(chunk, false);
+    Account(rows, begin, end, counters);
+    counters.prefix_passes += 1;
+    for (size_t i = begin; i < end; ++i) {
+      const Pending& p = pending[i];
+      const int32_t* ids = in.prefix_tokens + in.prefix_offsets[p.group];
+      int count = in.prefix_offsets[p.group + 1] - in.prefix_offsets[p.group];
+      auto block = std::make_shared<KvBlock>(decoder_->GetDevice(), shape, count);
+      if (p.match.length > 0) decoder_->CopyKvPrefix(*p.match.block, p.match.length, *block);
+      decoder_->CopyNewKv(result, static_cast<int>(i - begin), rows[i].num_tokens, *block, p.match.length);
+      cache_.Insert(ids, count, block);
+      pasts[p.group] = GroupPast{std::move(block), count};
+    }
+  }
+  for (int g = 0; g < in.num_groups; ++g) {
+    if (same_as[g] >= 0) pasts[g] = pasts[same_as[g]];
+  }
+  return pasts;
+}
+
+void Scorer::RunSuffixes(const ScoreInput& in, const std::vector<GroupPast>& pasts, ScoreOutput& output) {
+  const int64_t vocab = decoder_->Info().vocab_size;
+  output.label_logits.assign(in.label_ids_length, 0.0f);
+  output.log_sum_exp.assign(in.num_suffixes, 0.0f);
+
+  std::vector<int> order(in.num_suffixes);
+  std::iota(order.begin(), order.end(), 0);
+  auto suffix_len = [&](int s) { return in.suffix_offsets[s + 1] - in.suffix_offsets[s]; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    int pa = pasts[in.suffix_group[a]].length, pb = pasts[in.suffix_group[b]].length;
+    if (pa != pb) return pa < pb;
+    return suffix_len(a) < suffix_len(b);
+  });
+  std::vector<ExtendRow> rows;
+  rows.reserve(order.size());
+  for (int s : order) {
+    const GroupPast& past = pasts[in.suffix_group[s]];
+    ExtendRow row;
+    row.past = past.block.get();
+    row.past_len = past.length;
+    row.tokens = in.suffix_tokens + in.suffix_offsets[s];
+    row.num_tokens = suffix_len(s);
+    row.logits_pos = row.num_tokens - 1;
+    rows.push_back(row);
+    output.counters.suffix_tokens += row.num_tokens;
+  }
+  for (auto [begin, end] : Chunk(rows, true)) {
+    std::vector<ExtendRow> chunk(rows.begin() + begin, rows.begin() + end);
+    ExtendResult result = decoder_->Extend(chunk, true);
+    Account(rows, begin, end, output.counters);
+    output.counters.suffix_passes += 1;
+    for (size_t i = begin; i < end; ++i) {
+      int s = order[i];
+      const float* logits = result.logits.data() + (i - begin) * vocab;
+      double max_logit = -INFINITY;
+      for (int64_t v = 0; v < vocab; ++v) max_logit = std::max<double>(max_logit, logits[v]);
+      double sum = 0.0;
+      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - max_logit);
+      output.log_sum_exp[s] = static_cast<float>(max_logit + std::log(sum));
+      for (int k = in.label_offsets[s]; k < in.label_offsets[s + 1]; ++k) {
+        output.label_logits[k] = logits[in.label_ids[k]];
+      }
+    }
+  }
+}
+
+std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow>& rows, bool want_logits) const {
+  const ModelInfo& info = decoder_->Info();
+  std::vector<std::pair<size_t, size_t>> chunks;
+  size_t begin = 0;
+  int64_t max_past = 0, max_new = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    int64_t past = std::max<int64_t>(max_past, rows[i].past_len);
+    int64_t fresh = std::max<int64_t>(max_new, rows[i].num_tokens);
+    int64_t count = static_cast<int64_t>(i - begin + 1);
+    bool over = count * (past + fresh) > options_.token_budget ||
+                count * fresh * (past + fresh) > options_.attention_budget;
+    if (want_logits && !info.has_logits_index) {
+      over = over || count * fresh * info.vocab_size * 4 > kStockLogitsBudgetBytes;
+    }
+    if (over && i > begin) {
+      chunks.emplace_back(begin, i);
+      begin = i;
+      past = rows[i].past_len;
+      fresh = rows[i].num_tokens;
+    }
+    max_past = past;
+    max_new = fresh;
+  }
+  if (begin < rows.size()) chunks.emplace_back(begin, rows.size());
+  return chunks;
+}
+
+void Scorer::Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, ScoreCounters& counters) const {
+  int64_t max_past = 0, max_new = 0, real = 0;
+  for (size_t i = begin; i < end; ++i) {
+    max_past = std::max<int64_t>(max_past, rows[i].past_len);
+    max_new = std::max<int64_t>(max_new, rows[i].num_tokens);
+    real += rows[i].num_tokens;
+  }
+  counters.forward_passes += 1;
+  counters.padded_tokens += static_cast<uint64_t>(static_cast<int64_t>(end - begin) * max_new - real);
+}
+
+}  // namespace decide

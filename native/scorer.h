@@ -1,0 +1,101 @@
+// The scoring algorithm, in plain C++ (no N-API, no ORT types in its interface):
+//   1. every group's prefix is matched against the prefix cache (longest common prefix);
+//   2. ONE prefix pass (split only by the token budget) extends the prefixes that are not fully
+//      cached, each row starting from its cached part, and inserts the results into the cache;
+//   3. ONE suffix pass (same split rule) runs every question row with its group's prefix KV forked
+//      in as past, and reads the logits of the row's label tokens at its last position, plus the
+//      log-sum-exp over the whole vocabulary there.
+// Thread: Score() runs on a libuv worker thread; calls are serialised by mu_ (the cache and the
+// session are used by one call at a time; the TypeScript scheduler coalesces concurrent requests
+// into one call instead). Ownership: ScoreInput points into JS typed arrays that the AsyncWorker
+// keeps alive for the duration of the call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "decoder.h"
+#include "prefix_cache.h"
+
+namespace decide {
+
+struct ScorerOptions {
+  DecoderOptions decoder;
+  size_t prefix_cache_bytes = size_t{1} << 30;
+  // Upper bound on padded tokens (rows x (longest past + longest new)) in one forward pass.
+  int64_t token_budget = 8192;
+  // Upper bound on attention scores (rows x new x (past + new)) in one forward pass; keeps the
+  // [rows, heads, S, P+S] score tensor of long prefixes from exhausting memory.
+  int64_t attention_budget = int64_t{8} << 20;
+  int max_context = 0;  // 0: unlimited (the graph itself still bounds it)
+};
+
+struct ScoreInput {
+  const int32_t* prefix_tokens = nullptr;
+  const int32_t* prefix_offsets = nullptr;  // num_groups + 1
+  int num_groups = 0;
+  size_t prefix_tokens_length = 0;
+  const int32_t* suffix_tokens = nullptr;
+  const int32_t* suffix_offsets = nullptr;  // num_suffixes + 1
+  const int32_t* suffix_group = nullptr;    // num_suffixes
+  int num_suffixes = 0;
+  size_t suffix_tokens_length = 0;
+  const int32_t* label_ids = nullptr;
+  const int32_t* label_offsets = nullptr;  // num_suffixes + 1
+  size_t label_ids_length = 0;
+};
+
+struct ScoreCounters {
+  uint64_t calls = 0;
+  uint64_t prefix_tokens_computed = 0;
+  uint64_t prefix_tokens_reused = 0;
+  uint64_t suffix_tokens = 0;
+  uint64_t forward_passes = 0;
+  uint64_t prefix_passes = 0;
+  uint64_t suffix_passes = 0;
+  uint64_t padded_tokens = 0;  // tokens of padding the passes computed (waste)
+};
+
+struct ScoreOutput {
+  std::vector<float> label_logits;  // concatenated per suffix, label_offsets layout
+  std::vector<float> log_sum_exp;   // one per suffix
+  ScoreCounters counters;           // this call only
+};
+
+class Scorer {
+ public:
+  explicit Scorer(const ScorerOptions& options);
+  ~Scorer();
+
+  ScoreOutput Score(const ScoreInput& input);
+
+  const ModelInfo& Info() const { return decoder_->Info(); }
+  const ScorerOptions& Options() const { return options_; }
+  ScoreCounters Counters();
+  size_t CacheBytes();
+  size_t CacheEntries();
+  void ClearCache();
+
+ private:
+  struct GroupPast {
+    std::shared_ptr<KvBlock> block;
+    int length = 0;
+  };
+  void Validate(const ScoreInput& input) const;
+  std::vector<GroupPast> ResolvePrefixes(const ScoreInput& input, ScoreCounters& counters);
+  void RunSuffixes(const ScoreInput& input, const std::vector<GroupPast>& pasts, ScoreOutput& output);
+  // Splits rows (already sorted for similar shapes) into consecutive chunks within the budgets.
+  std::vector<std::pair<size_t, size_t>> Chunk(const std::vector<ExtendRow>& rows, bool want_logits) const;
+  void Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, ScoreCounters& counters) const;
+
+  ScorerOptions options_;
+  std::mutex mu_;
+  std::unique_ptr<Decoder> decoder_;
+  PrefixCache cache_;
+  ScoreCounters totals_;
+};
+
+}  // namespace decide

@@ -1,0 +1,232 @@
+/**
+ * Engine: the scoring engine for one model directory. C++ does the work (native/); this class
+ * reads the model directory, prepares the graph, and converts between the structured form used in
+ * TypeScript and the flat typed arrays that cross into C++.
+ */
+import os from 'node:os';
+
+import { EngineError, type EngineErrorCode } from './engine-error.js';
+import { loadNativeModule, resolveOrtLibrary, type NativeCounters, type NativeEngine, type NativeModelInfo } from './native.js';
+import { findGraphFile, readModelConfig, type ModelConfig } from '../models/model-dir.js';
+import { prepareScoringGraph } from '../models/lm-head-rewrite.js';
+
+export type Provider = 'cpu' | 'cuda';
+
+export interface EngineLoadOptions {
+  /** A Hugging Face model directory with an ONNX decoder-with-past export. */
+  modelDir: string;
+  /** 'cpu' (default) or 'cuda' (needs a CUDA-enabled ONNX Runtime, see DECIDE_ORT_LIBRARY). */
+  provider?: Provider;
+  /** Intra-op threads; default: the number of CPU cores. */
+  threads?: number;
+  /** Bytes of prefix KV kept across calls (LRU); default 1 GiB. */
+  prefixCacheBytes?: number;
+  /** Padded tokens per forward pass before a pass is split; default 8192. */
+  tokenBudget?: number;
+  /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY or onnxruntime-node's. */
+  ortLibrary?: string;
+  /** CUDA device ordinal. */
+  deviceId?: number;
+  /**
+   * Gather each row's answer position before the LM head (a graph rewrite cached beside the
+   * model and verified against the stock graph). Default true; falls back to the stock graph
+   * when the rewrite does not apply.
+   */
+  gatherLogits?: boolean;
+}
+
+export interface ScoreSuffix {
+  /** The question's tokens; the label is read at the last of them. */
+  tokens: Int32Array;
+  /** Token ids whose logits are wanted (one per option). */
+  labels: Int32Array;
+}
+
+export interface ScoreGroup {
+  /** Tokens shared by every suffix of the group (system text + state). */
+  prefix: Int32Array;
+  suffixes: ScoreSuffix[];
+}
+
+export interface SuffixScore {
+  /** Logits of the suffix's label tokens at its last position, in label order. */
+  labelLogits: Float32Array;
+  /** log-sum-exp of all logits at that position: exp(logit - logSumExp) is a token's probability. */
+  logSumExp: number;
+}
+
+export type EngineCounters = NativeCounters & { prefixCacheBytes: number; prefixCacheEntries: number };
+
+export interface EngineInfo extends NativeModelInfo {
+  modelDir: string;
+  graphFile: string;
+  maxContext: number;
+}
+
+function asEngineError(err: unknown, stackFrom: Error): EngineError {
+  const e = err as { code?: string; message?: string };
+  const wrapped = new EngineError((e?.code as EngineErrorCode) ?? 'ERR_RUNTIME', e?.message ?? String(err));
+  // Point at the caller, not at the promise machinery.
+  wrapped.stack = `${wrapped.name} [${wrapped.code}]: ${wrapped.message}\n${stackFrom.stack?.split('\n').slice(1).join('\n') ?? ''}`;
+  return wrapped;
+}
+
+export class Engine {
+  private closed = false;
+
+  private constructor(
+    private readonly native: NativeEngine,
+    readonly config: ModelConfig,
+    readonly info: EngineInfo,
+  ) {}
+
+  /**
+   * Loads a model directory.
+   * @example
+   * const engine = await Engine.load({ modelDir: 'models/tiny' });
+   */
+  static async load(options: EngineLoadOptions): Promise<Engine> {
+    const callSite = new Error();
+    try {
+      const config = readModelConfig(options.modelDir);
+      const stockGraph = findGraphFile(options.modelDir);
+      const graphFile = options.gatherLogits === false ? stockGraph : await prepareScoringGraph(stockGraph);
+      const { NativeEngine } = loadNativeModule();
+      const native = new NativeEngine();
+      const maxContext = config.maxPositionEmbeddings;
+      await native.load({
+        modelPath: graphFile,
+        ortLibrary: resolveOrtLibrary(options.ortLibrary),
+        provider: options.provider ?? 'cpu',
+        threads: options.threads ?? os.availableParallelism(),
+        deviceId: options.deviceId ?? 0,
+        numKvHeads: config.numKvHeads,
+        headDim: config.headDim,
+        vocabSize: config.vocabSize,
+        prefixCacheBytes: options.prefixCacheBytes ?? 2 ** 30,
+        tokenBudget: options.tokenBudget ?? 8192,
+        maxContext,
+      });
+      const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, maxContext };
+      if (info.numLayers !== config.numLayers) {
+        native.close();
+        throw new EngineError(
+          'ERR_MODEL_LOAD',
+          `${graphFile}: the graph has ${info.numLayers} layers but config.json says ${config.numLayers}`,
+        );
+      }
+      return new Engine(native, config, info);
+    } catch (err) {
+      throw asEngineError(err, callSite);
+    }
+  }
+
+  /**
+   * Scores every suffix of every group: one prefix pass over the prefixes not in the prefix cache,
+   * one suffix pass over all suffixes (each split only by the token budget).
+   * @example
+   * const [[yesNo]] = await engine.score([{ prefix, suffixes: [{ tokens, labels: new Int32Array([no, yes]) }] }]);
+   */
+  async score(groups: ScoreGroup[]): Promise<SuffixScore[][]> {
+    const callSite = new Error();
+    if (this.closed) throw asEngineError({ code: 'ERR_ENGINE_CLOSED', message: 'the engine is closed' }, callSite);
+    let batch;
+    try {
+      batch = flatten(groups);
+    } catch (err) {
+      throw asEngineError(err, callSite);
+    }
+    let result;
+    try {
+      result = await this.native.score(batch);
+    } catch (err) {
+      throw asEngineError(err, callSite);
+    }
+    const out: SuffixScore[][] = [];
+    let suffixIndex = 0;
+    for (const group of groups) {
+      const scores: SuffixScore[] = [];
+      for (let i = 0; i < group.suffixes.length; i++, suffixIndex++) {
+        const begin = batch.labelOffsets[suffixIndex]!;
+        const end = batch.labelOffsets[suffixIndex + 1]!;
+        scores.push({
+          labelLogits: result.labelLogits.slice(begin, end),
+          logSumExp: result.logSumExp[suffixIndex]!,
+        });
+      }
+      out.push(scores);
+    }
+    return out;
+  }
+
+  /** Cumulative counters since load, plus the prefix cache's current size. */
+  counters(): EngineCounters {
+    if (this.closed) throw new EngineError('ERR_ENGINE_CLOSED', 'the engine is closed');
+    return this.native.counters();
+  }
+
+  /** Drops every cached prefix (the next calls compute their prefixes afresh). */
+  clearPrefixCache(): void {
+    if (this.closed) throw new EngineError('ERR_ENGINE_CLOSED', 'the engine is closed');
+    this.native.clearPrefixCache();
+  }
+
+  /** Releases the session and the cache. Idempotent; calls already running finish first. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.native.close();
+  }
+}
+
+function int32(value: unknown, what: string): Int32Array {
+  if (!(value instanceof Int32Array)) throw new EngineError('ERR_INPUT', `${what} must be an Int32Array`);
+  return value;
+}
+
+/** Structured groups -> the flat typed arrays the native side takes. */
+export function flatten(groups: ScoreGroup[]) {
+  if (!Array.isArray(groups)) throw new EngineError('ERR_INPUT', 'score(groups) needs an array of groups');
+  let prefixLength = 0;
+  let suffixLength = 0;
+  let labelLength = 0;
+  let suffixCount = 0;
+  groups.forEach((group, g) => {
+    if (typeof group !== 'object' || group === null || !Array.isArray(group.suffixes)) {
+      throw new EngineError('ERR_INPUT', `group ${g} must be { prefix, suffixes: [...] }`);
+    }
+    prefixLength += int32(group.prefix, `groups[${g}].prefix`).length;
+    group.suffixes.forEach((suffix, s) => {
+      suffixLength += int32(suffix?.tokens, `groups[${g}].suffixes[${s}].tokens`).length;
+      labelLength += int32(suffix?.labels, `groups[${g}].suffixes[${s}].labels`).length;
+      suffixCount += 1;
+    });
+  });
+  const prefixTokens = new Int32Array(prefixLength);
+  const prefixOffsets = new Int32Array(groups.length + 1);
+  const suffixTokens = new Int32Array(suffixLength);
+  const suffixOffsets = new Int32Array(suffixCount + 1);
+  const suffixGroup = new Int32Array(suffixCount);
+  const labelIds = new Int32Array(labelLength);
+  const labelOffsets = new Int32Array(suffixCount + 1);
+  let p = 0;
+  let t = 0;
+  let l = 0;
+  let s = 0;
+  groups.forEach((group, g) => {
+    prefixTokens.set(group.prefix, p);
+    p += group.prefix.length;
+    prefixOffsets[g + 1] = p;
+    for (const suffix of group.suffixes) {
+      suffixTokens.set(suffix.tokens, t);
+      t += suffix.tokens.length;
+      labelIds.set(suffix.labels, l);
+      l += suffix.labels.length;
+      suffixGroup[s] = g;
+      s += 1;
+      suffixOffsets[s] = t;
+      labelOffsets[s] = l;
+    }
+  });
+  return { prefixTokens, prefixOffsets, suffixTokens, suffixOffsets, suffixGroup, labelIds, labelOffsets };
+}

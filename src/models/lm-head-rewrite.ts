@@ -1,0 +1,138 @@
+/**
+ * The LM-head rewrite. A stock export computes logits for every position ([rows, seq, vocab]):
+ * with a 152k vocabulary that is gigabytes for a batch of suffixes, and more multiply-adds than
+ * the transformer body of short suffixes. The engine needs one position per row, so this adds a
+ * graph input `decide_logits_index` [batch] and gathers that position of the LM head's input
+ * before the LM head MatMul: logits become [batch, 1, vocab]. The rewritten graph is cached beside
+ * the stock one (so external weight files resolve the same way), verified once against the stock
+ * graph on a small input, and used instead of it. When the rewrite does not apply (an unexpected
+ * graph shape, a read-only directory, a verification mismatch) the stock graph is used unchanged.
+ */
+import { existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+import onnxProto from 'onnx-proto';
+
+const { onnx } = onnxProto;
+
+export const LOGITS_INDEX_INPUT = 'decide_logits_index';
+const REWRITE_SUFFIX = '.decide-gather.onnx';
+
+type Graph = onnxProto.onnx.IGraphProto;
+type Node = onnxProto.onnx.INodeProto;
+
+/** Path of the rewritten graph for a stock graph file. */
+export function rewrittenPath(stockGraph: string): string {
+  return stockGraph.replace(/\.onnx$/, '') + REWRITE_SUFFIX;
+}
+
+/** Finds the MatMul that produces `logits` (directly, or through a Cast as fp16 exports do). */
+function findLmHead(graph: Graph): Node | undefined {
+  const producers = new Map<string, Node>();
+  for (const node of graph.node ?? []) for (const out of node.output ?? []) producers.set(out, node);
+  let node = producers.get('logits');
+  if (node?.opType === 'Cast') node = producers.get(node.input?.[0] ?? '');
+  return node?.opType === 'MatMul' ? node : undefined;
+}
+
+function defaultOpset(model: onnxProto.onnx.IModelProto): number {
+  const entry = (model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx');
+  return Number(entry?.version ?? 0);
+}
+
+/** Returns the rewritten ModelProto bytes, or undefined when the graph does not fit the rewrite. */
+export function rewriteLmHead(bytes: Uint8Array): Uint8Array | undefined {
+  const model = onnx.ModelProto.decode(bytes);
+  const graph = model.graph;
+  if (!graph) return undefined;
+  if ((graph.input ?? []).some((i) => i.name === LOGITS_INDEX_INPUT)) return undefined;
+  const lmHead = findLmHead(graph);
+  const opset = defaultOpset(model);
+  if (!lmHead || !lmHead.input || lmHead.input.length !== 2 || opset < 13) return undefined;
+
+  const hidden = lmHead.input[0]!;
+  const names = {
+    axes: 'decide_gather/axes_1',
+    index2d: 'decide_gather/index_2d',
+    rows: 'decide_gather/rows',
+    rows3d: 'decide_gather/rows_3d',
+  };
+  graph.initializer = graph.initializer ?? [];
+  graph.initializer.push(
+    onnx.TensorProto.create({
+      name: names.axes,
+      dataType: onnx.TensorProto.DataType.INT64,
+      dims: [1],
+      int64Data: [1],
+    }),
+  );
+  const newNodes: Node[] = [
+    onnx.NodeProto.create({ name: '/decide_gather/Unsqueeze_index', opType: 'Unsqueeze', input: [LOGITS_INDEX_INPUT, names.axes], output: [names.index2d] }),
+    onnx.NodeProto.create({
+      name: '/decide_gather/GatherND',
+      opType: 'GatherND',
+      input: [hidden, names.index2d],
+      output: [names.rows],
+      attribute: [onnx.AttributeProto.create({ name: 'batch_dims', type: onnx.AttributeProto.AttributeType.INT, i: 1 })],
+    }),
+    onnx.NodeProto.create({ name: '/decide_gather/Unsqueeze_rows', opType: 'Unsqueeze', input: [names.rows, names.axes], output: [names.rows3d] }),
+  ];
+  lmHead.input[0] = names.rows3d;
+  // Keep the node list topologically sorted: the new nodes go right before the LM head.
+  const nodes = graph.node ?? [];
+  const at = nodes.indexOf(lmHead);
+  nodes.splice(at, 0, ...newNodes);
+
+  graph.input = graph.input ?? [];
+  graph.input.push(
+    onnx.ValueInfoProto.create({
+      name: LOGITS_INDEX_INPUT,
+      type: onnx.TypeProto.create({
+        tensorType: onnx.TypeProto.Tensor.create({
+          elemType: onnx.TensorProto.DataType.INT64,
+          shape: onnx.TensorShapeProto.create({ dim: [onnx.TensorShapeProto.Dimension.create({ dimParam: 'batch_size' })] }),
+        }),
+      }),
+    }),
+  );
+  // logits: [batch, seq, vocab] -> [batch, 1, vocab]
+  for (const info of [...(graph.output ?? []), ...(graph.valueInfo ?? [])]) {
+    if (info.name !== 'logits') continue;
+    const dims = info.type?.tensorType?.shape?.dim;
+    if (dims && dims.length === 3) dims[1] = onnx.TensorShapeProto.Dimension.create({ dimValue: 1 });
+  }
+  return onnx.ModelProto.encode(model).finish();
+}
+
+/**
+ * The graph the engine should load: the cached rewrite when it exists and is current, else a new
+ * verified rewrite, else the stock graph.
+ */
+export async function prepareScoringGraph(stockGraph: string): Promise<string> {
+  const target = rewrittenPath(stockGraph);
+  if (existsSync(target) && statSync(target).mtimeMs >= statSync(stockGraph).mtimeMs) return target;
+  let rewritten: Uint8Array | undefined;
+  try {
+    rewritten = rewriteLmHead(readFileSync(stockGraph));
+  } catch {
+    return stockGraph;
+  }
+  if (!rewritten) return stockGraph;
+  const temp = `${target}.tmp-${process.pid}`;
+  try {
+    writeFileSync(temp, rewritten);
+    const { verifyRewrite } = await import('./lm-head-verify.js');
+    await verifyRewrite(stockGraph, temp);
+    renameSync(temp, target);
+    return target;
+  } catch {
+    try {
+      unlinkSync(temp);
+    } catch {
+      // already gone, or never written (read-only directory)
+    }
+    return stockGraph;
+  }
+}
+
+export const __test = { findLmHead, dirnameOf: path.dirname };

@@ -1,0 +1,88 @@
+/**
+ * Reads a Hugging Face model directory (the layout in docs/architecture: config.json,
+ * tokenizer.json, tokenizer_config.json, onnx/model.onnx [+ external data], decision.json).
+ * Every failure is an ERR_MODEL_LOAD error that names the file and the reason.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { EngineError } from '../engine/engine-error.js';
+
+export interface ModelConfig {
+  numLayers: number;
+  hiddenSize: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  maxPositionEmbeddings: number;
+  architectures: string[];
+  raw: Record<string, unknown>;
+}
+
+/** Graph file names an Optimum / transformers.js export may use, in order of preference. */
+export const GRAPH_CANDIDATES = [
+  'onnx/model.onnx',
+  'model.onnx',
+  'onnx/decoder_model_merged.onnx',
+  'decoder_model_merged.onnx',
+  'onnx/decoder_with_past_model.onnx',
+  'decoder_with_past_model.onnx',
+];
+
+function fail(file: string, reason: string): never {
+  throw new EngineError('ERR_MODEL_LOAD', `${file}: ${reason}`);
+}
+
+function readJson(file: string): Record<string, unknown> {
+  if (!existsSync(file)) fail(file, 'file is missing');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    fail(file, `not valid JSON (${(err as Error).message})`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) fail(file, 'must hold a JSON object');
+  return parsed as Record<string, unknown>;
+}
+
+function positiveInt(file: string, raw: Record<string, unknown>, key: string, fallback?: number): number {
+  const value = raw[key] ?? fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
+    fail(file, `"${key}" must be a positive integer (got ${JSON.stringify(raw[key])})`);
+  }
+  return value;
+}
+
+export function readModelConfig(modelDir: string): ModelConfig {
+  const file = path.join(modelDir, 'config.json');
+  const raw = readJson(file);
+  // Some configs (multimodal wrappers) nest the language model's numbers under text_config.
+  const text = (typeof raw.text_config === 'object' && raw.text_config !== null ? raw.text_config : raw) as Record<
+    string,
+    unknown
+  >;
+  const hiddenSize = positiveInt(file, text, 'hidden_size');
+  const numHeads = positiveInt(file, text, 'num_attention_heads');
+  return {
+    numLayers: positiveInt(file, text, 'num_hidden_layers'),
+    hiddenSize,
+    numHeads,
+    numKvHeads: positiveInt(file, text, 'num_key_value_heads', numHeads),
+    headDim: positiveInt(file, text, 'head_dim', Math.floor(hiddenSize / numHeads)),
+    vocabSize: positiveInt(file, text, 'vocab_size'),
+    maxPositionEmbeddings: positiveInt(file, text, 'max_position_embeddings'),
+    architectures: Array.isArray(raw.architectures) ? (raw.architectures as string[]) : [],
+    raw,
+  };
+}
+
+/** The decoder graph of a model directory. */
+export function findGraphFile(modelDir: string): string {
+  if (!existsSync(modelDir)) fail(modelDir, 'model directory does not exist');
+  for (const candidate of GRAPH_CANDIDATES) {
+    const file = path.join(modelDir, candidate);
+    if (existsSync(file)) return file;
+  }
+  fail(path.join(modelDir, 'onnx/model.onnx'), `no decoder graph found (looked for ${GRAPH_CANDIDATES.join(', ')})`);
+}
