@@ -84,7 +84,11 @@ class LoadWorker final : public PromiseWorker {
     PromiseWorker::OnError(error);
   }
 
+ public:
+  void KeepAlive(Napi::Object owner) { owner_ = Napi::Persistent(owner); }
+
  private:
+  Napi::ObjectReference owner_;
   std::string ort_library_;
   ScorerOptions options_;
   std::function<void(std::shared_ptr<Scorer>)> done_;
@@ -202,17 +206,10 @@ Napi::Value EngineBinding::Load(const Napi::CallbackInfo& info) {
     loading_ = false;
     if (!closed_) scorer_ = std::move(scorer);
   });
-  // Keep this object alive while the load runs.
-  Ref();
+  // The worker holds a reference to this object, so the callback above never outlives it.
+  worker->KeepAlive(info.This().As<Napi::Object>());
   Napi::Promise promise = worker->Promise();
   worker->Queue();
-  auto release = Napi::Function::New(env, [this](const Napi::CallbackInfo& cb) {
-    Unref();
-    return cb.Env().Undefined();
-  });
-  // then(release, release): the derived promise settles quietly, so a failed load is reported once,
-  // through the promise returned here, and never as an unhandled rejection.
-  promise.Get("then").As<Napi::Function>().Call(promise, {release, release});
   return promise;
 }
 

@@ -1,0 +1,30 @@
+/**
+ * `decide <command>`: one command with subcommands. Each subcommand lives in its own file and is
+ * imported only when used, so `decide make-model` does not load the HTTP server and vice versa.
+ */
+const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
+  serve: { summary: 'run the HTTP API (/v1/decide, /v1/batches, /v1/models)', load: () => import('./serve.js') },
+  batch: { summary: 'run a JSONL batch in-process: decide batch IN.jsonl --model ID --out OUT.jsonl', load: () => import('./batch.js') },
+  bench: { summary: 'benchmark the engine against the fresh-scoring baseline', load: () => import('./bench.js') },
+  'make-model': { summary: 'generate a model directory with random weights: --preset NAME --out DIR', load: () => import('./make-model.js') },
+};
+
+function usage(): string {
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)} ${c.summary}`);
+  return `usage: decide <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun decide <command> --help for its options.\n`;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage());
+    return name ? 0 : 2;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`decide: unknown command '${name}'\n\n${usage()}`);
+    return 2;
+  }
+  const module = await command.load();
+  return module.run(rest);
+}

@@ -1,0 +1,39 @@
+/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16]` */
+import { parseArgs } from 'node:util';
+
+import { makeModel, PRESETS } from '../models/builder/index.js';
+
+const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16]
+
+Writes a Hugging Face model directory (config.json, tokenizer files, onnx/model.onnx) holding a
+Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PRESETS).join(', ')}.
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      preset: { type: 'string' },
+      out: { type: 'string' },
+      seed: { type: 'string', default: '1' },
+      dtype: { type: 'string', default: 'fp32' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (!values.preset || !values.out) {
+    process.stderr.write(HELP);
+    return 2;
+  }
+  const seed = Number(values.seed);
+  if (!Number.isInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer`);
+  if (values.dtype !== 'fp32' && values.dtype !== 'fp16') throw new Error(`--dtype must be fp32 or fp16`);
+  const started = Date.now();
+  const result = await makeModel({ preset: values.preset, outDir: values.out, seed, dtype: values.dtype });
+  process.stdout.write(`wrote ${result.dir} (preset ${values.preset}, seed ${seed}, ${values.dtype}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  return 0;
+}

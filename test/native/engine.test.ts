@@ -1,0 +1,292 @@
+/**
+ * The native engine against an independent reference: every label logit it reports must equal a
+ * full-sequence forward of the same ids with an empty past, run through the onnxruntime-node JS
+ * API (test/helpers/reference.ts), whatever the prefix cache and the batch layout did.
+ */
+import { mkdtemp, writeFile, mkdir, cp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
+import { EngineError } from '../../src/engine/engine-error.js';
+import { referenceLastLogits } from '../helpers/reference.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
+
+/** Deterministic PRNG so a failure is reproducible from its seed. */
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomIds(next: () => number, length: number, vocab = 151000): Int32Array {
+  return Int32Array.from({ length }, () => Math.floor(next() * vocab));
+}
+
+function randomGroups(seed: number, count: number): ScoreGroup[] {
+  const next = rng(seed);
+  const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
+  return Array.from({ length: count }, () => ({
+    prefix: randomIds(next, int(1, 300)),
+    suffixes: Array.from({ length: int(1, 8) }, () => ({
+      tokens: randomIds(next, int(1, 40)),
+      labels: randomIds(next, int(2, 26)),
+    })),
+  }));
+}
+
+async function expectMatchesReference(modelDir: string, groups: ScoreGroup[], scores: Awaited<ReturnType<Engine['score']>>) {
+  for (let g = 0; g < groups.length; g++) {
+    const group = groups[g]!;
+    for (let s = 0; s < group.suffixes.length; s++) {
+      const suffix = group.suffixes[s]!;
+      const full = new Int32Array(group.prefix.length + suffix.tokens.length);
+      full.set(group.prefix);
+      full.set(suffix.tokens, group.prefix.length);
+      const reference = await referenceLastLogits(modelDir, full);
+      const got = scores[g]![s]!;
+      expect(got.labelLogits.length).toBe(suffix.labels.length);
+      suffix.labels.forEach((label, k) => {
+        expect(Math.abs(got.labelLogits[k]! - reference[label]!)).toBeLessThan(1e-4);
+      });
+      let max = -Infinity;
+      for (const v of reference) max = Math.max(max, v);
+      let sum = 0;
+      for (const v of reference) sum += Math.exp(v - max);
+      expect(Math.abs(got.logSumExp - (max + Math.log(sum)))).toBeLessThan(1e-3);
+    }
+  }
+}
+
+function maxDiff(a: Float32Array, b: Float32Array): number {
+  expect(a.length).toBe(b.length);
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i]! - b[i]!));
+  return d;
+}
+
+describe('Engine on the tiny model', () => {
+  let modelDir: string;
+  let engine: Engine;
+
+  beforeAll(async () => {
+    modelDir = await tinyModelDir();
+    engine = await Engine.load({ modelDir, threads: 2 });
+  });
+  afterAll(() => engine?.close());
+
+  it('reads the model shape from config.json and the graph', () => {
+    expect(engine.info.numLayers).toBe(2);
+    expect(engine.info.numKvHeads).toBe(2);
+    expect(engine.info.headDim).toBe(16);
+    expect(engine.info.vocabSize).toBe(151936);
+    expect(engine.info.hasLogitsIndex).toBe(true);
+  });
+
+  it('prefix reuse equals an independent fresh full-sequence run (random groups)', async () => {
+    for (const seed of [1, 2, 3]) {
+      engine.clearPrefixCache();
+      const groups = randomGroups(seed, 4);
+      const scores = await engine.score(groups);
+      await expectMatchesReference(modelDir, groups, scores);
+    }
+  });
+
+  it('a group scores the same alone and inside a batch of other lengths', async () => {
+    const [target, ...others] = randomGroups(11, 5);
+    engine.clearPrefixCache();
+    const alone = await engine.score([target!]);
+    engine.clearPrefixCache();
+    const mixed = await engine.score([others[0]!, others[1]!, target!, others[2]!, others[3]!]);
+    alone[0]!.forEach((score, s) => {
+      expect(maxDiff(score.labelLogits, mixed[2]![s]!.labelLogits)).toBeLessThan(1e-5);
+    });
+  });
+
+  it('a prefix-cache hit gives the same logits as a miss, and counts as reused', async () => {
+    const groups = randomGroups(21, 2);
+    engine.clearPrefixCache();
+    const before = engine.counters();
+    const miss = await engine.score(groups);
+    const afterMiss = engine.counters();
+    const hit = await engine.score(groups);
+    const afterHit = engine.counters();
+    const prefixTokens = groups.reduce((n, g) => n + g.prefix.length, 0);
+    expect(afterMiss.prefixTokensComputed - before.prefixTokensComputed).toBe(prefixTokens);
+    expect(afterHit.prefixTokensComputed - afterMiss.prefixTokensComputed).toBe(0);
+    expect(afterHit.prefixTokensReused - afterMiss.prefixTokensReused).toBe(prefixTokens);
+    expect(afterHit.prefixPasses - afterMiss.prefixPasses).toBe(0);
+    miss.forEach((group, g) => group.forEach((score, s) => expect(maxDiff(score.labelLogits, hit[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
+  });
+
+  it('reuses a shared leading part (system prompt) of a different cached prefix', async () => {
+    const next = rng(31);
+    const system = randomIds(next, 120);
+    const stateA = randomIds(next, 40);
+    const stateB = randomIds(next, 55);
+    const concat = (a: Int32Array, b: Int32Array) => Int32Array.from([...a, ...b]);
+    const question = { tokens: randomIds(next, 12), labels: randomIds(next, 4) };
+    engine.clearPrefixCache();
+    await engine.score([{ prefix: concat(system, stateA), suffixes: [question] }]);
+    const before = engine.counters();
+    const groups = [{ prefix: concat(system, stateB), suffixes: [question] }];
+    const scores = await engine.score(groups);
+    const after = engine.counters();
+    expect(after.prefixTokensReused - before.prefixTokensReused).toBe(system.length);
+    expect(after.prefixTokensComputed - before.prefixTokensComputed).toBe(stateB.length);
+    await expectMatchesReference(modelDir, groups, scores);
+  });
+
+  it('computes identical prefixes within one call once', async () => {
+    const [group] = randomGroups(41, 1);
+    engine.clearPrefixCache();
+    const before = engine.counters();
+    const scores = await engine.score([group!, { ...group! }]);
+    const after = engine.counters();
+    expect(after.prefixTokensComputed - before.prefixTokensComputed).toBe(group!.prefix.length);
+    scores[0]!.forEach((score, s) => expect(maxDiff(score.labelLogits, scores[1]![s]!.labelLogits)).toBe(0));
+  });
+
+  it('uses one prefix pass and one suffix pass per call within the token budget', async () => {
+    const groups = randomGroups(51, 3).map((g) => ({ ...g, prefix: g.prefix.slice(0, 50) }));
+    engine.clearPrefixCache();
+    const before = engine.counters();
+    await engine.score(groups);
+    const after = engine.counters();
+    expect(after.prefixPasses - before.prefixPasses).toBe(1);
+    expect(after.suffixPasses - before.suffixPasses).toBe(1);
+  });
+
+  it('a small token budget splits passes without changing results', async () => {
+    const small = await Engine.load({ modelDir, threads: 2, tokenBudget: 200 });
+    try {
+      const groups = randomGroups(61, 4);
+      engine.clearPrefixCache();
+      const reference = await engine.score(groups);
+      const split = await small.score(groups);
+      expect(small.counters().forwardPasses).toBeGreaterThan(2);
+      reference.forEach((group, g) => group.forEach((score, s) => expect(maxDiff(score.labelLogits, split[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
+    } finally {
+      small.close();
+    }
+  });
+
+  it('the stock graph (no LM-head rewrite) gives the same logits as the rewritten one', async () => {
+    const stock = await Engine.load({ modelDir, threads: 2, gatherLogits: false });
+    try {
+      expect(stock.info.hasLogitsIndex).toBe(false);
+      const groups = randomGroups(71, 2);
+      engine.clearPrefixCache();
+      const a = await engine.score(groups);
+      const b = await stock.score(groups);
+      a.forEach((group, g) => group.forEach((score, s) => expect(maxDiff(score.labelLogits, b[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
+    } finally {
+      stock.close();
+    }
+  });
+
+  describe('bad input gives a typed error and the engine keeps working', () => {
+    const good = () => randomGroups(81, 1);
+    const expectCode = async (promise: Promise<unknown>, code: string, message?: RegExp) => {
+      const err = await promise.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(EngineError);
+      expect((err as EngineError).code).toBe(code);
+      if (message) expect((err as Error).message).toMatch(message);
+    };
+
+    it('empty prefix', async () => {
+      await expectCode(engine.score([{ prefix: new Int32Array(0), suffixes: good()[0]!.suffixes }]), 'ERR_INPUT', /empty prefix/);
+    });
+    it('empty suffix', async () => {
+      await expectCode(engine.score([{ prefix: Int32Array.of(1, 2), suffixes: [{ tokens: new Int32Array(0), labels: Int32Array.of(3) }] }]), 'ERR_INPUT', /empty/);
+    });
+    it('label outside the vocabulary', async () => {
+      await expectCode(
+        engine.score([{ prefix: Int32Array.of(1, 2), suffixes: [{ tokens: Int32Array.of(3), labels: Int32Array.of(151936) }] }]),
+        'ERR_INPUT',
+        /outside the vocabulary/,
+      );
+      await expectCode(
+        engine.score([{ prefix: Int32Array.of(-1, 2), suffixes: [{ tokens: Int32Array.of(3), labels: Int32Array.of(1) }] }]),
+        'ERR_INPUT',
+        /outside the vocabulary/,
+      );
+    });
+    it('a sequence over the model context', async () => {
+      const long = new Int32Array(engine.info.maxContext).fill(5);
+      await expectCode(engine.score([{ prefix: long, suffixes: [{ tokens: Int32Array.of(1), labels: Int32Array.of(1) }] }]), 'ERR_INPUT', /exceeds the model's context/);
+    });
+    it('arrays that are not Int32Array', async () => {
+      await expectCode(engine.score([{ prefix: [1, 2] as unknown as Int32Array, suffixes: [] }]), 'ERR_INPUT', /Int32Array/);
+      await expectCode(engine.score('nope' as unknown as ScoreGroup[]), 'ERR_INPUT');
+    });
+    it('still scores correctly after all of the above', async () => {
+      const groups = good();
+      await expectMatchesReference(modelDir, groups, await engine.score(groups));
+    });
+    it('a closed engine rejects calls; close is idempotent', async () => {
+      const other = await Engine.load({ modelDir, threads: 1 });
+      other.close();
+      other.close();
+      await expectCode(other.score(good()), 'ERR_ENGINE_CLOSED');
+      expect(() => other.counters()).toThrow(/closed/);
+    });
+  });
+});
+
+describe('Engine.load failures', () => {
+  let modelDir: string;
+  let scratch: string;
+  beforeAll(async () => {
+    modelDir = await tinyModelDir();
+    scratch = await mkdtemp(path.join(os.tmpdir(), 'decide-engine-'));
+  });
+
+  const expectLoadError = async (options: Parameters<typeof Engine.load>[0], code: string, message: RegExp) => {
+    const err = await Engine.load(options).then(
+      (e) => {
+        e.close();
+        return undefined;
+      },
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(EngineError);
+    expect((err as EngineError).code).toBe(code);
+    expect((err as Error).message).toMatch(message);
+  };
+
+  it('a missing directory', async () => {
+    await expectLoadError({ modelDir: path.join(scratch, 'nope') }, 'ERR_MODEL_LOAD', /config\.json|does not exist/);
+  });
+
+  it('a malformed config.json names the file and the field', async () => {
+    const dir = path.join(scratch, 'bad-config');
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, 'config.json'), '{"hidden_size": "wide"}');
+    await expectLoadError({ modelDir: dir }, 'ERR_MODEL_LOAD', /config\.json: "hidden_size"/);
+    await writeFile(path.join(dir, 'config.json'), '{not json');
+    await expectLoadError({ modelDir: dir }, 'ERR_MODEL_LOAD', /config\.json: not valid JSON/);
+  });
+
+  it('a missing or corrupt graph names the file', async () => {
+    const dir = path.join(scratch, 'bad-graph');
+    await mkdir(path.join(dir, 'onnx'), { recursive: true });
+    await cp(path.join(modelDir, 'config.json'), path.join(dir, 'config.json'));
+    await expectLoadError({ modelDir: dir }, 'ERR_MODEL_LOAD', /no decoder graph found/);
+    await writeFile(path.join(dir, 'onnx', 'model.onnx'), 'this is not a protobuf');
+    await expectLoadError({ modelDir: dir }, 'ERR_MODEL_LOAD', /model\.onnx/);
+  });
+
+  it('the CUDA provider on a CPU-only runtime says how to install it', async () => {
+    await expectLoadError({ modelDir, provider: 'cuda' }, 'ERR_PROVIDER_UNAVAILABLE', /CUDA.*(install|DECIDE_ORT_LIBRARY)/i);
+  });
+});
