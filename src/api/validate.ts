@@ -1,0 +1,338 @@
+// Validation and normalization of a decide request: every rule of the spec and of
+// shared/design/api-decisions.md, as pure functions. Errors are ApiError('invalid_question')
+// with a message that starts with the path of the offending field and states the rule.
+//
+// Decisions taken here (the docs repeat them):
+// - Unknown fields are rejected, at the top level and inside a question, so a misspelt field
+//   (e.g. "critera" on a noul question) is never silently ignored.
+// - `instructions` that are only whitespace count as empty.
+// - A question id or option key "__proto__" is rejected (reserved).
+// - Lengths are counted in characters (Unicode code points), as JSON Schema's maxLength does.
+// - Score levels: optional "-", digits, optionally "." and digits ("0", "01", "2.5", "-1").
+//   No "+", no exponent ("1e3"), no surrounding spaces, no ".5" or "1.". Values are compared as
+//   float64, so "1", "01" and "1.0" are duplicates.
+// - Option order: noul [no, yes]; choice in criteria order; score by ascending level. "Criteria
+//   order" is the order in which the parsed JSON object enumerates its keys (JavaScript order:
+//   integer-like keys such as "0" or "12" first, ascending, then the others as written); it
+//   decides ties for `top`.
+// - `state` may be an empty string. An object state must be JSON data (plain objects, arrays,
+//   strings, finite numbers, booleans, null; `undefined` is dropped as JSON.stringify drops it),
+//   at most 64 levels deep; it becomes compact JSON (JSON.stringify, no spaces, key order kept).
+// - An object state with more values than `maxStateValues` is 413 state_too_long (it could only
+//   exceed the token limit anyway); this also bounds objects that share sub-objects.
+import { ApiError } from './errors.js';
+import { QUESTION_TYPES, WIRE_LIMITS, type QuestionType } from './schemas.js';
+
+export interface ValidationLimits {
+  maxQuestions: number;
+  maxKeyLength: number;
+  maxDescriptionLength: number;
+  maxInstructionsLength: number;
+  maxStateDepth: number;
+  maxStateValues: number;
+}
+
+export const DEFAULT_VALIDATION_LIMITS: Readonly<ValidationLimits> = Object.freeze({
+  maxQuestions: WIRE_LIMITS.maxQuestions,
+  maxKeyLength: WIRE_LIMITS.maxKeyLength,
+  maxDescriptionLength: WIRE_LIMITS.maxDescriptionLength,
+  maxInstructionsLength: WIRE_LIMITS.maxInstructionsLength,
+  maxStateDepth: WIRE_LIMITS.maxStateDepth,
+  maxStateValues: 1_000_000,
+});
+
+export interface NormalizedOption {
+  /** The caller's option key; `probs` uses it. */
+  key: string;
+  /** The caller's description; absent for noul without criteria. */
+  description?: string;
+  /** Position of the key in criteria order (noul: no = 0, yes = 1); lower wins ties for `top`. */
+  criteriaIndex: number;
+}
+
+export interface NormalizedQuestion {
+  id: string;
+  type: QuestionType;
+  instructions: string;
+  /** In presentation order: noul [no, yes], choice criteria order, score ascending level. */
+  options: NormalizedOption[];
+}
+
+export interface NormalizedDecideRequest {
+  model: string;
+  /** The state as the model reads it: the string itself, or an object as compact JSON. */
+  stateText: string;
+  /** In the caller's order of question ids. */
+  questions: NormalizedQuestion[];
+}
+
+const REQUEST_FIELDS = ['model', 'state', 'questions'];
+const QUESTION_FIELDS = ['type', 'instructions', 'criteria'];
+const SCORE_LEVEL = /^-?[0-9]+(?:\.[0-9]+)?$/;
+const RESERVED_KEY = '__proto__';
+
+function fail(message: string): never {
+  throw new ApiError('invalid_question', message);
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'object') {
+    const name = (Object.getPrototypeOf(v) as { constructor?: { name?: string } } | null)?.constructor?.name;
+    return name && name !== 'Object' ? name : 'object';
+  }
+  return typeof v;
+}
+
+/** A key as it appears in messages: JSON-quoted, long keys cut. */
+function quote(key: string): string {
+  const cut = key.length > 60 ? `${key.slice(0, 60)}...` : key;
+  return JSON.stringify(cut);
+}
+
+/** Length in code points when over `cap` (counting no further than `cap + 1`); else an upper bound <= cap. */
+function charLength(s: string, cap: number): number {
+  if (s.length <= cap) return s.length;
+  let n = 0;
+  for (const _ of s) if (++n > cap) break;
+  return n;
+}
+
+function has(obj: Record<string, unknown>, key: string): boolean {
+  return Object.hasOwn(obj, key);
+}
+
+function checkKey(key: string, where: string, what: string, limits: ValidationLimits): void {
+  const len = charLength(key, limits.maxKeyLength);
+  if (len === 0 || len > limits.maxKeyLength) {
+    fail(`${where}: ${what} ${quote(key)} must be 1 to ${limits.maxKeyLength} characters`);
+  }
+  if (key === RESERVED_KEY) fail(`${where}: ${what} "__proto__" is reserved`);
+}
+
+function rejectUnknown(obj: Record<string, unknown>, allowed: readonly string[], where: string): void {
+  for (const k of Object.keys(obj)) {
+    if (!allowed.includes(k)) {
+      fail(`${where}${where ? '.' : ''}${quote(k).slice(1, -1)}: unknown field (allowed: ${allowed.join(', ')})`);
+    }
+  }
+}
+
+/**
+ * Checks `state` and returns the text the model reads.
+ * Strings are returned unchanged; plain objects become compact JSON.
+ */
+export function normalizeState(state: unknown, limits: Partial<ValidationLimits> = {}): string {
+  const lim = { ...DEFAULT_VALIDATION_LIMITS, ...limits };
+  if (typeof state === 'string') return state;
+  if (state === undefined) fail('state: required (a string or a JSON object)');
+  if (!isPlainObject(state)) fail(`state: must be a string or a JSON object, got ${describe(state)}`);
+  checkJsonData(state, lim);
+  return JSON.stringify(state);
+}
+
+interface Frame {
+  value: unknown;
+  depth: number;
+  parent: Frame | undefined;
+  key: string | number;
+}
+
+function framePath(f: Frame): string {
+  const parts: string[] = [];
+  for (let p: Frame | undefined = f; p?.parent; p = p.parent) {
+    parts.push(typeof p.key === 'number' ? `[${p.key}]` : `[${quote(p.key)}]`);
+  }
+  return `state${parts.reverse().join('')}`;
+}
+
+// Iterative so that no input can exhaust the call stack; the depth bound also stops cycles and
+// the value budget stops shared sub-objects from multiplying the work.
+function checkJsonData(root: Record<string, unknown>, lim: ValidationLimits): void {
+  const stack: Frame[] = [{ value: root, depth: 1, parent: undefined, key: '' }];
+  let values = 0;
+  while (stack.length > 0) {
+    const f = stack.pop()!;
+    if (++values > lim.maxStateValues) {
+      throw new ApiError(
+        'state_too_long',
+        `state: more than ${lim.maxStateValues} values; trim it or split it across requests`,
+      );
+    }
+    const v = f.value;
+    switch (typeof v) {
+      case 'string':
+      case 'boolean':
+      case 'undefined':
+        continue;
+      case 'number':
+        if (!Number.isFinite(v)) fail(`${framePath(f)}: numbers must be finite, got ${String(v)}`);
+        continue;
+      case 'object':
+        break;
+      default:
+        fail(`${framePath(f)}: must be JSON data, got ${describe(v)}`);
+    }
+    if (v === null) continue;
+    if (f.depth > lim.maxStateDepth) {
+      fail(`${framePath(f)}: state is nested deeper than ${lim.maxStateDepth} levels`);
+    }
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], depth: f.depth + 1, parent: f, key: i });
+    } else if (isPlainObject(v)) {
+      const keys = Object.keys(v);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const k = keys[i]!;
+        stack.push({ value: v[k], depth: f.depth + 1, parent: f, key: k });
+      }
+    } else {
+      fail(`${framePath(f)}: must be JSON data (object, array, string, number, boolean or null), got ${describe(v)}`);
+    }
+  }
+}
+
+/** Checks the `questions` map and returns the questions in the caller's order. */
+export function normalizeQuestions(
+  questions: unknown,
+  limits: Partial<ValidationLimits> = {},
+): NormalizedQuestion[] {
+  const lim = { ...DEFAULT_VALIDATION_LIMITS, ...limits };
+  if (questions === undefined) fail('questions: required (an object mapping question ids to questions)');
+  if (!isPlainObject(questions)) {
+    fail(`questions: must be an object mapping question ids to questions, got ${describe(questions)}`);
+  }
+  const ids = Object.keys(questions);
+  if (ids.length === 0) fail('questions: must contain at least 1 question');
+  if (ids.length > lim.maxQuestions) {
+    fail(`questions: at most ${lim.maxQuestions} questions per request, got ${ids.length}`);
+  }
+  return ids.map((id) => normalizeQuestion(id, questions[id], lim));
+}
+
+function normalizeQuestion(id: string, q: unknown, lim: ValidationLimits): NormalizedQuestion {
+  checkKey(id, 'questions', 'question id', lim);
+  const at = `questions[${quote(id)}]`;
+  if (!isPlainObject(q)) fail(`${at}: must be an object, got ${describe(q)}`);
+  rejectUnknown(q, QUESTION_FIELDS, at);
+
+  const type = q.type;
+  if (typeof type !== 'string' || !(QUESTION_TYPES as readonly string[]).includes(type)) {
+    const got = type === undefined ? 'missing' : typeof type === 'string' ? quote(type) : describe(type);
+    fail(`${at}.type: must be one of ${QUESTION_TYPES.join(', ')}, got ${got}`);
+  }
+  const qtype = type as QuestionType;
+
+  const instructions = q.instructions;
+  if (typeof instructions !== 'string' || instructions.trim() === '') {
+    const got = instructions === undefined ? 'missing' : typeof instructions === 'string' ? 'empty' : describe(instructions);
+    fail(`${at}.instructions: required, a non-empty string (got ${got})`);
+  }
+  if (charLength(instructions, lim.maxInstructionsLength) > lim.maxInstructionsLength) {
+    fail(`${at}.instructions: longer than ${lim.maxInstructionsLength} characters`);
+  }
+
+  const hasCriteria = has(q, 'criteria');
+  if (!hasCriteria) {
+    if (qtype !== 'noul') fail(`${at}.criteria: required for type ${qtype} (an object with 2 to 26 options)`);
+    return { id, type: qtype, instructions, options: [{ key: 'no', criteriaIndex: 0 }, { key: 'yes', criteriaIndex: 1 }] };
+  }
+  const criteria = q.criteria;
+  if (!isPlainObject(criteria)) {
+    fail(`${at}.criteria: must be an object mapping option keys to descriptions, got ${describe(criteria)}`);
+  }
+  const keys = Object.keys(criteria);
+
+  if (qtype === 'noul') {
+    if (keys.length !== 2 || !has(criteria, 'no') || !has(criteria, 'yes')) {
+      const got = keys.length === 0 ? 'none' : keys.slice(0, 5).map(quote).join(', ') + (keys.length > 5 ? ', ...' : '');
+      fail(`${at}.criteria: for type noul the keys must be exactly "no" and "yes" (got ${got})`);
+    }
+  } else if (keys.length < WIRE_LIMITS.minOptions || keys.length > WIRE_LIMITS.maxOptions) {
+    fail(`${at}.criteria: must have ${WIRE_LIMITS.minOptions} to ${WIRE_LIMITS.maxOptions} options, got ${keys.length}`);
+  }
+
+  const options: NormalizedOption[] = keys.map((key, criteriaIndex) => {
+    checkKey(key, `${at}.criteria`, 'option key', lim);
+    const description = criteria[key];
+    const where = `${at}.criteria[${quote(key)}]`;
+    if (typeof description !== 'string') fail(`${where}: the description must be a string, got ${describe(description)}`);
+    if (charLength(description, lim.maxDescriptionLength) > lim.maxDescriptionLength) {
+      fail(`${where}: the description is longer than ${lim.maxDescriptionLength} characters`);
+    }
+    return { key, description, criteriaIndex };
+  });
+
+  if (qtype === 'noul') {
+    const no = options.find((o) => o.key === 'no')!;
+    const yes = options.find((o) => o.key === 'yes')!;
+    return {
+      id,
+      type: qtype,
+      instructions,
+      options: [
+        { key: 'no', description: no.description!, criteriaIndex: 0 },
+        { key: 'yes', description: yes.description!, criteriaIndex: 1 },
+      ],
+    };
+  }
+  if (qtype === 'score') return { id, type: qtype, instructions, options: orderScoreLevels(options, at) };
+  return { id, type: qtype, instructions, options };
+}
+
+function orderScoreLevels(options: NormalizedOption[], at: string): NormalizedOption[] {
+  const seen = new Map<number, string>();
+  const levels = options.map((o) => {
+    if (!SCORE_LEVEL.test(o.key)) {
+      fail(
+        `${at}.criteria[${quote(o.key)}]: score keys must be numeric levels written as strings, ` +
+          'such as "0", "2.5" or "-1" (no spaces, "+" or exponent)',
+      );
+    }
+    // Normalizes -0 to 0 so that "-0" and "0" are duplicates.
+    const value = Number(o.key) + 0;
+    const prev = seen.get(value);
+    if (prev !== undefined) {
+      fail(`${at}.criteria: score levels ${quote(prev)} and ${quote(o.key)} have the same value`);
+    }
+    seen.set(value, o.key);
+    return { o, value };
+  });
+  levels.sort((a, b) => a.value - b.value);
+  return levels.map((l) => l.o);
+}
+
+/**
+ * Validates a decide request body (already parsed JSON) and normalizes it.
+ *
+ * @throws ApiError `invalid_question` (400) naming the field and the rule; `state_too_long` (413)
+ *   for an object state with more values than `limits.maxStateValues`.
+ * @example
+ * const req = validateDecideRequest({
+ *   model: 'svc-alpha',
+ *   state: { ticket: 'My card was charged twice' },
+ *   questions: { refund: { type: 'noul', instructions: 'Does the customer ask for a refund?' } },
+ * });
+ * // req.stateText === '{"ticket":"My card was charged twice"}'
+ */
+export function validateDecideRequest(
+  body: unknown,
+  limits: Partial<ValidationLimits> = {},
+): NormalizedDecideRequest {
+  if (!isPlainObject(body)) fail(`request body: must be a JSON object, got ${describe(body)}`);
+  const model = body.model;
+  if (model === undefined) fail('model: required (a model id string)');
+  if (typeof model !== 'string' || model === '') {
+    fail(`model: must be a non-empty string, got ${typeof model === 'string' ? 'empty' : describe(model)}`);
+  }
+  const stateText = normalizeState(body.state, limits);
+  const questions = normalizeQuestions(body.questions, limits);
+  rejectUnknown(body, REQUEST_FIELDS, '');
+  return { model, stateText, questions };
+}
