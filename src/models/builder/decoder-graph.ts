@@ -1,0 +1,225 @@
+/**
+ * The ONNX graph of a Qwen3-style decoder with past, named like an Optimum `text-generation-with-past`
+ * export. It declares its big weights (names, dims, how to initialise them) and leaves their values to
+ * the caller.
+ *
+ * Mask semantics (the engine depends on them): with P = past_key_values.0.key.shape[2] and S =
+ * input_ids.shape[1], query s sits at cache index P + s; key j is visible to it iff j <= P + s and
+ * attention_mask[b, j] != 0. Masked scores are replaced by the lowest finite float before the softmax,
+ * so a fully masked row yields a uniform distribution, never NaN. Rotary angles come from position_ids,
+ * not from cache indices, so a row may sit at any cache offset.
+ *
+ * Attention is grouped without copying KV heads: the query heads that share a KV head are folded into
+ * the row axis ([B, kv_heads, group * S, head_dim]) and multiplied against the un-repeated present KV.
+ */
+import {
+  DataType,
+  GraphBuilder,
+  floatElemType,
+  floatTensor,
+  makeValueInfo,
+  type FloatDtype,
+  type GraphProto,
+} from './onnx-writer.js';
+import type { ModelShape } from './presets.js';
+
+export type WeightInit =
+  | { kind: 'normal'; std: number }
+  | { kind: 'ones' }
+  /** The transpose of another 2-D weight declared earlier (a tied LM head). */
+  | { kind: 'transposeOf'; source: string };
+
+export interface WeightDecl {
+  name: string;
+  dims: number[];
+  init: WeightInit;
+}
+
+export interface DecoderGraph {
+  /** Nodes, inputs, outputs and small constants (rotary inv_freq, shape constants); no big weights. */
+  graph: GraphProto;
+  /** Big weights in the order they should be written. MatMul weights are [in, out] (transposed vs PyTorch). */
+  weights: WeightDecl[];
+}
+
+/** The LM head node and its input (the final RMSNorm output), for graph rewrites that gather rows before it. */
+export const LM_HEAD_NODE = '/lm_head/MatMul';
+export const LM_HEAD_INPUT = '/model/norm/Mul_output_0';
+export const LM_HEAD_WEIGHT = 'lm_head.weight';
+
+export const DIM_BATCH = 'batch_size';
+export const DIM_SEQUENCE = 'sequence_length';
+export const DIM_PAST = 'past_sequence_length';
+export const DIM_TOTAL = 'total_sequence_length';
+
+/** Standard deviation of embeddings and projections (HF initializer_range). */
+export const INIT_STD = 0.02;
+/** The LM head (or the embedding, when tied) is scaled so logits have roughly this standard deviation: varied, not degenerate. */
+export const LOGIT_STD = 2;
+
+const FLOAT32_LOWEST = -3.4028234663852886e38;
+
+export function pastKeyName(layer: number): string {
+  return `past_key_values.${layer}.key`;
+}
+export function pastValueName(layer: number): string {
+  return `past_key_values.${layer}.value`;
+}
+export function presentKeyName(layer: number): string {
+  return `present.${layer}.key`;
+}
+export function presentValueName(layer: number): string {
+  return `present.${layer}.value`;
+}
+
+export function buildDecoderGraph(shape: ModelShape, dtype: FloatDtype): DecoderGraph {
+  const g = new GraphBuilder();
+  const ft = floatElemType(dtype);
+  const fp16 = dtype === 'fp16';
+  const { hiddenSize: h, numHeads: nh, numKvHeads: kvh, headDim: hd, vocabSize: vocab } = shape;
+  const groups = nh / kvh;
+  const weights: WeightDecl[] = [];
+  const weight = (name: string, dims: number[], init: WeightInit): string => {
+    weights.push({ name, dims, init });
+    return name;
+  };
+  const normal = { kind: 'normal', std: INIT_STD } as const;
+  const ones = { kind: 'ones' } as const;
+
+  const inputs = [
+    makeValueInfo('input_ids', DataType.INT64, [DIM_BATCH, DIM_SEQUENCE]),
+    makeValueInfo('attention_mask', DataType.INT64, [DIM_BATCH, DIM_TOTAL]),
+    makeValueInfo('position_ids', DataType.INT64, [DIM_BATCH, DIM_SEQUENCE]),
+  ];
+  const outputs = [makeValueInfo('logits', ft, [DIM_BATCH, DIM_SEQUENCE, vocab])];
+  for (let i = 0; i < shape.numLayers; i++) {
+    inputs.push(makeValueInfo(pastKeyName(i), ft, [DIM_BATCH, kvh, DIM_PAST, hd]));
+    inputs.push(makeValueInfo(pastValueName(i), ft, [DIM_BATCH, kvh, DIM_PAST, hd]));
+    outputs.push(makeValueInfo(presentKeyName(i), ft, [DIM_BATCH, kvh, DIM_TOTAL, hd]));
+    outputs.push(makeValueInfo(presentValueName(i), ft, [DIM_BATCH, kvh, DIM_TOTAL, hd]));
+  }
+
+  const i64 = (v: number) => g.int64([v], []);
+  const toFloat = (name: string, x: string) => (fp16 ? g.op1('Cast', name, [x], { to: DataType.FLOAT }) : x);
+  const toCompute = (name: string, x: string) => (fp16 ? g.op1('Cast', name, [x], { to: DataType.FLOAT16 }) : x);
+
+  /** HF Qwen3RMSNorm: weight * (x / sqrt(mean(x^2) + eps)), statistics in fp32 (torch-export pattern ORT fuses). */
+  const rmsNorm = (prefix: string, x: string, w: string): string => {
+    const xf = toFloat(`${prefix}/Cast`, x);
+    const sq = g.op1('Pow', `${prefix}/Pow`, [xf, g.float('fp32', [2], [])]);
+    const mean = g.op1('ReduceMean', `${prefix}/ReduceMean`, [sq], { axes: [-1], keepdims: 1 });
+    const withEps = g.op1('Add', `${prefix}/Add`, [mean, g.float('fp32', [shape.rmsNormEps], [])]);
+    const root = g.op1('Sqrt', `${prefix}/Sqrt`, [withEps]);
+    const normed = toCompute(`${prefix}/Cast_1`, g.op1('Div', `${prefix}/Div`, [xf, root]));
+    return g.op1('Mul', `${prefix}/Mul`, [w, normed]);
+  };
+
+  // Embedding.
+  // A tied head reads the embedding, so scale it like an untied head to keep logits varied.
+  const embedStd = shape.tieWordEmbeddings ? LOGIT_STD / Math.sqrt(h) : INIT_STD;
+  const embed = weight('model.embed_tokens.weight', [vocab, h], { kind: 'normal', std: embedStd });
+  let hidden = g.op1('Gather', '/model/embed_tokens/Gather', [embed, 'input_ids'], { axis: 0 });
+
+  // Rotary tables from position_ids, in fp32 (positions past 2048 are not exact in fp16): [B, 1, S, hd].
+  const invFreq = '/model/rotary_emb/inv_freq';
+  g.addInitializer(
+    floatTensor(invFreq, 'fp32', [hd / 2], Array.from({ length: hd / 2 }, (_, k) => 1 / shape.ropeTheta ** ((2 * k) / hd))),
+  );
+  const pos = g.op1('Cast', '/model/rotary_emb/Cast', ['position_ids'], { to: DataType.FLOAT });
+  const posCol = g.op1('Unsqueeze', '/model/rotary_emb/Unsqueeze', [pos, g.int64([2])]);
+  const freqs = g.op1('Mul', '/model/rotary_emb/Mul', [posCol, invFreq]);
+  const angles = g.op1('Concat', '/model/rotary_emb/Concat', [freqs, freqs], { axis: -1 });
+  const cosF = g.op1('Cos', '/model/rotary_emb/Cos', [angles]);
+  const sinF = g.op1('Sin', '/model/rotary_emb/Sin', [angles]);
+  const cos = g.op1('Unsqueeze', '/model/rotary_emb/Unsqueeze_1', [toCompute('/model/rotary_emb/Cast_1', cosF), g.int64([1])]);
+  const sin = g.op1('Unsqueeze', '/model/rotary_emb/Unsqueeze_2', [toCompute('/model/rotary_emb/Cast_2', sinF), g.int64([1])]);
+
+  // Visibility mask [B, 1, group * S, T], shared by all layers; row r is query r mod S.
+  const m = '/model/attn_mask';
+  const seqLen = g.op1('Shape', `${m}/Shape`, ['input_ids'], { start: 1, end: 2 });
+  const pastLen = g.op1('Shape', `${m}/Shape_1`, [pastKeyName(0)], { start: 2, end: 3 });
+  const totalLen = g.op1('Shape', `${m}/Shape_2`, ['attention_mask'], { start: 1, end: 2 });
+  const axis0 = g.int64([0]);
+  const seqLenS = g.op1('Squeeze', `${m}/Squeeze`, [seqLen, axis0]);
+  const pastLenS = g.op1('Squeeze', `${m}/Squeeze_1`, [pastLen, axis0]);
+  const totalLenS = g.op1('Squeeze', `${m}/Squeeze_2`, [totalLen, axis0]);
+  const keyIdx = g.op1('Range', `${m}/Range`, [i64(0), totalLenS, i64(1)]);
+  const rowCount = g.op1('Mul', `${m}/Mul`, [seqLenS, i64(groups)]);
+  const rows = g.op1('Range', `${m}/Range_1`, [i64(0), rowCount, i64(1)]);
+  const queryIdx = g.op1('Add', `${m}/Add`, [g.op1('Mod', `${m}/Mod`, [rows, seqLenS]), pastLenS]);
+  const causal = g.op1('LessOrEqual', `${m}/LessOrEqual`, [
+    g.op1('Unsqueeze', `${m}/Unsqueeze`, [keyIdx, g.int64([0])]),
+    g.op1('Unsqueeze', `${m}/Unsqueeze_1`, [queryIdx, g.int64([1])]),
+  ]);
+  const keep = g.op1('Unsqueeze', `${m}/Unsqueeze_2`, [
+    g.op1('Cast', `${m}/Cast`, ['attention_mask'], { to: DataType.BOOL }),
+    g.int64([1, 2]),
+  ]);
+  const visible = g.op1('And', `${m}/And`, [causal, keep]);
+
+  const scale = g.float(dtype, [1 / Math.sqrt(hd)], []);
+  const lowest = g.float('fp32', [FLOAT32_LOWEST], []);
+  const halfSplit = g.int64([hd / 2, hd / 2]);
+
+  const rotary = (prefix: string, x: string): string => {
+    const [x1, x2] = g.op('Split', `${prefix}/Split`, [x, halfSplit], { axis: -1 }, 2) as [string, string];
+    const rotated = g.op1('Concat', `${prefix}/Concat`, [g.op1('Neg', `${prefix}/Neg`, [x2]), x1], { axis: -1 });
+    const a = g.op1('Mul', `${prefix}/Mul`, [x, cos]);
+    const b = g.op1('Mul', `${prefix}/Mul_1`, [rotated, sin]);
+    return g.op1('Add', `${prefix}/Add`, [a, b]);
+  };
+
+  for (let i = 0; i < shape.numLayers; i++) {
+    const p = `/model/layers.${i}`;
+    const a = `${p}/self_attn`;
+    const w = `model.layers.${i}`;
+
+    const normed = rmsNorm(`${p}/input_layernorm`, hidden, weight(`${w}.input_layernorm.weight`, [h], ones));
+    const projectHeads = (proj: string, heads: number, tag: string, norm?: string): string => {
+      const y = g.op1('MatMul', `${a}/${proj}/MatMul`, [normed, weight(`${w}.self_attn.${proj}.weight`, [h, heads * hd], normal)]);
+      let split = g.op1('Reshape', `${a}/Reshape${tag}`, [y, g.int64([0, 0, heads, hd])]);
+      if (norm !== undefined) split = rmsNorm(`${a}/${norm}`, split, weight(`${w}.self_attn.${norm}.weight`, [hd], ones));
+      return g.op1('Transpose', `${a}/Transpose${tag}`, [split], { perm: [0, 2, 1, 3] });
+    };
+    const q = rotary(`${a}/rotary_q`, projectHeads('q_proj', nh, '', 'q_norm'));
+    const k = rotary(`${a}/rotary_k`, projectHeads('k_proj', kvh, '_1', 'k_norm'));
+    const v = projectHeads('v_proj', kvh, '_2');
+
+    const presentK = g.op1('Concat', `${a}/Concat_k`, [pastKeyName(i), k], { axis: 2 }, presentKeyName(i));
+    const presentV = g.op1('Concat', `${a}/Concat_v`, [pastValueName(i), v], { axis: 2 }, presentValueName(i));
+
+    const qScaled = g.op1('Mul', `${a}/Mul`, [q, scale]);
+    const qGrouped = g.op1('Reshape', `${a}/Reshape_3`, [qScaled, g.int64([0, kvh, -1, hd])]);
+    const kT = g.op1('Transpose', `${a}/Transpose_3`, [presentK], { perm: [0, 1, 3, 2] });
+    const scores = toFloat(`${a}/Cast`, g.op1('MatMul', `${a}/MatMul`, [qGrouped, kT]));
+    const masked = g.op1('Where', `${a}/Where`, [visible, scores, lowest]);
+    const probs = toCompute(`${a}/Cast_1`, g.op1('Softmax', `${a}/Softmax`, [masked], { axis: -1 }));
+    const ctx = g.op1('MatMul', `${a}/MatMul_1`, [probs, presentV]);
+    const ctxHeads = g.op1('Reshape', `${a}/Reshape_4`, [ctx, g.int64([0, nh, -1, hd])]);
+    const ctxSeq = g.op1('Transpose', `${a}/Transpose_4`, [ctxHeads], { perm: [0, 2, 1, 3] });
+    const ctxFlat = g.op1('Reshape', `${a}/Reshape_5`, [ctxSeq, g.int64([0, 0, nh * hd])]);
+    const attnOut = g.op1('MatMul', `${a}/o_proj/MatMul`, [ctxFlat, weight(`${w}.self_attn.o_proj.weight`, [nh * hd, h], normal)]);
+    hidden = g.op1('Add', `${p}/Add`, [hidden, attnOut]);
+
+    const normed2 = rmsNorm(`${p}/post_attention_layernorm`, hidden, weight(`${w}.post_attention_layernorm.weight`, [h], ones));
+    const mlp = `${p}/mlp`;
+    const gate = g.op1('MatMul', `${mlp}/gate_proj/MatMul`, [normed2, weight(`${w}.mlp.gate_proj.weight`, [h, shape.intermediateSize], normal)]);
+    const act = g.op1('Mul', `${mlp}/act_fn/Mul`, [gate, g.op1('Sigmoid', `${mlp}/act_fn/Sigmoid`, [gate])]);
+    const up = g.op1('MatMul', `${mlp}/up_proj/MatMul`, [normed2, weight(`${w}.mlp.up_proj.weight`, [h, shape.intermediateSize], normal)]);
+    const prod = g.op1('Mul', `${mlp}/Mul`, [act, up]);
+    const down = g.op1('MatMul', `${mlp}/down_proj/MatMul`, [prod, weight(`${w}.mlp.down_proj.weight`, [shape.intermediateSize, h], normal)]);
+    hidden = g.op1('Add', `${p}/Add_1`, [hidden, down]);
+  }
+
+  const finalNorm = rmsNorm('/model/norm', hidden, weight('model.norm.weight', [h], ones));
+  if (finalNorm !== LM_HEAD_INPUT) throw new Error(`decoder graph: final norm output is ${finalNorm}, expected ${LM_HEAD_INPUT}`);
+  const headInit: WeightInit = shape.tieWordEmbeddings
+    ? { kind: 'transposeOf', source: embed }
+    : { kind: 'normal', std: LOGIT_STD / Math.sqrt(h) };
+  g.op1('MatMul', LM_HEAD_NODE, [finalNorm, weight(LM_HEAD_WEIGHT, [h, vocab], headInit)], {}, 'logits');
+
+  return {
+    graph: { name: 'main_graph', node: g.nodes, initializer: g.initializers, input: inputs, output: outputs },
+    weights,
+  };
+}

@@ -1,0 +1,21 @@
+export { makeModel, hfConfig, EXTERNAL_DATA_THRESHOLD, type MakeModelOptions, type MadeModel } from './make-model.js';
+export { PRESETS, paramCount, validateShape, type ModelShape, type ParamCount } from './presets.js';
+export {
+  buildDecoderGraph,
+  LM_HEAD_NODE,
+  LM_HEAD_INPUT,
+  LM_HEAD_WEIGHT,
+  DIM_BATCH,
+  DIM_SEQUENCE,
+  DIM_PAST,
+  DIM_TOTAL,
+  pastKeyName,
+  pastValueName,
+  presentKeyName,
+  presentValueName,
+  type DecoderGraph,
+  type WeightDecl,
+  type WeightInit,
+} from './decoder-graph.js';
+export { float16ToFloat32, float32ToFloat16, type FloatDtype } from './onnx-writer.js';
+export { copyTokenizerFiles, readSpecialTokenIds, tokenizerSourceDir } from './tokenizer-files.js';

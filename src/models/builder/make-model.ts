@@ -1,0 +1,223 @@
+/**
+ * Writes a Hugging Face-style model directory (config.json, tokenizer files, onnx/model.onnx[_data],
+ * decision.json) holding a Qwen3-style decoder with deterministic random weights. The directory is
+ * built beside `outDir` and renamed into place, so a crash never leaves a half-written model.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { buildDecoderGraph, type WeightDecl } from './decoder-graph.js';
+import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from './onnx-writer.js';
+import { PRESETS, validateShape, type ModelShape } from './presets.js';
+import { Rng } from './rng.js';
+import { copyTokenizerFiles, readSpecialTokenIds } from './tokenizer-files.js';
+
+export interface MakeModelOptions {
+  /** A key of PRESETS: 'tiny', 'small' or 'qwen3-0.6b'. */
+  preset: string;
+  outDir: string;
+  /** Default 0. Same (preset, seed, dtype, shapeOverrides) => byte-identical files. */
+  seed?: number;
+  /** 'fp16' stores fp16 weights and makes the graph compute and exchange fp16, as an Optimum fp16 export. */
+  dtype?: FloatDtype;
+  shapeOverrides?: Partial<ModelShape>;
+  /** Store weights in onnx/model.onnx_data. Default 'auto': only when they exceed EXTERNAL_DATA_THRESHOLD bytes. */
+  externalData?: boolean | 'auto';
+  /** Called after each weight tensor is written. */
+  onProgress?: (writtenParams: number, totalParams: number) => void;
+}
+
+export interface MadeModel {
+  dir: string;
+  shape: ModelShape;
+}
+
+/** Above this many weight bytes the weights go to external data (protobuf caps a file at 2 GB). */
+export const EXTERNAL_DATA_THRESHOLD = 1.5e9;
+
+const CHUNK_ELEMENTS = 1 << 20;
+
+/**
+ * Builds a model directory with random weights.
+ *
+ * @example
+ * const { dir, shape } = await makeModel({ preset: 'tiny', outDir: 'models/tiny', seed: 1 });
+ */
+export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
+  const base = PRESETS[opts.preset];
+  if (base === undefined) {
+    throw new Error(`unknown model preset "${opts.preset}"; known: ${Object.keys(PRESETS).join(', ')}`);
+  }
+  const shape: ModelShape = { ...base, ...definedOnly(opts.shapeOverrides ?? {}) };
+  validateShape(shape);
+  const seed = opts.seed ?? 0;
+  if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`seed must be a non-negative integer, got ${seed}`);
+  const dtype: FloatDtype = opts.dtype ?? 'fp32';
+  if (dtype !== 'fp32' && dtype !== 'fp16') throw new Error(`dtype must be fp32 or fp16, got ${String(dtype)}`);
+
+  const outDir = path.resolve(opts.outDir);
+  await assertReplaceable(outDir);
+  await mkdir(path.dirname(outDir), { recursive: true });
+  const tmpDir = `${outDir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    await mkdir(path.join(tmpDir, 'onnx'), { recursive: true });
+    await copyTokenizerFiles(tmpDir);
+    const tokens = await readSpecialTokenIds();
+    await writeJson(path.join(tmpDir, 'config.json'), hfConfig(shape, dtype, tokens.bosTokenId, tokens.eosTokenId));
+    const builder: Record<string, unknown> = { preset: opts.preset, seed, dtype };
+    if (opts.shapeOverrides !== undefined && Object.keys(definedOnly(opts.shapeOverrides)).length > 0) {
+      builder.shapeOverrides = definedOnly(opts.shapeOverrides);
+    }
+    await writeJson(path.join(tmpDir, 'decision.json'), {
+      builder,
+      calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
+    });
+
+    const { graph, weights } = buildDecoderGraph(shape, dtype);
+    const totalParams = weights.reduce((s, w) => s + numel(w.dims), 0);
+    const external =
+      opts.externalData === true ||
+      ((opts.externalData ?? 'auto') === 'auto' && totalParams * bytesPerElement(dtype) > EXTERNAL_DATA_THRESHOLD);
+    await writeModel({
+      path: path.join(tmpDir, 'onnx', 'model.onnx'),
+      graph,
+      weights: weightSpecs(weights, seed, dtype, totalParams, opts.onProgress),
+      externalData: external,
+      sync: true,
+    });
+    await moveIntoPlace(tmpDir, outDir);
+  } catch (err) {
+    await rm(tmpDir, { recursive: true, force: true });
+    throw err;
+  }
+  return { dir: outDir, shape };
+}
+
+/** The Hugging Face config.json of a Qwen3ForCausalLM with this shape. */
+export function hfConfig(shape: ModelShape, dtype: FloatDtype, bosTokenId: number, eosTokenId: number): Record<string, unknown> {
+  return {
+    architectures: ['Qwen3ForCausalLM'],
+    attention_bias: false,
+    attention_dropout: 0.0,
+    bos_token_id: bosTokenId,
+    eos_token_id: eosTokenId,
+    head_dim: shape.headDim,
+    hidden_act: 'silu',
+    hidden_size: shape.hiddenSize,
+    initializer_range: 0.02,
+    intermediate_size: shape.intermediateSize,
+    max_position_embeddings: shape.maxPositionEmbeddings,
+    max_window_layers: shape.numLayers,
+    model_type: 'qwen3',
+    num_attention_heads: shape.numHeads,
+    num_hidden_layers: shape.numLayers,
+    num_key_value_heads: shape.numKvHeads,
+    rms_norm_eps: shape.rmsNormEps,
+    rope_scaling: null,
+    rope_theta: shape.ropeTheta,
+    sliding_window: null,
+    tie_word_embeddings: shape.tieWordEmbeddings === true,
+    torch_dtype: dtype === 'fp16' ? 'float16' : 'float32',
+    use_cache: true,
+    use_sliding_window: false,
+    vocab_size: shape.vocabSize,
+  };
+}
+
+/**
+ * Lazy weight producers. Each normal weight has its own RNG stream keyed by its name. A weight that a
+ * later `transposeOf` reads (the tied LM head) is generated whole and kept until then.
+ */
+function weightSpecs(
+  decls: WeightDecl[],
+  seed: number,
+  dtype: FloatDtype,
+  totalParams: number,
+  onProgress?: (written: number, total: number) => void,
+): WeightSpec[] {
+  const retainedNames = new Set(decls.flatMap((d) => (d.init.kind === 'transposeOf' ? [d.init.source] : [])));
+  const retained = new Map<string, { data: Float32Array; dims: number[] }>();
+  let written = 0;
+  const scratch = new Float32Array(CHUNK_ELEMENTS);
+  return decls.map((d) => ({
+    name: d.name,
+    dims: d.dims,
+    dtype,
+    *chunks(): Generator<Float32Array> {
+      const total = numel(d.dims);
+      const init = d.init;
+      if (init.kind === 'transposeOf') {
+        const src = retained.get(init.source);
+        if (src === undefined || src.dims.length !== 2) throw new Error(`weight ${d.name}: ${init.source} not available`);
+        yield* transposedChunks(src.data, src.dims[0]!, src.dims[1]!, scratch);
+        retained.delete(init.source);
+      } else if (retainedNames.has(d.name)) {
+        const data = new Float32Array(total);
+        fillInit(init, data, new Rng(seed, d.name));
+        retained.set(d.name, { data, dims: d.dims });
+        for (let at = 0; at < total; at += CHUNK_ELEMENTS) yield data.subarray(at, Math.min(total, at + CHUNK_ELEMENTS));
+      } else {
+        const rng = new Rng(seed, d.name);
+        for (let at = 0; at < total; at += CHUNK_ELEMENTS) {
+          const chunk = scratch.subarray(0, Math.min(CHUNK_ELEMENTS, total - at));
+          fillInit(init, chunk, rng);
+          yield chunk;
+        }
+      }
+      written += total;
+      onProgress?.(written, totalParams);
+    },
+  }));
+}
+
+function fillInit(init: Exclude<WeightDecl['init'], { kind: 'transposeOf' }>, out: Float32Array, rng: Rng): void {
+  if (init.kind === 'ones') out.fill(1);
+  else rng.fillNormal(out, init.std);
+}
+
+/** Rows of the transpose of a [rows, cols] matrix, a few at a time. */
+function* transposedChunks(src: Float32Array, rows: number, cols: number, scratch: Float32Array): Generator<Float32Array> {
+  const perChunk = Math.max(1, Math.floor(scratch.length / rows));
+  for (let c0 = 0; c0 < cols; c0 += perChunk) {
+    const c1 = Math.min(cols, c0 + perChunk);
+    const out = scratch.subarray(0, (c1 - c0) * rows);
+    for (let c = c0; c < c1; c++) {
+      const base = (c - c0) * rows;
+      for (let r = 0; r < rows; r++) out[base + r] = src[r * cols + c]!;
+    }
+    yield out;
+  }
+}
+
+/** Refuses to replace anything but an empty directory or a previous model directory. */
+async function assertReplaceable(outDir: string): Promise<void> {
+  const info = await stat(outDir).catch(() => undefined);
+  if (info === undefined) return;
+  if (!info.isDirectory()) throw new Error(`${outDir} exists and is not a directory`);
+  const entries = await readdir(outDir);
+  if (entries.length > 0 && !entries.includes('config.json')) {
+    throw new Error(`${outDir} exists and is not a model directory (no config.json); refusing to replace it`);
+  }
+}
+
+async function moveIntoPlace(tmpDir: string, outDir: string): Promise<void> {
+  try {
+    await rename(tmpDir, outDir);
+    return;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'EPERM') throw err;
+  }
+  const old = `${outDir}.old-${process.pid}-${randomBytes(4).toString('hex')}`;
+  await rename(outDir, old);
+  await rename(tmpDir, outDir);
+  await rm(old, { recursive: true, force: true });
+}
+
+async function writeJson(file: string, value: unknown): Promise<void> {
+  await writeFile(file, `${JSON.stringify(value, null, 2)}\n`);
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,68 @@
+/**
+ * The shared tiny test model (preset 'tiny', seed 1) in test/.tmp/models/tiny, built on first use.
+ * The directory carries a hash of the builder (sources and generated graph), so a change to the
+ * builder rebuilds it.
+ * Concurrent vitest workers may both build; each builds privately and renames into place, and the
+ * loser discards its copy.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildDecoderGraph } from '../../src/models/builder/decoder-graph.js';
+import { makeModel } from '../../src/models/builder/make-model.js';
+import { onnx } from '../../src/models/builder/onnx-writer.js';
+import { PRESETS } from '../../src/models/builder/presets.js';
+import { Rng } from '../../src/models/builder/rng.js';
+
+export const TINY_SEED = 1;
+const MODELS_DIR = fileURLToPath(new URL('../.tmp/models/', import.meta.url));
+const BUILDER_DIR = fileURLToPath(new URL('../../src/models/builder/', import.meta.url));
+const STAMP_FILE = '.builder-hash';
+
+export async function tinyModelDir(): Promise<string> {
+  const dir = path.join(MODELS_DIR, 'tiny');
+  const want = await builderHash();
+  if ((await readStamp(dir)) === want) return dir;
+
+  const staging = path.join(MODELS_DIR, `tiny.build-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await makeModel({ preset: 'tiny', outDir: staging, seed: TINY_SEED });
+  await writeFile(path.join(staging, STAMP_FILE), want);
+  try {
+    await rename(staging, dir);
+    return dir;
+  } catch {
+    // Another worker won, or a stale model is in the way.
+  }
+  if ((await readStamp(dir)) === want) {
+    await rm(staging, { recursive: true, force: true });
+    return dir;
+  }
+  const stale = `${dir}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
+  await rename(dir, stale).catch(() => undefined);
+  await rename(staging, dir).catch(() => rm(staging, { recursive: true, force: true }));
+  await rm(stale, { recursive: true, force: true });
+  if ((await readStamp(dir)) !== want) throw new Error(`tinyModelDir: could not install ${dir}`);
+  return dir;
+}
+
+async function readStamp(dir: string): Promise<string | undefined> {
+  return readFile(path.join(dir, STAMP_FILE), 'utf8').catch(() => undefined);
+}
+
+/**
+ * The builder sources on disk plus the graph and RNG as this process's loaded modules produce them, so
+ * a process that loaded other code than the files now on disk never stamps its model as current.
+ */
+async function builderHash(): Promise<string> {
+  const hash = createHash('sha256');
+  for (const file of (await readdir(BUILDER_DIR)).sort()) {
+    hash.update(file).update(await readFile(path.join(BUILDER_DIR, file)));
+  }
+  const { graph, weights } = buildDecoderGraph(PRESETS.tiny!, 'fp32');
+  hash.update(onnx.GraphProto.encode(graph).finish()).update(JSON.stringify(weights));
+  const sample = new Float32Array(64);
+  new Rng(TINY_SEED, 'stamp').fillNormal(sample, 1);
+  hash.update(new Uint8Array(sample.buffer));
+  return hash.digest('hex');
+}
