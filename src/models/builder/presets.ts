@@ -80,7 +80,7 @@ export interface ParamCount {
  * Unique parameter counts of a shape.
  *
  * @example
- * paramCount(PRESETS['qwen3-0.6b']!).body; // 440_304_640
+ * paramCount(PRESETS['qwen3-0.6b']!).body; // 440_467_456
  */
 export function paramCount(shape: ModelShape): ParamCount {
   const h = shape.hiddenSize;
