@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The `decide` command. The implementation lives in src/cli (compiled to dist/cli by npm run build).
-import { main } from '../dist/cli/main.js';
+// The `decide` command. The implementation lives in src/cli (compiled to dist/src/cli by npm run build).
+import { main } from '../dist/src/cli/main.js';
 
 main(process.argv.slice(2)).then(
   (code) => {

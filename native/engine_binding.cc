@@ -124,6 +124,9 @@ class ScoreWorker final : public PromiseWorker {
     std::copy(output_.label_logits.begin(), output_.label_logits.end(), logits.Data());
     auto lse = Napi::Float32Array::New(env, output_.log_sum_exp.size());
     std::copy(output_.log_sum_exp.begin(), output_.log_sum_exp.end(), lse.Data());
+    auto reused = Napi::Int32Array::New(env, output_.prefix_reused.size());
+    std::copy(output_.prefix_reused.begin(), output_.prefix_reused.end(), reused.Data());
+    out.Set("prefixReused", reused);
     out.Set("labelLogits", logits);
     out.Set("logSumExp", lse);
     out.Set("counters", CountersObject(env, output_.counters));

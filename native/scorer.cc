@@ -115,14 +115,16 @@ ScoreOutput Scorer::Score(const ScoreInput& input) {
   Validate(input);
   ScoreOutput output;
   output.counters.calls = 1;
-  std::vector<GroupPast> pasts = ResolvePrefixes(input, output.counters);
+  std::vector<GroupPast> pasts = ResolvePrefixes(input, output);
   RunSuffixes(input, pasts, output);
   Add(totals_, output.counters);
   return output;
 }
 
-std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, ScoreCounters& counters) {
+std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, ScoreOutput& output) {
   const KvShape& shape = decoder_->Info().kv;
+  ScoreCounters& counters = output.counters;
+  output.prefix_reused.assign(in.num_groups, 0);
   std::vector<GroupPast> pasts(in.num_groups);
   struct Pending {
     int group;
@@ -146,11 +148,13 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, Sco
     }
     if (same_as[g] >= 0) {
       counters.prefix_tokens_reused += count;
+      output.prefix_reused[g] = count;
       continue;
     }
     candidates.push_back(g);
     PrefixCache::Match match = cache_.Lookup(ids, count);
     counters.prefix_tokens_reused += match.length;
+    output.prefix_reused[g] = match.length;
     if (match.length == count) {
       pasts[g] = GroupPast{match.block, count};
     } else {

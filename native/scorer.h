@@ -62,6 +62,7 @@ struct ScoreCounters {
 struct ScoreOutput {
   std::vector<float> label_logits;  // concatenated per suffix, label_offsets layout
   std::vector<float> log_sum_exp;   // one per suffix
+  std::vector<int32_t> prefix_reused;  // per group: prefix tokens not computed by this call
   ScoreCounters counters;           // this call only
 };
 
@@ -85,7 +86,7 @@ class Scorer {
     int length = 0;
   };
   void Validate(const ScoreInput& input) const;
-  std::vector<GroupPast> ResolvePrefixes(const ScoreInput& input, ScoreCounters& counters);
+  std::vector<GroupPast> ResolvePrefixes(const ScoreInput& input, ScoreOutput& output);
   void RunSuffixes(const ScoreInput& input, const std::vector<GroupPast>& pasts, ScoreOutput& output);
   // Splits rows (already sorted for similar shapes) into consecutive chunks within the budgets.
   std::vector<std::pair<size_t, size_t>> Chunk(const std::vector<ExtendRow>& rows, bool want_logits) const;

@@ -55,6 +55,15 @@ export interface SuffixScore {
   logSumExp: number;
 }
 
+export interface ScoreBatchResult {
+  /** Per group, per suffix, in input order. */
+  groups: SuffixScore[][];
+  /** Per group: prefix tokens served from the prefix cache (or an identical group of the call). */
+  prefixReusedTokens: Int32Array;
+  /** This call's counters. */
+  counters: NativeCounters;
+}
+
 export type EngineCounters = NativeCounters & { prefixCacheBytes: number; prefixCacheEntries: number };
 
 export interface EngineInfo extends NativeModelInfo {
@@ -128,6 +137,11 @@ export class Engine {
    * const [[yesNo]] = await engine.score([{ prefix, suffixes: [{ tokens, labels: new Int32Array([no, yes]) }] }]);
    */
   async score(groups: ScoreGroup[]): Promise<SuffixScore[][]> {
+    return (await this.scoreBatch(groups)).groups;
+  }
+
+  /** Like score(), plus per-group prefix reuse and the call's counters. */
+  async scoreBatch(groups: ScoreGroup[]): Promise<ScoreBatchResult> {
     const callSite = new Error();
     if (this.closed) throw asEngineError({ code: 'ERR_ENGINE_CLOSED', message: 'the engine is closed' }, callSite);
     let batch;
@@ -156,7 +170,7 @@ export class Engine {
       }
       out.push(scores);
     }
-    return out;
+    return { groups: out, prefixReusedTokens: result.prefixReused, counters: result.counters };
   }
 
   /** Cumulative counters since load, plus the prefix cache's current size. */

@@ -46,6 +46,8 @@ export interface NativeCounters {
 
 export interface NativeScoreResult {
   labelLogits: Float32Array;
+  /** Per group: prefix tokens this call did not compute (prefix cache or an identical group). */
+  prefixReused: Int32Array;
   logSumExp: Float32Array;
   counters: NativeCounters;
 }
@@ -77,7 +79,7 @@ interface NativeModule {
 }
 
 const require = createRequire(import.meta.url);
-const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const packageRoot = findPackageRoot(path.dirname(fileURLToPath(import.meta.url)));
 
 let cached: NativeModule | undefined;
 
@@ -116,4 +118,15 @@ export function resolveOrtLibrary(explicit?: string): string {
   throw Object.assign(new Error(`no ONNX Runtime library found in ${dir}; set DECIDE_ORT_LIBRARY`), {
     code: 'ERR_ORT_LOAD',
   });
+}
+
+/** The directory holding our package.json: src/engine when run from source, dist/src/engine when built. */
+function findPackageRoot(from: string): string {
+  let dir = from;
+  while (!existsSync(path.join(dir, 'package.json')) || !existsSync(path.join(dir, 'CMakeLists.txt'))) {
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error(`cannot find the package root above ${from}`);
+    dir = parent;
+  }
+  return dir;
 }

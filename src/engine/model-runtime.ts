@@ -1,0 +1,136 @@
+/**
+ * ModelRuntime: everything one loaded model needs to answer questions: the native Engine, its
+ * tokenizer, prompt renderer, labels and calibration, and the Scheduler that coalesces its calls.
+ * prepare() turns a validated request into token ids (prefix once per state, suffix per question);
+ * answers() turns label logits into calibrated answers.
+ */
+import { ApiError } from '../api/errors.js';
+import type { Answer } from '../api/schemas.js';
+import type { NormalizedDecideRequest, NormalizedQuestion } from '../api/validate.js';
+import { answerFromLogits, loadCalibration, type Calibration } from './calibrate.js';
+import { Engine, type EngineLoadOptions, type ScoreGroup, type SuffixScore } from './engine.js';
+import { LabelSet } from './labels.js';
+import { PromptRenderer } from './prompt.js';
+import { Scheduler, type Priority, type SchedulerOptions } from './scheduler.js';
+import { TextTokenizer } from './tokenizer.js';
+
+export interface ModelRuntimeOptions {
+  engine?: Omit<EngineLoadOptions, 'modelDir'>;
+  scheduler?: Partial<SchedulerOptions>;
+  /** Upper bound on state tokens (413 state_too_long above it); default 8192. */
+  maxStateTokens?: number;
+}
+
+export interface PreparedRequest {
+  group: ScoreGroup;
+  questions: NormalizedQuestion[];
+  /** Prompt tokens the model reads: the prefix once plus every suffix. */
+  inputTokens: number;
+}
+
+export interface ScoredRequest {
+  answers: Record<string, Answer>;
+  inputTokens: number;
+  cachedTokens: number;
+}
+
+/** Suffix token ids by question content: batch jobs ask the same questions of every record. */
+class SuffixCache {
+  private readonly entries = new Map<string, Promise<{ tokens: Int32Array; labels: Int32Array }>>();
+  constructor(private readonly capacity = 4096) {}
+  get(key: string, make: () => Promise<{ tokens: Int32Array; labels: Int32Array }>) {
+    let hit = this.entries.get(key);
+    if (hit) {
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+      return hit;
+    }
+    hit = make();
+    hit.catch(() => this.entries.delete(key));
+    this.entries.set(key, hit);
+    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+    return hit;
+  }
+}
+
+export class ModelRuntime {
+  private readonly suffixes = new SuffixCache();
+
+  private constructor(
+    readonly id: string,
+    readonly dir: string,
+    readonly engine: Engine,
+    readonly scheduler: Scheduler,
+    private readonly tokenizer: TextTokenizer,
+    private readonly renderer: PromptRenderer,
+    private readonly labels: LabelSet,
+    private readonly calibration: Calibration,
+    /** Prefix tokens that are not state (system text and template), measured once. */
+    private readonly prefixOverhead: number,
+    private readonly maxStateTokens: number,
+  ) {}
+
+  static async load(id: string, dir: string, options: ModelRuntimeOptions = {}): Promise<ModelRuntime> {
+    const tokenizer = await TextTokenizer.load(dir);
+    const renderer = await PromptRenderer.load(dir);
+    const labels = await LabelSet.build(tokenizer, { context: renderer.labelContext });
+    const calibration = await loadCalibration(dir);
+    const engine = await Engine.load({ ...options.engine, modelDir: dir });
+    const overhead = (await tokenizer.encode(renderer.renderPrefix(''))).length;
+    const scheduler = new Scheduler(engine, options.scheduler);
+    return new ModelRuntime(id, dir, engine, scheduler, tokenizer, renderer, labels, calibration, overhead, options.maxStateTokens ?? 8192);
+  }
+
+  /** Tokenizes a validated request; throws 413 state_too_long when the state does not fit. */
+  async prepare(request: NormalizedDecideRequest): Promise<PreparedRequest> {
+    const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText));
+    const suffixes = await Promise.all(request.questions.map((q) => this.suffixFor(q)));
+    const longestSuffix = Math.max(...suffixes.map((s) => s.tokens.length));
+    const stateTokens = Math.max(0, prefix.length - this.prefixOverhead);
+    const contextRoom = this.engine.info.maxContext - longestSuffix - this.prefixOverhead;
+    const limit = Math.min(this.maxStateTokens, contextRoom);
+    if (prefix.length + longestSuffix > this.engine.info.maxContext || stateTokens > limit) {
+      throw new ApiError(
+        'state_too_long',
+        `state is ${stateTokens} tokens; the limit for this request is ${Math.max(0, limit)} tokens ` +
+          `(model context ${this.engine.info.maxContext}, longest question ${longestSuffix} tokens, state limit ${this.maxStateTokens}); trim the state or split it across requests`,
+      );
+    }
+    const inputTokens = prefix.length + suffixes.reduce((n, s) => n + s.tokens.length, 0);
+    return { group: { prefix, suffixes }, questions: request.questions, inputTokens };
+  }
+
+  /** Scores prepared requests through the scheduler (one job: they share an engine call). */
+  async score(prepared: PreparedRequest[], priority: Priority = 'live'): Promise<ScoredRequest[]> {
+    const result = await this.scheduler.submit(
+      prepared.map((p) => p.group),
+      priority,
+    );
+    return prepared.map((p, i) => ({
+      answers: this.answers(p, result.groups[i]!),
+      inputTokens: p.inputTokens,
+      cachedTokens: result.prefixReusedTokens[i]!,
+    }));
+  }
+
+  answers(prepared: PreparedRequest, scores: SuffixScore[]): Record<string, Answer> {
+    const out: Record<string, Answer> = {};
+    prepared.questions.forEach((q, i) => {
+      out[q.id] = answerFromLogits(q, scores[i]!.labelLogits, this.calibration.temperature[q.type]);
+    });
+    return out;
+  }
+
+  close(): void {
+    this.engine.close();
+  }
+
+  private suffixFor(q: NormalizedQuestion): Promise<{ tokens: Int32Array; labels: Int32Array }> {
+    const key = JSON.stringify([q.type, q.instructions, q.options.map((o) => [o.key, o.description])]);
+    return this.suffixes.get(key, async () => {
+      const { labels, labelIds } = await this.labels.forQuestion(q);
+      const tokens = await this.tokenizer.encode(this.renderer.renderSuffix(q, labels));
+      return { tokens, labels: labelIds };
+    });
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The embedded default model. A fresh machine has no weights (and no way to download any), so the
+ * service creates `svc-alpha-2026-10` with the model builder the first time it starts: a real
+ * Qwen3-style architecture with the real Qwen3 tokenizer and DETERMINISTIC RANDOM weights. Its
+ * probabilities are well-formed and reproducible but carry no knowledge until a real model is
+ * installed under the same models directory (README: "Installing a real model").
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { makeModel } from './builder/index.js';
+
+export const DEFAULT_MODEL_ID = 'svc-alpha-2026-10';
+export const DEFAULT_MODEL_PRESET = 'tiny';
+export const DEFAULT_MODEL_SEED = 202610;
+
+/** Creates the default model under modelsDir unless it is there; returns its directory. */
+export async function ensureDefaultModel(modelsDir: string, log?: (line: string) => void): Promise<string> {
+  const dir = path.join(modelsDir, DEFAULT_MODEL_ID);
+  if (existsSync(path.join(dir, 'config.json'))) return dir;
+  mkdirSync(modelsDir, { recursive: true });
+  log?.(`creating the embedded default model ${DEFAULT_MODEL_ID} (random weights) in ${dir}`);
+  try {
+    await makeModel({ preset: DEFAULT_MODEL_PRESET, outDir: dir, seed: DEFAULT_MODEL_SEED });
+  } catch (err) {
+    // Another process may have built it at the same moment; that copy is as good as ours.
+    if (!existsSync(path.join(dir, 'config.json'))) throw err;
+    return dir;
+  }
+  const decisionFile = path.join(dir, 'decision.json');
+  const decision = existsSync(decisionFile) ? JSON.parse(readFileSync(decisionFile, 'utf8')) : {};
+  decision.model = { id: DEFAULT_MODEL_ID, weights: 'random', note: 'embedded default; install a real model for meaningful answers' };
+  writeFileSync(decisionFile, `${JSON.stringify(decision, null, 2)}\n`);
+  return dir;
+}

@@ -1,0 +1,217 @@
+/**
+ * DecisionService: the decision API in-process. The HTTP server, the batch runner and library users
+ * all go through it, so every surface answers the same request with the same response.
+ */
+import path from 'node:path';
+
+import { ulid } from 'ulid';
+
+import { ApiError } from '../api/errors.js';
+import type { DecideResponse } from '../api/schemas.js';
+import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
+import { ModelRuntime, type ModelRuntimeOptions } from '../engine/model-runtime.js';
+import type { Priority } from '../engine/scheduler.js';
+import type { EngineCounters } from '../engine/engine.js';
+import { DEFAULT_MODEL_ID, ensureDefaultModel } from '../models/default-model.js';
+import { ModelRegistry } from '../models/registry.js';
+
+export interface DecisionServiceOptions {
+  /** Where model directories live; default DECIDE_MODELS_DIR or ./models. */
+  modelsDir?: string;
+  /** Create the embedded default model (random weights) when missing; default true. */
+  ensureDefaultModel?: boolean;
+  /** Model ids or aliases loaded by open(); default ['svc-alpha'] when installed. */
+  preload?: string[];
+  provider?: 'cpu' | 'cuda';
+  threads?: number;
+  /** Upper bound on state tokens; default 8192. */
+  maxStateTokens?: number;
+  validation?: Partial<ValidationLimits>;
+  runtime?: ModelRuntimeOptions;
+  log?: (line: string) => void;
+}
+
+export interface ModelListing {
+  object: 'list';
+  data: Array<{ id: string; object: 'model'; alias?: string; loaded: boolean }>;
+  aliases: Record<string, string>;
+}
+
+export interface ServiceMetrics {
+  models: Array<{ id: string; counters: EngineCounters; queue: { live: number; batch: number }; calls: number }>;
+}
+
+/** One record's outcome in decideRecords(). */
+export type RecordOutcome = { ok: true; response: DecideResponse } | { ok: false; error: ApiError };
+
+export function newDecisionId(): string {
+  return `dec_${ulid()}`;
+}
+
+export class DecisionService {
+  private readonly runtimes = new Map<string, Promise<ModelRuntime>>();
+  private closed = false;
+
+  private constructor(
+    readonly registry: ModelRegistry,
+    private readonly options: DecisionServiceOptions,
+  ) {}
+
+  /**
+   * Opens the service: finds the models, creates the embedded default if needed, loads the preload list.
+   * @example
+   * const svc = await DecisionService.open({ modelsDir: 'models' });
+   * const res = await svc.decide({ model: 'svc-alpha', state: 'The parcel arrived broken.',
+   *   questions: { refund: { type: 'noul', instructions: 'Does the customer want a refund?' } } });
+   * console.log(res.answers.refund.probs.yes);
+   * await svc.close();
+   */
+  static async open(options: DecisionServiceOptions = {}): Promise<DecisionService> {
+    const modelsDir = path.resolve(options.modelsDir ?? process.env.DECIDE_MODELS_DIR ?? 'models');
+    if (options.ensureDefaultModel ?? true) await ensureDefaultModel(modelsDir, options.log);
+    const service = new DecisionService(new ModelRegistry(modelsDir), { ...options, modelsDir });
+    const preload = options.preload ?? (service.registry.list().length ? ['svc-alpha'] : []);
+    for (const id of preload) {
+      try {
+        await service.runtime(id);
+      } catch (err) {
+        if (options.preload) throw err;
+        // The default alias may simply not be installed in a custom models directory.
+        if (!(err instanceof ApiError && err.code === 'not_found')) throw err;
+      }
+    }
+    return service;
+  }
+
+  /** True once at least one model is loaded and the service is not closed. */
+  isReady(): boolean {
+    return !this.closed && this.runtimes.size > 0;
+  }
+
+  /**
+   * Answers one decide request (the body of POST /v1/decide). Throws ApiError (.code, .status).
+   * @example
+   * const res = await svc.decide({ model: 'svc-alpha', state: { text: 'Where is my order?' },
+   *   questions: { topic: { type: 'choice', instructions: 'Topic?', criteria: { shipping: 'Shipping', billing: 'Billing' } } } });
+   */
+  async decide(body: unknown, context: { requestId?: string; priority?: Priority } = {}): Promise<DecideResponse> {
+    this.ensureOpen();
+    const request = validateDecideRequest(body, this.options.validation);
+    const runtime = await this.runtime(request.model);
+    const prepared = await runtime.prepare(request);
+    const [scored] = await runtime.score([prepared], context.priority ?? 'live');
+    return {
+      id: context.requestId ?? newDecisionId(),
+      model: runtime.id,
+      answers: scored!.answers,
+      usage: { input_tokens: scored!.inputTokens, cached_tokens: scored!.cachedTokens },
+    };
+  }
+
+  /**
+   * Answers many already-validated requests for one model in ONE scheduler job (batch work).
+   * A record that fails on its own (e.g. state too long) gets its error; the rest are answered.
+   */
+  async decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority: Priority = 'batch'): Promise<RecordOutcome[]> {
+    this.ensureOpen();
+    const runtime = await this.runtime(modelId);
+    const outcomes: RecordOutcome[] = new Array(requests.length);
+    const prepared: Array<{ index: number; value: Awaited<ReturnType<ModelRuntime['prepare']>> }> = [];
+    await Promise.all(
+      requests.map(async (request, index) => {
+        try {
+          prepared.push({ index, value: await runtime.prepare(request) });
+        } catch (err) {
+          outcomes[index] = { ok: false, error: err instanceof ApiError ? err : new ApiError('server_error', 'record could not be prepared', { cause: err }) };
+        }
+      }),
+    );
+    prepared.sort((a, b) => a.index - b.index);
+    if (prepared.length > 0) {
+      const scored = await runtime.score(
+        prepared.map((p) => p.value),
+        priority,
+      );
+      prepared.forEach((p, i) => {
+        outcomes[p.index] = {
+          ok: true,
+          response: {
+            id: newDecisionId(),
+            model: runtime.id,
+            answers: scored[i]!.answers,
+            usage: { input_tokens: scored[i]!.inputTokens, cached_tokens: scored[i]!.cachedTokens },
+          },
+        };
+      });
+    }
+    return outcomes;
+  }
+
+  /** Resolves an id or alias to the dated id, or throws 404 not_found. */
+  resolveModel(id: string): string {
+    return this.registry.resolve(id).id;
+  }
+
+  listModels(): ModelListing {
+    this.registry.rescan();
+    return {
+      object: 'list',
+      data: this.registry.list().map((m) => ({
+        id: m.id,
+        object: 'model' as const,
+        ...(m.alias ? { alias: m.alias } : {}),
+        loaded: this.runtimes.has(m.id),
+      })),
+      aliases: this.registry.aliases(),
+    };
+  }
+
+  async metrics(): Promise<ServiceMetrics> {
+    const models: ServiceMetrics['models'] = [];
+    for (const [id, pending] of this.runtimes) {
+      const runtime = await pending.catch(() => undefined);
+      if (!runtime || this.closed) continue;
+      const stats = runtime.scheduler.getStats();
+      models.push({ id, counters: runtime.engine.counters(), queue: { live: stats.liveQueued, batch: stats.batchQueued }, calls: stats.calls });
+    }
+    return { models };
+  }
+
+  /** Loads (once) and returns the runtime of a model id or alias. */
+  async runtime(id: string): Promise<ModelRuntime> {
+    this.ensureOpen();
+    const model = this.registry.resolve(id);
+    let pending = this.runtimes.get(model.id);
+    if (!pending) {
+      this.options.log?.(`loading model ${model.id} from ${model.dir}`);
+      pending = ModelRuntime.load(model.id, model.dir, {
+        ...this.options.runtime,
+        maxStateTokens: this.options.maxStateTokens ?? this.options.runtime?.maxStateTokens,
+        engine: { provider: this.options.provider, threads: this.options.threads, ...this.options.runtime?.engine },
+      });
+      this.runtimes.set(model.id, pending);
+      pending.catch(() => this.runtimes.delete(model.id));
+    }
+    try {
+      return await pending;
+    } catch (err) {
+      throw new ApiError('server_error', `model ${model.id} could not be loaded`, { cause: err });
+    }
+  }
+
+  /** Waits for queued work, then releases every model. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    const runtimes = await Promise.all([...this.runtimes.values()].map((p) => p.catch(() => undefined)));
+    await Promise.all(runtimes.map((r) => r?.scheduler.whenIdle()));
+    this.closed = true;
+    for (const r of runtimes) r?.close();
+    this.runtimes.clear();
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new ApiError('server_error', 'the decision service is closed');
+  }
+}
+
+export { DEFAULT_MODEL_ID };
