@@ -197,6 +197,7 @@ Napi::Value EngineBinding::Load(const Napi::CallbackInfo& info) {
   scorer_options.decoder.vocab_size = static_cast<int64_t>(NumberOption(options, "vocabSize", 0));
   scorer_options.prefix_cache_bytes = static_cast<size_t>(NumberOption(options, "prefixCacheBytes", double(size_t{1} << 30)));
   scorer_options.token_budget = static_cast<int64_t>(NumberOption(options, "tokenBudget", 8192));
+  scorer_options.past_budget_bytes = static_cast<int64_t>(NumberOption(options, "pastBudgetBytes", double(int64_t{1} << 30)));
   scorer_options.attention_budget = static_cast<int64_t>(NumberOption(options, "attentionBudget", double(int64_t{8} << 20)));
   scorer_options.max_context = static_cast<int>(NumberOption(options, "maxContext", 0));
   std::string ort_library = StringOption(options, "ortLibrary", "");

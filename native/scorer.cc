@@ -255,7 +255,8 @@ std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow
     int64_t past = std::max<int64_t>(max_past, rows[i].past_len);
     int64_t fresh = std::max<int64_t>(max_new, rows[i].num_tokens);
     int64_t count = static_cast<int64_t>(i - begin + 1);
-    bool over = count * (past + fresh) > options_.token_budget ||
+    bool over = count * fresh > options_.token_budget ||
+                count * past * static_cast<int64_t>(info.kv.BytesPerToken()) > options_.past_budget_bytes ||
                 count * fresh * (past + fresh) > options_.attention_budget;
     if (want_logits && !info.has_logits_index) {
       over = over || count * fresh * info.vocab_size * 4 > kStockLogitsBudgetBytes;

@@ -25,8 +25,10 @@ namespace decide {
 struct ScorerOptions {
   DecoderOptions decoder;
   size_t prefix_cache_bytes = size_t{1} << 30;
-  // Upper bound on padded tokens (rows x (longest past + longest new)) in one forward pass.
+  // Upper bound on padded NEW tokens (rows x longest new run) computed in one forward pass.
   int64_t token_budget = 8192;
+  // Upper bound on the forked past (rows x longest past x KV bytes per token) of one pass.
+  int64_t past_budget_bytes = int64_t{1} << 30;
   // Upper bound on attention scores (rows x new x (past + new)) in one forward pass; keeps the
   // [rows, heads, S, P+S] score tensor of long prefixes from exhausting memory.
   int64_t attention_budget = int64_t{8} << 20;

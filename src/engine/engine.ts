@@ -21,8 +21,10 @@ export interface EngineLoadOptions {
   threads?: number;
   /** Bytes of prefix KV kept across calls (LRU); default 1 GiB. */
   prefixCacheBytes?: number;
-  /** Padded tokens per forward pass before a pass is split; default 8192. */
+  /** Padded new tokens per forward pass before a pass is split; default 8192. */
   tokenBudget?: number;
+  /** Bytes of forked prefix KV per forward pass before a pass is split; default 1 GiB. */
+  pastBudgetBytes?: number;
   /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY or onnxruntime-node's. */
   ortLibrary?: string;
   /** CUDA device ordinal. */
@@ -114,6 +116,7 @@ export class Engine {
         vocabSize: config.vocabSize,
         prefixCacheBytes: options.prefixCacheBytes ?? 2 ** 30,
         tokenBudget: options.tokenBudget ?? 8192,
+        pastBudgetBytes: options.pastBudgetBytes ?? 2 ** 30,
         maxContext,
       });
       const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, maxContext };

@@ -18,6 +18,7 @@ export interface NativeLoadOptions {
   vocabSize?: number;
   prefixCacheBytes?: number;
   tokenBudget?: number;
+  pastBudgetBytes?: number;
   attentionBudget?: number;
   maxContext?: number;
 }

@@ -164,7 +164,7 @@ describe('Engine on the tiny model', () => {
   });
 
   it('a small token budget splits passes without changing results', async () => {
-    const small = await Engine.load({ modelDir, threads: 2, tokenBudget: 200 });
+    const small = await Engine.load({ modelDir, threads: 2, tokenBudget: 40 });
     try {
       const groups = randomGroups(61, 4);
       engine.clearPrefixCache();
