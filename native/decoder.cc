@@ -256,16 +256,14 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
           const ExtendRow& row = rows[r];
           if (row.past_len == 0) continue;
           const DeviceBuffer& src_layer = which == 0 ? row.past->keys[l] : row.past->values[l];
-          for (int h = 0; h < kv.num_kv_heads; ++h) {
-            char* dst = buffer.Data() + (static_cast<size_t>(r) * kv.num_kv_heads + h) * run_bytes;
-            device_->Copy(dst, row.past->HeadStart(src_layer, h), row.past->RunBytes(row.past_len));
-          }
+          char* dst = buffer.Data() + static_cast<size_t>(r) * kv.num_kv_heads * run_bytes;
+          device_->Copy2D(dst, run_bytes, src_layer.Data(), row.past->RunBytes(row.past->length),
+                          row.past->RunBytes(row.past_len), kv.num_kv_heads);
         }
       }
-      void* data = layer_bytes > 0 ? static_cast<void*>(buffer.Data())
-                                   : (device_->IsHost() ? static_cast<void*>(empty_past) : nullptr);
-      const OrtMemoryInfo* info = layer_bytes > 0 || device_->IsHost() ? device_->MemoryInfo() : host;
-      if (data == nullptr) data = empty_past;
+      // A zero-sized past still needs a non-null pointer; it is bound as a host tensor.
+      void* data = layer_bytes > 0 ? static_cast<void*>(buffer.Data()) : static_cast<void*>(empty_past);
+      const OrtMemoryInfo* info = layer_bytes > 0 ? device_->MemoryInfo() : host;
       past_values.push_back(Ort::Value::CreateTensor(info, data, layer_bytes, past_shape.data(),
                                                      past_shape.size(), info_.kv_type));
       past_buffers.push_back(std::move(buffer));
@@ -349,12 +347,10 @@ void Decoder::CopyNewKv(const ExtendResult& result, int row, int count, KvBlock&
     for (int which = 0; which < 2; ++which) {
       const Ort::Value& present = which == 0 ? result.present_keys[l] : result.present_values[l];
       const char* base = static_cast<const char*>(present.GetTensorRawData());
+      const char* src = base + (static_cast<size_t>(row) * kv.num_kv_heads * total_len + result.past_len) * token_bytes;
       DeviceBuffer& dst_layer = which == 0 ? dst.keys[l] : dst.values[l];
-      for (int h = 0; h < kv.num_kv_heads; ++h) {
-        const char* src = base + ((static_cast<size_t>(row) * kv.num_kv_heads + h) * total_len + result.past_len) * token_bytes;
-        char* out = dst.HeadStart(dst_layer, h) + static_cast<size_t>(dst_start) * token_bytes;
-        device_->Copy(out, src, count * token_bytes);
-      }
+      char* out = dst_layer.Data() + static_cast<size_t>(dst_start) * token_bytes;
+      device_->Copy2D(out, dst.RunBytes(dst.length), src, total_len * token_bytes, count * token_bytes, kv.num_kv_heads);
     }
   }
 }
@@ -362,10 +358,10 @@ void Decoder::CopyNewKv(const ExtendResult& result, int row, int count, KvBlock&
 void Decoder::CopyKvPrefix(const KvBlock& src, int count, KvBlock& dst) {
   const KvShape& kv = info_.kv;
   for (int l = 0; l < kv.num_layers; ++l) {
-    for (int h = 0; h < kv.num_kv_heads; ++h) {
-      device_->Copy(dst.HeadStart(dst.keys[l], h), src.HeadStart(src.keys[l], h), src.RunBytes(count));
-      device_->Copy(dst.HeadStart(dst.values[l], h), src.HeadStart(src.values[l], h), src.RunBytes(count));
-    }
+    device_->Copy2D(dst.keys[l].Data(), dst.RunBytes(dst.length), src.keys[l].Data(), src.RunBytes(src.length),
+                    src.RunBytes(count), kv.num_kv_heads);
+    device_->Copy2D(dst.values[l].Data(), dst.RunBytes(dst.length), src.values[l].Data(), src.RunBytes(src.length),
+                    src.RunBytes(count), kv.num_kv_heads);
   }
 }
 

@@ -23,6 +23,11 @@ class CpuDevice final : public Device {
   }
   void Free(void* ptr) override { std::free(ptr); }
   void Copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows) override {
+    for (size_t r = 0; r < rows; ++r) {
+      std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, width);
+    }
+  }
   void Zero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
   void CopyToHost(void* host_dst, const void* src, size_t bytes) override {
     std::memcpy(host_dst, src, bytes);
@@ -37,6 +42,7 @@ class CpuDevice final : public Device {
 // The handful of CUDA runtime entry points the KV cache needs. cudaMemcpyKind values are part of
 // the stable CUDA runtime ABI: 2 = DeviceToHost, 3 = DeviceToDevice.
 using CudaMemcpyFn = int (*)(void*, const void*, size_t, int);
+using CudaMemcpy2DFn = int (*)(void*, size_t, const void*, size_t, size_t, size_t, int);
 using CudaMemsetFn = int (*)(void*, int, size_t);
 using CudaSetDeviceFn = int (*)(int);
 
@@ -53,11 +59,12 @@ class CudaDevice final : public Device {
       void* handle = name == nullptr ? dlopen(nullptr, RTLD_NOW) : dlopen(name, RTLD_NOW);
       if (handle == nullptr) continue;
       memcpy_ = reinterpret_cast<CudaMemcpyFn>(dlsym(handle, "cudaMemcpy"));
+      memcpy2d_ = reinterpret_cast<CudaMemcpy2DFn>(dlsym(handle, "cudaMemcpy2D"));
       memset_ = reinterpret_cast<CudaMemsetFn>(dlsym(handle, "cudaMemset"));
       set_device_ = reinterpret_cast<CudaSetDeviceFn>(dlsym(handle, "cudaSetDevice"));
-      if (memcpy_ != nullptr && memset_ != nullptr && set_device_ != nullptr) break;
+      if (memcpy_ != nullptr && memcpy2d_ != nullptr && memset_ != nullptr && set_device_ != nullptr) break;
     }
-    if (memcpy_ == nullptr || memset_ == nullptr || set_device_ == nullptr) {
+    if (memcpy_ == nullptr || memcpy2d_ == nullptr || memset_ == nullptr || set_device_ == nullptr) {
       throw EngineError(kErrProviderUnavailable,
                         "the CUDA runtime (libcudart) could not be found; install CUDA and the "
                         "ONNX Runtime CUDA provider (see README, 'GPU hosts')");
@@ -68,6 +75,10 @@ class CudaDevice final : public Device {
   void Copy(void* dst, const void* src, size_t bytes) override {
     Check(set_device_(device_id_), "cudaSetDevice");
     Check(memcpy_(dst, src, bytes, 3), "cudaMemcpy(DeviceToDevice)");
+  }
+  void Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows) override {
+    Check(set_device_(device_id_), "cudaSetDevice");
+    Check(memcpy2d_(dst, dst_pitch, src, src_pitch, width, rows, 3), "cudaMemcpy2D(DeviceToDevice)");
   }
   void Zero(void* dst, size_t bytes) override {
     Check(set_device_(device_id_), "cudaSetDevice");
@@ -89,6 +100,7 @@ class CudaDevice final : public Device {
   Ort::Allocator allocator_;
   int device_id_;
   CudaMemcpyFn memcpy_ = nullptr;
+  CudaMemcpy2DFn memcpy2d_ = nullptr;
   CudaMemsetFn memset_ = nullptr;
   CudaSetDeviceFn set_device_ = nullptr;
 };

@@ -19,6 +19,9 @@ class Device {
   virtual void Free(void* ptr) = 0;
   // Copy within this device's memory.
   virtual void Copy(void* dst, const void* src, size_t bytes) = 0;
+  // `rows` copies of `width` bytes, strided by the pitches (one call per head run on the GPU
+  // instead of one per head: the KV layouts are [heads, tokens, head_dim] on both sides).
+  virtual void Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows) = 0;
   virtual void Zero(void* dst, size_t bytes) = 0;
   // Device memory to host memory (a no-op copy on the CPU).
   virtual void CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;

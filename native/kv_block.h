@@ -38,9 +38,6 @@ struct KvBlock {
   size_t RunBytes(int tokens) const {
     return static_cast<size_t>(tokens) * shape.head_dim * shape.elem_size;
   }
-  char* HeadStart(const DeviceBuffer& layer, int head) const {
-    return layer.Data() + static_cast<size_t>(head) * RunBytes(length);
-  }
 
   KvShape shape;
   int length;
