@@ -1,0 +1,248 @@
+/**
+ * The batch runner: streams a JSONL input from a byte offset, scores its records in large
+ * `decideRecords` calls (one scheduler job each) and appends one result row per non-blank input
+ * line, in input order. Used by the job service (server) and by `decide batch` (CLI).
+ *
+ * Crash safety: rows are written chunk by chunk. For each chunk the runner appends its rows to the
+ * results file, fsyncs it, and only then calls `commit()` with the new input offset, results length
+ * and counts; the caller stores them atomically (one SQLite transaction, or an atomically replaced
+ * sidecar file). A run that starts from a committed checkpoint first truncates the results file to
+ * the committed length, so rows written after the last commit are dropped and written again: every
+ * input row ends up in the results exactly once.
+ *
+ * Throughput: reading and validating the next chunk and tokenizing it (inside decideRecords) overlap
+ * with the engine scoring the previous one (`pipelineDepth` chunks in flight); rows are still written
+ * strictly in order.
+ */
+import { open, type FileHandle } from 'node:fs/promises';
+
+import { ApiError } from '../api/errors.js';
+import type { NormalizedDecideRequest, ValidationLimits } from '../api/validate.js';
+import type { RecordOutcome } from '../service/decision-service.js';
+import { toApiError } from '../engine/scheduler.js';
+import { claimCustomId, DEFAULT_MAX_RECORD_BYTES, parseRecord, readLines, type RawLine, type RecordContext } from './records.js';
+import type { JobProgress } from './store.js';
+
+/** What the runner needs of DecisionService. */
+export interface RecordScorer {
+  decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch'): Promise<RecordOutcome[]>;
+}
+
+export interface ChunkOptions {
+  /** Valid records per decideRecords call (one engine call). Default 128. */
+  chunkRecords: number;
+  /** Bytes of valid records per call, a stand-in for a token budget. Default 64 KiB (~16k tokens). */
+  chunkBytes: number;
+  /** Chunks in flight: one scoring while the next is read and tokenized. Default 2. */
+  pipelineDepth: number;
+}
+
+export const DEFAULT_CHUNK_OPTIONS: Readonly<ChunkOptions> = Object.freeze({ chunkRecords: 128, chunkBytes: 64 * 1024, pipelineDepth: 2 });
+
+export interface RunOptions extends Partial<ChunkOptions> {
+  scorer: RecordScorer;
+  /** Resolved (dated) model id. */
+  model: string;
+  /** The model as the caller named it (records' `model` fields may repeat either). */
+  requestedModel?: string;
+  /** Questions for records without their own (parsed JSON, already validated). */
+  formQuestions?: unknown;
+  inputPath: string;
+  resultsPath: string;
+  /** Where to continue: a committed checkpoint, or all zeros for a new run. */
+  start: JobProgress;
+  /** Stores a checkpoint durably. Called after the rows it covers are fsynced. */
+  commit(progress: JobProgress): void | Promise<void>;
+  /** Checked at every chunk boundary; true stops the run there (committed rows are kept). */
+  shouldStop?(): boolean;
+  /** Called after every commit. */
+  onProgress?(progress: JobProgress): void;
+  maxRecordBytes?: number;
+  validation?: Partial<ValidationLimits>;
+}
+
+export interface RunResult {
+  /** True when the whole input was read and every row committed; false when stopped. */
+  finished: boolean;
+  progress: JobProgress;
+}
+
+interface Item {
+  customId: string | null;
+  /** Index into the chunk's requests, or the record's own error. */
+  request?: number;
+  error?: ApiError;
+}
+
+interface Chunk {
+  items: Item[];
+  requests: NormalizedDecideRequest[];
+  endOffset: number;
+  endLine: number;
+  outcomes?: Promise<RecordOutcome[]>;
+}
+
+/** One result row as JSONL text (with its newline). */
+export function resultRow(customId: string | null, outcome: RecordOutcome | { ok: false; error: ApiError }): string {
+  if (outcome.ok) {
+    const r = outcome.response;
+    return `${JSON.stringify({ custom_id: customId, id: r.id, answers: r.answers, usage: r.usage })}\n`;
+  }
+  return `${JSON.stringify({ custom_id: customId, error: { code: outcome.error.code, message: outcome.error.message } })}\n`;
+}
+
+async function writeFully(fh: FileHandle, buf: Buffer, position: number): Promise<void> {
+  let done = 0;
+  while (done < buf.length) {
+    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
+    done += bytesWritten;
+  }
+}
+
+/**
+ * Runs (or resumes) one batch over its input. Bad records become failed rows; only I/O errors on
+ * the job's own files reject.
+ * @example
+ * const result = await runBatch({ scorer: svc, model: 'svc-alpha-2026-10', inputPath: 'in.jsonl', resultsPath: 'out.jsonl',
+ *   start: { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0 }, commit: (p) => save(p) });
+ */
+export async function runBatch(options: RunOptions): Promise<RunResult> {
+  const chunking: ChunkOptions = {
+    chunkRecords: options.chunkRecords ?? DEFAULT_CHUNK_OPTIONS.chunkRecords,
+    chunkBytes: options.chunkBytes ?? DEFAULT_CHUNK_OPTIONS.chunkBytes,
+    pipelineDepth: Math.max(1, options.pipelineDepth ?? DEFAULT_CHUNK_OPTIONS.pipelineDepth),
+  };
+  const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
+  const stop = () => options.shouldStop?.() ?? false;
+  const progress: JobProgress = { ...options.start };
+
+  const input = await open(options.inputPath, 'r');
+  let results: FileHandle | undefined;
+  const inFlight: Chunk[] = [];
+  try {
+    results = await open(options.resultsPath, progress.resultsBytes === 0 ? 'w+' : 'r+');
+    const { size } = await results.stat();
+    if (size < progress.resultsBytes) {
+      throw new Error(`${options.resultsPath} holds ${size} bytes but ${progress.resultsBytes} were committed; the results file was damaged`);
+    }
+    // Rows written after the last commit are dropped; their records are read again below.
+    if (size > progress.resultsBytes) {
+      await results.truncate(progress.resultsBytes);
+      await results.datasync();
+    }
+
+    const ctx: RecordContext = {
+      model: options.model,
+      requestedModel: options.requestedModel,
+      formQuestions: options.formQuestions,
+      seen: new Map(),
+      limits: options.validation,
+      maxRecordBytes,
+    };
+    if (progress.inputOffset > 0) {
+      for await (const line of readLines(input, { maxLineBytes: maxRecordBytes })) {
+        if (line.start >= progress.inputOffset) break;
+        claimCustomId(line, ctx.seen, maxRecordBytes);
+      }
+    }
+
+    const lines = readLines(input, { from: progress.inputOffset, firstLineNo: progress.inputLine + 1, maxLineBytes: maxRecordBytes });
+    let eof = false;
+    const maxItems = chunking.chunkRecords * 8;
+
+    const readChunk = async (): Promise<Chunk | undefined> => {
+      const chunk: Chunk = { items: [], requests: [], endOffset: -1, endLine: -1 };
+      let bytes = 0;
+      while (chunk.requests.length < chunking.chunkRecords && bytes < chunking.chunkBytes && chunk.items.length < maxItems) {
+        const next = await lines.next();
+        if (next.done) {
+          eof = true;
+          break;
+        }
+        const line: RawLine = next.value;
+        chunk.endOffset = line.end;
+        chunk.endLine = line.lineNo;
+        if (line.blank) continue;
+        const parsed = parseRecord(line, ctx);
+        if (parsed.ok) {
+          chunk.items.push({ customId: parsed.customId, request: chunk.requests.length });
+          chunk.requests.push(parsed.request);
+          bytes += line.length;
+        } else {
+          chunk.items.push({ customId: parsed.customId, error: parsed.error });
+        }
+      }
+      return chunk.endOffset === -1 ? undefined : chunk;
+    };
+
+    const score = async (requests: NormalizedDecideRequest[]): Promise<RecordOutcome[]> => {
+      if (requests.length === 0) return [];
+      try {
+        return await options.scorer.decideRecords(options.model, requests, 'batch');
+      } catch (err) {
+        if (stop()) throw err;
+        // The shared call failed: score record by record so that one record cannot fail the others.
+        return Promise.all(
+          requests.map((r) =>
+            options.scorer.decideRecords(options.model, [r], 'batch').then(
+              (o) => o[0]!,
+              (e: unknown): RecordOutcome => ({ ok: false, error: toApiError(e) }),
+            ),
+          ),
+        );
+      }
+    };
+
+    for (;;) {
+      while (!eof && inFlight.length < chunking.pipelineDepth && !stop()) {
+        const chunk = await readChunk();
+        if (!chunk) break;
+        chunk.outcomes = score(chunk.requests);
+        chunk.outcomes.catch(() => undefined);
+        inFlight.push(chunk);
+      }
+      const chunk = inFlight.shift();
+      if (!chunk) break;
+      if (stop()) {
+        inFlight.unshift(chunk);
+        break;
+      }
+      const outcomes = await chunk.outcomes!;
+      if (stop()) {
+        inFlight.unshift(chunk);
+        break;
+      }
+      let text = '';
+      let completed = 0;
+      let failed = 0;
+      for (const item of chunk.items) {
+        const outcome = item.error ? { ok: false as const, error: item.error } : outcomes[item.request!]!;
+        if (outcome.ok) completed += 1;
+        else failed += 1;
+        text += resultRow(item.customId, outcome);
+      }
+      const buf = Buffer.from(text, 'utf8');
+      if (buf.length > 0) {
+        await writeFully(results, buf, progress.resultsBytes);
+        await results.datasync();
+      }
+      progress.inputOffset = chunk.endOffset;
+      progress.inputLine = chunk.endLine;
+      progress.resultsBytes += buf.length;
+      progress.completed += completed;
+      progress.failed += failed;
+      await options.commit({ ...progress });
+      options.onProgress?.({ ...progress });
+    }
+    return { finished: eof && inFlight.length === 0, progress };
+  } finally {
+    await settle(inFlight);
+    await input.close().catch(() => undefined);
+    await results?.close().catch(() => undefined);
+  }
+}
+
+/** Lets chunks still in flight settle so that no engine work outlives the run unobserved. */
+async function settle(inFlight: Chunk[]): Promise<void> {
+  await Promise.all(inFlight.map((c) => c.outcomes?.catch(() => undefined)));
+}

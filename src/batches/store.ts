@@ -1,0 +1,281 @@
+/**
+ * BatchStore: the batch jobs in an embedded SQLite database (`<dataDir>/batches.sqlite`, WAL mode,
+ * synchronous=FULL). Every state change is one transaction, so after a crash the row says exactly
+ * which input bytes have their result rows on disk: `input_offset` (the next unread input byte),
+ * `results_bytes` (the valid length of the results file) and the counts move together.
+ *
+ * Statuses: queued -> in_progress -> completed; failed; cancelling -> cancelled; expired.
+ * Final statuses: completed, failed, cancelled, expired.
+ */
+import { createRequire } from 'node:module';
+
+/** The slice of better-sqlite3's API used here (the package ships no TypeScript types). */
+interface Statement {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+interface Database {
+  prepare(sql: string): Statement;
+  exec(sql: string): void;
+  pragma(sql: string, options?: { simple?: boolean }): unknown;
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
+  close(): void;
+  readonly open: boolean;
+}
+type DatabaseConstructor = new (file: string, options?: { timeout?: number }) => Database;
+
+const require = createRequire(import.meta.url);
+
+export const BATCH_STATUSES = ['queued', 'in_progress', 'completed', 'failed', 'cancelling', 'cancelled', 'expired'] as const;
+export type BatchStatus = (typeof BATCH_STATUSES)[number];
+export const FINAL_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'cancelled', 'expired'];
+/** Statuses whose results can be downloaded. */
+export const RESULT_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'cancelled'];
+
+export function isFinal(status: BatchStatus): boolean {
+  return FINAL_STATUSES.includes(status);
+}
+
+export interface JobProgress {
+  /** Byte offset of the next unread input line. */
+  inputOffset: number;
+  /** Input lines (blank ones included) before inputOffset. */
+  inputLine: number;
+  /** Bytes of the results file that hold committed rows. */
+  resultsBytes: number;
+  completed: number;
+  failed: number;
+}
+
+export interface JobRow extends JobProgress {
+  id: string;
+  owner: string;
+  /** Resolved dated model id. */
+  model: string;
+  /** The model field as the form gave it (may be an alias). */
+  requestedModel: string;
+  status: BatchStatus;
+  total: number;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  startedAt: number | null;
+  completedAt: number | null;
+  expiresAt: number | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  /** The form's questions field (JSON text) or null. */
+  questions: string | null;
+  /** Relative to the data dir. */
+  inputPath: string;
+  inputBytes: number;
+  resultsPath: string;
+}
+
+export interface NewJob {
+  id: string;
+  owner: string;
+  model: string;
+  requestedModel: string;
+  total: number;
+  createdAt: number;
+  questions: string | null;
+  inputPath: string;
+  inputBytes: number;
+  resultsPath: string;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS batches (
+  id              TEXT PRIMARY KEY,
+  owner           TEXT NOT NULL,
+  model           TEXT NOT NULL,
+  requested_model TEXT NOT NULL,
+  status          TEXT NOT NULL,
+  total           INTEGER NOT NULL,
+  completed       INTEGER NOT NULL DEFAULT 0,
+  failed          INTEGER NOT NULL DEFAULT 0,
+  created_at      INTEGER NOT NULL,
+  started_at      INTEGER,
+  completed_at    INTEGER,
+  expires_at      INTEGER,
+  error_code      TEXT,
+  error_message   TEXT,
+  questions       TEXT,
+  input_path      TEXT NOT NULL,
+  input_bytes     INTEGER NOT NULL,
+  results_path    TEXT NOT NULL,
+  input_offset    INTEGER NOT NULL DEFAULT 0,
+  input_line      INTEGER NOT NULL DEFAULT 0,
+  results_bytes   INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE INDEX IF NOT EXISTS batches_by_owner ON batches (owner, id);
+CREATE INDEX IF NOT EXISTS batches_by_status ON batches (status);
+`;
+
+interface SqlRow {
+  id: string;
+  owner: string;
+  model: string;
+  requested_model: string;
+  status: BatchStatus;
+  total: number;
+  completed: number;
+  failed: number;
+  created_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+  expires_at: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  questions: string | null;
+  input_path: string;
+  input_bytes: number;
+  results_path: string;
+  input_offset: number;
+  input_line: number;
+  results_bytes: number;
+}
+
+function fromSql(r: SqlRow): JobRow {
+  return {
+    id: r.id,
+    owner: r.owner,
+    model: r.model,
+    requestedModel: r.requested_model,
+    status: r.status,
+    total: r.total,
+    completed: r.completed,
+    failed: r.failed,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    completedAt: r.completed_at,
+    expiresAt: r.expires_at,
+    errorCode: r.error_code,
+    errorMessage: r.error_message,
+    questions: r.questions,
+    inputPath: r.input_path,
+    inputBytes: r.input_bytes,
+    resultsPath: r.results_path,
+    inputOffset: r.input_offset,
+    inputLine: r.input_line,
+    resultsBytes: r.results_bytes,
+  };
+}
+
+function progressParams(id: string, p: JobProgress) {
+  return { id, inputOffset: p.inputOffset, inputLine: p.inputLine, resultsBytes: p.resultsBytes, completed: p.completed, failed: p.failed };
+}
+
+export class BatchStore {
+  private readonly db: Database;
+  private readonly stmt: Record<string, Statement>;
+
+  /** Opens (creating if needed) the database file. */
+  constructor(readonly file: string) {
+    const Sqlite = require('better-sqlite3') as DatabaseConstructor;
+    this.db = new Sqlite(file, { timeout: 5000 });
+    this.db.pragma('journal_mode = WAL');
+    // FULL: a committed row survives power loss too, not only a process crash.
+    this.db.pragma('synchronous = FULL');
+    this.db.exec(SCHEMA);
+    const p = (sql: string) => this.db.prepare(sql);
+    this.stmt = {
+      insert: p(`INSERT INTO batches (id, owner, model, requested_model, status, total, created_at, questions, input_path, input_bytes, results_path)
+                 VALUES (@id, @owner, @model, @requestedModel, 'queued', @total, @createdAt, @questions, @inputPath, @inputBytes, @resultsPath)`),
+      get: p('SELECT * FROM batches WHERE id = ?'),
+      listFirst: p('SELECT * FROM batches WHERE owner = ? ORDER BY id DESC LIMIT ?'),
+      listAfter: p('SELECT * FROM batches WHERE owner = ? AND id < ? ORDER BY id DESC LIMIT ?'),
+      unfinished: p(`SELECT * FROM batches WHERE status IN ('queued', 'in_progress', 'cancelling') ORDER BY id ASC`),
+      start: p(`UPDATE batches SET status = 'in_progress', started_at = COALESCE(started_at, ?) WHERE id = ? AND status = 'queued'`),
+      progress: p(`UPDATE batches SET input_offset = @inputOffset, input_line = @inputLine, results_bytes = @resultsBytes,
+                   completed = @completed, failed = @failed WHERE id = @id AND status IN ('in_progress', 'cancelling')`),
+      finish: p(`UPDATE batches SET status = @status, completed_at = @completedAt, expires_at = @expiresAt,
+                 error_code = @errorCode, error_message = @errorMessage WHERE id = @id AND status IN ('queued', 'in_progress', 'cancelling')`),
+      cancelling: p(`UPDATE batches SET status = 'cancelling' WHERE id = ? AND status = 'in_progress'`),
+      due: p(`SELECT * FROM batches WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('completed', 'failed', 'cancelled') ORDER BY expires_at ASC LIMIT ?`),
+      expire: p(`UPDATE batches SET status = 'expired' WHERE id = ? AND status IN ('completed', 'failed', 'cancelled')`),
+      ids: p('SELECT id, status FROM batches'),
+    };
+  }
+
+  insert(job: NewJob): JobRow {
+    this.stmt.insert!.run(job);
+    return this.get(job.id)!;
+  }
+
+  get(id: string): JobRow | undefined {
+    const row = this.stmt.get!.get(id) as SqlRow | undefined;
+    return row && fromSql(row);
+  }
+
+  /** The caller's jobs, newest first; `after` is the id of the last job of the previous page. */
+  list(owner: string, limit: number, after?: string): JobRow[] {
+    const rows = (after === undefined ? this.stmt.listFirst!.all(owner, limit) : this.stmt.listAfter!.all(owner, after, limit)) as SqlRow[];
+    return rows.map(fromSql);
+  }
+
+  /** Jobs to (re)start: queued, in_progress and cancelling, oldest first. */
+  unfinished(): JobRow[] {
+    return (this.stmt.unfinished!.all() as SqlRow[]).map(fromSql);
+  }
+
+  /** queued -> in_progress. False when the job was not queued. */
+  markStarted(id: string, now: number): boolean {
+    return this.stmt.start!.run(now, id).changes === 1;
+  }
+
+  /** Records the progress of a running job. Call only after the results up to `resultsBytes` are fsynced. */
+  commitProgress(id: string, progress: JobProgress): boolean {
+    return this.stmt.progress!.run(progressParams(id, progress)).changes === 1;
+  }
+
+  /**
+   * Moves an unfinished job to a final status, with the progress of its last rows in the same
+   * transaction when given.
+   */
+  finish(
+    id: string,
+    outcome: { status: 'completed' | 'failed' | 'cancelled'; now: number; expiresAt: number; error?: { code: string; message: string } },
+    progress?: JobProgress,
+  ): boolean {
+    return this.db.transaction(() => {
+      if (progress) this.stmt.progress!.run(progressParams(id, progress));
+      return (
+        this.stmt.finish!.run({
+          id,
+          status: outcome.status,
+          completedAt: outcome.now,
+          expiresAt: outcome.expiresAt,
+          errorCode: outcome.error?.code ?? null,
+          errorMessage: outcome.error?.message ?? null,
+        }).changes === 1
+      );
+    })();
+  }
+
+  /** in_progress -> cancelling. */
+  markCancelling(id: string): boolean {
+    return this.stmt.cancelling!.run(id).changes === 1;
+  }
+
+  /** Finished jobs whose retention ended at `now`. */
+  dueForExpiry(now: number, limit = 100): JobRow[] {
+    return (this.stmt.due!.all(now, limit) as SqlRow[]).map(fromSql);
+  }
+
+  markExpired(id: string): boolean {
+    return this.stmt.expire!.run(id).changes === 1;
+  }
+
+  /** Every job id with its status (for cleaning up files that no job owns). */
+  allIds(): Map<string, BatchStatus> {
+    const rows = this.stmt.ids!.all() as Array<{ id: string; status: BatchStatus }>;
+    return new Map(rows.map((r) => [r.id, r.status]));
+  }
+
+  /** Idempotent. */
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}

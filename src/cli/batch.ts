@@ -1,0 +1,307 @@
+/**
+ * `decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [--questions Q.json] [--models-dir M]`:
+ * the batch runner in-process, no server. Same record format, same result rows, same validation
+ * as POST /v1/batches.
+ *
+ * Resuming: next to --out the command keeps `<out>.state.json` (the input's SHA-256, the model,
+ * the questions, and the last committed checkpoint), replaced atomically after each chunk's rows are
+ * fsynced. Run the same command again after an interruption (Ctrl-C, kill, crash) and it continues
+ * from the last committed row; the finished output is the same as an uninterrupted run's. The state
+ * file is deleted when the run completes. Without a state file an existing --out is overwritten;
+ * with a state file from a different input, model or questions the command refuses to start.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { open, readFile, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+import { ApiError } from '../api/errors.js';
+import { normalizeQuestions } from '../api/validate.js';
+import { RecordCounter } from '../batches/records.js';
+import { runBatch } from '../batches/runner.js';
+import type { JobProgress } from '../batches/store.js';
+import { DecisionService } from '../service/decision-service.js';
+
+const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
+
+Runs a JSONL batch in this process (no server): one result row per non-blank input line, in input
+order, {"custom_id","id","answers","usage"} or {"custom_id","error":{"code","message"}}.
+
+options:
+  --model ID         model id or alias (e.g. svc-alpha)                         (required)
+  --out FILE         where the result rows go                                   (required)
+  --questions FILE   JSON questions for records without their own
+  --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models)
+  --threads N        CPU threads per forward pass (default: all cores)
+  -h, --help         this text
+
+An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
+kept in <out>.state.json, which is removed when the run completes.
+`;
+
+const STATE_VERSION = 1;
+
+interface RunState {
+  version: number;
+  input: string;
+  inputSha256: string;
+  inputBytes: number;
+  total: number;
+  model: string;
+  questionsSha256: string | null;
+  progress: JobProgress;
+}
+
+function fail(message: string, code = 2): number {
+  process.stderr.write(`decide batch: ${message}\n`);
+  return code;
+}
+
+/** One pass over the input: its SHA-256 (to recognise it on resume) and its record count. */
+async function fingerprint(file: string): Promise<{ sha256: string; bytes: number; records: number }> {
+  const hash = createHash('sha256');
+  const counter = new RecordCounter();
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) {
+    hash.update(chunk as Buffer);
+    counter.push(chunk as Buffer);
+  }
+  return { sha256: hash.digest('hex'), bytes: counter.bytes, records: counter.total() };
+}
+
+async function writeStateAtomically(file: string, state: RunState): Promise<void> {
+  const tmp = `${file}.tmp`;
+  const fh = await open(tmp, 'w');
+  try {
+    await fh.writeFile(`${JSON.stringify(state)}\n`);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, file);
+  const dir = await open(path.dirname(file), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}
+
+async function readState(file: string): Promise<RunState | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    const state = JSON.parse(text) as RunState;
+    if (state.version !== STATE_VERSION || typeof state.progress?.inputOffset !== 'number') throw new Error('unknown format');
+    return state;
+  } catch {
+    throw new Error(`${file} is not a state file of this version; delete it (and ${file.replace(/\.state\.json$/, '')}) to start over`);
+  }
+}
+
+function formatDuration(seconds: number): string {
+  if (!Number.isFinite(seconds)) return '--:--';
+  const s = Math.max(0, Math.round(seconds));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const ss = String(s % 60).padStart(2, '0');
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
+}
+
+/** Progress on stderr: a redrawn bar on a terminal, a plain line every few seconds otherwise. */
+class ProgressReporter {
+  private readonly tty = Boolean(process.stderr.isTTY);
+  private readonly started = Date.now();
+  private lastDraw = 0;
+
+  constructor(
+    private readonly total: number,
+    private readonly startRows: number,
+  ) {}
+
+  update(rows: number, force = false): void {
+    const now = Date.now();
+    if (!force && now - this.lastDraw < (this.tty ? 100 : 5000)) return;
+    this.lastDraw = now;
+    const elapsed = (now - this.started) / 1000;
+    const rate = elapsed > 0 ? (rows - this.startRows) / elapsed : 0;
+    const eta = rate > 0 ? (this.total - rows) / rate : Infinity;
+    const pct = this.total > 0 ? (100 * rows) / this.total : 100;
+    if (this.tty) {
+      const width = 30;
+      const filled = Math.round((width * pct) / 100);
+      const bar = `${'#'.repeat(filled)}${'-'.repeat(width - filled)}`;
+      process.stderr.write(`\r\x1b[K[${bar}] ${rows}/${this.total} ${pct.toFixed(1)}%  ${rate.toFixed(0)} rows/s  ETA ${formatDuration(eta)}`);
+    } else {
+      process.stderr.write(`decide batch: ${rows}/${this.total} rows (${pct.toFixed(1)}%), ${rate.toFixed(0)} rows/s, ETA ${formatDuration(eta)}\n`);
+    }
+  }
+
+  end(): void {
+    if (this.tty) process.stderr.write('\n');
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  let values;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      options: {
+        model: { type: 'string' },
+        out: { type: 'string' },
+        questions: { type: 'string' },
+        'models-dir': { type: 'string' },
+        threads: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: true,
+    }));
+  } catch (err) {
+    return fail(`${(err as Error).message}\n\n${HELP}`);
+  }
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (positionals.length !== 1 || !values.model || !values.out) return fail(`give one INPUT file, --model and --out\n\n${HELP}`);
+  let threads: number | undefined;
+  if (values.threads !== undefined) {
+    threads = Number(values.threads);
+    if (!Number.isInteger(threads) || threads < 1) return fail(`--threads must be a positive integer, got '${values.threads}'`);
+  }
+
+  const inputPath = path.resolve(positionals[0]!);
+  const outPath = path.resolve(values.out);
+  const statePath = `${outPath}.state.json`;
+  if (inputPath === outPath) return fail('--out must not be the input file');
+
+  let questionsText: string | null = null;
+  let formQuestions: unknown;
+  if (values.questions !== undefined) {
+    try {
+      questionsText = await readFile(values.questions, 'utf8');
+      formQuestions = JSON.parse(questionsText);
+      normalizeQuestions(formQuestions);
+    } catch (err) {
+      return fail(`--questions ${values.questions}: ${(err as Error).message}`);
+    }
+  }
+
+  let input;
+  try {
+    input = await fingerprint(inputPath);
+  } catch (err) {
+    return fail(`cannot read ${positionals[0]}: ${(err as Error).message}`);
+  }
+  if (input.records === 0) return fail(`${positionals[0]} has no records (one JSON object per line)`);
+
+  let interrupted = false;
+  let signals = 0;
+  const onSignal = () => {
+    signals += 1;
+    interrupted = true;
+    if (signals > 1) process.exit(130);
+    process.stderr.write('\ndecide batch: stopping after the current chunk (again to quit at once)\n');
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  let service: DecisionService;
+  try {
+    service = await DecisionService.open({ modelsDir: values['models-dir'], threads, preload: [] });
+  } catch (err) {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    return fail(`cannot open the models: ${(err as Error).message}`, 1);
+  }
+  try {
+    let model: string;
+    try {
+      model = service.resolveModel(values.model);
+      await service.runtime(model);
+    } catch (err) {
+      return fail(err instanceof ApiError ? err.message : String(err), err instanceof ApiError && err.code === 'not_found' ? 2 : 1);
+    }
+
+    const questionsSha256 = questionsText === null ? null : createHash('sha256').update(questionsText).digest('hex');
+    let state: RunState;
+    let previous: RunState | undefined;
+    try {
+      previous = await readState(statePath);
+    } catch (err) {
+      return fail((err as Error).message);
+    }
+    if (previous) {
+      if (previous.inputSha256 !== input.sha256 || previous.model !== model || previous.questionsSha256 !== questionsSha256) {
+        const what = previous.inputSha256 !== input.sha256 ? 'input' : previous.model !== model ? `model (${previous.model})` : 'questions';
+        return fail(
+          `${statePath} belongs to an unfinished run with a different ${what}; ` +
+            `run that command again to finish it, or delete ${statePath} to start this one over ${values.out}`,
+        );
+      }
+      state = previous;
+      process.stderr.write(`decide batch: resuming at row ${state.progress.completed + state.progress.failed} of ${state.total}\n`);
+    } else {
+      state = {
+        version: STATE_VERSION,
+        input: inputPath,
+        inputSha256: input.sha256,
+        inputBytes: input.bytes,
+        total: input.records,
+        model,
+        questionsSha256,
+        progress: { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0 },
+      };
+      await writeStateAtomically(statePath, state);
+    }
+
+    const startRows = state.progress.completed + state.progress.failed;
+    const startCompleted = state.progress.completed;
+    const reporter = new ProgressReporter(state.total, startRows);
+    const started = Date.now();
+    reporter.update(startRows, true);
+    const result = await runBatch({
+      scorer: service,
+      model,
+      requestedModel: values.model,
+      formQuestions,
+      inputPath,
+      resultsPath: outPath,
+      start: state.progress,
+      commit: async (progress) => {
+        state.progress = progress;
+        await writeStateAtomically(statePath, state);
+      },
+      shouldStop: () => interrupted,
+      onProgress: (p) => reporter.update(p.completed + p.failed),
+    });
+    const p = result.progress;
+    reporter.update(p.completed + p.failed, true);
+    reporter.end();
+    const seconds = (Date.now() - started) / 1000;
+    const decisions = p.completed - startCompleted;
+    if (!result.finished) {
+      process.stderr.write(
+        `decide batch: interrupted at row ${p.completed + p.failed} of ${state.total}; run the same command again to resume\n`,
+      );
+      return 130;
+    }
+    await rm(statePath, { force: true });
+    const resumed = startRows > 0 ? `, resumed at row ${startRows}` : '';
+    process.stdout.write(
+      `decide batch: wrote ${values.out}: ${p.completed + p.failed} rows, ${p.completed} completed, ${p.failed} failed; ` +
+        `${decisions} decisions in ${seconds.toFixed(1)} s (${(decisions / Math.max(seconds, 1e-3)).toFixed(1)} decisions/s${resumed})\n`,
+    );
+    return 0;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await service.close();
+  }
+}

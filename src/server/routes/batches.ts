@@ -1,0 +1,211 @@
+/**
+ * The batch endpoints (registered in the /v1 scope, after authentication):
+ *   POST /v1/batches               multipart form: model, file (JSONL), optional questions (JSON text) -> 201 Batch
+ *   GET  /v1/batches               the caller's batches, newest first (?limit=1..100, default 20; ?after=<batch id>)
+ *   GET  /v1/batches/{id}          the Batch
+ *   GET  /v1/batches/{id}/results  application/x-ndjson, streamed; 404 not_found until the batch is final
+ *   POST /v1/batches/{id}/cancel   the Batch (cancelling or cancelled)
+ * The upload is streamed to disk (BatchService.stageUpload), never buffered whole. Batches belong to
+ * the API key that created them (request.keyId); any other key gets 404 not_found.
+ * Schemas are for the OpenAPI document; responses are serialized with JSON.stringify as built.
+ */
+import multipart from '@fastify/multipart';
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+
+import { ApiError } from '../../api/errors.js';
+import { ErrorSchema } from '../../api/schemas.js';
+import type { BatchService, StagedUpload } from '../../batches/batch-service.js';
+import { BATCH_STATUSES } from '../../batches/store.js';
+
+export interface BatchRouteOptions {
+  batches: BatchService;
+}
+
+/** The questions form field, in bytes. */
+const MAX_QUESTIONS_FIELD_BYTES = 1024 * 1024;
+
+export const BatchSchema = Type.Object({
+  id: Type.String({ description: 'batch_ followed by a ULID.' }),
+  object: Type.Literal('batch'),
+  model: Type.String({ description: 'The resolved (dated) model id.' }),
+  status: Type.Union(
+    BATCH_STATUSES.map((s) => Type.Literal(s)),
+    { description: 'queued -> in_progress -> completed; failed; cancelling -> cancelled; expired (results deleted after retention).' },
+  ),
+  progress: Type.Object({
+    total: Type.Integer({ description: 'Records in the file (non-blank lines).' }),
+    completed: Type.Integer({ description: 'Rows answered.' }),
+    failed: Type.Integer({ description: 'Rows that carry an error.' }),
+  }),
+  created_at: Type.String({ format: 'date-time' }),
+  completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'null until the batch is final.' }),
+  error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() }, { description: 'Why a failed batch failed.' })),
+});
+
+const BatchListSchema = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(BatchSchema),
+  first_id: Type.Union([Type.String(), Type.Null()]),
+  last_id: Type.Union([Type.String(), Type.Null()]),
+  has_more: Type.Boolean(),
+});
+
+const IdParams = Type.Object({ id: Type.String({ description: 'The batch id.' }) });
+const errors = (codes: string) => ({ ...ErrorSchema, description: codes });
+const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: errors('server_error') };
+const asBuilt = { validatorCompiler: () => () => true, serializerCompiler: () => (data: unknown) => JSON.stringify(data) };
+
+function ownerOf(request: FastifyRequest): string {
+  // Set by the authentication hook (src/server/auth.ts) on every /v1 route.
+  const keyId = (request as { keyId?: unknown }).keyId;
+  if (typeof keyId !== 'string' || keyId === '') throw new ApiError('invalid_key', 'missing API key');
+  return keyId;
+}
+
+export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { batches }) => {
+  if (!app.hasContentTypeParser('multipart/form-data')) {
+    // Scoped to these routes; limits are given per request below.
+    await app.register(multipart, { throwFileSizeLimit: false });
+  }
+
+  app.post(
+    '/batches',
+    {
+      schema: {
+        summary: 'Create a batch from a JSONL file (multipart form: model, file, optional questions)',
+        operationId: 'createBatch',
+        tags: ['batches'],
+        consumes: ['multipart/form-data'],
+        body: Type.Object({
+          model: Type.String({ description: 'Model id or alias, e.g. svc-alpha.' }),
+          file: Type.String({ format: 'binary', description: 'JSONL: one record per line, {"custom_id", "state", "questions"} or {"custom_id", "method": "POST", "url": "/v1/decide", "body"}.' }),
+          questions: Type.Optional(Type.String({ description: 'JSON text: questions for records without their own.' })),
+        }),
+        response: {
+          201: BatchSchema,
+          400: errors('invalid_question: missing model or file, empty file, invalid questions field'),
+          404: errors('not_found: unknown model'),
+          413: errors('state_too_long: the file is over the size limit or has more records than the limit'),
+          ...common,
+        },
+      },
+      ...asBuilt,
+    },
+    async (request, reply) => {
+      const owner = ownerOf(request);
+      if (!request.isMultipart()) {
+        throw new ApiError('invalid_question', 'request body: send multipart/form-data with the fields model and file (and optionally questions)');
+      }
+      let model: string | undefined;
+      let questions: string | undefined;
+      let upload: StagedUpload | undefined;
+      try {
+        const parts = request.parts({
+          limits: { files: 1, fields: 4, parts: 5, fieldSize: MAX_QUESTIONS_FIELD_BYTES, fileSize: batches.maxFileBytes + 1 },
+          // Our own count gives the 413 (with the limit in the message); busboy only stops the bytes.
+          ...({ throwFileSizeLimit: false } as object),
+        });
+        for await (const part of parts) {
+          if (part.type === 'file') {
+            if (part.fieldname !== 'file' || upload) {
+              part.file.resume();
+              throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unexpected file (send the JSONL as the field "file", once)`);
+            }
+            upload = await batches.stageUpload(part.file);
+            continue;
+          }
+          const value = part.value;
+          if (part.valueTruncated) {
+            throw new ApiError('state_too_long', `form field '${part.fieldname.slice(0, 100)}': longer than ${MAX_QUESTIONS_FIELD_BYTES} bytes`);
+          }
+          if (typeof value !== 'string') {
+            throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': must be text`);
+          }
+          if (part.fieldname === 'model') model = value;
+          else if (part.fieldname === 'questions') questions = value;
+          else throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unknown (allowed: model, file, questions)`);
+        }
+      } catch (err) {
+        await batches.discard(upload);
+        throw err;
+      }
+      const batch = await batches.create({ owner, model, questions, upload });
+      return reply.code(201).header('location', `/v1/batches/${batch.id}`).send(batch);
+    },
+  );
+
+  app.get(
+    '/batches',
+    {
+      schema: {
+        summary: "List the caller's batches, newest first",
+        operationId: 'listBatches',
+        tags: ['batches'],
+        querystring: Type.Object({
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+          after: Type.Optional(Type.String({ description: 'The last id of the previous page.' })),
+        }),
+        response: { 200: BatchListSchema, 400: errors('invalid_question: bad limit or after'), ...common },
+      },
+      ...asBuilt,
+    },
+    async (request) => {
+      const query = request.query as { limit?: unknown; after?: unknown };
+      return batches.list(ownerOf(request), { limit: query.limit, after: query.after });
+    },
+  );
+
+  app.get(
+    '/batches/:id',
+    {
+      schema: {
+        summary: 'Get a batch (status and progress)',
+        operationId: 'getBatch',
+        tags: ['batches'],
+        params: IdParams,
+        response: { 200: BatchSchema, 404: errors('not_found'), ...common },
+      },
+      ...asBuilt,
+    },
+    async (request) => batches.get(ownerOf(request), (request.params as { id: string }).id),
+  );
+
+  app.get(
+    '/batches/:id/results',
+    {
+      schema: {
+        summary: 'Download the result rows (JSONL, input order) of a finished batch',
+        operationId: 'getBatchResults',
+        tags: ['batches'],
+        params: IdParams,
+        produces: ['application/x-ndjson'],
+        response: {
+          200: { description: 'One JSON object per line: {custom_id, id, answers, usage} or {custom_id, error: {code, message}}.', type: 'string' },
+          404: errors('not_found: unknown batch, not final yet (poll GET /v1/batches/{id}), or expired'),
+          ...common,
+        },
+      },
+      ...asBuilt,
+    },
+    async (request, reply) => {
+      const { stream, bytes } = await batches.openResults(ownerOf(request), (request.params as { id: string }).id);
+      return reply.code(200).type('application/x-ndjson').header('content-length', String(bytes)).send(stream);
+    },
+  );
+
+  app.post(
+    '/batches/:id/cancel',
+    {
+      schema: {
+        summary: 'Cancel a batch (finished rows are kept)',
+        operationId: 'cancelBatch',
+        tags: ['batches'],
+        params: IdParams,
+        response: { 200: BatchSchema, 404: errors('not_found'), ...common },
+      },
+      ...asBuilt,
+    },
+    async (request) => batches.cancel(ownerOf(request), (request.params as { id: string }).id),
+  );
+};

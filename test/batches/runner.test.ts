@@ -1,0 +1,134 @@
+/**
+ * The runner in-process with the tiny model: a crash between writing a chunk and committing it (at
+ * every chunk boundary), a torn last row, out-of-order scoring, a failing shared engine call, and
+ * batch rows equal to /v1/decide answers.
+ */
+import { appendFile, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { ApiError } from '../../src/api/errors.js';
+import type { NormalizedDecideRequest } from '../../src/api/validate.js';
+import { runBatch, type RecordScorer, type RunOptions } from '../../src/batches/runner.js';
+import type { JobProgress } from '../../src/batches/store.js';
+import { DecisionService } from '../../src/service/decision-service.js';
+import { goodLines, maxProbDiff, MODEL_ID, mixedFile, parseRows, QUESTIONS, tempWorkspace, type ResultRow } from './helpers.js';
+
+let workDir: string;
+let svc: DecisionService;
+let inputPath: string;
+let reference: ResultRow[];
+const ZERO: JobProgress = { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0 };
+
+function options(resultsPath: string, extra: Partial<RunOptions> = {}): RunOptions {
+  return { scorer: svc, model: MODEL_ID, requestedModel: 'svc-alpha', inputPath, resultsPath, start: ZERO, commit: () => undefined, chunkRecords: 8, ...extra };
+}
+
+beforeAll(async () => {
+  let modelsDir: string;
+  ({ dir: workDir, modelsDir } = await tempWorkspace('batch-runner'));
+  svc = await DecisionService.open({ modelsDir, preload: [MODEL_ID] });
+  const mixed = mixedFile().text.trimEnd().split('\n');
+  inputPath = path.join(workDir, 'input.jsonl');
+  await writeFile(inputPath, `${[...goodLines(25, 3, 'p'), ...mixed, ...goodLines(25, 4, 'q')].join('\n')}\n`);
+  const out = path.join(workDir, 'reference.jsonl');
+  const result = await runBatch(options(out));
+  expect(result.finished).toBe(true);
+  reference = parseRows(await readFile(out, 'utf8'));
+  expect(result.progress.completed + result.progress.failed).toBe(reference.length);
+});
+
+afterAll(async () => {
+  await svc?.close();
+  await rm(workDir, { recursive: true, force: true });
+});
+
+function expectSameRows(rows: ResultRow[]): void {
+  expect(rows.map((r) => r.custom_id)).toEqual(reference.map((r) => r.custom_id));
+  rows.forEach((r, i) => expect(maxProbDiff(r, reference[i]!)).toBeLessThanOrEqual(1e-6 + 1e-12));
+}
+
+describe('runBatch crash safety', () => {
+  it('a crash after the rows of chunk k are written but before they are committed: the resumed run repeats none and loses none', async () => {
+    const chunks = Math.ceil(reference.length / 8);
+    for (const k of [0, 1, Math.floor(chunks / 2), chunks - 1]) {
+      const out = path.join(workDir, `crash-${k}.jsonl`);
+      let committed = ZERO;
+      let calls = 0;
+      const crashed = runBatch(
+        options(out, {
+          commit: (p) => {
+            if (calls++ === k) throw new Error('simulated crash between fsync and commit');
+            committed = p;
+          },
+        }),
+      );
+      await expect(crashed).rejects.toThrow('simulated crash');
+      // The file holds rows past the committed length; a torn row on top of them makes it worse.
+      await appendFile(out, '{"custom_id":"torn","ans');
+      const resumed = await runBatch(options(out, { start: committed, commit: (p) => void (committed = p) }));
+      expect(resumed.finished).toBe(true);
+      expectSameRows(parseRows(await readFile(out, 'utf8')));
+      expect(committed.completed + committed.failed).toBe(reference.length);
+    }
+  });
+
+  it('a stop at a chunk boundary keeps the committed rows; resuming finishes the same output', async () => {
+    const out = path.join(workDir, 'stop.jsonl');
+    let committed = ZERO;
+    let commits = 0;
+    const first = await runBatch(options(out, { commit: (p) => void ((committed = p), commits++), shouldStop: () => commits >= 3 }));
+    expect(first.finished).toBe(false);
+    expect(first.progress).toEqual(committed);
+    expect(parseRows(await readFile(out, 'utf8'))).toHaveLength(committed.completed + committed.failed);
+    const second = await runBatch(options(out, { start: committed }));
+    expect(second.finished).toBe(true);
+    expectSameRows(parseRows(await readFile(out, 'utf8')));
+  });
+});
+
+describe('runBatch ordering and failures', () => {
+  it('writes rows in input order even when later chunks are scored first', async () => {
+    let call = 0;
+    const scorer: RecordScorer = {
+      async decideRecords(model, requests, priority) {
+        const mine = call++;
+        // Earlier calls take longer: completion order is the reverse of submission order.
+        await new Promise((r) => setTimeout(r, mine % 2 === 0 ? 40 : 0));
+        return svc.decideRecords(model, requests, priority);
+      },
+    };
+    const out = path.join(workDir, 'order.jsonl');
+    await runBatch(options(out, { scorer, pipelineDepth: 3 }));
+    expectSameRows(parseRows(await readFile(out, 'utf8')));
+  });
+
+  it('a failing shared engine call fails only the record that breaks it (server_error), the others are answered', async () => {
+    const poisoned = JSON.parse(goodLines(25, 3, 'p')[5]!) as { state: string };
+    const scorer: RecordScorer = {
+      async decideRecords(model: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch') {
+        if (requests.some((r) => r.stateText === poisoned.state)) throw new ApiError('server_error', 'the engine failed to score the request');
+        return svc.decideRecords(model, requests, priority);
+      },
+    };
+    const out = path.join(workDir, 'poison.jsonl');
+    const result = await runBatch(options(out, { scorer }));
+    expect(result.finished).toBe(true);
+    const rows = parseRows(await readFile(out, 'utf8'));
+    expect(rows.map((r) => r.custom_id)).toEqual(reference.map((r) => r.custom_id));
+    rows.forEach((r, i) => {
+      if (r.custom_id === 'p-5') expect(r.error).toEqual({ code: 'server_error', message: 'the engine failed to score the request' });
+      else expect(maxProbDiff(r, reference[i]!)).toBeLessThanOrEqual(1e-6 + 1e-12);
+    });
+  });
+
+  it('answers a record exactly as decide() does', async () => {
+    for (const i of [0, 7, 24]) {
+      const record = JSON.parse(goodLines(25, 3, 'p')[i]!) as { custom_id: string; state: string };
+      const live = await svc.decide({ model: 'svc-alpha', state: record.state, questions: QUESTIONS });
+      const row = reference.find((r) => r.custom_id === record.custom_id)!;
+      expect(maxProbDiff({ custom_id: record.custom_id, answers: live.answers }, row)).toBeLessThanOrEqual(1e-6 + 1e-12);
+      expect(row.usage!.input_tokens).toBe(live.usage.input_tokens);
+    }
+  });
+});

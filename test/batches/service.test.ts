@@ -1,0 +1,142 @@
+/**
+ * BatchService across a restart in one process: a job stopped by close() resumes when the service
+ * is opened again on the same data dir; a job left `cancelling` becomes `cancelled`; a job whose
+ * model disappeared fails with the reason; crash leftovers (staging files, job dirs without a row)
+ * are removed at open.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { ApiError } from '../../src/api/errors.js';
+import type { NormalizedDecideRequest } from '../../src/api/validate.js';
+import { BatchService, type BatchDecisionService } from '../../src/batches/batch-service.js';
+import { DecisionService } from '../../src/service/decision-service.js';
+import { goodLines, MODEL_ID, parseRows, tempWorkspace } from './helpers.js';
+
+let workDir: string;
+let modelsDir: string;
+let svc: DecisionService;
+
+beforeAll(async () => {
+  ({ dir: workDir, modelsDir } = await tempWorkspace('batch-service'));
+  svc = await DecisionService.open({ modelsDir, preload: [MODEL_ID] });
+});
+
+afterAll(async () => {
+  await svc?.close();
+  await rm(workDir, { recursive: true, force: true });
+});
+
+/** The real service, with decideRecords blocked after `passes` calls while `blocked` is set. */
+function gatedService(passes: number) {
+  let left = passes;
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const service: BatchDecisionService = {
+    resolveModel: (id) => svc.resolveModel(id),
+    runtime: (id) => svc.runtime(id),
+    async decideRecords(model: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch') {
+      if (left-- <= 0) await released;
+      return svc.decideRecords(model, requests, priority);
+    },
+  };
+  return { service, release };
+}
+
+async function waitFor(batches: BatchService, owner: string, id: string, statuses: string[]) {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const b = batches.get(owner, id);
+    if (statuses.includes(b.status)) return b;
+    if (Date.now() > until) throw new Error(`still ${b.status}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function progressAtLeast(batches: BatchService, id: string, rows: number) {
+  const until = Date.now() + 30_000;
+  while (batches.get('o', id).progress.completed < rows) {
+    if (Date.now() > until) throw new Error('no progress');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('BatchService restart', () => {
+  it('resumes an in_progress job after close() and reopen, and finishes a cancelling one as cancelled', async () => {
+    const dataDir = path.join(workDir, 'data');
+    const lines = goodLines(40, 21, 'z');
+    const gated = gatedService(2);
+    const first = await BatchService.open({ service: gated.service, dataDir, chunk: { chunkRecords: 4 } });
+    const running = await first.create({ owner: 'o', model: 'svc-alpha', upload: await first.stageUpload(Readable.from([lines.join('\n')])) });
+    const cancelled = await first.create({ owner: 'o', model: 'svc-alpha', upload: await first.stageUpload(Readable.from([lines.slice(0, 10).join('\n')])) });
+    await progressAtLeast(first, running.id, 8);
+    expect(first.get('o', cancelled.id).status).toBe('in_progress');
+    expect(first.cancel('o', cancelled.id).status).toBe('cancelling');
+    const closing = first.close();
+    gated.release();
+    await closing;
+
+    // Crash leftovers the next open must clear.
+    await writeFile(path.join(dataDir, 'batches', '.staging', 'partial.jsonl'), 'half an upload');
+    await mkdir(path.join(dataDir, 'batches', 'batch_01ARZ3NDEKTSV4RRFFQ69G5FAV'));
+
+    const second = await BatchService.open({ service: svc, dataDir, chunk: { chunkRecords: 4 } });
+    try {
+      expect(existsSync(path.join(dataDir, 'batches', '.staging', 'partial.jsonl'))).toBe(false);
+      expect(existsSync(path.join(dataDir, 'batches', 'batch_01ARZ3NDEKTSV4RRFFQ69G5FAV'))).toBe(false);
+      const c = await waitFor(second, 'o', cancelled.id, ['cancelled']);
+      expect(c.progress.completed).toBeLessThan(10);
+      const done = await waitFor(second, 'o', running.id, ['completed']);
+      expect(done.progress).toEqual({ total: 40, completed: 40, failed: 0 });
+      const { stream } = await second.openResults('o', running.id);
+      let text = '';
+      for await (const chunk of stream) text += String(chunk);
+      expect(parseRows(text).map((r) => r.custom_id)).toEqual(lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('fails a job whose model cannot be used, with the reason', async () => {
+    const dataDir = path.join(workDir, 'gone');
+    const gone: BatchDecisionService = {
+      resolveModel: (id) => svc.resolveModel(id),
+      runtime: async () => {
+        throw new ApiError('not_found', "model 'svc-alpha-2026-10' is not installed");
+      },
+      decideRecords: (m, r, p) => svc.decideRecords(m, r, p),
+    };
+    const batches = await BatchService.open({ service: gone, dataDir });
+    try {
+      const b = await batches.create({ owner: 'o', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([goodLines(2)[0]!])) });
+      const failed = await waitFor(batches, 'o', b.id, ['failed']);
+      expect(failed.error).toEqual({ code: 'not_found', message: "model svc-alpha-2026-10 could not be used: model 'svc-alpha-2026-10' is not installed" });
+      expect(typeof failed.completed_at).toBe('string');
+    } finally {
+      await batches.close();
+    }
+  });
+
+  it('keeps the input on disk and fsynced before the job exists; a job row always has its input', async () => {
+    const dataDir = path.join(workDir, 'durable');
+    const batches = await BatchService.open({ service: svc, dataDir });
+    try {
+      const text = goodLines(3, 2, 'd').join('\n');
+      const upload = await batches.stageUpload(Readable.from([text]));
+      expect(await readFile(upload.path, 'utf8')).toBe(text);
+      const b = await batches.create({ owner: 'o', model: 'svc-alpha', upload });
+      expect(existsSync(upload.path)).toBe(false);
+      expect(await readFile(path.join(dataDir, 'batches', b.id, 'input.jsonl'), 'utf8')).toBe(text);
+      await waitFor(batches, 'o', b.id, ['completed']);
+      // A rejected create removes its staged upload.
+      const bad = await batches.stageUpload(Readable.from([text]));
+      await expect(batches.create({ owner: 'o', model: 'nope', upload: bad })).rejects.toMatchObject({ code: 'not_found' });
+      expect(existsSync(bad.path)).toBe(false);
+    } finally {
+      await batches.close();
+    }
+  });
+});
