@@ -1,0 +1,155 @@
+/**
+ * `decide serve`: runs the HTTP API until SIGTERM or SIGINT, then stops accepting connections,
+ * answers the requests in flight, closes the models and exits 0.
+ *
+ * stdout gets the lines meant for the operator (the generated API key, once; `decide: listening on
+ * http://HOST:PORT`); the JSON log lines go to stderr.
+ */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+import { resolveApiKeys } from '../server/api-keys.js';
+import { createServer } from '../server/app.js';
+
+const HELP = `usage: decide serve [options]
+
+options:
+  --port N          port to listen on (env PORT; default 8080; 0 = any free port)
+  --host HOST       address to bind (default 127.0.0.1; 0.0.0.0 for every interface)
+  --data-dir DIR    service state: generated API key, batch jobs (env DECIDE_DATA_DIR; default ./data)
+  --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models)
+  --threads N       CPU threads per forward pass (default: ONNX Runtime's choice)
+  --provider P      cpu or cuda (default cpu)
+  --log-level L     fatal, error, warn, info, debug, trace or silent (default info)
+  -h, --help        this text
+
+environment:
+  DECIDE_API_KEYS          comma-separated API keys (or sha256:<hex> hashes)
+  DECIDE_API_KEYS_FILE     file with one key (or sha256:<hex>) per line, # comments
+                           (neither set: a key is created in <data-dir>/api-key and printed once)
+  DECIDE_RATE_LIMIT_RPS    requests per second per key (default 100)
+  DECIDE_RATE_LIMIT_BURST  burst per key (default 200)
+`;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function fail(message: string): number {
+  process.stderr.write(`decide serve: ${message}\n`);
+  return 2;
+}
+
+function intArg(value: string, name: string, min: number, max: number): number | string {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isInteger(n) || n < min || n > max) {
+    return `${name} must be an integer from ${min} to ${max}, got '${value}'`;
+  }
+  return n;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'data-dir': { type: 'string' },
+        'models-dir': { type: 'string' },
+        threads: { type: 'string' },
+        provider: { type: 'string' },
+        'log-level': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    return fail(`${(err as Error).message}\n\n${HELP}`);
+  }
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+
+  const port = intArg(values.port ?? process.env.PORT ?? '8080', '--port', 0, 65535);
+  if (typeof port === 'string') return fail(port);
+  const host = values.host ?? '127.0.0.1';
+  let threads: number | undefined;
+  if (values.threads !== undefined) {
+    const t = intArg(values.threads, '--threads', 1, 1024);
+    if (typeof t === 'string') return fail(t);
+    threads = t;
+  }
+  const provider = values.provider ?? 'cpu';
+  if (provider !== 'cpu' && provider !== 'cuda') return fail(`--provider must be cpu or cuda, got '${provider}'`);
+  const logLevel = values['log-level'] ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) return fail(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  const dataDir = path.resolve(values['data-dir'] ?? process.env.DECIDE_DATA_DIR ?? 'data');
+  const modelsDir = path.resolve(values['models-dir'] ?? process.env.DECIDE_MODELS_DIR ?? 'models');
+
+  let resolved;
+  try {
+    resolved = resolveApiKeys({ env: process.env, dataDir, generate: true });
+  } catch (err) {
+    process.stderr.write(`decide serve: ${(err as Error).message}\n`);
+    return 1;
+  }
+  if (resolved.generated?.created) {
+    process.stdout.write(
+      `decide: created an API key (shown only this once; also saved in ${resolved.generated.path}, mode 0600):\n` +
+        `${resolved.generated.key}\n`,
+    );
+  } else if (resolved.generated) {
+    process.stdout.write(`decide: using the API key in ${resolved.generated.path}\n`);
+  }
+
+  let app;
+  try {
+    app = await createServer({
+      modelsDir,
+      dataDir,
+      threads,
+      provider,
+      keys: resolved.keys,
+      logger: { level: logLevel, stream: process.stderr },
+    });
+    await app.listen({ port, host });
+  } catch (err) {
+    process.stderr.write(`decide serve: ${(err as Error).message}\n`);
+    await app?.close().catch(() => undefined);
+    return 1;
+  }
+
+  const address = app.server.address();
+  const shown =
+    typeof address === 'object' && address
+      ? `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+      : String(address);
+  process.stdout.write(`decide: listening on http://${shown}\n`);
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        // A second signal: the operator does not want to wait for the drain.
+        process.stderr.write(`decide serve: ${signal} again, exiting without draining\n`);
+        process.exit(1);
+      }
+      stopping = true;
+      app.log.info({ signal }, 'shutting down: no new connections, finishing requests in flight');
+      app.close().then(
+        () => {
+          app.log.info('stopped');
+          resolve(0);
+        },
+        (err: unknown) => {
+          app.log.error({ err }, 'shutdown failed');
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}

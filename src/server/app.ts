@@ -1,0 +1,264 @@
+/**
+ * The HTTP API as one fastify plugin (`decisionApp`), and createServer() which builds a fastify
+ * instance around it. Routes:
+ *   POST /v1/decide        routes/decide.ts        GET /healthz, /readyz   routes/health.ts
+ *   GET  /v1/models        routes/models.ts        GET /metrics            metrics.ts
+ *   GET  /openapi.json     (generated from the route schemas by @fastify/swagger)
+ *   /v1/batches...         routes/batches.ts (registered in the /v1 scope below)
+ * Cross-cutting, in hook order: request id (request-id.ts) -> authentication (auth.ts) ->
+ * rate limit (rate-limit.ts); every error goes through errors.ts.
+ */
+import { isUtf8 } from 'node:buffer';
+import http from 'node:http';
+import path from 'node:path';
+import type { Socket } from 'node:net';
+
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
+import { ulid } from 'ulid';
+
+import { ApiError } from '../api/errors.js';
+import { DecisionService } from '../service/decision-service.js';
+import { resolveApiKeys, type ApiKeySet } from './api-keys.js';
+import { registerAuth } from './auth.js';
+import { frameworkErrorHandler, registerErrorHandling } from './errors.js';
+import { registerMetrics } from './metrics.js';
+import { rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
+import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
+import { decideRoutes } from './routes/decide.js';
+import { healthRoutes } from './routes/health.js';
+import { modelRoutes } from './routes/models.js';
+
+/** Default request body limit of POST /v1/decide (api-decisions.md). */
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface LoggerOptions {
+  /** pino level: fatal, error, warn, info, debug, trace, silent. Default info. */
+  level?: string;
+  /** Where the JSON lines go; default stdout. */
+  stream?: NodeJS.WritableStream;
+}
+
+export interface ServerOptions {
+  /** A service to serve; the caller keeps ownership (the server does not close it). */
+  service?: DecisionService;
+  /** For the service opened when `service` is not given; default DECIDE_MODELS_DIR or ./models. */
+  modelsDir?: string;
+  threads?: number;
+  provider?: 'cpu' | 'cuda';
+  /** Service state (generated API key, batch jobs); default DECIDE_DATA_DIR or ./data. */
+  dataDir?: string;
+  /** API keys, in clear or `sha256:<hex>`. With keysFile, replaces the environment's keys. */
+  apiKeys?: string[];
+  /** A keys file: one key per line, `#` comments, `sha256:<hex>` lines. */
+  keysFile?: string;
+  /** Already resolved keys (decide serve); wins over apiKeys/keysFile. */
+  keys?: ApiKeySet;
+  /** Per-key token bucket; default DECIDE_RATE_LIMIT_RPS / DECIDE_RATE_LIMIT_BURST, else 100 rps, burst 200. false: off. */
+  rateLimit?: RateLimitOptions | false;
+  /** Body limit of POST /v1/decide in bytes; default 1 MiB. */
+  bodyLimitBytes?: number;
+  /** false (default): no logs; true: JSON lines at info on stdout. */
+  logger?: boolean | LoggerOptions;
+  /** Environment read for the defaults above; default process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface DecisionAppOptions {
+  service: DecisionService;
+  keys: ApiKeySet;
+  rateLimit: RateLimitOptions | false;
+  bodyLimitBytes: number;
+  dataDir: string;
+  /** Close the service when the app closes. */
+  ownsService: boolean;
+}
+
+/** Logs never carry the Authorization header, keys, bodies or state: requests log method and url only. */
+export function loggerConfig(logger: ServerOptions['logger']) {
+  if (!logger) return false;
+  const opts = logger === true ? {} : logger;
+  return {
+    level: opts.level ?? 'info',
+    ...(opts.stream ? { stream: opts.stream } : {}),
+    redact: { paths: ['req.headers', 'req.body', 'headers.authorization', 'body'], censor: '[redacted]' },
+    serializers: {
+      req: (req: FastifyRequest) => ({ method: req.method, url: req.url, remoteAddress: req.ip }),
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+    },
+  };
+}
+
+/** Request bodies: UTF-8 JSON. Errors name the problem; they never echo the body back. */
+function parseJsonBody(_request: FastifyRequest, body: Buffer, done: (err: Error | null, value?: unknown) => void): void {
+  if (body.length === 0) return done(new ApiError('invalid_question', 'request body: empty; send a JSON object'));
+  if (!isUtf8(body)) return done(new ApiError('invalid_question', 'request body: not valid UTF-8'));
+  let text = body.toString('utf8');
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    // V8 quotes a piece of the input ('..., "{"a": tru}" is not valid JSON'); keep only the diagnosis.
+    const detail = String((err as Error).message)
+      .replace(/, ".*" is not valid JSON$/s, '')
+      .slice(0, 200);
+    return done(new ApiError('invalid_question', `request body: not valid JSON (${detail})`));
+  }
+  done(null, value);
+}
+
+/** Malformed HTTP (before fastify has a request): the error shape, then the connection is closed. */
+function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const id = `req_${ulid()}`;
+  const message =
+    status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed HTTP request';
+  const body = JSON.stringify({ code: 'invalid_question', message, request_id: id });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n${REQUEST_ID_HEADER}: ${id}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, opts) => {
+  const { service, keys } = opts;
+  let draining = false;
+
+  // 1. Every response, success or error, names its request.
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
+  registerErrorHandling(app);
+
+  // Bodies: JSON only, as UTF-8; other content types are 400 invalid_question (errors.ts).
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJsonBody);
+
+  // 2. Authentication (request.keyId), 3. the per-key rate limit.
+  registerAuth(app, keys);
+  if (opts.rateLimit) registerRateLimit(app, opts.rateLimit);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Decision service API',
+        version: '2026-10',
+        description: 'Calibrated probabilities for typed questions about a state. Errors: {code, message, request_id}.',
+      },
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearerAuth: [] }],
+    },
+  });
+
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
+  // While draining, a kept-alive connection is closed after its response: the HTTP server's close
+  // waits for every connection, and an idle keep-alive one would hold it for the keep-alive timeout.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (draining) reply.header('connection', 'close');
+    return payload;
+  });
+  if (opts.ownsService) {
+    // onClose runs after the HTTP server has closed, i.e. after every in-flight request has been answered.
+    app.addHook('onClose', async () => {
+      await service.close();
+    });
+  }
+
+  await app.register(healthRoutes, { service, isDraining: () => draining });
+  registerMetrics(app, service);
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(
+    async (v1) => {
+      await v1.register(decideRoutes, { service, bodyLimit: opts.bodyLimitBytes });
+      await v1.register(modelRoutes, { service });
+
+      // ---- Batch routes (src/server/routes/batches.ts) are registered HERE, in this /v1 scope, so
+      // they get authentication (request.keyId), the rate limit, the error shape and the OpenAPI doc.
+      // The BatchService is built from `service` and `opts.dataDir`, e.g.:
+      //   const batches = await BatchService.open({ service, dataDir: opts.dataDir });
+      //   v1.addHook('onClose', async () => batches.close());
+      //   await v1.register(batchRoutes, { batches });
+      // (An onClose hook of this scope runs before the root-level one that closes `service`.)
+      // ----
+    },
+    { prefix: '/v1' },
+  );
+};
+
+/**
+ * The API as a plugin. It shares its context with the instance it is registered on (as
+ * fastify-plugin would), so its error handler, 404 handler and hooks cover every route.
+ */
+export const decisionApp = Object.assign(decisionAppPlugin, {
+  [Symbol.for('skip-override')]: true,
+  [Symbol.for('fastify.display-name')]: 'decision-app',
+});
+
+/**
+ * Builds the HTTP server (not yet listening).
+ * @example
+ * const app = await createServer({ modelsDir: 'models', apiKeys: [process.env.MY_KEY!] });
+ * await app.listen({ port: 8080, host: '127.0.0.1' });
+ * // ... later: await app.close(); // drains requests, then closes the service it opened
+ */
+export async function createServer(options: ServerOptions = {}): Promise<FastifyInstance> {
+  const env = options.env ?? process.env;
+  const dataDir = path.resolve(options.dataDir ?? env.DECIDE_DATA_DIR ?? 'data');
+  const keys =
+    options.keys ??
+    resolveApiKeys({ apiKeys: options.apiKeys, keysFile: options.keysFile, env, dataDir, generate: false }).keys;
+  const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
+  const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  if (!Number.isInteger(bodyLimitBytes) || bodyLimitBytes < 1) throw new Error('bodyLimitBytes: must be a positive integer');
+
+  const app = Fastify({
+    logger: loggerConfig(options.logger),
+    genReqId,
+    requestIdHeader: false,
+    logController: new LogController({ requestIdLogLabel: 'request_id' }),
+    bodyLimit: bodyLimitBytes,
+    // Requests that reach a closing server (on a kept-alive connection) are still answered;
+    // their connection is closed after the response.
+    return503OnClosing: false,
+    // Time to receive a whole request (headers and body) from the client: a stalled upload must
+    // not hold a connection, or a shutdown, forever. Generous for large batch uploads.
+    requestTimeout: 300_000,
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  let service = options.service;
+  if (!service) {
+    service = await DecisionService.open({
+      modelsDir: options.modelsDir ?? env.DECIDE_MODELS_DIR,
+      threads: options.threads,
+      provider: options.provider,
+      log: (line) => app.log.info(line),
+    });
+  }
+  try {
+    await app.register(decisionApp, {
+      service,
+      keys,
+      rateLimit,
+      bodyLimitBytes,
+      dataDir,
+      ownsService: !options.service,
+    });
+    await app.ready();
+  } catch (err) {
+    if (!options.service) await service.close();
+    throw err;
+  }
+  return app as unknown as FastifyInstance;
+}

@@ -1,0 +1,92 @@
+/**
+ * The one error path of the HTTP API. Whatever fails (a route, a hook, fastify's own body parsing,
+ * an unknown path, a malformed URL), the client gets the spec's error shape
+ * `{code, message, request_id}` with the status of that code. 5xx bodies carry a fixed message
+ * (errorBody() in src/api/errors.ts); the log line has the details and the request id.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+import { ApiError, errorBody, isApiError } from '../api/errors.js';
+
+/** Fastify's own 4xx errors and their API error. Messages are ours: fastify's name no fields. */
+function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError | undefined {
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE': {
+      const limit = request.routeOptions?.bodyLimit;
+      return new ApiError(
+        'state_too_long',
+        `request body is larger than ${limit ? `${limit} bytes` : 'the limit'}: trim the state or split it across requests`,
+      );
+    }
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {
+      const type = String(request.headers['content-type'] ?? '').slice(0, 100);
+      return new ApiError(
+        'invalid_question',
+        type
+          ? `request body: Content-Type '${type}' is not supported; send application/json`
+          : 'request body: Content-Type header missing; send application/json',
+      );
+    }
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('invalid_question', 'request body: empty; send a JSON object');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('invalid_question', 'request body: its size does not match Content-Length');
+    case 'FST_ERR_VALIDATION':
+      return new ApiError('invalid_question', err.message);
+    default:
+      return undefined;
+  }
+}
+
+/** Maps any thrown value to the ApiError the client sees. */
+export function toApiError(err: unknown, request: FastifyRequest): ApiError | unknown {
+  if (isApiError(err)) return err;
+  const fe = err as FastifyError;
+  const mapped = typeof fe?.code === 'string' ? fromFastifyError(fe, request) : undefined;
+  if (mapped) return mapped;
+  const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    // Other client errors from fastify or its plugins (e.g. multipart limits): keep their status class.
+    const message = typeof fe.message === 'string' && fe.message ? fe.message.slice(0, 500) : 'bad request';
+    if (status === 401) return new ApiError('invalid_key', message);
+    if (status === 404) return new ApiError('not_found', message);
+    if (status === 413) return new ApiError('state_too_long', message);
+    if (status === 429) return new ApiError('rate_limited', message, { retryAfterSeconds: 1 });
+    return new ApiError('invalid_question', message);
+  }
+  return err;
+}
+
+/** Sends the error response for `err`. Also used where fastify bypasses the error handler. */
+export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const mapped = toApiError(err, request);
+  const body = errorBody(mapped, request.id);
+  const status = isApiError(mapped) ? mapped.status : 500;
+  if (status >= 500) {
+    request.log.error({ err }, 'request failed');
+  } else {
+    // The message may quote the request (field names, keys); the log keeps only the code.
+    request.log.info({ code: body.code, status }, 'request rejected');
+  }
+  reply.header('x-request-id', request.id);
+  if (body.code === 'invalid_key') reply.header('www-authenticate', 'Bearer');
+  if (body.code === 'rate_limited') {
+    reply.header('retry-after', String(isApiError(mapped) ? (mapped.retryAfterSeconds ?? 1) : 1));
+  }
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+/** Installs the error handler, the 404 handler and the handler for malformed URLs. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err, request, reply) => sendError(err, request, reply));
+  app.setNotFoundHandler((request, reply) => {
+    const url = request.url.length > 200 ? `${request.url.slice(0, 200)}...` : request.url;
+    return sendError(new ApiError('not_found', `no route ${request.method} ${url}`), request, reply);
+  });
+}
+
+/** For fastify's `frameworkErrors` option (malformed URLs and the like, before routing). */
+export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const message = err.code === 'FST_ERR_BAD_URL' ? 'malformed URL' : 'bad request';
+  void sendError(new ApiError('invalid_question', message), request, reply);
+}

@@ -1,0 +1,152 @@
+/**
+ * `decide serve` across its life: the generated API key (created and printed once, then reused
+ * silently), the per-key rate limit from the environment, and graceful shutdown on SIGTERM with
+ * requests in flight. Each step is a real process on the tiny model, sharing one data directory.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { decideBody, expectErrorShape, expectValidAnswers, longState, MIXED_QUESTIONS, tempModels, type TempDirs } from '../api/fixtures.js';
+import { postDecide, startServe, type ServeProcess } from './serve-process.js';
+
+let dirs: TempDirs;
+let generatedKey = '';
+const running: ServeProcess[] = [];
+const NO_KEYS = { DECIDE_API_KEYS: undefined, DECIDE_API_KEYS_FILE: undefined, PORT: undefined };
+
+beforeAll(async () => {
+  dirs = await tempModels(['svc-alpha-2026-10']);
+});
+
+afterAll(async () => {
+  for (const p of running) await p.stop('SIGKILL');
+  dirs?.cleanup();
+});
+
+async function serve(env: Record<string, string | undefined>): Promise<ServeProcess> {
+  const p = await startServe({ args: ['--models-dir', dirs.modelsDir, '--data-dir', dirs.dataDir, '--threads', '1'], env: { ...NO_KEYS, ...env } });
+  running.push(p);
+  return p;
+}
+
+/** Sends the headers and half the body of a decide request; finish() sends the rest. */
+function partialRequest(url: string, key: string, body: string) {
+  const { hostname, port } = new URL(url);
+  const bytes = Buffer.from(body);
+  const half = Math.floor(bytes.length / 2);
+  let resolveResponse!: (r: { status: number; body: any }) => void;
+  let rejectResponse!: (err: Error) => void;
+  const response = new Promise<{ status: number; body: any }>((resolve, reject) => {
+    resolveResponse = resolve;
+    rejectResponse = reject;
+  });
+  const req = http.request(
+    {
+      hostname,
+      port: Number(port),
+      method: 'POST',
+      path: '/v1/decide',
+      agent: false,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': bytes.length },
+    },
+    (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => (text += d));
+      res.on('end', () => resolveResponse({ status: res.statusCode!, body: JSON.parse(text) }));
+    },
+  );
+  req.on('error', rejectResponse);
+  const headersSent = new Promise<void>((resolve) => req.write(bytes.subarray(0, half), () => resolve()));
+  return { headersSent, response, finish: () => req.end(bytes.subarray(half)) };
+}
+
+/** Resolves once a new TCP connection to `url` is refused. */
+async function waitUntilRefused(url: string, timeoutMs = 5000): Promise<void> {
+  const { port } = new URL(url);
+  const start = Date.now();
+  while (Date.now() - start < timeoutMs) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const s = net.connect(Number(port), '127.0.0.1');
+      s.once('connect', () => (s.destroy(), resolve(false)));
+      s.once('error', () => resolve(true));
+    });
+    if (refused) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error('the server still accepts connections');
+}
+
+describe('decide serve lifecycle', () => {
+  it('with no key configured: creates <data-dir>/api-key (0600), prints it once; the rate limit comes from the environment', async () => {
+    const p = await serve({ DECIDE_RATE_LIMIT_RPS: '0.2', DECIDE_RATE_LIMIT_BURST: '3' });
+    const file = path.join(dirs.dataDir, 'api-key');
+    const out = p.stdout();
+    const m = /^(dk_[A-Za-z0-9_-]{43})$/m.exec(out);
+    expect(m, out).not.toBeNull();
+    generatedKey = m![1]!;
+    expect(out).toContain(file);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(readFileSync(file, 'utf8').trim()).toBe(generatedKey);
+    expect(p.stderr()).not.toContain(generatedKey);
+
+    const statuses: number[] = [];
+    let limited: Awaited<ReturnType<typeof postDecide>> | undefined;
+    for (let i = 0; i < 4; i++) {
+      const r = await postDecide(p.url, generatedKey, decideBody(`rate ${i}`));
+      statuses.push(r.status);
+      if (r.status === 429) limited = r;
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expectErrorShape(limited!.body, 'rate_limited', limited!.headers.get('x-request-id')!);
+    const retryAfter = limited!.headers.get('retry-after')!;
+    expect(retryAfter).toMatch(/^[1-9]\d*$/);
+    expect(Number(retryAfter)).toBeLessThanOrEqual(5);
+    // Health and metrics are not rate limited.
+    for (let i = 0; i < 5; i++) expect((await fetch(`${p.url}/healthz`)).status).toBe(200);
+
+    expect(await p.stop('SIGTERM')).toBe(0);
+  });
+
+  it('a restart reuses the key and says where it is without printing it', async () => {
+    expect(generatedKey).not.toBe('');
+    const p = await serve({});
+    expect(p.stdout()).toContain(`using the API key in ${path.join(dirs.dataDir, 'api-key')}`);
+    expect(p.stdout()).not.toContain(generatedKey);
+    const res = await fetch(`${p.url}/v1/models`, { headers: { authorization: `Bearer ${generatedKey}` } });
+    expect(res.status).toBe(200);
+    expect(await p.stop('SIGINT')).toBe(0);
+  });
+
+  it('SIGTERM: stops accepting, finishes the requests in flight with 200, exits 0', async () => {
+    const p = await serve({});
+    // Requests whose body is still arriving when the signal comes...
+    const partial = Array.from({ length: 4 }, (_, i) => partialRequest(p.url, generatedKey, JSON.stringify(decideBody(`in flight ${i}: ${longState(300)}`))));
+    await Promise.all(partial.map((r) => r.headersSent));
+    // ...and complete requests that keep the engine busy.
+    const busy = Array.from({ length: 8 }, (_, i) => postDecide(p.url, generatedKey, decideBody(`busy ${i}: ${longState(2500)}`)));
+    // A request is in flight once the server has read its headers (it logs "incoming request");
+    // one whose bytes it has not read yet could be dropped with its connection, as on any server.
+    const received = () => p.stderr().split('\n').filter((l) => l.includes('"msg":"incoming request"') && l.includes('"url":"/v1/decide"')).length;
+    for (let t = 0; received() < 12; t++) {
+      if (t > 1000) throw new Error(`the server saw only ${received()} of 12 requests`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+
+    p.child.kill('SIGTERM');
+    await waitUntilRefused(p.url);
+    expect(p.child.exitCode).toBeNull();
+
+    for (const r of partial) r.finish();
+    const results = await Promise.all([...partial.map((r) => r.response), ...busy]);
+    for (const r of results) {
+      expect(r.status).toBe(200);
+      expectValidAnswers(r.body.answers, MIXED_QUESTIONS);
+    }
+    expect(await p.exited).toBe(0);
+    expect(p.stderr()).toContain('shutting down');
+  });
+});
