@@ -26,6 +26,8 @@ import { frameworkErrorHandler, registerErrorHandling } from './errors.js';
 import { registerMetrics } from './metrics.js';
 import { rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
+import { BatchService } from '../batches/batch-service.js';
+import { batchRoutes } from './routes/batches.js';
 import { decideRoutes } from './routes/decide.js';
 import { healthRoutes } from './routes/health.js';
 import { modelRoutes } from './routes/models.js';
@@ -184,11 +186,11 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
 
       // ---- Batch routes (src/server/routes/batches.ts) are registered HERE, in this /v1 scope, so
       // they get authentication (request.keyId), the rate limit, the error shape and the OpenAPI doc.
-      // The BatchService is built from `service` and `opts.dataDir`, e.g.:
-      //   const batches = await BatchService.open({ service, dataDir: opts.dataDir });
-      //   v1.addHook('onClose', async () => batches.close());
-      //   await v1.register(batchRoutes, { batches });
-      // (An onClose hook of this scope runs before the root-level one that closes `service`.)
+      // Limits and retention come from DECIDE_BATCH_* (src/batches/batch-service.ts). This onClose
+      // runs before the root's, so the runners stop at a chunk boundary before the service closes.
+      const batches = await BatchService.open({ service, dataDir: opts.dataDir, log: (line) => app.log.info(line) });
+      v1.addHook('onClose', async () => batches.close());
+      await v1.register(batchRoutes, { batches });
       // ----
     },
     { prefix: '/v1' },
