@@ -8,3 +8,4 @@ export { DecisionService, type DecisionServiceOptions, type ModelListing } from 
 export { ApiError, type ErrorCode } from './api/errors.js';
 export type { DecideRequest, DecideResponse, Answer, Question } from './api/schemas.js';
 export { makeModel, PRESETS } from './models/builder/index.js';
+export { createServer, decisionApp, type ServerOptions } from './server/app.js';
