@@ -268,14 +268,19 @@ describe('creation errors and limits', () => {
 describe('retention', () => {
   it('expires results after the retention time: status expired, files deleted, results 404', async () => {
     const dataDir = path.join(workDir, 'retention');
-    const retentionUrl = await server('retention', { DECIDE_BATCH_RETENTION_SECONDS: '0.5', DECIDE_BATCH_SWEEP_SECONDS: '0.1' });
+    const retentionMs = 1500;
+    const retentionUrl = await server('retention', { DECIDE_BATCH_RETENTION_SECONDS: String(retentionMs / 1000), DECIDE_BATCH_SWEEP_SECONDS: '0.1' });
     const a = client(retentionUrl, 'key-a');
     const created = await a.create({ model: 'svc-alpha', file: goodLines(3, 7, 'r').join('\n') });
     const done = await a.waitFor(created.body.id, ['completed', 'expired']);
     const jobDir = path.join(dataDir, 'batches', created.body.id);
-    if (done.status === 'completed') {
-      expect(existsSync(path.join(jobDir, 'results.jsonl'))).toBe(true);
-      expect(parseRows((await a.results(created.body.id)).text)).toHaveLength(3);
+    const before = await a.results(created.body.id);
+    const age = Date.now() - Date.parse(done.completed_at as string);
+    if (before.status === 200) {
+      expect(parseRows(before.text)).toHaveLength(3);
+    } else {
+      // Only a loaded machine gets here: the download came after the retention time.
+      expect(age).toBeGreaterThanOrEqual(retentionMs);
     }
     const expired = await a.waitFor(created.body.id, ['expired'], 10_000);
     expect(expired.progress).toEqual({ total: 3, completed: 3, failed: 0 });
