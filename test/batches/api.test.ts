@@ -137,6 +137,11 @@ describe('a batch job', () => {
     await a.waitFor(created.body.id, ['completed']);
     const rows = parseRows((await a.results(created.body.id)).text);
     expect(rows.map((r) => Object.keys(r.answers!))).toEqual([['urgent'], ['refund', 'topic']]);
+    // The questions may also come as a file part (curl -F questions=@q.json).
+    const asFile = await a.create({ model: MODEL_ID, file, questions: JSON.stringify(form), questionsAsFile: true });
+    expect(asFile.status).toBe(201);
+    await a.waitFor(asFile.body.id, ['completed']);
+    expect(parseRows((await a.results(asFile.body.id)).text).map((r) => Object.keys(r.answers!))).toEqual([['urgent'], ['refund', 'topic']]);
   });
 });
 

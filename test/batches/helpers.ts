@@ -156,10 +156,13 @@ export async function startServer(opts: { dataDir: string; modelsDir: string; en
 export function client(url: string, key: string) {
   const auth = { authorization: `Bearer ${key}` };
   return {
-    async create(fields: { model?: string; file?: string | Buffer; questions?: string; filename?: string }) {
+    async create(fields: { model?: string; file?: string | Buffer; questions?: string; questionsAsFile?: boolean; filename?: string }) {
       const form = new FormData();
       if (fields.model !== undefined) form.append('model', fields.model);
-      if (fields.questions !== undefined) form.append('questions', fields.questions);
+      if (fields.questions !== undefined) {
+        if (fields.questionsAsFile) form.append('questions', new Blob([fields.questions]), 'questions.json');
+        else form.append('questions', fields.questions);
+      }
       if (fields.file !== undefined) form.append('file', new Blob([fields.file]), fields.filename ?? 'records.jsonl');
       const res = await fetch(`${url}/v1/batches`, { method: 'POST', body: form, headers: auth });
       return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> & { id: string; status: string; progress: { total: number; completed: number; failed: number } } };

@@ -56,6 +56,18 @@ const errors = (codes: string) => ({ ...ErrorSchema, description: codes });
 const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: errors('server_error') };
 const asBuilt = { validatorCompiler: () => () => true, serializerCompiler: () => (data: unknown) => JSON.stringify(data) };
 
+/** A small file part as UTF-8 text; 413 state_too_long over `limit` bytes (the rest is drained). */
+async function readSmallPart(stream: AsyncIterable<Buffer>, limit: number, name: string): Promise<string> {
+  const pieces: Buffer[] = [];
+  let bytes = 0;
+  for await (const piece of stream) {
+    bytes += piece.length;
+    if (bytes <= limit) pieces.push(piece);
+  }
+  if (bytes > limit) throw new ApiError('state_too_long', `form field '${name}': longer than ${limit} bytes`);
+  return Buffer.concat(pieces).toString('utf8');
+}
+
 function ownerOf(request: FastifyRequest): string {
   // Set by the authentication hook (src/server/auth.ts) on every /v1 route.
   const keyId = (request as { keyId?: unknown }).keyId;
@@ -80,7 +92,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         body: Type.Object({
           model: Type.String({ description: 'Model id or alias, e.g. svc-alpha.' }),
           file: Type.String({ format: 'binary', description: 'JSONL: one record per line, {"custom_id", "state", "questions"} or {"custom_id", "method": "POST", "url": "/v1/decide", "body"}.' }),
-          questions: Type.Optional(Type.String({ description: 'JSON text: questions for records without their own.' })),
+          questions: Type.Optional(Type.String({ description: 'JSON text (a text field or a small file part): questions for records without their own.' })),
         }),
         response: {
           201: BatchSchema,
@@ -102,11 +114,16 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
       let upload: StagedUpload | undefined;
       try {
         const parts = request.parts({
-          limits: { files: 1, fields: 4, parts: 5, fieldSize: MAX_QUESTIONS_FIELD_BYTES, fileSize: batches.maxFileBytes + 1 },
+          limits: { files: 2, fields: 4, parts: 6, fieldSize: MAX_QUESTIONS_FIELD_BYTES, fileSize: batches.maxFileBytes + 1 },
           // Our own count gives the 413 (with the limit in the message); busboy only stops the bytes.
           ...({ throwFileSizeLimit: false } as object),
         });
         for await (const part of parts) {
+          if (part.type === 'file' && part.fieldname === 'questions' && questions === undefined) {
+            // `curl -F questions=@q.json` sends the questions as a file part: read it as the text field.
+            questions = await readSmallPart(part.file, MAX_QUESTIONS_FIELD_BYTES, 'questions');
+            continue;
+          }
           if (part.type === 'file') {
             if (part.fieldname !== 'file' || upload) {
               part.file.resume();
