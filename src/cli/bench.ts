@@ -1,8 +1,96 @@
 /**
- * `decide bench`: the engine against the fresh-scoring baseline. Implementation in bench/run.ts.
+ * `decide bench [--quick] [--workloads tickets,document,single] [--repetitions N] [--threads N]
+ *  [--preset small] [--provider cpu|cuda] [--profile] [--no-micro] [--seed N] [--model-dir DIR]`
+ * The benchmark itself lives in bench/ (compiled to dist/bench/), loaded only when this runs.
  */
+import { parseArgs } from 'node:util';
+
+import type { WorkloadName } from '../../bench/workloads.js';
+
+const WORKLOADS: readonly WorkloadName[] = ['tickets', 'document', 'single'];
+
+const HELP = `usage: decide bench [options]
+
+Runs, in one process on one generated model (built into models/bench-<preset> when missing):
+the engine (prefix reuse, batched suffix pass), the fresh-scoring baseline (onnxruntime-node JS API,
+every question as one full sequence, same graph file), the ideal speedup, and the measured fp32
+MatMul peak of this machine; prints a table per workload and writes bench/results/<timestamp>.json.
+
+options:
+  --quick               fewer states and repetitions (under 2 minutes on 2 cores)
+  --workloads LIST      comma-separated subset of ${WORKLOADS.join(', ')} (default: all)
+  --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2)
+  --threads N           intra-op threads for every system (default: all cores)
+  --preset NAME         model builder preset (default small)
+  --provider P          cpu (default) or cuda (needs a CUDA-enabled ONNX Runtime)
+  --profile             also time the engine's prefix and suffix passes apart
+  --no-micro            skip the TypeScript micro-benchmarks
+  --seed N              seed of the generated states (default 1)
+  --model-dir DIR       use this model directory instead of models/bench-<preset>
+`;
+
+function positiveInt(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got '${value}'`);
+  return n;
+}
+
 export async function run(argv: string[]): Promise<number> {
-  void argv;
-  process.stderr.write('decide bench: not implemented yet\n');
-  return 1;
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      workloads: { type: 'string' },
+      repetitions: { type: 'string' },
+      threads: { type: 'string' },
+      preset: { type: 'string', default: 'small' },
+      provider: { type: 'string', default: 'cpu' },
+      profile: { type: 'boolean', default: false },
+      'no-micro': { type: 'boolean', default: false },
+      seed: { type: 'string' },
+      'model-dir': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (values.provider !== 'cpu' && values.provider !== 'cuda') throw new Error(`--provider must be cpu or cuda, got '${values.provider}'`);
+  let workloads: WorkloadName[] | undefined;
+  if (values.workloads !== undefined) {
+    const list = values.workloads.split(',').map((s) => s.trim()).filter(Boolean);
+    const unknown = list.filter((w) => !(WORKLOADS as readonly string[]).includes(w));
+    if (list.length === 0 || unknown.length > 0) {
+      throw new Error(`--workloads: unknown '${unknown.join(',') || values.workloads}' (use ${WORKLOADS.join(', ')})`);
+    }
+    workloads = [...new Set(list)] as WorkloadName[];
+  }
+  const seed = values.seed === undefined ? undefined : Number(values.seed);
+  if (seed !== undefined && (!Number.isInteger(seed) || seed < 0)) throw new Error(`--seed must be a non-negative integer`);
+
+  const { runBench, BenchRefusedError } = await import('../../bench/run.js');
+  try {
+    await runBench({
+      quick: values.quick,
+      workloads,
+      repetitions: positiveInt(values.repetitions, 'repetitions'),
+      threads: positiveInt(values.threads, 'threads'),
+      preset: values.preset,
+      provider: values.provider,
+      profile: values.profile,
+      micro: !values['no-micro'],
+      seed,
+      modelDir: values['model-dir'],
+    });
+  } catch (err) {
+    if (err instanceof BenchRefusedError) {
+      process.stderr.write(`decide bench: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  return 0;
 }

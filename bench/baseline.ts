@@ -1,0 +1,146 @@
+/**
+ * The fresh-scoring baseline: what a Node developer would write without this engine. Each
+ * (state, question) is one full sequence (prefix ++ suffix ids) run through the onnxruntime-node JS
+ * API with an empty past; rows are sorted by length, right-padded (attention_mask 0) and batched,
+ * and the label logits are read at each row's last real position.
+ *
+ * It runs on the SAME graph file as the engine: the LM-head-gathered rewrite, whose extra int64
+ * input `decide_logits_index` [batch] names each row's last real position, so the LM head runs on
+ * one position per row in both systems and the measured speedup is prefix reuse and batching alone.
+ */
+import * as ort from 'onnxruntime-node';
+
+export interface BaselineOptions {
+  graphFile: string;
+  threads: number;
+  provider: 'cpu' | 'cuda';
+  numLayers: number;
+  numKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  /** Padded tokens (rows x longest row) per forward pass; a pass holds at least one row. */
+  passTokens: number;
+}
+
+export interface BaselineRow {
+  /** prefix ++ suffix */
+  tokens: Int32Array;
+  labels: Int32Array;
+}
+
+export interface BaselineStats {
+  passes: number;
+  rows: number;
+  /** Real tokens computed (every row's full length). */
+  computedTokens: number;
+  /** Padding the passes computed on top. */
+  paddedTokens: number;
+  maxRowsPerPass: number;
+}
+
+export const LOGITS_INDEX_INPUT = 'decide_logits_index';
+
+export class FreshBaseline {
+  private constructor(
+    private readonly session: ort.InferenceSession,
+    private readonly options: BaselineOptions,
+    /** The graph gathers one position per row before the LM head. */
+    readonly gathered: boolean,
+    private readonly kvType: 'float32' | 'float16',
+    private readonly hasPositionIds: boolean,
+  ) {}
+
+  static async load(options: BaselineOptions): Promise<FreshBaseline> {
+    const session = await ort.InferenceSession.create(options.graphFile, {
+      executionProviders: [options.provider],
+      intraOpNumThreads: options.threads,
+      interOpNumThreads: 1,
+      graphOptimizationLevel: 'all',
+    });
+    const past = session.inputMetadata.find((m) => m.name === 'past_key_values.0.key');
+    const kvType = past !== undefined && past.isTensor && past.type === 'float16' ? 'float16' : 'float32';
+    return new FreshBaseline(
+      session,
+      options,
+      session.inputNames.includes(LOGITS_INDEX_INPUT),
+      kvType,
+      session.inputNames.includes('position_ids'),
+    );
+  }
+
+  /** Label logits of every row, in input order. */
+  async score(rows: BaselineRow[]): Promise<{ labelLogits: Float32Array[]; stats: BaselineStats }> {
+    const order = rows.map((_, i) => i).sort((a, b) => rows[a]!.tokens.length - rows[b]!.tokens.length);
+    const out = new Array<Float32Array>(rows.length);
+    const stats: BaselineStats = { passes: 0, rows: rows.length, computedTokens: 0, paddedTokens: 0, maxRowsPerPass: 0 };
+    let begin = 0;
+    while (begin < order.length) {
+      // Sorted ascending: the last row of a pass is its longest.
+      let end = begin + 1;
+      while (end < order.length && (end + 1 - begin) * rows[order[end]!]!.tokens.length <= this.options.passTokens) end++;
+      const pass = order.slice(begin, end);
+      const logits = await this.runPass(pass.map((i) => rows[i]!.tokens));
+      pass.forEach((rowIndex, b) => {
+        const row = rows[rowIndex]!;
+        const labels = new Float32Array(row.labels.length);
+        for (let k = 0; k < row.labels.length; k++) labels[k] = logits(b, row.tokens.length - 1, row.labels[k]!);
+        out[rowIndex] = labels;
+      });
+      const longest = rows[pass[pass.length - 1]!]!.tokens.length;
+      for (const i of pass) {
+        stats.computedTokens += rows[i]!.tokens.length;
+        stats.paddedTokens += longest - rows[i]!.tokens.length;
+      }
+      stats.passes += 1;
+      stats.maxRowsPerPass = Math.max(stats.maxRowsPerPass, pass.length);
+      begin = end;
+    }
+    return { labelLogits: out, stats };
+  }
+
+  /** One forward pass; returns a reader (row, position, vocab id) -> logit. */
+  private async runPass(rows: Int32Array[]): Promise<(row: number, position: number, id: number) => number> {
+    const { numLayers, numKvHeads, headDim, vocabSize } = this.options;
+    const batch = rows.length;
+    const seq = Math.max(...rows.map((r) => r.length));
+    const ids = new BigInt64Array(batch * seq);
+    const mask = new BigInt64Array(batch * seq);
+    const positions = new BigInt64Array(batch * seq);
+    const last = new BigInt64Array(batch);
+    rows.forEach((row, b) => {
+      const base = b * seq;
+      for (let s = 0; s < row.length; s++) {
+        ids[base + s] = BigInt(row[s]!);
+        mask[base + s] = 1n;
+        positions[base + s] = BigInt(s);
+      }
+      last[b] = BigInt(row.length - 1);
+    });
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new ort.Tensor('int64', ids, [batch, seq]),
+      attention_mask: new ort.Tensor('int64', mask, [batch, seq]),
+    };
+    if (this.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', positions, [batch, seq]);
+    if (this.gathered) feeds[LOGITS_INDEX_INPUT] = new ort.Tensor('int64', last, [batch]);
+    const pastDims = [batch, numKvHeads, 0, headDim];
+    for (let l = 0; l < numLayers; l++) {
+      for (const kind of ['key', 'value']) {
+        feeds[`past_key_values.${l}.${kind}`] =
+          this.kvType === 'float16' ? new ort.Tensor('float16', new Uint16Array(0), pastDims) : new ort.Tensor('float32', new Float32Array(0), pastDims);
+      }
+    }
+    const result = await this.session.run(feeds, ['logits']);
+    const logits = result.logits!;
+    const positionsPerRow = logits.dims[1]!;
+    const data = logits.data as Float32Array | Uint16Array;
+    if (logits.type !== 'float32') throw new Error(`baseline: logits are ${logits.type}; the benchmark compares fp32 logits`);
+    return (row, position, id) => {
+      const p = this.gathered ? 0 : position;
+      return (data as Float32Array)[(row * positionsPerRow + p) * vocabSize + id]!;
+    };
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}

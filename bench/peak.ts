@@ -1,0 +1,189 @@
+/**
+ * The machine's limit: fp32 MatMul throughput of ONNX Runtime on this machine, with the same thread
+ * count and provider as the systems under test. One MatMul model per shape is written with the
+ * builder's ONNX writer (activation [M, K] as input, weight [K, N] as an initializer, so ORT may
+ * prepack it exactly as it does the model's weights) and timed through onnxruntime-node.
+ *
+ * The peak is the best shape's median throughput: the MFU of either system is measured against what
+ * ORT's own GEMM reaches here, not against a datasheet number. On a shared machine the capacity
+ * drifts, so the run also probes the best shape right before every timed run (PeakProbe).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
+import * as ort from 'onnxruntime-node';
+
+import { DataType, makeValueInfo, writeModel, type WeightSpec } from '../src/models/builder/onnx-writer.js';
+import { Rng } from '../src/models/builder/rng.js';
+
+export interface PeakOptions {
+  threads: number;
+  provider: 'cpu' | 'cuda';
+  /** Fewer timed runs per shape. */
+  quick?: boolean;
+}
+
+export interface MatMulShape {
+  m: number;
+  k: number;
+  n: number;
+  /** What the shape stands for. */
+  label: string;
+}
+
+export interface MatMulMeasurement extends MatMulShape {
+  runs: number;
+  /** GFLOP/s (2·M·K·N per run) per timed run. */
+  gflops: number[];
+  medianGflops: number;
+  maxGflops: number;
+}
+
+export interface PeakResult {
+  /** The best median over the shapes at the start of the run, GFLOP/s. */
+  gflops: number;
+  shapes: MatMulMeasurement[];
+  threads: number;
+  provider: string;
+  seconds: number;
+}
+
+/** Square-ish large GEMM (the usual "peak" probe) and the model's own MLP shape at a prefix-pass size. */
+export function peakShapes(hiddenSize: number, intermediateSize: number): MatMulShape[] {
+  return [
+    { m: 2048, k: 2048, n: 2048, label: 'square 2048' },
+    { m: 4096, k: hiddenSize, n: intermediateSize, label: `model MLP up [4096 tokens x ${hiddenSize}] x [${hiddenSize} x ${intermediateSize}]` },
+  ];
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+async function writeMatMulModel(file: string, shape: MatMulShape): Promise<void> {
+  const weight: WeightSpec = {
+    name: 'W',
+    dims: [shape.k, shape.n],
+    dtype: 'fp32',
+    *chunks() {
+      const rng = new Rng(7, 'bench-peak');
+      const total = shape.k * shape.n;
+      const chunk = new Float32Array(Math.min(total, 1 << 20));
+      for (let done = 0; done < total; done += chunk.length) {
+        const view = chunk.subarray(0, Math.min(chunk.length, total - done));
+        rng.fillNormal(view, 0.02);
+        yield view;
+      }
+    },
+  };
+  await writeModel({
+    path: file,
+    externalData: false,
+    weights: [weight],
+    graph: {
+      name: 'bench_peak_matmul',
+      node: [{ opType: 'MatMul', name: 'MatMul', input: ['A', 'W'], output: ['Y'] }],
+      input: [makeValueInfo('A', DataType.FLOAT, [shape.m, shape.k])],
+      output: [makeValueInfo('Y', DataType.FLOAT, [shape.m, shape.n])],
+    },
+  });
+}
+
+/**
+ * One MatMul session kept open: a short probe before each timed run gives the peak the machine
+ * offers at that moment (a shared machine's capacity drifts; MFU is taken against the probe next to
+ * the run it describes).
+ */
+export class PeakProbe {
+  private constructor(
+    readonly shape: MatMulShape,
+    private readonly session: ort.InferenceSession,
+    private readonly feeds: Record<string, ort.Tensor>,
+    private readonly dir: string,
+  ) {}
+
+  static async create(options: PeakOptions, shape: MatMulShape): Promise<PeakProbe> {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'decide-bench-peak-'));
+    try {
+      const file = path.join(dir, 'matmul.onnx');
+      await writeMatMulModel(file, shape);
+      const session = await ort.InferenceSession.create(file, {
+        executionProviders: [options.provider],
+        intraOpNumThreads: options.threads,
+        interOpNumThreads: 1,
+        graphOptimizationLevel: 'all',
+      });
+      const a = new Float32Array(shape.m * shape.k);
+      new Rng(11, 'bench-peak-input').fillNormal(a, 1);
+      const probe = new PeakProbe(shape, session, { A: new ort.Tensor('float32', a, [shape.m, shape.k]) }, dir);
+      for (let w = 0; w < 2; w++) await session.run(probe.feeds);
+      return probe;
+    } catch (err) {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** GFLOP/s of each run: at least `minRuns` runs and `minSeconds` of work (at most 200 runs). */
+  async measure(minRuns: number, minSeconds: number): Promise<number[]> {
+    const flop = 2 * this.shape.m * this.shape.k * this.shape.n;
+    const gflops: number[] = [];
+    const t0 = performance.now();
+    while (gflops.length < minRuns || (performance.now() - t0) / 1000 < minSeconds) {
+      const t = performance.now();
+      await this.session.run(this.feeds);
+      gflops.push(flop / ((performance.now() - t) / 1000) / 1e9);
+      if (gflops.length >= 200) break;
+    }
+    return gflops;
+  }
+
+  /** Median GFLOP/s of a short probe (~0.3 s). */
+  async quickMedian(): Promise<number> {
+    return median(await this.measure(3, 0.3));
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Measures every shape (about 2 s each, 0.7 s quick); returns the probe of the best shape, still open. */
+export async function measurePeak(options: PeakOptions, shapes: MatMulShape[]): Promise<{ result: PeakResult; probe: PeakProbe }> {
+  const started = performance.now();
+  const measured: MatMulMeasurement[] = [];
+  let best: PeakProbe | undefined;
+  let bestMedian = -Infinity;
+  try {
+    for (const shape of shapes) {
+      const probe = await PeakProbe.create(options, shape);
+      const gflops = await probe.measure(5, options.quick ? 0.5 : 1.5);
+      const m = median(gflops);
+      measured.push({ ...shape, runs: gflops.length, gflops, medianGflops: m, maxGflops: Math.max(...gflops) });
+      if (m > bestMedian) {
+        await best?.release();
+        best = probe;
+        bestMedian = m;
+      } else {
+        await probe.release();
+      }
+    }
+  } catch (err) {
+    await best?.release();
+    throw err;
+  }
+  return {
+    result: {
+      gflops: bestMedian,
+      shapes: measured,
+      threads: options.threads,
+      provider: options.provider,
+      seconds: (performance.now() - started) / 1000,
+    },
+    probe: best!,
+  };
+}

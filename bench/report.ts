@@ -1,0 +1,252 @@
+/**
+ * The benchmark's results: their shape (also the JSON written to bench/results/<timestamp>.json),
+ * the text tables, and the targets (reported as PASS / MISS, never asserted).
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+import type { BaselineStats } from './baseline.js';
+import type { MicroResult } from './micro.js';
+import type { PeakResult } from './peak.js';
+import type { WorkloadTokens } from './workloads.js';
+
+/** Median with the min and max over the timed repetitions. */
+export interface Stat {
+  median: number;
+  min: number;
+  max: number;
+  samples: number[];
+}
+
+export function stat(samples: number[]): Stat {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median = sorted.length === 0 ? NaN : sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return { median, min: sorted[0] ?? NaN, max: sorted[sorted.length - 1] ?? NaN, samples };
+}
+
+export interface SystemResult {
+  seconds: Stat;
+  decisionsPerSecond: Stat;
+  /** Tokens the system actually ran through the model (no padding) per second. */
+  tokensPerSecondComputed: Stat;
+  /** Fresh-scoring tokens (every decision's prefix + suffix) per second: the work done, as the baseline counts it. */
+  tokensPerSecondEffective: Stat;
+  /** Model FLOPs utilization against the machine's peak (see mfuDefinition). */
+  mfu: Stat;
+  /** MatMul peak probed right before each run, GFLOP/s: shows how much of the machine was available. */
+  probeGflops: Stat;
+  /** Per repetition. */
+  computedTokens: number;
+  paddedTokens: number;
+  forwardPasses: number;
+  /** 2 x params x tokens per repetition (see mfuDefinition). */
+  modelFlops: number;
+  /** Highest resident set size of the process during this system's timed repetitions. */
+  peakRssBytes: number;
+  /** Longest stall of the Node event loop while this system scored (monitorEventLoopDelay). */
+  maxEventLoopDelayMs: number;
+}
+
+export interface EngineCountersSummary {
+  prefixTokensComputed: number;
+  prefixTokensReused: number;
+  suffixTokens: number;
+  prefixPasses: number;
+  suffixPasses: number;
+  paddedTokens: number;
+}
+
+export interface WorkloadResult {
+  workload: string;
+  description: string;
+  tokens: WorkloadTokens;
+  engineCalls: number;
+  /** Baseline time / engine time, paired by repetition: the median of the pairs. */
+  speedup: number;
+  speedupStat: Stat;
+  /** Fresh tokens / perfect-reuse tokens (bench/workloads.ts). */
+  idealSpeedup: number;
+  /** speedup / idealSpeedup. */
+  fractionOfIdeal: number;
+  /** The engine's MFU (median). */
+  mfu: number;
+  /** The engine's decisions per second (median). */
+  decisionsPerSecond: number;
+  engine: SystemResult & { counters: EngineCountersSummary };
+  baseline: SystemResult & { stats: BaselineStats };
+  check: { rows: number; maxAbsLogitDiff: number; maxAbsProbDiff: number; tolerance: number };
+}
+
+export interface ProfileResult {
+  workload: string;
+  /** Prefix pass (with a 1-token suffix per state) and suffix pass (prefixes cached), seconds, median. */
+  prefixPassSeconds: Stat;
+  suffixPassSeconds: Stat;
+  prefixTokens: number;
+  suffixTokens: number;
+  suffixRows: number;
+  meanPastTokens: number;
+  counters: { prefix: EngineCountersSummary; suffix: EngineCountersSummary };
+  /** Body params x tokens FLOPs of each pass / its time, GFLOP/s. */
+  prefixGflops: number;
+  suffixGflops: number;
+  /** Forked past KV bytes the suffix pass copies in (rows x past x bytes per token). */
+  suffixForkBytes: number;
+}
+
+export interface TargetResult {
+  name: string;
+  value: number;
+  threshold: number;
+  pass: boolean;
+  text: string;
+}
+
+export interface BenchReport {
+  schema: 'decide-bench/1';
+  startedAt: string;
+  durationSeconds: number;
+  options: Record<string, unknown>;
+  rssAfterLoadBytes: number;
+  machine: { cpuModel: string; cores: number; memoryBytes: number; platform: string; node: string; loadAverageAtStart: number[] };
+  threads: number;
+  provider: string;
+  git: { commit: string; dirty: boolean | null };
+  model: {
+    preset: string;
+    dir: string;
+    graphFile: string;
+    shape: Record<string, number | boolean | undefined>;
+    params: { body: number; embedding: number; lmHead: number; total: number; lmHeadFlopParams: number };
+  };
+  peak: PeakResult & {
+    /** What MFU is taken against: the best of the start measurement and every probe, GFLOP/s. */
+    usedGflops: number;
+  };
+  mfuDefinition: string;
+  baselineDefinition: string;
+  notes: string[];
+  workloads: WorkloadResult[];
+  profile: ProfileResult[];
+  micro: MicroResult[];
+  targets: TargetResult[];
+}
+
+export function evaluateTargets(workloads: WorkloadResult[]): TargetResult[] {
+  const out: TargetResult[] = [];
+  const by = new Map(workloads.map((w) => [w.workload, w]));
+  for (const name of ['document', 'tickets']) {
+    const w = by.get(name);
+    if (!w) continue;
+    out.push({
+      name: `${name} speedup >= 0.9 of ideal`,
+      value: w.fractionOfIdeal,
+      threshold: 0.9,
+      pass: w.fractionOfIdeal >= 0.9,
+      text: `${fx(w.speedup)} of ideal ${fx(w.idealSpeedup)} = ${w.fractionOfIdeal.toFixed(3)}`,
+    });
+  }
+  const single = by.get('single');
+  if (single) {
+    out.push({
+      name: 'single speedup >= 0.95x baseline',
+      value: single.speedup,
+      threshold: 0.95,
+      pass: single.speedup >= 0.95,
+      text: `${fx(single.speedup)} (min ${fx(single.speedupStat.min)}, max ${fx(single.speedupStat.max)})`,
+    });
+  }
+  const doc = by.get('document');
+  if (doc) {
+    out.push({
+      name: 'engine MFU on document >= 40% of measured peak',
+      value: doc.mfu,
+      threshold: 0.4,
+      pass: doc.mfu >= 0.4,
+      text: `${pct(doc.mfu)} (min ${pct(doc.engine.mfu.min)}, max ${pct(doc.engine.mfu.max)})`,
+    });
+  }
+  return out;
+}
+
+const fx = (x: number) => `${x.toFixed(2)}x`;
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+const int = (x: number) => Math.round(x).toLocaleString('en-US');
+const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
+
+function num(x: number): string {
+  if (!Number.isFinite(x)) return String(x);
+  const a = Math.abs(x);
+  if (a >= 1000) return int(x);
+  if (a >= 100) return x.toFixed(0);
+  if (a >= 10) return x.toFixed(1);
+  return x.toFixed(2);
+}
+
+function range(s: Stat, f: (x: number) => string = num): string {
+  return `${f(s.median)} (${f(s.min)}-${f(s.max)})`;
+}
+
+/** Left-aligned first column, right-aligned others. */
+export function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+export function formatWorkload(w: WorkloadResult): string {
+  const t = w.tokens;
+  const e = w.engine;
+  const b = w.baseline;
+  const head =
+    `${w.workload}: ${w.description}\n` +
+    `  ${t.states} states, ${t.decisions} decisions, ${w.engineCalls} engine call(s); mean prefix ${num(t.meanPrefixTokens)} tokens, mean suffix ${num(t.meanSuffixTokens)} tokens; ` +
+    `prefix tokens ${int(t.prefixTokens)} (${int(t.prefixTokensDistinct)} distinct), suffix tokens ${int(t.suffixTokens)}\n` +
+    `  tokens per repetition: fresh ${int(t.freshTokens)} | perfect reuse ${int(t.idealTokens)} | engine computed ${int(e.computedTokens)} (+${int(e.paddedTokens)} padding, ${e.forwardPasses} passes) | baseline computed ${int(b.computedTokens)} (+${int(b.paddedTokens)} padding, ${b.forwardPasses} passes of <= ${b.stats.maxRowsPerPass} rows)`;
+  const rows = [
+    ['engine', range(e.seconds), range(e.decisionsPerSecond), range(e.tokensPerSecondComputed), range(e.tokensPerSecondEffective), range(e.mfu, pct), mib(e.peakRssBytes)],
+    ['baseline', range(b.seconds), range(b.decisionsPerSecond), range(b.tokensPerSecondComputed), range(b.tokensPerSecondEffective), range(b.mfu, pct), mib(b.peakRssBytes)],
+  ];
+  const body = table(['  system', 'seconds', 'decisions/s', 'tokens/s computed', 'tokens/s effective', 'MFU', 'peak RSS'], rows.map((r) => [`  ${r[0]}`, ...r.slice(1)]));
+  const tail =
+    `  speedup ${range(w.speedupStat, fx)} | ideal ${fx(w.idealSpeedup)} | ${w.fractionOfIdeal.toFixed(2)} of ideal` +
+    ` | check: ${w.check.rows} rows, max |logit diff| ${w.check.maxAbsLogitDiff.toExponential(1)}, max |prob diff| ${w.check.maxAbsProbDiff.toExponential(1)}`;
+  return `${head}\n${body}\n${tail}`;
+}
+
+export function formatProfile(p: ProfileResult): string {
+  return (
+    `${p.workload}: prefix pass ${range(p.prefixPassSeconds)} s for ${int(p.prefixTokens)} tokens (${int(p.prefixTokens / p.prefixPassSeconds.median)} tok/s, ${num(p.prefixGflops)} GFLOP/s body) in ${p.counters.prefix.prefixPasses} pass(es)` +
+    ` | suffix pass ${range(p.suffixPassSeconds)} s for ${p.suffixRows} rows x ${num(p.suffixTokens / p.suffixRows)} tokens over ~${int(p.meanPastTokens)} past (${int(p.suffixTokens / p.suffixPassSeconds.median)} tok/s, ${num(p.suffixGflops)} GFLOP/s body+head) in ${p.counters.suffix.suffixPasses} pass(es), padding ${int(p.counters.suffix.paddedTokens)}, forked past ${mib(p.suffixForkBytes)}`
+  );
+}
+
+export function formatMicro(micro: MicroResult[], engineSecondsPerDecision: number | undefined): string {
+  const rows = micro.map((m) => {
+    const perDecision = m.meanUs / m.decisionsPerOp;
+    return [
+      `  ${m.name}`,
+      m.description,
+      `${num(m.meanUs)} us`,
+      `±${m.rme.toFixed(1)}%`,
+      `${num(perDecision)} us`,
+      engineSecondsPerDecision ? `${((perDecision / 1e6 / engineSecondsPerDecision) * 100).toPrecision(2)}%` : '-',
+    ];
+  });
+  return table(['  case', 'what', 'per op', 'rme', 'per decision', 'of engine time/decision'], rows);
+}
+
+export function formatTargets(targets: TargetResult[]): string {
+  return targets.map((t) => `  ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.text}`).join('\n');
+}
+
+/** Writes the report as JSON into `dir` (created if missing); returns the file path. */
+export async function writeReport(report: BenchReport, dir: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const stamp = report.startedAt.replace(/[:.]/g, '-');
+  const file = path.join(dir, `${stamp}.json`);
+  await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
+  return file;
+}
