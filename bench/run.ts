@@ -324,7 +324,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   if (!Number.isInteger(repetitions) || repetitions < 1) throw new Error('bench: repetitions must be a positive integer');
   const loadAverageAtStart = os.loadavg();
   if (loadAverageAtStart[0]! > 0.5 * os.availableParallelism()) {
-    log(`warning: load average ${loadAverageAtStart[0]!.toFixed(2)} on ${os.availableParallelism()} cores: other work is running, timings will be noisy`);
+    log(`warning: 1-minute load average ${loadAverageAtStart[0]!.toFixed(2)} on ${os.availableParallelism()} cores: something else ran recently or is running; timings may be noisy`);
   }
 
   log(`decide bench: preset ${preset}, ${provider}, ${threads} thread(s), ${quick ? 'quick' : 'default'} sizes, ${repetitions} timed repetition(s), workloads ${names.join(', ')}`);
