@@ -113,6 +113,8 @@ export interface BenchReport {
   threads: number;
   provider: string;
   git: { commit: string; dirty: boolean | null };
+  /** The native addon this process loaded. */
+  addon: { path: string; sha256: string; mtime: string; changedDuringRun: boolean };
   model: {
     preset: string;
     dir: string;

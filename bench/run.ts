@@ -9,7 +9,8 @@
  * of noise on a shared machine hit both; the speedup is the median of per-repetition ratios.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -117,6 +118,16 @@ function gitInfo(root: string): { commit: string; dirty: boolean | null } {
     return { commit, dirty: status.trim().length > 0 };
   } catch {
     return { commit: 'unknown', dirty: null };
+  }
+}
+
+/** Identity of the native addon the engine loaded (the tree is shared: it may be rebuilt mid-run). */
+function addonInfo(root: string): { path: string; sha256: string; mtime: string } {
+  const file = path.join(root, 'build', 'Release', 'decide_native.node');
+  try {
+    return { path: file, sha256: createHash('sha256').update(readFileSync(file)).digest('hex'), mtime: statSync(file).mtime.toISOString() };
+  } catch {
+    return { path: file, sha256: 'unknown', mtime: 'unknown' };
   }
 }
 
@@ -331,6 +342,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   await ensureModel(preset, modelDir, log);
 
   const tokenizer = await TextTokenizer.load(modelDir);
+  const addon = addonInfo(root);
   const runtime = await ModelRuntime.load(BENCH_MODEL_ID, modelDir, { engine: { threads, provider } });
   const sampler = new RssSampler();
   const rssAfterLoad = process.memoryUsage.rss();
@@ -446,6 +458,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
       }
 
       const targets = evaluateTargets(results);
+      const addonAtEnd = addonInfo(root);
+      if (addonAtEnd.sha256 !== addon.sha256) {
+        log(`warning: ${addon.path} was rebuilt during the run (${addon.mtime} -> ${addonAtEnd.mtime}); this process kept the one it loaded, but other work (a build) shared the CPU`);
+      }
       const report: BenchReport = {
         schema: 'decide-bench/1',
         startedAt: startedAt.toISOString(),
@@ -463,6 +479,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
         threads,
         provider,
         git: gitInfo(root),
+        addon: { ...addon, changedDuringRun: addonAtEnd.sha256 !== addon.sha256 },
         model: {
           preset,
           dir: modelDir,
@@ -627,6 +644,7 @@ function formatReport(report: BenchReport, file: string): string {
     `model: preset ${m.preset} (${m.shape.numLayers} layers, hidden ${m.shape.hiddenSize}, ${m.shape.numHeads} heads / ${m.shape.numKvHeads} KV heads x ${m.shape.headDim}, MLP ${m.shape.intermediateSize}, vocab ${m.shape.vocabSize}), fp32; ` +
       `params ${(m.params.total / 1e6).toFixed(1)}M = body ${(m.params.body / 1e6).toFixed(1)}M + embedding ${(m.params.embedding / 1e6).toFixed(1)}M + LM head ${(m.params.lmHead / 1e6).toFixed(1)}M`,
   );
+  lines.push(`addon: sha256 ${report.addon.sha256.slice(0, 12)} built ${report.addon.mtime}${report.addon.changedDuringRun ? ' (REBUILT during the run: timings shared the CPU with a build)' : ''}`);
   lines.push(`graph: ${m.graphFile}; RSS after loading the engine: ${(report.rssAfterLoadBytes / 2 ** 20).toFixed(0)} MiB (the baseline session and both ORT arenas stay resident for the whole run, so peak RSS is the process's, per phase)`);
   const probes = report.workloads.flatMap((w) => [...w.engine.probeGflops.samples, ...w.baseline.probeGflops.samples]);
   lines.push(
