@@ -36,6 +36,8 @@ export interface SystemResult {
   mfu: Stat;
   /** MatMul peak probed right before each run, GFLOP/s: shows how much of the machine was available. */
   probeGflops: Stat;
+  /** Process CPU seconds per wall second during each run (threads spinning included); well below the thread count when the CPU was shared. */
+  coresBusy: Stat;
   /** Per repetition. */
   computedTokens: number;
   paddedTokens: number;
@@ -208,10 +210,13 @@ export function formatWorkload(w: WorkloadResult): string {
     `prefix tokens ${int(t.prefixTokens)} (${int(t.prefixTokensDistinct)} distinct), suffix tokens ${int(t.suffixTokens)}\n` +
     `  tokens per repetition: fresh ${int(t.freshTokens)} | perfect reuse ${int(t.idealTokens)} | engine computed ${int(e.computedTokens)} (+${int(e.paddedTokens)} padding, ${e.forwardPasses} passes) | baseline computed ${int(b.computedTokens)} (+${int(b.paddedTokens)} padding, ${b.forwardPasses} passes of <= ${b.stats.maxRowsPerPass} rows)`;
   const rows = [
-    ['engine', range(e.seconds), range(e.decisionsPerSecond), range(e.tokensPerSecondComputed), range(e.tokensPerSecondEffective), range(e.mfu, pct), mib(e.peakRssBytes)],
-    ['baseline', range(b.seconds), range(b.decisionsPerSecond), range(b.tokensPerSecondComputed), range(b.tokensPerSecondEffective), range(b.mfu, pct), mib(b.peakRssBytes)],
+    ['engine', range(e.seconds), range(e.decisionsPerSecond), range(e.tokensPerSecondComputed), range(e.tokensPerSecondEffective), range(e.mfu, pct), mib(e.peakRssBytes), e.coresBusy.median.toFixed(2)],
+    ['baseline', range(b.seconds), range(b.decisionsPerSecond), range(b.tokensPerSecondComputed), range(b.tokensPerSecondEffective), range(b.mfu, pct), mib(b.peakRssBytes), b.coresBusy.median.toFixed(2)],
   ];
-  const body = table(['  system', 'seconds', 'decisions/s', 'tokens/s computed', 'tokens/s effective', 'MFU', 'peak RSS'], rows.map((r) => [`  ${r[0]}`, ...r.slice(1)]));
+  const body = table(
+    ['  system', 'seconds', 'decisions/s', 'tokens/s computed', 'tokens/s effective', 'MFU', 'peak RSS', 'cores busy'],
+    rows.map((r) => [`  ${r[0]}`, ...r.slice(1)]),
+  );
   const tail =
     `  speedup ${range(w.speedupStat, fx)} | ideal ${fx(w.idealSpeedup)} | ${w.fractionOfIdeal.toFixed(2)} of ideal` +
     ` | check: ${w.check.rows} rows, max |logit diff| ${w.check.maxAbsLogitDiff.toExponential(1)}, max |prob diff| ${w.check.maxAbsProbDiff.toExponential(1)}`;

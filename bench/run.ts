@@ -222,6 +222,8 @@ function addCounters(into: EngineCountersSummary, c: NativeCounters): void {
 
 interface EngineRun {
   seconds: number;
+  /** Process CPU seconds / wall seconds during the run: below the thread count when the CPU was shared. */
+  coresBusy: number;
   /** Peak probe right before this run, GFLOP/s (0 for untimed runs). */
   probeGflops: number;
   scores: SuffixScore[][];
@@ -231,10 +233,15 @@ interface EngineRun {
 
 interface BaselineRun {
   seconds: number;
+  coresBusy: number;
   probeGflops: number;
   labelLogits: Float32Array[];
   stats: BaselineStats;
   maxEventLoopDelayMs: number;
+}
+
+function cpuSeconds(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1e6;
 }
 
 /** Lets the histogram's timer fire once more, so a stall that ended with the run is recorded. */
@@ -250,6 +257,7 @@ async function runEngine(engine: Engine, workload: Workload): Promise<EngineRun>
   const scores: SuffixScore[][] = [];
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   for (const call of workload.calls) {
     const result = await engine.scoreBatch(groupsOf(call));
@@ -257,8 +265,9 @@ async function runEngine(engine: Engine, workload: Workload): Promise<EngineRun>
     scores.push(...result.groups);
   }
   const seconds = (performance.now() - t0) / 1000;
+  const coresBusy = cpuSeconds(process.cpuUsage(cpu0)) / seconds;
   await flushEventLoopDelay(delay);
-  return { seconds, probeGflops: 0, scores, counters, maxEventLoopDelayMs: delay.max / 1e6 };
+  return { seconds, coresBusy, probeGflops: 0, scores, counters, maxEventLoopDelayMs: delay.max / 1e6 };
 }
 
 function baselineRows(call: BenchItem[]): BaselineRow[] {
@@ -273,6 +282,7 @@ async function runBaseline(baseline: FreshBaseline, workload: Workload): Promise
   const stats: BaselineStats = { passes: 0, rows: 0, computedTokens: 0, paddedTokens: 0, maxRowsPerPass: 0 };
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   for (const call of workload.calls) {
     const result = await baseline.score(baselineRows(call));
@@ -284,8 +294,9 @@ async function runBaseline(baseline: FreshBaseline, workload: Workload): Promise
     stats.maxRowsPerPass = Math.max(stats.maxRowsPerPass, result.stats.maxRowsPerPass);
   }
   const seconds = (performance.now() - t0) / 1000;
+  const coresBusy = cpuSeconds(process.cpuUsage(cpu0)) / seconds;
   await flushEventLoopDelay(delay);
-  return { seconds, probeGflops: 0, labelLogits, stats, maxEventLoopDelayMs: delay.max / 1e6 };
+  return { seconds, coresBusy, probeGflops: 0, labelLogits, stats, maxEventLoopDelayMs: delay.max / 1e6 };
 }
 
 /** Compares every row's label logits and answers; returns the largest differences. */
@@ -421,7 +432,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
           }
           const e = engineRuns[r]!;
           const b = baselineRuns[r]!;
-          log(`[${elapsed()}] ${w.spec.name} repetition ${r + 1}/${repetitions}: engine ${e.seconds.toFixed(2)} s (peak probe ${e.probeGflops.toFixed(0)} GFLOP/s), baseline ${b.seconds.toFixed(2)} s (probe ${b.probeGflops.toFixed(0)})`);
+          log(`[${elapsed()}] ${w.spec.name} repetition ${r + 1}/${repetitions}: engine ${e.seconds.toFixed(2)} s (${e.coresBusy.toFixed(2)} cores busy, peak probe ${e.probeGflops.toFixed(0)} GFLOP/s), baseline ${b.seconds.toFixed(2)} s (${b.coresBusy.toFixed(2)} cores, probe ${b.probeGflops.toFixed(0)})`);
         }
         timed.push({ w, engineRuns, baselineRuns, enginePeak, baselinePeak });
       }
@@ -535,6 +546,7 @@ function summarize(
       tokensPerSecondEffective: stat(secs.map((s) => t.freshTokens / s)),
       mfu: stat(secs.map((s) => flops / s / (peakGflops * 1e9))),
       probeGflops: stat(runs.map((r) => r.probeGflops)),
+      coresBusy: stat(runs.map((r) => r.coresBusy)),
       computedTokens: computed,
       paddedTokens: padded,
       forwardPasses: passes,
