@@ -199,6 +199,8 @@ Napi::Value EngineBinding::Load(const Napi::CallbackInfo& info) {
   scorer_options.token_budget = static_cast<int64_t>(NumberOption(options, "tokenBudget", 8192));
   scorer_options.past_budget_bytes = static_cast<int64_t>(NumberOption(options, "pastBudgetBytes", double(int64_t{1} << 30)));
   scorer_options.attention_budget = static_cast<int64_t>(NumberOption(options, "attentionBudget", double(int64_t{8} << 20)));
+  scorer_options.attention_weight = NumberOption(options, "attentionWeight", 3e-4);
+  scorer_options.pass_overhead_tokens = NumberOption(options, "passOverheadTokens", 32.0);
   scorer_options.max_context = static_cast<int>(NumberOption(options, "maxContext", 0));
   std::string ort_library = StringOption(options, "ortLibrary", "");
   if (scorer_options.decoder.model_path.empty()) return Rejected(env, kErrInput, "options.modelPath is required");

@@ -163,11 +163,13 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, Sco
     }
   }
 
-  // Similar lengths side by side so that chunks carry little padding.
+  // Rows sorted by the tokens they compute (then by past), so that Chunk() can cut the list into
+  // passes with little padding.
   std::sort(pending.begin(), pending.end(), [&](const Pending& a, const Pending& b) {
-    int la = in.prefix_offsets[a.group + 1] - in.prefix_offsets[a.group];
-    int lb = in.prefix_offsets[b.group + 1] - in.prefix_offsets[b.group];
-    return la < lb;
+    int na = in.prefix_offsets[a.group + 1] - in.prefix_offsets[a.group] - a.match.length;
+    int nb = in.prefix_offsets[b.group + 1] - in.prefix_offsets[b.group] - b.match.length;
+    if (na != nb) return na < nb;
+    return a.match.length < b.match.length;
   });
   std::vector<ExtendRow> rows;
   for (const Pending& p : pending) {
@@ -208,10 +210,11 @@ void Scorer::RunSuffixes(const ScoreInput& in, const std::vector<GroupPast>& pas
   std::vector<int> order(in.num_suffixes);
   std::iota(order.begin(), order.end(), 0);
   auto suffix_len = [&](int s) { return in.suffix_offsets[s + 1] - in.suffix_offsets[s]; };
+  // Sorted by suffix length first: padded suffix tokens run through every layer, padded past
+  // positions are only attended to. Chunk() then cuts the list where padding would cost most.
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    int pa = pasts[in.suffix_group[a]].length, pb = pasts[in.suffix_group[b]].length;
-    if (pa != pb) return pa < pb;
-    return suffix_len(a) < suffix_len(b);
+    if (suffix_len(a) != suffix_len(b)) return suffix_len(a) < suffix_len(b);
+    return pasts[in.suffix_group[a]].length < pasts[in.suffix_group[b]].length;
   });
   std::vector<ExtendRow> rows;
   rows.reserve(order.size());
@@ -247,30 +250,50 @@ void Scorer::RunSuffixes(const ScoreInput& in, const std::vector<GroupPast>& pas
 }
 
 std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow>& rows, bool want_logits) const {
+  // Optimal contiguous split of the (sorted) rows into passes, by dynamic programming over the end
+  // of the last pass. The cost of a pass, in token-equivalents of body compute, is
+  //   rows x S x (1 + attention_weight x (P + S)) + pass_overhead_tokens
+  // (S, P: its longest new run and longest past; padding included, since padding is computed),
+  // and a pass must fit the token, past-bytes, attention and logits budgets. One pass when the
+  // rows are alike; several when merging long and short rows would compute more padding than a
+  // pass costs.
   const ModelInfo& info = decoder_->Info();
+  const size_t n = rows.size();
   std::vector<std::pair<size_t, size_t>> chunks;
-  size_t begin = 0;
-  int64_t max_past = 0, max_new = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    int64_t past = std::max<int64_t>(max_past, rows[i].past_len);
-    int64_t fresh = std::max<int64_t>(max_new, rows[i].num_tokens);
-    int64_t count = static_cast<int64_t>(i - begin + 1);
-    bool over = count * fresh > options_.token_budget ||
-                count * past * static_cast<int64_t>(info.kv.BytesPerToken()) > options_.past_budget_bytes ||
-                count * fresh * (past + fresh) > options_.attention_budget;
-    if (want_logits && !info.has_logits_index) {
-      over = over || count * fresh * info.vocab_size * 4 > kStockLogitsBudgetBytes;
+  if (n == 0) return chunks;
+  const double kv_bytes = static_cast<double>(info.kv.BytesPerToken());
+  // "Infinite" overhead means fewest passes; keep it finite so that sums still compare.
+  const double overhead = std::min(options_.pass_overhead_tokens, 1e12);
+  std::vector<double> best(n + 1, 0.0);
+  std::vector<size_t> cut(n + 1, 0);
+  for (size_t end = 1; end <= n; ++end) {
+    best[end] = -1.0;
+    int64_t max_past = 0, max_new = 0;
+    for (size_t begin = end; begin-- > 0;) {
+      max_past = std::max<int64_t>(max_past, rows[begin].past_len);
+      max_new = std::max<int64_t>(max_new, rows[begin].num_tokens);
+      const int64_t count = static_cast<int64_t>(end - begin);
+      bool fits = count * max_new <= options_.token_budget &&
+                  count * max_past * kv_bytes <= static_cast<double>(options_.past_budget_bytes) &&
+                  count * max_new * (max_past + max_new) <= options_.attention_budget;
+      if (want_logits && !info.has_logits_index) {
+        fits = fits && count * max_new * info.vocab_size * 4 <= kStockLogitsBudgetBytes;
+      }
+      // A single row always forms a pass, whatever the budgets say (it was validated to fit
+      // the context); a larger span that does not fit only grows as begin decreases.
+      if (!fits && count > 1) break;
+      const double pass_cost = static_cast<double>(count * max_new) *
+                                   (1.0 + options_.attention_weight * static_cast<double>(max_past + max_new)) +
+                               overhead;
+      const double total = best[begin] + pass_cost;
+      if (best[end] < 0 || total < best[end]) {
+        best[end] = total;
+        cut[end] = begin;
+      }
     }
-    if (over && i > begin) {
-      chunks.emplace_back(begin, i);
-      begin = i;
-      past = rows[i].past_len;
-      fresh = rows[i].num_tokens;
-    }
-    max_past = past;
-    max_new = fresh;
   }
-  if (begin < rows.size()) chunks.emplace_back(begin, rows.size());
+  for (size_t end = n; end > 0; end = cut[end]) chunks.emplace_back(cut[end], end);
+  std::reverse(chunks.begin(), chunks.end());
   return chunks;
 }
 

@@ -33,6 +33,11 @@ struct ScorerOptions {
   // [rows, heads, S, P+S] score tensor of long prefixes from exhausting memory.
   int64_t attention_budget = int64_t{8} << 20;
   int max_context = 0;  // 0: unlimited (the graph itself still bounds it)
+  // Attention FLOPs per (query token, key) relative to the body FLOPs of one token
+  // (2 x heads x head_dim x layers / body params): how much a padded past position costs.
+  double attention_weight = 3e-4;
+  // Fixed cost of one more forward pass (session run, copies), in token-equivalents.
+  double pass_overhead_tokens = 32.0;
 };
 
 struct ScoreInput {

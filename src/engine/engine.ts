@@ -25,6 +25,12 @@ export interface EngineLoadOptions {
   tokenBudget?: number;
   /** Bytes of forked prefix KV per forward pass before a pass is split; default 1 GiB. */
   pastBudgetBytes?: number;
+  /**
+   * The cost of one more forward pass in token-equivalents (default 32). Rows are cut into passes
+   * where the padding a merged pass would compute costs more than this; Infinity keeps one pass
+   * per budget (the padding is then computed).
+   */
+  passOverheadTokens?: number;
   /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY or onnxruntime-node's. */
   ortLibrary?: string;
   /** CUDA device ordinal. */
@@ -118,6 +124,8 @@ export class Engine {
         tokenBudget: options.tokenBudget ?? 8192,
         pastBudgetBytes: options.pastBudgetBytes ?? 2 ** 30,
         maxContext,
+        attentionWeight: attentionWeight(config),
+        passOverheadTokens: options.passOverheadTokens ?? 32,
       });
       const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, maxContext };
       if (info.numLayers !== config.numLayers) {
@@ -194,6 +202,18 @@ export class Engine {
     this.closed = true;
     this.native.close();
   }
+}
+
+/**
+ * Attention FLOPs per (query token, key position) relative to the body FLOPs of one token:
+ * QK^T and PV cost 4 x heads x head_dim per key and layer, the body 2 x its parameters. The
+ * scorer uses it to weigh padded past positions when it splits rows into passes.
+ */
+export function attentionWeight(config: ModelConfig): number {
+  const { numLayers: layers, hiddenSize: hidden, numHeads: heads, numKvHeads: kvHeads, headDim } = config;
+  const intermediate = typeof config.raw.intermediate_size === 'number' ? config.raw.intermediate_size : 4 * hidden;
+  const body = layers * (2 * hidden * heads * headDim + 2 * hidden * kvHeads * headDim + 3 * hidden * intermediate);
+  return (4 * heads * headDim * layers) / (2 * body);
 }
 
 function int32(value: unknown, what: string): Int32Array {

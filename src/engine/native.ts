@@ -20,6 +20,9 @@ export interface NativeLoadOptions {
   tokenBudget?: number;
   pastBudgetBytes?: number;
   attentionBudget?: number;
+  /** Attention FLOPs per (query, key) relative to one token's body FLOPs; used to cut passes. */
+  attentionWeight?: number;
+  passOverheadTokens?: number;
   maxContext?: number;
 }
 

@@ -153,18 +153,38 @@ describe('Engine on the tiny model', () => {
     scores[0]!.forEach((score, s) => expect(maxDiff(score.labelLogits, scores[1]![s]!.labelLogits)).toBe(0));
   });
 
-  it('uses one prefix pass and one suffix pass per call within the token budget', async () => {
-    const groups = randomGroups(51, 3).map((g) => ({ ...g, prefix: g.prefix.slice(0, 50) }));
-    engine.clearPrefixCache();
-    const before = engine.counters();
-    await engine.score(groups);
-    const after = engine.counters();
-    expect(after.prefixPasses - before.prefixPasses).toBe(1);
-    expect(after.suffixPasses - before.suffixPasses).toBe(1);
+  it('with pass splitting off, uses one prefix pass and one suffix pass per call within the token budget', async () => {
+    const onePass = await Engine.load({ modelDir, threads: 2, passOverheadTokens: Infinity });
+    try {
+      const groups = randomGroups(51, 3).map((g) => ({ ...g, prefix: g.prefix.slice(0, 50) }));
+      await onePass.score(groups);
+      const counters = onePass.counters();
+      expect(counters.prefixPasses).toBe(1);
+      expect(counters.suffixPasses).toBe(1);
+    } finally {
+      onePass.close();
+    }
+  });
+
+  it('splitting passes to avoid padding computes less padding and gives the same logits', async () => {
+    const onePass = await Engine.load({ modelDir, threads: 2, passOverheadTokens: Infinity });
+    try {
+      const groups = randomGroups(52, 6);
+      engine.clearPrefixCache();
+      const before = engine.counters();
+      const split = await engine.score(groups);
+      const after = engine.counters();
+      const merged = await onePass.score(groups);
+      expect(after.forwardPasses - before.forwardPasses).toBeGreaterThan(2);
+      expect(after.paddedTokens - before.paddedTokens).toBeLessThan(onePass.counters().paddedTokens);
+      split.forEach((group, g) => group.forEach((score, s) => expect(maxDiff(score.labelLogits, merged[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
+    } finally {
+      onePass.close();
+    }
   });
 
   it('a small token budget splits passes without changing results', async () => {
-    const small = await Engine.load({ modelDir, threads: 2, tokenBudget: 40 });
+    const small = await Engine.load({ modelDir, threads: 2, tokenBudget: 40, passOverheadTokens: Infinity });
     try {
       const groups = randomGroups(61, 4);
       engine.clearPrefixCache();
