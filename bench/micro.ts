@@ -114,7 +114,7 @@ export async function runMicro(ctx: MicroContext): Promise<MicroResult[]> {
     },
   ];
 
-  const maxTime = ctx.quick ? 0.3 : 1;
+  const maxTime = ctx.quick ? 0.1 : 1;
   const results: MicroResult[] = [];
   for (const c of cases) {
     const bench = c.async

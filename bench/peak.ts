@@ -141,9 +141,9 @@ export class PeakProbe {
     return gflops;
   }
 
-  /** Median GFLOP/s of a short probe (~0.3 s). */
-  async quickMedian(): Promise<number> {
-    return median(await this.measure(3, 0.3));
+  /** Median GFLOP/s of a short probe (at least 3 runs and `seconds`). */
+  async quickMedian(seconds = 0.3): Promise<number> {
+    return median(await this.measure(3, seconds));
   }
 
   async release(): Promise<void> {
@@ -152,7 +152,7 @@ export class PeakProbe {
   }
 }
 
-/** Measures every shape (about 2 s each, 0.7 s quick); returns the probe of the best shape, still open. */
+/** Measures every shape (about 2 s each, 0.5 s quick); returns the probe of the best shape, still open. */
 export async function measurePeak(options: PeakOptions, shapes: MatMulShape[]): Promise<{ result: PeakResult; probe: PeakProbe }> {
   const started = performance.now();
   const measured: MatMulMeasurement[] = [];
@@ -161,7 +161,7 @@ export async function measurePeak(options: PeakOptions, shapes: MatMulShape[]): 
   try {
     for (const shape of shapes) {
       const probe = await PeakProbe.create(options, shape);
-      const gflops = await probe.measure(5, options.quick ? 0.5 : 1.5);
+      const gflops = await probe.measure(5, options.quick ? 0.3 : 1.5);
       const m = median(gflops);
       measured.push({ ...shape, runs: gflops.length, gflops, medianGflops: m, maxGflops: Math.max(...gflops) });
       if (m > bestMedian) {

@@ -420,7 +420,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
         for (let r = 0; r < repetitions; r++) {
           const engineFirst = r % 2 === 0;
           for (const which of engineFirst ? ['engine', 'baseline'] : ['baseline', 'engine']) {
-            const probeGflops = await probe.quickMedian();
+            const probeGflops = await probe.quickMedian(quick ? 0.2 : 0.3);
             sampler.reset();
             if (which === 'engine') {
               engineRuns.push({ ...(await runEngine(engine, w)), probeGflops });

@@ -36,7 +36,7 @@ export function workloadSpecs(quick: boolean): Record<WorkloadName, WorkloadSpec
   return {
     tickets: {
       name: 'tickets',
-      states: quick ? 3 : 12,
+      states: quick ? 2 : 12,
       stateTokens: 300,
       questionsPerState: 8,
       description: 'support tickets (~300 tokens), 8 questions each: choice, noul, score',
@@ -50,7 +50,7 @@ export function workloadSpecs(quick: boolean): Record<WorkloadName, WorkloadSpec
     },
     single: {
       name: 'single',
-      states: quick ? 6 : 24,
+      states: quick ? 4 : 24,
       stateTokens: 300,
       questionsPerState: 1,
       description: 'support tickets (~300 tokens), 1 question each (no reuse within a state)',
