@@ -5,6 +5,7 @@
  */
 import ort from 'onnxruntime-node';
 
+import { float16ToFloat32 } from './builder/onnx-writer.js';
 import { LOGITS_INDEX_INPUT } from './lm-head-rewrite.js';
 
 type Feeds = Record<string, ort.Tensor>;
@@ -48,23 +49,7 @@ function buildFeeds(session: ort.InferenceSession, rows: number[][]): Feeds {
 }
 
 function toFloat(tensor: ort.Tensor): Float32Array {
-  if (tensor.type === 'float32') return tensor.data as Float32Array;
-  const data = tensor.data as Uint16Array;
-  const out = new Float32Array(data.length);
-  const view = new DataView(new ArrayBuffer(4));
-  for (let i = 0; i < data.length; i++) {
-    const h = data[i]!;
-    const sign = (h & 0x8000) << 16;
-    const exp = (h >> 10) & 0x1f;
-    const mant = h & 0x3ff;
-    if (exp === 0) out[i] = (sign ? -1 : 1) * mant * 2 ** -24;
-    else if (exp === 31) out[i] = mant ? NaN : sign ? -Infinity : Infinity;
-    else {
-      view.setUint32(0, sign | ((exp + 112) << 23) | (mant << 13));
-      out[i] = view.getFloat32(0);
-    }
-  }
-  return out;
+  return tensor.type === 'float32' ? (tensor.data as Float32Array) : float16ToFloat32(tensor.data as Uint16Array);
 }
 
 export async function verifyRewrite(stockGraph: string, rewrittenGraph: string): Promise<void> {
