@@ -117,26 +117,31 @@ export async function runMicro(ctx: MicroContext): Promise<MicroResult[]> {
   const maxTime = ctx.quick ? 0.1 : 1;
   const results: MicroResult[] = [];
   for (const c of cases) {
+    let failure: unknown;
     const bench = c.async
       ? new Benchmark(c.name, {
           defer: true,
           maxTime,
           minSamples: 5,
-          fn: (deferred: { resolve(): void }) => {
+          fn: (deferred: { resolve(): void; benchmark: Benchmark }) => {
             (c.fn() as Promise<unknown>).then(
               () => deferred.resolve(),
-              (err) => {
-                throw err;
+              (err: unknown) => {
+                failure ??= err;
+                deferred.benchmark.abort();
+                deferred.resolve();
               },
             );
           },
         })
       : new Benchmark(c.name, c.fn as () => void, { maxTime, minSamples: 5 });
-    await new Promise<void>((resolve, reject) => {
-      bench.on('complete', () => (bench.error ? reject(bench.error) : resolve()));
-      bench.on('error', () => reject(bench.error));
+    await new Promise<void>((resolve) => {
+      bench.on('complete', () => resolve());
+      bench.on('abort', () => resolve());
+      bench.on('error', () => resolve());
       bench.run({ async: true });
     });
+    if (failure !== undefined || bench.error) throw new Error(`micro-benchmark ${c.name} failed: ${String(failure ?? bench.error)}`, { cause: failure ?? bench.error });
     results.push({
       name: c.name,
       description: c.description,

@@ -58,7 +58,7 @@ export interface BenchOptions {
   repetitions?: number;
   /** Seed of the generated text; default 1. */
   seed?: number;
-  /** Model directory; default <package>/models/bench-<preset>, built when missing. */
+  /** A model directory to use as it is (never built or replaced); default <package>/models/bench-<preset>, built when missing. */
   modelDir?: string;
   /** Where the JSON goes; default <package>/bench/results. */
   resultsDir?: string;
@@ -131,7 +131,7 @@ function addonInfo(root: string): { path: string; sha256: string; mtime: string 
   }
 }
 
-/** Builds the model directory unless it already holds this preset (fp32, seed MODEL_SEED). */
+/** Builds the bench's own model directory unless it already holds this preset (fp32, seed MODEL_SEED). */
 async function ensureModel(preset: string, dir: string, log: (s: string) => void): Promise<void> {
   if (PRESETS[preset] === undefined) throw new Error(`bench: unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
   try {
@@ -350,7 +350,11 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   }
 
   log(`decide bench: preset ${preset}, ${provider}, ${threads} thread(s), ${quick ? 'quick' : 'default'} sizes, ${repetitions} timed repetition(s), workloads ${names.join(', ')}`);
-  await ensureModel(preset, modelDir, log);
+  if (options.modelDir === undefined) {
+    await ensureModel(preset, modelDir, log);
+  } else if (!existsSync(path.join(modelDir, 'config.json'))) {
+    throw new Error(`bench: ${modelDir} is not a model directory (no config.json)`);
+  }
 
   const tokenizer = await TextTokenizer.load(modelDir);
   const addon = addonInfo(root);
