@@ -96,6 +96,9 @@ class Decoder {
   ModelInfo info_;
   std::vector<std::string> past_key_names_, past_value_names_;
   std::vector<std::string> present_key_names_, present_value_names_;
+  // Batch past tensors (2 per layer), grown on demand and reused by every Extend(); bounded by the
+  // scorer's past budget. Safe because Extend() calls never overlap (the Scorer's mutex).
+  std::vector<DeviceBuffer> past_pool_;
 };
 
 }  // namespace decide
