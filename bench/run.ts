@@ -24,7 +24,7 @@ import { ModelRuntime } from '../src/engine/model-runtime.js';
 import type { NativeCounters } from '../src/engine/native.js';
 import { PromptRenderer } from '../src/engine/prompt.js';
 import { TextTokenizer } from '../src/engine/tokenizer.js';
-import { makeModel, paramCount, PRESETS, type ModelShape } from '../src/models/builder/index.js';
+import { GRAPH_VERSION, makeModel, paramCount, PRESETS, type ModelShape } from '../src/models/builder/index.js';
 import { FreshBaseline, type BaselineRow, type BaselineStats } from './baseline.js';
 import { runMicro, type MicroResult } from './micro.js';
 import { measurePeak, peakShapes, type PeakProbe } from './peak.js';
@@ -138,7 +138,7 @@ async function ensureModel(preset: string, dir: string, log: (s: string) => void
     const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder?: Record<string, unknown> };
     const b = decision.builder ?? {};
     const graph = path.join(dir, 'onnx', 'model.onnx');
-    if (b.preset === preset && b.seed === MODEL_SEED && (b.dtype ?? 'fp32') === 'fp32' && b.shapeOverrides === undefined && existsSync(graph)) return;
+    if (b.preset === preset && b.seed === MODEL_SEED && b.graphVersion === GRAPH_VERSION && (b.dtype ?? 'fp32') === 'fp32' && b.shapeOverrides === undefined && existsSync(graph)) return;
   } catch {
     // missing or unreadable: build
   }

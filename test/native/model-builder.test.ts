@@ -10,6 +10,7 @@ import onnxProto from 'onnx-proto';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  GRAPH_VERSION,
   LM_HEAD_INPUT,
   LM_HEAD_NODE,
   PRESETS,
@@ -276,7 +277,7 @@ describe('tiny model: files and I/O contract', () => {
       eos_token_id: 151645,
     });
     expect(JSON.parse(await readFile(path.join(tinyDir, 'decision.json'), 'utf8'))).toEqual({
-      builder: { preset: 'tiny', seed: TINY_SEED, dtype: 'fp32' },
+      builder: { preset: 'tiny', seed: TINY_SEED, dtype: 'fp32', graphVersion: GRAPH_VERSION },
       calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
     });
     for (const f of ['tokenizer.json', 'tokenizer_config.json']) {
@@ -539,7 +540,7 @@ describe('tiny model: storage variants', () => {
     await makeModel({ preset: 'tiny', outDir: out, seed: 4, shapeOverrides: { vocabSize: 512 } });
     expect(await readdir(path.dirname(out))).toEqual(['model']);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
-    expect(decision.builder).toEqual({ preset: 'tiny', seed: 4, dtype: 'fp32', shapeOverrides: { vocabSize: 512 } });
+    expect(decision.builder).toEqual({ preset: 'tiny', seed: 4, dtype: 'fp32', graphVersion: GRAPH_VERSION, shapeOverrides: { vocabSize: 512 } });
 
     const notModel = path.join(scratch, 'not-a-model');
     await mkdir(notModel);

@@ -1,4 +1,4 @@
-export { makeModel, hfConfig, EXTERNAL_DATA_THRESHOLD, type MakeModelOptions, type MadeModel } from './make-model.js';
+export { makeModel, hfConfig, EXTERNAL_DATA_THRESHOLD, GRAPH_VERSION, type MakeModelOptions, type MadeModel } from './make-model.js';
 export { PRESETS, paramCount, validateShape, type ModelShape, type ParamCount } from './presets.js';
 export {
   buildDecoderGraph,

@@ -35,6 +35,12 @@ export interface MadeModel {
 /** Above this many weight bytes the weights go to external data (protobuf caps a file at 2 GB). */
 export const EXTERNAL_DATA_THRESHOLD = 1.5e9;
 
+/**
+ * Bumped whenever the generated graph changes (2: the attention mask became an additive bias), so
+ * that a cached generated model (the benchmark's) is rebuilt instead of silently reused.
+ */
+export const GRAPH_VERSION = 2;
+
 const CHUNK_ELEMENTS = 1 << 20;
 
 /**
@@ -64,7 +70,7 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
     await copyTokenizerFiles(tmpDir);
     const tokens = await readSpecialTokenIds();
     await writeJson(path.join(tmpDir, 'config.json'), hfConfig(shape, dtype, tokens.bosTokenId, tokens.eosTokenId));
-    const builder: Record<string, unknown> = { preset: opts.preset, seed, dtype };
+    const builder: Record<string, unknown> = { preset: opts.preset, seed, dtype, graphVersion: GRAPH_VERSION };
     if (opts.shapeOverrides !== undefined && Object.keys(definedOnly(opts.shapeOverrides)).length > 0) {
       builder.shapeOverrides = definedOnly(opts.shapeOverrides);
     }
