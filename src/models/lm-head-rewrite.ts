@@ -9,7 +9,6 @@
  * graph shape, a read-only directory, a verification mismatch) the stock graph is used unchanged.
  */
 import { existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 
 import onnxProto from 'onnx-proto';
 
@@ -134,5 +133,3 @@ export async function prepareScoringGraph(stockGraph: string): Promise<string> {
     return stockGraph;
   }
 }
-
-export const __test = { findLmHead, dirnameOf: path.dirname };
