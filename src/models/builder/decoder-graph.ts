@@ -26,6 +26,7 @@ import type { ModelShape } from './presets.js';
 export type WeightInit =
   | { kind: 'normal'; std: number }
   | { kind: 'ones' }
+  | { kind: 'zeros' }
   /** The transpose of another 2-D weight declared earlier (a tied LM head). */
   | { kind: 'transposeOf'; source: string };
 
@@ -59,6 +60,39 @@ export const LOGIT_STD = 2;
 
 const FLOAT32_LOWEST = -3.4028234663852886e38;
 
+/**
+ * The per-family differences of the decoder-only families this graph covers (Qwen3, Qwen2,
+ * Llama, Mistral, Gemma). The defaults are the builder's Qwen3 graph; the checkpoint importer
+ * (src/models/import/) sets them from a Hugging Face config.
+ */
+export interface DecoderFeatures {
+  /** RMSNorm of each query and key head before the rotary embedding (Qwen3). */
+  qkNorm: boolean;
+  /** Biases on the q/k/v projections (Qwen2; Llama/Qwen3/Gemma with attention_bias). */
+  qkvBias: boolean;
+  /** A bias on the output projection (Llama/Qwen3/Gemma with attention_bias). */
+  oBias: boolean;
+  /** Biases on gate/up/down (Llama with mlp_bias). */
+  mlpBias: boolean;
+  /** 'weight': w * norm(x) (Llama, Qwen); 'onePlusWeight': (1 + w) * norm(x), all in fp32 (Gemma). */
+  normStyle: 'weight' | 'onePlusWeight';
+  /** Embeddings are multiplied by this, rounded to the compute dtype (Gemma: sqrt(hidden_size)). */
+  embeddingScale?: number;
+  /** The MLP's gate activation: SiLU (SwiGLU), GELU with the tanh approximation or exact (erf) GELU (GeGLU). */
+  activation: 'silu' | 'gelu_tanh' | 'gelu';
+  /** Rotary inverse frequencies (headDim / 2 of them), e.g. after llama3 scaling; default 1 / theta^(2k/headDim). */
+  invFreq?: readonly number[];
+}
+
+export const DEFAULT_FEATURES: Readonly<DecoderFeatures> = {
+  qkNorm: true,
+  qkvBias: false,
+  oBias: false,
+  mlpBias: false,
+  normStyle: 'weight',
+  activation: 'silu',
+};
+
 export function pastKeyName(layer: number): string {
   return `past_key_values.${layer}.key`;
 }
@@ -72,7 +106,12 @@ export function presentValueName(layer: number): string {
   return `present.${layer}.value`;
 }
 
-export function buildDecoderGraph(shape: ModelShape, dtype: FloatDtype): DecoderGraph {
+export function buildDecoderGraph(
+  shape: ModelShape,
+  dtype: FloatDtype,
+  featureOverrides: Partial<DecoderFeatures> = {},
+): DecoderGraph {
+  const features: DecoderFeatures = { ...DEFAULT_FEATURES, ...featureOverrides };
   const g = new GraphBuilder();
   const ft = floatElemType(dtype);
   const fp16 = dtype === 'fp16';
@@ -85,6 +124,12 @@ export function buildDecoderGraph(shape: ModelShape, dtype: FloatDtype): Decoder
   };
   const normal = { kind: 'normal', std: INIT_STD } as const;
   const ones = { kind: 'ones' } as const;
+  const zeros = { kind: 'zeros' } as const;
+  // A projection: x @ W (+ b). W is [in, out].
+  const linear = (node: string, x: string, name: string, dims: [number, number], bias: boolean): string => {
+    const y = g.op1('MatMul', `${node}/MatMul`, [x, weight(`${name}.weight`, dims, normal)]);
+    return bias ? g.op1('Add', `${node}/Add`, [y, weight(`${name}.bias`, [dims[1]], zeros)]) : y;
+  };
 
   const inputs = [
     makeValueInfo('input_ids', DataType.INT64, [DIM_BATCH, DIM_SEQUENCE]),
@@ -103,14 +148,22 @@ export function buildDecoderGraph(shape: ModelShape, dtype: FloatDtype): Decoder
   const toFloat = (name: string, x: string) => (fp16 ? g.op1('Cast', name, [x], { to: DataType.FLOAT }) : x);
   const toCompute = (name: string, x: string) => (fp16 ? g.op1('Cast', name, [x], { to: DataType.FLOAT16 }) : x);
 
-  /** HF Qwen3RMSNorm: weight * (x / sqrt(mean(x^2) + eps)), statistics in fp32 (torch-export pattern ORT fuses). */
+  /**
+   * HF Qwen3RMSNorm / LlamaRMSNorm: weight * (x / sqrt(mean(x^2) + eps)), statistics in fp32
+   * (torch-export pattern ORT fuses). GemmaRMSNorm multiplies by (1 + weight) in fp32 and casts after.
+   */
   const rmsNorm = (prefix: string, x: string, w: string): string => {
     const xf = toFloat(`${prefix}/Cast`, x);
     const sq = g.op1('Pow', `${prefix}/Pow`, [xf, g.float('fp32', [2], [])]);
     const mean = g.op1('ReduceMean', `${prefix}/ReduceMean`, [sq], { axes: [-1], keepdims: 1 });
     const withEps = g.op1('Add', `${prefix}/Add`, [mean, g.float('fp32', [shape.rmsNormEps], [])]);
     const root = g.op1('Sqrt', `${prefix}/Sqrt`, [withEps]);
-    const normed = toCompute(`${prefix}/Cast_1`, g.op1('Div', `${prefix}/Div`, [xf, root]));
+    const normedF = g.op1('Div', `${prefix}/Div`, [xf, root]);
+    if (features.normStyle === 'onePlusWeight') {
+      const onePlus = g.op1('Add', `${prefix}/Add_1`, [toFloat(`${prefix}/Cast_w`, w), g.float('fp32', [1], [])]);
+      return toCompute(`${prefix}/Cast_1`, g.op1('Mul', `${prefix}/Mul`, [normedF, onePlus]));
+    }
+    const normed = toCompute(`${prefix}/Cast_1`, normedF);
     return g.op1('Mul', `${prefix}/Mul`, [w, normed]);
   };
 
@@ -119,12 +172,16 @@ export function buildDecoderGraph(shape: ModelShape, dtype: FloatDtype): Decoder
   const embedStd = shape.tieWordEmbeddings ? LOGIT_STD / Math.sqrt(h) : INIT_STD;
   const embed = weight('model.embed_tokens.weight', [vocab, h], { kind: 'normal', std: embedStd });
   let hidden = g.op1('Gather', '/model/embed_tokens/Gather', [embed, 'input_ids'], { axis: 0 });
+  if (features.embeddingScale !== undefined) {
+    // Gemma: `hidden * torch.tensor(hidden_size ** 0.5, dtype=hidden.dtype)`, the factor rounded to the dtype.
+    hidden = g.op1('Mul', '/model/embed_tokens/Mul', [hidden, g.float(dtype, [features.embeddingScale], [])]);
+  }
 
   // Rotary tables from position_ids, in fp32 (positions past 2048 are not exact in fp16): [B, 1, S, hd].
   const invFreq = '/model/rotary_emb/inv_freq';
-  g.addInitializer(
-    floatTensor(invFreq, 'fp32', [hd / 2], Array.from({ length: hd / 2 }, (_, k) => 1 / shape.ropeTheta ** ((2 * k) / hd))),
-  );
+  const invFreqValues = features.invFreq ?? Array.from({ length: hd / 2 }, (_, k) => 1 / shape.ropeTheta ** ((2 * k) / hd));
+  if (invFreqValues.length !== hd / 2) throw new Error(`decoder graph: ${invFreqValues.length} rotary frequencies, expected ${hd / 2}`);
+  g.addInitializer(floatTensor(invFreq, 'fp32', [hd / 2], invFreqValues));
   const pos = g.op1('Cast', '/model/rotary_emb/Cast', ['position_ids'], { to: DataType.FLOAT });
   const posCol = g.op1('Unsqueeze', '/model/rotary_emb/Unsqueeze', [pos, g.int64([2])]);
   const freqs = g.op1('Mul', '/model/rotary_emb/Mul', [posCol, invFreq]);
@@ -173,6 +230,23 @@ export function buildDecoderGraph(shape: ModelShape, dtype: FloatDtype): Decoder
     return g.op1('Add', `${prefix}/Add`, [a, b]);
   };
 
+  /** The MLP gate activation, in the compute dtype as torch applies it. */
+  const activation = (prefix: string, x: string): string => {
+    if (features.activation === 'silu') return g.op1('Mul', `${prefix}/Mul`, [x, g.op1('Sigmoid', `${prefix}/Sigmoid`, [x])]);
+    const half = g.op1('Mul', `${prefix}/Mul_half`, [x, g.float(dtype, [0.5], [])]);
+    if (features.activation === 'gelu') {
+      // 0.5 x (1 + erf(x / sqrt(2)))
+      const erf = g.op1('Erf', `${prefix}/Erf`, [g.op1('Mul', `${prefix}/Mul_erf`, [x, g.float(dtype, [Math.SQRT1_2], [])])]);
+      return g.op1('Mul', `${prefix}/Mul`, [half, g.op1('Add', `${prefix}/Add`, [erf, g.float(dtype, [1], [])])]);
+    }
+    // torch gelu(approximate='tanh'): 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+    const cube = g.op1('Mul', `${prefix}/Mul_cube`, [x, g.op1('Mul', `${prefix}/Mul_sq`, [x, x])]);
+    const inner = g.op1('Add', `${prefix}/Add_inner`, [x, g.op1('Mul', `${prefix}/Mul_c`, [cube, g.float(dtype, [0.044715], [])])]);
+    const scaled = g.op1('Mul', `${prefix}/Mul_k`, [inner, g.float(dtype, [Math.sqrt(2 / Math.PI)], [])]);
+    const tanh = g.op1('Tanh', `${prefix}/Tanh`, [scaled]);
+    return g.op1('Mul', `${prefix}/Mul`, [half, g.op1('Add', `${prefix}/Add`, [tanh, g.float(dtype, [1], [])])]);
+  };
+
   for (let i = 0; i < shape.numLayers; i++) {
     const p = `/model/layers.${i}`;
     const a = `${p}/self_attn`;
@@ -180,13 +254,14 @@ export function buildDecoderGraph(shape: ModelShape, dtype: FloatDtype): Decoder
 
     const normed = rmsNorm(`${p}/input_layernorm`, hidden, weight(`${w}.input_layernorm.weight`, [h], ones));
     const projectHeads = (proj: string, heads: number, tag: string, norm?: string): string => {
-      const y = g.op1('MatMul', `${a}/${proj}/MatMul`, [normed, weight(`${w}.self_attn.${proj}.weight`, [h, heads * hd], normal)]);
+      const y = linear(`${a}/${proj}`, normed, `${w}.self_attn.${proj}`, [h, heads * hd], features.qkvBias);
       let split = g.op1('Reshape', `${a}/Reshape${tag}`, [y, g.int64([0, 0, heads, hd])]);
       if (norm !== undefined) split = rmsNorm(`${a}/${norm}`, split, weight(`${w}.self_attn.${norm}.weight`, [hd], ones));
       return g.op1('Transpose', `${a}/Transpose${tag}`, [split], { perm: [0, 2, 1, 3] });
     };
-    const q = rotary(`${a}/rotary_q`, projectHeads('q_proj', nh, '', 'q_norm'));
-    const k = rotary(`${a}/rotary_k`, projectHeads('k_proj', kvh, '_1', 'k_norm'));
+    const qkNorm = (name: string) => (features.qkNorm ? name : undefined);
+    const q = rotary(`${a}/rotary_q`, projectHeads('q_proj', nh, '', qkNorm('q_norm')));
+    const k = rotary(`${a}/rotary_k`, projectHeads('k_proj', kvh, '_1', qkNorm('k_norm')));
     const v = projectHeads('v_proj', kvh, '_2');
 
     const presentK = g.op1('Concat', `${a}/Concat_k`, [pastKeyName(i), k], { axis: 2 }, presentKeyName(i));
@@ -202,16 +277,17 @@ export function buildDecoderGraph(shape: ModelShape, dtype: FloatDtype): Decoder
     const ctxHeads = g.op1('Reshape', `${a}/Reshape_4`, [ctx, g.int64([0, nh, -1, hd])]);
     const ctxSeq = g.op1('Transpose', `${a}/Transpose_4`, [ctxHeads], { perm: [0, 2, 1, 3] });
     const ctxFlat = g.op1('Reshape', `${a}/Reshape_5`, [ctxSeq, g.int64([0, 0, nh * hd])]);
-    const attnOut = g.op1('MatMul', `${a}/o_proj/MatMul`, [ctxFlat, weight(`${w}.self_attn.o_proj.weight`, [nh * hd, h], normal)]);
+    const attnOut = linear(`${a}/o_proj`, ctxFlat, `${w}.self_attn.o_proj`, [nh * hd, h], features.oBias);
     hidden = g.op1('Add', `${p}/Add`, [hidden, attnOut]);
 
     const normed2 = rmsNorm(`${p}/post_attention_layernorm`, hidden, weight(`${w}.post_attention_layernorm.weight`, [h], ones));
     const mlp = `${p}/mlp`;
-    const gate = g.op1('MatMul', `${mlp}/gate_proj/MatMul`, [normed2, weight(`${w}.mlp.gate_proj.weight`, [h, shape.intermediateSize], normal)]);
-    const act = g.op1('Mul', `${mlp}/act_fn/Mul`, [gate, g.op1('Sigmoid', `${mlp}/act_fn/Sigmoid`, [gate])]);
-    const up = g.op1('MatMul', `${mlp}/up_proj/MatMul`, [normed2, weight(`${w}.mlp.up_proj.weight`, [h, shape.intermediateSize], normal)]);
+    const inter = shape.intermediateSize;
+    const gate = linear(`${mlp}/gate_proj`, normed2, `${w}.mlp.gate_proj`, [h, inter], features.mlpBias);
+    const act = activation(`${mlp}/act_fn`, gate);
+    const up = linear(`${mlp}/up_proj`, normed2, `${w}.mlp.up_proj`, [h, inter], features.mlpBias);
     const prod = g.op1('Mul', `${mlp}/Mul`, [act, up]);
-    const down = g.op1('MatMul', `${mlp}/down_proj/MatMul`, [prod, weight(`${w}.mlp.down_proj.weight`, [shape.intermediateSize, h], normal)]);
+    const down = linear(`${mlp}/down_proj`, prod, `${w}.mlp.down_proj`, [inter, h], features.mlpBias);
     hidden = g.op1('Add', `${p}/Add_1`, [hidden, down]);
   }
 

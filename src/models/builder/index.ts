@@ -2,6 +2,7 @@ export { makeModel, hfConfig, EXTERNAL_DATA_THRESHOLD, GRAPH_VERSION, type MakeM
 export { PRESETS, paramCount, validateShape, type ModelShape, type ParamCount } from './presets.js';
 export {
   buildDecoderGraph,
+  DEFAULT_FEATURES,
   LM_HEAD_NODE,
   LM_HEAD_INPUT,
   LM_HEAD_WEIGHT,
@@ -14,6 +15,7 @@ export {
   presentKeyName,
   presentValueName,
   type DecoderGraph,
+  type DecoderFeatures,
   type WeightDecl,
   type WeightInit,
 } from './decoder-graph.js';

@@ -178,6 +178,7 @@ function weightSpecs(
 
 function fillInit(init: Exclude<WeightDecl['init'], { kind: 'transposeOf' }>, out: Float32Array, rng: Rng): void {
   if (init.kind === 'ones') out.fill(1);
+  else if (init.kind === 'zeros') out.fill(0);
   else rng.fillNormal(out, init.std);
 }
 
