@@ -2,7 +2,7 @@
  * The library surface: import { DecisionService, Engine, createServer } from 'decision-engine'.
  */
 export { Engine, type EngineLoadOptions, type ScoreGroup, type ScoreSuffix, type SuffixScore, type ScoreBatchResult, type EngineCounters, type EngineInfo } from './engine/engine.js';
-export { EngineError, type EngineErrorCode } from './engine/engine-error.js';
+export { EngineError, type EngineErrorCode } from './errors/engine-error.js';
 export { TextTokenizer } from './engine/tokenizer.js';
 export { DecisionService, type DecisionServiceOptions, type ModelListing } from './service/decision-service.js';
 export { ApiError, type ErrorCode } from './api/errors.js';

@@ -1,5 +1,7 @@
-// The error codes of the /v1 API and the one error class every layer throws for them.
-// Statuses follow the spec; not_found (404) is fixed by shared/design/api-decisions.md.
+// The error codes of the /v1 API, the error class the API layers throw for them, and toApiError():
+// the one mapping from any failure (an EngineError from the engine or the model layer, or anything
+// else) to the API's error. Statuses follow the spec; not_found (404) is listed in docs/api.md.
+import { isEngineError, type EngineErrorCode } from '../errors/engine-error.js';
 
 /** Every `code` an error body can carry. */
 export const ERROR_CODES = [
@@ -64,13 +66,59 @@ export interface ErrorBody {
   request_id: string;
 }
 
-const HIDDEN_MESSAGE = 'Internal server error; retry with backoff.';
+/**
+ * What each engine code becomes on the wire. Codes about the caller's request keep the engine's
+ * message (it names the field or the limit); the others get a fixed message, the details stay in
+ * `cause` for the server log and the CLI.
+ */
+const FROM_ENGINE: Readonly<Record<EngineErrorCode, { code: ErrorCode; message?: string }>> = Object.freeze({
+  ERR_INPUT: { code: 'invalid_question' },
+  ERR_STATE_TOO_LONG: { code: 'state_too_long' },
+  ERR_QUEUE_FULL: { code: 'rate_limited' },
+  ERR_MODEL_NOT_FOUND: { code: 'not_found' },
+  ERR_MODEL_LOAD: { code: 'server_error', message: 'the model could not be loaded' },
+  ERR_ENGINE_CLOSED: { code: 'server_error', message: 'the service is shutting down' },
+  ERR_PROVIDER_UNAVAILABLE: { code: 'server_error', message: 'the execution provider is not available' },
+  ERR_ORT_LOAD: { code: 'server_error', message: 'ONNX Runtime could not be loaded' },
+  ERR_OUT_OF_MEMORY: { code: 'server_error', message: 'the engine ran out of memory' },
+  ERR_RUNTIME: { code: 'server_error', message: 'the engine failed to score the request' },
+});
 
 /**
- * The error body for any thrown value. Anything that is not an ApiError becomes `server_error`
- * with a fixed message: internal messages and stacks never reach the client.
+ * The API error for any thrown value: an ApiError as it is, an EngineError by its code, anything
+ * else `server_error`. The original error is kept as `cause`.
+ * @example
+ * try { await runtime.prepare(request) } catch (err) { outcome = { ok: false, error: toApiError(err) } }
+ */
+export function toApiError(err: unknown): ApiError {
+  if (isApiError(err)) return err;
+  if (isEngineError(err)) {
+    const wire = FROM_ENGINE[err.code] ?? FROM_ENGINE.ERR_RUNTIME;
+    return new ApiError(wire.code, wire.message ?? err.message, {
+      cause: err,
+      ...(wire.code === 'rate_limited' ? { retryAfterSeconds: 1 } : {}),
+    });
+  }
+  return new ApiError('server_error', HIDDEN_MESSAGE, { cause: err });
+}
+
+const HIDDEN_MESSAGE = 'Internal server error; retry with backoff.';
+
+/** The message of an error and of its causes, for logs and the CLI (never for an HTTP body). */
+export function describeError(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err; e !== undefined && parts.length < 5; e = (e as { cause?: unknown })?.cause) {
+    const message = e instanceof Error ? e.message : String(e);
+    if (!parts.includes(message)) parts.push(message);
+  }
+  return parts.join(': ');
+}
+
+/**
+ * The error body for any thrown value, through toApiError(): internal messages and stacks never
+ * reach the client.
  */
 export function errorBody(err: unknown, requestId: string): ErrorBody {
-  if (isApiError(err)) return { code: err.code, message: err.message, request_id: requestId };
-  return { code: 'server_error', message: HIDDEN_MESSAGE, request_id: requestId };
+  const api = toApiError(err);
+  return { code: api.code, message: api.message, request_id: requestId };
 }

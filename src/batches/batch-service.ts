@@ -21,7 +21,7 @@ import { Readable } from 'node:stream';
 
 import { monotonicFactory } from 'ulid';
 
-import { ApiError } from '../api/errors.js';
+import { ApiError, toApiError } from '../api/errors.js';
 import { normalizeQuestions, type ValidationLimits } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
 import type { NormalizedDecideRequest } from '../api/validate.js';
@@ -434,7 +434,7 @@ export class BatchService {
       await this.options.service.runtime(job.model);
     } catch (err) {
       if (this.closed) return;
-      const e = err instanceof ApiError ? err : new ApiError('server_error', 'the model could not be loaded');
+      const e = toApiError(err);
       this.finishJob(job.id, 'failed', undefined, { code: e.code, message: `model ${job.model} could not be used: ${e.message}` });
       return;
     }

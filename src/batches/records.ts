@@ -21,7 +21,7 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 
-import { ApiError } from '../api/errors.js';
+import { ApiError, toApiError } from '../api/errors.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
 
 export const MAX_CUSTOM_ID_LENGTH = 256;
@@ -305,8 +305,7 @@ export function parseRecord(line: RawLine, ctx: RecordContext): ParsedRecord {
   try {
     return { ok: true, customId, request: toRequest(record, ctx) };
   } catch (err) {
-    if (err instanceof ApiError) return { ok: false, customId, error: err };
-    return { ok: false, customId, error: new ApiError('invalid_question', `line ${line.lineNo}: the record could not be read`) };
+    return { ok: false, customId, error: toApiError(err) };
   }
 }
 

@@ -16,10 +16,9 @@
  */
 import { open, type FileHandle } from 'node:fs/promises';
 
-import { ApiError } from '../api/errors.js';
+import { ApiError, toApiError } from '../api/errors.js';
 import type { NormalizedDecideRequest, ValidationLimits } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
-import { toApiError } from '../engine/scheduler.js';
 import { claimCustomId, DEFAULT_MAX_RECORD_BYTES, parseRecord, readLines, type RawLine, type RecordContext } from './records.js';
 import type { JobProgress } from './store.js';
 

@@ -16,7 +16,7 @@ import { open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { ApiError } from '../api/errors.js';
+import { ApiError, describeError } from '../api/errors.js';
 import { normalizeQuestions } from '../api/validate.js';
 import { RecordCounter } from '../batches/records.js';
 import { runBatch } from '../batches/runner.js';
@@ -226,7 +226,7 @@ export async function run(argv: string[]): Promise<number> {
       model = service.resolveModel(values.model);
       await service.runtime(model);
     } catch (err) {
-      return fail(err instanceof ApiError ? err.message : String(err), err instanceof ApiError && err.code === 'not_found' ? 2 : 1);
+      return fail(describeError(err), err instanceof ApiError && err.code === 'not_found' ? 2 : 1);
     }
 
     const questionsSha256 = questionsText === null ? null : createHash('sha256').update(questionsText).digest('hex');

@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { QUESTION_TYPES, type Answer, type QuestionType } from '../api/schemas.js';
+import { EngineError } from '../errors/engine-error.js';
 
 /** Probabilities are integers of this many units: 6 decimals. */
 const UNITS = 1_000_000;
@@ -34,10 +35,10 @@ export function answerFromLogits(
 ): Answer {
   const { options } = question;
   const n = options.length;
-  if (n === 0) throw new Error('calibrate: a question without options');
-  if (labelLogits.length !== n) throw new Error(`calibrate: ${labelLogits.length} logits for ${n} options`);
+  if (n === 0) throw new EngineError('ERR_RUNTIME', 'calibrate: a question without options');
+  if (labelLogits.length !== n) throw new EngineError('ERR_RUNTIME', `calibrate: ${labelLogits.length} logits for ${n} options`);
   if (!(Number.isFinite(temperature) && temperature > 0)) {
-    throw new Error(`calibrate: temperature must be a positive finite number, got ${temperature}`);
+    throw new EngineError('ERR_RUNTIME', `calibrate: temperature must be a positive finite number, got ${temperature}`);
   }
 
   const z = new Float64Array(n);
@@ -45,11 +46,11 @@ export function answerFromLogits(
   for (let i = 0; i < n; i++) {
     const l = labelLogits[i]!;
     // -Infinity is a label the model rules out; NaN or +Infinity means a broken forward pass.
-    if (Number.isNaN(l) || l === Infinity) throw new Error(`calibrate: logit ${i} is ${l}`);
+    if (Number.isNaN(l) || l === Infinity) throw new EngineError('ERR_RUNTIME', `calibrate: logit ${i} is ${l}`);
     z[i] = l / temperature;
     if (z[i]! > max) max = z[i]!;
   }
-  if (max === -Infinity) throw new Error('calibrate: every label logit is -Infinity');
+  if (max === -Infinity) throw new EngineError('ERR_RUNTIME', 'calibrate: every label logit is -Infinity');
 
   const e = new Float64Array(n);
   let sum = 0;
@@ -109,13 +110,13 @@ export async function loadCalibration(modelDir: string): Promise<Calibration> {
     text = await readFile(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return DEFAULT_CALIBRATION;
-    throw new Error(`calibration: cannot read ${path}: ${(err as Error).message}`, { cause: err });
+    throw new EngineError('ERR_MODEL_LOAD', `calibration: cannot read ${path}: ${(err as Error).message}`, { cause: err });
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new Error(`calibration: ${path} is not valid JSON: ${(err as Error).message}`, { cause: err });
+    throw new EngineError('ERR_MODEL_LOAD', `calibration: ${path} is not valid JSON: ${(err as Error).message}`, { cause: err });
   }
   return parseCalibration(json, path);
 }
@@ -123,7 +124,7 @@ export async function loadCalibration(modelDir: string): Promise<Calibration> {
 /** The calibration section of a parsed decision.json (see loadCalibration). */
 export function parseCalibration(decision: unknown, source = 'decision.json'): Calibration {
   const bad = (field: string, rule: string): never => {
-    throw new Error(`calibration: ${source}: ${field} ${rule}`);
+    throw new EngineError('ERR_MODEL_LOAD', `calibration: ${source}: ${field} ${rule}`);
   };
   const isObject = (v: unknown): v is Record<string, unknown> =>
     typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -5,7 +5,7 @@
  */
 import os from 'node:os';
 
-import { EngineError, type EngineErrorCode } from './engine-error.js';
+import { EngineError, type EngineErrorCode } from '../errors/engine-error.js';
 import { loadNativeModule, resolveOrtLibrary, type NativeCounters, type NativeEngine, type NativeModelInfo } from './native.js';
 import { findGraphFile, readModelConfig, type ModelConfig } from '../models/model-dir.js';
 import { prepareScoringGraph } from '../models/lm-head-rewrite.js';
@@ -67,7 +67,7 @@ export interface ScoreBatchResult {
   /** Per group, per suffix, in input order. */
   groups: SuffixScore[][];
   /** Per group: prefix tokens served from the prefix cache (or an identical group of the call). */
-  prefixReusedTokens: Int32Array;
+  cachedTokens: Int32Array;
   /** This call's counters. */
   counters: NativeCounters;
 }
@@ -181,7 +181,7 @@ export class Engine {
       }
       out.push(scores);
     }
-    return { groups: out, prefixReusedTokens: result.prefixReused, counters: result.counters };
+    return { groups: out, cachedTokens: result.prefixReused, counters: result.counters };
   }
 
   /** Cumulative counters since load, plus the prefix cache's current size. */

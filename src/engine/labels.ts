@@ -6,6 +6,7 @@
 // followed by exactly one id, where context is the text every suffix ends with
 // (PromptRenderer.labelContext). That id is what the model would write as its first token.
 import type { QuestionType } from '../api/schemas.js';
+import { EngineError } from '../errors/engine-error.js';
 
 export const LETTERS: readonly string[] = Object.freeze('ABCDEFGHIJKLMNOPQRSTUVWXYZ'.split(''));
 
@@ -67,11 +68,11 @@ export class LabelSet {
     for (const [i, letter] of LETTERS.entries()) {
       const id = await probe.singleTokenId(letter);
       if (id === undefined) {
-        throw new Error(`labels: the label "${letter}" is not a single token for this tokenizer; choice questions need A..Z as single tokens`);
+        throw new EngineError('ERR_MODEL_LOAD', `labels: the label "${letter}" is not a single token for this tokenizer; choice questions need A..Z as single tokens`);
       }
       letterIds[i] = id;
     }
-    if (new Set(letterIds).size !== LETTERS.length) throw new Error('labels: two letters A..Z share one token id');
+    if (new Set(letterIds).size !== LETTERS.length) throw new EngineError('ERR_MODEL_LOAD', 'labels: two letters A..Z share one token id');
 
     let noul: QuestionLabels | undefined;
     for (const [no, yes] of NOUL_CANDIDATES) {
@@ -84,7 +85,7 @@ export class LabelSet {
     }
     if (!noul) {
       const bad = (await probe.singleTokenId('no')) === undefined ? 'no' : 'yes';
-      throw new Error(`labels: the label "${bad}" is not a single token for this tokenizer (tried "${bad}" and " ${bad}")`);
+      throw new EngineError('ERR_MODEL_LOAD', `labels: the label "${bad}" is not a single token for this tokenizer (tried "${bad}" and " ${bad}")`);
     }
     return new LabelSet(tokenizer, context, contextIds, letterIds, noul);
   }
@@ -94,11 +95,11 @@ export class LabelSet {
     const n = question.options.length;
     if (question.type === 'noul') {
       if (n !== 2 || question.options[0]!.key !== 'no' || question.options[1]!.key !== 'yes') {
-        throw new Error('labels: a noul question must have the options [no, yes]');
+        throw new EngineError('ERR_RUNTIME', 'labels: a noul question must have the options [no, yes]');
       }
       return { labels: [...this.noul.labels], labelIds: this.noul.labelIds.slice() };
     }
-    if (n < 1 || n > LETTERS.length) throw new Error(`labels: ${n} options; letters cover 1 to ${LETTERS.length}`);
+    if (n < 1 || n > LETTERS.length) throw new EngineError('ERR_RUNTIME', `labels: ${n} options; letters cover 1 to ${LETTERS.length}`);
     if (question.type === 'score') {
       const keys = question.options.map((o) => o.key);
       const ids = await Promise.all(keys.map((k) => this.singleTokenId(k)));

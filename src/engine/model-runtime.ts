@@ -4,9 +4,9 @@
  * prepare() turns a validated request into token ids (prefix once per state, suffix per question);
  * answers() turns label logits into calibrated answers.
  */
-import { ApiError } from '../api/errors.js';
 import type { Answer } from '../api/schemas.js';
 import type { NormalizedDecideRequest, NormalizedQuestion } from '../api/validate.js';
+import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { answerFromLogits, loadCalibration, type Calibration } from './calibrate.js';
 import { Engine, type EngineLoadOptions, type ScoreGroup, type SuffixScore } from './engine.js';
 import { LabelSet } from './labels.js';
@@ -17,7 +17,7 @@ import { TextTokenizer } from './tokenizer.js';
 export interface ModelRuntimeOptions {
   engine?: Omit<EngineLoadOptions, 'modelDir'>;
   scheduler?: Partial<SchedulerOptions>;
-  /** Upper bound on state tokens (413 state_too_long above it); default 8192. */
+  /** Upper bound on state tokens (ERR_STATE_TOO_LONG above it); default 8192. */
   maxStateTokens?: number;
 }
 
@@ -70,18 +70,30 @@ export class ModelRuntime {
     private readonly maxStateTokens: number,
   ) {}
 
+  /**
+   * Loads everything a model directory holds. Any failure is an EngineError: the engine's own
+   * codes (ERR_ORT_LOAD, ERR_PROVIDER_UNAVAILABLE, ...) as they are, anything else ERR_MODEL_LOAD
+   * naming the model, with the original error as `cause`.
+   */
   static async load(id: string, dir: string, options: ModelRuntimeOptions = {}): Promise<ModelRuntime> {
-    const tokenizer = await TextTokenizer.load(dir);
-    const renderer = await PromptRenderer.load(dir);
-    const labels = await LabelSet.build(tokenizer, { context: renderer.labelContext });
-    const calibration = await loadCalibration(dir);
-    const engine = await Engine.load({ ...options.engine, modelDir: dir });
-    const overhead = (await tokenizer.encode(renderer.renderPrefix(''))).length;
-    const scheduler = new Scheduler(engine, options.scheduler);
-    return new ModelRuntime(id, dir, engine, scheduler, tokenizer, renderer, labels, calibration, overhead, options.maxStateTokens ?? 8192);
+    let engine: Engine | undefined;
+    try {
+      const tokenizer = await TextTokenizer.load(dir);
+      const renderer = await PromptRenderer.load(dir);
+      const labels = await LabelSet.build(tokenizer, { context: renderer.labelContext });
+      const calibration = await loadCalibration(dir);
+      engine = await Engine.load({ ...options.engine, modelDir: dir });
+      const overhead = (await tokenizer.encode(renderer.renderPrefix(''))).length;
+      const scheduler = new Scheduler(engine, options.scheduler);
+      return new ModelRuntime(id, dir, engine, scheduler, tokenizer, renderer, labels, calibration, overhead, options.maxStateTokens ?? 8192);
+    } catch (err) {
+      engine?.close();
+      if (isEngineError(err)) throw err;
+      throw new EngineError('ERR_MODEL_LOAD', `model ${id}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    }
   }
 
-  /** Tokenizes a validated request; throws 413 state_too_long when the state does not fit. */
+  /** Tokenizes a validated request; throws ERR_STATE_TOO_LONG when the state does not fit. */
   async prepare(request: NormalizedDecideRequest): Promise<PreparedRequest> {
     const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText));
     const suffixes = await Promise.all(request.questions.map((q) => this.suffixFor(q)));
@@ -90,8 +102,8 @@ export class ModelRuntime {
     const contextRoom = this.engine.info.maxContext - longestSuffix - this.prefixOverhead;
     const limit = Math.min(this.maxStateTokens, contextRoom);
     if (prefix.length + longestSuffix > this.engine.info.maxContext || stateTokens > limit) {
-      throw new ApiError(
-        'state_too_long',
+      throw new EngineError(
+        'ERR_STATE_TOO_LONG',
         `state is ${stateTokens} tokens; the limit for this request is ${Math.max(0, limit)} tokens ` +
           `(model context ${this.engine.info.maxContext}, longest question ${longestSuffix} tokens, state limit ${this.maxStateTokens}); trim the state or split it across requests`,
       );
@@ -109,7 +121,7 @@ export class ModelRuntime {
     return prepared.map((p, i) => ({
       answers: this.answers(p, result.groups[i]!),
       inputTokens: p.inputTokens,
-      cachedTokens: result.prefixReusedTokens[i]!,
+      cachedTokens: result.cachedTokens[i]!,
     }));
   }
 

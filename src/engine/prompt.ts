@@ -21,6 +21,7 @@ import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import type { QuestionType } from '../api/schemas.js';
+import { EngineError } from '../errors/engine-error.js';
 
 /** The system message of every decision prompt. */
 export const SYSTEM_TEXT =
@@ -114,7 +115,7 @@ export class PromptRenderer {
     try {
       this.template = new Template(chatTemplate || FALLBACK_CHAT_TEMPLATE);
     } catch (err) {
-      throw new Error(`prompt: the chat_template cannot be parsed: ${(err as Error).message}`, { cause: err });
+      throw new EngineError('ERR_MODEL_LOAD', `prompt: the chat_template cannot be parsed: ${(err as Error).message}`, { cause: err });
     }
     this.systemText = options.systemText ?? SYSTEM_TEXT;
     this.answerCue = options.answerCue ?? '';
@@ -146,7 +147,7 @@ export class PromptRenderer {
       config = JSON.parse(await readFile(configPath, 'utf8')) as Record<string, unknown>;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-        throw new Error(`prompt: cannot read ${configPath}: ${(err as Error).message}`, { cause: err });
+        throw new EngineError('ERR_MODEL_LOAD', `prompt: cannot read ${configPath}: ${(err as Error).message}`, { cause: err });
       }
     }
     let template: string | undefined;
@@ -196,7 +197,7 @@ export class PromptRenderer {
   renderPrefix(stateText: string): string {
     const { before, after } = this.splitRender(stateText, this.systemMode);
     if (after !== this.tail) {
-      throw new Error('prompt: the chat template renders a different ending for this state; prefix reuse is not possible');
+      throw new EngineError('ERR_RUNTIME', 'prompt: the chat template renders a different ending for this state; prefix reuse is not possible');
     }
     return before;
   }
@@ -204,7 +205,7 @@ export class PromptRenderer {
   /** The question block as it appears in the user message. */
   renderQuestionBlock(question: PromptQuestion, labels: readonly string[]): string {
     if (labels.length !== question.options.length) {
-      throw new Error(`prompt: ${labels.length} labels for ${question.options.length} options`);
+      throw new EngineError('ERR_RUNTIME', `prompt: ${labels.length} labels for ${question.options.length} options`);
     }
     const lines = [`Question: ${this.neutralize(question.instructions)}`];
     const described = question.options.some((o) => o.description !== undefined && o.description.trim() !== '');
@@ -252,11 +253,11 @@ export class PromptRenderer {
     const rendered = this.render(state + STATE_SEPARATOR + this.sentinel, mode);
     const at = rendered.indexOf(this.sentinel);
     if (at < 0 || rendered.lastIndexOf(this.sentinel) !== at) {
-      throw new Error('prompt: the chat template must render the user message exactly once, unchanged');
+      throw new EngineError('ERR_RUNTIME', 'prompt: the chat template must render the user message exactly once, unchanged');
     }
     const before = rendered.slice(0, at);
     if (!before.endsWith(state + STATE_SEPARATOR)) {
-      throw new Error('prompt: the chat template changed the state text or did not put it right before the question');
+      throw new EngineError('ERR_RUNTIME', 'prompt: the chat template changed the state text or did not put it right before the question');
     }
     return { before, after: rendered.slice(at + this.sentinel.length) };
   }

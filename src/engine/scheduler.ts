@@ -6,14 +6,13 @@
  *   soon as the current one ends. One call is in flight per engine.
  * - Batch jobs run only when no live job is queued, one batch job per call: a live request waits at
  *   most one engine call behind batch work.
- * - The live queue is bounded: past `maxQueuedJobs`, submit() throws 429 rate_limited.
+ * - The live queue is bounded: past `maxQueuedJobs`, submit() rejects with ERR_QUEUE_FULL.
  * - A failed shared call is retried job by job, so one bad job cannot fail its companions.
  * Coalescing never changes results: a row's scores do not depend on what else is in its batch
  * (tested in test/native/engine.test.ts).
  */
-import { ApiError } from '../api/errors.js';
+import { EngineError } from '../errors/engine-error.js';
 import type { Engine, ScoreGroup, SuffixScore } from './engine.js';
-import { EngineError } from './engine-error.js';
 
 export type Priority = 'live' | 'batch';
 
@@ -22,7 +21,7 @@ export interface SchedulerOptions {
   windowMs: number;
   /** Tokens (prefix + suffixes) that start a call at once. */
   maxCallTokens: number;
-  /** Live jobs that may wait; more are refused with 429. */
+  /** Live jobs that may wait; more are refused with ERR_QUEUE_FULL. */
   maxQueuedJobs: number;
 }
 
@@ -31,7 +30,7 @@ export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = { windowMs: 3, maxCal
 export interface JobResult {
   groups: SuffixScore[][];
   /** Per group: prefix tokens served from the prefix cache. */
-  prefixReusedTokens: number[];
+  cachedTokens: number[];
 }
 
 interface Job {
@@ -57,13 +56,6 @@ function tokensOf(groups: ScoreGroup[]): number {
   return n;
 }
 
-/** Maps engine failures to the API's error codes. */
-export function toApiError(err: unknown): ApiError {
-  if (err instanceof ApiError) return err;
-  if (err instanceof EngineError && err.code === 'ERR_INPUT') return new ApiError('invalid_question', err.message);
-  return new ApiError('server_error', 'the engine failed to score the request', { cause: err });
-}
-
 export class Scheduler {
   private readonly options: SchedulerOptions;
   private live: Job[] = [];
@@ -75,7 +67,7 @@ export class Scheduler {
   private stats = { calls: 0, jobs: 0 };
 
   constructor(
-    private readonly engine: Engine,
+    private readonly engine: Pick<Engine, 'scoreBatch'>,
     options: Partial<SchedulerOptions> = {},
   ) {
     this.options = { ...DEFAULT_SCHEDULER_OPTIONS, ...options };
@@ -84,9 +76,7 @@ export class Scheduler {
   /** Queues groups for scoring; resolves with their scores in order. */
   submit(groups: ScoreGroup[], priority: Priority = 'live'): Promise<JobResult> {
     if (priority === 'live' && this.live.length >= this.options.maxQueuedJobs) {
-      return Promise.reject(
-        new ApiError('rate_limited', 'the engine queue is full; retry shortly', { retryAfterSeconds: 1 }),
-      );
+      return Promise.reject(new EngineError('ERR_QUEUE_FULL', 'the engine queue is full; retry shortly'));
     }
     return new Promise<JobResult>((resolve, reject) => {
       const job: Job = { groups, tokens: tokensOf(groups), resolve, reject };
@@ -175,13 +165,13 @@ export class Scheduler {
         const n = job.groups.length;
         job.resolve({
           groups: result.groups.slice(at, at + n),
-          prefixReusedTokens: Array.from(result.prefixReusedTokens.subarray(at, at + n)),
+          cachedTokens: Array.from(result.cachedTokens.subarray(at, at + n)),
         });
         at += n;
       }
     } catch (err) {
       if (jobs.length === 1) {
-        jobs[0]!.reject(toApiError(err));
+        jobs[0]!.reject(err);
         return;
       }
       for (const job of jobs) await this.score([job]);

@@ -5,6 +5,7 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import tokenizers from 'tokenizers';
+import { EngineError } from '../errors/engine-error.js';
 
 type HfTokenizer = InstanceType<typeof tokenizers.Tokenizer>;
 
@@ -27,13 +28,13 @@ export class TextTokenizer {
     try {
       await access(path);
     } catch {
-      throw new Error(`tokenizer: ${path} not found (the model directory needs a Hugging Face tokenizer.json)`);
+      throw new EngineError('ERR_MODEL_LOAD', `tokenizer: ${path} not found (the model directory needs a Hugging Face tokenizer.json)`);
     }
     let hf: HfTokenizer;
     try {
       hf = tokenizers.Tokenizer.fromFile(path);
     } catch (err) {
-      throw new Error(`tokenizer: cannot load ${path}: ${(err as Error).message}`, { cause: err });
+      throw new EngineError('ERR_MODEL_LOAD', `tokenizer: cannot load ${path}: ${(err as Error).message}`, { cause: err });
     }
     // A tokenizer.json may carry truncation or padding settings; ids must be exactly the text's.
     hf.disableTruncation();

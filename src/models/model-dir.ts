@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { EngineError } from '../engine/engine-error.js';
+import { EngineError } from '../errors/engine-error.js';
 
 export interface ModelConfig {
   numLayers: number;

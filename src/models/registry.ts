@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-import { ApiError } from '../api/errors.js';
+import { EngineError } from '../errors/engine-error.js';
 
 const DATED_ID = /^(.+)-(\d{4})-(\d{2})$/;
 const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -59,7 +59,7 @@ export class ModelRegistry {
     return out;
   }
 
-  /** Resolves an id or alias to an installed model, or throws 404 not_found listing what is installed. */
+  /** Resolves an id or alias to an installed model, or throws ERR_MODEL_NOT_FOUND listing what is installed. */
   resolve(id: string): InstalledModel {
     const hit = this.lookup(id);
     if (hit) return hit;
@@ -69,8 +69,8 @@ export class ModelRegistry {
     const ids = this.list().map((m) => m.id);
     const aliases = Object.keys(this.aliases());
     const known = [...aliases, ...ids];
-    throw new ApiError(
-      'not_found',
+    throw new EngineError(
+      'ERR_MODEL_NOT_FOUND',
       `model '${id.slice(0, 200)}' is not installed; installed: ${known.length ? known.join(', ') : '(none)'}`,
     );
   }

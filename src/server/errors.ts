@@ -1,12 +1,13 @@
 /**
- * The one error path of the HTTP API. Whatever fails (a route, a hook, fastify's own body parsing,
+ * The HTTP end of the one error path. Whatever fails (a route, a hook, fastify's own body parsing,
  * an unknown path, a malformed URL), the client gets the spec's error shape
- * `{code, message, request_id}` with the status of that code. 5xx bodies carry a fixed message
- * (errorBody() in src/api/errors.ts); the log line has the details and the request id.
+ * `{code, message, request_id}` with the status of that code. Fastify's own errors are translated
+ * here; everything else goes through toApiError() in src/api/errors.ts, which hides 5xx details;
+ * the log line has them and the request id.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
-import { ApiError, errorBody, isApiError } from '../api/errors.js';
+import { ApiError, errorBody, isApiError, toApiError } from '../api/errors.js';
 
 /** Fastify's own 4xx errors and their API error. Messages are ours: fastify's name no fields. */
 function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError | undefined {
@@ -38,8 +39,8 @@ function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError 
   }
 }
 
-/** Maps any thrown value to the ApiError the client sees. */
-export function toApiError(err: unknown, request: FastifyRequest): ApiError | unknown {
+/** The ApiError the client sees for any thrown value: fastify's errors first, then toApiError(). */
+function httpError(err: unknown, request: FastifyRequest): ApiError {
   if (isApiError(err)) return err;
   const fe = err as FastifyError;
   const mapped = typeof fe?.code === 'string' ? fromFastifyError(fe, request) : undefined;
@@ -54,14 +55,14 @@ export function toApiError(err: unknown, request: FastifyRequest): ApiError | un
     if (status === 429) return new ApiError('rate_limited', message, { retryAfterSeconds: 1 });
     return new ApiError('invalid_question', message);
   }
-  return err;
+  return toApiError(err);
 }
 
 /** Sends the error response for `err`. Also used where fastify bypasses the error handler. */
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const mapped = toApiError(err, request);
+  const mapped = httpError(err, request);
   const body = errorBody(mapped, request.id);
-  const status = isApiError(mapped) ? mapped.status : 500;
+  const status = mapped.status;
   if (status >= 500) {
     request.log.error({ err }, 'request failed');
   } else {
@@ -71,7 +72,7 @@ export function sendError(err: unknown, request: FastifyRequest, reply: FastifyR
   reply.header('x-request-id', request.id);
   if (body.code === 'invalid_key') reply.header('www-authenticate', 'Bearer');
   if (body.code === 'rate_limited') {
-    reply.header('retry-after', String(isApiError(mapped) ? (mapped.retryAfterSeconds ?? 1) : 1));
+    reply.header('retry-after', String(mapped.retryAfterSeconds ?? 1));
   }
   return reply.code(status).type('application/json; charset=utf-8').send(body);
 }

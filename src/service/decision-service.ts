@@ -1,15 +1,19 @@
 /**
  * DecisionService: the decision API in-process. The HTTP server, the batch runner and library users
  * all go through it, so every surface answers the same request with the same response.
+ *
+ * It is the service boundary of the error path: below it the engine and the models throw
+ * EngineError; every public method here throws (or returns) ApiError, through toApiError().
  */
 import path from 'node:path';
 
 import { ulid } from 'ulid';
 
-import { ApiError } from '../api/errors.js';
+import { ApiError, toApiError } from '../api/errors.js';
+import { EngineError } from '../errors/engine-error.js';
 import type { DecideResponse } from '../api/schemas.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
-import { ModelRuntime, type ModelRuntimeOptions } from '../engine/model-runtime.js';
+import { ModelRuntime, type ModelRuntimeOptions, type ScoredRequest } from '../engine/model-runtime.js';
 import type { Priority } from '../engine/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
 import { DEFAULT_MODEL_ID, ensureDefaultModel } from '../models/default-model.js';
@@ -46,6 +50,16 @@ export type RecordOutcome = { ok: true; response: DecideResponse } | { ok: false
 
 export function newDecisionId(): string {
   return `dec_${ulid()}`;
+}
+
+/** The wire response for one scored request. */
+function decideResponse(id: string, model: string, scored: ScoredRequest): DecideResponse {
+  return {
+    id,
+    model,
+    answers: scored.answers,
+    usage: { input_tokens: scored.inputTokens, cached_tokens: scored.cachedTokens },
+  };
 }
 
 export class DecisionService {
@@ -95,17 +109,16 @@ export class DecisionService {
    *   questions: { topic: { type: 'choice', instructions: 'Topic?', criteria: { shipping: 'Shipping', billing: 'Billing' } } } });
    */
   async decide(body: unknown, context: { requestId?: string; priority?: Priority } = {}): Promise<DecideResponse> {
-    this.ensureOpen();
     const request = validateDecideRequest(body, this.options.validation);
     const runtime = await this.runtime(request.model);
-    const prepared = await runtime.prepare(request);
-    const [scored] = await runtime.score([prepared], context.priority ?? 'live');
-    return {
-      id: context.requestId ?? newDecisionId(),
-      model: runtime.id,
-      answers: scored!.answers,
-      usage: { input_tokens: scored!.inputTokens, cached_tokens: scored!.cachedTokens },
-    };
+    let scored: ScoredRequest | undefined;
+    try {
+      const prepared = await runtime.prepare(request);
+      [scored] = await runtime.score([prepared], context.priority ?? 'live');
+    } catch (err) {
+      throw toApiError(err);
+    }
+    return decideResponse(context.requestId ?? newDecisionId(), runtime.id, scored!);
   }
 
   /**
@@ -113,7 +126,6 @@ export class DecisionService {
    * A record that fails on its own (e.g. state too long) gets its error; the rest are answered.
    */
   async decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority: Priority = 'batch'): Promise<RecordOutcome[]> {
-    this.ensureOpen();
     const runtime = await this.runtime(modelId);
     const outcomes: RecordOutcome[] = new Array(requests.length);
     const prepared: Array<{ index: number; value: Awaited<ReturnType<ModelRuntime['prepare']>> }> = [];
@@ -122,26 +134,23 @@ export class DecisionService {
         try {
           prepared.push({ index, value: await runtime.prepare(request) });
         } catch (err) {
-          outcomes[index] = { ok: false, error: err instanceof ApiError ? err : new ApiError('server_error', 'record could not be prepared', { cause: err }) };
+          outcomes[index] = { ok: false, error: toApiError(err) };
         }
       }),
     );
     prepared.sort((a, b) => a.index - b.index);
     if (prepared.length > 0) {
-      const scored = await runtime.score(
-        prepared.map((p) => p.value),
-        priority,
-      );
+      let scored: ScoredRequest[];
+      try {
+        scored = await runtime.score(
+          prepared.map((p) => p.value),
+          priority,
+        );
+      } catch (err) {
+        throw toApiError(err);
+      }
       prepared.forEach((p, i) => {
-        outcomes[p.index] = {
-          ok: true,
-          response: {
-            id: newDecisionId(),
-            model: runtime.id,
-            answers: scored[i]!.answers,
-            usage: { input_tokens: scored[i]!.inputTokens, cached_tokens: scored[i]!.cachedTokens },
-          },
-        };
+        outcomes[p.index] = { ok: true, response: decideResponse(newDecisionId(), runtime.id, scored[i]!) };
       });
     }
     return outcomes;
@@ -149,7 +158,7 @@ export class DecisionService {
 
   /** Resolves an id or alias to the dated id, or throws 404 not_found. */
   resolveModel(id: string): string {
-    return this.registry.resolve(id).id;
+    return this.resolveInstalled(id).id;
   }
 
   listModels(): ModelListing {
@@ -177,10 +186,10 @@ export class DecisionService {
     return { models };
   }
 
-  /** Loads (once) and returns the runtime of a model id or alias. */
+  /** Loads (once) and returns the runtime of a model id or alias. Throws ApiError (404 not_found, 500). */
   async runtime(id: string): Promise<ModelRuntime> {
     this.ensureOpen();
-    const model = this.registry.resolve(id);
+    const model = this.resolveInstalled(id);
     let pending = this.runtimes.get(model.id);
     if (!pending) {
       this.options.log?.(`loading model ${model.id} from ${model.dir}`);
@@ -195,7 +204,7 @@ export class DecisionService {
     try {
       return await pending;
     } catch (err) {
-      throw new ApiError('server_error', `model ${model.id} could not be loaded`, { cause: err });
+      throw toApiError(err);
     }
   }
 
@@ -209,8 +218,16 @@ export class DecisionService {
     this.runtimes.clear();
   }
 
+  private resolveInstalled(id: string) {
+    try {
+      return this.registry.resolve(id);
+    } catch (err) {
+      throw toApiError(err);
+    }
+  }
+
   private ensureOpen(): void {
-    if (this.closed) throw new ApiError('server_error', 'the decision service is closed');
+    if (this.closed) throw toApiError(new EngineError('ERR_ENGINE_CLOSED', 'the decision service is closed'));
   }
 }
 

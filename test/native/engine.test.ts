@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
-import { EngineError } from '../../src/engine/engine-error.js';
+import { EngineError } from '../../src/errors/engine-error.js';
 import { referenceLastLogits } from '../helpers/reference.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 

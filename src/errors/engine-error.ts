@@ -1,0 +1,39 @@
+/**
+ * The one error class of the engine and the model layer (src/engine, src/models): every failure
+ * below the service boundary is an EngineError with a stable `.code`. These layers never speak
+ * HTTP; toApiError() in src/api/errors.ts is the one place that turns a code into the API's
+ * `{code, message}` and status. This file sits apart from engine/ so that models/ can throw it
+ * without importing the engine.
+ */
+
+/** Error codes of the engine, stable across releases (err.code). */
+export type EngineErrorCode =
+  /** A model directory (config, graph, tokenizer, template, calibration, labels) cannot be used. */
+  | 'ERR_MODEL_LOAD'
+  /** No installed model has that id or alias. */
+  | 'ERR_MODEL_NOT_FOUND'
+  /** Malformed input to the engine (not the caller's request: that is validated above). */
+  | 'ERR_INPUT'
+  /** The state does not fit in the model's context or the configured state limit. */
+  | 'ERR_STATE_TOO_LONG'
+  /** The scheduler's bounded live queue is full. */
+  | 'ERR_QUEUE_FULL'
+  | 'ERR_PROVIDER_UNAVAILABLE'
+  | 'ERR_ORT_LOAD'
+  | 'ERR_ENGINE_CLOSED'
+  | 'ERR_OUT_OF_MEMORY'
+  | 'ERR_RUNTIME';
+
+/** Every failure of the engine, native or not, surfaces as an EngineError with a stable `.code`. */
+export class EngineError extends Error {
+  readonly code: EngineErrorCode;
+  constructor(code: EngineErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'EngineError';
+    this.code = code;
+  }
+}
+
+export function isEngineError(err: unknown): err is EngineError {
+  return err instanceof EngineError;
+}
