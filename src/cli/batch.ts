@@ -17,11 +17,12 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { ApiError, describeError } from '../api/errors.js';
-import { normalizeQuestions } from '../api/validate.js';
+import { parseFormQuestions } from '../batches/query.js';
 import { RecordCounter } from '../batches/records.js';
 import { runBatch } from '../batches/runner.js';
 import type { JobProgress } from '../batches/store.js';
 import { DecisionService } from '../service/decision-service.js';
+import { threadsArg } from './args.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
 
@@ -171,11 +172,8 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length !== 1 || !values.model || !values.out) return fail(`give one INPUT file, --model and --out\n\n${HELP}`);
-  let threads: number | undefined;
-  if (values.threads !== undefined) {
-    threads = Number(values.threads);
-    if (!Number.isInteger(threads) || threads < 1) return fail(`--threads must be a positive integer, got '${values.threads}'`);
-  }
+  const threads = threadsArg(values.threads);
+  if (typeof threads === 'string') return fail(threads);
 
   const inputPath = path.resolve(positionals[0]!);
   const outPath = path.resolve(values.out);
@@ -187,8 +185,7 @@ export async function run(argv: string[]): Promise<number> {
   if (values.questions !== undefined) {
     try {
       questionsText = await readFile(values.questions, 'utf8');
-      formQuestions = JSON.parse(questionsText);
-      normalizeQuestions(formQuestions);
+      formQuestions = parseFormQuestions(questionsText, undefined, 'the file');
     } catch (err) {
       return fail(`--questions ${values.questions}: ${(err as Error).message}`);
     }

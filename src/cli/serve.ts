@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
+import { intArg, providerArg, threadsArg } from './args.js';
 
 const HELP = `usage: decide serve [options]
 
@@ -36,14 +37,6 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 function fail(message: string): number {
   process.stderr.write(`decide serve: ${message}\n`);
   return 2;
-}
-
-function intArg(value: string, name: string, min: number, max: number): number | string {
-  const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isInteger(n) || n < min || n > max) {
-    return `${name} must be an integer from ${min} to ${max}, got '${value}'`;
-  }
-  return n;
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -75,14 +68,10 @@ export async function run(argv: string[]): Promise<number> {
   const port = intArg(values.port ?? process.env.PORT ?? '8080', '--port', 0, 65535);
   if (typeof port === 'string') return fail(port);
   const host = values.host ?? '127.0.0.1';
-  let threads: number | undefined;
-  if (values.threads !== undefined) {
-    const t = intArg(values.threads, '--threads', 1, 1024);
-    if (typeof t === 'string') return fail(t);
-    threads = t;
-  }
-  const provider = values.provider ?? 'cpu';
-  if (provider !== 'cpu' && provider !== 'cuda') return fail(`--provider must be cpu or cuda, got '${provider}'`);
+  const threads = threadsArg(values.threads);
+  if (typeof threads === 'string') return fail(threads);
+  const provider = providerArg(values.provider);
+  if (provider !== 'cpu' && provider !== 'cuda') return fail(provider);
   const logLevel = values['log-level'] ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) return fail(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const dataDir = path.resolve(values['data-dir'] ?? process.env.DECIDE_DATA_DIR ?? 'data');

@@ -289,6 +289,8 @@ describe('retention', () => {
     }
     const expired = await a.waitFor(created.body.id, ['expired'], 10_000);
     expect(expired.progress).toEqual({ total: 3, completed: 3, failed: 0 });
+    // The sweep marks the job expired first (no download starts after that), then deletes its files.
+    for (let i = 0; i < 100 && existsSync(jobDir); i++) await new Promise((r) => setTimeout(r, 50));
     expect(existsSync(jobDir)).toBe(false);
     const res = await a.results(created.body.id);
     expect(res.status).toBe(404);

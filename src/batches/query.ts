@@ -1,0 +1,56 @@
+/**
+ * HTTP inputs of the batch endpoints that the routes pass through unparsed: batch ids, the list
+ * query (?limit, ?after) and the form's questions field. Bad values are 400 invalid_question with
+ * the rule in the message.
+ */
+import { ApiError } from '../api/errors.js';
+import { normalizeQuestions, type ValidationLimits } from '../api/validate.js';
+
+export const DEFAULT_LIST_LIMIT = 20;
+export const MAX_LIST_LIMIT = 100;
+
+const BATCH_ID = /^batch_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+export function isBatchId(id: unknown): id is string {
+  return typeof id === 'string' && BATCH_ID.test(id);
+}
+
+export interface ListQuery {
+  limit: number;
+  /** The last id of the previous page. */
+  after: string | undefined;
+}
+
+/** ?limit (1..100, default 20) and ?after (a batch id), as strings from a query string or numbers. */
+export function parseListQuery(query: { limit?: unknown; after?: unknown }): ListQuery {
+  let limit = DEFAULT_LIST_LIMIT;
+  if (query.limit !== undefined) {
+    limit = typeof query.limit === 'string' && /^[0-9]+$/.test(query.limit) ? Number(query.limit) : typeof query.limit === 'number' ? query.limit : NaN;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+      throw new ApiError('invalid_question', `limit: must be an integer from 1 to ${MAX_LIST_LIMIT}`);
+    }
+  }
+  let after: string | undefined;
+  if (query.after !== undefined) {
+    if (!isBatchId(query.after)) {
+      throw new ApiError('invalid_question', 'after: must be a batch id (the last id of the previous page)');
+    }
+    after = query.after;
+  }
+  return { limit, after };
+}
+
+/**
+ * The questions for records without their own (the form field, or `decide batch --questions`):
+ * JSON text, validated as /v1/decide validates questions. Returns the parsed value.
+ */
+export function parseFormQuestions(text: string, limits?: Partial<ValidationLimits>, source = 'the form field'): unknown {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new ApiError('invalid_question', `questions: ${source} must be JSON text (${(err as Error).message.slice(0, 200)})`);
+  }
+  normalizeQuestions(parsed, limits);
+  return parsed;
+}
