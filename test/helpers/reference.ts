@@ -41,7 +41,8 @@ async function loadReferenceModel(dir: string): Promise<ReferenceModel> {
     session,
     numLayers: Number(config.num_hidden_layers),
     numKvHeads: Number(config.num_key_value_heads),
-    headDim: Number(config.head_dim),
+    // head_dim is optional in Hugging Face configs (Qwen2, older Llama): hidden_size / heads then.
+    headDim: Number(config.head_dim ?? Number(config.hidden_size) / Number(config.num_attention_heads)),
     vocabSize: Number(config.vocab_size),
     floatType,
   };

@@ -1,0 +1,86 @@
+/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--id NAME] [--force]` */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+import { ImportError, importModel, type ImportDtype } from '../models/import/import-model.js';
+
+const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--id NAME] [--force]
+
+Converts a Hugging Face checkpoint folder (config.json, *.safetensors or a sharded
+model.safetensors.index.json, tokenizer.json, tokenizer_config.json) into a model directory the
+service serves. Families: qwen3, qwen2 (Qwen2/2.5), llama (incl. Llama 3.x rope scaling), mistral,
+gemma. No Python and no network needed.
+
+  --out DIR     the model directory to write (its name is the model id, e.g. models/qwen3-0.6b-2026-11);
+                with --id, the models directory to write NAME into
+  --id NAME     the model id: writes DIR/NAME
+  --dtype T     fp32 (default; exact for bf16 checkpoints) or fp16 (half the size). bf16 is refused:
+                ONNX Runtime's CPU provider cannot run a bf16 graph
+  --force       replace an existing model directory (atomically)
+
+Nothing is written when the checkpoint cannot be imported; the directory appears complete or not at all.
+See docs/models.md.
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        out: { type: 'string' },
+        id: { type: 'string' },
+        dtype: { type: 'string', default: 'fp32' },
+        force: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    });
+  } catch (err) {
+    process.stderr.write(`decide import-model: ${(err as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (positionals.length !== 1 || !values.out) {
+    process.stderr.write(HELP);
+    return 2;
+  }
+  const dtype = values.dtype as ImportDtype;
+  const outDir = values.id ? path.join(values.out, values.id) : values.out;
+  const started = Date.now();
+  let lastShown = 0;
+  try {
+    const result = await importModel({
+      hfDir: positionals[0]!,
+      outDir,
+      dtype,
+      force: values.force,
+      onWarning: (m) => process.stderr.write(`decide import-model: warning: ${m}\n`),
+      onProgress: (done, total) => {
+        const pct = Math.floor((100 * done) / total);
+        if (process.stderr.isTTY && pct >= lastShown + 5) {
+          lastShown = pct;
+          process.stderr.write(`\r  ${pct}% of ${(total / 1e6).toFixed(0)}M parameters`);
+        }
+      },
+    });
+    if (process.stderr.isTTY && lastShown > 0) process.stderr.write('\n');
+    const secs = ((Date.now() - started) / 1000).toFixed(1);
+    process.stdout.write(
+      `decide import-model: wrote ${result.dir} (${result.plan.family}, ${(result.parameters / 1e6).toFixed(1)}M parameters, ${result.dtype}` +
+        `${result.hasTokenizer ? '' : ', NO tokenizer'}) in ${secs} s\n`,
+    );
+    return 0;
+  } catch (err) {
+    if (err instanceof ImportError) {
+      process.stderr.write(`decide import-model: cannot import ${positionals[0]}: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}

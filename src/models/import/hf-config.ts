@@ -1,0 +1,232 @@
+/**
+ * Hugging Face config.json -> the decoder graph's shape and features, per family (Qwen3, Qwen2,
+ * Llama, Mistral, Gemma). Reads both config styles: transformers 4.x (top-level `rope_theta`,
+ * `rope_scaling` with `type` or `rope_type`) and 5.x (`rope_parameters`). Anything the graph
+ * cannot compute exactly is an ImportError naming the field, before a byte is written.
+ */
+import type { DecoderFeatures } from '../builder/decoder-graph.js';
+import type { ModelShape } from '../builder/presets.js';
+
+export class ImportError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ImportError';
+  }
+}
+
+export type Family = 'qwen3' | 'qwen2' | 'llama' | 'mistral' | 'gemma';
+export const FAMILIES: readonly Family[] = ['qwen3', 'qwen2', 'llama', 'mistral', 'gemma'];
+
+/** model_types that are known and deliberately refused, with the reason. */
+const REFUSED: Record<string, string> = {
+  mixtral: 'a mixture-of-experts model (MoE layers are not implemented)',
+  qwen2_moe: 'a mixture-of-experts model (MoE layers are not implemented)',
+  qwen3_moe: 'a mixture-of-experts model (MoE layers are not implemented)',
+  gemma2: 'Gemma 2 (logit soft-capping, alternating sliding-window layers and extra norms are not implemented)',
+  gemma3: 'Gemma 3 (alternating sliding-window layers and extra norms are not implemented)',
+  gemma3_text: 'Gemma 3 (alternating sliding-window layers and extra norms are not implemented)',
+};
+
+export interface RopeSettings {
+  theta: number;
+  type: 'default' | 'linear' | 'llama3';
+  factor?: number;
+  lowFreqFactor?: number;
+  highFreqFactor?: number;
+  originalMaxPositionEmbeddings?: number;
+}
+
+export interface ImportPlan {
+  family: Family;
+  modelType: string;
+  shape: ModelShape;
+  features: Partial<DecoderFeatures>;
+  rope: RopeSettings;
+  /**
+   * The context the imported model serves. Below max_position_embeddings only when the config has
+   * a sliding window: up to the window, sliding-window attention is exactly full attention.
+   */
+  maxContext: number;
+  /** Why maxContext is below max_position_embeddings, when it is. */
+  contextNote?: string;
+}
+
+type Json = Record<string, unknown>;
+
+function num(cfg: Json, key: string, opts: { int?: boolean; fallback?: number } = {}): number {
+  const v = cfg[key] ?? opts.fallback;
+  if (typeof v !== 'number' || !Number.isFinite(v) || (opts.int && (!Number.isInteger(v) || v <= 0))) {
+    throw new ImportError(`config.json: "${key}" must be ${opts.int ? 'a positive integer' : 'a number'} (got ${JSON.stringify(cfg[key])})`);
+  }
+  return v;
+}
+
+/** Builds the import plan for a parsed config.json. */
+export function planFromConfig(raw: Json): ImportPlan {
+  const modelType = raw.model_type;
+  if (typeof modelType !== 'string') throw new ImportError('config.json: "model_type" is missing');
+  if (REFUSED[modelType]) throw new ImportError(`config.json: model_type "${modelType}" is ${REFUSED[modelType]}; it cannot be imported`);
+  if (!(FAMILIES as readonly string[]).includes(modelType)) {
+    throw new ImportError(`config.json: model_type "${modelType}" is not supported; supported: ${FAMILIES.join(', ')}`);
+  }
+  const family = modelType as Family;
+  for (const key of ['num_experts', 'num_local_experts', 'n_routed_experts', 'moe_intermediate_size']) {
+    const v = raw[key];
+    if (typeof v === 'number' && v > 0) throw new ImportError(`config.json: "${key}" is ${v}: mixture-of-experts layers are not implemented`);
+  }
+
+  const hiddenSize = num(raw, 'hidden_size', { int: true });
+  const numHeads = num(raw, 'num_attention_heads', { int: true });
+  const numKvHeads = num(raw, 'num_key_value_heads', { int: true, fallback: numHeads });
+  const headDimRaw = raw.head_dim;
+  const headDim = headDimRaw === undefined || headDimRaw === null ? Math.floor(hiddenSize / numHeads) : num(raw, 'head_dim', { int: true });
+  const maxPos = num(raw, 'max_position_embeddings', { int: true });
+  const rope = readRope(raw);
+  if (headDim % 2 !== 0) throw new ImportError(`config.json: head_dim ${headDim} is odd; rotary embeddings need an even head size`);
+  if (numHeads % numKvHeads !== 0) throw new ImportError(`config.json: num_attention_heads (${numHeads}) is not a multiple of num_key_value_heads (${numKvHeads})`);
+  const partial = raw.partial_rotary_factor;
+  if (partial !== undefined && partial !== null && partial !== 1) throw new ImportError(`config.json: partial_rotary_factor ${String(partial)} is not supported (only 1)`);
+
+  const tieDefault = family === 'gemma';
+  const tie = typeof raw.tie_word_embeddings === 'boolean' ? raw.tie_word_embeddings : tieDefault;
+  const shape: ModelShape = {
+    numLayers: num(raw, 'num_hidden_layers', { int: true }),
+    hiddenSize,
+    numHeads,
+    numKvHeads,
+    headDim,
+    intermediateSize: num(raw, 'intermediate_size', { int: true }),
+    vocabSize: num(raw, 'vocab_size', { int: true }),
+    maxPositionEmbeddings: maxPos,
+    ropeTheta: rope.theta,
+    rmsNormEps: num(raw, 'rms_norm_eps', { fallback: 1e-6 }),
+    tieWordEmbeddings: tie,
+  };
+
+  const attentionBias = raw.attention_bias === true;
+  const features: Partial<DecoderFeatures> = {
+    qkNorm: family === 'qwen3',
+    qkvBias: family === 'qwen2' || attentionBias,
+    oBias: family !== 'qwen2' && attentionBias,
+    mlpBias: family === 'llama' && raw.mlp_bias === true,
+    normStyle: family === 'gemma' ? 'onePlusWeight' : 'weight',
+    activation: activationOf(family, raw),
+    invFreq: rotaryInvFreq(headDim, rope),
+  };
+  if (family === 'gemma') features.embeddingScale = Math.sqrt(hiddenSize);
+
+  const window = slidingWindow(family, raw);
+  let maxContext = maxPos;
+  let contextNote: string | undefined;
+  if (window !== undefined && window < maxPos) {
+    maxContext = window;
+    contextNote =
+      `the config has sliding-window attention (window ${window}); sliding-window layers are not implemented, ` +
+      `so the imported model serves at most ${window} tokens (max_position_embeddings ${maxPos}), where sliding-window attention equals full attention`;
+  }
+  return { family, modelType, shape, features, rope, maxContext, contextNote };
+}
+
+function activationOf(family: Family, raw: Json): DecoderFeatures['activation'] {
+  // Gemma names its MLP activation `hidden_activation` (hidden_act of the original checkpoints
+  // says "gelu" but the model is trained with the tanh approximation); the others use hidden_act.
+  const name =
+    family === 'gemma'
+      ? (typeof raw.hidden_activation === 'string' ? raw.hidden_activation : undefined) ??
+        (typeof raw.hidden_act === 'string' ? raw.hidden_act : 'gelu_pytorch_tanh')
+      : typeof raw.hidden_act === 'string'
+        ? raw.hidden_act
+        : 'silu';
+  switch (name) {
+    case 'silu':
+    case 'swish':
+      return 'silu';
+    case 'gelu_pytorch_tanh':
+    case 'gelu_new':
+    case 'gelu_fast':
+      return 'gelu_tanh';
+    case 'gelu':
+      return 'gelu';
+    default:
+      throw new ImportError(`config.json: activation "${name}" is not supported (silu, gelu, gelu_pytorch_tanh)`);
+  }
+}
+
+/** The active sliding window of a config, or undefined when every layer attends to the full context. */
+function slidingWindow(family: Family, raw: Json): number | undefined {
+  const w = raw.sliding_window;
+  if (typeof w !== 'number' || w <= 0) return undefined;
+  const layerTypes = Array.isArray(raw.layer_types) ? (raw.layer_types as unknown[]) : undefined;
+  if (family === 'qwen2' || family === 'qwen3') {
+    // Qwen uses the window only with use_sliding_window (4.x) / sliding layer types (5.x).
+    const active = raw.use_sliding_window === true || (layerTypes?.includes('sliding_attention') ?? false);
+    return active ? w : undefined;
+  }
+  if (layerTypes !== undefined && !layerTypes.includes('sliding_attention')) return undefined;
+  return family === 'mistral' || layerTypes !== undefined ? w : undefined;
+}
+
+/** RoPE settings from either config style. */
+export function readRope(raw: Json): RopeSettings {
+  const params = raw.rope_parameters;
+  let source: Json;
+  let theta: unknown;
+  if (params !== undefined && params !== null) {
+    if (typeof params !== 'object') throw new ImportError('config.json: "rope_parameters" must be an object');
+    source = params as Json;
+    if (!('rope_theta' in source) && !('rope_type' in source)) {
+      throw new ImportError('config.json: per-layer-type "rope_parameters" are not supported');
+    }
+    theta = source.rope_theta ?? raw.rope_theta;
+  } else {
+    const scaling = raw.rope_scaling;
+    if (scaling !== undefined && scaling !== null && typeof scaling !== 'object') throw new ImportError('config.json: "rope_scaling" must be an object or null');
+    source = (scaling ?? {}) as Json;
+    theta = raw.rope_theta;
+  }
+  const t = theta ?? 10000;
+  if (typeof t !== 'number' || !(t > 0)) throw new ImportError(`config.json: rope_theta must be a positive number (got ${JSON.stringify(theta)})`);
+  const type = (source.rope_type ?? source.type ?? 'default') as string;
+  if (type === 'default') return { theta: t, type: 'default' };
+  const factor = source.factor;
+  if (typeof factor !== 'number' || !(factor > 0)) throw new ImportError(`config.json: rope scaling "${type}" needs a positive "factor"`);
+  if (type === 'linear') return { theta: t, type: 'linear', factor };
+  if (type === 'llama3') {
+    const low = source.low_freq_factor;
+    const high = source.high_freq_factor;
+    const original = source.original_max_position_embeddings;
+    if (typeof low !== 'number' || typeof high !== 'number' || typeof original !== 'number' || !(high > low)) {
+      throw new ImportError('config.json: llama3 rope scaling needs low_freq_factor < high_freq_factor and original_max_position_embeddings');
+    }
+    return { theta: t, type: 'llama3', factor, lowFreqFactor: low, highFreqFactor: high, originalMaxPositionEmbeddings: original };
+  }
+  throw new ImportError(`config.json: rope scaling type "${type}" is not supported (default, linear, llama3)`);
+}
+
+const f32 = Math.fround;
+
+/**
+ * Rotary inverse frequencies as transformers computes them, in float32 step by step
+ * (`1 / base ** (arange(0, dim, 2).float() / dim)`, then the llama3 / linear adjustment).
+ */
+export function rotaryInvFreq(headDim: number, rope: RopeSettings): number[] {
+  const base = f32(rope.theta);
+  const inv = Array.from({ length: headDim / 2 }, (_, k) => f32(1 / f32(base ** f32((2 * k) / headDim))));
+  if (rope.type === 'default') return inv;
+  const factor = f32(rope.factor!);
+  if (rope.type === 'linear') return inv.map((v) => f32(v / factor));
+  const oldCtx = f32(rope.originalMaxPositionEmbeddings!);
+  const low = f32(rope.lowFreqFactor!);
+  const high = f32(rope.highFreqFactor!);
+  const lowWavelen = f32(oldCtx / low);
+  const highWavelen = f32(oldCtx / high);
+  return inv.map((v) => {
+    // torch evaluates `scalar / tensor` as reciprocal(tensor) * scalar.
+    const wavelen = f32(f32(1 / v) * f32(2 * Math.PI));
+    const scaled = wavelen > lowWavelen ? f32(v / factor) : v;
+    const medium = !(wavelen < highWavelen) && !(wavelen > lowWavelen);
+    if (!medium) return scaled;
+    const smooth = f32(f32(f32(f32(1 / wavelen) * oldCtx) - low) / f32(high - low));
+    return f32(f32(f32(f32(1 - smooth) * scaled) / factor) + f32(smooth * scaled));
+  });
+}

@@ -1,0 +1,294 @@
+/**
+ * `importModel`: a Hugging Face checkpoint folder (config.json, *.safetensors, tokenizer files)
+ * -> a model directory the engine and the registry load, holding the builder's decoder graph
+ * (so the LM-head gather rewrite and every engine feature apply) with the checkpoint's weights.
+ *
+ * Order of work, so that a bad checkpoint never leaves anything behind:
+ * 1. config.json -> import plan; safetensors headers -> every tensor present with the right shape.
+ * 2. A hidden staging directory beside the output (`.<name>.tmp-…`, which the registry ignores):
+ *    tokenizer files, then the chat template and label tokens are checked in it.
+ * 3. Weights are streamed tensor by tensor into onnx/model.onnx (+ model.onnx_data when large).
+ * 4. The staging directory is renamed into place. Any failure removes it.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+import { LabelSet } from '../../engine/labels.js';
+import { PromptRenderer } from '../../engine/prompt.js';
+import { TextTokenizer } from '../../engine/tokenizer.js';
+import { buildDecoderGraph } from '../builder/decoder-graph.js';
+import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from '../builder/onnx-writer.js';
+import { ImportError, planFromConfig, type ImportPlan } from './hf-config.js';
+import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed } from './safetensors.js';
+import { mapWeights, type WeightSource } from './weight-map.js';
+
+export { ImportError } from './hf-config.js';
+
+export type ImportDtype = FloatDtype | 'bf16';
+
+export interface ImportModelOptions {
+  /** The Hugging Face checkpoint folder. */
+  hfDir: string;
+  /** The model directory to write; it must not exist yet (or be empty) unless `force`. */
+  outDir: string;
+  /** Weight and compute type of the graph; default 'fp32'. 'bf16' is refused (see BF16_UNSUPPORTED). */
+  dtype?: ImportDtype;
+  /** Replace an existing model directory at outDir (atomically). */
+  force?: boolean;
+  /** Called with a line for each warning (default: none are printed). */
+  onWarning?: (message: string) => void;
+  /** Called after each weight tensor is written. */
+  onProgress?: (writtenParams: number, totalParams: number) => void;
+}
+
+export interface ImportedModel {
+  dir: string;
+  plan: ImportPlan;
+  dtype: FloatDtype;
+  /** False when the checkpoint had no tokenizer.json (the engine scores ids; the service refuses it). */
+  hasTokenizer: boolean;
+  warnings: string[];
+  parameters: number;
+}
+
+export const BF16_UNSUPPORTED =
+  'bf16 output is not supported: ONNX Runtime CPU has no bfloat16 MatMul/attention kernels, so a bf16 graph cannot run on the ' +
+  'CPU provider. Use --dtype fp16 (same size on disk, bf16 weights convert to fp16 losslessly unless they exceed ±65504) or ' +
+  '--dtype fp32 (the default, exact for bf16 checkpoints)';
+
+/** Weight bytes above which the weights go to onnx/model.onnx_data (keeps the graph file small for the LM-head rewrite). */
+const EXTERNAL_DATA_BYTES = 64 * 1024 * 1024;
+/** Files copied from the checkpoint when present. */
+const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'generation_config.json'];
+/** Registry ids (src/models/registry.ts): a directory with another name is not served. */
+const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export const IMPORTER_VERSION = 1;
+
+/**
+ * Imports a checkpoint.
+ *
+ * @example
+ * const { dir, plan } = await importModel({ hfDir: 'Qwen3-0.6B', outDir: 'models/qwen3-0.6b-2026-11' });
+ */
+export async function importModel(opts: ImportModelOptions): Promise<ImportedModel> {
+  const hfDir = path.resolve(opts.hfDir);
+  const outDir = path.resolve(opts.outDir);
+  const dtype = opts.dtype ?? 'fp32';
+  if (dtype === 'bf16') throw new ImportError(BF16_UNSUPPORTED);
+  if (dtype !== 'fp32' && dtype !== 'fp16') throw new ImportError(`dtype must be fp32, fp16 or bf16, got ${String(dtype)}`);
+  const warnings: string[] = [];
+  const warn = (m: string) => {
+    warnings.push(m);
+    opts.onWarning?.(m);
+  };
+
+  // 1. Everything that can be checked without writing.
+  if (!existsSync(hfDir) || !(await stat(hfDir)).isDirectory()) throw new ImportError(`${hfDir}: not a directory`);
+  const configPath = path.join(hfDir, 'config.json');
+  if (!existsSync(configPath)) throw new ImportError(`${configPath}: missing (a Hugging Face checkpoint folder has config.json)`);
+  let rawConfig: Record<string, unknown>;
+  try {
+    rawConfig = JSON.parse(await readFile(configPath, 'utf8')) as Record<string, unknown>;
+  } catch (err) {
+    throw new ImportError(`${configPath}: not valid JSON (${(err as Error).message})`);
+  }
+  if (typeof rawConfig !== 'object' || rawConfig === null || Array.isArray(rawConfig)) throw new ImportError(`${configPath}: must hold a JSON object`);
+  const plan = planFromConfig(rawConfig);
+  if (plan.contextNote) warn(plan.contextNote);
+  let checkpoint: SafetensorsCheckpoint;
+  try {
+    checkpoint = SafetensorsCheckpoint.open(hfDir);
+  } catch (err) {
+    if (err instanceof CheckpointError) throw new ImportError(err.message);
+    throw err;
+  }
+  const { graph, weights } = buildDecoderGraph(plan.shape, dtype, plan.features);
+  const sources = mapWeights(weights, checkpoint.tensors, plan.shape.tieWordEmbeddings === true);
+  const dtypes = [...new Set([...checkpoint.tensors.values()].map((t) => t.dtype))].sort();
+  if (dtype === 'fp16' && dtypes.some((d) => d === 'F32' || d === 'BF16' || d === 'F64')) {
+    warn(`storing ${dtypes.join('/')} weights as fp16: values beyond ±65504 become infinite and small ones lose precision; use --dtype fp32 for an exact import`);
+  }
+
+  await assertWritable(outDir, opts.force === true);
+  const name = path.basename(outDir);
+  if (!VALID_ID.test(name)) {
+    throw new ImportError(`the output directory name "${name}" is not a valid model id (letters, digits, '.', '_', '-'; starting with a letter or digit)`);
+  }
+
+  // 2. Staging directory: hidden and marked .tmp-, so the registry never lists it.
+  await mkdir(path.dirname(outDir), { recursive: true });
+  const staging = path.join(path.dirname(outDir), `.${name}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await removeStaleStaging(path.dirname(outDir), name);
+  try {
+    await mkdir(path.join(staging, 'onnx'), { recursive: true });
+    const hasTokenizer = await copyTokenizerFiles(hfDir, staging, warn);
+    if (hasTokenizer) await checkPromptAndLabels(staging, plan);
+
+    // The engine serves up to max_position_embeddings tokens: lowered to the sliding window when there is one.
+    const config: Record<string, unknown> = { ...rawConfig, max_position_embeddings: plan.maxContext };
+    config.torch_dtype = dtype === 'fp16' ? 'float16' : 'float32';
+    if ('dtype' in config) config.dtype = config.torch_dtype;
+    await writeJson(path.join(staging, 'config.json'), config);
+    await writeJson(path.join(staging, 'decision.json'), {
+      calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
+      import: {
+        importerVersion: IMPORTER_VERSION,
+        family: plan.family,
+        modelType: plan.modelType,
+        architectures: rawConfig.architectures ?? null,
+        sourceDtypes: dtypes,
+        dtype,
+        tiedEmbeddings: plan.shape.tieWordEmbeddings === true,
+        rope: plan.rope,
+        maxPositionEmbeddings: plan.shape.maxPositionEmbeddings,
+        maxContext: plan.maxContext,
+        ...(plan.contextNote ? { contextNote: plan.contextNote } : {}),
+        tokenizer: hasTokenizer,
+      },
+    });
+
+    // 3. Weights, one tensor at a time.
+    const totalParams = weights.reduce((s, w) => s + numel(w.dims), 0);
+    await writeModel({
+      path: path.join(staging, 'onnx', 'model.onnx'),
+      graph,
+      weights: weightSpecs(sources, dtype, totalParams, opts.onProgress),
+      externalData: totalParams * bytesPerElement(dtype) > EXTERNAL_DATA_BYTES,
+      producerName: 'decision-engine import-model',
+      sync: true,
+    });
+
+    // 4. Into place.
+    await moveIntoPlace(staging, outDir);
+    return { dir: outDir, plan, dtype, hasTokenizer, warnings, parameters: totalParams };
+  } catch (err) {
+    await rm(staging, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * Staging directories of earlier imports to the same name whose process is gone (killed mid-import).
+ * They were never visible to the registry; this only reclaims their space.
+ */
+async function removeStaleStaging(parent: string, name: string): Promise<void> {
+  const prefix = `.${name}.tmp-`;
+  for (const entry of await readdir(parent).catch(() => [] as string[])) {
+    if (!entry.startsWith(prefix)) continue;
+    const pid = Number(/^(?:old-)?(\d+)-/.exec(entry.slice(prefix.length))?.[1]);
+    if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
+    await rm(path.join(parent, entry), { recursive: true, force: true });
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function weightSpecs(
+  sources: WeightSource[],
+  dtype: FloatDtype,
+  totalParams: number,
+  onProgress?: (written: number, total: number) => void,
+): WeightSpec[] {
+  let written = 0;
+  return sources.map(({ decl, entry, transpose }) => ({
+    name: decl.name,
+    dims: decl.dims,
+    dtype,
+    *chunks(): Generator<Float32Array> {
+      yield* transpose ? streamTransposed(entry) : streamTensor(entry);
+      written += numel(decl.dims);
+      onProgress?.(written, totalParams);
+    },
+  }));
+}
+
+/** Copies the tokenizer files; returns false (with a warning) when there is no tokenizer.json. */
+async function copyTokenizerFiles(hfDir: string, staging: string, warn: (m: string) => void): Promise<boolean> {
+  for (const f of TOKENIZER_FILES) {
+    if (!existsSync(path.join(hfDir, f))) continue;
+    await copyFile(path.join(hfDir, f), path.join(staging, f));
+    await chmod(path.join(staging, f), 0o644); // a read-only source (e.g. a hub cache) must not make the model read-only
+  }
+  // transformers >= 4.43 may save the chat template as chat_template.jinja instead of inside
+  // tokenizer_config.json; the prompt renderer reads it from tokenizer_config.json.
+  const jinja = path.join(hfDir, 'chat_template.jinja');
+  if (existsSync(jinja)) {
+    const cfgPath = path.join(staging, 'tokenizer_config.json');
+    const cfg = existsSync(cfgPath) ? (JSON.parse(await readFile(cfgPath, 'utf8')) as Record<string, unknown>) : {};
+    if (cfg.chat_template === undefined) {
+      cfg.chat_template = await readFile(jinja, 'utf8');
+      await writeJson(cfgPath, cfg);
+    }
+  }
+  const hasTokenizer = existsSync(path.join(staging, 'tokenizer.json'));
+  if (!hasTokenizer) {
+    const spm = existsSync(path.join(hfDir, 'tokenizer.model')) ? ' (only a SentencePiece tokenizer.model is there; the engine reads tokenizer.json)' : '';
+    warn(
+      `no tokenizer.json in ${hfDir}${spm}: the model is imported without a tokenizer. The engine can score token ids, ` +
+        'but the service refuses to serve it until a tokenizer.json (and tokenizer_config.json with the chat template) is added to the model directory',
+    );
+  }
+  return hasTokenizer;
+}
+
+/** The chat template must render the decision prompt and the labels must be single tokens; else a clear error. */
+async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<void> {
+  let tokenizer: TextTokenizer;
+  let renderer: PromptRenderer;
+  try {
+    tokenizer = await TextTokenizer.load(dir);
+  } catch (err) {
+    throw new ImportError(`tokenizer.json cannot be loaded: ${(err as Error).message}`);
+  }
+  if (tokenizer.vocabSize > plan.shape.vocabSize) {
+    throw new ImportError(`the tokenizer has ${tokenizer.vocabSize} tokens but the model's vocab_size is ${plan.shape.vocabSize}: they do not belong together`);
+  }
+  try {
+    renderer = await PromptRenderer.load(dir);
+  } catch (err) {
+    throw new ImportError(`the chat template cannot render the decision prompt: ${(err as Error).message}`);
+  }
+  try {
+    await LabelSet.build(tokenizer, { context: renderer.labelContext });
+  } catch (err) {
+    throw new ImportError(`label tokens: ${(err as Error).message}`);
+  }
+}
+
+async function assertWritable(outDir: string, force: boolean): Promise<void> {
+  const info = await stat(outDir).catch(() => undefined);
+  if (info === undefined) return;
+  if (!info.isDirectory()) throw new ImportError(`${outDir} exists and is not a directory`);
+  const entries = await readdir(outDir);
+  if (entries.length === 0) return;
+  if (!force) throw new ImportError(`${outDir} already exists; choose another --out (a new dated id) or pass --force to replace it`);
+  if (!entries.includes('config.json')) throw new ImportError(`${outDir} exists and is not a model directory (no config.json); refusing to replace it`);
+}
+
+async function moveIntoPlace(staging: string, outDir: string): Promise<void> {
+  try {
+    await rename(staging, outDir);
+    return;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'EPERM') throw err;
+  }
+  // Replacing (force, or an empty directory): the old one steps aside under an ignored name first.
+  const old = path.join(path.dirname(outDir), `.${path.basename(outDir)}.tmp-old-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await rename(outDir, old);
+  await rename(staging, outDir);
+  await rm(old, { recursive: true, force: true });
+}
+
+async function writeJson(file: string, value: unknown): Promise<void> {
+  await writeFile(file, `${JSON.stringify(value, null, 2)}\n`);
+}

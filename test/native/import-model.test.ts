@@ -1,0 +1,416 @@
+/**
+ * `importModel` against independent oracles:
+ * - the transformers-made checkpoints in ../shared/fixtures/hf-tiny (Qwen3, Qwen2, Llama 3 with
+ *   llama3 rope scaling; fp32 and bf16) and transformers' own logits, scored through the Engine
+ *   with the prompt split into prefix + suffix at several points;
+ * - Mistral and Gemma checkpoints generated here from the family definitions, checked against a
+ *   plain float64 forward pass written from transformers' modeling files (test/helpers/hf-reference.ts),
+ *   which is itself checked against transformers' logits on the shared fixtures;
+ * - sharded copies and transformers 4.x config styles, which must import byte-identically.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { Engine } from '../../src/engine/engine.js';
+import { ImportError, importModel } from '../../src/models/import/import-model.js';
+import { rotaryInvFreq, readRope } from '../../src/models/import/hf-config.js';
+import { referenceForward, referenceInvFreq } from '../helpers/hf-reference.js';
+import { referenceLastLogits, releaseReferenceSessions } from '../helpers/reference.js';
+import { bf16Round, readSafetensors, writeSafetensors, type Tensor } from '../helpers/safetensors-file.js';
+
+const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
+/** CI checks the repository out with shared/ beside it; worktrees have it at ../shared too. */
+const FIXTURES = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
+const VOCAB = 512;
+const ALL_IDS = Int32Array.from({ length: VOCAB }, (_, i) => i);
+
+interface Case {
+  input_ids: number[];
+  last_logits: number[];
+}
+
+let scratch: string;
+
+beforeAll(async () => {
+  if (!existsSync(FIXTURES)) throw new Error(`the hf-tiny fixtures are expected at ${FIXTURES} (shared/ beside the repository)`);
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'import-model-test-'));
+});
+
+afterAll(async () => {
+  await releaseReferenceSessions();
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+function cases(family: string): Case[] {
+  return (JSON.parse(readFileSync(path.join(FIXTURES, family, 'reference_logits.json'), 'utf8')) as { cases: Case[] }).cases;
+}
+
+/** Prefix lengths to split a sequence of n tokens at (prefix and suffix both non-empty). */
+function splitPoints(n: number): number[] {
+  return [...new Set([1, 2, Math.floor(n / 3), Math.floor(n / 2), n - 3, n - 1])].filter((k) => k >= 1 && k <= n - 1);
+}
+
+/**
+ * The last-position logits of every sequence at every split point, through the engine (one call,
+ * so rows of different groups share passes). Sequences of one token go through the stock graph.
+ */
+async function engineLastLogits(modelDir: string, sequences: number[][]): Promise<Array<Array<{ split: number; logits: Float32Array }>>> {
+  const engine = await Engine.load({ modelDir, threads: 2 });
+  try {
+    expect(engine.info.graphFile.endsWith('model.decide-gather.onnx')).toBe(true);
+    const groups = sequences.flatMap((ids, s) =>
+      splitPoints(ids.length).map((k) => ({ s, k, group: { prefix: Int32Array.from(ids.slice(0, k)), suffixes: [{ tokens: Int32Array.from(ids.slice(k)), labels: ALL_IDS }] } })),
+    );
+    const scored = await engine.score(groups.map((g) => g.group));
+    const out: Array<Array<{ split: number; logits: Float32Array }>> = sequences.map(() => []);
+    groups.forEach((g, i) => out[g.s]!.push({ split: g.k, logits: scored[i]![0]!.labelLogits }));
+    for (const [s, ids] of sequences.entries()) {
+      if (ids.length === 1) out[s]!.push({ split: 0, logits: await referenceLastLogits(modelDir, ids) });
+    }
+    return out;
+  } finally {
+    engine.close();
+  }
+}
+
+function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i]! - b[i]!));
+  return d;
+}
+
+async function importFixture(family: string, dtype: 'fp32' | 'fp16' = 'fp32', from = path.join(FIXTURES, family)) {
+  return importModel({ hfDir: from, outDir: path.join(scratch, 'models', `${path.basename(from)}-${dtype}-${Math.random().toString(36).slice(2, 8)}`), dtype });
+}
+
+function readConfig(dir: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+}
+
+describe.each(['qwen3', 'qwen2', 'llama3'])('the %s fixture (made by transformers)', (family) => {
+  it('imports in fp32 and scores within 1e-4 of transformers at every prefix/suffix split', async () => {
+    const imported = await importFixture(family);
+    expect(imported.hasTokenizer).toBe(false);
+    expect(imported.warnings.join('\n')).toMatch(/no tokenizer\.json/);
+    const refCases = cases(family);
+    const got = await engineLastLogits(imported.dir, refCases.map((c) => c.input_ids));
+    refCases.forEach((c, i) => {
+      expect(got[i]!.length).toBeGreaterThan(0);
+      for (const { logits } of got[i]!) expect(maxAbsDiff(logits, c.last_logits)).toBeLessThan(1e-4);
+    });
+  });
+
+  it('the bf16 checkpoint imports and lands within bf16 rounding of transformers', async () => {
+    const imported = await importFixture(`${family}-bf16`);
+    const refCases = cases(family);
+    const got = await engineLastLogits(imported.dir, refCases.map((c) => c.input_ids));
+    // Exact against a float64 forward over the same (bf16) weights ...
+    const cfg = readConfig(path.join(FIXTURES, `${family}-bf16`));
+    const weights = readSafetensors(path.join(FIXTURES, `${family}-bf16`, 'model.safetensors'));
+    for (const [i, c] of refCases.entries()) {
+      if (c.input_ids.length > 64) continue; // the float64 forward is slow; 1, 7 and 64 tokens suffice here
+      const ref = referenceForward(cfg, weights, c.input_ids).at(-1)!;
+      for (const { logits } of got[i]!) expect(maxAbsDiff(logits, ref)).toBeLessThan(1e-4);
+    }
+    // ... and off transformers' fp32 logits only by the weights' rounding (logits are below 1).
+    refCases.forEach((c, i) => {
+      for (const { logits } of got[i]!) expect(maxAbsDiff(logits, c.last_logits)).toBeLessThan(2e-2);
+    });
+  });
+
+  it('the float64 test reference itself agrees with transformers (so it can judge Mistral and Gemma)', () => {
+    const cfg = readConfig(path.join(FIXTURES, family));
+    const weights = readSafetensors(path.join(FIXTURES, family, 'model.safetensors'));
+    for (const c of cases(family).filter((x) => x.input_ids.length <= 64)) {
+      expect(maxAbsDiff(referenceForward(cfg, weights, c.input_ids).at(-1)!, c.last_logits)).toBeLessThan(1e-4);
+    }
+  });
+});
+
+describe('checkpoint layouts and config styles', () => {
+  it('a sharded copy (model.safetensors.index.json) imports byte-identically', async () => {
+    const src = path.join(FIXTURES, 'qwen2');
+    const sharded = path.join(scratch, 'qwen2-sharded');
+    await mkdir(sharded, { recursive: true });
+    await cp(path.join(src, 'config.json'), path.join(sharded, 'config.json'));
+    const tensors = [...readSafetensors(path.join(src, 'model.safetensors'))];
+    const shards = 3;
+    const weightMap: Record<string, string> = {};
+    for (let s = 0; s < shards; s++) {
+      const file = `model-0000${s + 1}-of-0000${shards}.safetensors`;
+      const part = new Map(tensors.filter((_, i) => i % shards === s));
+      for (const name of part.keys()) weightMap[name] = file;
+      writeSafetensors(path.join(sharded, file), part, 'F32');
+    }
+    await writeFile(path.join(sharded, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }));
+    const a = await importFixture('qwen2');
+    const b = await importFixture('qwen2', 'fp32', sharded);
+    const graphA = await readFile(path.join(a.dir, 'onnx', 'model.onnx'));
+    const graphB = await readFile(path.join(b.dir, 'onnx', 'model.onnx'));
+    expect(graphB.equals(graphA)).toBe(true);
+  });
+
+  it('transformers 4.x configs (rope_theta + rope_scaling with rope_type or type) import like 5.x rope_parameters', async () => {
+    const base = readConfig(path.join(FIXTURES, 'llama3'));
+    const params = base.rope_parameters as Record<string, unknown>;
+    const { rope_theta, rope_type, ...scaling } = params;
+    const reference = await importFixture('llama3');
+    const referenceGraph = await readFile(path.join(reference.dir, 'onnx', 'model.onnx'));
+    for (const style of [{ rope_type }, { type: rope_type }]) {
+      const dir = path.join(scratch, `llama3-4x-${Object.keys(style)[0]}`);
+      await mkdir(dir, { recursive: true });
+      await cp(path.join(FIXTURES, 'llama3', 'model.safetensors'), path.join(dir, 'model.safetensors'));
+      const { rope_parameters: _drop, ...rest } = base;
+      await writeFile(path.join(dir, 'config.json'), JSON.stringify({ ...rest, rope_theta, rope_scaling: { ...scaling, ...style } }));
+      const imported = await importFixture('llama3', 'fp32', dir);
+      expect(imported.plan.rope.type).toBe('llama3');
+      expect((await readFile(path.join(imported.dir, 'onnx', 'model.onnx'))).equals(referenceGraph)).toBe(true);
+    }
+  });
+
+  it('llama3 rope scaling matches the float64 formula to float32 precision', () => {
+    const cfg = readConfig(path.join(FIXTURES, 'llama3'));
+    const ours = rotaryInvFreq(16, readRope(cfg));
+    const ref = referenceInvFreq(cfg, 16);
+    ours.forEach((v, i) => expect(Math.abs(v - ref[i]!) / ref[i]!).toBeLessThan(1e-6));
+    // The scaling changed something: low frequencies are divided by the factor.
+    expect(ours.at(-1)! / referenceInvFreq({ rope_theta: 500000 }, 16).at(-1)!).toBeCloseTo(1 / 8, 5);
+  });
+
+  it('fp16 output runs close to fp32', async () => {
+    const imported = await importFixture('qwen3', 'fp16');
+    const c = cases('qwen3')[2]!;
+    const [got] = await engineLastLogits(imported.dir, [c.input_ids]);
+    for (const { logits } of got!) expect(maxAbsDiff(logits, c.last_logits)).toBeLessThan(2e-2);
+  });
+});
+
+// ---------------------------------------------------------------- generated Mistral and Gemma
+
+/** Deterministic normal(0, 1) stream. */
+function gaussian(seed: number): () => number {
+  let s = seed >>> 0;
+  const uniform = () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
+  };
+  return () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
+}
+
+/** Random weights with the tensor names and torch shapes of a Llama-layout checkpoint. */
+function randomCheckpoint(cfg: Record<string, unknown>, seed: number, normBase: number): Map<string, Tensor> {
+  const next = gaussian(seed);
+  const h = cfg.hidden_size as number;
+  const nh = cfg.num_attention_heads as number;
+  const kvh = cfg.num_key_value_heads as number;
+  const hd = (cfg.head_dim as number | undefined) ?? h / nh;
+  const inter = cfg.intermediate_size as number;
+  const vocab = cfg.vocab_size as number;
+  const out = new Map<string, Tensor>();
+  const add = (name: string, shape: number[], std: number, base = 0) => {
+    const n = shape.reduce((a, b) => a * b, 1);
+    out.set(name, { shape, data: Float64Array.from({ length: n }, () => Math.fround(base + std * next())) });
+  };
+  add('model.embed_tokens.weight', [vocab, h], 0.5);
+  for (let l = 0; l < (cfg.num_hidden_layers as number); l++) {
+    const p = `model.layers.${l}`;
+    add(`${p}.input_layernorm.weight`, [h], 0.1, normBase);
+    add(`${p}.self_attn.q_proj.weight`, [nh * hd, h], 0.15);
+    add(`${p}.self_attn.k_proj.weight`, [kvh * hd, h], 0.15);
+    add(`${p}.self_attn.v_proj.weight`, [kvh * hd, h], 0.15);
+    add(`${p}.self_attn.o_proj.weight`, [h, nh * hd], 0.15);
+    add(`${p}.post_attention_layernorm.weight`, [h], 0.1, normBase);
+    add(`${p}.mlp.gate_proj.weight`, [inter, h], 0.15);
+    add(`${p}.mlp.up_proj.weight`, [inter, h], 0.15);
+    add(`${p}.mlp.down_proj.weight`, [h, inter], 0.15);
+  }
+  add('model.norm.weight', [h], 0.1, normBase);
+  if (cfg.tie_word_embeddings === false) add('lm_head.weight', [vocab, h], 0.1);
+  return out;
+}
+
+/** As MistralConfig writes it (transformers 4.x style): explicit head_dim != hidden / heads, GQA, a sliding window. */
+const MISTRAL_CONFIG = {
+  architectures: ['MistralForCausalLM'],
+  model_type: 'mistral',
+  hidden_size: 64,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  head_dim: 24,
+  intermediate_size: 96,
+  num_hidden_layers: 2,
+  vocab_size: VOCAB,
+  max_position_embeddings: 32768,
+  sliding_window: 4096,
+  rope_theta: 1000000.0,
+  rms_norm_eps: 1e-5,
+  hidden_act: 'silu',
+  tie_word_embeddings: false,
+  torch_dtype: 'float32',
+};
+
+/** As real Gemma checkpoints write it: hidden_act "gelu" but hidden_activation gelu_pytorch_tanh, tied, head_dim given. */
+const GEMMA_CONFIG = {
+  architectures: ['GemmaForCausalLM'],
+  model_type: 'gemma',
+  hidden_size: 64,
+  num_attention_heads: 4,
+  num_key_value_heads: 1,
+  head_dim: 32,
+  intermediate_size: 128,
+  num_hidden_layers: 2,
+  vocab_size: VOCAB,
+  max_position_embeddings: 8192,
+  rope_theta: 10000.0,
+  rms_norm_eps: 1e-6,
+  hidden_act: 'gelu',
+  hidden_activation: 'gelu_pytorch_tanh',
+  attention_bias: false,
+  tie_word_embeddings: true,
+  torch_dtype: 'bfloat16',
+};
+
+async function writeCheckpoint(name: string, cfg: Record<string, unknown>, tensors: Map<string, Tensor>, dtype: 'F32' | 'BF16'): Promise<string> {
+  const dir = path.join(scratch, name);
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'config.json'), JSON.stringify(cfg, null, 2));
+  writeSafetensors(path.join(dir, 'model.safetensors'), tensors, dtype, { format: 'pt' });
+  return dir;
+}
+
+function sequences(seed: number): number[][] {
+  const next = gaussian(seed);
+  return [5, 33, 120].map((n) => Array.from({ length: n }, () => Math.floor(Math.abs(next() * 1000)) % VOCAB));
+}
+
+describe.each([
+  ['mistral', MISTRAL_CONFIG, 1],
+  ['gemma', GEMMA_CONFIG, 0],
+] as const)('a generated %s checkpoint', (family, config, normBase) => {
+  it('imports (fp32 weights) and scores like the float64 forward at every split', async () => {
+    const tensors = randomCheckpoint(config, family === 'mistral' ? 11 : 12, normBase);
+    const dir = await writeCheckpoint(`${family}-f32`, config, tensors, 'F32');
+    const imported = await importFixture(family, 'fp32', dir);
+    expect(imported.plan.family).toBe(family);
+    const seqs = sequences(3);
+    const got = await engineLastLogits(imported.dir, seqs);
+    let spread = 0;
+    for (const [i, ids] of seqs.entries()) {
+      const ref = referenceForward(config, tensors, ids).at(-1)!;
+      spread = Math.max(spread, Math.max(...ref) - Math.min(...ref));
+      for (const { logits } of got[i]!) expect(maxAbsDiff(logits, ref)).toBeLessThan(1e-4);
+    }
+    expect(spread).toBeGreaterThan(1); // the logits vary, so the comparison means something
+  });
+
+  it('imports bf16 weights exactly (bf16 -> fp32 is lossless)', async () => {
+    const tensors = randomCheckpoint(config, 21, normBase);
+    const rounded = new Map([...tensors].map(([k, t]) => [k, { shape: t.shape, data: t.data.map(bf16Round) }]));
+    const dir = await writeCheckpoint(`${family}-bf16`, config, tensors, 'BF16');
+    const imported = await importFixture(family, 'fp32', dir);
+    const seqs = sequences(4).slice(0, 2);
+    const got = await engineLastLogits(imported.dir, seqs);
+    for (const [i, ids] of seqs.entries()) {
+      const ref = referenceForward(config, rounded, ids).at(-1)!;
+      for (const { logits } of got[i]!) expect(maxAbsDiff(logits, ref)).toBeLessThan(1e-4);
+    }
+  });
+});
+
+describe('Gemma details', () => {
+  it('uses the tanh GELU, the (1 + w) norm and the sqrt(hidden) embedding scale: dropping any one shows', () => {
+    const tensors = randomCheckpoint(GEMMA_CONFIG, 12, 0);
+    const ids = sequences(3)[1]!;
+    const ref = referenceForward(GEMMA_CONFIG, tensors, ids).at(-1)!;
+    // A Llama-style reading of the same weights is far off: the family rules matter at this scale.
+    const asLlama = referenceForward({ ...GEMMA_CONFIG, model_type: 'llama', hidden_act: 'silu' }, tensors, ids).at(-1)!;
+    expect(maxAbsDiff(ref, asLlama)).toBeGreaterThan(1e-2);
+  });
+});
+
+describe('Mistral sliding window', () => {
+  it('a window below max_position_embeddings limits the served context to the window, where it is exact', async () => {
+    const cfg = { ...MISTRAL_CONFIG, sliding_window: 40 };
+    const tensors = randomCheckpoint(cfg, 31, 1);
+    const dir = await writeCheckpoint('mistral-window', cfg, tensors, 'F32');
+    const imported = await importFixture('mistral', 'fp32', dir);
+    expect(imported.plan.maxContext).toBe(40);
+    expect(imported.warnings.join('\n')).toMatch(/sliding-window.*at most 40 tokens/);
+    expect(readConfig(imported.dir).max_position_embeddings).toBe(40);
+    const engine = await Engine.load({ modelDir: imported.dir, threads: 2 });
+    try {
+      expect(engine.info.maxContext).toBe(40);
+      const ids = Array.from({ length: 40 }, (_, i) => (i * 37) % VOCAB);
+      const [[score]] = await engine.score([{ prefix: Int32Array.from(ids.slice(0, 25)), suffixes: [{ tokens: Int32Array.from(ids.slice(25)), labels: ALL_IDS }] }]);
+      expect(maxAbsDiff(score!.labelLogits, referenceForward(cfg, tensors, ids).at(-1)!)).toBeLessThan(1e-4);
+      await expect(
+        engine.score([{ prefix: Int32Array.from(ids), suffixes: [{ tokens: Int32Array.of(1), labels: ALL_IDS }] }]),
+      ).rejects.toMatchObject({ code: 'ERR_INPUT' });
+    } finally {
+      engine.close();
+    }
+  });
+});
+
+// ---------------------------------------------------------------- errors
+
+describe('checkpoints that cannot be imported', () => {
+  async function variant(name: string, edit: (cfg: Record<string, unknown>, tensors: Map<string, Tensor>) => void): Promise<string> {
+    const cfg = readConfig(path.join(FIXTURES, 'qwen3'));
+    const tensors = readSafetensors(path.join(FIXTURES, 'qwen3', 'model.safetensors'));
+    edit(cfg, tensors);
+    return writeCheckpoint(`bad-${name}`, cfg, tensors, 'F32');
+  }
+
+  const bad: Array<[string, (cfg: Record<string, unknown>, t: Map<string, Tensor>) => void, RegExp]> = [
+    ['moe-type', (c) => void (c.model_type = 'qwen3_moe'), /qwen3_moe.*mixture-of-experts/],
+    ['moe-keys', (c) => void (c.num_experts = 8), /num_experts.*mixture-of-experts/],
+    ['unknown-type', (c) => void (c.model_type = 'phi3'), /model_type "phi3" is not supported; supported: qwen3, qwen2, llama, mistral, gemma/],
+    ['missing-tensor', (_c, t) => void t.delete('model.layers.1.mlp.up_proj.weight'), /missing tensor model\.layers\.1\.mlp\.up_proj\.weight/],
+    ['shape', (c) => void (c.intermediate_size = 96), /model\.layers\.0\.mlp\.gate_proj\.weight has shape \[128, 64\], the config implies \[96, 64\]/],
+    ['extra-tensor', (_c, t) => void t.set('model.layers.0.mlp.experts.0.weight', { shape: [2], data: new Float64Array(2) }), /no place for .*experts\.0\.weight/],
+    ['rope-yarn', (c) => void (c.rope_parameters = { rope_type: 'yarn', rope_theta: 1e6, factor: 4 }), /rope scaling type "yarn" is not supported/],
+    ['sliding', (c) => void Object.assign(c, { model_type: 'gemma2' }), /Gemma 2/],
+  ];
+
+  it.each(bad)('%s: a clear error, and nothing is left in the output directory', async (name, edit, message) => {
+    const dir = await variant(name, edit);
+    const modelsDir = path.join(scratch, `out-${name}`);
+    await mkdir(modelsDir);
+    const err = await importModel({ hfDir: dir, outDir: path.join(modelsDir, 'm-2026-11') }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImportError);
+    expect((err as Error).message).toMatch(message);
+    expect(await readdir(modelsDir)).toEqual([]);
+  });
+
+  it('--dtype bf16 is refused with the reason and the alternatives', async () => {
+    const modelsDir = path.join(scratch, 'out-bf16');
+    await mkdir(modelsDir);
+    const err = await importModel({ hfDir: path.join(FIXTURES, 'qwen3'), outDir: path.join(modelsDir, 'm'), dtype: 'bf16' }).catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/bf16 output is not supported: ONNX Runtime CPU .* --dtype fp16 .* --dtype fp32/);
+    expect(await readdir(modelsDir)).toEqual([]);
+  });
+
+  it('a truncated safetensors file is named, and an existing model is not replaced without force', async () => {
+    const dir = path.join(scratch, 'truncated');
+    await mkdir(dir);
+    await cp(path.join(FIXTURES, 'qwen3', 'config.json'), path.join(dir, 'config.json'));
+    const bytes = await readFile(path.join(FIXTURES, 'qwen3', 'model.safetensors'));
+    await writeFile(path.join(dir, 'model.safetensors'), bytes.subarray(0, bytes.length - 1000));
+    await expect(importModel({ hfDir: dir, outDir: path.join(scratch, 'out-trunc', 'm') })).rejects.toThrow(/model\.safetensors: tensor model\.\S+ .*\(truncated or corrupt\)/);
+
+    const first = await importFixture('qwen3');
+    await expect(importModel({ hfDir: path.join(FIXTURES, 'qwen3'), outDir: first.dir })).rejects.toThrow(/already exists.*--force/);
+    const again = await importModel({ hfDir: path.join(FIXTURES, 'qwen2'), outDir: first.dir, force: true });
+    expect(again.plan.family).toBe('qwen2');
+    expect(readConfig(first.dir).model_type).toBe('qwen2');
+  });
+});
