@@ -28,7 +28,12 @@ export class TextTokenizer {
     try {
       await access(path);
     } catch {
-      throw new EngineError('ERR_MODEL_LOAD', `tokenizer: ${path} not found (the model directory needs a Hugging Face tokenizer.json)`);
+      // A model imported without tokenizer files (decide import-model warns) lands here.
+      throw new EngineError(
+        'ERR_MODEL_LOAD',
+        `the model has no tokenizer: ${path} is missing. The service needs the model's Hugging Face tokenizer.json ` +
+          '(and tokenizer_config.json with its chat template) in the model directory; the Engine alone can still score token ids',
+      );
     }
     let hf: HfTokenizer;
     try {

@@ -1,0 +1,142 @@
+/**
+ * `decide import-model` the way a user meets it: the CLI on a Hugging Face folder (with the real
+ * Qwen3 tokenizer files and chat template), then `decide serve` answering /v1/decide with the
+ * imported model over real HTTP; a folder without tokenizer files imports with a warning and is
+ * refused by the service with an error that says so; a bad checkpoint exits 1 with the reason and
+ * leaves nothing in the models directory.
+ */
+import { execFile } from 'node:child_process';
+import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { describeError } from '../../src/api/errors.js';
+import { DecisionService } from '../../src/service/decision-service.js';
+import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
+import { randomCheckpoint } from '../helpers/hf-checkpoint.js';
+import { writeSafetensors } from '../helpers/safetensors-file.js';
+import { QWEN3_TOKENIZER_FILES } from '../helpers/tokenizer-dir.js';
+import { postDecide, startServe } from './serve-process.js';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const BIN = path.join(ROOT, 'bin', 'decide.js');
+const FIXTURES = path.join(ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
+
+/** A small Qwen3 with the real Qwen3 vocabulary, so the real tokenizer and chat template apply. */
+const QWEN3_CONFIG = {
+  architectures: ['Qwen3ForCausalLM'],
+  model_type: 'qwen3',
+  hidden_size: 32,
+  num_attention_heads: 2,
+  num_key_value_heads: 1,
+  head_dim: 16,
+  intermediate_size: 64,
+  num_hidden_layers: 1,
+  vocab_size: 151936,
+  max_position_embeddings: 4096,
+  rope_theta: 1000000,
+  rms_norm_eps: 1e-6,
+  hidden_act: 'silu',
+  tie_word_embeddings: true,
+  torch_dtype: 'bfloat16',
+};
+
+let dirs: TempDirs;
+let hfDir: string;
+
+async function decide(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { cwd: ROOT });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+beforeAll(async () => {
+  dirs = await tempModels(['svc-alpha-2026-10']);
+  hfDir = path.join(dirs.root, 'hf', 'Qwen3-Tiny');
+  await mkdir(hfDir, { recursive: true });
+  await writeFile(path.join(hfDir, 'config.json'), JSON.stringify(QWEN3_CONFIG));
+  writeSafetensors(path.join(hfDir, 'model.safetensors'), randomCheckpoint(QWEN3_CONFIG, 5, 1), 'BF16');
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) await copyFile(path.join(QWEN3_TOKENIZER_FILES, f), path.join(hfDir, f));
+});
+
+afterAll(() => dirs?.cleanup());
+
+describe('decide import-model', () => {
+  it('imports a folder with tokenizer files, and decide serve answers with it over HTTP', async () => {
+    const res = await decide(['import-model', hfDir, '--out', dirs.modelsDir, '--id', 'qwen3-tiny-2026-11']);
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/wrote .*qwen3-tiny-2026-11 \(qwen3, .*M parameters, fp32\) in/);
+    const out = path.join(dirs.modelsDir, 'qwen3-tiny-2026-11');
+    expect((await readdir(out)).sort()).toEqual(['config.json', 'decision.json', 'onnx', 'tokenizer.json', 'tokenizer_config.json']);
+    const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
+    expect(decision.import).toMatchObject({ family: 'qwen3', sourceDtypes: ['BF16'], dtype: 'fp32', tokenizer: true, tiedEmbeddings: true });
+    expect(decision.calibration.temperature).toEqual({ noul: 1, choice: 1, score: 1 });
+
+    const server = await startServe({ args: ['--models-dir', dirs.modelsDir, '--data-dir', dirs.dataDir], env: { DECIDE_API_KEYS: TEST_KEY } });
+    try {
+      const r = await postDecide(server.url, TEST_KEY, decideBody({ ticket: 'My card was charged twice.' }, MIXED_QUESTIONS, 'qwen3-tiny'));
+      expect(r.status).toBe(200);
+      expect(r.body.model).toBe('qwen3-tiny-2026-11');
+      expectValidAnswers(r.body.answers, MIXED_QUESTIONS);
+      expect(r.body.usage.input_tokens).toBeGreaterThan(50);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('without tokenizer files: imports with a warning; the service refuses it saying the tokenizer is missing', async () => {
+    const res = await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', path.join(dirs.modelsDir, 'no-tokenizer-2026-11')]);
+    expect(res.code).toBe(0);
+    expect(res.stderr).toMatch(/warning: no tokenizer\.json .* imported without a tokenizer/);
+    expect(res.stdout).toMatch(/NO tokenizer/);
+
+    const svc = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, preload: [] });
+    try {
+      const err = await svc
+        .decide({ model: 'no-tokenizer', state: 'hello', questions: { q: { type: 'noul', instructions: 'Is it?' } } })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect(describeError(err)).toMatch(/no tokenizer: .*tokenizer\.json is missing/);
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it('a checkpoint that cannot be imported exits 1 with the reason and writes nothing', async () => {
+    const bad = path.join(dirs.root, 'hf', 'bad');
+    await mkdir(bad, { recursive: true });
+    await writeFile(path.join(bad, 'config.json'), JSON.stringify({ ...QWEN3_CONFIG, model_type: 'qwen3_moe', num_experts: 8 }));
+    await copyFile(path.join(hfDir, 'model.safetensors'), path.join(bad, 'model.safetensors'));
+    const before = (await readdir(dirs.modelsDir)).sort();
+    const res = await decide(['import-model', bad, '--out', path.join(dirs.modelsDir, 'bad-2026-11')]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/cannot import .*: config\.json: model_type "qwen3_moe" is a mixture-of-experts model/);
+    expect((await readdir(dirs.modelsDir)).sort()).toEqual(before);
+
+    const usage = await decide(['import-model', bad]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/usage: decide import-model HF_DIR --out DIR/);
+  });
+
+  it('a chat template that cannot render the decision prompt is refused before anything is written', async () => {
+    const dir = path.join(dirs.root, 'hf', 'bad-template');
+    await mkdir(dir, { recursive: true });
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) await copyFile(path.join(hfDir, f), path.join(dir, f));
+    const cfg = JSON.parse(await readFile(path.join(hfDir, 'tokenizer_config.json'), 'utf8'));
+    cfg.chat_template = '{{ messages[0].content }}'; // drops the user message
+    await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(cfg));
+    const before = (await readdir(dirs.modelsDir)).sort();
+    const res = await decide(['import-model', dir, '--out', path.join(dirs.modelsDir, 'bad-template-2026-11')]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/the chat template cannot render the decision prompt/);
+    expect((await readdir(dirs.modelsDir)).sort()).toEqual(before);
+  });
+});
