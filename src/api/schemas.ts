@@ -78,6 +78,13 @@ export const DecideRequestSchema = Type.Object(
       propertyNames: KeyNames,
       description: 'Caller-chosen question id -> question.',
     }),
+    label_mass: Type.Optional(
+      Type.Boolean({
+        description:
+          'Diagnostics, default false. When true every answer also carries label_mass: the share of the ' +
+          "model's next-token probability that fell on the option labels at all.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -92,6 +99,15 @@ export const AnswerSchema = Type.Object({
     description: 'The option with the highest probability; ties go to the option listed first in criteria (noul: no before yes).',
   }),
   confidence: Type.Number({ minimum: 0, maximum: 1, description: 'probs[top].' }),
+  label_mass: Type.Optional(
+    Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description:
+        'Only when the request set label_mass: true. The share of the next-token probability on the option labels ' +
+        '(before calibration, 6 significant digits). Near 0: the model is not answering this question with any of its options.',
+    }),
+  ),
 });
 export type Answer = Static<typeof AnswerSchema>;
 

@@ -64,9 +64,11 @@ export interface NormalizedDecideRequest {
   stateText: string;
   /** In the caller's order of question ids. */
   questions: NormalizedQuestion[];
+  /** The caller asked for `label_mass` on every answer (opt-in diagnostics). */
+  labelMass?: boolean;
 }
 
-const REQUEST_FIELDS = ['model', 'state', 'questions'];
+const REQUEST_FIELDS = ['model', 'state', 'questions', 'label_mass'];
 const QUESTION_FIELDS = ['type', 'instructions', 'criteria'];
 const SCORE_LEVEL = /^-?[0-9]+(?:\.[0-9]+)?$/;
 const RESERVED_KEY = '__proto__';
@@ -334,5 +336,7 @@ export function validateDecideRequest(
   const stateText = normalizeState(body.state, limits);
   const questions = normalizeQuestions(body.questions, limits);
   rejectUnknown(body, REQUEST_FIELDS, '');
-  return { model, stateText, questions };
+  const labelMass = body.label_mass;
+  if (labelMass !== undefined && typeof labelMass !== 'boolean') fail(`label_mass: must be true or false, got ${describe(labelMass)}`);
+  return labelMass ? { model, stateText, questions, labelMass } : { model, stateText, questions };
 }

@@ -27,7 +27,7 @@ import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLim
 export const MAX_CUSTOM_ID_LENGTH = 256;
 export const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
 
-const RECORD_FIELDS = ['custom_id', 'model', 'state', 'questions'];
+const RECORD_FIELDS = ['custom_id', 'model', 'state', 'questions', 'label_mass'];
 const ENVELOPE_FIELDS = ['custom_id', 'method', 'url', 'body'];
 const ENVELOPE_MARKERS = ['method', 'url', 'body'];
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);

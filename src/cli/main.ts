@@ -5,6 +5,10 @@
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   serve: { summary: 'run the HTTP API (/v1/decide, /v1/batches, /v1/models)', load: () => import('./serve.js') },
   batch: { summary: 'run a JSONL batch in-process: decide batch IN.jsonl --model ID --out OUT.jsonl', load: () => import('./batch.js') },
+  calibrate: {
+    summary: 'fit calibration on labelled rows into a new model version: --model ID --data FILE.jsonl',
+    load: () => import('./calibrate.js'),
+  },
   bench: { summary: 'benchmark the engine against the fresh-scoring baseline', load: () => import('./bench.js') },
   'import-model': { summary: 'convert a Hugging Face checkpoint folder: HF_DIR --out DIR [--dtype fp32|fp16]', load: () => import('./import-model.js') },
   'make-model': { summary: 'generate a model directory with random weights: --preset NAME --out DIR', load: () => import('./make-model.js') },

@@ -1,6 +1,8 @@
-// From label-token logits to an answer: probs = softmax(logits / T), rounded to 6 decimals so
-// that they still sum to 1, plus top and confidence. T is the calibration temperature of the model
-// version for the question type (decision.json), so a pinned model gives reproducible answers.
+// From label-token logits to an answer: probs = softmax((logits - bias) / T), rounded to 6
+// decimals so that they still sum to 1, plus top and confidence. T (a temperature) and bias (a
+// logit offset per label token, the model's prior for that label) are the calibration of the model
+// version for the question type, read from its decision.json (written by `decide calibrate`,
+// src/calibration/), so a pinned model gives reproducible answers.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { QUESTION_TYPES, type Answer, type QuestionType } from '../api/schemas.js';
@@ -32,6 +34,8 @@ export function answerFromLogits(
   question: CalibrationQuestion,
   labelLogits: ArrayLike<number>,
   temperature: number,
+  /** Subtracted from each logit before the temperature, in option order; default none. */
+  labelBias?: ArrayLike<number>,
 ): Answer {
   const { options } = question;
   const n = options.length;
@@ -40,6 +44,7 @@ export function answerFromLogits(
   if (!(Number.isFinite(temperature) && temperature > 0)) {
     throw new EngineError('ERR_RUNTIME', `calibrate: temperature must be a positive finite number, got ${temperature}`);
   }
+  if (labelBias && labelBias.length !== n) throw new EngineError('ERR_RUNTIME', `calibrate: ${labelBias.length} label biases for ${n} options`);
 
   const z = new Float64Array(n);
   let max = -Infinity;
@@ -47,7 +52,7 @@ export function answerFromLogits(
     const l = labelLogits[i]!;
     // -Infinity is a label the model rules out; NaN or +Infinity means a broken forward pass.
     if (Number.isNaN(l) || l === Infinity) throw new EngineError('ERR_RUNTIME', `calibrate: logit ${i} is ${l}`);
-    z[i] = l / temperature;
+    z[i] = (l - (labelBias ? labelBias[i]! : 0)) / temperature;
     if (z[i]! > max) max = z[i]!;
   }
   if (max === -Infinity) throw new EngineError('ERR_RUNTIME', 'calibrate: every label logit is -Infinity');
@@ -88,20 +93,36 @@ export function answerFromLogits(
 export interface Calibration {
   /** Softmax temperature per question type (1 = the model's raw distribution). */
   temperature: Readonly<Record<QuestionType, number>>;
+  /**
+   * Per question type, label shown to the model ("A", "yes", "3") -> logit offset subtracted before
+   * the temperature. A label without an entry gets 0; a type without a map is not corrected.
+   */
+  labelBias: Readonly<Partial<Record<QuestionType, Readonly<Record<string, number>>>>>;
 }
 
 export const DEFAULT_CALIBRATION: Readonly<Calibration> = Object.freeze({
   temperature: Object.freeze({ noul: 1, choice: 1, score: 1 }),
+  labelBias: Object.freeze({}),
 });
 
+/** The bias of each label of a question under `calibration`, or undefined when none applies. */
+export function labelBiasFor(calibration: Calibration, type: QuestionType, labels: readonly string[]): Float64Array | undefined {
+  const map = calibration.labelBias[type];
+  if (!map) return undefined;
+  return Float64Array.from(labels, (l) => (Object.hasOwn(map, l) ? map[l]! : 0));
+}
+
 /**
- * Reads `calibration.temperature.{noul,choice,score}` from `<modelDir>/decision.json`.
- * A missing file, section or entry means 1. Anything else that is not a positive finite number,
- * or an unknown question type under `temperature`, is an error naming the field.
+ * Reads `calibration.temperature.{noul,choice,score}` and `calibration.label_bias.{type}.{label}`
+ * from `<modelDir>/decision.json`. A missing file, section or entry means 1 (temperature) or 0
+ * (bias). Anything else that is not a positive finite temperature or a finite bias, or an unknown
+ * question type, is an error naming the field. Other keys (`calibration.fit`, the provenance
+ * `decide calibrate` writes; anything other tools add) are ignored here.
  *
  * @example
- * // decision.json: { "calibration": { "temperature": { "choice": 1.3 } } }
- * const cal = await loadCalibration(modelDir); // { temperature: { noul: 1, choice: 1.3, score: 1 } }
+ * // decision.json: { "calibration": { "temperature": { "choice": 1.3 }, "label_bias": { "choice": { "A": 0.4, "B": -0.4 } } } }
+ * const cal = await loadCalibration(modelDir);
+ * // { temperature: { noul: 1, choice: 1.3, score: 1 }, labelBias: { choice: { A: 0.4, B: -0.4 } } }
  */
 export async function loadCalibration(modelDir: string): Promise<Calibration> {
   const path = join(modelDir, 'decision.json');
@@ -133,23 +154,50 @@ export function parseCalibration(decision: unknown, source = 'decision.json'): C
   const d = decision as Record<string, unknown>;
   if (d.calibration === undefined) return DEFAULT_CALIBRATION;
   if (!isObject(d.calibration)) bad('calibration', 'must be an object');
-  const t = (d.calibration as Record<string, unknown>).temperature;
-  if (t === undefined) return DEFAULT_CALIBRATION;
-  if (!isObject(t)) bad('calibration.temperature', 'must be an object with keys noul, choice, score');
-  const temps = t as Record<string, unknown>;
-  for (const k of Object.keys(temps)) {
-    if (!(QUESTION_TYPES as readonly string[]).includes(k)) {
-      bad(`calibration.temperature.${k}`, `is not a question type (use ${QUESTION_TYPES.join(', ')})`);
+  const section = d.calibration as Record<string, unknown>;
+  const checkTypes = (obj: Record<string, unknown>, field: string): void => {
+    for (const k of Object.keys(obj)) {
+      if (!(QUESTION_TYPES as readonly string[]).includes(k)) {
+        bad(`${field}.${k}`, `is not a question type (use ${QUESTION_TYPES.join(', ')})`);
+      }
     }
-  }
+  };
+
   const temperature = { ...DEFAULT_CALIBRATION.temperature };
-  for (const type of QUESTION_TYPES) {
-    const v = temps[type];
-    if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
-      bad(`calibration.temperature.${type}`, `must be a positive finite number, got ${JSON.stringify(v)}`);
+  const t = section.temperature;
+  if (t !== undefined) {
+    if (!isObject(t)) bad('calibration.temperature', 'must be an object with keys noul, choice, score');
+    const temps = t as Record<string, unknown>;
+    checkTypes(temps, 'calibration.temperature');
+    for (const type of QUESTION_TYPES) {
+      const v = temps[type];
+      if (v === undefined) continue;
+      if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
+        bad(`calibration.temperature.${type}`, `must be a positive finite number, got ${JSON.stringify(v)}`);
+      }
+      temperature[type] = v as number;
     }
-    temperature[type] = v as number;
   }
-  return { temperature: Object.freeze(temperature) };
+
+  const labelBias: Partial<Record<QuestionType, Readonly<Record<string, number>>>> = {};
+  const b = section.label_bias;
+  if (b !== undefined && b !== null) {
+    if (!isObject(b)) bad('calibration.label_bias', 'must be an object with keys noul, choice, score');
+    const biases = b as Record<string, unknown>;
+    checkTypes(biases, 'calibration.label_bias');
+    for (const type of QUESTION_TYPES) {
+      const m = biases[type];
+      if (m === undefined || m === null) continue;
+      if (!isObject(m)) bad(`calibration.label_bias.${type}`, 'must be an object from label to number');
+      const map: Record<string, number> = Object.create(null);
+      for (const [label, v] of Object.entries(m as Record<string, unknown>)) {
+        if (typeof v !== 'number' || !Number.isFinite(v)) {
+          bad(`calibration.label_bias.${type}.${label}`, `must be a finite number, got ${JSON.stringify(v)}`);
+        }
+        map[label] = v as number;
+      }
+      labelBias[type] = Object.freeze(map);
+    }
+  }
+  return { temperature: Object.freeze(temperature), labelBias: Object.freeze(labelBias) };
 }

@@ -7,7 +7,7 @@
 import type { Answer } from '../api/schemas.js';
 import type { NormalizedDecideRequest, NormalizedQuestion } from '../api/validate.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
-import { answerFromLogits, loadCalibration, type Calibration } from './calibrate.js';
+import { answerFromLogits, labelBiasFor, loadCalibration, type Calibration } from './calibrate.js';
 import { Engine, type EngineLoadOptions, type ScoreGroup, type SuffixScore } from './engine.js';
 import { LabelSet } from './labels.js';
 import { PromptRenderer } from './prompt.js';
@@ -24,6 +24,10 @@ export interface ModelRuntimeOptions {
 export interface PreparedRequest {
   group: ScoreGroup;
   questions: NormalizedQuestion[];
+  /** Per question, the label shown to the model for each option (what the label bias is keyed by). */
+  labels: string[][];
+  /** Add `label_mass` to every answer. */
+  labelMass: boolean;
   /** Prompt tokens the model reads: the prefix once plus every suffix. */
   inputTokens: number;
 }
@@ -32,13 +36,39 @@ export interface ScoredRequest {
   answers: Record<string, Answer>;
   inputTokens: number;
   cachedTokens: number;
+  /** The uncalibrated scores behind the answers, per question in request order (for `decide calibrate`). */
+  raw: RawQuestionScore[];
+}
+
+export interface RawQuestionScore {
+  questionId: string;
+  /** Label shown for each option, in option order. */
+  labels: string[];
+  /** The engine's label-token logits, in option order, before any calibration. */
+  labelLogits: Float32Array;
+  /** log-sum-exp over the whole vocabulary at the answer position. */
+  logSumExp: number;
+}
+
+interface SuffixTokens {
+  tokens: Int32Array;
+  labels: Int32Array;
+  shown: string[];
+}
+
+/** Share of the next-token probability that falls on the option labels: sum of exp(logit - logSumExp). */
+export function labelMass(labelLogits: ArrayLike<number>, logSumExp: number): number {
+  let mass = 0;
+  for (let i = 0; i < labelLogits.length; i++) mass += Math.exp(labelLogits[i]! - logSumExp);
+  // Float32 logits against a float32 log-sum-exp can overshoot 1 by rounding.
+  return Math.min(1, mass);
 }
 
 /** Suffix token ids by question content: batch jobs ask the same questions of every record. */
 class SuffixCache {
-  private readonly entries = new Map<string, Promise<{ tokens: Int32Array; labels: Int32Array }>>();
+  private readonly entries = new Map<string, Promise<SuffixTokens>>();
   constructor(private readonly capacity = 4096) {}
-  get(key: string, make: () => Promise<{ tokens: Int32Array; labels: Int32Array }>) {
+  get(key: string, make: () => Promise<SuffixTokens>) {
     let hit = this.entries.get(key);
     if (hit) {
       this.entries.delete(key);
@@ -109,7 +139,13 @@ export class ModelRuntime {
       );
     }
     const inputTokens = prefix.length + suffixes.reduce((n, s) => n + s.tokens.length, 0);
-    return { group: { prefix, suffixes }, questions: request.questions, inputTokens };
+    return {
+      group: { prefix, suffixes: suffixes.map((s) => ({ tokens: s.tokens, labels: s.labels })) },
+      questions: request.questions,
+      labels: suffixes.map((s) => s.shown),
+      labelMass: request.labelMass ?? false,
+      inputTokens,
+    };
   }
 
   /** Scores prepared requests through the scheduler (one job: they share an engine call). */
@@ -122,27 +158,47 @@ export class ModelRuntime {
       answers: this.answers(p, result.groups[i]!),
       inputTokens: p.inputTokens,
       cachedTokens: result.cachedTokens[i]!,
+      raw: p.questions.map((q, j) => ({
+        questionId: q.id,
+        labels: p.labels[j]!,
+        labelLogits: result.groups[i]![j]!.labelLogits,
+        logSumExp: result.groups[i]![j]!.logSumExp,
+      })),
     }));
   }
 
+  /** Calibrated answers: this version's temperature and label bias for each question's type. */
   answers(prepared: PreparedRequest, scores: SuffixScore[]): Record<string, Answer> {
     const out: Record<string, Answer> = {};
     prepared.questions.forEach((q, i) => {
-      out[q.id] = answerFromLogits(q, scores[i]!.labelLogits, this.calibration.temperature[q.type]);
+      const { labelLogits, logSumExp } = scores[i]!;
+      const bias = labelBiasFor(this.calibration, q.type, prepared.labels[i]!);
+      const answer = answerFromLogits(q, labelLogits, this.calibration.temperature[q.type], bias);
+      out[q.id] = prepared.labelMass ? { ...answer, label_mass: roundMass(labelMass(labelLogits, logSumExp)) } : answer;
     });
     return out;
+  }
+
+  /** The calibration this version answers with (from its decision.json). */
+  get calibrationInUse(): Calibration {
+    return this.calibration;
   }
 
   close(): void {
     this.engine.close();
   }
 
-  private suffixFor(q: NormalizedQuestion): Promise<{ tokens: Int32Array; labels: Int32Array }> {
+  private suffixFor(q: NormalizedQuestion): Promise<SuffixTokens> {
     const key = JSON.stringify([q.type, q.instructions, q.options.map((o) => [o.key, o.description])]);
     return this.suffixes.get(key, async () => {
       const { labels, labelIds } = await this.labels.forQuestion(q);
       const tokens = await this.tokenizer.encode(this.renderer.renderSuffix(q, labels));
-      return { tokens, labels: labelIds };
+      return { tokens, labels: labelIds, shown: labels };
     });
   }
+}
+
+/** label_mass as reported: 6 significant digits (a tiny mass is the signal, so not 6 decimals). */
+function roundMass(mass: number): number {
+  return mass === 0 ? 0 : Number(mass.toPrecision(6));
 }

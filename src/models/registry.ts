@@ -1,7 +1,8 @@
 /**
  * Model registry: model ids are directory names under the models directory. A dated id
- * (`svc-alpha-2026-10`) pins one version; its undated alias (`svc-alpha`) resolves to the newest
- * dated version installed. Responses always name the resolved dated id. The directory is re-read
+ * (`svc-alpha-2026-10`, or with a day `svc-alpha-2026-11-22` as `decide calibrate` writes) pins
+ * one version; its undated alias (`svc-alpha`) resolves to the newest dated version installed
+ * (dates compare as text, so a day-dated id is newer than its month's plain id). Responses always name the resolved dated id. The directory is re-read
  * on every resolve of an unknown id, so a model installed while the service runs is found.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -9,15 +10,27 @@ import path from 'node:path';
 
 import { EngineError } from '../errors/engine-error.js';
 
-const DATED_ID = /^(.+)-(\d{4})-(\d{2})$/;
+const DATED_ID = /^(.+?)-(\d{4})-(\d{2})(?:-(\d{2}))?$/;
 const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Whether `id` can name a model directory (what rescan() accepts). */
+export function isValidModelId(id: string): boolean {
+  return VALID_ID.test(id) && !id.includes('.tmp-');
+}
+
+/** The undated alias and the date of a dated id ('svc-alpha-2026-11-22' -> svc-alpha, 2026-11-22). */
+export function parseDatedId(id: string): { alias: string; version: string } | undefined {
+  const dated = DATED_ID.exec(id);
+  if (!dated) return undefined;
+  return { alias: dated[1]!, version: dated[4] ? `${dated[2]}-${dated[3]}-${dated[4]}` : `${dated[2]}-${dated[3]}` };
+}
 
 export interface InstalledModel {
   id: string;
   dir: string;
   /** The undated alias this id answers to, when the id is dated. */
   alias?: string;
-  /** 'YYYY-MM' of a dated id. */
+  /** 'YYYY-MM' or 'YYYY-MM-DD' of a dated id. */
   version?: string;
 }
 
@@ -36,8 +49,8 @@ export class ModelRegistry {
         const dir = path.join(this.modelsDir, name);
         if (!VALID_ID.test(name) || name.includes('.tmp-')) continue;
         if (!statSync(dir).isDirectory() || !existsSync(path.join(dir, 'config.json'))) continue;
-        const dated = DATED_ID.exec(name);
-        found.set(name, dated ? { id: name, dir, alias: dated[1], version: `${dated[2]}-${dated[3]}` } : { id: name, dir });
+        const dated = parseDatedId(name);
+        found.set(name, dated ? { id: name, dir, ...dated } : { id: name, dir });
       }
     }
     this.installed = found;

@@ -13,11 +13,12 @@ import { ApiError, toApiError } from '../api/errors.js';
 import { EngineError } from '../errors/engine-error.js';
 import type { DecideResponse } from '../api/schemas.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
-import { ModelRuntime, type ModelRuntimeOptions, type ScoredRequest } from '../engine/model-runtime.js';
+import { ModelRuntime, type ModelRuntimeOptions, type RawQuestionScore, type ScoredRequest } from '../engine/model-runtime.js';
 import type { Priority } from '../engine/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
 import { DEFAULT_MODEL_ID, ensureDefaultModel } from '../models/default-model.js';
-import { ModelRegistry } from '../models/registry.js';
+import { calibrationSummary, type CalibrationSummary } from '../models/model-info.js';
+import { ModelRegistry, type InstalledModel } from '../models/registry.js';
 
 export interface DecisionServiceOptions {
   /** Where model directories live; default DECIDE_MODELS_DIR or ./models. */
@@ -35,9 +36,11 @@ export interface DecisionServiceOptions {
   log?: (line: string) => void;
 }
 
+export type ModelEntry = { id: string; object: 'model'; alias?: string; loaded: boolean } & CalibrationSummary;
+
 export interface ModelListing {
   object: 'list';
-  data: Array<{ id: string; object: 'model'; alias?: string; loaded: boolean }>;
+  data: ModelEntry[];
   aliases: Record<string, string>;
 }
 
@@ -45,8 +48,11 @@ export interface ServiceMetrics {
   models: Array<{ id: string; counters: EngineCounters; queue: { live: number; batch: number }; calls: number }>;
 }
 
-/** One record's outcome in decideRecords(). */
-export type RecordOutcome = { ok: true; response: DecideResponse } | { ok: false; error: ApiError };
+/**
+ * One record's outcome in decideRecords(). `raw` holds the uncalibrated label logits behind the
+ * answers (what `decide calibrate` fits on); result rows never include it.
+ */
+export type RecordOutcome = { ok: true; response: DecideResponse; raw?: RawQuestionScore[] } | { ok: false; error: ApiError };
 
 export function newDecisionId(): string {
   return `dec_${ulid()}`;
@@ -150,7 +156,7 @@ export class DecisionService {
         throw toApiError(err);
       }
       prepared.forEach((p, i) => {
-        outcomes[p.index] = { ok: true, response: decideResponse(newDecisionId(), runtime.id, scored[i]!) };
+        outcomes[p.index] = { ok: true, response: decideResponse(newDecisionId(), runtime.id, scored[i]!), raw: scored[i]!.raw };
       });
     }
     return outcomes;
@@ -165,13 +171,23 @@ export class DecisionService {
     this.registry.rescan();
     return {
       object: 'list',
-      data: this.registry.list().map((m) => ({
-        id: m.id,
-        object: 'model' as const,
-        ...(m.alias ? { alias: m.alias } : {}),
-        loaded: this.runtimes.has(m.id),
-      })),
+      data: this.registry.list().map((m) => this.modelEntry(m)),
       aliases: this.registry.aliases(),
+    };
+  }
+
+  /** One model (id or alias) as GET /v1/models/{id} shows it; throws 404 not_found. */
+  describeModel(id: string): ModelEntry {
+    return this.modelEntry(this.registry.resolve(id));
+  }
+
+  private modelEntry(m: InstalledModel): ModelEntry {
+    return {
+      id: m.id,
+      object: 'model' as const,
+      ...(m.alias ? { alias: m.alias } : {}),
+      loaded: this.runtimes.has(m.id),
+      ...calibrationSummary(m.dir),
     };
   }
 

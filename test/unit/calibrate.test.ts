@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Value } from '@sinclair/typebox/value';
 import { AnswerSchema } from '../../src/api/schemas.js';
-import { answerFromLogits, DEFAULT_CALIBRATION, loadCalibration, parseCalibration, type CalibrationQuestion } from '../../src/engine/calibrate.js';
+import { answerFromLogits, DEFAULT_CALIBRATION, labelBiasFor, loadCalibration, parseCalibration, type CalibrationQuestion } from '../../src/engine/calibrate.js';
 
 /** Deterministic PRNG (mulberry32) so failures reproduce. */
 function rng(seed: number): () => number {
@@ -185,6 +185,35 @@ describe('loadCalibration', () => {
     expect(cal.temperature).toEqual({ noul: 1, choice: 1.3, score: 0.8 });
   });
 
+  it('reads per-type label biases next to the temperatures and ignores the fit provenance', async () => {
+    const cal = await loadCalibration(
+      await dirWith(
+        JSON.stringify({
+          calibration: {
+            temperature: { choice: 2 },
+            label_bias: { choice: { A: 0.5, B: -0.5 }, noul: { no: 0.1, yes: -0.1 } },
+            fit: { data_sha256: 'ab', rows: 10 },
+          },
+        }),
+      ),
+    );
+    expect(cal.temperature).toEqual({ noul: 1, choice: 2, score: 1 });
+    expect(cal.labelBias.choice).toEqual({ A: 0.5, B: -0.5 });
+    expect(cal.labelBias.score).toBeUndefined();
+    expect(Array.from(labelBiasFor(cal, 'choice', ['A', 'B', 'C'])!)).toEqual([0.5, -0.5, 0]);
+    expect(labelBiasFor(cal, 'score', ['0', '1'])).toBeUndefined();
+  });
+
+  it('applies the bias before the temperature: softmax((logits - bias) / T)', () => {
+    const q = choiceQuestion(3);
+    const a = answerFromLogits(q, Float32Array.of(2, 1, 0), 2, Float64Array.of(1, 0, -1));
+    const exact = exactSoftmax([0.5, 0.5, 0.5], 1);
+    expect(Object.values(a.probs).map((v) => Math.abs(v - exact[0]!) <= 1e-6)).toEqual([true, true, true]);
+    // Without a bias the answer is what it always was.
+    expect(answerFromLogits(q, Float32Array.of(2, 1, 0), 2)).toEqual(answerFromLogits(q, Float32Array.of(2, 1, 0), 2, Float64Array.of(0, 0, 0)));
+    expect(() => answerFromLogits(q, Float32Array.of(2, 1, 0), 1, Float64Array.of(1))).toThrow(/1 label biases for 3 options/);
+  });
+
   it('rejects bad values with a message naming the field', async () => {
     await expect(loadCalibration(await dirWith('{not json'))).rejects.toThrow(/decision\.json is not valid JSON/);
     const bad = (d: unknown) => () => parseCalibration(d);
@@ -196,5 +225,9 @@ describe('loadCalibration', () => {
     expect(bad({ calibration: { temperature: { score: '1' } } })).toThrow(/temperature\.score .*got "1"/);
     expect(bad({ calibration: { temperature: { score: null } } })).toThrow(/temperature\.score .*got null/);
     expect(bad({ calibration: { temperature: { choise: 2 } } })).toThrow(/temperature\.choise is not a question type/);
+    expect(bad({ calibration: { label_bias: [] } })).toThrow(/calibration\.label_bias must be an object/);
+    expect(bad({ calibration: { label_bias: { yesno: {} } } })).toThrow(/label_bias\.yesno is not a question type/);
+    expect(bad({ calibration: { label_bias: { choice: 1 } } })).toThrow(/label_bias\.choice must be an object from label to number/);
+    expect(bad({ calibration: { label_bias: { choice: { A: 'x' } } } })).toThrow(/label_bias\.choice\.A must be a finite number, got "x"/);
   });
 });

@@ -69,7 +69,14 @@ describe('validateDecideRequest: the request envelope', () => {
   });
 
   it('rejects unknown top-level fields, naming them', () => {
-    expectInvalid(body({ temperature: 0 }), /^temperature: unknown field \(allowed: model, state, questions\)/);
+    expectInvalid(body({ temperature: 0 }), /^temperature: unknown field \(allowed: model, state, questions, label_mass\)/);
+  });
+
+  it('label_mass: an opt-in boolean, carried only when true', () => {
+    expect(validateDecideRequest(body({ label_mass: true })).labelMass).toBe(true);
+    expect(validateDecideRequest(body({ label_mass: false }))).not.toHaveProperty('labelMass');
+    expect(validateDecideRequest(body())).not.toHaveProperty('labelMass');
+    expectInvalid(body({ label_mass: 'yes' }), /^label_mass: must be true or false, got string/);
   });
 
   it('accepts a minimal request and normalizes it', () => {

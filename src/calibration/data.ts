@@ -1,0 +1,118 @@
+/**
+ * The calibration data file: JSONL, one decide request plus its truth per line,
+ *   {"state": ..., "questions": {...}, "expected": {"<question id>": "<option key>"}}
+ * (`model` and `custom_id` may be present and are ignored: `--model` names the model).
+ *
+ * A line that is not a JSON object, has no usable `expected`, or is not a valid decide request is an
+ * error: the whole file is refused, listing the bad lines, so a fit never silently drops data. An
+ * `expected` label that is not an option of its question (or names a question that is not there)
+ * is only reported: that pair is left out and the rest of the row is used.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+
+import { ApiError } from '../api/errors.js';
+import { validateDecideRequest, type NormalizedDecideRequest } from '../api/validate.js';
+
+export interface CalibrationRow {
+  /** 1-based line number in the file. */
+  line: number;
+  /** What the batch path is given for this line. */
+  body: { state: unknown; questions: unknown };
+  request: NormalizedDecideRequest;
+  /** Question id -> index of the expected option (in the question's option order). */
+  expected: Map<string, number>;
+}
+
+export interface Unusable {
+  line: number;
+  question: string;
+  reason: string;
+}
+
+export interface CalibrationData {
+  rows: CalibrationRow[];
+  sha256: string;
+  bytes: number;
+  /** Expected labels left out, with the reason. */
+  unusable: Unusable[];
+}
+
+export class CalibrationDataError extends Error {}
+
+const MAX_LISTED = 10;
+const FIELDS = new Set(['state', 'questions', 'expected', 'model', 'custom_id']);
+
+/** Reads and checks a calibration file; throws CalibrationDataError naming the bad lines. */
+export async function readCalibrationData(file: string, model: string): Promise<CalibrationData> {
+  let buf: Buffer;
+  try {
+    buf = await readFile(file);
+  } catch (err) {
+    throw new CalibrationDataError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  const text = buf.toString('utf8').replace(/^\uFEFF/, '');
+  const errors: string[] = [];
+  const rows: CalibrationRow[] = [];
+  const unusable: Unusable[] = [];
+  text.split('\n').forEach((raw, i) => {
+    const line = i + 1;
+    if (raw.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch (err) {
+      errors.push(`line ${line}: not valid JSON (${(err as Error).message})`);
+      return;
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      errors.push(`line ${line}: must be a JSON object {"state", "questions", "expected"}`);
+      return;
+    }
+    const record = value as Record<string, unknown>;
+    const unknown = Object.keys(record).filter((k) => !FIELDS.has(k));
+    if (unknown.length > 0) {
+      errors.push(`line ${line}: unknown field ${JSON.stringify(unknown[0])} (a row is state, questions, expected)`);
+      return;
+    }
+    const expected = record.expected;
+    if (typeof expected !== 'object' || expected === null || Array.isArray(expected) || Object.keys(expected).length === 0) {
+      errors.push(`line ${line}: expected: required, an object from question id to the right option key`);
+      return;
+    }
+    let request: NormalizedDecideRequest;
+    try {
+      request = validateDecideRequest({ model, state: record.state, questions: record.questions });
+    } catch (err) {
+      errors.push(`line ${line}: ${err instanceof ApiError ? err.message : String(err)}`);
+      return;
+    }
+    const map = new Map<string, number>();
+    for (const [qid, label] of Object.entries(expected as Record<string, unknown>)) {
+      if (typeof label !== 'string') {
+        errors.push(`line ${line}: expected.${qid}: must be an option key (a string), got ${label === null ? 'null' : typeof label}`);
+        return;
+      }
+      const question = request.questions.find((q) => q.id === qid);
+      if (!question) {
+        unusable.push({ line, question: qid, reason: `no question "${qid}" in this row` });
+        continue;
+      }
+      const index = question.options.findIndex((o) => o.key === label);
+      if (index < 0) {
+        const keys = question.options.map((o) => o.key).join(', ');
+        unusable.push({ line, question: qid, reason: `"${label.slice(0, 60)}" is not an option (options: ${keys})` });
+        continue;
+      }
+      map.set(qid, index);
+    }
+    rows.push({ line, body: { state: record.state, questions: record.questions }, request, expected: map });
+  });
+  if (errors.length > 0) {
+    const listed = errors.slice(0, MAX_LISTED).join('\n  ');
+    const more = errors.length > MAX_LISTED ? `\n  ... and ${errors.length - MAX_LISTED} more` : '';
+    throw new CalibrationDataError(`${file}: ${errors.length} bad line${errors.length > 1 ? 's' : ''}; nothing was fitted:\n  ${listed}${more}`);
+  }
+  if (rows.length === 0) throw new CalibrationDataError(`${file} has no rows (one JSON object per line: state, questions, expected)`);
+  return { rows, sha256: createHash('sha256').update(buf).digest('hex'), bytes: buf.length, unusable };
+}

@@ -1,0 +1,377 @@
+/**
+ * `decide calibrate` as a library function: score a labelled JSONL file through the service's
+ * batch path (the same runner as `decide batch`), fit a correction per question type on a seeded
+ * 80% of the rows, measure it on the other 20%, and write the result as a NEW model version that
+ * shares the base's weights (src/models/model-version.ts). Nothing is written unless every step
+ * before it succeeded.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+import { ApiError } from '../api/errors.js';
+import { QUESTION_TYPES, type QuestionType } from '../api/schemas.js';
+import { runBatch, type RecordScorer } from '../batches/runner.js';
+import { loadCalibration } from '../engine/calibrate.js';
+import type { RawQuestionScore } from '../engine/model-runtime.js';
+import { checkNewModelId, writeModelVersion } from '../models/model-version.js';
+import { parseDatedId } from '../models/registry.js';
+import { DecisionService } from '../service/decision-service.js';
+import { readCalibrationData, type Unusable } from './data.js';
+import { fitType, type CandidateName } from './fit.js';
+import { figuresWithIntervals, reliabilityBins, type Estimate, type Figures } from './metrics.js';
+import { correctedProbs, seededRandom, uniformProbs, type Observation, type TypeCorrection } from './observations.js';
+import { writeReport } from './report.js';
+
+export interface CalibrateOptions {
+  /** Model id or alias to calibrate. */
+  model: string;
+  /** The labelled JSONL file. */
+  data: string;
+  modelsDir?: string;
+  /** Id of the new version; default `<alias>-<YYYY-MM-DD>` of today (UTC). */
+  as?: string;
+  /** Where to write reliability diagrams and an HTML page. */
+  reportDir?: string;
+  /** Seed of the fit / held-out split and of the bootstrap; default 1. */
+  seed?: number;
+  /** Bootstrap resamples for figure intervals (default 1000) and parameter intervals (default 200). */
+  resamples?: { figures?: number; parameters?: number };
+  threads?: number;
+  /** Today, for the default id and the provenance (tests pin it). */
+  now?: Date;
+  log?: (line: string) => void;
+}
+
+/** Fewer fit / held-out observations than this for a type: that type is not fitted. */
+export const MIN_FIT_OBSERVATIONS = 20;
+export const MIN_HELD_OUT_OBSERVATIONS = 5;
+export const HELD_OUT_SHARE = 0.2;
+
+type Compared = Record<'before' | 'after' | 'uniform', Estimate>;
+
+export interface TypeReport {
+  fit_observations: number;
+  held_out_observations: number;
+  /** Why the type was not fitted (too few observations); absent when it was. */
+  not_fitted?: string;
+  /** Applied temperature (1 = none). */
+  temperature: number;
+  /** Applied label bias, or null when none is kept. */
+  label_bias: Record<string, number> | null;
+  kept: CandidateName;
+  held_out_nll_by_candidate?: Record<CandidateName, number>;
+  /** The fitted parameters with bootstrap 95% intervals, whether kept or not. */
+  estimates?: {
+    temperature_only: { temperature: Estimate };
+    temperature_and_label_bias: { temperature: Estimate; label_bias: Record<string, Estimate> };
+  };
+  accuracy: Compared;
+  nll: Compared;
+  brier: Compared;
+  ece: Compared;
+  reliability: Record<'before' | 'after', Array<{ confidence: number; accuracy: number; count: number }>>;
+}
+
+export interface CalibrationReport {
+  base_model: string;
+  model: string;
+  model_dir: string;
+  /** What the undated alias resolves to once the new version is installed. */
+  alias?: { name: string; resolves_to: string };
+  date: string;
+  data: { file: string; sha256: string; rows: number; observations: number; failed_rows: Array<{ line: number; error: string }> };
+  unusable: Unusable[];
+  split: { seed: number; fit_rows: number; held_out_rows: number };
+  types: Partial<Record<QuestionType, TypeReport>>;
+  report_files?: string[];
+}
+
+export class CalibrationError extends Error {
+  constructor(
+    message: string,
+    /** 2: the caller's input (data, id, model); 1: anything else. */
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}
+
+/** `<alias>-YYYY-MM-DD` (UTC) for a base id; a base without a date uses its whole id as the alias. */
+export function defaultVersionId(baseId: string, now: Date): string {
+  const alias = parseDatedId(baseId)?.alias ?? baseId;
+  return `${alias}-${now.toISOString().slice(0, 10)}`;
+}
+
+interface ScoredRow {
+  index: number;
+  observations: Observation[];
+}
+
+/** Scores the rows through runBatch; returns each row's raw label scores, or its error. */
+async function scoreRows(
+  service: DecisionService,
+  model: string,
+  bodies: Array<{ state: unknown; questions: unknown }>,
+): Promise<Array<{ raw: RawQuestionScore[] } | { error: string }>> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'decide-calibrate-'));
+  try {
+    const input = path.join(dir, 'input.jsonl');
+    const results = path.join(dir, 'results.jsonl');
+    await writeFile(input, bodies.map((b, i) => `${JSON.stringify({ custom_id: String(i), ...b })}\n`).join(''));
+    const captured = new Map<string, RawQuestionScore[]>();
+    const scorer: RecordScorer = {
+      async decideRecords(modelId, requests, priority) {
+        const outcomes = await service.decideRecords(modelId, requests, priority);
+        for (const o of outcomes) if (o.ok && o.raw) captured.set(o.response.id, o.raw);
+        return outcomes;
+      },
+    };
+    const run = await runBatch({
+      scorer,
+      model,
+      inputPath: input,
+      resultsPath: results,
+      start: { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0 },
+      commit: () => undefined,
+    });
+    if (!run.finished) throw new CalibrationError('the batch run stopped before the end of the data');
+    const out: Array<{ raw: RawQuestionScore[] } | { error: string }> = new Array(bodies.length);
+    for (const text of (await readFile(results, 'utf8')).split('\n')) {
+      if (!text) continue;
+      const row = JSON.parse(text) as { custom_id: string; id?: string; error?: { code: string; message: string } };
+      const raw = row.id ? captured.get(row.id) : undefined;
+      out[Number(row.custom_id)] = raw ? { raw } : { error: row.error ? `${row.error.code}: ${row.error.message}` : 'no scores' };
+    }
+    return out;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function compare(
+  heldOut: readonly Observation[],
+  before: TypeCorrection,
+  after: TypeCorrection,
+  resamples: number,
+  seed: number,
+): Record<keyof Figures, Compared> {
+  const run = (probs: (o: Observation) => Float64Array) =>
+    figuresWithIntervals(
+      heldOut.map((o) => ({ probs: probs(o), expected: o.expected })),
+      { resamples, seed },
+    );
+  const b = run((o) => correctedProbs(o, before));
+  const a = run((o) => correctedProbs(o, after));
+  const u = run(uniformProbs);
+  const out = {} as Record<keyof Figures, Compared>;
+  for (const key of ['accuracy', 'nll', 'brier', 'ece'] as const) out[key] = { before: b[key], after: a[key], uniform: u[key] };
+  return out;
+}
+
+/**
+ * Runs a calibration end to end and writes the new version (and the report, when asked).
+ * @example
+ * const report = await calibrateModel({ model: 'svc-alpha', data: 'labelled.jsonl', modelsDir: 'models' });
+ * console.log(report.model, report.types.choice?.temperature, report.types.choice?.ece.after.value);
+ */
+export async function calibrateModel(options: CalibrateOptions): Promise<CalibrationReport> {
+  const now = options.now ?? new Date();
+  const seed = options.seed ?? 1;
+  const log = options.log ?? (() => undefined);
+  let service: DecisionService;
+  try {
+    service = await DecisionService.open({ modelsDir: options.modelsDir, threads: options.threads, preload: [] });
+  } catch (err) {
+    throw new CalibrationError(`cannot open the models: ${(err as Error).message}`);
+  }
+  try {
+    const modelsDir = service.registry.modelsDir;
+    let base;
+    try {
+      base = service.registry.resolve(options.model);
+    } catch (err) {
+      throw new CalibrationError(err instanceof ApiError ? err.message : String(err), 2);
+    }
+    const newId = options.as ?? defaultVersionId(base.id, now);
+    try {
+      checkNewModelId(modelsDir, newId);
+    } catch (err) {
+      throw new CalibrationError((err as Error).message, 2);
+    }
+    let data;
+    try {
+      data = await readCalibrationData(options.data, base.id);
+    } catch (err) {
+      throw new CalibrationError((err as Error).message, 2);
+    }
+    log(`scoring ${data.rows.length} rows with ${base.id}`);
+    await service.runtime(base.id);
+    const scores = await scoreRows(
+      service,
+      base.id,
+      data.rows.map((r) => r.body),
+    );
+
+    const failedRows: Array<{ line: number; error: string }> = [];
+    const scored: ScoredRow[] = [];
+    data.rows.forEach((row, index) => {
+      const s = scores[index]!;
+      if ('error' in s) {
+        failedRows.push({ line: row.line, error: s.error });
+        return;
+      }
+      const observations: Observation[] = [];
+      for (const [i, q] of row.request.questions.entries()) {
+        const expected = row.expected.get(q.id);
+        if (expected === undefined) continue;
+        const raw = s.raw[i]!;
+        observations.push({ type: q.type, logits: Array.from(raw.labelLogits), labels: raw.labels, expected });
+      }
+      if (observations.length > 0) scored.push({ index, observations });
+    });
+    const observationCount = scored.reduce((n, r) => n + r.observations.length, 0);
+    if (observationCount === 0) {
+      const why = data.unusable.length ? ` (${data.unusable.length} expected labels were not options of their questions)` : '';
+      throw new CalibrationError(`${options.data}: no row gave a usable expected label${why}; nothing was fitted`, 2);
+    }
+
+    // Seeded shuffle of rows (not of single answers: the questions of one state stay together).
+    const random = seededRandom(seed);
+    const order = scored.map((_, i) => i);
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
+    const heldOutRows = Math.round(order.length * HELD_OUT_SHARE);
+    const heldOutSet = new Set(order.slice(0, heldOutRows));
+
+    const baseCalibration = await loadCalibration(base.dir);
+    const types: Partial<Record<QuestionType, TypeReport>> = {};
+    const temperature = { ...baseCalibration.temperature };
+    const labelBias: Partial<Record<QuestionType, Record<string, number>>> = { ...baseCalibration.labelBias };
+    let fittedTypes = 0;
+    for (const type of QUESTION_TYPES) {
+      const fit: Observation[] = [];
+      const heldOut: Observation[] = [];
+      scored.forEach((row, i) => {
+        for (const o of row.observations) if (o.type === type) (heldOutSet.has(i) ? heldOut : fit).push(o);
+      });
+      if (fit.length + heldOut.length === 0) continue;
+      const before: TypeCorrection = {
+        temperature: baseCalibration.temperature[type],
+        ...(baseCalibration.labelBias[type] ? { labelBias: baseCalibration.labelBias[type] } : {}),
+      };
+      const enough = fit.length >= MIN_FIT_OBSERVATIONS && heldOut.length >= MIN_HELD_OUT_OBSERVATIONS;
+      const result = enough ? fitType(fit, heldOut, { resamples: options.resamples?.parameters, seed }) : undefined;
+      const after = result ? result.correction : before;
+      const figures = compare(heldOut, before, after, options.resamples?.figures ?? 1000, seed);
+      const report: TypeReport = {
+        fit_observations: fit.length,
+        held_out_observations: heldOut.length,
+        temperature: after.temperature,
+        label_bias: after.labelBias ? { ...after.labelBias } : null,
+        kept: result?.chosen ?? 'none',
+        ...figures,
+        reliability: {
+          before: reliabilityBins(heldOut.map((o) => ({ probs: correctedProbs(o, before), expected: o.expected }))),
+          after: reliabilityBins(heldOut.map((o) => ({ probs: correctedProbs(o, after), expected: o.expected }))),
+        },
+      };
+      if (result) {
+        fittedTypes += 1;
+        temperature[type] = after.temperature;
+        if (after.labelBias) labelBias[type] = { ...after.labelBias };
+        else delete labelBias[type];
+        const est = result.estimates;
+        report.held_out_nll_by_candidate = result.heldOutNll;
+        report.estimates = {
+          temperature_only: { temperature: { value: est.temperatureOnly.temperature, ci: est.temperatureOnly.ci } },
+          temperature_and_label_bias: {
+            temperature: { value: est.withLabelBias.temperature, ci: est.withLabelBias.ci },
+            label_bias: est.withLabelBias.labelBias,
+          },
+        };
+      } else {
+        report.not_fitted =
+          `too few observations (${fit.length} fit, ${heldOut.length} held out; need ${MIN_FIT_OBSERVATIONS} and ` +
+          `${MIN_HELD_OUT_OBSERVATIONS}); the base's correction is kept`;
+      }
+      types[type] = report;
+    }
+    if (fittedTypes === 0) {
+      throw new CalibrationError(
+        `${options.data}: too few labelled answers to fit any question type (need ${MIN_FIT_OBSERVATIONS} fit and ` +
+          `${MIN_HELD_OUT_OBSERVATIONS} held-out answers of one type after the ${Math.round(100 * (1 - HELD_OUT_SHARE))}/${Math.round(100 * HELD_OUT_SHARE)} split); nothing was written`,
+        2,
+      );
+    }
+
+    const report: CalibrationReport = {
+      base_model: base.id,
+      model: newId,
+      model_dir: path.join(modelsDir, newId),
+      date: now.toISOString(),
+      data: {
+        file: path.resolve(options.data),
+        sha256: data.sha256,
+        rows: data.rows.length,
+        observations: observationCount,
+        failed_rows: failedRows,
+      },
+      unusable: data.unusable,
+      split: { seed, fit_rows: scored.length - heldOutRows, held_out_rows: heldOutRows },
+      types,
+    };
+    const heldOutFigures = Object.fromEntries(
+      Object.entries(types).map(([t, r]) => [
+        t,
+        {
+          ece: r.ece.after.value,
+          ece_ci: r.ece.after.ci,
+          nll: r.nll.after.value,
+          accuracy: r.accuracy.after.value,
+          brier: r.brier.after.value,
+          ece_before: r.ece.before.value,
+          nll_before: r.nll.before.value,
+          uniform_nll: r.nll.uniform.value,
+          observations: r.held_out_observations,
+          kept: r.kept,
+        },
+      ]),
+    );
+    await writeModelVersion({
+      modelsDir,
+      baseDir: base.dir,
+      newId,
+      decision: (baseDecision) => ({
+        ...baseDecision,
+        ...(typeof baseDecision.model === 'object' && baseDecision.model !== null
+          ? { model: { ...(baseDecision.model as Record<string, unknown>), id: newId } }
+          : {}),
+        calibration: {
+          temperature,
+          label_bias: labelBias,
+          fit: {
+            tool: 'decide calibrate',
+            base_model: base.id,
+            date: report.date,
+            data: { sha256: data.sha256, bytes: data.bytes, rows: data.rows.length, observations: observationCount, file: path.basename(options.data) },
+            split: report.split,
+            held_out: heldOutFigures,
+          },
+        },
+      }),
+    }).catch((err: unknown) => {
+      throw new CalibrationError((err as Error).message, 2);
+    });
+    log(`wrote ${newId}`);
+    service.registry.rescan();
+    const dated = parseDatedId(newId);
+    if (dated) report.alias = { name: dated.alias, resolves_to: service.registry.aliases()[dated.alias] ?? newId };
+    if (options.reportDir) report.report_files = await writeReport(options.reportDir, report);
+    return report;
+  } finally {
+    await service.close();
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * `decide calibrate --model ID --data FILE.jsonl [--models-dir DIR] [--as NEW_ID] [--report DIR]
+ * [--seed N] [--json]`: fits a calibration on labelled rows and installs it as a new dated model
+ * version (src/calibration/run.ts). The base version is never modified.
+ */
+import { parseArgs } from 'node:util';
+
+import { calibrateModel, CalibrationError, type CalibrationReport } from '../calibration/run.js';
+
+const HELP = `usage: decide calibrate --model ID --data FILE.jsonl [options]
+
+Scores labelled rows through the batch path, fits per question type (noul, choice, score) a
+temperature and a label-bias correction on a seeded 80% of the rows, keeps each only where it
+improves held-out log-loss, and installs the result as a NEW model version sharing the base's
+weights. The base id keeps answering exactly as before; the undated alias moves to the new
+version when its date is the newest.
+
+Each line of FILE: {"state": ..., "questions": {...}, "expected": {"<question id>": "<option key>"}}
+
+options:
+  --model ID         model id or alias to calibrate                                (required)
+  --data FILE        labelled JSONL                                                 (required)
+  --as NEW_ID        id of the new version (default: <alias>-YYYY-MM-DD, today UTC; must not exist)
+  --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models)
+  --report DIR       write reliability diagrams (SVG), index.html and report.json there
+  --seed N           seed of the split and of the bootstrap (default 1)
+  --threads N        CPU threads per forward pass (default: all cores)
+  --json             print the whole report as one JSON object
+  -h, --help         this text
+`;
+
+function fail(message: string, code: number): number {
+  process.stderr.write(`decide calibrate: ${message}\n`);
+  return code;
+}
+
+const f4 = (x: number) => (Number.isFinite(x) ? x.toFixed(4) : 'n/a');
+
+function summary(report: CalibrationReport): string {
+  const lines = [
+    `decide calibrate: wrote ${report.model} (from ${report.base_model}) in ${report.model_dir}`,
+    `  data: ${report.data.rows} rows, ${report.data.observations} labelled answers; ${report.split.fit_rows} rows fit, ${report.split.held_out_rows} held out (seed ${report.split.seed})`,
+  ];
+  if (report.alias) lines.push(`  alias ${report.alias.name} -> ${report.alias.resolves_to}`);
+  if (report.unusable.length) {
+    lines.push(`  ${report.unusable.length} expected labels left out:`);
+    for (const u of report.unusable.slice(0, 5)) lines.push(`    line ${u.line}, ${u.question}: ${u.reason}`);
+    if (report.unusable.length > 5) lines.push(`    ... and ${report.unusable.length - 5} more (see --json)`);
+  }
+  if (report.data.failed_rows.length) lines.push(`  ${report.data.failed_rows.length} rows could not be scored (first: line ${report.data.failed_rows[0]!.line}: ${report.data.failed_rows[0]!.error})`);
+  for (const [type, r] of Object.entries(report.types)) {
+    const bias = r.label_bias ? ' + label bias' : '';
+    lines.push(`  ${type}: kept ${r.kept} (temperature ${f4(r.temperature)}${bias}); ${r.fit_observations} fit / ${r.held_out_observations} held-out answers${r.not_fitted ? `; NOT FITTED: ${r.not_fitted}` : ''}`);
+    lines.push(`    ${'held out'.padEnd(10)} ${'before'.padStart(24)} ${'after'.padStart(24)} ${'uniform'.padStart(24)}`);
+    for (const k of ['accuracy', 'nll', 'brier', 'ece'] as const) {
+      const cell = (e: { value: number; ci: [number, number] }) => `${f4(e.value)} [${f4(e.ci[0])},${f4(e.ci[1])}]`.padStart(24);
+      lines.push(`    ${k.padEnd(10)} ${cell(r[k].before)} ${cell(r[k].after)} ${cell(r[k].uniform)}`);
+    }
+  }
+  if (report.report_files) lines.push(`  report: ${report.report_files.join(', ')}`);
+  return `${lines.join('\n')}\n`;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        model: { type: 'string' },
+        data: { type: 'string' },
+        as: { type: 'string' },
+        'models-dir': { type: 'string' },
+        report: { type: 'string' },
+        seed: { type: 'string' },
+        threads: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    return fail(`${(err as Error).message}\n\n${HELP}`, 2);
+  }
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (!values.model || !values.data) return fail(`give --model and --data\n\n${HELP}`, 2);
+  const integer = (name: string, raw: string | undefined, min: number): number | undefined | Error => {
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    return Number.isInteger(n) && n >= min ? n : new Error(`--${name} must be an integer >= ${min}, got '${raw}'`);
+  };
+  const seed = integer('seed', values.seed, 0);
+  const threads = integer('threads', values.threads, 1);
+  for (const v of [seed, threads]) if (v instanceof Error) return fail(v.message, 2);
+
+  try {
+    const report = await calibrateModel({
+      model: values.model,
+      data: values.data,
+      as: values.as,
+      modelsDir: values['models-dir'],
+      reportDir: values.report,
+      seed: seed as number | undefined,
+      threads: threads as number | undefined,
+      log: (line) => process.stderr.write(`decide calibrate: ${line}\n`),
+    });
+    process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : summary(report));
+    return 0;
+  } catch (err) {
+    if (err instanceof CalibrationError) return fail(err.message, err.exitCode);
+    return fail(err instanceof Error ? (err.stack ?? err.message) : String(err), 1);
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * What GET /v1/models says about a version's calibration, read from its decision.json: whether it
+ * carries a calibration at all, and, when `decide calibrate` made it, the held-out ECE per question
+ * type, the version it was fitted from and when. A missing or unreadable decision.json reads as
+ * uncalibrated (loading the model reports the real error).
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+export interface CalibrationSummary {
+  calibrated: boolean;
+  /** Question type -> ECE (15 equal-mass bins) on the held-out rows of the fit. */
+  held_out_ece?: Record<string, number>;
+  calibrated_from?: string;
+  calibrated_at?: string;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function calibrationSummary(modelDir: string): CalibrationSummary {
+  let decision: unknown;
+  try {
+    decision = JSON.parse(readFileSync(path.join(modelDir, 'decision.json'), 'utf8'));
+  } catch {
+    return { calibrated: false };
+  }
+  const cal = isObject(decision) ? decision.calibration : undefined;
+  if (!isObject(cal)) return { calibrated: false };
+  const temps = isObject(cal.temperature) ? Object.values(cal.temperature) : [];
+  const biases = isObject(cal.label_bias) ? Object.values(cal.label_bias).filter(isObject) : [];
+  const calibrated = temps.some((t) => typeof t === 'number' && t !== 1) || biases.some((b) => Object.keys(b).length > 0) || isObject(cal.fit);
+  const out: CalibrationSummary = { calibrated };
+  if (isObject(cal.fit)) {
+    const fit = cal.fit;
+    if (isObject(fit.held_out)) {
+      const ece: Record<string, number> = {};
+      for (const [type, figures] of Object.entries(fit.held_out)) {
+        if (isObject(figures) && typeof figures.ece === 'number') ece[type] = figures.ece;
+      }
+      out.held_out_ece = ece;
+    }
+    if (typeof fit.base_model === 'string') out.calibrated_from = fit.base_model;
+    if (typeof fit.date === 'string') out.calibrated_at = fit.date;
+  }
+  return out;
+}

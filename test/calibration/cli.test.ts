@@ -1,0 +1,154 @@
+// `decide calibrate` end to end through the CLI on the tiny model: labels drawn from the model's
+// own probabilities sharpened by a known T*, so the fitted temperature must come out near T*; the
+// result is a new version sharing the base's weights, the base keeps its answers, the alias moves.
+// Bad data is refused with a clear message and nothing is written.
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { answerFromLogits } from '../../src/engine/calibrate.js';
+import { validateDecideRequest } from '../../src/api/validate.js';
+import { DecisionService } from '../../src/service/decision-service.js';
+import { DECIDE_BIN, MODEL_ID, tempWorkspace } from '../batches/helpers.js';
+import { QUESTIONS, rawLogits, states, writeSharpenedData } from './helpers.js';
+
+function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const proc = spawn(process.execPath, [DECIDE_BIN, 'calibrate', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    proc.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const T_STAR = 0.5;
+const NEW_ID = 'svc-alpha-2026-11-22';
+
+describe('decide calibrate (CLI, tiny model)', () => {
+  let dir: string;
+  let modelsDir: string;
+  let dataFile: string;
+  let texts: string[];
+  let baseAnswersBefore: unknown;
+
+  beforeAll(async () => {
+    ({ dir, modelsDir } = await tempWorkspace('calibrate'));
+    texts = states(300, 1);
+    const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
+    try {
+      const raw = await rawLogits(service, MODEL_ID, texts);
+      dataFile = path.join(dir, 'labelled.jsonl');
+      await writeSharpenedData(dataFile, texts, raw, T_STAR, 42);
+      baseAnswersBefore = (await service.decide({ model: MODEL_ID, state: texts[0], questions: QUESTIONS })).answers;
+    } finally {
+      await service.close();
+    }
+  }, 300_000);
+
+  afterAll(async () => {
+    // The workspace lives in the OS temp dir; the tiny model it links to is shared and left alone.
+  });
+
+  it('fits T ~ T*, writes a linked new version with provenance, moves the alias, keeps the base', async () => {
+    const reportDir = path.join(dir, 'report');
+    const res = await runCli(['--model', 'svc-alpha', '--data', dataFile, '--models-dir', modelsDir, '--as', NEW_ID, '--report', reportDir, '--json']);
+    expect(res.stderr).not.toMatch(/Error/);
+    expect(res.code).toBe(0);
+    const report = JSON.parse(res.stdout);
+    expect(report.base_model).toBe(MODEL_ID);
+    expect(report.model).toBe(NEW_ID);
+    expect(report.alias).toEqual({ name: 'svc-alpha', resolves_to: NEW_ID });
+    expect(report.data.rows).toBe(300);
+    expect(report.split).toEqual({ seed: 1, fit_rows: 240, held_out_rows: 60 });
+
+    // Both types: the temperature-only fit brackets T*, and whatever is kept beats "none" held out.
+    for (const type of ['choice', 'noul']) {
+      const r = report.types[type];
+      const t = r.estimates.temperature_only.temperature;
+      expect(t.ci[0], type).toBeLessThanOrEqual(T_STAR);
+      expect(t.ci[1], type).toBeGreaterThanOrEqual(T_STAR);
+      expect(r.kept, type).not.toBe('none');
+      expect(r.nll.after.value, type).toBeLessThan(r.nll.before.value);
+      expect(r.nll.after.value, type).toBeLessThan(r.nll.uniform.value);
+      expect(typeof r.temperature).toBe('number');
+      expect(r.ece.after.ci).toHaveLength(2);
+    }
+
+    // The new version: weights hard-linked (same inode), its own decision.json with the fit.
+    const base = path.join(modelsDir, MODEL_ID);
+    const made = path.join(modelsDir, NEW_ID);
+    expect((await stat(path.join(made, 'onnx', 'model.onnx'))).ino).toBe((await stat(path.join(base, 'onnx', 'model.onnx'))).ino);
+    const decision = JSON.parse(await readFile(path.join(made, 'decision.json'), 'utf8'));
+    const sha = (await import('node:crypto')).createHash('sha256').update(await readFile(dataFile)).digest('hex');
+    expect(decision.calibration.fit).toMatchObject({ base_model: MODEL_ID, data: { sha256: sha, rows: 300 } });
+    expect(decision.calibration.temperature.choice).toBe(report.types.choice.temperature);
+    expect(decision.calibration.fit.held_out.choice.ece).toBe(report.types.choice.ece.after.value);
+    const baseDecision = await readFile(path.join(base, 'decision.json'), 'utf8').catch(() => '');
+    expect(baseDecision).not.toMatch(/"fit"/);
+
+    // Reliability diagrams drawn by Vega, and the page that shows them.
+    const svg = await readFile(path.join(reportDir, 'reliability-choice.svg'), 'utf8');
+    expect(svg).toMatch(/^<svg/);
+    expect(svg).toMatch(/after \(ECE/);
+    expect(await readFile(path.join(reportDir, 'index.html'), 'utf8')).toContain('reliability-choice.svg');
+
+    const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
+    try {
+      // The pinned base answers exactly as before; the alias now answers with the new version.
+      expect((await service.decide({ model: MODEL_ID, state: texts[0], questions: QUESTIONS })).answers).toEqual(baseAnswersBefore);
+      const viaAlias = await service.decide({ model: 'svc-alpha', state: texts[0], questions: QUESTIONS });
+      expect(viaAlias.model).toBe(NEW_ID);
+      // ... which is the base's raw logits under the fitted correction.
+      const [raw] = await rawLogits(service, MODEL_ID, [texts[0]!]);
+      const q = validateDecideRequest({ model: MODEL_ID, state: texts[0], questions: QUESTIONS }).questions;
+      q.forEach((question, i) => {
+        const type = report.types[question.type];
+        const bias = type.label_bias ? Float64Array.from(raw![i]!.labels, (l: string) => type.label_bias[l] ?? 0) : undefined;
+        expect(viaAlias.answers[question.id]).toEqual(answerFromLogits(question, raw![i]!.labelLogits, type.temperature, bias));
+      });
+      expect(viaAlias.answers.topic).not.toEqual((baseAnswersBefore as Record<string, unknown>).topic);
+
+      const listed = service.listModels();
+      expect(listed.data.find((m) => m.id === NEW_ID)).toMatchObject({ calibrated: true });
+      expect(listed.data.find((m) => m.id === NEW_ID)!.held_out_ece!.choice).toBe(report.types.choice.ece.after.value);
+      expect(listed.data.find((m) => m.id === MODEL_ID)).toMatchObject({ calibrated: false });
+    } finally {
+      await service.close();
+    }
+
+    // The same id again is refused: a pinned id never changes.
+    const again = await runCli(['--model', MODEL_ID, '--data', dataFile, '--models-dir', modelsDir, '--as', NEW_ID]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/already exists/);
+  }, 300_000);
+
+  describe('bad data: a clear error and nothing written', () => {
+    const listing = async () => (await readdir(modelsDir)).sort();
+    const refuse = async (lines: string | null, args: string[], message: RegExp) => {
+      const before = await listing();
+      const file = path.join(await mkdtemp(path.join(dir, 'bad-')), 'data.jsonl');
+      if (lines !== null) await writeFile(file, lines);
+      const res = await runCli(['--data', file, '--models-dir', modelsDir, '--as', 'svc-alpha-2027-01-01', ...args]);
+      expect(res.code, res.stderr).toBe(2);
+      expect(res.stderr).toMatch(message);
+      expect(await listing()).toEqual(before);
+    };
+    const row = (expected: Record<string, string>, state = 'the parcel never arrived') => JSON.stringify({ state, questions: QUESTIONS, expected });
+
+    it('an empty file', () => refuse('\n\n', ['--model', MODEL_ID], /has no rows/));
+    it('a missing file', () => refuse(null, ['--model', MODEL_ID], /cannot read/));
+    it('malformed lines, each named', () =>
+      refuse(`${row({ topic: 'billing' })}\n{not json\n${JSON.stringify({ state: 'x', questions: QUESTIONS })}\n[1]\n`, ['--model', MODEL_ID],
+        /3 bad lines.*\n.*line 2: not valid JSON.*\n.*line 3: expected: required.*\n.*line 4: must be a JSON object/));
+    it('an invalid question', () =>
+      refuse(JSON.stringify({ state: 'x', questions: { q: { type: 'maybe', instructions: 'x' } }, expected: { q: 'a' } }), ['--model', MODEL_ID], /line 1: .*type/));
+    it('an unknown model', () => refuse(row({ topic: 'billing' }), ['--model', 'svc-omega'], /model 'svc-omega' is not installed/));
+    it('labels that are not options (reported; fatal only when nothing usable is left)', () =>
+      refuse(`${row({ topic: 'weather' })}\n${row({ refund: 'maybe', nope: 'x' })}\n`, ['--model', MODEL_ID], /no row gave a usable expected label \(3 expected labels/));
+    it('too few labelled answers to fit anything', () =>
+      refuse(Array.from({ length: 10 }, () => row({ topic: 'billing' })).join('\n'), ['--model', MODEL_ID], /too few labelled answers/));
+  });
+});
