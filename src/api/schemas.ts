@@ -1,11 +1,13 @@
-// The wire contract of POST /v1/decide as TypeBox schemas (also the source of the OpenAPI doc).
-// The schemas describe shapes and the simple limits; rules that JSON Schema cannot say well
-// (noul keys, numeric score levels, duplicate levels, nesting depth of `state`) live in
-// validate.ts, which is what requests actually go through.
+// The wire contract of the /v1 API as TypeBox schemas: the one definition of every wire type
+// (`type X = Static<typeof XSchema>`) and the source of /openapi.json, where the schemas in
+// NAMED_SCHEMAS appear under `components.schemas` and the routes point at them with ref().
+// The decide request's limits come from WIRE_LIMITS, which the validator (validate.ts) also reads;
+// rules that JSON Schema cannot say well (noul keys, numeric score levels, duplicate levels,
+// nesting depth of `state`) live only in validate.ts, which is what requests actually go through.
 import { Type, type Static } from '@sinclair/typebox';
 import { ERROR_CODES } from './errors.js';
 
-/** Limits of the decide request (spec + shared/design/api-decisions.md). */
+/** Limits of the decide request (the spec, and the choices listed in docs/api.md). */
 export const WIRE_LIMITS = Object.freeze({
   minOptions: 2,
   maxOptions: 26,
@@ -144,3 +146,88 @@ export const ErrorSchema = Type.Object({
   request_id: Type.String({ description: 'The request id, also sent in the x-request-id header.' }),
 });
 export type ErrorResponse = Static<typeof ErrorSchema>;
+
+// ---- Models ----
+
+export const ModelSchema = Type.Object({
+  id: Type.String({ description: 'Dated model id, e.g. svc-alpha-2026-10.' }),
+  object: Type.Literal('model'),
+  alias: Type.Optional(Type.String({ description: 'The undated alias this id belongs to.' })),
+  loaded: Type.Boolean({ description: 'Whether the model is loaded in this process.' }),
+  calibrated: Type.Boolean({ description: 'Whether its decision.json carries a calibration (a temperature other than 1, a label bias, or a fit).' }),
+  held_out_ece: Type.Optional(
+    Type.Record(Type.String(), Type.Number(), {
+      description: 'Question type -> ECE (15 equal-mass bins) on the held-out rows of the `decide calibrate` fit.',
+    }),
+  ),
+  calibrated_from: Type.Optional(Type.String({ description: 'The version the calibration was fitted on (same weights).' })),
+  calibrated_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the calibration was fitted.' })),
+});
+export type ModelEntry = Static<typeof ModelSchema>;
+
+export const ModelListingSchema = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(ModelSchema),
+  aliases: Type.Record(Type.String(), Type.String(), {
+    description: 'Undated alias -> the dated id it resolves to now (the newest installed).',
+  }),
+});
+export type ModelListing = Static<typeof ModelListingSchema>;
+
+// ---- Batches ----
+
+export const BATCH_STATUSES = ['queued', 'in_progress', 'completed', 'failed', 'cancelling', 'cancelled', 'expired'] as const;
+
+export const BatchStatusSchema = Type.Union(
+  BATCH_STATUSES.map((s) => Type.Literal(s)),
+  { description: 'queued -> in_progress -> completed; failed; cancelling -> cancelled; expired (results deleted after retention).' },
+);
+export type BatchStatus = Static<typeof BatchStatusSchema>;
+
+export const BatchSchema = Type.Object({
+  id: Type.String({ description: 'batch_ followed by a ULID.' }),
+  object: Type.Literal('batch'),
+  model: Type.String({ description: 'The resolved (dated) model id.' }),
+  status: BatchStatusSchema,
+  progress: Type.Object({
+    total: Type.Integer({ description: 'Records in the file (non-blank lines).' }),
+    completed: Type.Integer({ description: 'Rows answered.' }),
+    failed: Type.Integer({ description: 'Rows that carry an error.' }),
+  }),
+  created_at: Type.String({ format: 'date-time' }),
+  completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'null until the batch is final.' }),
+  error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() }, { description: 'Why a failed batch failed.' })),
+});
+export type Batch = Static<typeof BatchSchema>;
+
+export const BatchListSchema = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(BatchSchema),
+  first_id: Type.Union([Type.String(), Type.Null()]),
+  last_id: Type.Union([Type.String(), Type.Null()]),
+  has_more: Type.Boolean(),
+});
+export type BatchList = Static<typeof BatchListSchema>;
+
+// ---- Named in /openapi.json ----
+
+/** The schemas listed under `components.schemas` of /openapi.json, by name. */
+export const NAMED_SCHEMAS = Object.freeze({
+  DecideRequest: DecideRequestSchema,
+  DecideResponse: DecideResponseSchema,
+  Error: ErrorSchema,
+  Model: ModelSchema,
+  ModelListing: ModelListingSchema,
+  Batch: BatchSchema,
+  BatchList: BatchListSchema,
+});
+export type SchemaName = keyof typeof NAMED_SCHEMAS;
+
+/**
+ * A route schema that points at a named schema (registered with fastify by its name as `$id`).
+ * @example
+ * response: { 200: ref('Batch'), 404: ref('Error', 'not_found') }
+ */
+export function ref(name: SchemaName, description?: string): { $ref: string; description?: string } {
+  return description === undefined ? { $ref: `${name}#` } : { $ref: `${name}#`, description };
+}

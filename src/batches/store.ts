@@ -9,6 +9,8 @@
  */
 import { createRequire } from 'node:module';
 
+import { BATCH_STATUSES, type BatchStatus } from '../api/schemas.js';
+
 /** The slice of better-sqlite3's API used here (the package ships no TypeScript types). */
 interface Statement {
   run(...params: unknown[]): { changes: number };
@@ -27,8 +29,7 @@ type DatabaseConstructor = new (file: string, options?: { timeout?: number }) =>
 
 const require = createRequire(import.meta.url);
 
-export const BATCH_STATUSES = ['queued', 'in_progress', 'completed', 'failed', 'cancelling', 'cancelled', 'expired'] as const;
-export type BatchStatus = (typeof BATCH_STATUSES)[number];
+export { BATCH_STATUSES, type BatchStatus };
 export const FINAL_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'cancelled', 'expired'];
 /** Statuses whose results can be downloaded. */
 export const RESULT_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'cancelled'];

@@ -1,29 +1,12 @@
 /**
- * Wire mapping: a stored job row as the Batch resource of the API (api-decisions.md), and the
- * texts that describe a job's timing to a client.
+ * Wire mapping: a stored job row as the Batch resource of the API (docs/api.md), and the texts
+ * that describe a job's timing to a client.
  */
-import { isFinal, type BatchStatus, type JobRow } from './store.js';
+import type { Batch, BatchList } from '../api/schemas.js';
+import { isFinal, type JobRow } from './store.js';
 
-/** The Batch resource (api-decisions.md). */
-export interface Batch {
-  id: string;
-  object: 'batch';
-  /** Resolved dated model id. */
-  model: string;
-  status: BatchStatus;
-  progress: { total: number; completed: number; failed: number };
-  created_at: string;
-  completed_at: string | null;
-  error?: { code: string; message: string };
-}
-
-export interface BatchList {
-  object: 'list';
-  data: Batch[];
-  first_id: string | null;
-  last_id: string | null;
-  has_more: boolean;
-}
+/** The Batch resource and the list page: their one definition is the schema in src/api/schemas.ts. */
+export type { Batch, BatchList };
 
 function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();

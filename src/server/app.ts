@@ -19,6 +19,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, 
 import { ulid } from 'ulid';
 
 import { ApiError } from '../api/errors.js';
+import { NAMED_SCHEMAS } from '../api/schemas.js';
 import { DecisionService } from '../service/decision-service.js';
 import { resolveApiKeys, type ApiKeySet } from './api-keys.js';
 import { registerAuth } from './auth.js';
@@ -146,7 +147,11 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
   registerAuth(app, keys);
   if (opts.rateLimit) registerRateLimit(app, opts.rateLimit);
 
+  // The named wire schemas, by name: routes point at them with ref(), /openapi.json lists them
+  // under components.schemas (refResolver keeps the name instead of def-N).
+  for (const [name, schema] of Object.entries(NAMED_SCHEMAS)) app.addSchema({ ...schema, $id: name });
   await app.register(swagger, {
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {
       openapi: '3.1.0',
       info: {

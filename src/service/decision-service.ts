@@ -11,13 +11,13 @@ import { ulid } from 'ulid';
 
 import { ApiError, toApiError } from '../api/errors.js';
 import { EngineError } from '../errors/engine-error.js';
-import type { DecideResponse } from '../api/schemas.js';
+import type { DecideResponse, ModelEntry, ModelListing } from '../api/schemas.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
 import { ModelRuntime, type ModelRuntimeOptions, type RawQuestionScore, type ScoredRequest } from '../engine/model-runtime.js';
 import type { Priority } from '../engine/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
 import { DEFAULT_MODEL_ID, ensureDefaultModel } from '../models/default-model.js';
-import { calibrationSummary, type CalibrationSummary } from '../models/model-info.js';
+import { calibrationSummary } from '../models/model-info.js';
 import { ModelRegistry, type InstalledModel } from '../models/registry.js';
 
 export interface DecisionServiceOptions {
@@ -36,13 +36,7 @@ export interface DecisionServiceOptions {
   log?: (line: string) => void;
 }
 
-export type ModelEntry = { id: string; object: 'model'; alias?: string; loaded: boolean } & CalibrationSummary;
-
-export interface ModelListing {
-  object: 'list';
-  data: ModelEntry[];
-  aliases: Record<string, string>;
-}
+export type { ModelEntry, ModelListing };
 
 export interface ServiceMetrics {
   models: Array<{ id: string; counters: EngineCounters; queue: { live: number; batch: number }; calls: number }>;
@@ -178,7 +172,7 @@ export class DecisionService {
 
   /** One model (id or alias) as GET /v1/models/{id} shows it; throws 404 not_found. */
   describeModel(id: string): ModelEntry {
-    return this.modelEntry(this.registry.resolve(id));
+    return this.modelEntry(this.resolveInstalled(id));
   }
 
   private modelEntry(m: InstalledModel): ModelEntry {

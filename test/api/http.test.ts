@@ -333,11 +333,23 @@ describe('other routes', () => {
     expect(doc.openapi).toMatch(/^3\./);
     expect(doc.info.version).toBe('2026-10');
     expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: 'http', scheme: 'bearer' });
+    // The wire types are named schemas; the operations point at them.
+    const named = doc.components.schemas;
+    expect(Object.keys(named).sort()).toEqual(['Batch', 'BatchList', 'DecideRequest', 'DecideResponse', 'Error', 'Model', 'ModelListing']);
+    const schemaOf = (content: { 'application/json': { schema: { $ref: string } } }) => {
+      const { $ref } = content['application/json'].schema;
+      expect($ref).toMatch(/^#\/components\/schemas\//);
+      return named[$ref.split('/').pop()!];
+    };
     const decideOp = doc.paths['/v1/decide'].post;
-    const reqSchema = decideOp.requestBody.content['application/json'].schema;
-    expect(reqSchema.required).toEqual(['model', 'state', 'questions']);
+    expect(schemaOf(decideOp.requestBody.content).required).toEqual(['model', 'state', 'questions']);
+    expect(schemaOf(decideOp.responses['200'].content).required).toEqual(['id', 'model', 'answers', 'usage']);
     expect(Object.keys(decideOp.responses).sort()).toEqual(['200', '400', '401', '404', '413', '429', '500']);
-    expect(decideOp.responses['400'].content['application/json'].schema.required).toEqual(['code', 'message', 'request_id']);
+    expect(decideOp.responses['400'].description).toMatch(/^invalid_question/);
+    expect(schemaOf(decideOp.responses['400'].content).required).toEqual(['code', 'message', 'request_id']);
+    expect(schemaOf(doc.paths['/v1/models'].get.responses['200'].content).properties.aliases).toBeDefined();
+    expect(schemaOf(doc.paths['/v1/batches/{id}'].get.responses['200'].content).properties.status.anyOf).toHaveLength(7);
+    expect(schemaOf(doc.paths['/v1/batches'].get.responses['200'].content).properties.has_more).toBeDefined();
     expect(doc.paths['/v1/models'].get).toBeDefined();
     expect(doc.paths['/healthz'].get.security).toEqual([]);
     expect(doc.paths['/openapi.json']).toBeUndefined();

@@ -14,9 +14,8 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 
 import { ApiError } from '../../api/errors.js';
-import { ErrorSchema } from '../../api/schemas.js';
+import { ref } from '../../api/schemas.js';
 import type { BatchService, StagedUpload } from '../../batches/batch-service.js';
-import { BATCH_STATUSES } from '../../batches/store.js';
 
 export interface BatchRouteOptions {
   batches: BatchService;
@@ -25,34 +24,8 @@ export interface BatchRouteOptions {
 /** The questions form field, in bytes. */
 const MAX_QUESTIONS_FIELD_BYTES = 1024 * 1024;
 
-export const BatchSchema = Type.Object({
-  id: Type.String({ description: 'batch_ followed by a ULID.' }),
-  object: Type.Literal('batch'),
-  model: Type.String({ description: 'The resolved (dated) model id.' }),
-  status: Type.Union(
-    BATCH_STATUSES.map((s) => Type.Literal(s)),
-    { description: 'queued -> in_progress -> completed; failed; cancelling -> cancelled; expired (results deleted after retention).' },
-  ),
-  progress: Type.Object({
-    total: Type.Integer({ description: 'Records in the file (non-blank lines).' }),
-    completed: Type.Integer({ description: 'Rows answered.' }),
-    failed: Type.Integer({ description: 'Rows that carry an error.' }),
-  }),
-  created_at: Type.String({ format: 'date-time' }),
-  completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'null until the batch is final.' }),
-  error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() }, { description: 'Why a failed batch failed.' })),
-});
-
-const BatchListSchema = Type.Object({
-  object: Type.Literal('list'),
-  data: Type.Array(BatchSchema),
-  first_id: Type.Union([Type.String(), Type.Null()]),
-  last_id: Type.Union([Type.String(), Type.Null()]),
-  has_more: Type.Boolean(),
-});
-
 const IdParams = Type.Object({ id: Type.String({ description: 'The batch id.' }) });
-const errors = (codes: string) => ({ ...ErrorSchema, description: codes });
+const errors = (codes: string) => ref('Error', codes);
 const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: errors('server_error') };
 const asBuilt = { validatorCompiler: () => () => true, serializerCompiler: () => (data: unknown) => JSON.stringify(data) };
 
@@ -95,7 +68,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
           questions: Type.Optional(Type.String({ description: 'JSON text (a text field or a small file part): questions for records without their own.' })),
         }),
         response: {
-          201: BatchSchema,
+          201: ref('Batch'),
           400: errors('invalid_question: missing model or file, empty file, invalid questions field'),
           404: errors('not_found: unknown model'),
           413: errors('state_too_long: the file is over the size limit or has more records than the limit'),
@@ -163,7 +136,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
           after: Type.Optional(Type.String({ description: 'The last id of the previous page.' })),
         }),
-        response: { 200: BatchListSchema, 400: errors('invalid_question: bad limit or after'), ...common },
+        response: { 200: ref('BatchList'), 400: errors('invalid_question: bad limit or after'), ...common },
       },
       ...asBuilt,
     },
@@ -181,7 +154,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         operationId: 'getBatch',
         tags: ['batches'],
         params: IdParams,
-        response: { 200: BatchSchema, 404: errors('not_found'), ...common },
+        response: { 200: ref('Batch'), 404: errors('not_found'), ...common },
       },
       ...asBuilt,
     },
@@ -219,7 +192,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         operationId: 'cancelBatch',
         tags: ['batches'],
         params: IdParams,
-        response: { 200: BatchSchema, 404: errors('not_found'), ...common },
+        response: { 200: ref('Batch'), 404: errors('not_found'), ...common },
       },
       ...asBuilt,
     },

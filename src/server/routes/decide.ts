@@ -6,7 +6,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 
-import { DecideRequestSchema, DecideResponseSchema, ErrorSchema } from '../../api/schemas.js';
+import { ref } from '../../api/schemas.js';
 import type { DecisionService } from '../../service/decision-service.js';
 
 export interface DecideRouteOptions {
@@ -15,7 +15,7 @@ export interface DecideRouteOptions {
   bodyLimit: number;
 }
 
-const errors = (codes: string) => ({ ...ErrorSchema, description: codes });
+const errors = (codes: string) => ref('Error', codes);
 
 export const decideRoutes: FastifyPluginAsync<DecideRouteOptions> = async (app, { service, bodyLimit }) => {
   app.post(
@@ -26,9 +26,9 @@ export const decideRoutes: FastifyPluginAsync<DecideRouteOptions> = async (app, 
         summary: 'Decide: calibrated probabilities for typed questions about one state',
         operationId: 'decide',
         tags: ['decide'],
-        body: DecideRequestSchema,
+        body: ref('DecideRequest'),
         response: {
-          200: DecideResponseSchema,
+          200: ref('DecideResponse'),
           400: errors('invalid_question: malformed JSON, a wrong field type, or a question that breaks a rule'),
           401: errors('invalid_key'),
           404: errors('not_found: the model is not installed (the message lists the installed ids)'),

@@ -5,31 +5,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 
-import { ErrorSchema } from '../../api/schemas.js';
+import { ref } from '../../api/schemas.js';
 import type { DecisionService } from '../../service/decision-service.js';
-
-export const ModelSchema = Type.Object({
-  id: Type.String({ description: 'Dated model id, e.g. svc-alpha-2026-10.' }),
-  object: Type.Literal('model'),
-  alias: Type.Optional(Type.String({ description: 'The undated alias this id belongs to.' })),
-  loaded: Type.Boolean({ description: 'Whether the model is loaded in this process.' }),
-  calibrated: Type.Boolean({ description: 'Whether its decision.json carries a calibration (a temperature other than 1, a label bias, or a fit).' }),
-  held_out_ece: Type.Optional(
-    Type.Record(Type.String(), Type.Number(), {
-      description: 'Question type -> ECE (15 equal-mass bins) on the held-out rows of the `decide calibrate` fit.',
-    }),
-  ),
-  calibrated_from: Type.Optional(Type.String({ description: 'The version the calibration was fitted on (same weights).' })),
-  calibrated_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the calibration was fitted.' })),
-});
-
-export const ModelListSchema = Type.Object({
-  object: Type.Literal('list'),
-  data: Type.Array(ModelSchema),
-  aliases: Type.Record(Type.String(), Type.String(), {
-    description: 'Undated alias -> the dated id it resolves to now (the newest installed).',
-  }),
-});
 
 export const modelRoutes: FastifyPluginAsync<{ service: DecisionService }> = async (app, { service }) => {
   app.get(
@@ -39,7 +16,7 @@ export const modelRoutes: FastifyPluginAsync<{ service: DecisionService }> = asy
         summary: 'List the installed models',
         operationId: 'listModels',
         tags: ['models'],
-        response: { 200: ModelListSchema, 401: { ...ErrorSchema, description: 'invalid_key' } },
+        response: { 200: ref('ModelListing'), 401: ref('Error', 'invalid_key') },
       },
     },
     async () => service.listModels(),
@@ -53,9 +30,9 @@ export const modelRoutes: FastifyPluginAsync<{ service: DecisionService }> = asy
         tags: ['models'],
         params: Type.Object({ id: Type.String({ description: 'Model id or alias.' }) }),
         response: {
-          200: ModelSchema,
-          401: { ...ErrorSchema, description: 'invalid_key' },
-          404: { ...ErrorSchema, description: 'not_found: no such model' },
+          200: ref('Model'),
+          401: ref('Error', 'invalid_key'),
+          404: ref('Error', 'not_found: no such model'),
         },
       },
     },
