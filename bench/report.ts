@@ -6,6 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import type { BaselineStats } from './baseline.js';
+import type { LatencyResult } from './http-latency.js';
 import type { MicroResult } from './micro.js';
 import type { PeakResult } from './peak.js';
 import type { WorkloadTokens } from './workloads.js';
@@ -134,6 +135,8 @@ export interface BenchReport {
   workloads: WorkloadResult[];
   profile: ProfileResult[];
   micro: MicroResult[];
+  /** Latency of one POST /v1/decide over loopback HTTP, requests sent one after another. */
+  latency: LatencyResult[];
   targets: TargetResult[];
 }
 
@@ -250,10 +253,92 @@ export function formatTargets(targets: TargetResult[]): string {
 }
 
 /** Writes the report as JSON into `dir` (created if missing); returns the file path. */
+/** The q-quantile of samples (nearest rank). */
+function quantile(samples: number[], q: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+}
+
+export function formatLatency(latency: LatencyResult[]): string {
+  return table(
+    ['request', 'n', 'p50', 'p90', 'max'],
+    latency.map((l) => [l.scenario, String(l.requests), l.ms.median.toFixed(2), quantile(l.ms.samples, 0.9).toFixed(2), l.ms.max.toFixed(2)]),
+  );
+}
+
 export async function writeReport(report: BenchReport, dir: string): Promise<string> {
   await mkdir(dir, { recursive: true });
   const stamp = report.startedAt.replace(/[:.]/g, '-');
   const file = path.join(dir, `${stamp}.json`);
   await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
   return file;
+}
+
+export function formatReport(report: BenchReport, file: string): string {
+  const lines: string[] = [];
+  const m = report.model;
+  lines.push('');
+  lines.push(`decide bench  ${report.startedAt}  commit ${report.git.commit.slice(0, 12)}${report.git.dirty ? ' (dirty tree)' : ''}`);
+  lines.push(`machine: ${report.machine.cpuModel}, ${report.machine.cores} cores, ${(report.machine.memoryBytes / 2 ** 30).toFixed(0)} GiB; ${report.provider}, ${report.threads} thread(s); load average at start ${report.machine.loadAverageAtStart.map((x) => x.toFixed(2)).join(' ')}`);
+  lines.push(
+    `model: preset ${m.preset} (${m.shape.numLayers} layers, hidden ${m.shape.hiddenSize}, ${m.shape.numHeads} heads / ${m.shape.numKvHeads} KV heads x ${m.shape.headDim}, MLP ${m.shape.intermediateSize}, vocab ${m.shape.vocabSize}), fp32; ` +
+      `params ${(m.params.total / 1e6).toFixed(1)}M = body ${(m.params.body / 1e6).toFixed(1)}M + embedding ${(m.params.embedding / 1e6).toFixed(1)}M + LM head ${(m.params.lmHead / 1e6).toFixed(1)}M`,
+  );
+  lines.push(`addon: sha256 ${report.addon.sha256.slice(0, 12)} built ${report.addon.mtime}${report.addon.changedDuringRun ? ' (REBUILT during the run: timings shared the CPU with a build)' : ''}`);
+  lines.push(`graph: ${m.graphFile}; RSS after loading the engine: ${(report.rssAfterLoadBytes / 2 ** 20).toFixed(0)} MiB (the baseline session and both ORT arenas stay resident for the whole run, so peak RSS is the process's, per phase)`);
+  const probes = report.workloads.flatMap((w) => [...w.engine.probeGflops.samples, ...w.baseline.probeGflops.samples]);
+  lines.push(
+    `peak: ${report.peak.usedGflops.toFixed(1)} GFLOP/s fp32 MatMul via ONNX Runtime (at start: ${report.peak.shapes.map((s) => `${s.label}: median ${s.medianGflops.toFixed(1)}, max ${s.maxGflops.toFixed(1)}`).join('; ')}` +
+      (probes.length > 0 ? `; probes before the ${probes.length} timed runs: ${Math.min(...probes).toFixed(0)}-${Math.max(...probes).toFixed(0)}` : '') +
+      ')',
+  );
+  lines.push('');
+  lines.push(`baseline: ${report.baselineDefinition}`);
+  lines.push(`MFU: ${report.mfuDefinition}`);
+  lines.push('');
+  for (const w of report.workloads) {
+    lines.push(formatWorkload(w));
+    lines.push('');
+  }
+  if (report.workloads.length > 1) {
+    lines.push(
+      table(
+        ['summary', 'engine decisions/s', 'baseline decisions/s', 'speedup', 'ideal', 'of ideal', 'engine MFU', 'baseline MFU'],
+        report.workloads.map((w) => [
+          w.workload,
+          w.engine.decisionsPerSecond.median.toFixed(2),
+          w.baseline.decisionsPerSecond.median.toFixed(2),
+          `${w.speedup.toFixed(2)}x`,
+          `${w.idealSpeedup.toFixed(2)}x`,
+          w.fractionOfIdeal.toFixed(2),
+          `${(w.mfu * 100).toFixed(1)}%`,
+          `${(w.baseline.mfu.median * 100).toFixed(1)}%`,
+        ]),
+      ),
+    );
+    lines.push('');
+  }
+  if (report.profile.length > 0) {
+    lines.push('engine passes (--profile):');
+    for (const p of report.profile) lines.push(`  ${formatProfile(p)}`);
+    lines.push('');
+  }
+  if (report.micro.length > 0) {
+    const tickets = report.workloads.find((w) => w.workload === 'tickets');
+    lines.push('TypeScript hot paths (benchmark.js; per decision vs the engine\'s time per decision on tickets):');
+    lines.push(formatMicro(report.micro, tickets ? 1 / tickets.engine.decisionsPerSecond.median : undefined));
+    lines.push('');
+  }
+  if (report.latency.length > 0) {
+    lines.push(`POST /v1/decide over loopback HTTP, one request at a time (client side, ms):`);
+    lines.push(formatLatency(report.latency));
+    lines.push('');
+  }
+  for (const note of report.notes) lines.push(`note: ${note}`);
+  lines.push('');
+  lines.push('targets (reported, not asserted):');
+  lines.push(formatTargets(report.targets));
+  lines.push('');
+  lines.push(`wrote ${path.relative(process.cwd(), file) || file} in ${report.durationSeconds.toFixed(0)} s`);
+  return `${lines.join('\n')}\n`;
 }

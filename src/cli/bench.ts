@@ -1,6 +1,6 @@
 /**
  * `decide bench [--quick] [--workloads tickets,document,single] [--repetitions N] [--threads N]
- *  [--preset small] [--provider cpu|cuda] [--profile] [--no-micro] [--seed N] [--model-dir DIR]`
+ *  [--preset small] [--provider cpu|cuda] [--profile] [--no-micro] [--no-latency] [--seed N] [--model-dir DIR]`
  * The benchmark itself lives in bench/ (compiled to dist/bench/), loaded only when this runs.
  */
 import { parseArgs } from 'node:util';
@@ -25,6 +25,7 @@ options:
   --provider P          cpu (default) or cuda (needs a CUDA-enabled ONNX Runtime)
   --profile             also time the engine's prefix and suffix passes apart
   --no-micro            skip the TypeScript micro-benchmarks
+  --no-latency          skip the latency of POST /v1/decide over HTTP
   --seed N              seed of the generated states (default 1)
   --model-dir DIR       use this model directory instead of models/bench-<preset>
 `;
@@ -48,6 +49,7 @@ export async function run(argv: string[]): Promise<number> {
       provider: { type: 'string', default: 'cpu' },
       profile: { type: 'boolean', default: false },
       'no-micro': { type: 'boolean', default: false },
+      'no-latency': { type: 'boolean', default: false },
       seed: { type: 'string' },
       'model-dir': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -82,6 +84,7 @@ export async function run(argv: string[]): Promise<number> {
       provider: values.provider,
       profile: values.profile,
       micro: !values['no-micro'],
+      latency: !values['no-latency'],
       seed,
       modelDir: values['model-dir'],
     });
