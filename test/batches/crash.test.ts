@@ -10,6 +10,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { decideBin } from '../helpers/bin.js';
 import { client, DECIDE_BIN, goodLines, maxProbDiff, mixedFile, parseRows, startServer, tempWorkspace, type ResultRow } from './helpers.js';
 
 let workDir: string;
@@ -57,6 +58,7 @@ function compare(rows: ResultRow[], ref: ResultRow[]) {
 }
 
 beforeAll(async () => {
+  await decideBin();
   ({ dir: workDir, modelsDir } = await tempWorkspace('batch-crash'));
   // ~480 rows: good records with the mixed file's bad ones in the middle.
   const mixed = mixedFile().text.trimEnd().split('\n');

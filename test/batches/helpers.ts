@@ -3,11 +3,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
+import { decideBin, ROOT } from '../helpers/bin.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export { ROOT };
+/** bin/decide.js; await decideBin() (test/helpers/bin.ts) once before spawning it. */
 export const DECIDE_BIN = path.join(ROOT, 'bin', 'decide.js');
 export const MODEL_ID = 'svc-alpha-2026-10';
 
@@ -114,7 +115,7 @@ export interface ServerProcess {
 
 /** Spawns `decide serve --port 0` and waits for its "listening on" line. */
 export async function startServer(opts: { dataDir: string; modelsDir: string; env?: Record<string, string> }): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, [DECIDE_BIN, 'serve', '--port', '0', '--data-dir', opts.dataDir, '--models-dir', opts.modelsDir, '--log-level', 'warn'], {
+  const proc = spawn(process.execPath, [await decideBin(), 'serve', '--port', '0', '--data-dir', opts.dataDir, '--models-dir', opts.modelsDir, '--log-level', 'warn'], {
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

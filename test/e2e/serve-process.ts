@@ -1,13 +1,12 @@
 /**
- * Runs `node bin/decide.js serve` as a child process (the real CLI on dist/, compiled by the test
- * global setup) and finds its URL from the `decide: listening on http://HOST:PORT` line.
+ * Runs `node bin/decide.js serve` as a child process (the real CLI on dist/, compiled when stale by
+ * decideBin()) and finds its URL from the `decide: listening on http://HOST:PORT` line.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = path.join(ROOT, 'bin', 'decide.js');
+import { decideBin, ROOT } from '../helpers/bin.js';
 
 export interface ServeProcess {
   url: string;
@@ -23,7 +22,7 @@ export interface ServeProcess {
 export async function startServe(options: { args?: string[]; env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number }): Promise<ServeProcess> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, ...options.env })) if (v !== undefined) env[k] = v;
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...(options.args ?? [])], {
+  const child = spawn(process.execPath, [await decideBin(), 'serve', '--port', '0', ...(options.args ?? [])], {
     cwd: options.cwd ?? ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -214,29 +214,4 @@ describe('decide serve', () => {
     expect(metricValue(text, 'decide_http_requests_total', 'route="/v1/decide",status="200"')).toBeGreaterThan(100);
     expect(metricValue(text, 'decide_engine_prefix_tokens_reused_total')).toBeGreaterThan(0);
   });
-
-  it('latency of one decide request (measurement, printed; not asserted)', async () => {
-    const measure = async (bodies: unknown[]) => {
-      const times: number[] = [];
-      for (const b of bodies) {
-        const t0 = performance.now();
-        const r = await postDecide(url, TEST_KEY, b);
-        times.push(performance.now() - t0);
-        expect(r.status).toBe(200);
-      }
-      times.sort((a, b) => a - b);
-      const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))]!.toFixed(2);
-      return `p50 ${pct(0.5)} ms, p90 ${pct(0.9)} ms, max ${pct(1)} ms`;
-    };
-    const q = { refund: MIXED_QUESTIONS.refund! };
-    const sameState = await measure(Array.from({ length: 100 }, () => decideBody('Where is my parcel? It is a week late.', q)));
-    const freshStates = await measure(states('lat', 100).map((s) => decideBody(s, q)));
-    const mixedFresh = await measure(states('latmix', 100).map((s) => decideBody(s)));
-    console.log(
-      `decide latency over HTTP, 100 sequential requests each (tiny model, --threads 1):\n` +
-        `  1 noul question, same state (prefix cached): ${sameState}\n` +
-        `  1 noul question, new state each time:       ${freshStates}\n` +
-        `  4 questions, new state each time:           ${mixedFresh}`,
-    );
-  });
 });
