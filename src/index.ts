@@ -9,3 +9,4 @@ export { ApiError, type ErrorCode } from './api/errors.js';
 export type { DecideRequest, DecideResponse, Answer, Question } from './api/schemas.js';
 export { makeModel, PRESETS } from './models/builder/index.js';
 export { createServer, decisionApp, type ServerOptions } from './server/app.js';
+export { calibrateModel, CalibrationError, type CalibrateOptions, type CalibrationReport } from './calibration/run.js';

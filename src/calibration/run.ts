@@ -14,7 +14,7 @@ import { QUESTION_TYPES, type QuestionType } from '../api/schemas.js';
 import { runBatch, type RecordScorer } from '../batches/runner.js';
 import { loadCalibration } from '../engine/calibrate.js';
 import type { RawQuestionScore } from '../engine/model-runtime.js';
-import { checkNewModelId, writeModelVersion } from '../models/model-version.js';
+import { checkNewModelId, defaultVersionId, writeModelVersion } from '../models/model-version.js';
 import { parseDatedId } from '../models/registry.js';
 import { DecisionService } from '../service/decision-service.js';
 import { readCalibrationData, type Unusable } from './data.js';
@@ -95,12 +95,6 @@ export class CalibrationError extends Error {
   ) {
     super(message);
   }
-}
-
-/** `<alias>-YYYY-MM-DD` (UTC) for a base id; a base without a date uses its whole id as the alias. */
-export function defaultVersionId(baseId: string, now: Date): string {
-  const alias = parseDatedId(baseId)?.alias ?? baseId;
-  return `${alias}-${now.toISOString().slice(0, 10)}`;
 }
 
 interface ScoredRow {

@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs';
 import { link, lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-import { isValidModelId } from './registry.js';
+import { isValidModelId, parseDatedId } from './registry.js';
 
 export interface NewVersionOptions {
   modelsDir: string;
@@ -25,6 +25,12 @@ export interface NewVersionOptions {
 }
 
 export class ModelVersionError extends Error {}
+
+/** `<alias>-YYYY-MM-DD` (UTC) for a base id; a base without a date uses its whole id as the alias. */
+export function defaultVersionId(baseId: string, now: Date): string {
+  const alias = parseDatedId(baseId)?.alias ?? baseId;
+  return `${alias}-${now.toISOString().slice(0, 10)}`;
+}
 
 /** Throws unless `id` is a valid, unused model id under `modelsDir`. */
 export function checkNewModelId(modelsDir: string, id: string): void {
