@@ -21,7 +21,6 @@ import { readCalibrationData, type Unusable } from './data.js';
 import { fitType, type CandidateName } from './fit.js';
 import { figuresWithIntervals, reliabilityBins, type Estimate, type Figures } from './metrics.js';
 import { correctedProbs, seededRandom, uniformProbs, type Observation, type TypeCorrection } from './observations.js';
-import { writeReport } from './report.js';
 
 export interface CalibrateOptions {
   /** Model id or alias to calibrate. */
@@ -363,7 +362,11 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     service.registry.rescan();
     const dated = parseDatedId(newId);
     if (dated) report.alias = { name: dated.alias, resolves_to: service.registry.aliases()[dated.alias] ?? newId };
-    if (options.reportDir) report.report_files = await writeReport(options.reportDir, report);
+    if (options.reportDir) {
+      // Vega is loaded only when a report is asked for.
+      const { writeReport } = await import('./report.js');
+      report.report_files = await writeReport(options.reportDir, report);
+    }
     return report;
   } finally {
     await service.close();
