@@ -3,19 +3,21 @@
 // result is a new version sharing the base's weights, the base keeps its answers, the alias moves.
 // Bad data is refused with a clear message and nothing is written.
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { answerFromLogits } from '../../src/engine/calibrate.js';
 import { validateDecideRequest } from '../../src/api/validate.js';
 import { DecisionService } from '../../src/service/decision-service.js';
-import { DECIDE_BIN, MODEL_ID, tempWorkspace } from '../batches/helpers.js';
+import { MODEL_ID, tempWorkspace } from '../batches/helpers.js';
+import { decideBin } from '../helpers/bin.js';
 import { QUESTIONS, rawLogits, states, writeSharpenedData } from './helpers.js';
 
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const bin = await decideBin();
   return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [DECIDE_BIN, 'calibrate', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [bin, 'calibrate', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -49,7 +51,7 @@ describe('decide calibrate (CLI, tiny model)', () => {
   }, 300_000);
 
   afterAll(async () => {
-    // The workspace lives in the OS temp dir; the tiny model it links to is shared and left alone.
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('fits T ~ T*, writes a linked new version with provenance, moves the alias, keeps the base', async () => {
