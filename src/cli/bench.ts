@@ -73,7 +73,18 @@ export async function run(argv: string[]): Promise<number> {
   const seed = values.seed === undefined ? undefined : Number(values.seed);
   if (seed !== undefined && (!Number.isInteger(seed) || seed < 0)) throw new Error(`--seed must be a non-negative integer`);
 
-  const { runBench, BenchRefusedError } = await import('../../bench/run.js');
+  let bench: typeof import('../../bench/run.js');
+  try {
+    bench = await import('../../bench/run.js');
+  } catch (err) {
+    // The baseline runs through onnxruntime-node, a devDependency: an installed package lacks it.
+    if ((err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String(err).includes('onnxruntime-node')) {
+      process.stderr.write('decide bench: the benchmark needs onnxruntime-node (a devDependency); run it from a clone of the repository after npm ci\n');
+      return 1;
+    }
+    throw err;
+  }
+  const { runBench, BenchRefusedError } = bench;
   try {
     await runBench({
       quick: values.quick,

@@ -31,7 +31,7 @@ export interface EngineLoadOptions {
    * per budget (the padding is then computed).
    */
   passOverheadTokens?: number;
-  /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY or onnxruntime-node's. */
+  /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY, else an installed CPU build (see resolveOrtLibrary). */
   ortLibrary?: string;
   /** CUDA device ordinal. */
   deviceId?: number;
@@ -107,12 +107,8 @@ export class Engine {
     try {
       const config = readModelConfig(options.modelDir);
       const stockGraph = findGraphFile(options.modelDir);
-      const graphFile = options.gatherLogits === false ? stockGraph : await prepareScoringGraph(stockGraph);
-      const { NativeEngine } = loadNativeModule();
-      const native = new NativeEngine();
       const maxContext = config.maxPositionEmbeddings;
-      await native.load({
-        modelPath: graphFile,
+      const loadOptions = {
         ortLibrary: resolveOrtLibrary(options.ortLibrary),
         provider: options.provider ?? 'cpu',
         threads: options.threads ?? os.availableParallelism(),
@@ -126,7 +122,12 @@ export class Engine {
         maxContext,
         attentionWeight: attentionWeight(config),
         passOverheadTokens: options.passOverheadTokens ?? 32,
-      });
+      } as const;
+      const graphFile =
+        options.gatherLogits === false ? stockGraph : await prepareScoringGraph(stockGraph, loadOptions);
+      const { NativeEngine } = loadNativeModule();
+      const native = new NativeEngine();
+      await native.load({ ...loadOptions, modelPath: graphFile });
       const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, maxContext };
       if (info.numLayers !== config.numLayers) {
         native.close();

@@ -87,41 +87,87 @@ const packageRoot = findPackageRoot(path.dirname(fileURLToPath(import.meta.url))
 
 let cached: NativeModule | undefined;
 
-/** Loads build/Release/decide_native.node (built by `npm run build:native`). */
+/** The prebuilt addon shipped in the npm package for this platform (see scripts/prebuild.mjs). */
+export function prebuiltAddonPath(root = packageRoot): string {
+  return path.join(root, 'prebuilds', `${process.platform}-${process.arch}`, 'decide_native.node');
+}
+
+/**
+ * Loads the native addon: build/Release/decide_native.node when it was built here (`npm run
+ * build:native`, or the package's install script on platforms without a prebuilt), else the
+ * prebuilt one shipped in the package for this platform.
+ */
 export function loadNativeModule(): NativeModule {
   if (cached) return cached;
-  const addonPath = path.join(packageRoot, 'build', 'Release', 'decide_native.node');
-  if (!existsSync(addonPath)) {
-    throw Object.assign(new Error(`native addon not built: ${addonPath} is missing; run npm run build:native`), {
-      code: 'ERR_MODEL_LOAD',
-    });
+  const built = path.join(packageRoot, 'build', 'Release', 'decide_native.node');
+  const prebuilt = prebuiltAddonPath();
+  const addonPath = existsSync(built) ? built : existsSync(prebuilt) ? prebuilt : undefined;
+  if (!addonPath) {
+    throw Object.assign(
+      new Error(
+        `native addon not built: neither ${built} nor ${prebuilt} exists. In this repository run ` +
+          '`npm run build:native`; where decision-engine is a dependency run `npm rebuild decision-engine` ' +
+          '(needs a C++17 compiler and cmake; with npm >= 12 first allow its install script: ' +
+          '"allowScripts": {"decision-engine": true} in your package.json)',
+      ),
+      { code: 'ERR_MODEL_LOAD' },
+    );
   }
   cached = require(addonPath) as NativeModule;
   return cached;
 }
 
+/** The CPU ONNX Runtime library names, per platform, inside a directory. */
+function ortLibraryNames(): string[] {
+  if (process.platform === 'win32') return ['onnxruntime.dll'];
+  if (process.platform === 'darwin') return ['libonnxruntime.1.dylib', 'libonnxruntime.dylib'];
+  return ['libonnxruntime.so.1', 'libonnxruntime.so'];
+}
+
+/** Directories that may hold a CPU ONNX Runtime library, in order of preference. */
+function ortLibraryDirs(): string[] {
+  const dirs: string[] = [];
+  // onnxruntime-node first when it is installed (a devDependency here; or the host application's):
+  // its JS API may be loaded in the same process, and one process must not hold two ORT copies.
+  try {
+    const root = path.dirname(require.resolve('onnxruntime-node/package.json'));
+    dirs.push(path.join(root, 'bin', 'napi-v6', process.platform, process.arch));
+  } catch {
+    // not installed
+  }
+  // Else com.github.asus4.onnxruntime: a registry package (no install script) that also supplies the
+  // headers the addon is built against; it ships CPU builds for Linux x64, macOS arm64 and Windows.
+  try {
+    const root = path.dirname(require.resolve('com.github.asus4.onnxruntime/package.json'));
+    const os = process.platform === 'linux' ? 'Linux' : process.platform === 'darwin' ? 'macOS' : 'Windows';
+    dirs.push(path.join(root, 'Plugins', os, process.arch));
+  } catch {
+    // not installed
+  }
+  return dirs;
+}
+
 /**
  * The ONNX Runtime shared library to dlopen: DECIDE_ORT_LIBRARY when set (a CUDA-enabled build on
- * GPU hosts), else the CPU library bundled inside the onnxruntime-node package.
+ * GPU hosts), else a CPU build from an installed package (see ortLibraryDirs).
  */
 export function resolveOrtLibrary(explicit?: string): string {
   const fromEnv = explicit ?? process.env.DECIDE_ORT_LIBRARY;
   if (fromEnv) return path.resolve(fromEnv);
-  const ortNodeRoot = path.dirname(require.resolve('onnxruntime-node/package.json'));
-  const dir = path.join(ortNodeRoot, 'bin', 'napi-v6', process.platform, process.arch);
-  const names =
-    process.platform === 'win32'
-      ? ['onnxruntime.dll']
-      : process.platform === 'darwin'
-        ? ['libonnxruntime.1.dylib', 'libonnxruntime.dylib']
-        : ['libonnxruntime.so.1', 'libonnxruntime.so'];
-  for (const name of names) {
-    const candidate = path.join(dir, name);
-    if (existsSync(candidate)) return candidate;
+  const dirs = ortLibraryDirs();
+  for (const dir of dirs) {
+    for (const name of ortLibraryNames()) {
+      const candidate = path.join(dir, name);
+      if (existsSync(candidate)) return candidate;
+    }
   }
-  throw Object.assign(new Error(`no ONNX Runtime library found in ${dir}; set DECIDE_ORT_LIBRARY`), {
-    code: 'ERR_ORT_LOAD',
-  });
+  throw Object.assign(
+    new Error(
+      `no ONNX Runtime library for ${process.platform}-${process.arch} found in ${dirs.join(', ') || 'any installed package'}; ` +
+        'set DECIDE_ORT_LIBRARY to a libonnxruntime (>= 1.29)',
+    ),
+    { code: 'ERR_ORT_LOAD' },
+  );
 }
 
 /** The directory holding our package.json: src/engine when run from source, dist/src/engine when built. */

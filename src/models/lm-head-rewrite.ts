@@ -12,6 +12,8 @@ import { existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSy
 
 import onnxProto from 'onnx-proto';
 
+import type { VerifyLoadOptions } from './lm-head-verify.js';
+
 const { onnx } = onnxProto;
 
 export const LOGITS_INDEX_INPUT = 'decide_logits_index';
@@ -107,7 +109,7 @@ export function rewriteLmHead(bytes: Uint8Array): Uint8Array | undefined {
  * The graph the engine should load: the cached rewrite when it exists and is current, else a new
  * verified rewrite, else the stock graph.
  */
-export async function prepareScoringGraph(stockGraph: string): Promise<string> {
+export async function prepareScoringGraph(stockGraph: string, verifyWith: VerifyLoadOptions): Promise<string> {
   const target = rewrittenPath(stockGraph);
   if (existsSync(target) && statSync(target).mtimeMs >= statSync(stockGraph).mtimeMs) return target;
   let rewritten: Uint8Array | undefined;
@@ -121,7 +123,7 @@ export async function prepareScoringGraph(stockGraph: string): Promise<string> {
   try {
     writeFileSync(temp, rewritten);
     const { verifyRewrite } = await import('./lm-head-verify.js');
-    await verifyRewrite(stockGraph, temp);
+    await verifyRewrite(stockGraph, temp, verifyWith);
     renameSync(temp, target);
     return target;
   } catch {
