@@ -154,6 +154,10 @@ export const ModelSchema = Type.Object({
   object: Type.Literal('model'),
   alias: Type.Optional(Type.String({ description: 'The undated alias this id belongs to.' })),
   loaded: Type.Boolean({ description: 'Whether the model is loaded in this process.' }),
+  status: Type.Union([Type.Literal('ok'), Type.Literal('broken')], {
+    description: "'broken': loading this version failed (see error); its alias stays on the newest version that loads. Tried again once its files change.",
+  }),
+  error: Type.Optional(Type.String({ description: 'Why a broken version could not be loaded.' })),
   calibrated: Type.Boolean({ description: 'Whether its decision.json carries a calibration (a temperature other than 1, a label bias, or a fit).' }),
   held_out_ece: Type.Optional(
     Type.Record(Type.String(), Type.Number(), {
@@ -169,7 +173,7 @@ export const ModelListingSchema = Type.Object({
   object: Type.Literal('list'),
   data: Type.Array(ModelSchema),
   aliases: Type.Record(Type.String(), Type.String(), {
-    description: 'Undated alias -> the dated id it resolves to now (the newest installed).',
+    description: 'Undated alias -> the dated id it resolves to now (the newest installed version that is not broken).',
   }),
 });
 export type ModelListing = Static<typeof ModelListingSchema>;

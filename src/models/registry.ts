@@ -2,13 +2,21 @@
  * Model registry: model ids are directory names under the models directory. A dated id
  * (`svc-alpha-2026-10`, or with a day `svc-alpha-2026-11-22` as `decide calibrate` writes) pins
  * one version; its undated alias (`svc-alpha`) resolves to the newest dated version installed
- * (dates compare as text, so a day-dated id is newer than its month's plain id). Responses always name the resolved dated id. The directory is re-read
- * on every resolve of an unknown id, so a model installed while the service runs is found.
+ * that is not broken (dates compare as text, so a day-dated id is newer than its month's plain
+ * id). Responses always name the resolved dated id. The directory is re-read on every resolve of
+ * an unknown id, so a model installed while the service runs is found.
+ *
+ * Only complete model directories are seen (model-completeness.ts): a version being copied in file
+ * by file stays invisible until its last file is whole. A version that is complete but fails to
+ * load is marked broken (markBroken): it stays listed with its error, and its alias keeps pointing
+ * at the newest version that is not broken. A broken version is tried again once its files change.
+ * Names starting with '.' are ignored, so copying to `models/.NAME` and renaming is atomic.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { EngineError } from '../errors/engine-error.js';
+import { directorySignature, incompleteReason } from './model-completeness.js';
 
 const DATED_ID = /^(.+?)-(\d{4})-(\d{2})(?:-(\d{2}))?$/;
 const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -32,28 +40,69 @@ export interface InstalledModel {
   alias?: string;
   /** 'YYYY-MM' or 'YYYY-MM-DD' of a dated id. */
   version?: string;
+  /** Why loading this version failed; set while its files stay as they were. */
+  broken?: string;
+}
+
+export interface ModelRegistryOptions {
+  /** Where skipped (incomplete) directories are reported, once per change of their files. */
+  log?: (message: string) => void;
 }
 
 export class ModelRegistry {
   private installed = new Map<string, InstalledModel>();
+  /** Versions that failed to load, with the directory signature at the time. */
+  private readonly brokenVersions = new Map<string, { error: string; signature: string }>();
+  /** The last reason logged per skipped directory, so a copy in progress is logged once per change. */
+  private readonly reported = new Map<string, string>();
 
-  constructor(readonly modelsDir: string) {
+  constructor(
+    readonly modelsDir: string,
+    private readonly options: ModelRegistryOptions = {},
+  ) {
     this.rescan();
   }
 
-  /** Re-reads the models directory. A model is a directory holding config.json. */
+  /** Re-reads the models directory. A model is a complete model directory (see model-completeness.ts). */
   rescan(): void {
     const found = new Map<string, InstalledModel>();
     if (existsSync(this.modelsDir)) {
       for (const name of readdirSync(this.modelsDir).sort()) {
         const dir = path.join(this.modelsDir, name);
         if (!VALID_ID.test(name) || name.includes('.tmp-')) continue;
-        if (!statSync(dir).isDirectory() || !existsSync(path.join(dir, 'config.json'))) continue;
+        try {
+          if (!statSync(dir).isDirectory()) continue;
+        } catch {
+          continue; // removed while we looked
+        }
+        const incomplete = incompleteReason(dir);
+        if (incomplete) {
+          if (this.reported.get(name) !== incomplete) this.options.log?.(`models: skipping ${name}: ${incomplete}`);
+          this.reported.set(name, incomplete);
+          continue;
+        }
+        this.reported.delete(name);
         const dated = parseDatedId(name);
-        found.set(name, dated ? { id: name, dir, ...dated } : { id: name, dir });
+        const model: InstalledModel = dated ? { id: name, dir, ...dated } : { id: name, dir };
+        const broken = this.brokenVersions.get(name);
+        if (broken && broken.signature !== directorySignature(dir)) this.brokenVersions.delete(name);
+        else if (broken) model.broken = broken.error;
+        found.set(name, model);
       }
     }
     this.installed = found;
+  }
+
+  /**
+   * Records that a version failed to load: its alias moves back to the newest version that is not
+   * broken, until the version's files change.
+   */
+  markBroken(id: string, error: string): void {
+    const model = this.installed.get(id);
+    if (!model) return;
+    this.brokenVersions.set(id, { error, signature: directorySignature(model.dir) });
+    model.broken = error;
+    this.options.log?.(`models: ${id} cannot be loaded and is marked broken: ${error}`);
   }
 
   /** Installed models, ids sorted. */
@@ -61,11 +110,11 @@ export class ModelRegistry {
     return [...this.installed.values()].sort((a, b) => a.id.localeCompare(b.id));
   }
 
-  /** The aliases with the dated id each resolves to now. */
+  /** The aliases with the dated id each resolves to now: the newest version that is not broken. */
   aliases(): Record<string, string> {
     const out: Record<string, string> = {};
     for (const model of this.list()) {
-      if (!model.alias) continue;
+      if (!model.alias || model.broken) continue;
       const current = out[model.alias];
       if (!current || this.installed.get(current)!.version! < model.version!) out[model.alias] = model.id;
     }
@@ -79,6 +128,13 @@ export class ModelRegistry {
     this.rescan();
     const again = this.lookup(id);
     if (again) return again;
+    const versions = this.list().filter((m) => m.alias === id);
+    if (versions.length > 0) {
+      throw new EngineError(
+        'ERR_MODEL_LOAD',
+        `no version of '${id}' can be loaded: ${versions.map((m) => `${m.id} (${m.broken})`).join(', ')}`,
+      );
+    }
     const ids = this.list().map((m) => m.id);
     const aliases = Object.keys(this.aliases());
     const known = [...aliases, ...ids];

@@ -9,8 +9,8 @@ import path from 'node:path';
 
 import { ulid } from 'ulid';
 
-import { ApiError, toApiError } from '../api/errors.js';
-import { EngineError } from '../errors/engine-error.js';
+import { ApiError, describeError, toApiError } from '../api/errors.js';
+import { EngineError, isEngineError } from '../errors/engine-error.js';
 import type { DecideResponse, ModelEntry, ModelListing } from '../api/schemas.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
 import { ModelRuntime, type ModelRuntimeOptions, type RawQuestionScore, type ScoredRequest } from '../engine/model-runtime.js';
@@ -83,7 +83,7 @@ export class DecisionService {
   static async open(options: DecisionServiceOptions = {}): Promise<DecisionService> {
     const modelsDir = path.resolve(options.modelsDir ?? process.env.DECIDE_MODELS_DIR ?? 'models');
     if (options.ensureDefaultModel ?? true) await ensureDefaultModel(modelsDir, options.log);
-    const service = new DecisionService(new ModelRegistry(modelsDir), { ...options, modelsDir });
+    const service = new DecisionService(new ModelRegistry(modelsDir, { log: options.log }), { ...options, modelsDir });
     const preload = options.preload ?? (service.registry.list().length ? ['svc-alpha'] : []);
     for (const id of preload) {
       try {
@@ -181,6 +181,8 @@ export class DecisionService {
       object: 'model' as const,
       ...(m.alias ? { alias: m.alias } : {}),
       loaded: this.runtimes.has(m.id),
+      status: m.broken ? ('broken' as const) : ('ok' as const),
+      ...(m.broken ? { error: m.broken } : {}),
       ...calibrationSummary(m.dir),
     };
   }
@@ -214,6 +216,11 @@ export class DecisionService {
     try {
       return await pending;
     } catch (err) {
+      if (!this.closed && isEngineError(err) && (err.code === 'ERR_MODEL_LOAD' || err.code === 'ERR_RUNTIME')) {
+        this.registry.markBroken(model.id, describeError(err));
+        // An alias never stays on a version that cannot load: it falls back to the newest good one.
+        if (model.id !== id) return this.runtime(id);
+      }
       throw toApiError(err);
     }
   }
