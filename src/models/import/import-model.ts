@@ -47,10 +47,11 @@ export interface ImportedModel {
   dir: string;
   plan: ImportPlan;
   dtype: FloatDtype;
+  /** Parameters of the checkpoint (a tied LM head counted once, though the graph stores its transpose too). */
+  parameters: number;
   /** False when the checkpoint had no tokenizer.json (the engine scores ids; the service refuses it). */
   hasTokenizer: boolean;
   warnings: string[];
-  parameters: number;
 }
 
 export const BF16_UNSUPPORTED =
@@ -162,7 +163,8 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
 
     // 4. Into place.
     await moveIntoPlace(staging, outDir);
-    return { dir: outDir, plan, dtype, hasTokenizer, warnings, parameters: totalParams };
+    const parameters = [...new Set(sources.map((src) => src.entry))].reduce((n, e) => n + numel(e.shape), 0);
+    return { dir: outDir, plan, dtype, hasTokenizer, warnings, parameters };
   } catch (err) {
     await rm(staging, { recursive: true, force: true });
     throw err;
