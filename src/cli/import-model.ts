@@ -50,6 +50,10 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(HELP);
     return 2;
   }
+  if (values.id !== undefined && (values.id.includes('/') || values.id.includes('\\') || values.id.startsWith('.'))) {
+    process.stderr.write(`decide import-model: --id must be a model id (a directory name), got '${values.id}'\n`);
+    return 2;
+  }
   const dtype = values.dtype as ImportDtype;
   const outDir = values.id ? path.join(values.out, values.id) : values.out;
   const started = Date.now();

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
 import { ImportError, importModel } from '../../src/models/import/import-model.js';
-import { rotaryInvFreq, readRope } from '../../src/models/import/hf-config.js';
+import { planFromConfig, rotaryInvFreq, readRope } from '../../src/models/import/hf-config.js';
 import { referenceForward, referenceInvFreq } from '../helpers/hf-reference.js';
 import { referenceLastLogits, releaseReferenceSessions } from '../helpers/reference.js';
 import { gaussian, randomCheckpoint } from '../helpers/hf-checkpoint.js';
@@ -278,6 +278,36 @@ describe.each([
       const ref = referenceForward(config, rounded, ids).at(-1)!;
       for (const { logits } of got[i]!) expect(maxAbsDiff(logits, ref)).toBeLessThan(1e-4);
     }
+  });
+});
+
+describe('config readings', () => {
+  it('Gemma: hidden_activation wins over the legacy hidden_act, and defaults to the tanh GELU', () => {
+    const { hidden_activation: _h, ...noActivation } = GEMMA_CONFIG;
+    expect(planFromConfig({ ...noActivation, hidden_act: 'gelu' }).features.activation).toBe('gelu_tanh');
+    expect(planFromConfig(GEMMA_CONFIG).features.activation).toBe('gelu_tanh');
+    expect(planFromConfig({ ...GEMMA_CONFIG, hidden_activation: 'gelu' }).features.activation).toBe('gelu');
+    const { tie_word_embeddings: _t, ...untold } = GEMMA_CONFIG;
+    expect(planFromConfig(untold).shape.tieWordEmbeddings).toBe(true);
+  });
+
+  it('Mistral: head_dim null means hidden / heads; no window means the full context', () => {
+    const plan = planFromConfig({ ...MISTRAL_CONFIG, head_dim: null, sliding_window: null });
+    expect(plan.shape.headDim).toBe(16);
+    expect(plan.maxContext).toBe(32768);
+    expect(plan.contextNote).toBeUndefined();
+  });
+
+  it('Qwen2: the sliding_window value is ignored unless use_sliding_window is on', () => {
+    const base = readConfig(path.join(FIXTURES, 'qwen2'));
+    expect(planFromConfig({ ...base, sliding_window: 128 }).maxContext).toBe(4096);
+    expect(planFromConfig({ ...base, sliding_window: 128, use_sliding_window: true }).maxContext).toBe(128);
+  });
+
+  it('linear rope scaling divides every frequency by the factor (4.x "type" spelling)', () => {
+    const plain = planFromConfig({ ...MISTRAL_CONFIG }).features.invFreq!;
+    const linear = planFromConfig({ ...MISTRAL_CONFIG, rope_scaling: { type: 'linear', factor: 4 } }).features.invFreq!;
+    linear.forEach((v, i) => expect(v).toBeCloseTo(plain[i]! / 4, 12));
   });
 });
 

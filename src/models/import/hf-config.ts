@@ -128,12 +128,14 @@ export function planFromConfig(raw: Json): ImportPlan {
 }
 
 function activationOf(family: Family, raw: Json): DecoderFeatures['activation'] {
-  // Gemma names its MLP activation `hidden_activation` (hidden_act of the original checkpoints
-  // says "gelu" but the model is trained with the tanh approximation); the others use hidden_act.
+  // GemmaConfig: hidden_act is "the legacy activation function, overwritten by hidden_activation",
+  // which defaults to gelu_pytorch_tanh when unset (the original checkpoints say hidden_act "gelu"
+  // but were trained with the tanh approximation). The other families use hidden_act.
   const name =
     family === 'gemma'
-      ? (typeof raw.hidden_activation === 'string' ? raw.hidden_activation : undefined) ??
-        (typeof raw.hidden_act === 'string' ? raw.hidden_act : 'gelu_pytorch_tanh')
+      ? typeof raw.hidden_activation === 'string'
+        ? raw.hidden_activation
+        : 'gelu_pytorch_tanh'
       : typeof raw.hidden_act === 'string'
         ? raw.hidden_act
         : 'silu';
