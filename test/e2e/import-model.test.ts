@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeError } from '../../src/api/errors.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
+import { decideBin } from '../helpers/bin.js';
 import { randomCheckpoint } from '../helpers/hf-checkpoint.js';
 import { writeSafetensors } from '../helpers/safetensors-file.js';
 import { QWEN3_TOKENIZER_FILES } from '../helpers/tokenizer-dir.js';
@@ -22,7 +23,6 @@ import { postDecide, startServe } from './serve-process.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const BIN = path.join(ROOT, 'bin', 'decide.js');
 const FIXTURES = path.join(ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
 
 /** A small Qwen3 with the real Qwen3 vocabulary, so the real tokenizer and chat template apply. */
@@ -49,7 +49,7 @@ let hfDir: string;
 
 async function decide(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { cwd: ROOT });
+    const { stdout, stderr } = await run(process.execPath, [await decideBin(), ...args], { cwd: ROOT });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
