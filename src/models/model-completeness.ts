@@ -3,7 +3,8 @@
  * directory being copied file by file is not a model yet, and the registry must not see it.
  *
  * Complete means: config.json is a valid config; tokenizer.json and tokenizer_config.json (and
- * decision.json when present) parse as JSON; a decoder graph exists; and when the graph keeps its
+ * decision.json when present) parse as JSON, unless decision.json records an import without a
+ * tokenizer (the service then refuses the model saying so); a decoder graph exists; and when the graph keeps its
  * weights in external data files, each of them exists and is long enough for every tensor that
  * points into it. Whether ONNX Runtime can then load it is found out by loading it (the registry
  * marks a version that fails as broken).
@@ -66,10 +67,14 @@ function check(dir: string): string | undefined {
   } catch (err) {
     return (err as Error).message;
   }
+  const withoutTokenizer = importedWithoutTokenizer(dir);
   for (const name of ['tokenizer.json', 'tokenizer_config.json', 'decision.json']) {
     const file = path.join(dir, name);
     if (!existsSync(file)) {
       if (name === 'decision.json') continue;
+      // An import without tokenizer files is a whole model the service refuses by name (the
+      // tokenizer is missing), not a copy in progress to hide.
+      if (withoutTokenizer) continue;
       return `${file}: file is missing`;
     }
     try {
@@ -85,6 +90,16 @@ function check(dir: string): string | undefined {
     return (err as Error).message;
   }
   return externalDataProblem(graph);
+}
+
+/** True when decision.json says `decide import-model` wrote this directory without a tokenizer. */
+function importedWithoutTokenizer(dir: string): boolean {
+  try {
+    const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { import?: { tokenizer?: unknown } };
+    return decision.import?.tokenizer === false;
+  } catch {
+    return false;
+  }
 }
 
 /** Checks that every external data file the graph names exists and covers offset + length. */
