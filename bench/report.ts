@@ -53,7 +53,7 @@ export interface SystemResult {
 
 export interface EngineCountersSummary {
   prefixTokensComputed: number;
-  prefixTokensReused: number;
+  cachedTokens: number;
   suffixTokens: number;
   prefixPasses: number;
   suffixPasses: number;

@@ -25,12 +25,12 @@ export const BASELINE_DEFINITION =
   'rewrite, decide_logits_index = each row\'s last real position), so the speedup measured is prefix reuse and batching, not the LM-head rewrite.';
 
 export function zeroCounters(): EngineCountersSummary {
-  return { prefixTokensComputed: 0, prefixTokensReused: 0, suffixTokens: 0, prefixPasses: 0, suffixPasses: 0, paddedTokens: 0 };
+  return { prefixTokensComputed: 0, cachedTokens: 0, suffixTokens: 0, prefixPasses: 0, suffixPasses: 0, paddedTokens: 0 };
 }
 
 export function addCounters(into: EngineCountersSummary, c: NativeCounters): void {
   into.prefixTokensComputed += c.prefixTokensComputed;
-  into.prefixTokensReused += c.prefixTokensReused;
+  into.cachedTokens += c.cachedTokens;
   into.suffixTokens += c.suffixTokens;
   into.prefixPasses += c.prefixPasses;
   into.suffixPasses += c.suffixPasses;

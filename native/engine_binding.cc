@@ -99,12 +99,13 @@ Napi::Object CountersObject(Napi::Env env, const ScoreCounters& c) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("calls", Napi::Number::New(env, static_cast<double>(c.calls)));
   out.Set("prefixTokensComputed", Napi::Number::New(env, static_cast<double>(c.prefix_tokens_computed)));
-  out.Set("prefixTokensReused", Napi::Number::New(env, static_cast<double>(c.prefix_tokens_reused)));
+  out.Set("cachedTokens", Napi::Number::New(env, static_cast<double>(c.cached_tokens)));
   out.Set("suffixTokens", Napi::Number::New(env, static_cast<double>(c.suffix_tokens)));
   out.Set("forwardPasses", Napi::Number::New(env, static_cast<double>(c.forward_passes)));
   out.Set("prefixPasses", Napi::Number::New(env, static_cast<double>(c.prefix_passes)));
   out.Set("suffixPasses", Napi::Number::New(env, static_cast<double>(c.suffix_passes)));
   out.Set("paddedTokens", Napi::Number::New(env, static_cast<double>(c.padded_tokens)));
+  out.Set("prefixCacheEvictions", Napi::Number::New(env, static_cast<double>(c.prefix_cache_evictions)));
   return out;
 }
 
@@ -124,9 +125,9 @@ class ScoreWorker final : public PromiseWorker {
     std::copy(output_.label_logits.begin(), output_.label_logits.end(), logits.Data());
     auto lse = Napi::Float32Array::New(env, output_.log_sum_exp.size());
     std::copy(output_.log_sum_exp.begin(), output_.log_sum_exp.end(), lse.Data());
-    auto reused = Napi::Int32Array::New(env, output_.prefix_reused.size());
-    std::copy(output_.prefix_reused.begin(), output_.prefix_reused.end(), reused.Data());
-    out.Set("prefixReused", reused);
+    auto cached = Napi::Int32Array::New(env, output_.cached_tokens.size());
+    std::copy(output_.cached_tokens.begin(), output_.cached_tokens.end(), cached.Data());
+    out.Set("cachedTokens", cached);
     out.Set("labelLogits", logits);
     out.Set("logSumExp", lse);
     out.Set("counters", CountersObject(env, output_.counters));

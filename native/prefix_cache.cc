@@ -22,21 +22,23 @@ PrefixCache::Match PrefixCache::Lookup(const int32_t* ids, int count) {
   return best;
 }
 
-void PrefixCache::Insert(const int32_t* ids, int count, std::shared_ptr<KvBlock> block) {
+int PrefixCache::Insert(const int32_t* ids, int count, std::shared_ptr<KvBlock> block) {
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (static_cast<int>(it->ids.size()) == count && std::equal(ids, ids + count, it->ids.begin())) {
       entries_.splice(entries_.begin(), entries_, it);
-      return;
+      return 0;
     }
   }
-  if (block->Bytes() > capacity_bytes_) return;
+  if (block->Bytes() > capacity_bytes_) return 0;
   bytes_ += block->Bytes();
   entries_.push_front(Entry{std::vector<int32_t>(ids, ids + count), std::move(block)});
+  int evicted = 0;
   while (bytes_ > capacity_bytes_ && !entries_.empty()) {
     bytes_ -= entries_.back().block->Bytes();
     entries_.pop_back();
-    ++evictions_;
+    ++evicted;
   }
+  return evicted;
 }
 
 void PrefixCache::Clear() {

@@ -26,14 +26,13 @@ class PrefixCache {
 
   Match Lookup(const int32_t* ids, int count);
   // Inserts (or refreshes) the block for exactly these ids, then evicts least recently used entries
-  // until the cache fits. A block larger than the whole capacity is not kept.
-  void Insert(const int32_t* ids, int count, std::shared_ptr<KvBlock> block);
+  // until the cache fits; returns how many it evicted (the caller counts them). A block larger than
+  // the whole capacity is not kept.
+  int Insert(const int32_t* ids, int count, std::shared_ptr<KvBlock> block);
   void Clear();
 
   size_t Bytes() const { return bytes_; }
   size_t Entries() const { return entries_.size(); }
-  size_t CapacityBytes() const { return capacity_bytes_; }
-  uint64_t Evictions() const { return evictions_; }
 
  private:
   struct Entry {
@@ -43,7 +42,6 @@ class PrefixCache {
   std::list<Entry> entries_;  // front: most recently used
   size_t capacity_bytes_;
   size_t bytes_ = 0;
-  uint64_t evictions_ = 0;
 };
 
 }  // namespace decide

@@ -26,12 +26,13 @@ uint64_t HashIds(const int32_t* ids, int count) {
 void Add(ScoreCounters& into, const ScoreCounters& from) {
   into.calls += from.calls;
   into.prefix_tokens_computed += from.prefix_tokens_computed;
-  into.prefix_tokens_reused += from.prefix_tokens_reused;
+  into.cached_tokens += from.cached_tokens;
   into.suffix_tokens += from.suffix_tokens;
   into.forward_passes += from.forward_passes;
   into.prefix_passes += from.prefix_passes;
   into.suffix_passes += from.suffix_passes;
   into.padded_tokens += from.padded_tokens;
+  into.prefix_cache_evictions += from.prefix_cache_evictions;
 }
 
 }  // namespace
@@ -124,7 +125,7 @@ ScoreOutput Scorer::Score(const ScoreInput& input) {
 std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, ScoreOutput& output) {
   const KvShape& shape = decoder_->Info().kv;
   ScoreCounters& counters = output.counters;
-  output.prefix_reused.assign(in.num_groups, 0);
+  output.cached_tokens.assign(in.num_groups, 0);
   std::vector<GroupPast> pasts(in.num_groups);
   struct Pending {
     int group;
@@ -147,14 +148,14 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, Sco
       }
     }
     if (same_as[g] >= 0) {
-      counters.prefix_tokens_reused += count;
-      output.prefix_reused[g] = count;
+      counters.cached_tokens += count;
+      output.cached_tokens[g] = count;
       continue;
     }
     candidates.push_back(g);
     PrefixCache::Match match = cache_.Lookup(ids, count);
-    counters.prefix_tokens_reused += match.length;
-    output.prefix_reused[g] = match.length;
+    counters.cached_tokens += match.length;
+    output.cached_tokens[g] = match.length;
     if (match.length == count) {
       pasts[g] = GroupPast{match.block, count};
     } else {
@@ -192,7 +193,7 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, Sco
       auto block = std::make_shared<KvBlock>(decoder_->GetDevice(), shape, count);
       if (p.match.length > 0) decoder_->CopyKvPrefix(*p.match.block, p.match.length, *block);
       decoder_->CopyNewKv(result, static_cast<int>(i - begin), rows[i].num_tokens, *block, p.match.length);
-      cache_.Insert(ids, count, block);
+      counters.prefix_cache_evictions += cache_.Insert(ids, count, block);
       pasts[p.group] = GroupPast{std::move(block), count};
     }
   }

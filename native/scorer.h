@@ -58,18 +58,19 @@ struct ScoreInput {
 struct ScoreCounters {
   uint64_t calls = 0;
   uint64_t prefix_tokens_computed = 0;
-  uint64_t prefix_tokens_reused = 0;
+  uint64_t cached_tokens = 0;  // prefix tokens served from the prefix cache or an identical group of the call
   uint64_t suffix_tokens = 0;
   uint64_t forward_passes = 0;
   uint64_t prefix_passes = 0;
   uint64_t suffix_passes = 0;
   uint64_t padded_tokens = 0;  // tokens of padding the passes computed (waste)
+  uint64_t prefix_cache_evictions = 0;  // prefixes the byte bound pushed out of the cache
 };
 
 struct ScoreOutput {
   std::vector<float> label_logits;  // concatenated per suffix, label_offsets layout
   std::vector<float> log_sum_exp;   // one per suffix
-  std::vector<int32_t> prefix_reused;  // per group: prefix tokens not computed by this call
+  std::vector<int32_t> cached_tokens;  // per group: prefix tokens not computed by this call
   ScoreCounters counters;           // this call only
 };
 

@@ -182,7 +182,7 @@ export class Engine {
       }
       out.push(scores);
     }
-    return { groups: out, cachedTokens: result.prefixReused, counters: result.counters };
+    return { groups: out, cachedTokens: result.cachedTokens, counters: result.counters };
   }
 
   /** Cumulative counters since load, plus the prefix cache's current size. */

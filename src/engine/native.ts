@@ -40,18 +40,21 @@ export interface NativeScoreBatch {
 export interface NativeCounters {
   calls: number;
   prefixTokensComputed: number;
-  prefixTokensReused: number;
+  /** Prefix tokens served from the prefix cache or an identical group of the call (the API's cached_tokens). */
+  cachedTokens: number;
   suffixTokens: number;
   forwardPasses: number;
   prefixPasses: number;
   suffixPasses: number;
   paddedTokens: number;
+  /** Prefixes the cache's byte bound pushed out. */
+  prefixCacheEvictions: number;
 }
 
 export interface NativeScoreResult {
   labelLogits: Float32Array;
   /** Per group: prefix tokens this call did not compute (prefix cache or an identical group). */
-  prefixReused: Int32Array;
+  cachedTokens: Int32Array;
   logSumExp: Float32Array;
   counters: NativeCounters;
 }

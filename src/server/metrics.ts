@@ -89,11 +89,12 @@ const ENGINE_SERIES: Array<{ name: string; help: string; type: 'counter' | 'gaug
   { name: 'decide_engine_suffix_passes_total', help: 'Suffix forward passes.', type: 'counter', value: (m) => m.counters.suffixPasses },
   { name: 'decide_engine_calls_total', help: 'Score calls into the native engine (each one coalesced batch).', type: 'counter', value: (m) => m.counters.calls },
   { name: 'decide_engine_prefix_tokens_computed_total', help: 'Prefix tokens run through the model.', type: 'counter', value: (m) => m.counters.prefixTokensComputed },
-  { name: 'decide_engine_prefix_tokens_reused_total', help: 'Prefix tokens served from the prefix KV cache instead of being computed.', type: 'counter', value: (m) => m.counters.prefixTokensReused },
+  { name: 'decide_engine_cached_tokens_total', help: 'Prefix tokens served from the prefix KV cache instead of being computed (the sum of usage.cached_tokens).', type: 'counter', value: (m) => m.counters.cachedTokens },
   { name: 'decide_engine_suffix_tokens_total', help: 'Question suffix tokens run through the model.', type: 'counter', value: (m) => m.counters.suffixTokens },
   { name: 'decide_engine_padded_tokens_total', help: 'Padding tokens added to batch rows of unequal length.', type: 'counter', value: (m) => m.counters.paddedTokens },
   { name: 'decide_engine_prefix_cache_bytes', help: 'Bytes held by the prefix KV cache.', type: 'gauge', value: (m) => m.counters.prefixCacheBytes },
   { name: 'decide_engine_prefix_cache_entries', help: 'Prefixes held by the prefix KV cache.', type: 'gauge', value: (m) => m.counters.prefixCacheEntries },
+  { name: 'decide_engine_prefix_cache_evictions_total', help: 'Prefixes the prefix KV cache evicted to stay within its byte bound.', type: 'counter', value: (m) => m.counters.prefixCacheEvictions },
   { name: 'decide_scheduler_calls_total', help: 'Engine calls made by the scheduler.', type: 'counter', value: (m) => m.calls },
 ];
 

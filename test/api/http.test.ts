@@ -387,7 +387,7 @@ describe('other routes', () => {
     for (const name of [
       'decide_engine_forward_passes_total',
       'decide_engine_prefix_tokens_computed_total',
-      'decide_engine_prefix_tokens_reused_total',
+      'decide_engine_cached_tokens_total',
       'decide_engine_suffix_tokens_total',
     ]) {
       expect(types.get(name)).toBe('counter');

@@ -212,6 +212,6 @@ describe('decide serve', () => {
     const text = await metrics();
     expect(text).toContain('# TYPE decide_engine_forward_passes_total counter');
     expect(metricValue(text, 'decide_http_requests_total', 'route="/v1/decide",status="200"')).toBeGreaterThan(100);
-    expect(metricValue(text, 'decide_engine_prefix_tokens_reused_total')).toBeGreaterThan(0);
+    expect(metricValue(text, 'decide_engine_cached_tokens_total')).toBeGreaterThan(0);
   });
 });

@@ -120,7 +120,7 @@ describe('Engine on the tiny model', () => {
     const prefixTokens = groups.reduce((n, g) => n + g.prefix.length, 0);
     expect(afterMiss.prefixTokensComputed - before.prefixTokensComputed).toBe(prefixTokens);
     expect(afterHit.prefixTokensComputed - afterMiss.prefixTokensComputed).toBe(0);
-    expect(afterHit.prefixTokensReused - afterMiss.prefixTokensReused).toBe(prefixTokens);
+    expect(afterHit.cachedTokens - afterMiss.cachedTokens).toBe(prefixTokens);
     expect(afterHit.prefixPasses - afterMiss.prefixPasses).toBe(0);
     miss.forEach((group, g) => group.forEach((score, s) => expect(maxDiff(score.labelLogits, hit[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
   });
@@ -138,7 +138,7 @@ describe('Engine on the tiny model', () => {
     const groups = [{ prefix: concat(system, stateB), suffixes: [question] }];
     const scores = await engine.score(groups);
     const after = engine.counters();
-    expect(after.prefixTokensReused - before.prefixTokensReused).toBe(system.length);
+    expect(after.cachedTokens - before.cachedTokens).toBe(system.length);
     expect(after.prefixTokensComputed - before.prefixTokensComputed).toBe(stateB.length);
     await expectMatchesReference(modelDir, groups, scores);
   });
@@ -151,6 +151,26 @@ describe('Engine on the tiny model', () => {
     const after = engine.counters();
     expect(after.prefixTokensComputed - before.prefixTokensComputed).toBe(group!.prefix.length);
     scores[0]!.forEach((score, s) => expect(maxDiff(score.labelLogits, scores[1]![s]!.labelLogits)).toBe(0));
+  });
+
+  it('a cache bounded to about one prefix evicts the older one and counts the eviction', async () => {
+    const perToken = engine.info.kvBytesPerToken;
+    const small = await Engine.load({ modelDir, threads: 2, prefixCacheBytes: perToken * 150 });
+    try {
+      const next = rng(71);
+      const question = { tokens: randomIds(next, 8), labels: randomIds(next, 3) };
+      const first = { prefix: randomIds(next, 100), suffixes: [question] };
+      const second = { prefix: randomIds(next, 100), suffixes: [question] };
+      await small.score([first]);
+      expect(small.counters()).toMatchObject({ prefixCacheEntries: 1, prefixCacheEvictions: 0 });
+      await small.score([second]);
+      expect(small.counters()).toMatchObject({ prefixCacheEntries: 1, prefixCacheEvictions: 1 });
+      const before = small.counters();
+      await small.score([first]);
+      expect(small.counters().prefixTokensComputed - before.prefixTokensComputed).toBe(first.prefix.length);
+    } finally {
+      small.close();
+    }
   });
 
   it('with pass splitting off, uses one prefix pass and one suffix pass per call within the token budget', async () => {
