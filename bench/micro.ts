@@ -13,7 +13,8 @@ import Benchmark from 'benchmark';
 
 import { validateDecideRequest } from '../src/api/validate.js';
 import { answerFromLogits, type Calibration } from '../src/engine/calibrate.js';
-import { flatten, type SuffixScore } from '../src/engine/engine.js';
+import type { SuffixScore } from '../src/engine/engine.js';
+import { flatten } from '../src/engine/score-groups.js';
 import type { LabelSet } from '../src/engine/labels.js';
 import type { ModelRuntime } from '../src/engine/model-runtime.js';
 import type { PromptRenderer } from '../src/engine/prompt.js';

@@ -1,10 +1,13 @@
 // The scoring algorithm, in plain C++ (no N-API, no ORT types in its interface):
 //   1. every group's prefix is matched against the prefix cache (longest common prefix);
-//   2. ONE prefix pass (split only by the token budget) extends the prefixes that are not fully
-//      cached, each row starting from its cached part, and inserts the results into the cache;
-//   3. ONE suffix pass (same split rule) runs every question row with its group's prefix KV forked
-//      in as past, and reads the logits of the row's label tokens at its last position, plus the
-//      log-sum-exp over the whole vocabulary there.
+//   2. a prefix stage extends the prefixes that are not fully cached, each row starting from its
+//      cached part, and inserts the results into the cache;
+//   3. a suffix stage runs every question row with its group's prefix KV forked in as past, and
+//      reads the logits of the row's label tokens at its last position, plus the log-sum-exp over
+//      the whole vocabulary there.
+// Each stage's rows are sorted by shape and split into forward passes by Chunk(): every pass fits
+// the token, past-bytes, attention (and, for a stock graph, logits) budgets, and within them a
+// cost model picks the split that computes the least padding plus per-pass overhead.
 // Thread: Score() runs on a libuv worker thread; calls are serialised by mu_ (the cache and the
 // session are used by one call at a time; the TypeScript scheduler coalesces concurrent requests
 // into one call instead). Ownership: ScoreInput points into JS typed arrays that the AsyncWorker

@@ -1,5 +1,5 @@
-// Validation and normalization of a decide request: every rule of the spec and of
-// shared/design/api-decisions.md, as pure functions. Errors are ApiError('invalid_question')
+// Validation and normalization of a decide request: every rule of the spec and of the choices
+// listed in docs/api.md, as pure functions. Errors are ApiError('invalid_question')
 // with a message that starts with the path of the offending field and states the rule.
 //
 // Decisions taken here (the docs repeat them):

@@ -12,7 +12,7 @@ export function intArg(value: string, name: string, min: number, max: number): n
   return n;
 }
 
-/** --threads N: CPU threads per forward pass (undefined: ONNX Runtime's choice). */
+/** --threads N: CPU threads per forward pass (undefined: the engine's default, every core). */
 export function threadsArg(value: string | undefined): number | undefined | string {
   return value === undefined ? undefined : intArg(value, '--threads', 1, 1024);
 }

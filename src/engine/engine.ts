@@ -8,7 +8,10 @@ import os from 'node:os';
 import { EngineError, type EngineErrorCode } from '../errors/engine-error.js';
 import { loadNativeModule, resolveOrtLibrary, type NativeCounters, type NativeEngine, type NativeModelInfo } from './native.js';
 import { findGraphFile, readModelConfig, type ModelConfig } from '../models/model-dir.js';
-import { prepareScoringGraph } from '../models/lm-head-rewrite.js';
+import { flatten, type ScoreGroup } from './score-groups.js';
+import { prepareScoringGraph } from './scoring-graph.js';
+
+export type { ScoreGroup, ScoreSuffix } from './score-groups.js';
 
 export type Provider = 'cpu' | 'cuda';
 
@@ -41,19 +44,6 @@ export interface EngineLoadOptions {
    * when the rewrite does not apply.
    */
   gatherLogits?: boolean;
-}
-
-export interface ScoreSuffix {
-  /** The question's tokens; the label is read at the last of them. */
-  tokens: Int32Array;
-  /** Token ids whose logits are wanted (one per option). */
-  labels: Int32Array;
-}
-
-export interface ScoreGroup {
-  /** Tokens shared by every suffix of the group (system text + state). */
-  prefix: Int32Array;
-  suffixes: ScoreSuffix[];
 }
 
 export interface SuffixScore {
@@ -143,8 +133,10 @@ export class Engine {
   }
 
   /**
-   * Scores every suffix of every group: one prefix pass over the prefixes not in the prefix cache,
-   * one suffix pass over all suffixes (each split only by the token budget).
+   * Scores every suffix of every group: a prefix stage over the prefixes not in the prefix cache,
+   * then a suffix stage over all suffixes. Each stage is split into forward passes that fit the
+   * token, past-bytes and attention budgets, where a cost model finds that padding would cost more
+   * than another pass (native/scorer.h).
    * @example
    * const [[yesNo]] = await engine.score([{ prefix, suffixes: [{ tokens, labels: new Int32Array([no, yes]) }] }]);
    */
@@ -215,56 +207,4 @@ export function attentionWeight(config: ModelConfig): number {
   const intermediate = typeof config.raw.intermediate_size === 'number' ? config.raw.intermediate_size : 4 * hidden;
   const body = layers * (2 * hidden * heads * headDim + 2 * hidden * kvHeads * headDim + 3 * hidden * intermediate);
   return (4 * heads * headDim * layers) / (2 * body);
-}
-
-function int32(value: unknown, what: string): Int32Array {
-  if (!(value instanceof Int32Array)) throw new EngineError('ERR_INPUT', `${what} must be an Int32Array`);
-  return value;
-}
-
-/** Structured groups -> the flat typed arrays the native side takes. */
-export function flatten(groups: ScoreGroup[]) {
-  if (!Array.isArray(groups)) throw new EngineError('ERR_INPUT', 'score(groups) needs an array of groups');
-  let prefixLength = 0;
-  let suffixLength = 0;
-  let labelLength = 0;
-  let suffixCount = 0;
-  groups.forEach((group, g) => {
-    if (typeof group !== 'object' || group === null || !Array.isArray(group.suffixes)) {
-      throw new EngineError('ERR_INPUT', `group ${g} must be { prefix, suffixes: [...] }`);
-    }
-    prefixLength += int32(group.prefix, `groups[${g}].prefix`).length;
-    group.suffixes.forEach((suffix, s) => {
-      suffixLength += int32(suffix?.tokens, `groups[${g}].suffixes[${s}].tokens`).length;
-      labelLength += int32(suffix?.labels, `groups[${g}].suffixes[${s}].labels`).length;
-      suffixCount += 1;
-    });
-  });
-  const prefixTokens = new Int32Array(prefixLength);
-  const prefixOffsets = new Int32Array(groups.length + 1);
-  const suffixTokens = new Int32Array(suffixLength);
-  const suffixOffsets = new Int32Array(suffixCount + 1);
-  const suffixGroup = new Int32Array(suffixCount);
-  const labelIds = new Int32Array(labelLength);
-  const labelOffsets = new Int32Array(suffixCount + 1);
-  let p = 0;
-  let t = 0;
-  let l = 0;
-  let s = 0;
-  groups.forEach((group, g) => {
-    prefixTokens.set(group.prefix, p);
-    p += group.prefix.length;
-    prefixOffsets[g + 1] = p;
-    for (const suffix of group.suffixes) {
-      suffixTokens.set(suffix.tokens, t);
-      t += suffix.tokens.length;
-      labelIds.set(suffix.labels, l);
-      l += suffix.labels.length;
-      suffixGroup[s] = g;
-      s += 1;
-      suffixOffsets[s] = t;
-      labelOffsets[s] = l;
-    }
-  });
-  return { prefixTokens, prefixOffsets, suffixTokens, suffixOffsets, suffixGroup, labelIds, labelOffsets };
 }

@@ -10,9 +10,11 @@ import path from 'node:path';
 
 import { makeModel } from './builder/index.js';
 
-export const DEFAULT_MODEL_ID = 'svc-alpha-2026-10';
-export const DEFAULT_MODEL_PRESET = 'tiny';
-export const DEFAULT_MODEL_SEED = 202610;
+/** The alias the service loads at start (the newest installed svc-alpha version). */
+export const DEFAULT_MODEL_ALIAS = 'svc-alpha';
+const DEFAULT_MODEL_ID = `${DEFAULT_MODEL_ALIAS}-2026-10`;
+const DEFAULT_MODEL_PRESET = 'tiny';
+const DEFAULT_MODEL_SEED = 202610;
 
 /** Creates the default model under modelsDir unless it is there; returns its directory. */
 export async function ensureDefaultModel(modelsDir: string, log?: (line: string) => void): Promise<string> {

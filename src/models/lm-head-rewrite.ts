@@ -3,16 +3,11 @@
  * with a 152k vocabulary that is gigabytes for a batch of suffixes, and more multiply-adds than
  * the transformer body of short suffixes. The engine needs one position per row, so this adds a
  * graph input `decide_logits_index` [batch] and gathers that position of the LM head's input
- * before the LM head MatMul: logits become [batch, 1, vocab]. The rewritten graph is cached beside
- * the stock one (so external weight files resolve the same way), verified once against the stock
- * graph on a small input, and used instead of it. When the rewrite does not apply (an unexpected
- * graph shape, a read-only directory, a verification mismatch) the stock graph is used unchanged.
+ * before the LM head MatMul: logits become [batch, 1, vocab]. This file is the graph surgery
+ * alone (ONNX protobuf in, protobuf out); src/engine/scoring-graph.ts caches, verifies and picks
+ * the graph the engine loads.
  */
-import { existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-
 import onnxProto from 'onnx-proto';
-
-import type { VerifyLoadOptions } from './lm-head-verify.js';
 
 const { onnx } = onnxProto;
 
@@ -103,35 +98,4 @@ export function rewriteLmHead(bytes: Uint8Array): Uint8Array | undefined {
     if (dims && dims.length === 3) dims[1] = onnx.TensorShapeProto.Dimension.create({ dimValue: 1 });
   }
   return onnx.ModelProto.encode(model).finish();
-}
-
-/**
- * The graph the engine should load: the cached rewrite when it exists and is current, else a new
- * verified rewrite, else the stock graph.
- */
-export async function prepareScoringGraph(stockGraph: string, verifyWith: VerifyLoadOptions): Promise<string> {
-  const target = rewrittenPath(stockGraph);
-  if (existsSync(target) && statSync(target).mtimeMs >= statSync(stockGraph).mtimeMs) return target;
-  let rewritten: Uint8Array | undefined;
-  try {
-    rewritten = rewriteLmHead(readFileSync(stockGraph));
-  } catch {
-    return stockGraph;
-  }
-  if (!rewritten) return stockGraph;
-  const temp = `${target}.tmp-${process.pid}`;
-  try {
-    writeFileSync(temp, rewritten);
-    const { verifyRewrite } = await import('./lm-head-verify.js');
-    await verifyRewrite(stockGraph, temp, verifyWith);
-    renameSync(temp, target);
-    return target;
-  } catch {
-    try {
-      unlinkSync(temp);
-    } catch {
-      // already gone, or never written (read-only directory)
-    }
-    return stockGraph;
-  }
 }

@@ -1,5 +1,5 @@
 /**
- * Reads a Hugging Face model directory (the layout in docs/architecture: config.json,
+ * Reads a Hugging Face model directory (the layout in docs/models.md: config.json,
  * tokenizer.json, tokenizer_config.json, onnx/model.onnx [+ external data], decision.json).
  * Every failure is an ERR_MODEL_LOAD error that names the file and the reason.
  */

@@ -1,7 +1,7 @@
 /**
  * API keys: where they come from and how a presented key is checked.
  *
- * Keys come from configuration only (api-decisions.md): `DECIDE_API_KEYS` (comma-separated), a keys
+ * Keys come from configuration only (docs/api.md): `DECIDE_API_KEYS` (comma-separated), a keys
  * file named by `DECIDE_API_KEYS_FILE` (one key per line, `#` comment lines, blank lines ignored,
  * or pre-hashed `sha256:<64 hex>` lines), or the options of createServer(). When none is configured,
  * `decide serve` creates one random key in `<dataDir>/api-key` (mode 0600) and prints it once.

@@ -33,7 +33,7 @@ import { decideRoutes } from './routes/decide.js';
 import { healthRoutes } from './routes/health.js';
 import { modelRoutes } from './routes/models.js';
 
-/** Default request body limit of POST /v1/decide (api-decisions.md). */
+/** Default request body limit of POST /v1/decide (docs/api.md). */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface LoggerOptions {

@@ -16,7 +16,7 @@ import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLim
 import { ModelRuntime, type ModelRuntimeOptions, type RawQuestionScore, type ScoredRequest } from '../engine/model-runtime.js';
 import type { Priority } from '../engine/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
-import { DEFAULT_MODEL_ID, ensureDefaultModel } from '../models/default-model.js';
+import { DEFAULT_MODEL_ALIAS, ensureDefaultModel } from '../models/default-model.js';
 import { calibrationSummary } from '../models/model-info.js';
 import { ModelRegistry, type InstalledModel } from '../models/registry.js';
 
@@ -25,7 +25,7 @@ export interface DecisionServiceOptions {
   modelsDir?: string;
   /** Create the embedded default model (random weights) when missing; default true. */
   ensureDefaultModel?: boolean;
-  /** Model ids or aliases loaded by open(); default ['svc-alpha'] when installed. */
+  /** Model ids or aliases loaded by open(); default [DEFAULT_MODEL_ALIAS] ('svc-alpha') when installed. */
   preload?: string[];
   provider?: 'cpu' | 'cuda';
   threads?: number;
@@ -84,7 +84,7 @@ export class DecisionService {
     const modelsDir = path.resolve(options.modelsDir ?? process.env.DECIDE_MODELS_DIR ?? 'models');
     if (options.ensureDefaultModel ?? true) await ensureDefaultModel(modelsDir, options.log);
     const service = new DecisionService(new ModelRegistry(modelsDir, { log: options.log }), { ...options, modelsDir });
-    const preload = options.preload ?? (service.registry.list().length ? ['svc-alpha'] : []);
+    const preload = options.preload ?? (service.registry.list().length ? [DEFAULT_MODEL_ALIAS] : []);
     for (const id of preload) {
       try {
         await service.runtime(id);
@@ -248,4 +248,3 @@ export class DecisionService {
   }
 }
 
-export { DEFAULT_MODEL_ID };

@@ -7,8 +7,8 @@
  * It runs through the native addon, not onnxruntime-node's JS API, so that an installed package
  * needs no second ONNX Runtime binding at run time.
  */
-import { flatten } from '../engine/engine.js';
-import { loadNativeModule, type NativeLoadOptions, type NativeScoreResult } from '../engine/native.js';
+import { loadNativeModule, type NativeLoadOptions, type NativeScoreResult } from './native.js';
+import { flatten } from './score-groups.js';
 
 /** The load options of the engine that will use the graph, without the graph path. */
 export type VerifyLoadOptions = Omit<NativeLoadOptions, 'modelPath'>;

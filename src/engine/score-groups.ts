@@ -1,0 +1,70 @@
+/**
+ * A score call's input: groups of one shared prefix and its suffixes (the structured form used in
+ * TypeScript), and flatten(), which lays them out as the flat typed arrays the native call takes.
+ */
+import { EngineError } from '../errors/engine-error.js';
+
+export interface ScoreSuffix {
+  /** The question's tokens; the label is read at the last of them. */
+  tokens: Int32Array;
+  /** Token ids whose logits are wanted (one per option). */
+  labels: Int32Array;
+}
+
+export interface ScoreGroup {
+  /** Tokens shared by every suffix of the group (system text + state). */
+  prefix: Int32Array;
+  suffixes: ScoreSuffix[];
+}
+
+function int32(value: unknown, what: string): Int32Array {
+  if (!(value instanceof Int32Array)) throw new EngineError('ERR_INPUT', `${what} must be an Int32Array`);
+  return value;
+}
+
+/** Structured groups -> the flat typed arrays the native side takes. */
+export function flatten(groups: ScoreGroup[]) {
+  if (!Array.isArray(groups)) throw new EngineError('ERR_INPUT', 'score(groups) needs an array of groups');
+  let prefixLength = 0;
+  let suffixLength = 0;
+  let labelLength = 0;
+  let suffixCount = 0;
+  groups.forEach((group, g) => {
+    if (typeof group !== 'object' || group === null || !Array.isArray(group.suffixes)) {
+      throw new EngineError('ERR_INPUT', `group ${g} must be { prefix, suffixes: [...] }`);
+    }
+    prefixLength += int32(group.prefix, `groups[${g}].prefix`).length;
+    group.suffixes.forEach((suffix, s) => {
+      suffixLength += int32(suffix?.tokens, `groups[${g}].suffixes[${s}].tokens`).length;
+      labelLength += int32(suffix?.labels, `groups[${g}].suffixes[${s}].labels`).length;
+      suffixCount += 1;
+    });
+  });
+  const prefixTokens = new Int32Array(prefixLength);
+  const prefixOffsets = new Int32Array(groups.length + 1);
+  const suffixTokens = new Int32Array(suffixLength);
+  const suffixOffsets = new Int32Array(suffixCount + 1);
+  const suffixGroup = new Int32Array(suffixCount);
+  const labelIds = new Int32Array(labelLength);
+  const labelOffsets = new Int32Array(suffixCount + 1);
+  let p = 0;
+  let t = 0;
+  let l = 0;
+  let s = 0;
+  groups.forEach((group, g) => {
+    prefixTokens.set(group.prefix, p);
+    p += group.prefix.length;
+    prefixOffsets[g + 1] = p;
+    for (const suffix of group.suffixes) {
+      suffixTokens.set(suffix.tokens, t);
+      t += suffix.tokens.length;
+      labelIds.set(suffix.labels, l);
+      l += suffix.labels.length;
+      suffixGroup[s] = g;
+      s += 1;
+      suffixOffsets[s] = t;
+      labelOffsets[s] = l;
+    }
+  });
+  return { prefixTokens, prefixOffsets, suffixTokens, suffixOffsets, suffixGroup, labelIds, labelOffsets };
+}
