@@ -47,9 +47,9 @@ const QWEN3_CONFIG = {
 let dirs: TempDirs;
 let hfDir: string;
 
-async function decide(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function decide(args: string[], cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [await decideBin(), ...args], { cwd: ROOT });
+    const { stdout, stderr } = await run(process.execPath, [await decideBin(), ...args], { cwd });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -124,6 +124,27 @@ describe('decide import-model', () => {
     const usage = await decide(['import-model', bad]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/usage: decide import-model HF_DIR --out DIR/);
+  });
+
+  it('relative paths resolve against the working directory; an existing --out is never overwritten', async () => {
+    const res = await decide(['import-model', path.join('hf', 'Qwen3-Tiny'), '--out', path.join('rel-models', 'qwen3-rel-2026-11')], dirs.root);
+    expect(res.code).toBe(0);
+    const out = path.join(dirs.root, 'rel-models', 'qwen3-rel-2026-11');
+    expect(res.stdout).toContain(`wrote ${out} `);
+    const graph = await readFile(path.join(out, 'onnx', 'model.onnx'));
+
+    // The same --out again: refused, the model untouched.
+    const again = await decide(['import-model', path.join(FIXTURES, 'qwen2'), '--out', out]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/already exists; choose another --out .* or pass --force/);
+    expect((await readFile(path.join(out, 'onnx', 'model.onnx'))).equals(graph)).toBe(true);
+
+    // The models directory itself as --out (the --id forgotten): refused with the way to say it.
+    const listing = (await readdir(dirs.modelsDir)).sort();
+    const whole = await decide(['import-model', hfDir, '--out', dirs.modelsDir, '--force']);
+    expect(whole.code).toBe(1);
+    expect(whole.stderr).toMatch(/is not a model directory .*--out names the new model's own directory .* or give the models directory with --id NAME/);
+    expect((await readdir(dirs.modelsDir)).sort()).toEqual(listing);
   });
 
   it('a chat template that cannot render the decision prompt is refused before anything is written', async () => {

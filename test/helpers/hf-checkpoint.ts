@@ -1,6 +1,6 @@
 /**
  * Random Hugging Face checkpoints with the tensor names and torch shapes of the Llama layout
- * (Qwen3 adds q/k norms), for importer tests. Deterministic per seed.
+ * (Qwen3 adds q/k norms; Qwen2, or attention_bias, adds projection biases), for importer tests. Deterministic per seed.
  */
 import type { Tensor } from './safetensors-file.js';
 
@@ -39,6 +39,12 @@ export function randomCheckpoint(cfg: Record<string, unknown>, seed: number, nor
     add(`${p}.self_attn.k_proj.weight`, [kvh * hd, h], 0.15);
     add(`${p}.self_attn.v_proj.weight`, [kvh * hd, h], 0.15);
     add(`${p}.self_attn.o_proj.weight`, [h, nh * hd], 0.15);
+    if (cfg.model_type === 'qwen2' || cfg.attention_bias === true) {
+      add(`${p}.self_attn.q_proj.bias`, [nh * hd], 0.3);
+      add(`${p}.self_attn.k_proj.bias`, [kvh * hd], 0.3);
+      add(`${p}.self_attn.v_proj.bias`, [kvh * hd], 0.3);
+    }
+    if (cfg.model_type !== 'qwen2' && cfg.attention_bias === true) add(`${p}.self_attn.o_proj.bias`, [h], 0.3);
     if (cfg.model_type === 'qwen3') {
       add(`${p}.self_attn.q_norm.weight`, [hd], 0.1, normBase);
       add(`${p}.self_attn.k_norm.weight`, [hd], 0.1, normBase);

@@ -74,3 +74,21 @@ export function writeSafetensors(file: string, tensors: Map<string, Tensor>, dty
   }
   writeFileSync(file, out);
 }
+
+/**
+ * Writes `tensors` as `shards` files named as save_pretrained names them
+ * (model-00001-of-00003.safetensors, …) plus the model.safetensors.index.json that maps each tensor
+ * to its shard. Tensors are dealt round-robin, so every shard holds some of every kind.
+ */
+export function writeShardedSafetensors(dir: string, tensors: Map<string, Tensor>, dtype: 'F32' | 'BF16', shards: number): void {
+  const entries = [...tensors];
+  const weightMap: Record<string, string> = {};
+  const pad = (n: number) => String(n).padStart(5, '0');
+  for (let s = 0; s < shards; s++) {
+    const file = `model-${pad(s + 1)}-of-${pad(shards)}.safetensors`;
+    const part = new Map(entries.filter((_, i) => i % shards === s));
+    for (const name of part.keys()) weightMap[name] = file;
+    writeSafetensors(`${dir}/${file}`, part, dtype);
+  }
+  writeFileSync(`${dir}/model.safetensors.index.json`, JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }));
+}

@@ -19,15 +19,17 @@ import { Engine } from '../../src/engine/engine.js';
 import { ImportError, importModel } from '../../src/models/import/import-model.js';
 import { planFromConfig, rotaryInvFreq, readRope } from '../../src/models/import/hf-config.js';
 import { referenceForward, referenceInvFreq } from '../helpers/hf-reference.js';
-import { referenceLastLogits, releaseReferenceSessions } from '../helpers/reference.js';
+import { releaseReferenceSessions } from '../helpers/reference.js';
 import { gaussian, randomCheckpoint } from '../helpers/hf-checkpoint.js';
-import { bf16Round, readSafetensors, writeSafetensors, type Tensor } from '../helpers/safetensors-file.js';
+import { engineLastLogits as engineLastLogitsOf, maxAbsDiff } from '../helpers/imported-logits.js';
+import { bf16Round, readSafetensors, writeSafetensors, writeShardedSafetensors, type Tensor } from '../helpers/safetensors-file.js';
 
 const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 /** CI checks the repository out with shared/ beside it; worktrees have it at ../shared too. */
 const FIXTURES = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
 const VOCAB = 512;
 const ALL_IDS = Int32Array.from({ length: VOCAB }, (_, i) => i);
+const engineLastLogits = (modelDir: string, sequences: number[][]) => engineLastLogitsOf(modelDir, sequences, VOCAB);
 
 interface Case {
   input_ids: number[];
@@ -48,41 +50,6 @@ afterAll(async () => {
 
 function cases(family: string): Case[] {
   return (JSON.parse(readFileSync(path.join(FIXTURES, family, 'reference_logits.json'), 'utf8')) as { cases: Case[] }).cases;
-}
-
-/** Prefix lengths to split a sequence of n tokens at (prefix and suffix both non-empty). */
-function splitPoints(n: number): number[] {
-  return [...new Set([1, 2, Math.floor(n / 3), Math.floor(n / 2), n - 3, n - 1])].filter((k) => k >= 1 && k <= n - 1);
-}
-
-/**
- * The last-position logits of every sequence at every split point, through the engine (one call,
- * so rows of different groups share passes). Sequences of one token go through the stock graph.
- */
-async function engineLastLogits(modelDir: string, sequences: number[][]): Promise<Array<Array<{ split: number; logits: Float32Array }>>> {
-  const engine = await Engine.load({ modelDir, threads: 2 });
-  try {
-    expect(engine.info.graphFile.endsWith('model.decide-gather.onnx')).toBe(true);
-    const groups = sequences.flatMap((ids, s) =>
-      splitPoints(ids.length).map((k) => ({ s, k, group: { prefix: Int32Array.from(ids.slice(0, k)), suffixes: [{ tokens: Int32Array.from(ids.slice(k)), labels: ALL_IDS }] } })),
-    );
-    const scored = await engine.score(groups.map((g) => g.group));
-    const out: Array<Array<{ split: number; logits: Float32Array }>> = sequences.map(() => []);
-    groups.forEach((g, i) => out[g.s]!.push({ split: g.k, logits: scored[i]![0]!.labelLogits }));
-    for (const [s, ids] of sequences.entries()) {
-      if (ids.length === 1) out[s]!.push({ split: 0, logits: await referenceLastLogits(modelDir, ids) });
-    }
-    return out;
-  } finally {
-    engine.close();
-  }
-}
-
-function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let d = 0;
-  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i]! - b[i]!));
-  return d;
 }
 
 async function importFixture(family: string, dtype: 'fp32' | 'fp16' = 'fp32', from = path.join(FIXTURES, family)) {
@@ -139,16 +106,7 @@ describe('checkpoint layouts and config styles', () => {
     const sharded = path.join(scratch, 'qwen2-sharded');
     await mkdir(sharded, { recursive: true });
     await cp(path.join(src, 'config.json'), path.join(sharded, 'config.json'));
-    const tensors = [...readSafetensors(path.join(src, 'model.safetensors'))];
-    const shards = 3;
-    const weightMap: Record<string, string> = {};
-    for (let s = 0; s < shards; s++) {
-      const file = `model-0000${s + 1}-of-0000${shards}.safetensors`;
-      const part = new Map(tensors.filter((_, i) => i % shards === s));
-      for (const name of part.keys()) weightMap[name] = file;
-      writeSafetensors(path.join(sharded, file), part, 'F32');
-    }
-    await writeFile(path.join(sharded, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }));
+    writeShardedSafetensors(sharded, readSafetensors(path.join(src, 'model.safetensors')), 'F32', 3);
     const a = await importFixture('qwen2');
     const b = await importFixture('qwen2', 'fp32', sharded);
     const graphA = await readFile(path.join(a.dir, 'onnx', 'model.onnx'));

@@ -272,8 +272,14 @@ async function assertWritable(outDir: string, force: boolean): Promise<void> {
   if (!info.isDirectory()) throw new ImportError(`${outDir} exists and is not a directory`);
   const entries = await readdir(outDir);
   if (entries.length === 0) return;
+  if (!entries.includes('config.json')) {
+    // Most likely the models directory itself, given as --out without --id.
+    throw new ImportError(
+      `${outDir} already exists and is not a model directory (no config.json); --out names the new model's own directory ` +
+        `(e.g. ${path.join(outDir, 'NAME-YYYY-MM')}), or give the models directory with --id NAME`,
+    );
+  }
   if (!force) throw new ImportError(`${outDir} already exists; choose another --out (a new dated id) or pass --force to replace it`);
-  if (!entries.includes('config.json')) throw new ImportError(`${outDir} exists and is not a model directory (no config.json); refusing to replace it`);
 }
 
 async function moveIntoPlace(staging: string, outDir: string): Promise<void> {
