@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 
 import type { NormalizedDecideRequest } from '../src/api/validate.js';
 import { runBatch } from '../src/batches/runner.js';
-import { BatchStore, type JobProgress } from '../src/batches/store.js';
+import { SqliteJobTable, type JobProgress } from '../src/batches/store/sqlite-jobs.js';
 import type { PreparedRequest } from '../src/engine/model-runtime.js';
 import { DecisionService } from '../src/service/decision-service.js';
 
@@ -62,7 +62,7 @@ const ZERO: JobProgress = { inputOffset: 0, inputLine: 0, resultsBytes: 0, compl
 async function timeRunner(modelsDir: string, model: string, inputPath: string, workDir: string, round: number) {
   const svc = await DecisionService.open({ modelsDir, preload: [model] });
   const groups: NormalizedDecideRequest[][] = [];
-  const store = new BatchStore(path.join(workDir, `bench-${round}.sqlite`));
+  const store = new SqliteJobTable(path.join(workDir, `bench-${round}.sqlite`));
   const id = `bench_${round}`;
   store.insert({ id, owner: 'bench', model, requestedModel: model, total: 0, createdAt: Date.now(), questions: null, inputPath, inputBytes: 0, resultsPath: '' });
   store.markStarted(id, Date.now());

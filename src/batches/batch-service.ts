@@ -1,32 +1,27 @@
 /**
- * BatchService: batch jobs over JSONL files, the one object the HTTP routes talk to. It ties
- * together, each in its own file:
- *   settings.ts   limits, retention, concurrency, chunk sizes (options, DECIDE_BATCH_*, defaults)
- *   uploads.ts    uploads streamed to a staging file, fsynced, moved into the job
- *   query.ts      batch ids, ?limit/?after, the questions field
- *   store.ts      the job rows (`<dataDir>/batches.sqlite`)
- *   job-pump.ts   running jobs through the engine, resuming unfinished ones
- *   retention.ts  expiring finished jobs, removing crash leftovers
- *   wire.ts       job rows as the API's Batch resource
+ * BatchService: batch jobs over JSONL files, the one object the HTTP routes talk to. It validates
+ * and owns the API's side (model, questions, record count, ownership, errors) and leaves where jobs
+ * live and who works on them to a BatchStore, chosen by DECIDE_DATABASE_URL (store/open-store.ts):
+ *   settings.ts          limits, retention, concurrency, chunk sizes (options, DECIDE_BATCH_*, defaults)
+ *   uploads.ts           uploads streamed to a local staging file, fsynced, then handed to the store
+ *   query.ts             batch ids, ?limit/?after, the questions field
+ *   store/               the BatchStore interface; SQLite (files + job pump) or Postgres (pg-boss chunks)
+ *   wire.ts              jobs as the API's Batch resource
  *
- * - create: the upload is durable in the job's directory before the job row is committed (queued).
- * - cancel: queued -> cancelled at once; in_progress -> cancelling -> cancelled at the next chunk
- *   boundary, keeping the rows finished before it.
  * - ownership: every read goes through the owner (the caller's API key id); another owner's job
  *   is "not found".
  */
-import { mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 
 import { monotonicFactory } from 'ulid';
 
 import { ApiError } from '../api/errors.js';
-import { JobPump, type BatchDecisionService } from './job-pump.js';
+import type { BatchDecisionService } from './job-pump.js';
 import { isBatchId, parseFormQuestions, parseListQuery } from './query.js';
-import { RetentionSweeper } from './retention.js';
 import { resolveBatchSettings, type BatchSettings, type BatchSettingsOptions } from './settings.js';
-import { BatchStore, RESULT_STATUSES, type JobRow } from './store.js';
+import { RESULT_STATUSES, type BatchJob, type BatchStore } from './store/batch-store.js';
+import { openBatchStore, type StoreSelection } from './store/open-store.js';
 import { UploadStaging, type StagedUpload } from './uploads.js';
 import { formatRetention, toBatch, toBatchList, type Batch, type BatchList } from './wire.js';
 
@@ -36,11 +31,11 @@ export type { Batch, BatchList } from './wire.js';
 export { DEFAULT_CONCURRENCY, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_RECORDS, DEFAULT_RETENTION_MS, DEFAULT_SWEEP_INTERVAL_MS } from './settings.js';
 export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './query.js';
 
-export interface BatchServiceOptions extends BatchSettingsOptions {
+export interface BatchServiceOptions extends BatchSettingsOptions, StoreSelection {
   service: BatchDecisionService;
-  /** Holds batches.sqlite and batches/. */
+  /** Holds the upload staging dir (and, with SQLite, batches.sqlite and the job files). */
   dataDir: string;
-  /** Resume unfinished jobs at open (default true). */
+  /** Work on jobs in this process (default true): SQLite resumes unfinished jobs; Postgres takes chunks. */
   resume?: boolean;
   log?: (line: string) => void;
 }
@@ -58,10 +53,7 @@ const notFound = (id: string) => new ApiError('not_found', `batch '${id.slice(0,
 
 export class BatchService {
   readonly settings: BatchSettings;
-  private readonly jobsDir: string;
   private readonly uploads: UploadStaging;
-  private readonly pump: JobPump;
-  private readonly retention: RetentionSweeper;
   private readonly newId = monotonicFactory();
   private closed = false;
   private readonly log: (line: string) => void;
@@ -69,14 +61,12 @@ export class BatchService {
   private constructor(
     private readonly options: BatchServiceOptions,
     readonly store: BatchStore,
-    readonly dataDir: string,
+    settings: BatchSettings,
+    uploads: UploadStaging,
   ) {
-    this.settings = resolveBatchSettings(options);
+    this.settings = settings;
+    this.uploads = uploads;
     this.log = options.log ?? (() => undefined);
-    this.jobsDir = path.join(dataDir, 'batches');
-    this.uploads = new UploadStaging(path.join(this.jobsDir, '.staging'), this.settings);
-    this.pump = new JobPump(store, options.service, this.settings, dataDir, this.log);
-    this.retention = new RetentionSweeper(store, this.jobsDir, this.log);
   }
 
   get maxFileBytes(): number {
@@ -90,7 +80,8 @@ export class BatchService {
   }
 
   /**
-   * Opens the store, cleans up after a crash, resumes unfinished jobs and starts the retention sweep.
+   * Opens the store (SQLite under dataDir, or Postgres with DECIDE_DATABASE_URL), clears crash
+   * leftovers, and starts working on jobs unless `resume: false`.
    * @example
    * const batches = await BatchService.open({ service: svc, dataDir: 'data' });
    * const upload = await batches.stageUpload(fs.createReadStream('records.jsonl'));
@@ -99,20 +90,11 @@ export class BatchService {
   static async open(options: BatchServiceOptions): Promise<BatchService> {
     const dataDir = path.resolve(options.dataDir);
     const settings = resolveBatchSettings(options); // malformed DECIDE_BATCH_* fails before any file is touched
-    await mkdir(path.join(dataDir, 'batches'), { recursive: true });
-    const store = new BatchStore(path.join(dataDir, 'batches.sqlite'));
-    const batches = new BatchService(options, store, dataDir);
-    try {
-      await batches.uploads.clear();
-      await batches.retention.removeOrphans();
-      await batches.retention.sweep();
-    } catch (err) {
-      store.close();
-      throw err;
-    }
-    batches.retention.start(settings.sweepIntervalMs);
-    if (options.resume ?? true) batches.pump.pump();
-    return batches;
+    const uploads = new UploadStaging(path.join(dataDir, 'batches', '.staging'), settings);
+    await uploads.clear();
+    const log = options.log ?? (() => undefined);
+    const store = await openBatchStore(options, { dataDir, settings, service: options.service, work: options.resume ?? true, log });
+    return new BatchService(options, store, settings, uploads);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -130,7 +112,7 @@ export class BatchService {
   }
 
   /**
-   * Creates a job from a staged upload (consumed: moved into the job, or removed on error).
+   * Creates a job from a staged upload (consumed: handed to the store, or removed on error).
    * Errors: 400 invalid_question (missing model or file, empty file, bad questions field),
    * 404 not_found (unknown model).
    */
@@ -150,52 +132,40 @@ export class BatchService {
       if (input.upload.records === 0) {
         throw new ApiError('invalid_question', 'file: empty; a batch needs at least one record (one JSON object per line)');
       }
-
       const id = `batch_${this.newId()}`;
-      const inputPath = path.join('batches', id, 'input.jsonl');
-      await this.uploads.moveInto(input.upload, path.join(this.dataDir, inputPath));
-      // The input is durable; committing the row makes the job exist.
-      const job = this.store.insert({
-        id,
-        owner: input.owner,
-        model,
-        requestedModel: input.model,
-        total: input.upload.records,
-        createdAt: Date.now(),
-        questions,
-        inputPath,
-        inputBytes: input.upload.bytes,
-        resultsPath: path.join('batches', id, 'results.jsonl'),
-      });
+      const job = await this.store.create(
+        { id, owner: input.owner, model, requestedModel: input.model, total: input.upload.records, createdAt: Date.now(), questions },
+        input.upload,
+      );
       this.log(`batch ${id}: created (${job.total} records, model ${model})`);
-      this.pump.pump();
       return toBatch(job);
-    } catch (err) {
+    } finally {
+      // Consumed by the store on success (a no-op then), removed on error.
       await this.discard(input.upload);
-      throw err;
     }
   }
 
   // ------------------------------------------------------------------------------------------
   // Reads
 
-  get(owner: string, id: string): Batch {
-    return toBatch(this.owned(owner, id));
+  async get(owner: string, id: string): Promise<Batch> {
+    return toBatch(await this.owned(owner, id));
   }
 
   /** The caller's batches, newest first. `after`: the last id of the previous page. */
-  list(owner: string, query: { limit?: unknown; after?: unknown } = {}): BatchList {
+  async list(owner: string, query: { limit?: unknown; after?: unknown } = {}): Promise<BatchList> {
     this.ensureOpen();
     const { limit, after } = parseListQuery(query);
-    return toBatchList(this.store.list(owner, limit + 1, after), limit);
+    return toBatchList(await this.store.list(owner, limit + 1, after), limit);
   }
 
   /**
-   * The results file of a finished job as a stream of JSONL rows. 404 not_found when the job is
-   * not the caller's, not finished yet (the message gives the status and says to poll) or expired.
+   * The result rows of a finished job as a stream of JSONL rows, in input order. 404 not_found when
+   * the job is not the caller's, not finished yet (the message gives the status and says to poll)
+   * or expired.
    */
   async openResults(owner: string, id: string): Promise<{ stream: Readable; bytes: number; batch: Batch }> {
-    const job = this.owned(owner, id);
+    const job = await this.owned(owner, id);
     if (job.status === 'expired') {
       throw new ApiError(
         'not_found',
@@ -209,58 +179,46 @@ export class BatchService {
           `poll GET /v1/batches/${id} until the status is completed, failed or cancelled`,
       );
     }
-    const file = path.join(this.dataDir, job.resultsPath);
-    if (job.resultsBytes === 0) return { stream: Readable.from([]), bytes: 0, batch: toBatch(job) };
-    // Opened before streaming, so a sweep that deletes the file meanwhile cannot cut the download.
-    const fh = await open(file, 'r');
-    const stream = fh.createReadStream({ start: 0, end: job.resultsBytes - 1, autoClose: true });
-    return { stream, bytes: job.resultsBytes, batch: toBatch(job) };
+    const { stream, bytes } = await this.store.openResults(job);
+    return { stream, bytes, batch: toBatch(job) };
   }
 
   // ------------------------------------------------------------------------------------------
   // Cancel
 
-  /** Cancels a job: queued -> cancelled, in_progress -> cancelling (-> cancelled). Final jobs are returned unchanged. */
-  cancel(owner: string, id: string): Batch {
-    const job = this.owned(owner, id);
-    if (job.status === 'queued' && !this.pump.isRunning(id)) {
-      this.store.finish(id, { status: 'cancelled', now: Date.now(), expiresAt: Date.now() + this.retentionMs });
-    } else if (job.status === 'in_progress' || job.status === 'queued') {
-      this.store.markCancelling(id);
-      this.pump.stop(id);
-    }
-    return toBatch(this.store.get(id)!);
+  /** Cancels a job, keeping the rows finished before it (see BatchStore.cancel). Final jobs are returned unchanged. */
+  async cancel(owner: string, id: string): Promise<Batch> {
+    await this.owned(owner, id);
+    return toBatch(await this.store.cancel(id, Date.now()));
   }
 
   // ------------------------------------------------------------------------------------------
   // Housekeeping
 
-  /** Expires finished jobs whose retention has passed: status expired, files deleted. */
+  /** Expires finished jobs whose retention has passed: status expired, input and results deleted. */
   async sweep(now = Date.now()): Promise<void> {
     if (this.closed) return;
-    await this.retention.sweep(now);
+    await this.store.sweep(now);
   }
 
-  /** Resolves when no job is running (tests, shutdown). */
+  /** Resolves when this process runs no batch work (tests, shutdown). */
   async whenIdle(): Promise<void> {
-    await this.pump.whenIdle();
+    await this.store.whenIdle();
   }
 
   /**
-   * Stops the runners at their next chunk boundary (unfinished jobs resume at the next open),
-   * stops the sweep and closes the store. Idempotent. Call before closing the DecisionService.
+   * Stops this process's batch work at its next chunk boundary (unfinished jobs resume at the next
+   * open, or on another worker) and closes the store. Idempotent. Call before closing the DecisionService.
    */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.pump.close();
-    await this.retention.stop();
-    this.store.close();
+    await this.store.close();
   }
 
-  private owned(owner: string, id: string): JobRow {
+  private async owned(owner: string, id: string): Promise<BatchJob> {
     this.ensureOpen();
-    const job = isBatchId(id) ? this.store.get(id) : undefined;
+    const job = isBatchId(id) ? await this.store.get(id) : undefined;
     // Another key's batch is indistinguishable from a missing one.
     if (!job || job.owner !== owner) throw notFound(String(id));
     return job;

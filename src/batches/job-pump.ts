@@ -11,7 +11,7 @@ import type { NormalizedDecideRequest } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
 import { runBatch } from './runner.js';
 import type { BatchSettings } from './settings.js';
-import type { BatchStore, JobProgress, JobRow } from './store.js';
+import type { JobProgress, JobRow, SqliteJobTable } from './store/sqlite-jobs.js';
 
 /** What the batch service needs of DecisionService. */
 export interface BatchDecisionService {
@@ -33,7 +33,7 @@ export class JobPump {
   private closed = false;
 
   constructor(
-    private readonly store: BatchStore,
+    private readonly store: SqliteJobTable,
     private readonly service: BatchDecisionService,
     private readonly settings: BatchSettings,
     /** Job files are relative to it. */

@@ -6,7 +6,7 @@
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 
-import type { BatchStore } from './store.js';
+import type { SqliteJobTable } from './store/sqlite-jobs.js';
 
 export class RetentionSweeper {
   private timer: NodeJS.Timeout | undefined;
@@ -14,7 +14,7 @@ export class RetentionSweeper {
   private stopped = false;
 
   constructor(
-    private readonly store: BatchStore,
+    private readonly store: SqliteJobTable,
     /** Holds one directory per job (and `.staging`, left alone). */
     private readonly jobsDir: string,
     private readonly log: (line: string) => void,

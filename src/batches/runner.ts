@@ -1,7 +1,8 @@
 /**
  * The batch runner: streams a JSONL input from a byte offset, scores its records in large
  * `decideRecords` calls (one scheduler job each) and appends one result row per non-blank input
- * line, in input order. Used by the job service (server) and by `decide batch` (CLI).
+ * line, in input order. Used by the SQLite job store (store/sqlite-store.ts) and by `decide batch`
+ * (CLI); the chunk itself is parsed, scored and formatted by chunk-scoring.ts, shared with Postgres.
  *
  * Crash safety: rows are written chunk by chunk. For each chunk the runner appends its rows to the
  * results file, fsyncs it, and only then calls `commit()` with the new input offset, results length
@@ -16,16 +17,13 @@
  */
 import { open, type FileHandle } from 'node:fs/promises';
 
-import { ApiError, toApiError } from '../api/errors.js';
-import type { NormalizedDecideRequest, ValidationLimits } from '../api/validate.js';
+import type { ValidationLimits } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
-import { claimCustomId, DEFAULT_MAX_RECORD_BYTES, parseRecord, readLines, type RawLine, type RecordContext } from './records.js';
-import type { JobProgress } from './store.js';
+import { addLine, chunkRows, emptyChunk, scoreChunk, type ParsedChunk, type RecordScorer } from './chunk-scoring.js';
+import { claimCustomId, DEFAULT_MAX_RECORD_BYTES, readLines, type RawLine, type RecordContext } from './records.js';
+import type { JobProgress } from './store/sqlite-jobs.js';
 
-/** What the runner needs of DecisionService. */
-export interface RecordScorer {
-  decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch'): Promise<RecordOutcome[]>;
-}
+export { resultRow, type RecordScorer } from './chunk-scoring.js';
 
 export interface ChunkOptions {
   /** Valid records per decideRecords call (one engine call). Default 128. */
@@ -66,28 +64,10 @@ export interface RunResult {
   progress: JobProgress;
 }
 
-interface Item {
-  customId: string | null;
-  /** Index into the chunk's requests, or the record's own error. */
-  request?: number;
-  error?: ApiError;
-}
-
-interface Chunk {
-  items: Item[];
-  requests: NormalizedDecideRequest[];
+interface Chunk extends ParsedChunk {
   endOffset: number;
   endLine: number;
   outcomes?: Promise<RecordOutcome[]>;
-}
-
-/** One result row as JSONL text (with its newline). */
-export function resultRow(customId: string | null, outcome: RecordOutcome | { ok: false; error: ApiError }): string {
-  if (outcome.ok) {
-    const r = outcome.response;
-    return `${JSON.stringify({ custom_id: customId, id: r.id, answers: r.answers, usage: r.usage })}\n`;
-  }
-  return `${JSON.stringify({ custom_id: customId, error: { code: outcome.error.code, message: outcome.error.message } })}\n`;
 }
 
 async function writeFully(fh: FileHandle, buf: Buffer, position: number): Promise<void> {
@@ -150,9 +130,8 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
     const maxItems = chunking.chunkRecords * 8;
 
     const readChunk = async (): Promise<Chunk | undefined> => {
-      const chunk: Chunk = { items: [], requests: [], endOffset: -1, endLine: -1 };
-      let bytes = 0;
-      while (chunk.requests.length < chunking.chunkRecords && bytes < chunking.chunkBytes && chunk.items.length < maxItems) {
+      const chunk: Chunk = { ...emptyChunk(), endOffset: -1, endLine: -1 };
+      while (chunk.requests.length < chunking.chunkRecords && chunk.requestBytes < chunking.chunkBytes && chunk.items.length < maxItems) {
         const next = await lines.next();
         if (next.done) {
           eof = true;
@@ -161,42 +140,16 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
         const line: RawLine = next.value;
         chunk.endOffset = line.end;
         chunk.endLine = line.lineNo;
-        if (line.blank) continue;
-        const parsed = parseRecord(line, ctx);
-        if (parsed.ok) {
-          chunk.items.push({ customId: parsed.customId, request: chunk.requests.length });
-          chunk.requests.push(parsed.request);
-          bytes += line.length;
-        } else {
-          chunk.items.push({ customId: parsed.customId, error: parsed.error });
-        }
+        if (!line.blank) addLine(chunk, line, ctx);
       }
       return chunk.endOffset === -1 ? undefined : chunk;
-    };
-
-    const score = async (requests: NormalizedDecideRequest[]): Promise<RecordOutcome[]> => {
-      if (requests.length === 0) return [];
-      try {
-        return await options.scorer.decideRecords(options.model, requests, 'batch');
-      } catch (err) {
-        if (stop()) throw err;
-        // The shared call failed: score record by record so that one record cannot fail the others.
-        return Promise.all(
-          requests.map((r) =>
-            options.scorer.decideRecords(options.model, [r], 'batch').then(
-              (o) => o[0]!,
-              (e: unknown): RecordOutcome => ({ ok: false, error: toApiError(e) }),
-            ),
-          ),
-        );
-      }
     };
 
     for (;;) {
       while (!eof && inFlight.length < chunking.pipelineDepth && !stop()) {
         const chunk = await readChunk();
         if (!chunk) break;
-        chunk.outcomes = score(chunk.requests);
+        chunk.outcomes = scoreChunk(options.scorer, options.model, chunk, stop);
         chunk.outcomes.catch(() => undefined);
         inFlight.push(chunk);
       }
@@ -211,15 +164,8 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
         inFlight.unshift(chunk);
         break;
       }
-      let text = '';
-      let completed = 0;
-      let failed = 0;
-      for (const item of chunk.items) {
-        const outcome = item.error ? { ok: false as const, error: item.error } : outcomes[item.request!]!;
-        if (outcome.ok) completed += 1;
-        else failed += 1;
-        text += resultRow(item.customId, outcome);
-      }
+      const { rows, completed, failed } = chunkRows(chunk, outcomes);
+      const text = rows.join('');
       const buf = Buffer.from(text, 'utf8');
       if (buf.length > 0) {
         await writeFully(results, buf, progress.resultsBytes);

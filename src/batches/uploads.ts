@@ -89,14 +89,17 @@ export class UploadStaging {
   async discard(upload: StagedUpload | undefined): Promise<void> {
     if (upload) await rm(upload.path, { force: true });
   }
+}
 
-  /** Moves a staged upload to `target` (in a new directory) durably: file, both directories fsynced. */
-  async moveInto(upload: StagedUpload, target: string): Promise<void> {
-    const dir = path.dirname(target);
-    await mkdir(dir);
-    await rename(upload.path, target);
-    await fsyncDir(dir);
-    await fsyncDir(path.dirname(dir));
-    await fsyncDir(this.dir);
-  }
+/**
+ * Moves a staged upload to `target` (in a new directory) durably: the file, and the directories it
+ * left and entered, fsynced.
+ */
+export async function moveUploadInto(upload: StagedUpload, target: string): Promise<void> {
+  const dir = path.dirname(target);
+  await mkdir(dir);
+  await rename(upload.path, target);
+  await fsyncDir(dir);
+  await fsyncDir(path.dirname(dir));
+  await fsyncDir(path.dirname(upload.path));
 }

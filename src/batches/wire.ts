@@ -3,7 +3,7 @@
  * that describe a job's timing to a client.
  */
 import type { Batch, BatchList } from '../api/schemas.js';
-import { isFinal, type JobRow } from './store.js';
+import { isFinal, type BatchJob } from './store/batch-store.js';
 
 /** The Batch resource and the list page: their one definition is the schema in src/api/schemas.ts. */
 export type { Batch, BatchList };
@@ -12,7 +12,7 @@ function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 
-export function toBatch(job: JobRow): Batch {
+export function toBatch(job: BatchJob): Batch {
   return {
     id: job.id,
     object: 'batch',
@@ -26,7 +26,7 @@ export function toBatch(job: JobRow): Batch {
 }
 
 /** One page of jobs (fetched with one extra row to know whether more follow) as a BatchList. */
-export function toBatchList(rows: JobRow[], limit: number): BatchList {
+export function toBatchList(rows: BatchJob[], limit: number): BatchList {
   const data = rows.slice(0, limit).map(toBatch);
   return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > limit };
 }

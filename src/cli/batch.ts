@@ -20,7 +20,7 @@ import { ApiError, describeError } from '../api/errors.js';
 import { parseFormQuestions } from '../batches/query.js';
 import { RecordCounter } from '../batches/records.js';
 import { runBatch } from '../batches/runner.js';
-import type { JobProgress } from '../batches/store.js';
+import type { JobProgress } from '../batches/store/sqlite-jobs.js';
 import { DecisionService } from '../service/decision-service.js';
 import { threadsArg } from './args.js';
 

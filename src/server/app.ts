@@ -191,7 +191,7 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
 
       // ---- Batch routes (src/server/routes/batches.ts) are registered HERE, in this /v1 scope, so
       // they get authentication (request.keyId), the rate limit, the error shape and the OpenAPI doc.
-      // Limits and retention come from DECIDE_BATCH_* (src/batches/batch-service.ts). This onClose
+      // Limits and retention come from DECIDE_BATCH_* (src/batches/settings.ts). This onClose
       // runs before the root's, so the runners stop at a chunk boundary before the service closes.
       const batches = await BatchService.open({ service, dataDir: opts.dataDir, log: (line) => app.log.info(line) });
       v1.addHook('onClose', async () => batches.close());

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.js';
 import type { NormalizedDecideRequest } from '../../src/api/validate.js';
 import { runBatch, type RecordScorer, type RunOptions } from '../../src/batches/runner.js';
-import type { JobProgress } from '../../src/batches/store.js';
+import type { JobProgress } from '../../src/batches/store/sqlite-jobs.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { goodLines, maxProbDiff, MODEL_ID, mixedFile, parseRows, QUESTIONS, tempWorkspace, type ResultRow } from './helpers.js';
 

@@ -49,7 +49,7 @@ function gatedService(passes: number) {
 async function waitFor(batches: BatchService, owner: string, id: string, statuses: string[]) {
   const until = Date.now() + 30_000;
   for (;;) {
-    const b = batches.get(owner, id);
+    const b = await batches.get(owner, id);
     if (statuses.includes(b.status)) return b;
     if (Date.now() > until) throw new Error(`still ${b.status}`);
     await new Promise((r) => setTimeout(r, 20));
@@ -58,7 +58,7 @@ async function waitFor(batches: BatchService, owner: string, id: string, statuse
 
 async function progressAtLeast(batches: BatchService, id: string, rows: number) {
   const until = Date.now() + 30_000;
-  while (batches.get('o', id).progress.completed < rows) {
+  while ((await batches.get('o', id)).progress.completed < rows) {
     if (Date.now() > until) throw new Error('no progress');
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -73,8 +73,8 @@ describe('BatchService restart', () => {
     const running = await first.create({ owner: 'o', model: 'svc-alpha', upload: await first.stageUpload(Readable.from([lines.join('\n')])) });
     const cancelled = await first.create({ owner: 'o', model: 'svc-alpha', upload: await first.stageUpload(Readable.from([lines.slice(0, 10).join('\n')])) });
     await progressAtLeast(first, running.id, 8);
-    expect(first.get('o', cancelled.id).status).toBe('in_progress');
-    expect(first.cancel('o', cancelled.id).status).toBe('cancelling');
+    expect((await first.get('o', cancelled.id)).status).toBe('in_progress');
+    expect((await first.cancel('o', cancelled.id)).status).toBe('cancelling');
     const closing = first.close();
     gated.release();
     await closing;

@@ -1,5 +1,5 @@
 /**
- * BatchStore: the batch jobs in an embedded SQLite database (`<dataDir>/batches.sqlite`, WAL mode,
+ * SqliteJobTable: the batch jobs in an embedded SQLite database (`<dataDir>/batches.sqlite`, WAL mode,
  * synchronous=FULL). Every state change is one transaction, so after a crash the row says exactly
  * which input bytes have their result rows on disk: `input_offset` (the next unread input byte),
  * `results_bytes` (the valid length of the results file) and the counts move together.
@@ -9,7 +9,7 @@
  */
 import { createRequire } from 'node:module';
 
-import { BATCH_STATUSES, type BatchStatus } from '../api/schemas.js';
+import type { BatchJob, BatchStatus } from './batch-store.js';
 
 /** The slice of better-sqlite3's API used here (the package ships no TypeScript types). */
 interface Statement {
@@ -29,15 +29,6 @@ type DatabaseConstructor = new (file: string, options?: { timeout?: number }) =>
 
 const require = createRequire(import.meta.url);
 
-export { BATCH_STATUSES, type BatchStatus };
-export const FINAL_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'cancelled', 'expired'];
-/** Statuses whose results can be downloaded. */
-export const RESULT_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'cancelled'];
-
-export function isFinal(status: BatchStatus): boolean {
-  return FINAL_STATUSES.includes(status);
-}
-
 export interface JobProgress {
   /** Byte offset of the next unread input line. */
   inputOffset: number;
@@ -49,24 +40,8 @@ export interface JobProgress {
   failed: number;
 }
 
-export interface JobRow extends JobProgress {
-  id: string;
-  owner: string;
-  /** Resolved dated model id. */
-  model: string;
-  /** The model field as the form gave it (may be an alias). */
-  requestedModel: string;
-  status: BatchStatus;
-  total: number;
-  /** Epoch milliseconds. */
-  createdAt: number;
-  startedAt: number | null;
-  completedAt: number | null;
-  expiresAt: number | null;
-  errorCode: string | null;
-  errorMessage: string | null;
-  /** The form's questions field (JSON text) or null. */
-  questions: string | null;
+/** A job row: the common job fields, where its files are and how far its runner got. */
+export interface JobRow extends BatchJob, JobProgress {
   /** Relative to the data dir. */
   inputPath: string;
   inputBytes: number;
@@ -168,7 +143,7 @@ function progressParams(id: string, p: JobProgress) {
   return { id, inputOffset: p.inputOffset, inputLine: p.inputLine, resultsBytes: p.resultsBytes, completed: p.completed, failed: p.failed };
 }
 
-export class BatchStore {
+export class SqliteJobTable {
   private readonly db: Database;
   private readonly stmt: Record<string, Statement>;
 

@@ -1,0 +1,91 @@
+/**
+ * One chunk of batch input, from raw lines to result rows: parse and validate each line (records.ts),
+ * score the valid ones in one `decideRecords` call at batch priority (behind live /v1/decide), and
+ * format one result row per line, in line order. Shared by the file runner (runner.ts: SQLite jobs
+ * and `decide batch`) and the Postgres chunk worker (pg/chunk-worker.ts), so both produce the same
+ * rows for the same input.
+ */
+import { ApiError, toApiError } from '../api/errors.js';
+import type { NormalizedDecideRequest } from '../api/validate.js';
+import type { RecordOutcome } from '../service/decision-service.js';
+import { parseRecord, type RawLine, type RecordContext } from './records.js';
+
+/** What the chunk scorer needs of DecisionService. */
+export interface RecordScorer {
+  decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch'): Promise<RecordOutcome[]>;
+}
+
+interface Item {
+  customId: string | null;
+  /** Index into the chunk's requests, or the record's own error. */
+  request?: number;
+  error?: ApiError;
+}
+
+/** The parsed lines of one chunk: one item per non-blank line, and the valid records' requests. */
+export interface ParsedChunk {
+  items: Item[];
+  requests: NormalizedDecideRequest[];
+  /** Bytes of the valid records, a stand-in for their tokens. */
+  requestBytes: number;
+}
+
+export function emptyChunk(): ParsedChunk {
+  return { items: [], requests: [], requestBytes: 0 };
+}
+
+/** Parses one non-blank line into the chunk (a bad record becomes an item with its error). */
+export function addLine(chunk: ParsedChunk, line: RawLine, ctx: RecordContext): void {
+  const parsed = parseRecord(line, ctx);
+  if (parsed.ok) {
+    chunk.items.push({ customId: parsed.customId, request: chunk.requests.length });
+    chunk.requests.push(parsed.request);
+    chunk.requestBytes += line.length;
+  } else {
+    chunk.items.push({ customId: parsed.customId, error: parsed.error });
+  }
+}
+
+/**
+ * Scores the chunk's valid records in one engine call at batch priority. When the shared call
+ * fails, scores record by record so that one record cannot fail the others; `stopping()` true
+ * skips that fallback (the caller is abandoning the chunk).
+ */
+export async function scoreChunk(scorer: RecordScorer, model: string, chunk: ParsedChunk, stopping: () => boolean = () => false): Promise<RecordOutcome[]> {
+  const { requests } = chunk;
+  if (requests.length === 0) return [];
+  try {
+    return await scorer.decideRecords(model, requests, 'batch');
+  } catch (err) {
+    if (stopping()) throw err;
+    return Promise.all(
+      requests.map((r) =>
+        scorer.decideRecords(model, [r], 'batch').then(
+          (o) => o[0]!,
+          (e: unknown): RecordOutcome => ({ ok: false, error: toApiError(e) }),
+        ),
+      ),
+    );
+  }
+}
+
+/** One result row as JSONL text (with its newline). */
+export function resultRow(customId: string | null, outcome: RecordOutcome | { ok: false; error: ApiError }): string {
+  if (outcome.ok) {
+    const r = outcome.response;
+    return `${JSON.stringify({ custom_id: customId, id: r.id, answers: r.answers, usage: r.usage })}\n`;
+  }
+  return `${JSON.stringify({ custom_id: customId, error: { code: outcome.error.code, message: outcome.error.message } })}\n`;
+}
+
+/** The chunk's result rows in line order, with the count of answered and failed ones. */
+export function chunkRows(chunk: ParsedChunk, outcomes: RecordOutcome[]): { rows: string[]; completed: number; failed: number } {
+  const rows: string[] = [];
+  let completed = 0;
+  for (const item of chunk.items) {
+    const outcome = item.error ? { ok: false as const, error: item.error } : outcomes[item.request!]!;
+    if (outcome.ok) completed += 1;
+    rows.push(resultRow(item.customId, outcome));
+  }
+  return { rows, completed, failed: rows.length - completed };
+}

@@ -1,0 +1,89 @@
+/**
+ * BatchStore: where batch jobs, their input and their result rows live, and who works on them.
+ * Two implementations, chosen at start by DECIDE_DATABASE_URL (open-store.ts):
+ *   sqlite-store.ts  the embedded default: `<dataDir>/batches.sqlite` and one directory of files
+ *                    per job, worked by this process's job pump.
+ *   pg-store.ts      Postgres: jobs, input rows, chunks (as pg-boss jobs) and result rows in one
+ *                    database, worked by any number of `decide serve` / `decide worker` processes.
+ * BatchService (validation, ownership, the API's errors) talks only to this interface.
+ *
+ * Statuses: queued -> in_progress -> completed; failed; cancelling -> cancelled; expired.
+ * Final statuses: completed, failed, cancelled, expired.
+ */
+import type { Readable } from 'node:stream';
+
+import { BATCH_STATUSES, type BatchStatus } from '../../api/schemas.js';
+import type { StagedUpload } from '../uploads.js';
+
+export { BATCH_STATUSES, type BatchStatus };
+export const FINAL_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'cancelled', 'expired'];
+/** Statuses whose results can be downloaded. */
+export const RESULT_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'cancelled'];
+
+export function isFinal(status: BatchStatus): boolean {
+  return FINAL_STATUSES.includes(status);
+}
+
+/** A job as every store keeps it: what the API shows and what ownership checks need. */
+export interface BatchJob {
+  id: string;
+  owner: string;
+  /** Resolved dated model id. */
+  model: string;
+  /** The model field as the form gave it (may be an alias). */
+  requestedModel: string;
+  status: BatchStatus;
+  total: number;
+  completed: number;
+  failed: number;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  startedAt: number | null;
+  completedAt: number | null;
+  expiresAt: number | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  /** The form's questions field (JSON text) or null. */
+  questions: string | null;
+}
+
+/** A validated job to create (BatchService has checked the model, questions and record count). */
+export interface NewBatch {
+  id: string;
+  owner: string;
+  model: string;
+  requestedModel: string;
+  /** Records (non-blank lines) of the upload. */
+  total: number;
+  createdAt: number;
+  questions: string | null;
+}
+
+export interface BatchResults {
+  stream: Readable;
+  bytes: number;
+}
+
+export interface BatchStore {
+  /** 'sqlite' or 'postgres', for logs and tests. */
+  readonly kind: 'sqlite' | 'postgres';
+  /** Makes the job exist with its input; the staged upload is consumed (moved or copied, then removed). */
+  create(job: NewBatch, upload: StagedUpload): Promise<BatchJob>;
+  get(id: string): Promise<BatchJob | undefined>;
+  /** The owner's jobs, newest first; `after` is the id of the last job of the previous page. */
+  list(owner: string, limit: number, after?: string): Promise<BatchJob[]>;
+  /**
+   * Cancels an unfinished job, keeping the rows committed before it: queued -> cancelled,
+   * in_progress -> cancelling (-> cancelled at the next chunk boundary) or cancelled at once.
+   * A final job is returned unchanged.
+   */
+  cancel(id: string, now: number): Promise<BatchJob>;
+  /** The committed result rows of a job (in input order, JSONL). */
+  openResults(job: BatchJob): Promise<BatchResults>;
+  /** Expires finished jobs whose retention has passed: status expired, input and results deleted. */
+  sweep(now: number): Promise<void>;
+  /** Resolves when this process runs no batch work (tests, shutdown). */
+  whenIdle(): Promise<void>;
+  /** Stops this process's work at a chunk boundary and closes the store. Idempotent. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,117 @@
+/**
+ * The embedded batch store (the default, without DECIDE_DATABASE_URL): job rows in
+ * `<dataDir>/batches.sqlite` (sqlite-jobs.ts), each job's input and results as files in
+ * `<dataDir>/batches/<id>/`, worked by this process's job pump (job-pump.ts) and expired by its
+ * retention sweep (retention.ts). One process owns the data dir.
+ *
+ * - create: the upload is durable in the job's directory before the job row is committed (queued).
+ * - cancel: queued -> cancelled at once; in_progress -> cancelling -> cancelled at the next chunk
+ *   boundary, keeping the rows finished before it.
+ */
+import { mkdir, open } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+
+import { JobPump, type BatchDecisionService } from '../job-pump.js';
+import { RetentionSweeper } from '../retention.js';
+import type { BatchSettings } from '../settings.js';
+import { moveUploadInto, type StagedUpload } from '../uploads.js';
+import type { BatchJob, BatchResults, BatchStore, NewBatch } from './batch-store.js';
+import { SqliteJobTable, type JobRow } from './sqlite-jobs.js';
+
+export interface SqliteStoreOptions {
+  /** Holds batches.sqlite and batches/. */
+  dataDir: string;
+  settings: BatchSettings;
+  service: BatchDecisionService;
+  /** Run (and resume) jobs in this process (default true). */
+  work: boolean;
+  log: (line: string) => void;
+}
+
+export class SqliteBatchStore implements BatchStore {
+  readonly kind = 'sqlite';
+  private readonly jobsDir: string;
+  private readonly pump: JobPump;
+  private readonly retention: RetentionSweeper;
+  private closed = false;
+
+  private constructor(
+    private readonly table: SqliteJobTable,
+    private readonly options: SqliteStoreOptions,
+  ) {
+    this.jobsDir = path.join(options.dataDir, 'batches');
+    this.pump = new JobPump(table, options.service, options.settings, options.dataDir, options.log);
+    this.retention = new RetentionSweeper(table, this.jobsDir, options.log);
+  }
+
+  /** Opens the database, removes crash leftovers, expires what is due, then resumes unfinished jobs. */
+  static async open(options: SqliteStoreOptions): Promise<SqliteBatchStore> {
+    await mkdir(path.join(options.dataDir, 'batches'), { recursive: true });
+    const table = new SqliteJobTable(path.join(options.dataDir, 'batches.sqlite'));
+    const store = new SqliteBatchStore(table, options);
+    try {
+      await store.retention.removeOrphans();
+      await store.retention.sweep();
+    } catch (err) {
+      table.close();
+      throw err;
+    }
+    store.retention.start(options.settings.sweepIntervalMs);
+    if (options.work) store.pump.pump();
+    return store;
+  }
+
+  async create(job: NewBatch, upload: StagedUpload): Promise<BatchJob> {
+    const inputPath = path.join('batches', job.id, 'input.jsonl');
+    await moveUploadInto(upload, path.join(this.options.dataDir, inputPath));
+    // The input is durable; committing the row makes the job exist.
+    const row = this.table.insert({ ...job, inputPath, inputBytes: upload.bytes, resultsPath: path.join('batches', job.id, 'results.jsonl') });
+    if (this.options.work) this.pump.pump();
+    return row;
+  }
+
+  async get(id: string): Promise<BatchJob | undefined> {
+    return this.table.get(id);
+  }
+
+  async list(owner: string, limit: number, after?: string): Promise<BatchJob[]> {
+    return this.table.list(owner, limit, after);
+  }
+
+  async cancel(id: string, now: number): Promise<BatchJob> {
+    const job = this.table.get(id)!;
+    if (job.status === 'queued' && !this.pump.isRunning(id)) {
+      this.table.finish(id, { status: 'cancelled', now, expiresAt: now + this.options.settings.retentionMs });
+    } else if (job.status === 'in_progress' || job.status === 'queued') {
+      this.table.markCancelling(id);
+      this.pump.stop(id);
+    }
+    return this.table.get(id)!;
+  }
+
+  async openResults(job: BatchJob): Promise<BatchResults> {
+    // The row the caller checked (a final job's results no longer change), else a fresh read.
+    const row = 'resultsPath' in job ? (job as JobRow) : this.table.get(job.id)!;
+    if (row.resultsBytes === 0) return { stream: Readable.from([]), bytes: 0 };
+    // Opened before streaming, so a sweep that deletes the file meanwhile cannot cut the download.
+    const fh = await open(path.join(this.options.dataDir, row.resultsPath), 'r');
+    return { stream: fh.createReadStream({ start: 0, end: row.resultsBytes - 1, autoClose: true }), bytes: row.resultsBytes };
+  }
+
+  async sweep(now: number): Promise<void> {
+    await this.retention.sweep(now);
+  }
+
+  async whenIdle(): Promise<void> {
+    await this.pump.whenIdle();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pump.close();
+    await this.retention.stop();
+    this.table.close();
+  }
+}
