@@ -5,7 +5,7 @@
  *
  * A line that is not a JSON object, has no usable `expected`, or is not a valid decide request is an
  * error: the whole file is refused, listing the bad lines, so a fit never silently drops data. An
- * `expected` label that is not an option of its question (or names a question that is not there)
+ * `expected` value that names no option of its question (or names a question that is not there)
  * is only reported: that pair is left out and the rest of the row is used.
  */
 import { createHash } from 'node:crypto';
@@ -42,6 +42,22 @@ export class CalibrationDataError extends Error {}
 
 const MAX_LISTED = 10;
 const FIELDS = new Set(['state', 'questions', 'expected', 'model', 'custom_id']);
+
+/**
+ * The index of the option an `expected` value names, or -1. An option key always matches; besides,
+ * a score level may be written as a number or as any spelling of its value (3, "3.0" for "3"), and
+ * a noul answer as a boolean (true for "yes"), as labelled data often has them.
+ */
+export function expectedOptionIndex(question: NormalizedDecideRequest['questions'][number], label: unknown): number {
+  const byKey = typeof label === 'string' ? question.options.findIndex((o) => o.key === label) : -1;
+  if (byKey >= 0) return byKey;
+  if (question.type === 'score' && (typeof label === 'number' || (typeof label === 'string' && label.trim() !== ''))) {
+    const value = Number(label);
+    if (Number.isFinite(value)) return question.options.findIndex((o) => Number(o.key) === value);
+  }
+  if (question.type === 'noul' && typeof label === 'boolean') return question.options.findIndex((o) => o.key === (label ? 'yes' : 'no'));
+  return -1;
+}
 
 /** Reads and checks a calibration file; throws CalibrationDataError naming the bad lines. */
 export async function readCalibrationData(file: string, model: string): Promise<CalibrationData> {
@@ -89,19 +105,16 @@ export async function readCalibrationData(file: string, model: string): Promise<
     }
     const map = new Map<string, number>();
     for (const [qid, label] of Object.entries(expected as Record<string, unknown>)) {
-      if (typeof label !== 'string') {
-        errors.push(`line ${line}: expected.${qid}: must be an option key (a string), got ${label === null ? 'null' : typeof label}`);
-        return;
-      }
       const question = request.questions.find((q) => q.id === qid);
       if (!question) {
         unusable.push({ line, question: qid, reason: `no question "${qid}" in this row` });
         continue;
       }
-      const index = question.options.findIndex((o) => o.key === label);
+      const index = expectedOptionIndex(question, label);
       if (index < 0) {
         const keys = question.options.map((o) => o.key).join(', ');
-        unusable.push({ line, question: qid, reason: `"${label.slice(0, 60)}" is not an option (options: ${keys})` });
+        const shown = typeof label === 'string' ? JSON.stringify(label.slice(0, 60)) : (JSON.stringify(label) ?? String(label)).slice(0, 60);
+        unusable.push({ line, question: qid, reason: `${shown} is not an option (options: ${keys})` });
         continue;
       }
       map.set(qid, index);
