@@ -1,7 +1,51 @@
 /**
- * Option values shared by the commands that open the engine (serve, worker, batch): one parser each,
- * so every command accepts and rejects the same values with the same message.
+ * Argument parsing shared by the commands: parseCommand() (strict options, --help, the usage
+ * error), and one parser per option value that several commands take, so every command accepts
+ * and rejects the same values with the same message.
  */
+import { parseArgs } from 'node:util';
+
+/** A command's options as parseArgs() takes them (--help is added). */
+type OptionsConfig = Record<string, { type: 'string' | 'boolean'; short?: string; default?: string | boolean }>;
+
+type ValueOf<S> = S extends { type: 'boolean' } ? boolean : string;
+
+/** The parsed values: an option with a default is always there, the others may be missing. */
+export type OptionValues<O extends OptionsConfig> = {
+  -readonly [K in keyof O as O[K] extends { default: unknown } ? K : never]: ValueOf<O[K]>;
+} & {
+  -readonly [K in keyof O as O[K] extends { default: unknown } ? never : K]?: ValueOf<O[K]>;
+};
+
+/**
+ * Parses a command's arguments; an unknown option is an error. Returns the parsed values, or the
+ * exit code when the command has nothing left to do: 0 after printing `help` for --help, 2 after
+ * printing the usage error and `help` to stderr.
+ * @example
+ * const parsed = parseCommand('serve', argv, HELP, { port: { type: 'string' } });
+ * if (typeof parsed === 'number') return parsed;
+ */
+export function parseCommand<const O extends OptionsConfig>(
+  command: string,
+  argv: string[],
+  help: string,
+  options: O,
+  allowPositionals = false,
+): { values: OptionValues<O>; positionals: string[] } | number {
+  const all: OptionsConfig = { ...options, help: { type: 'boolean', short: 'h' } };
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: all, strict: true, allowPositionals });
+  } catch (err) {
+    process.stderr.write(`decide ${command}: ${(err as Error).message}\n\n${help}`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    process.stdout.write(help);
+    return 0;
+  }
+  return { values: parsed.values as unknown as OptionValues<O>, positionals: parsed.positionals };
+}
 
 /** An integer option in [min, max], or the message saying why not. */
 export function intArg(value: string, name: string, min: number, max: number): number | string {

@@ -14,7 +14,6 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 
 import { ApiError, describeError } from '../api/errors.js';
 import { parseFormQuestions } from '../batches/query.js';
@@ -22,7 +21,7 @@ import { RecordCounter } from '../batches/records.js';
 import { runBatch } from '../batches/runner.js';
 import type { JobProgress } from '../batches/store/sqlite-jobs.js';
 import { DecisionService } from '../service/decision-service.js';
-import { threadsArg } from './args.js';
+import { parseCommand, threadsArg } from './args.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
 
@@ -40,6 +39,14 @@ options:
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
 kept in <out>.state.json, which is removed when the run completes.
 `;
+
+const OPTIONS = {
+  model: { type: 'string' },
+  out: { type: 'string' },
+  questions: { type: 'string' },
+  'models-dir': { type: 'string' },
+  threads: { type: 'string' },
+} as const;
 
 const STATE_VERSION = 1;
 
@@ -148,29 +155,9 @@ class ProgressReporter {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  let values;
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      options: {
-        model: { type: 'string' },
-        out: { type: 'string' },
-        questions: { type: 'string' },
-        'models-dir': { type: 'string' },
-        threads: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: true,
-    }));
-  } catch (err) {
-    return fail(`${(err as Error).message}\n\n${HELP}`);
-  }
-  if (values.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const parsed = parseCommand('batch', argv, HELP, OPTIONS, true);
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
   if (positionals.length !== 1 || !values.model || !values.out) return fail(`give one INPUT file, --model and --out\n\n${HELP}`);
   const threads = threadsArg(values.threads);
   if (typeof threads === 'string') return fail(threads);

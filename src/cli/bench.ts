@@ -3,9 +3,9 @@
  *  [--preset small] [--provider cpu|cuda] [--profile] [--no-micro] [--no-latency] [--seed N] [--model-dir DIR]`
  * The benchmark itself lives in bench/ (compiled to dist/bench/), loaded only when this runs.
  */
-import { parseArgs } from 'node:util';
 
 import type { WorkloadName } from '../../bench/workloads.js';
+import { parseCommand } from './args.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['tickets', 'document', 'single'];
 
@@ -30,6 +30,20 @@ options:
   --model-dir DIR       use this model directory instead of models/bench-<preset>
 `;
 
+const OPTIONS = {
+  quick: { type: 'boolean', default: false },
+  workloads: { type: 'string' },
+  repetitions: { type: 'string' },
+  threads: { type: 'string' },
+  preset: { type: 'string', default: 'small' },
+  provider: { type: 'string', default: 'cpu' },
+  profile: { type: 'boolean', default: false },
+  'no-micro': { type: 'boolean', default: false },
+  'no-latency': { type: 'boolean', default: false },
+  seed: { type: 'string' },
+  'model-dir': { type: 'string' },
+} as const;
+
 function positiveInt(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
@@ -38,28 +52,9 @@ function positiveInt(value: string | undefined, name: string): number | undefine
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      quick: { type: 'boolean', default: false },
-      workloads: { type: 'string' },
-      repetitions: { type: 'string' },
-      threads: { type: 'string' },
-      preset: { type: 'string', default: 'small' },
-      provider: { type: 'string', default: 'cpu' },
-      profile: { type: 'boolean', default: false },
-      'no-micro': { type: 'boolean', default: false },
-      'no-latency': { type: 'boolean', default: false },
-      seed: { type: 'string' },
-      'model-dir': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const parsed = parseCommand('bench', argv, HELP, OPTIONS);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   if (values.provider !== 'cpu' && values.provider !== 'cuda') throw new Error(`--provider must be cpu or cuda, got '${values.provider}'`);
   let workloads: WorkloadName[] | undefined;
   if (values.workloads !== undefined) {

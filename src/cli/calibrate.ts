@@ -3,9 +3,9 @@
  * [--seed N] [--json]`: fits a calibration on labelled rows and installs it as a new dated model
  * version (src/calibration/run.ts). The base version is never modified.
  */
-import { parseArgs } from 'node:util';
 
 import { calibrateModel, CalibrationError, type CalibrationReport } from '../calibration/run.js';
+import { intArg, parseCommand, threadsArg } from './args.js';
 
 const HELP = `usage: decide calibrate --model ID --data FILE.jsonl [options]
 
@@ -28,6 +28,17 @@ options:
   --json             print the whole report as one JSON object
   -h, --help         this text
 `;
+
+const OPTIONS = {
+  model: { type: 'string' },
+  data: { type: 'string' },
+  as: { type: 'string' },
+  'models-dir': { type: 'string' },
+  report: { type: 'string' },
+  seed: { type: 'string' },
+  threads: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
 
 function fail(message: string, code: number): number {
   process.stderr.write(`decide calibrate: ${message}\n`);
@@ -62,40 +73,14 @@ function summary(report: CalibrationReport): string {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        model: { type: 'string' },
-        data: { type: 'string' },
-        as: { type: 'string' },
-        'models-dir': { type: 'string' },
-        report: { type: 'string' },
-        seed: { type: 'string' },
-        threads: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (err) {
-    return fail(`${(err as Error).message}\n\n${HELP}`, 2);
-  }
-  if (values.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const parsed = parseCommand('calibrate', argv, HELP, OPTIONS);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   if (!values.model || !values.data) return fail(`give --model and --data\n\n${HELP}`, 2);
-  const integer = (name: string, raw: string | undefined, min: number): number | undefined | Error => {
-    if (raw === undefined) return undefined;
-    const n = Number(raw);
-    return Number.isInteger(n) && n >= min ? n : new Error(`--${name} must be an integer >= ${min}, got '${raw}'`);
-  };
-  const seed = integer('seed', values.seed, 0);
-  const threads = integer('threads', values.threads, 1);
-  for (const v of [seed, threads]) if (v instanceof Error) return fail(v.message, 2);
+  const seed = values.seed === undefined ? undefined : intArg(values.seed, '--seed', 0, 2 ** 31 - 1);
+  if (typeof seed === 'string') return fail(seed, 2);
+  const threads = threadsArg(values.threads);
+  if (typeof threads === 'string') return fail(threads, 2);
 
   try {
     const report = await calibrateModel({
@@ -104,8 +89,8 @@ export async function run(argv: string[]): Promise<number> {
       as: values.as,
       modelsDir: values['models-dir'],
       reportDir: values.report,
-      seed: seed as number | undefined,
-      threads: threads as number | undefined,
+      seed,
+      threads,
       log: (line) => process.stderr.write(`decide calibrate: ${line}\n`),
     });
     process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : summary(report));

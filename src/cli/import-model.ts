@@ -1,8 +1,8 @@
 /** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--id NAME] [--force]` */
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 
 import { ImportError, importModel, type ImportDtype } from '../models/import/import-model.js';
+import { parseCommand } from './args.js';
 
 const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--id NAME] [--force]
 
@@ -22,30 +22,17 @@ Nothing is written when the checkpoint cannot be imported; the directory appears
 See docs/models.md.
 `;
 
+const OPTIONS = {
+  out: { type: 'string' },
+  id: { type: 'string' },
+  dtype: { type: 'string', default: 'fp32' },
+  force: { type: 'boolean', default: false },
+} as const;
+
 export async function run(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        out: { type: 'string' },
-        id: { type: 'string' },
-        dtype: { type: 'string', default: 'fp32' },
-        force: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    });
-  } catch (err) {
-    process.stderr.write(`decide import-model: ${(err as Error).message}\n\n${HELP}`);
-    return 2;
-  }
+  const parsed = parseCommand('import-model', argv, HELP, OPTIONS, true);
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
   if (positionals.length !== 1 || !values.out) {
     process.stderr.write(HELP);
     return 2;

@@ -1,7 +1,7 @@
 /** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16]` */
-import { parseArgs } from 'node:util';
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
+import { parseCommand } from './args.js';
 
 const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16]
 
@@ -9,22 +9,17 @@ Writes a Hugging Face model directory (config.json, tokenizer files, onnx/model.
 Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PRESETS).join(', ')}.
 `;
 
+const OPTIONS = {
+  preset: { type: 'string' },
+  out: { type: 'string' },
+  seed: { type: 'string', default: '1' },
+  dtype: { type: 'string', default: 'fp32' },
+} as const;
+
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      preset: { type: 'string' },
-      out: { type: 'string' },
-      seed: { type: 'string', default: '1' },
-      dtype: { type: 'string', default: 'fp32' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const parsed = parseCommand('make-model', argv, HELP, OPTIONS);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   if (!values.preset || !values.out) {
     process.stderr.write(HELP);
     return 2;

@@ -6,11 +6,10 @@
  * http://HOST:PORT`); the JSON log lines go to stderr.
  */
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
-import { intArg, providerArg, threadsArg } from './args.js';
+import { intArg, parseCommand, providerArg, threadsArg } from './args.js';
 
 const HELP = `usage: decide serve [options]
 
@@ -32,6 +31,16 @@ environment:
   DECIDE_RATE_LIMIT_BURST  burst per key (default 200)
 `;
 
+const OPTIONS = {
+  port: { type: 'string' },
+  host: { type: 'string' },
+  'data-dir': { type: 'string' },
+  'models-dir': { type: 'string' },
+  threads: { type: 'string' },
+  provider: { type: 'string' },
+  'log-level': { type: 'string' },
+} as const;
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 function fail(message: string): number {
@@ -40,30 +49,9 @@ function fail(message: string): number {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        port: { type: 'string' },
-        host: { type: 'string' },
-        'data-dir': { type: 'string' },
-        'models-dir': { type: 'string' },
-        threads: { type: 'string' },
-        provider: { type: 'string' },
-        'log-level': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (err) {
-    return fail(`${(err as Error).message}\n\n${HELP}`);
-  }
-  if (values.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const parsed = parseCommand('serve', argv, HELP, OPTIONS);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
 
   const port = intArg(values.port ?? process.env.PORT ?? '8080', '--port', 0, 65535);
   if (typeof port === 'string') return fail(port);
