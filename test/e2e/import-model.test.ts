@@ -5,7 +5,7 @@
  * refused by the service with an error that says so; a bad checkpoint exits 1 with the reason and
  * leaves nothing in the models directory.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { describeError } from '../../src/api/errors.js';
+import { ModelRegistry } from '../../src/models/registry.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
 import { decideBin } from '../helpers/bin.js';
@@ -145,6 +146,38 @@ describe('decide import-model', () => {
     expect(whole.code).toBe(1);
     expect(whole.stderr).toMatch(/is not a model directory .*--out names the new model's own directory .* or give the models directory with --id NAME/);
     expect((await readdir(dirs.modelsDir)).sort()).toEqual(listing);
+  });
+
+  it('an import killed mid-way (SIGKILL) leaves nothing the registry sees; the next import clears its remains', async () => {
+    // Big enough that writing the weights takes a while: 4M embedding parameters, stored twice (tied head).
+    const cfg = { ...QWEN3_CONFIG, vocab_size: 32000, hidden_size: 128, num_attention_heads: 2, head_dim: 64, intermediate_size: 128 };
+    const big = path.join(dirs.root, 'hf', 'big');
+    await mkdir(big, { recursive: true });
+    await writeFile(path.join(big, 'config.json'), JSON.stringify(cfg));
+    writeSafetensors(path.join(big, 'model.safetensors'), randomCheckpoint(cfg, 9, 1), 'BF16');
+    const modelsDir = path.join(dirs.root, 'killed-models');
+    await mkdir(modelsDir);
+
+    const child = spawn(process.execPath, [await decideBin(), 'import-model', big, '--out', path.join(modelsDir, 'big-2026-11')], { stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    // Kill it as soon as its staging directory has weights in it.
+    let staged: string[] = [];
+    while (child.exitCode === null && child.signalCode === null) {
+      staged = (await readdir(modelsDir)).filter((n) => n.startsWith('.big-2026-11.tmp-'));
+      if (staged.length === 1 && (await readdir(path.join(modelsDir, staged[0]!, 'onnx')).catch(() => [])).length > 0) break;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+    expect(await readdir(modelsDir)).toEqual(staged); // only the hidden staging directory
+    const registry = new ModelRegistry(modelsDir);
+    expect(registry.list()).toEqual([]);
+
+    const res = await decide(['import-model', big, '--out', path.join(modelsDir, 'big-2026-11')]);
+    expect(res.code).toBe(0);
+    expect(await readdir(modelsDir)).toEqual(['big-2026-11']);
+    registry.rescan();
+    expect(registry.list().map((m) => m.id)).toEqual(['big-2026-11']);
   });
 
   it('a chat template that cannot render the decision prompt is refused before anything is written', async () => {
