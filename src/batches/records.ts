@@ -268,15 +268,24 @@ function readCustomId(record: Record<string, unknown>): { id: string } | { error
 }
 
 /**
+ * The custom_id a line claims (a valid custom_id of a JSON object line), whatever else is wrong
+ * with the record; undefined when it claims none. parseRecord() claims exactly these.
+ */
+export function claimedCustomId(line: RawLine, maxRecordBytes = DEFAULT_MAX_RECORD_BYTES): string | undefined {
+  if (line.blank) return undefined;
+  const decoded = decodeLine(line, maxRecordBytes);
+  if ('error' in decoded) return undefined;
+  const cid = readCustomId(decoded.value);
+  return 'id' in cid ? cid.id : undefined;
+}
+
+/**
  * Registers the line's custom_id in `seen` exactly as parseRecord() would, without validating the
  * rest. Used to rebuild `seen` when a job resumes from the middle of its input.
  */
 export function claimCustomId(line: RawLine, seen: Map<string, number>, maxRecordBytes = DEFAULT_MAX_RECORD_BYTES): void {
-  if (line.blank) return;
-  const decoded = decodeLine(line, maxRecordBytes);
-  if ('error' in decoded) return;
-  const cid = readCustomId(decoded.value);
-  if ('id' in cid && !seen.has(cid.id)) seen.set(cid.id, line.lineNo);
+  const id = claimedCustomId(line, maxRecordBytes);
+  if (id !== undefined && !seen.has(id)) seen.set(id, line.lineNo);
 }
 
 /**

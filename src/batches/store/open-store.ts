@@ -31,7 +31,10 @@ export function databaseUrl(selection: StoreSelection): string | undefined {
 
 export async function openBatchStore(selection: StoreSelection, context: StoreContext): Promise<BatchStore> {
   const url = databaseUrl(selection);
-  if (url !== undefined) throw new Error('DECIDE_DATABASE_URL: the Postgres batch store is not in this build yet');
-  const { SqliteBatchStore } = await import('./sqlite-store.js');
-  return SqliteBatchStore.open(context);
+  if (url === undefined) {
+    const { SqliteBatchStore } = await import('./sqlite-store.js');
+    return SqliteBatchStore.open(context);
+  }
+  const { PgBatchStore } = await import('./pg-store.js');
+  return PgBatchStore.open({ ...context, url, env: selection.env ?? process.env });
 }

@@ -1,0 +1,234 @@
+/**
+ * The Postgres chunk worker, in every process that works (`decide serve` without --no-worker,
+ * `decide worker`): takes chunks from the pg-boss queue, scores them with the engine at batch
+ * priority (live /v1/decide requests on the same engine go first) and commits each chunk in ONE
+ * transaction:
+ *   1. pg-boss completes this attempt of the chunk's queue job (guarded by the attempt: when the
+ *      lease lapsed and the chunk was handed to another worker, nothing is affected and we roll back);
+ *   2. the job's counts move, guarded by its status (a job cancelled or failed meanwhile takes no
+ *      more rows: roll back), and the job becomes completed with its last record;
+ *   3. the result rows are inserted, keyed by (job, record index): a second insert is impossible.
+ * So a chunk's rows are committed exactly once whoever works on it, and a worker killed at any point
+ * loses nothing: its chunk is taken again when its lease lapses (queue.ts).
+ *
+ * Cancel reaches a worker within one chunk: a chunk of a job that is no longer open is skipped, and
+ * the one in flight when the job was cancelled is discarded at its commit.
+ */
+import type { PgBoss } from 'pg-boss';
+
+import { toApiError } from '../../api/errors.js';
+import { addLine, chunkRows, emptyChunk, scoreChunk } from '../chunk-scoring.js';
+import type { BatchDecisionService } from '../job-pump.js';
+import { claimedCustomId, type RawLine, type RecordContext } from '../records.js';
+import type { BatchSettings } from '../settings.js';
+import { inTransaction, queueDb, type Pool } from './database.js';
+import { closeJob, getJob, type PgJob } from './job-rows.js';
+import { CHUNK_ATTEMPTS, CHUNK_QUEUE, DEAD_CHUNK_QUEUE, type ChunkTask } from './queue.js';
+
+/** How long an idle worker waits before asking the queue again. */
+const IDLE_POLL_MS = 200;
+
+interface Attempt {
+  id: string;
+  retryCount: number;
+}
+
+export interface ChunkWorkerOptions {
+  pool: Pool;
+  boss: PgBoss;
+  service: BatchDecisionService;
+  settings: BatchSettings;
+  /** Lease in seconds: the worker touches its chunks three times per lease. */
+  lease: number;
+  log: (line: string) => void;
+}
+
+export class ChunkWorker {
+  private stopping = false;
+  private loops: Promise<void>[] = [];
+  private inFlight = 0;
+  private idleWaiters: Array<() => void> = [];
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly o: ChunkWorkerOptions) {}
+
+  /** Starts `pipelineDepth` chunk loops, so that one chunk is read and tokenized while another scores. */
+  start(): void {
+    for (let i = 0; i < this.o.settings.chunk.pipelineDepth; i++) this.loops.push(this.loop());
+  }
+
+  /** Resolves when no chunk is being worked on in this process. */
+  async whenIdle(): Promise<void> {
+    if (this.inFlight === 0) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Takes no more chunks and waits for the ones in flight to commit (or be abandoned to their lease). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake?.();
+    await Promise.all(this.loops);
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      let taken = false;
+      try {
+        taken = (await this.takeChunk()) || (await this.failDeadChunk());
+      } catch (err) {
+        if (!this.stopping) this.o.log(`batch worker: ${String((err as Error)?.message ?? err)}`);
+      }
+      if (!taken) await this.idle();
+    }
+  }
+
+  private idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, IDLE_POLL_MS);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /** Takes one chunk and works on it; false when the queue had none. */
+  private async takeChunk(): Promise<boolean> {
+    const [job] = await this.o.boss.fetch<ChunkTask>(CHUNK_QUEUE);
+    if (!job) return false;
+    const attempt = { id: job.id, retryCount: job.retryCount };
+    this.inFlight += 1;
+    const heartbeat = setInterval(() => void this.o.boss.touch(CHUNK_QUEUE, attempt).catch(() => undefined), (this.o.lease * 1000) / 3);
+    try {
+      await this.work(job.data, attempt);
+    } catch (err) {
+      // Put back for another attempt (a database or internal error; bad records are rows, not errors).
+      this.o.log(`batch ${job.data.job}: chunk ${job.data.chunk} attempt ${attempt.retryCount + 1} failed: ${String((err as Error)?.message ?? err)}`);
+      await this.o.boss.fail(CHUNK_QUEUE, attempt, { message: String((err as Error)?.message ?? err) }).catch(() => undefined);
+    } finally {
+      clearInterval(heartbeat);
+      this.inFlight -= 1;
+      if (this.inFlight === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+    }
+    return true;
+  }
+
+  private async work(task: ChunkTask, attempt: Attempt): Promise<void> {
+    const { pool, boss, service, settings } = this.o;
+    const job = await getJob(pool, task.job);
+    if (!job || (job.status !== 'queued' && job.status !== 'in_progress')) {
+      // Cancelled, failed or gone: nothing to do for this chunk.
+      await boss.complete(CHUNK_QUEUE, attempt);
+      return;
+    }
+    if (job.status === 'queued') {
+      await pool.query(`UPDATE decide_batch_jobs SET status = 'in_progress', started_at = COALESCE(started_at, $2) WHERE id = $1 AND status = 'queued'`, [
+        job.id,
+        Date.now(),
+      ]);
+    }
+    try {
+      await service.runtime(job.model);
+    } catch (err) {
+      if (this.stopping) throw err;
+      const e = toApiError(err);
+      await this.fail(job, attempt, { code: e.code, message: `model ${job.model} could not be used: ${e.message}` });
+      return;
+    }
+
+    const chunk = emptyChunk();
+    const ctx = await this.recordContext(job, task);
+    for (const line of ctx.lines) addLine(chunk, line, ctx.records);
+    const outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping);
+    const { rows, completed, failed } = chunkRows(chunk, outcomes);
+    const bytes = rows.reduce((n, r) => n + Buffer.byteLength(r), 0);
+    const now = Date.now();
+
+    await inTransaction(pool, async (client) => {
+      const done = await boss.complete(CHUNK_QUEUE, attempt, null, { db: queueDb(client) });
+      if ((done as { affected?: number }).affected !== 1) throw new LeaseLost();
+      const moved = await client.query<{ status: string }>(
+        `UPDATE decide_batch_jobs SET
+           completed = completed + $2, failed = failed + $3, results_bytes = results_bytes + $4,
+           status = CASE WHEN completed + failed + $2 + $3 = total THEN 'completed' ELSE 'in_progress' END,
+           completed_at = CASE WHEN completed + failed + $2 + $3 = total THEN $5::bigint END,
+           expires_at = CASE WHEN completed + failed + $2 + $3 = total THEN $6::bigint END
+         WHERE id = $1 AND status IN ('queued', 'in_progress') RETURNING status`,
+        [job.id, completed, failed, bytes, now, now + settings.retentionMs],
+      );
+      if (moved.rowCount !== 1) return; // cancelled or failed meanwhile: the queue job completes, the rows are dropped
+      await client.query(
+        `INSERT INTO decide_batch_results (job_id, idx, row) SELECT $1, $2::integer + ord - 1, row FROM unnest($3::text[]) WITH ORDINALITY AS t (row, ord)`,
+        [job.id, task.from, rows],
+      );
+      if (moved.rows[0]!.status === 'completed') {
+        await client.query('DELETE FROM decide_batch_inputs WHERE job_id = $1', [job.id]);
+        this.o.log(`batch ${job.id}: completed`);
+      }
+    }).catch((err: unknown) => {
+      // Another worker holds this chunk now; its commit is the one that counts.
+      if (!(err instanceof LeaseLost)) throw err;
+      this.o.log(`batch ${job.id}: chunk ${task.chunk}: lease lapsed, left to the worker that took it over`);
+    });
+  }
+
+  /** The chunk's lines, and the record context with the custom_ids claimed by the lines before it. */
+  private async recordContext(job: PgJob, task: ChunkTask): Promise<{ lines: RawLine[]; records: RecordContext }> {
+    const { rows } = await this.o.pool.query<{ line_no: number; length: number; body: Buffer | null; dup_of_line: number | null }>(
+      'SELECT line_no, length, body, dup_of_line FROM decide_batch_inputs WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx',
+      [job.id, task.from, task.to],
+    );
+    if (rows.length !== task.to - task.from) throw new Error(`chunk ${task.chunk}: ${rows.length} of its ${task.to - task.from} input rows found`);
+    const maxRecordBytes = this.o.settings.maxRecordBytes;
+    const lines: RawLine[] = rows.map((r) => ({ start: 0, end: 0, lineNo: r.line_no, bytes: r.body, length: r.length, blank: false }));
+    const seen = new Map<string, number>();
+    const firstLine = lines[0]?.lineNo ?? 0;
+    lines.forEach((line, i) => {
+      const claimedBy = rows[i]!.dup_of_line;
+      if (claimedBy === null || claimedBy >= firstLine) return;
+      const id = claimedCustomId(line, maxRecordBytes);
+      if (id !== undefined) seen.set(id, claimedBy);
+    });
+    return {
+      lines,
+      records: {
+        model: job.model,
+        requestedModel: job.requestedModel,
+        formQuestions: job.questions === null ? undefined : JSON.parse(job.questions),
+        seen,
+        limits: this.o.settings.validation,
+        maxRecordBytes,
+      },
+    };
+  }
+
+  private async fail(job: PgJob, attempt: Attempt | undefined, error: { code: string; message: string }): Promise<void> {
+    const now = Date.now();
+    await inTransaction(this.o.pool, async (client) => {
+      if (await closeJob(client, job.id, { status: 'failed', now, expiresAt: now + this.o.settings.retentionMs, error })) {
+        this.o.log(`batch ${job.id}: failed: ${error.message}`);
+      }
+      if (attempt) await this.o.boss.complete(CHUNK_QUEUE, attempt, null, { db: queueDb(client) });
+    });
+  }
+
+  /** A chunk that failed every attempt fails its batch (the rows committed before it stay). */
+  private async failDeadChunk(): Promise<boolean> {
+    const [dead] = await this.o.boss.fetch<ChunkTask>(DEAD_CHUNK_QUEUE);
+    if (!dead) return false;
+    const job = await getJob(this.o.pool, dead.data.job);
+    if (job) {
+      await this.fail(job, undefined, {
+        code: 'server_error',
+        message: `the batch could not be processed (chunk ${dead.data.chunk} failed ${CHUNK_ATTEMPTS} times); the rows finished before it are in the results`,
+      });
+    }
+    await this.o.boss.complete(DEAD_CHUNK_QUEUE, { id: dead.id, retryCount: dead.retryCount });
+    return true;
+  }
+}
+
+class LeaseLost extends Error {}

@@ -1,0 +1,43 @@
+/**
+ * The Postgres connection of the batch store: one node-postgres pool per process, transactions
+ * that roll back on any error, and the adapter that lets pg-boss run its statements inside one of
+ * our transactions (its `db` option), so a chunk's rows and its queue completion commit together.
+ */
+import pg from 'pg';
+
+export type Pool = pg.Pool;
+export type Client = pg.PoolClient;
+
+/** What pg-boss calls to run SQL (its IDatabase). */
+export interface QueueDb {
+  executeSql(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
+}
+
+export function openPool(url: string, max: number): Pool {
+  const pool = new pg.Pool({ connectionString: url, max, application_name: 'decide-batches' });
+  // An idle client that loses its connection emits 'error' on the pool; without a listener that
+  // would crash the process. The next query gets a fresh connection.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** Runs `fn` in one transaction: COMMIT when it resolves, ROLLBACK when it throws (and rethrow). */
+export async function inTransaction<T>(pool: Pool, fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** A pg-boss `db` that runs its statements on `client` (inside the caller's transaction). */
+export function queueDb(client: Client): QueueDb {
+  return { executeSql: (text, values) => client.query(text, values as unknown[]) };
+}

@@ -1,0 +1,85 @@
+/**
+ * Rows of decide_batch_jobs as BatchJob, and the status changes that every Postgres process makes
+ * the same way (API hosts cancel, workers start, fail and finish jobs). A status change is guarded
+ * by the status it leaves, so two processes racing on one job cannot both move it.
+ */
+import type { BatchJob, BatchStatus } from '../store/batch-store.js';
+import type { Client, Pool } from './database.js';
+
+/** A job with the byte length of its committed result rows (the download's Content-Length). */
+export interface PgJob extends BatchJob {
+  resultsBytes: number;
+}
+
+/** bigint columns come back as numbers (epoch milliseconds and byte counts stay below 2^53). */
+export const JOB_COLUMNS = `id, owner, model, requested_model, status, total, completed, failed,
+  created_at::float8 AS created_at, started_at::float8 AS started_at, completed_at::float8 AS completed_at,
+  expires_at::float8 AS expires_at, error_code, error_message, questions, results_bytes::float8 AS results_bytes`;
+
+/** Statuses a job can still leave by being worked on or cancelled. */
+export const OPEN_STATUSES = `('queued', 'in_progress', 'cancelling')`;
+
+interface SqlJob {
+  id: string;
+  owner: string;
+  model: string;
+  requested_model: string;
+  status: BatchStatus;
+  total: number;
+  completed: number;
+  failed: number;
+  created_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+  expires_at: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  questions: string | null;
+  results_bytes: number;
+}
+
+export function toJob(r: SqlJob): PgJob {
+  return {
+    id: r.id,
+    owner: r.owner,
+    model: r.model,
+    requestedModel: r.requested_model,
+    status: r.status,
+    total: r.total,
+    completed: r.completed,
+    failed: r.failed,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    completedAt: r.completed_at,
+    expiresAt: r.expires_at,
+    errorCode: r.error_code,
+    errorMessage: r.error_message,
+    questions: r.questions,
+    resultsBytes: r.results_bytes,
+  };
+}
+
+export async function getJob(db: Pool | Client, id: string): Promise<PgJob | undefined> {
+  const { rows } = await db.query<SqlJob>(`SELECT ${JOB_COLUMNS} FROM decide_batch_jobs WHERE id = $1`, [id]);
+  return rows[0] && toJob(rows[0]);
+}
+
+/**
+ * Moves an open job to a final status (cancelled or failed) and drops its input rows, which no
+ * chunk will read any more; the result rows committed before stay. False when the job was no
+ * longer open.
+ */
+export async function closeJob(
+  client: Client,
+  id: string,
+  outcome: { status: 'cancelled' | 'failed'; now: number; expiresAt: number; error?: { code: string; message: string } },
+): Promise<boolean> {
+  const { rowCount } = await client.query(
+    `UPDATE decide_batch_jobs SET status = $2, completed_at = $3, expires_at = $4, error_code = $5, error_message = $6
+     WHERE id = $1 AND status IN ${OPEN_STATUSES}`,
+    [id, outcome.status, outcome.now, outcome.expiresAt, outcome.error?.code ?? null, outcome.error?.message ?? null],
+  );
+  if (rowCount !== 1) return false;
+  await client.query('DELETE FROM decide_batch_inputs WHERE job_id = $1', [id]);
+  return true;
+}

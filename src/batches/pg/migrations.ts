@@ -1,0 +1,109 @@
+/**
+ * The batch store's schema in Postgres, applied at every start by every process (API hosts and
+ * workers). Versioned: each migration runs once, in order, in its own transaction, recorded in
+ * decide_schema_migrations. Several processes starting at once serialize on a session advisory
+ * lock (held by the caller around migrate() and the queue's own setup), so exactly one applies each
+ * migration and the others find it done. A process killed while holding the lock releases it with
+ * its connection.
+ *
+ * Tables (every timestamp is epoch milliseconds):
+ *   decide_batch_jobs     one row per job: status, counts, bytes of committed result rows
+ *   decide_batch_inputs   the job's non-blank input lines by record index (bytes as uploaded),
+ *                         kept until the job is final
+ *   decide_batch_results  one result row (JSONL text) per record index; the primary key makes a
+ *                         second insert of the same record impossible
+ * The chunks themselves are pg-boss jobs (queue.ts), in pg-boss's own schema.
+ */
+import type { Client } from './database.js';
+
+/** Key of the advisory lock taken around schema setup (any constant shared by every process). */
+export const SCHEMA_LOCK_KEY = 0x6465_6369; // "deci"
+
+interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'batch jobs, input and result rows',
+    sql: `
+      CREATE TABLE decide_batch_jobs (
+        id              text PRIMARY KEY,
+        owner           text NOT NULL,
+        model           text NOT NULL,
+        requested_model text NOT NULL,
+        status          text NOT NULL,
+        total           integer NOT NULL,
+        completed       integer NOT NULL DEFAULT 0,
+        failed          integer NOT NULL DEFAULT 0,
+        created_at      bigint NOT NULL,
+        started_at      bigint,
+        completed_at    bigint,
+        expires_at      bigint,
+        error_code      text,
+        error_message   text,
+        questions       text,
+        results_bytes   bigint NOT NULL DEFAULT 0
+      );
+      CREATE INDEX decide_batch_jobs_by_owner ON decide_batch_jobs (owner, id);
+      CREATE INDEX decide_batch_jobs_by_expiry ON decide_batch_jobs (expires_at) WHERE status IN ('completed', 'failed', 'cancelled');
+      CREATE TABLE decide_batch_inputs (
+        job_id      text NOT NULL REFERENCES decide_batch_jobs (id) ON DELETE CASCADE,
+        idx         integer NOT NULL,
+        line_no     integer NOT NULL,
+        length      integer NOT NULL,
+        body        bytea,
+        dup_of_line integer,
+        PRIMARY KEY (job_id, idx)
+      );
+      CREATE TABLE decide_batch_results (
+        job_id text NOT NULL REFERENCES decide_batch_jobs (id) ON DELETE CASCADE,
+        idx    integer NOT NULL,
+        row    text NOT NULL,
+        PRIMARY KEY (job_id, idx)
+      );
+    `,
+  },
+];
+
+/**
+ * Applies the migrations this database lacks. Call with the schema lock held (SCHEMA_LOCK_KEY).
+ * Returns the versions applied now (empty when the schema was current).
+ */
+export async function migrate(client: Client): Promise<number[]> {
+  await client.query(`CREATE TABLE IF NOT EXISTS decide_schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+  )`);
+  const { rows } = await client.query<{ version: number }>('SELECT version FROM decide_schema_migrations');
+  const done = new Set(rows.map((r) => r.version));
+  const applied: number[] = [];
+  for (const m of MIGRATIONS) {
+    if (done.has(m.version)) continue;
+    await client.query('BEGIN');
+    try {
+      await client.query(m.sql);
+      await client.query('INSERT INTO decide_schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw new Error(`batch store migration ${m.version} (${m.name}) failed: ${(err as Error).message}`);
+    }
+    applied.push(m.version);
+  }
+  return applied;
+}
+
+/** Runs `fn` holding the schema lock on `client` (waits for another process's setup to finish). */
+export async function withSchemaLock<T>(client: Client, fn: () => Promise<T>): Promise<T> {
+  await client.query('SELECT pg_advisory_lock($1)', [SCHEMA_LOCK_KEY]);
+  try {
+    return await fn();
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [SCHEMA_LOCK_KEY]).catch(() => undefined);
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * The Postgres batch store (DECIDE_DATABASE_URL=postgres://...): jobs, their input rows, their
+ * chunks (pg-boss jobs) and their result rows all live in one database, so API hosts keep no state
+ * of their own: a job created on one host is polled, downloaded or cancelled on any other, and any
+ * worker process takes any chunk (pg/chunk-worker.ts). Schema setup runs at open, under an advisory
+ * lock (pg/migrations.ts).
+ *
+ * - create: the job row, every input row and every chunk's queue job commit in one transaction:
+ *   a job exists whole or not at all, whatever host dies when.
+ * - cancel: queued or in_progress -> cancelled at once, keeping the rows committed before it; a chunk
+ *   in flight on a worker is discarded at its commit (its transaction checks the status).
+ * - retention: every process sweeps; expiring a job deletes its rows.
+ */
+import { Readable } from 'node:stream';
+
+import type { PgBoss } from 'pg-boss';
+
+import { ChunkWorker } from '../pg/chunk-worker.js';
+import { inTransaction, openPool, queueDb, type Pool } from '../pg/database.js';
+import { insertInputRows } from '../pg/input-rows.js';
+import { closeJob, getJob, JOB_COLUMNS, toJob, type PgJob } from '../pg/job-rows.js';
+import { migrate, withSchemaLock } from '../pg/migrations.js';
+import { CHUNK_QUEUE, leaseSeconds, startQueue } from '../pg/queue.js';
+import type { StagedUpload } from '../uploads.js';
+import type { BatchJob, BatchResults, BatchStore, NewBatch } from './batch-store.js';
+import type { StoreContext } from './open-store.js';
+
+/** Result rows per query while streaming a download. */
+const RESULT_PAGE_ROWS = 1000;
+
+export interface PgStoreOptions extends StoreContext {
+  url: string;
+  env: NodeJS.ProcessEnv;
+}
+
+export class PgBatchStore implements BatchStore {
+  readonly kind = 'postgres';
+  private readonly worker: ChunkWorker | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  private constructor(
+    private readonly pool: Pool,
+    private readonly boss: PgBoss,
+    private readonly options: PgStoreOptions,
+    lease: number,
+  ) {
+    if (options.work) {
+      this.worker = new ChunkWorker({ pool, boss, service: options.service, settings: options.settings, lease, log: options.log });
+    }
+  }
+
+  /** Connects, brings the schema (ours and pg-boss's) up to date under the schema lock, then starts working. */
+  static async open(options: PgStoreOptions): Promise<PgBatchStore> {
+    const lease = leaseSeconds(options.env);
+    const pool = openPool(options.url, options.settings.chunk.pipelineDepth + 4);
+    let boss: PgBoss | undefined;
+    try {
+      const client = await pool.connect();
+      try {
+        boss = await withSchemaLock(client, async () => {
+          const applied = await migrate(client);
+          if (applied.length > 0) options.log(`batch store: applied schema migrations ${applied.join(', ')}`);
+          return startQueue(options.url, lease, options.work, (err) => options.log(`batch queue: ${err.message}`));
+        });
+      } finally {
+        client.release();
+      }
+    } catch (err) {
+      await boss?.stop({ graceful: false }).catch(() => undefined);
+      await pool.end().catch(() => undefined);
+      throw new Error(`DECIDE_DATABASE_URL: the batch store could not be opened: ${(err as Error).message}`);
+    }
+    const store = new PgBatchStore(pool, boss, options, lease);
+    store.sweepTimer = setInterval(
+      () => void store.sweep(Date.now()).catch((err) => options.log(`batch sweep failed: ${String(err)}`)),
+      options.settings.sweepIntervalMs,
+    );
+    store.sweepTimer.unref();
+    store.worker?.start();
+    return store;
+  }
+
+  async create(job: NewBatch, upload: StagedUpload): Promise<BatchJob> {
+    const { settings } = this.options;
+    return inTransaction(this.pool, async (client) => {
+      await client.query(
+        `INSERT INTO decide_batch_jobs (id, owner, model, requested_model, status, total, created_at, questions)
+         VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7)`,
+        [job.id, job.owner, job.model, job.requestedModel, job.total, job.createdAt, job.questions],
+      );
+      const { chunks, records } = await insertInputRows(client, job.id, upload, { maxRecordBytes: settings.maxRecordBytes, chunk: settings.chunk });
+      if (records !== job.total) throw new Error(`batch ${job.id}: ${records} records read back of the ${job.total} counted at upload`);
+      // One queue job per chunk, in input order (pg-boss fetches in creation order).
+      await this.boss.insert(
+        CHUNK_QUEUE,
+        chunks.map((data) => ({ data, singletonKey: `${data.job}:${data.chunk}` })),
+        { db: queueDb(client) },
+      );
+      return (await getJob(client, job.id))!;
+    });
+  }
+
+  async get(id: string): Promise<BatchJob | undefined> {
+    return getJob(this.pool, id);
+  }
+
+  async list(owner: string, limit: number, after?: string): Promise<BatchJob[]> {
+    const { rows } =
+      after === undefined
+        ? await this.pool.query(`SELECT ${JOB_COLUMNS} FROM decide_batch_jobs WHERE owner = $1 ORDER BY id DESC LIMIT $2`, [owner, limit])
+        : await this.pool.query(`SELECT ${JOB_COLUMNS} FROM decide_batch_jobs WHERE owner = $1 AND id < $2 ORDER BY id DESC LIMIT $3`, [owner, after, limit]);
+    return rows.map(toJob);
+  }
+
+  async cancel(id: string, now: number): Promise<BatchJob> {
+    return inTransaction(this.pool, async (client) => {
+      await closeJob(client, id, { status: 'cancelled', now, expiresAt: now + this.options.settings.retentionMs });
+      return (await getJob(client, id))!;
+    });
+  }
+
+  async openResults(job: BatchJob): Promise<BatchResults> {
+    const { pool } = this;
+    const bytes = (job as PgJob).resultsBytes ?? (await getJob(pool, job.id))!.resultsBytes;
+    async function* rows(): AsyncGenerator<string> {
+      let after = -1;
+      for (;;) {
+        const page = await pool.query<{ idx: number; row: string }>(
+          'SELECT idx, row FROM decide_batch_results WHERE job_id = $1 AND idx > $2 ORDER BY idx LIMIT $3',
+          [job.id, after, RESULT_PAGE_ROWS],
+        );
+        if (page.rows.length === 0) return;
+        yield page.rows.map((r) => r.row).join('');
+        after = page.rows.at(-1)!.idx;
+      }
+    }
+    return { stream: Readable.from(rows(), { objectMode: false }), bytes };
+  }
+
+  async sweep(now: number): Promise<void> {
+    if (this.closed) return;
+    const expired = await inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<{ id: string }>(
+        `UPDATE decide_batch_jobs SET status = 'expired'
+         WHERE status IN ('completed', 'failed', 'cancelled') AND expires_at <= $1 RETURNING id`,
+        [now],
+      );
+      const ids = rows.map((r) => r.id);
+      if (ids.length > 0) {
+        await client.query('DELETE FROM decide_batch_results WHERE job_id = ANY($1)', [ids]);
+        await client.query('DELETE FROM decide_batch_inputs WHERE job_id = ANY($1)', [ids]);
+      }
+      return ids;
+    });
+    for (const id of expired) this.options.log(`batch ${id}: expired, rows deleted`);
+  }
+
+  async whenIdle(): Promise<void> {
+    await this.worker?.whenIdle();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    await this.worker?.stop();
+    await this.boss.stop({ graceful: false, close: true }).catch(() => undefined);
+    await this.pool.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * The BatchStore contract, run against both stores through BatchService with the real engine (tiny
+ * model): SQLite under a data dir, and Postgres (a real server started here). The same mixed file
+ * gives the same rows, in input order, with the same failure codes; ownership, listing, cancel and
+ * retention behave alike. Postgres only: a job created through one service is read, downloaded and
+ * cancelled through another on the same database (API hosts keep no state), and several stores
+ * opening a fresh database at once apply each migration exactly once.
+ */
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { BatchService, type BatchServiceOptions } from '../../src/batches/batch-service.js';
+import { DecisionService } from '../../src/service/decision-service.js';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { goodLines, maxProbDiff, MODEL_ID, mixedFile, parseRows, tempWorkspace, type ResultRow } from './helpers.js';
+
+let workDir: string;
+let modelsDir: string;
+let svc: DecisionService;
+let postgres: TestPostgres;
+let dbCount = 0;
+
+beforeAll(async () => {
+  ({ dir: workDir, modelsDir } = await tempWorkspace('batch-store'));
+  svc = await DecisionService.open({ modelsDir, preload: [MODEL_ID] });
+  postgres = await startPostgres();
+}, 120_000);
+
+afterAll(async () => {
+  await svc?.close();
+  await postgres?.stop();
+  await rm(workDir, { recursive: true, force: true });
+});
+
+async function text(stream: AsyncIterable<unknown>): Promise<string> {
+  let out = '';
+  for await (const piece of stream) out += String(piece);
+  return out;
+}
+
+async function waitFor(batches: BatchService, owner: string, id: string, statuses: string[]) {
+  const until = Date.now() + 60_000;
+  for (;;) {
+    const b = await batches.get(owner, id);
+    if (statuses.includes(b.status)) return b;
+    if (['completed', 'failed', 'cancelled', 'expired'].includes(b.status)) throw new Error(`batch ${id} ended ${b.status}: ${JSON.stringify(b.error)}`);
+    if (Date.now() > until) throw new Error(`batch ${id} still ${b.status}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const stores: Array<{ kind: string; options: () => Promise<Partial<BatchServiceOptions>> }> = [
+  { kind: 'sqlite', options: async () => ({ databaseUrl: '' }) },
+  { kind: 'postgres', options: async () => ({ databaseUrl: await postgres.database(`contract_${++dbCount}`) }) },
+];
+
+const outputs = new Map<string, ResultRow[]>();
+
+describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
+  let batches: BatchService;
+  beforeAll(async () => {
+    batches = await BatchService.open({ service: svc, dataDir: path.join(workDir, kind), chunk: { chunkRecords: 4 }, ...(await options()) });
+    expect(batches.store.kind).toBe(kind);
+  });
+  afterAll(async () => batches?.close());
+
+  it('completes the mixed file: one row per non-blank line, in order, with the failure codes', async () => {
+    const { text: file, expected } = mixedFile();
+    const b = await batches.create({ owner: 'o', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([file])) });
+    expect(b.status).toBe('queued');
+    const done = await waitFor(batches, 'o', b.id, ['completed']);
+    expect(done.progress).toEqual({ total: expected.length, completed: expected.filter((e) => !e.code).length, failed: expected.filter((e) => e.code).length });
+    const { stream, bytes } = await batches.openResults('o', b.id);
+    const body = await text(stream);
+    expect(Buffer.byteLength(body)).toBe(bytes);
+    const rows = parseRows(body);
+    expect(rows.map((r) => ({ custom_id: r.custom_id, ...(r.error ? { code: r.error.code } : {}) }))).toEqual(expected);
+    outputs.set(kind, rows);
+    if (outputs.size === 2) {
+      const [a, c] = [...outputs.values()];
+      a!.forEach((row, i) => expect(maxProbDiff(row, c![i]!)).toBeLessThanOrEqual(1e-6 + 1e-12)); // rows round probabilities to 6 decimals
+    }
+  });
+
+  it('hides another owner\'s job, refuses results before the end, lists newest first', async () => {
+    const first = await batches.create({ owner: 'lister', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([goodLines(2).join('\n')])) });
+    const second = await batches.create({ owner: 'lister', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([goodLines(2).join('\n')])) });
+    await expect(batches.get('someone-else', first.id)).rejects.toMatchObject({ code: 'not_found' });
+    const page = await batches.list('lister', { limit: '1' });
+    expect(page.data.map((b) => b.id)).toEqual([second.id]);
+    expect(page.has_more).toBe(true);
+    const next = await batches.list('lister', { limit: '1', after: second.id });
+    expect(next.data.map((b) => b.id)).toEqual([first.id]);
+    await waitFor(batches, 'lister', first.id, ['completed']);
+    await waitFor(batches, 'lister', second.id, ['completed']);
+  });
+
+  it('cancels a job, keeping only rows committed before it, and expires results after retention', async () => {
+    const lines = goodLines(400, 3, 'c');
+    const b = await batches.create({ owner: 'o', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([lines.join('\n')])) });
+    const cancelled = await batches.cancel('o', b.id);
+    expect(['cancelling', 'cancelled']).toContain(cancelled.status);
+    const final = await waitFor(batches, 'o', b.id, ['cancelled']);
+    expect(final.progress.completed).toBeLessThan(400);
+    await batches.whenIdle();
+    const rows = parseRows(await text((await batches.openResults('o', b.id)).stream));
+    // The rows kept are exactly the first ones, in order, and as many as the progress says.
+    expect(rows.map((r) => r.custom_id)).toEqual(lines.slice(0, rows.length).map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
+    expect(rows.length).toBe((await batches.get('o', b.id)).progress.completed);
+    await batches.sweep(Date.now() + batches.retentionMs + 1);
+    expect((await batches.get('o', b.id)).status).toBe('expired');
+    await expect(batches.openResults('o', b.id)).rejects.toMatchObject({ code: 'not_found' });
+  });
+});
+
+describe('Postgres: hosts keep no state; migrations', () => {
+  it('creates on one service, reads, downloads and cancels on another on the same database', async () => {
+    const url = await postgres.database('two_hosts');
+    // Host A only serves: nothing works on the job until host B (which works) opens.
+    const a = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'host-a'), databaseUrl: url, resume: false });
+    const lines = goodLines(30, 9, 'h');
+    const created = await a.create({ owner: 'o', model: 'svc-alpha', upload: await a.stageUpload(Readable.from([lines.join('\n')])) });
+    const b = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'host-b'), databaseUrl: url, chunk: { chunkRecords: 4 } });
+    try {
+      expect((await b.get('o', created.id)).id).toBe(created.id);
+      await waitFor(a, 'o', created.id, ['completed']);
+      const fromA = parseRows(await text((await a.openResults('o', created.id)).stream));
+      const fromB = parseRows(await text((await b.openResults('o', created.id)).stream));
+      expect(fromA.map((r) => r.custom_id)).toEqual(lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
+      expect(fromB).toEqual(fromA);
+      const other = await a.create({ owner: 'o', model: 'svc-alpha', upload: await a.stageUpload(Readable.from([goodLines(300, 4, 'k').join('\n')])) });
+      expect((await b.cancel('o', other.id)).status).toBe('cancelled');
+      expect((await a.get('o', other.id)).status).toBe('cancelled');
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+
+  it('applies each migration once when several processes open a fresh database at once', async () => {
+    const url = await postgres.database('migrate_race');
+    const opened = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => BatchService.open({ service: svc, dataDir: path.join(workDir, `race-${i}`), databaseUrl: url, resume: false })),
+    );
+    await Promise.all(opened.map((s) => s.close()));
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ version: number }>('SELECT version FROM decide_schema_migrations ORDER BY version');
+      expect(rows.map((r) => r.version)).toEqual([1]);
+    } finally {
+      await client.end();
+    }
+  });
+});
