@@ -66,8 +66,8 @@ describe('decide calibrate (CLI, tiny model)', () => {
     expect(report.data.rows).toBe(300);
     expect(report.split).toEqual({ seed: 1, fit_rows: 240, held_out_rows: 60 });
 
-    // Both types: the temperature-only fit brackets T*, and whatever is kept beats "none" held out.
-    for (const type of ['choice', 'noul']) {
+    // Every type: the temperature-only fit brackets T*, and whatever is kept beats "none" held out.
+    for (const type of ['choice', 'noul', 'score']) {
       const r = report.types[type];
       const t = r.estimates.temperature_only.temperature;
       expect(t.ci[0], type).toBeLessThanOrEqual(T_STAR);

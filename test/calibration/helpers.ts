@@ -12,7 +12,19 @@ export const QUESTIONS = {
     criteria: { shipping: 'Delivery and parcels', billing: 'Charges and invoices', account: 'Login and profile', other: 'Anything else' },
   },
   refund: { type: 'noul', instructions: 'Does the customer ask for a refund?' },
+  urgency: {
+    type: 'score',
+    instructions: 'How urgent is the ticket?',
+    criteria: { '1': 'Not urgent', '2': 'Low', '3': 'Medium', '4': 'High', '5': 'Critical' },
+  },
 } as const;
+
+/** Option keys of each question in presentation order (noul [no, yes]; score ascending). */
+const OPTION_KEYS: Record<string, string[]> = {
+  topic: Object.keys(QUESTIONS.topic.criteria),
+  refund: ['no', 'yes'],
+  urgency: ['1', '2', '3', '4', '5'],
+};
 
 const WORDS = ['parcel', 'broken', 'charged', 'twice', 'late', 'refund', 'hello', 'order', 'invoice', 'password', 'login', 'address', 'thanks', 'never', 'arrived'];
 
@@ -56,8 +68,7 @@ export async function writeSharpenedData(file: string, texts: string[], raw: Awa
   const lines = texts.map((state, i) => {
     const expected: Record<string, string> = {};
     raw[i]!.forEach((q) => {
-      const keys = q.questionId === 'topic' ? Object.keys(QUESTIONS.topic.criteria) : ['no', 'yes'];
-      expected[q.questionId] = keys[sharpenedDraw(q.labelLogits, tStar, random)]!;
+      expected[q.questionId] = OPTION_KEYS[q.questionId]![sharpenedDraw(q.labelLogits, tStar, random)]!;
     });
     return JSON.stringify({ state, questions: QUESTIONS, expected });
   });
