@@ -245,8 +245,15 @@ describe('config readings', () => {
     expect(planFromConfig({ ...noActivation, hidden_act: 'gelu' }).features.activation).toBe('gelu_tanh');
     expect(planFromConfig(GEMMA_CONFIG).features.activation).toBe('gelu_tanh');
     expect(planFromConfig({ ...GEMMA_CONFIG, hidden_activation: 'gelu' }).features.activation).toBe('gelu');
+    // transformers 5 writes only hidden_act (default gelu_pytorch_tanh) and computes with it.
+    expect(planFromConfig({ ...noActivation, hidden_act: 'gelu_pytorch_tanh' }).features.activation).toBe('gelu_tanh');
+    expect(planFromConfig({ ...noActivation, hidden_act: 'silu' }).features.activation).toBe('silu');
     const { tie_word_embeddings: _t, ...untold } = GEMMA_CONFIG;
     expect(planFromConfig(untold).shape.tieWordEmbeddings).toBe(true);
+  });
+
+  it('Mistral: the window applies whatever layer_types say (transformers ignores them for Mistral)', () => {
+    expect(planFromConfig({ ...MISTRAL_CONFIG, layer_types: ['full_attention', 'full_attention'] }).maxContext).toBe(4096);
   });
 
   it('Mistral: head_dim null means hidden / heads; no window means the full context', () => {

@@ -128,17 +128,19 @@ export function planFromConfig(raw: Json): ImportPlan {
 }
 
 function activationOf(family: Family, raw: Json): DecoderFeatures['activation'] {
-  // GemmaConfig: hidden_act is "the legacy activation function, overwritten by hidden_activation",
-  // which defaults to gelu_pytorch_tanh when unset (the original checkpoints say hidden_act "gelu"
-  // but were trained with the tanh approximation). The other families use hidden_act.
-  const name =
-    family === 'gemma'
-      ? typeof raw.hidden_activation === 'string'
-        ? raw.hidden_activation
-        : 'gelu_pytorch_tanh'
-      : typeof raw.hidden_act === 'string'
-        ? raw.hidden_act
-        : 'silu';
+  const hiddenAct = typeof raw.hidden_act === 'string' ? raw.hidden_act : undefined;
+  let name: string;
+  if (family !== 'gemma') name = hiddenAct ?? 'silu';
+  else if (typeof raw.hidden_activation === 'string') {
+    // transformers 4.x GemmaConfig: hidden_activation overrides the legacy hidden_act.
+    name = raw.hidden_activation;
+  } else {
+    // The original Gemma configs say hidden_act "gelu" but the models were trained with the tanh
+    // approximation (transformers 4.x used it whenever hidden_activation was unset). Any other
+    // hidden_act is taken as written, as transformers 5 (whose GemmaConfig has only hidden_act,
+    // default gelu_pytorch_tanh) does.
+    name = hiddenAct === undefined || hiddenAct === 'gelu' ? 'gelu_pytorch_tanh' : hiddenAct;
+  }
   switch (name) {
     case 'silu':
     case 'swish':
@@ -164,8 +166,9 @@ function slidingWindow(family: Family, raw: Json): number | undefined {
     const active = raw.use_sliding_window === true || (layerTypes?.includes('sliding_attention') ?? false);
     return active ? w : undefined;
   }
-  if (layerTypes !== undefined && !layerTypes.includes('sliding_attention')) return undefined;
-  return family === 'mistral' || layerTypes !== undefined ? w : undefined;
+  // Mistral applies the window to every layer whenever sliding_window is set (layer_types are ignored).
+  if (family === 'mistral') return w;
+  return layerTypes?.includes('sliding_attention') ? w : undefined;
 }
 
 /** RoPE settings from either config style. */
