@@ -1,26 +1,13 @@
 // The wire contract of the /v1 API as TypeBox schemas: the one definition of every wire type
 // (`type X = Static<typeof XSchema>`) and the source of /openapi.json, where the schemas in
 // NAMED_SCHEMAS appear under `components.schemas` and the routes point at them with ref().
-// The decide request's limits come from WIRE_LIMITS, which the validator (validate.ts) also reads;
-// rules that JSON Schema cannot say well (noul keys, numeric score levels, duplicate levels,
-// nesting depth of `state`) live only in validate.ts, which is what requests actually go through.
+// The decide request's limits and field lists are written here only: the validator (validate.ts)
+// reads them from these objects, and test/unit/decide-contract.test.ts checks that it accepts and
+// rejects what a JSON Schema validator does with the published schema. Rules that JSON Schema
+// cannot say well (noul keys, numeric score levels, duplicate levels, whitespace-only
+// instructions, what an object state may hold) live only in validate.ts.
 import { Type, type Static } from '@sinclair/typebox';
 import { ERROR_CODES } from './errors.js';
-
-/** Limits of the decide request (the spec, and the choices listed in docs/api.md). */
-export const WIRE_LIMITS = Object.freeze({
-  minOptions: 2,
-  maxOptions: 26,
-  maxQuestions: 64,
-  /** Question ids and option keys, in characters (code points). */
-  maxKeyLength: 128,
-  /** Option descriptions, in characters (code points). */
-  maxDescriptionLength: 2000,
-  /** Question instructions, in characters (code points). Not in the spec: decided here. */
-  maxInstructionsLength: 4000,
-  /** Nesting depth of an object `state` (the state object itself is depth 1). */
-  maxStateDepth: 64,
-});
 
 export const QUESTION_TYPES = ['noul', 'choice', 'score'] as const;
 
@@ -30,21 +17,20 @@ export const QuestionTypeSchema = Type.Union(
 );
 export type QuestionType = Static<typeof QuestionTypeSchema>;
 
-const KeyNames = { minLength: 1, maxLength: WIRE_LIMITS.maxKeyLength };
+/** Question ids and option keys. Lengths count characters (code points), as JSON Schema does. */
+export const KeyNameSchema = Type.String({ minLength: 1, maxLength: 128 });
 
-export const CriteriaSchema = Type.Record(
-  Type.String(),
-  Type.String({ maxLength: WIRE_LIMITS.maxDescriptionLength }),
-  {
-    minProperties: WIRE_LIMITS.minOptions,
-    maxProperties: WIRE_LIMITS.maxOptions,
-    propertyNames: KeyNames,
-    description:
-      'Option key -> option description. Required for choice and score (2 to 26 options). ' +
-      'For noul optional; when given its keys are exactly "no" and "yes". ' +
-      'For score every key is a numeric level written as a string ("0", "2.5", "-1").',
-  },
-);
+export const OptionDescriptionSchema = Type.String({ maxLength: 2000 });
+
+export const CriteriaSchema = Type.Record(Type.String(), OptionDescriptionSchema, {
+  minProperties: 2,
+  maxProperties: 26,
+  propertyNames: KeyNameSchema,
+  description:
+    'Option key -> option description. Required for choice and score (2 to 26 options). ' +
+    'For noul optional; when given its keys are exactly "no" and "yes". ' +
+    'For score every key is a numeric level written as a string ("0", "2.5", "-1").',
+});
 export type Criteria = Static<typeof CriteriaSchema>;
 
 export const QuestionSchema = Type.Object(
@@ -52,7 +38,8 @@ export const QuestionSchema = Type.Object(
     type: QuestionTypeSchema,
     instructions: Type.String({
       minLength: 1,
-      maxLength: WIRE_LIMITS.maxInstructionsLength,
+      // Not in the spec: decided here (docs/api.md).
+      maxLength: 4000,
       description: 'The question in plain language.',
     }),
     criteria: Type.Optional(CriteriaSchema),
@@ -76,8 +63,8 @@ export const DecideRequestSchema = Type.Object(
     state: StateSchema,
     questions: Type.Record(Type.String(), QuestionSchema, {
       minProperties: 1,
-      maxProperties: WIRE_LIMITS.maxQuestions,
-      propertyNames: KeyNames,
+      maxProperties: 64,
+      propertyNames: KeyNameSchema,
       description: 'Caller-chosen question id -> question.',
     }),
     label_mass: Type.Optional(

@@ -1,6 +1,8 @@
 // Validation and normalization of a decide request: every rule of the spec and of the choices
 // listed in docs/api.md, as pure functions. Errors are ApiError('invalid_question')
 // with a message that starts with the path of the offending field and states the rule.
+// Every limit and field list is read from the TypeBox schemas (schemas.ts), the one definition
+// of the contract; this file adds the spec's messages and the rules JSON Schema cannot say.
 //
 // Decisions taken here (the docs repeat them):
 // - Unknown fields are rejected, at the top level and inside a question, so a misspelt field
@@ -21,7 +23,15 @@
 // - An object state with more values than `maxStateValues` is 413 state_too_long (it could only
 //   exceed the token limit anyway); this also bounds objects that share sub-objects.
 import { ApiError } from './errors.js';
-import { QUESTION_TYPES, WIRE_LIMITS, type QuestionType } from './schemas.js';
+import {
+  CriteriaSchema,
+  DecideRequestSchema,
+  KeyNameSchema,
+  OptionDescriptionSchema,
+  QUESTION_TYPES,
+  QuestionSchema,
+  type QuestionType,
+} from './schemas.js';
 
 export interface ValidationLimits {
   maxQuestions: number;
@@ -32,12 +42,13 @@ export interface ValidationLimits {
   maxStateValues: number;
 }
 
+/** The limits as the schemas in schemas.ts state them; state depth and size are not schema rules. */
 export const DEFAULT_VALIDATION_LIMITS: Readonly<ValidationLimits> = Object.freeze({
-  maxQuestions: WIRE_LIMITS.maxQuestions,
-  maxKeyLength: WIRE_LIMITS.maxKeyLength,
-  maxDescriptionLength: WIRE_LIMITS.maxDescriptionLength,
-  maxInstructionsLength: WIRE_LIMITS.maxInstructionsLength,
-  maxStateDepth: WIRE_LIMITS.maxStateDepth,
+  maxQuestions: DecideRequestSchema.properties.questions.maxProperties!,
+  maxKeyLength: KeyNameSchema.maxLength!,
+  maxDescriptionLength: OptionDescriptionSchema.maxLength!,
+  maxInstructionsLength: QuestionSchema.properties.instructions.maxLength!,
+  maxStateDepth: 64,
   maxStateValues: 1_000_000,
 });
 
@@ -68,8 +79,10 @@ export interface NormalizedDecideRequest {
   labelMass?: boolean;
 }
 
-const REQUEST_FIELDS = ['model', 'state', 'questions', 'label_mass'];
-const QUESTION_FIELDS = ['type', 'instructions', 'criteria'];
+const REQUEST_FIELDS = Object.keys(DecideRequestSchema.properties);
+const QUESTION_FIELDS = Object.keys(QuestionSchema.properties);
+const MIN_OPTIONS = CriteriaSchema.minProperties!;
+const MAX_OPTIONS = CriteriaSchema.maxProperties!;
 const SCORE_LEVEL = /^-?[0-9]+(?:\.[0-9]+)?$/;
 const RESERVED_KEY = '__proto__';
 
@@ -242,7 +255,7 @@ function normalizeQuestion(id: string, q: unknown, lim: ValidationLimits): Norma
 
   const hasCriteria = has(q, 'criteria');
   if (!hasCriteria) {
-    if (qtype !== 'noul') fail(`${at}.criteria: required for type ${qtype} (an object with 2 to 26 options)`);
+    if (qtype !== 'noul') fail(`${at}.criteria: required for type ${qtype} (an object with ${MIN_OPTIONS} to ${MAX_OPTIONS} options)`);
     return { id, type: qtype, instructions, options: [{ key: 'no', criteriaIndex: 0 }, { key: 'yes', criteriaIndex: 1 }] };
   }
   const criteria = q.criteria;
@@ -256,8 +269,8 @@ function normalizeQuestion(id: string, q: unknown, lim: ValidationLimits): Norma
       const got = keys.length === 0 ? 'none' : keys.slice(0, 5).map(quote).join(', ') + (keys.length > 5 ? ', ...' : '');
       fail(`${at}.criteria: for type noul the keys must be exactly "no" and "yes" (got ${got})`);
     }
-  } else if (keys.length < WIRE_LIMITS.minOptions || keys.length > WIRE_LIMITS.maxOptions) {
-    fail(`${at}.criteria: must have ${WIRE_LIMITS.minOptions} to ${WIRE_LIMITS.maxOptions} options, got ${keys.length}`);
+  } else if (keys.length < MIN_OPTIONS || keys.length > MAX_OPTIONS) {
+    fail(`${at}.criteria: must have ${MIN_OPTIONS} to ${MAX_OPTIONS} options, got ${keys.length}`);
   }
 
   const options: NormalizedOption[] = keys.map((key, criteriaIndex) => {
