@@ -4,6 +4,7 @@
  */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   serve: { summary: 'run the HTTP API (/v1/decide, /v1/batches, /v1/models)', load: () => import('./serve.js') },
+  worker: { summary: 'work on batch chunks from the Postgres batch store (DECIDE_DATABASE_URL); no HTTP', load: () => import('./worker.js') },
   batch: { summary: 'run a JSONL batch in-process: decide batch IN.jsonl --model ID --out OUT.jsonl', load: () => import('./batch.js') },
   calibrate: {
     summary: 'fit calibration on labelled rows into a new model version: --model ID --data FILE.jsonl',

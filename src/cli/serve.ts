@@ -7,6 +7,7 @@
  */
 import path from 'node:path';
 
+import { databaseUrl } from '../batches/store/open-store.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
 import { intArg, parseCommand, providerArg, threadsArg } from './args.js';
@@ -21,6 +22,8 @@ options:
   --threads N       CPU threads per forward pass (default: all cores)
   --provider P      cpu or cuda (default cpu)
   --log-level L     fatal, error, warn, info, debug, trace or silent (default info)
+  --no-worker       serve only: this process works on no batch chunk (needs DECIDE_DATABASE_URL;
+                    \`decide worker\` processes do the work)
   -h, --help        this text
 
 environment:
@@ -29,6 +32,9 @@ environment:
                            (neither set: a key is created in <data-dir>/api-key and printed once)
   DECIDE_RATE_LIMIT_RPS    requests per second per key (default 100)
   DECIDE_RATE_LIMIT_BURST  burst per key (default 200)
+  DECIDE_DATABASE_URL      postgres://... : batch jobs, input and results in Postgres, shared with
+                           other API hosts and \`decide worker\`s (unset: SQLite in <data-dir>)
+  DECIDE_BATCH_LEASE_SECONDS  seconds a batch chunk stays taken without a heartbeat (default 30, min 10)
 `;
 
 const OPTIONS = {
@@ -39,6 +45,7 @@ const OPTIONS = {
   threads: { type: 'string' },
   provider: { type: 'string' },
   'log-level': { type: 'string' },
+  'no-worker': { type: 'boolean' },
 } as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -63,6 +70,10 @@ export async function run(argv: string[]): Promise<number> {
   const logLevel = values['log-level'] ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) return fail(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const dataDir = path.resolve(values['data-dir'] ?? process.env.DECIDE_DATA_DIR ?? 'data');
+  const batchWorker = !values['no-worker'];
+  if (!batchWorker && databaseUrl({}) === undefined) {
+    return fail('--no-worker needs DECIDE_DATABASE_URL: with the embedded SQLite batch store this process is the only one that can run batches');
+  }
   const modelsDir = path.resolve(values['models-dir'] ?? process.env.DECIDE_MODELS_DIR ?? 'models');
 
   let resolved;
@@ -88,6 +99,7 @@ export async function run(argv: string[]): Promise<number> {
       dataDir,
       threads,
       provider,
+      batchWorker,
       keys: resolved.keys,
       logger: { level: logLevel, stream: process.stderr },
     });

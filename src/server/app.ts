@@ -50,6 +50,8 @@ export interface ServerOptions {
   modelsDir?: string;
   threads?: number;
   provider?: 'cpu' | 'cuda';
+  /** Work on batch jobs in this process (default true); false with the Postgres store only serves them. */
+  batchWorker?: boolean;
   /** Service state (generated API key, batch jobs); default DECIDE_DATA_DIR or ./data. */
   dataDir?: string;
   /** API keys, in clear or `sha256:<hex>`. With keysFile, replaces the environment's keys. */
@@ -74,6 +76,8 @@ export interface DecisionAppOptions {
   rateLimit: RateLimitOptions | false;
   bodyLimitBytes: number;
   dataDir: string;
+  /** Work on batch jobs in this process (default true). */
+  batchWorker?: boolean;
   /** Close the service when the app closes. */
   ownsService: boolean;
 }
@@ -193,7 +197,7 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
       // they get authentication (request.keyId), the rate limit, the error shape and the OpenAPI doc.
       // Limits and retention come from DECIDE_BATCH_* (src/batches/settings.ts). This onClose
       // runs before the root's, so the runners stop at a chunk boundary before the service closes.
-      const batches = await BatchService.open({ service, dataDir: opts.dataDir, log: (line) => app.log.info(line) });
+      const batches = await BatchService.open({ service, dataDir: opts.dataDir, resume: opts.batchWorker ?? true, log: (line) => app.log.info(line) });
       v1.addHook('onClose', async () => batches.close());
       await v1.register(batchRoutes, { batches });
       // ----
@@ -260,6 +264,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
       rateLimit,
       bodyLimitBytes,
       dataDir,
+      batchWorker: options.batchWorker,
       ownsService: !options.service,
     });
     await app.ready();

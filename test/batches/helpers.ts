@@ -114,32 +114,45 @@ export interface ServerProcess {
 }
 
 /** Spawns `decide serve --port 0` and waits for its "listening on" line. */
-export async function startServer(opts: { dataDir: string; modelsDir: string; env?: Record<string, string> }): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, [await decideBin(), 'serve', '--port', '0', '--data-dir', opts.dataDir, '--models-dir', opts.modelsDir, '--log-level', 'warn'], {
-    env: { ...process.env, ...opts.env },
+export async function startServer(opts: { dataDir: string; modelsDir: string; env?: Record<string, string>; args?: string[] }): Promise<ServerProcess> {
+  const args = ['serve', '--port', '0', '--data-dir', opts.dataDir, '--models-dir', opts.modelsDir, '--log-level', 'warn', ...(opts.args ?? [])];
+  const started = await startDecide(args, opts.env, /listening on (http:\/\/\S+)/);
+  return { ...started, url: started.match[1]! };
+}
+
+/** Spawns `decide worker` (Postgres batch store) and waits for its "worker ready" line. */
+export async function startWorker(opts: { modelsDir: string; env?: Record<string, string>; args?: string[] }): Promise<Omit<ServerProcess, 'url'>> {
+  return startDecide(['worker', '--models-dir', opts.modelsDir, ...(opts.args ?? [])], opts.env, /worker ready/);
+}
+
+/** Spawns bin/decide.js and waits until its stdout matches `ready`. */
+async function startDecide(args: string[], env: Record<string, string> | undefined, ready: RegExp): Promise<Omit<ServerProcess, 'url'> & { match: RegExpExecArray }> {
+  const proc = spawn(process.execPath, [await decideBin(), ...args], {
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
+  let stdout = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 60_000);
-    const check = () => {
-      const m = /listening on (http:\/\/\S+)/.exec(out);
+  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`decide ${args[0]} did not start:\n${out}`)), 60_000);
+    proc.stdout!.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      const m = ready.exec(stdout);
       if (m) {
         clearTimeout(timer);
-        resolve(m[1]!);
+        resolve(m);
       }
-    };
-    proc.stdout!.on('data', check);
+    });
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`server exited with ${code}:\n${out}`));
+      reject(new Error(`decide ${args[0]} exited with ${code}:\n${out}`));
     });
   });
   return {
-    url,
+    match,
     proc,
     output: () => out,
     async stop() {

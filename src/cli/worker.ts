@@ -1,0 +1,97 @@
+/**
+ * `decide worker`: works on batch chunks from the Postgres batch store (DECIDE_DATABASE_URL) and
+ * serves nothing. Any number of workers, on any hosts, share one database with the API hosts
+ * (`decide serve`, with or without --no-worker). SIGTERM or SIGINT: takes no more chunks, commits
+ * the ones in flight, closes the models and exits 0; a worker killed outright loses nothing (its
+ * chunks are taken again when their lease lapses).
+ *
+ * stdout gets `decide: worker ready` once the schema is current and the queue is being polled;
+ * the log lines go to stderr.
+ */
+import path from 'node:path';
+
+import { resolveBatchSettings } from '../batches/settings.js';
+import { databaseUrl, openBatchStore } from '../batches/store/open-store.js';
+import { DecisionService } from '../service/decision-service.js';
+import { parseCommand, providerArg, threadsArg } from './args.js';
+
+const HELP = `usage: decide worker [options]
+
+Works on the batch chunks of the Postgres batch store; serves no HTTP.
+
+options:
+  --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models); every model a
+                    batch names must be installed here too
+  --threads N       CPU threads per forward pass (default: all cores)
+  --provider P      cpu or cuda (default cpu)
+  -h, --help        this text
+
+environment:
+  DECIDE_DATABASE_URL         postgres://user:password@host:port/database (required)
+  DECIDE_BATCH_LEASE_SECONDS  seconds a chunk stays taken without a heartbeat from its worker
+                              (default 30, min 10); a killed worker's chunk is taken again after it
+  DECIDE_BATCH_CHUNK_RECORDS, DECIDE_BATCH_CHUNK_BYTES  chunk size of the batches this process creates
+`;
+
+const OPTIONS = {
+  'models-dir': { type: 'string' },
+  threads: { type: 'string' },
+  provider: { type: 'string' },
+} as const;
+
+function fail(message: string): number {
+  process.stderr.write(`decide worker: ${message}\n`);
+  return 2;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const parsed = parseCommand('worker', argv, HELP, OPTIONS);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
+  const threads = threadsArg(values.threads);
+  if (typeof threads === 'string') return fail(threads);
+  const provider = providerArg(values.provider);
+  if (provider !== 'cpu' && provider !== 'cuda') return fail(provider);
+  if (databaseUrl({}) === undefined) {
+    return fail('DECIDE_DATABASE_URL is not set: a worker takes its chunks from the Postgres batch store (postgres://...)');
+  }
+  const modelsDir = path.resolve(values['models-dir'] ?? process.env.DECIDE_MODELS_DIR ?? 'models');
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+
+  let service: DecisionService | undefined;
+  let store;
+  try {
+    service = await DecisionService.open({ modelsDir, threads, provider, log });
+    store = await openBatchStore({}, { dataDir: modelsDir, settings: resolveBatchSettings(), service, work: true, log });
+  } catch (err) {
+    process.stderr.write(`decide worker: ${(err as Error).message}\n`);
+    await service?.close().catch(() => undefined);
+    return 1;
+  }
+  process.stdout.write('decide: worker ready\n');
+
+  const opened = { service, store };
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        process.stderr.write(`decide worker: ${signal} again, exiting without waiting for the chunks in flight\n`);
+        process.exit(1);
+      }
+      stopping = true;
+      log(`decide worker: ${signal}: taking no more chunks, committing the ones in flight`);
+      opened.store
+        .close()
+        .then(() => opened.service.close())
+        .then(
+          () => resolve(0),
+          (err: unknown) => {
+            log(`decide worker: shutdown failed: ${String(err)}`);
+            resolve(1);
+          },
+        );
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}
