@@ -4,11 +4,16 @@
  * packages from the registry or the npm cache only), then import it there and serve a decision
  * in-process on the embedded default model, which is generated on first open.
  *
- * Slow by nature (minutes: npm builds better-sqlite3 from source when it has no prebuilt binary);
- * --prefer-offline reuses the npm cache that installing this repository filled.
+ * --prefer-offline reuses the npm cache that installing this repository filled. better-sqlite3 (a
+ * dependency) downloads its prebuilt binary from GitHub, which this machine cannot reach, and then
+ * compiles SQLite from source for minutes; the binary this repository's install already built is
+ * offered to it as a local prebuild instead (prebuild-install's documented
+ * npm_config_<package>_local_prebuilds), which is what the download would have given it. To match
+ * that binary the new project asks for the better-sqlite3 version this repository is locked to
+ * (a version our range allows), as a service that already uses it would.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +24,18 @@ import { decideBin } from '../helpers/bin.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'decide-consumer-'));
+
+const betterSqlite = path.join(root, 'node_modules', 'better-sqlite3');
+const betterSqliteVersion = (JSON.parse(readFileSync(path.join(betterSqlite, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** A directory holding this repository's better-sqlite3 binary as the prebuild tarball its installer looks for. */
+function betterSqlitePrebuilds(): string {
+  const dir = path.join(tmp, 'prebuilds');
+  mkdirSync(dir);
+  const name = `better-sqlite3-v${betterSqliteVersion}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  execFileSync('tar', ['-czf', path.join(dir, name), '-C', betterSqlite, 'build/Release/better_sqlite3.node']);
+  return dir;
+}
 
 /** This process's environment without what npm exports to scripts (our .npmrc settings among them). */
 function cleanEnv(): NodeJS.ProcessEnv {
@@ -48,9 +65,9 @@ describe('installed as a dependency of a new project', () => {
     const project = path.join(tmp, 'service');
     mkdirSync(project);
     writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'some-service', version: '1.0.0', type: 'module' }));
-    const install = spawnSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], {
+    const install = spawnSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball, `better-sqlite3@${betterSqliteVersion}`], {
       cwd: project,
-      env: cleanEnv(),
+      env: { ...cleanEnv(), npm_config_better_sqlite3_local_prebuilds: betterSqlitePrebuilds() },
       encoding: 'utf8',
     });
     const installLog = `${install.stdout}\n${install.stderr}`;
