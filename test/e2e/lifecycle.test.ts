@@ -82,7 +82,8 @@ async function waitUntilRefused(url: string, timeoutMs = 5000): Promise<void> {
 
 describe('decide serve lifecycle', () => {
   it('with no key configured: creates <data-dir>/api-key (0600), prints it once; the rate limit comes from the environment', async () => {
-    const p = await serve({ DECIDE_RATE_LIMIT_RPS: '0.2', DECIDE_RATE_LIMIT_BURST: '3' });
+    // One token per 100 s: the fourth request is refused however slowly this machine runs the first three.
+    const p = await serve({ DECIDE_RATE_LIMIT_RPS: '0.01', DECIDE_RATE_LIMIT_BURST: '3' });
     const file = path.join(dirs.dataDir, 'api-key');
     const out = p.stdout();
     const m = /^(dk_[A-Za-z0-9_-]{43})$/m.exec(out);
@@ -104,7 +105,7 @@ describe('decide serve lifecycle', () => {
     expectErrorShape(limited!.body, 'rate_limited', limited!.headers.get('x-request-id')!);
     const retryAfter = limited!.headers.get('retry-after')!;
     expect(retryAfter).toMatch(/^[1-9]\d*$/);
-    expect(Number(retryAfter)).toBeLessThanOrEqual(5);
+    expect(Number(retryAfter)).toBeLessThanOrEqual(100);
     // Health and metrics are not rate limited.
     for (let i = 0; i < 5; i++) expect((await fetch(`${p.url}/healthz`)).status).toBe(200);
 
@@ -132,7 +133,7 @@ describe('decide serve lifecycle', () => {
     // one whose bytes it has not read yet could be dropped with its connection, as on any server.
     const received = () => p.stderr().split('\n').filter((l) => l.includes('"msg":"incoming request"') && l.includes('"url":"/v1/decide"')).length;
     for (let t = 0; received() < 12; t++) {
-      if (t > 1000) throw new Error(`the server saw only ${received()} of 12 requests`);
+      if (t > 6000) throw new Error(`the server saw only ${received()} of 12 requests`);
       await new Promise((r) => setTimeout(r, 10));
     }
 
