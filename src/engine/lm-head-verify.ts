@@ -7,6 +7,7 @@
  * It runs through the native addon, not onnxruntime-node's JS API, so that an installed package
  * needs no second ONNX Runtime binding at run time.
  */
+import { EngineError } from '../errors/engine-error.js';
 import { loadNativeModule, type NativeLoadOptions, type NativeScoreResult } from './native.js';
 import { flatten } from './score-groups.js';
 
@@ -46,18 +47,18 @@ async function scoreWith(
 
 export async function verifyRewrite(stockGraph: string, rewrittenGraph: string, options: VerifyLoadOptions): Promise<void> {
   const vocab = options.vocabSize ?? 0;
-  if (!(vocab > 0)) throw new Error('verifyRewrite needs the vocabulary size');
+  if (!(vocab > 0)) throw new EngineError('ERR_MODEL_LOAD', 'verifyRewrite needs the vocabulary size');
   const stock = await scoreWith(stockGraph, options, vocab);
   const rewritten = await scoreWith(rewrittenGraph, options, vocab);
   // fp16 graphs round the LM head's inputs differently once the gather moves ahead of it.
   const tolerance = stock.fp16 ? 2e-2 : 1e-4;
   const compare = (what: string, a: Float32Array, b: Float32Array) => {
-    if (a.length !== b.length) throw new Error(`rewrite mismatch: ${what} has ${a.length} vs ${b.length} values`);
+    if (a.length !== b.length) throw new EngineError('ERR_MODEL_LOAD', `rewrite mismatch: ${what} has ${a.length} vs ${b.length} values`);
     for (let i = 0; i < a.length; i++) {
       const x = a[i]!;
       const y = b[i]!;
       if (!(Math.abs(x - y) <= tolerance * Math.max(1, Math.abs(x)))) {
-        throw new Error(`rewrite mismatch in ${what} at ${i}: ${x} vs ${y}`);
+        throw new EngineError('ERR_MODEL_LOAD', `rewrite mismatch in ${what} at ${i}: ${x} vs ${y}`);
       }
     }
   };

@@ -7,6 +7,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { EngineError } from '../errors/engine-error.js';
+
 export interface NativeLoadOptions {
   modelPath: string;
   ortLibrary: string;
@@ -106,14 +108,12 @@ export function loadNativeModule(): NativeModule {
   const prebuilt = prebuiltAddonPath();
   const addonPath = existsSync(built) ? built : existsSync(prebuilt) ? prebuilt : undefined;
   if (!addonPath) {
-    throw Object.assign(
-      new Error(
-        `native addon not built: neither ${built} nor ${prebuilt} exists. In this repository run ` +
-          '`npm run build:native`; where decision-engine is a dependency run `npm rebuild decision-engine` ' +
-          '(needs a C++17 compiler and cmake; with npm >= 12 first allow its install script: ' +
-          '"allowScripts": {"decision-engine": true} in your package.json)',
-      ),
-      { code: 'ERR_MODEL_LOAD' },
+    throw new EngineError(
+      'ERR_MODEL_LOAD',
+      `native addon not built: neither ${built} nor ${prebuilt} exists. In this repository run ` +
+        '`npm run build:native`; where decision-engine is a dependency run `npm rebuild decision-engine` ' +
+        '(needs a C++17 compiler and cmake; with npm >= 12 first allow its install script: ' +
+        '"allowScripts": {"decision-engine": true} in your package.json)',
     );
   }
   cached = require(addonPath) as NativeModule;
@@ -164,12 +164,10 @@ export function resolveOrtLibrary(explicit?: string): string {
       if (existsSync(candidate)) return candidate;
     }
   }
-  throw Object.assign(
-    new Error(
-      `no ONNX Runtime library for ${process.platform}-${process.arch} found in ${dirs.join(', ') || 'any installed package'}; ` +
-        'set DECIDE_ORT_LIBRARY to a libonnxruntime (>= 1.29)',
-    ),
-    { code: 'ERR_ORT_LOAD' },
+  throw new EngineError(
+    'ERR_ORT_LOAD',
+    `no ONNX Runtime library for ${process.platform}-${process.arch} found in ${dirs.join(', ') || 'any installed package'}; ` +
+      'set DECIDE_ORT_LIBRARY to a libonnxruntime (>= 1.29)',
   );
 }
 
