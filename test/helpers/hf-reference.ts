@@ -9,7 +9,8 @@
  * - Qwen2: q/k/v biases. Qwen3: RMSNorm of each q and k head before RoPE.
  * - Gemma: RMSNorm x / sqrt(mean(x^2) + eps) * (1 + w); embeddings times sqrt(hidden_size) (rounded
  *   to float32, the model's dtype); GeGLU with the tanh-approximated GELU.
- * - Mistral: sliding-window attention (key j visible to query i iff i - j < window).
+ * - Sliding windows (Mistral; Qwen with use_sliding_window or sliding layer types): key j visible
+ *   to query i iff i - j < window.
  * - RoPE: rotate_half, inv_freq = 1 / theta^(2k/d), llama3 and linear scaling.
  */
 import type { Tensor } from './safetensors-file.js';
@@ -84,7 +85,16 @@ export function referenceForward(cfg: Config, tensors: Map<string, Tensor>, ids:
   const hd = (cfg.head_dim as number | null) ?? h / nh;
   const eps = cfg.rms_norm_eps as number;
   const layers = cfg.num_hidden_layers as number;
-  const window = type === 'mistral' && typeof cfg.sliding_window === 'number' ? (cfg.sliding_window as number) : Infinity;
+  // Sliding windows as the modeling files apply them: Mistral in every layer; Qwen2/Qwen3 in the
+  // layers layer_types marks, else (4.x) from max_window_layers on when use_sliding_window is set.
+  const windowOf = (layer: number): number => {
+    const size = cfg.sliding_window;
+    if (typeof size !== 'number') return Infinity;
+    if (type === 'mistral') return size;
+    if (type !== 'qwen2' && type !== 'qwen3') return Infinity;
+    if (Array.isArray(cfg.layer_types)) return cfg.layer_types[layer] === 'sliding_attention' ? size : Infinity;
+    return cfg.use_sliding_window === true && layer >= ((cfg.max_window_layers as number | undefined) ?? 28) ? size : Infinity;
+  };
   const activation = gemma ? ((cfg.hidden_activation as string) ?? 'gelu_pytorch_tanh') : (cfg.hidden_act as string);
   const get = (n: string): Tensor => {
     const t = tensors.get(n);
@@ -111,6 +121,7 @@ export function referenceForward(cfg: Config, tensors: Map<string, Tensor>, ids:
 
   for (let l = 0; l < layers; l++) {
     const p = `model.layers.${l}`;
+    const window = windowOf(l);
     const normed = x.map((r) => {
       const c = r.slice();
       rmsNorm(c, get(`${p}.input_layernorm.weight`), eps, gemma);

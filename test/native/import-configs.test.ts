@@ -127,18 +127,18 @@ async function checkpointDir(name: string, cfg: Record<string, unknown>, tensors
 }
 
 describe.each([
-  ['Llama 3.2 (4.x config, tied, bf16 shards)', LLAMA_3_2, 3, 131072],
-  ['Qwen2.5 (tied, rope_scaling null, inactive sliding window)', QWEN2_5, 1, 32768],
-  ['Gemma (5.x config, no tie key, dtype key)', GEMMA_5X, 2, 8192],
-  ['Mistral v0.3 (head_dim null, no window)', MISTRAL_V03, 1, 32768],
-] as const)('%s', (name, config, shards, context) => {
+  ['Llama 3.2 (4.x config, tied, bf16 shards)', LLAMA_3_2, 3],
+  ['Qwen2.5 (tied, rope_scaling null, inactive sliding window)', QWEN2_5, 1],
+  ['Gemma (5.x config, no tie key, dtype key)', GEMMA_5X, 2],
+  ['Mistral v0.3 (head_dim null, no window)', MISTRAL_V03, 1],
+] as const)('%s', (name, config, shards) => {
   it('imports and scores like the float64 forward of the bf16 weights at every split', async () => {
     const normBase = config.model_type === 'gemma' ? 0 : 1;
     const tensors = randomCheckpoint(config, 17, normBase);
     const rounded = new Map([...tensors].map(([k, t]) => [k, { shape: t.shape, data: t.data.map(bf16Round) }]));
     const dir = await checkpointDir(name.split(' ')[0]!.toLowerCase(), config, tensors, shards);
     const imported = await importModel({ hfDir: dir, outDir: path.join(scratch, 'models', `${config.model_type}-2026-11`) });
-    expect(imported.plan.maxContext).toBe(context);
+    expect(imported.plan.slidingWindow).toBeUndefined(); // Qwen2.5's window of 32 is off (use_sliding_window false)
     expect(imported.warnings.filter((w) => !/no tokenizer\.json/.test(w))).toEqual([]);
     const sequences = [Array.from({ length: 45 }, (_, i) => (i * 37 + 5) % VOCAB), [7, 300, 11]];
     const got = await engineLastLogits(imported.dir, sequences, VOCAB);

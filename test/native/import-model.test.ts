@@ -253,20 +253,26 @@ describe('config readings', () => {
   });
 
   it('Mistral: the window applies whatever layer_types say (transformers ignores them for Mistral)', () => {
-    expect(planFromConfig({ ...MISTRAL_CONFIG, layer_types: ['full_attention', 'full_attention'] }).maxContext).toBe(4096);
+    expect(planFromConfig({ ...MISTRAL_CONFIG, layer_types: ['full_attention', 'full_attention'] }).slidingWindow).toEqual({ size: 4096, layers: [true, true] });
   });
 
   it('Mistral: head_dim null means hidden / heads; no window means the full context', () => {
     const plan = planFromConfig({ ...MISTRAL_CONFIG, head_dim: null, sliding_window: null });
     expect(plan.shape.headDim).toBe(16);
-    expect(plan.maxContext).toBe(32768);
-    expect(plan.contextNote).toBeUndefined();
+    expect(plan.slidingWindow).toBeUndefined();
+    expect(plan.features.slidingWindow).toBeUndefined();
   });
 
   it('Qwen2: the sliding_window value is ignored unless use_sliding_window is on', () => {
     const base = readConfig(path.join(FIXTURES, 'qwen2'));
-    expect(planFromConfig({ ...base, sliding_window: 128 }).maxContext).toBe(4096);
-    expect(planFromConfig({ ...base, sliding_window: 128, use_sliding_window: true }).maxContext).toBe(128);
+    expect(planFromConfig({ ...base, sliding_window: 128 }).slidingWindow).toBeUndefined();
+    // 4.x: use_sliding_window applies from max_window_layers on; 5.x: the layer types say where.
+    const { layer_types: _lt, ...four } = base;
+    expect(planFromConfig({ ...four, sliding_window: 128, use_sliding_window: true, max_window_layers: 1 }).slidingWindow).toEqual({ size: 128, layers: [false, true] });
+    expect(planFromConfig({ ...four, sliding_window: 128, use_sliding_window: true }).slidingWindow).toBeUndefined(); // max_window_layers 28 > 2 layers
+    expect(planFromConfig({ ...base, sliding_window: 128, layer_types: ['sliding_attention', 'full_attention'] }).slidingWindow).toEqual({ size: 128, layers: [true, false] });
+    // A window as long as the context is no window.
+    expect(planFromConfig({ ...four, sliding_window: 4096, use_sliding_window: true, max_window_layers: 0 }).slidingWindow).toBeUndefined();
   });
 
   it('linear rope scaling divides every frequency by the factor (4.x "type" spelling)', () => {
@@ -287,26 +293,26 @@ describe('Gemma details', () => {
   });
 });
 
-describe('Mistral sliding window', () => {
-  it('a window below max_position_embeddings limits the served context to the window, where it is exact', async () => {
-    const cfg = { ...MISTRAL_CONFIG, sliding_window: 40 };
-    const tensors = randomCheckpoint(cfg, 31, 1);
-    const dir = await writeCheckpoint('mistral-window', cfg, tensors, 'F32');
-    const imported = await importFixture('mistral', 'fp32', dir);
-    expect(imported.plan.maxContext).toBe(40);
-    expect(imported.warnings.join('\n')).toMatch(/sliding-window.*at most 40 tokens/);
-    expect(readConfig(imported.dir).max_position_embeddings).toBe(40);
-    const engine = await Engine.load({ modelDir: imported.dir, threads: 2 });
-    try {
-      expect(engine.info.maxContext).toBe(40);
-      const ids = Array.from({ length: 40 }, (_, i) => (i * 37) % VOCAB);
-      const [[score]] = await engine.score([{ prefix: Int32Array.from(ids.slice(0, 25)), suffixes: [{ tokens: Int32Array.from(ids.slice(25)), labels: ALL_IDS }] }]);
-      expect(maxAbsDiff(score!.labelLogits, referenceForward(cfg, tensors, ids).at(-1)!)).toBeLessThan(1e-4);
-      await expect(
-        engine.score([{ prefix: Int32Array.from(ids), suffixes: [{ tokens: Int32Array.of(1), labels: ALL_IDS }] }]),
-      ).rejects.toMatchObject({ code: 'ERR_INPUT' });
-    } finally {
-      engine.close();
+describe('sliding-window attention', () => {
+  it.each([
+    ['Mistral (every layer)', { ...MISTRAL_CONFIG, sliding_window: 16 }, 1],
+    ['Qwen2 4.x (use_sliding_window from max_window_layers on)', { ...MISTRAL_CONFIG, model_type: 'qwen2', head_dim: 16, sliding_window: 16, use_sliding_window: true, max_window_layers: 1 }, 1],
+    ['Qwen3 5.x (layer_types)', { ...MISTRAL_CONFIG, model_type: 'qwen3', sliding_window: 16, layer_types: ['sliding_attention', 'full_attention'] }, 1],
+  ] as const)('%s: states far past the window score like the float64 forward at every split', async (name, cfg, normBase) => {
+    const tensors = randomCheckpoint(cfg, 31, normBase);
+    const dir = await writeCheckpoint(`window-${cfg.model_type}`, cfg, tensors, 'F32');
+    const imported = await importFixture(cfg.model_type, 'fp32', dir);
+    expect(imported.plan.slidingWindow?.size).toBe(16);
+    expect(imported.warnings.filter((w) => !/no tokenizer\.json/.test(w))).toEqual([]);
+    // Several lengths in one engine call: rows are padded, so masked slots sit between prefix and suffix.
+    const seqs = [Array.from({ length: 70 }, (_, i) => (i * 37) % VOCAB), Array.from({ length: 23 }, (_, i) => (i * 11 + 3) % VOCAB)];
+    const got = await engineLastLogits(imported.dir, seqs);
+    for (const [i, ids] of seqs.entries()) {
+      const ref = referenceForward(cfg, tensors, ids).at(-1)!;
+      // The window matters here: full attention over the same weights lands elsewhere.
+      const full = referenceForward({ ...cfg, sliding_window: null }, tensors, ids).at(-1)!;
+      if (ids.length > 17) expect(maxAbsDiff(ref, full)).toBeGreaterThan(1e-2);
+      for (const { logits } of got[i]!) expect(maxAbsDiff(logits, ref)).toBeLessThan(1e-4);
     }
   });
 });

@@ -7,7 +7,8 @@
  * input_ids.shape[1], query s sits at cache index P + s; key j is visible to it iff j <= P + s and
  * attention_mask[b, j] != 0. Masked scores get the lowest finite float added before the softmax (which
  * absorbs the score), so a fully masked row yields a uniform distribution, never NaN. Rotary angles come from position_ids,
- * not from cache indices, so a row may sit at any cache offset.
+ * not from cache indices, so a row may sit at any cache offset. Sliding-window layers (an importer
+ * feature) further hide keys whose position, counted over unmasked keys, is `size` or more before the query's.
  *
  * Attention is grouped without copying KV heads: the query heads that share a KV head are folded into
  * the row axis ([B, kv_heads, group * S, head_dim]) and multiplied against the un-repeated present KV.
@@ -82,6 +83,11 @@ export interface DecoderFeatures {
   activation: 'silu' | 'gelu_tanh' | 'gelu';
   /** Rotary inverse frequencies (headDim / 2 of them), e.g. after llama3 scaling; default 1 / theta^(2k/headDim). */
   invFreq?: readonly number[];
+  /**
+   * Sliding-window attention (Mistral; Qwen2/Qwen3 with use_sliding_window): in the layers marked
+   * true, a query sees only the keys less than `size` positions before it.
+   */
+  slidingWindow?: { size: number; layers: readonly boolean[] };
 }
 
 export const DEFAULT_FEATURES: Readonly<DecoderFeatures> = {
@@ -219,6 +225,23 @@ export function buildDecoderGraph(
   const lowest = g.float('fp32', [FLOAT32_LOWEST], []);
   const maskBias = g.op1('Where', `${m}/Where`, [visible, g.float('fp32', [0], []), lowest]);
 
+  // The sliding-window variant. Distances are between positions, not cache indices (padding may sit
+  // between a row's tokens): a query's position is its position_id, a key's the number of unmasked
+  // keys before it, since the engine numbers a row's tokens consecutively and masks the padding.
+  let slidingBias: string | undefined;
+  if (features.slidingWindow) {
+    if (features.slidingWindow.layers.length !== shape.numLayers) throw new Error('decoder graph: slidingWindow.layers must have one entry per layer');
+    const w = '/model/sliding_mask';
+    const keyPos = g.op1('Sub', `${w}/Sub`, [g.op1('CumSum', `${w}/CumSum`, ['attention_mask', i64(1)]), i64(1)]);
+    const queryPos = g.op1('Tile', `${w}/Tile`, ['position_ids', g.int64([1, groups])]);
+    const distance = g.op1('Sub', `${w}/Sub_1`, [
+      g.op1('Unsqueeze', `${w}/Unsqueeze`, [queryPos, g.int64([1, 3])]),
+      g.op1('Unsqueeze', `${w}/Unsqueeze_1`, [keyPos, g.int64([1, 2])]),
+    ]);
+    const inWindow = g.op1('Less', `${w}/Less`, [distance, i64(features.slidingWindow.size)]);
+    slidingBias = g.op1('Where', `${w}/Where`, [g.op1('And', `${w}/And`, [visible, inWindow]), g.float('fp32', [0], []), lowest]);
+  }
+
   const scale = g.float(dtype, [1 / Math.sqrt(hd)], []);
   const halfSplit = g.int64([hd / 2, hd / 2]);
 
@@ -271,7 +294,8 @@ export function buildDecoderGraph(
     const qGrouped = g.op1('Reshape', `${a}/Reshape_3`, [qScaled, g.int64([0, kvh, -1, hd])]);
     const kT = g.op1('Transpose', `${a}/Transpose_3`, [presentK], { perm: [0, 1, 3, 2] });
     const scores = toFloat(`${a}/Cast`, g.op1('MatMul', `${a}/MatMul`, [qGrouped, kT]));
-    const masked = g.op1('Add', `${a}/Add_mask`, [scores, maskBias]);
+    const layerBias = slidingBias !== undefined && features.slidingWindow!.layers[i] ? slidingBias : maskBias;
+    const masked = g.op1('Add', `${a}/Add_mask`, [scores, layerBias]);
     const probs = toCompute(`${a}/Cast_1`, g.op1('Softmax', `${a}/Softmax`, [masked], { axis: -1 }));
     const ctx = g.op1('MatMul', `${a}/MatMul_1`, [probs, presentV]);
     const ctxHeads = g.op1('Reshape', `${a}/Reshape_4`, [ctx, g.int64([0, nh, -1, hd])]);

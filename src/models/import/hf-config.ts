@@ -42,13 +42,8 @@ export interface ImportPlan {
   shape: ModelShape;
   features: Partial<DecoderFeatures>;
   rope: RopeSettings;
-  /**
-   * The context the imported model serves. Below max_position_embeddings only when the config has
-   * a sliding window: up to the window, sliding-window attention is exactly full attention.
-   */
-  maxContext: number;
-  /** Why maxContext is below max_position_embeddings, when it is. */
-  contextNote?: string;
+  /** Sliding-window attention, when the config has an active window shorter than the context. */
+  slidingWindow?: { size: number; layers: boolean[] };
 }
 
 type Json = Record<string, unknown>;
@@ -115,16 +110,11 @@ export function planFromConfig(raw: Json): ImportPlan {
   };
   if (family === 'gemma') features.embeddingScale = Math.sqrt(hiddenSize);
 
-  const window = slidingWindow(family, raw);
-  let maxContext = maxPos;
-  let contextNote: string | undefined;
-  if (window !== undefined && window < maxPos) {
-    maxContext = window;
-    contextNote =
-      `the config has sliding-window attention (window ${window}); sliding-window layers are not implemented, ` +
-      `so the imported model serves at most ${window} tokens (max_position_embeddings ${maxPos}), where sliding-window attention equals full attention`;
-  }
-  return { family, modelType, shape, features, rope, maxContext, contextNote };
+  // A window as long as the context changes nothing.
+  const window = slidingWindow(family, raw, shape.numLayers);
+  const active = window !== undefined && window.size < maxPos && window.layers.some(Boolean) ? window : undefined;
+  if (active) features.slidingWindow = active;
+  return { family, modelType, shape, features, rope, ...(active ? { slidingWindow: active } : {}) };
 }
 
 function activationOf(family: Family, raw: Json): DecoderFeatures['activation'] {
@@ -156,19 +146,30 @@ function activationOf(family: Family, raw: Json): DecoderFeatures['activation'] 
   }
 }
 
-/** The active sliding window of a config, or undefined when every layer attends to the full context. */
-function slidingWindow(family: Family, raw: Json): number | undefined {
-  const w = raw.sliding_window;
-  if (typeof w !== 'number' || w <= 0) return undefined;
+/**
+ * The sliding window of a config and the layers it applies to, as transformers' modeling code
+ * applies it; undefined when every layer attends to the full context.
+ */
+function slidingWindow(family: Family, raw: Json, numLayers: number): { size: number; layers: boolean[] } | undefined {
+  const size = raw.sliding_window;
+  if (typeof size !== 'number' || !Number.isInteger(size) || size <= 0) return undefined;
+  // Mistral: every layer, whenever sliding_window is set (it ignores layer_types).
+  if (family === 'mistral') return { size, layers: Array<boolean>(numLayers).fill(true) };
+  // Llama and Gemma 1 have no sliding-window attention, whatever their config carries.
+  if (family !== 'qwen2' && family !== 'qwen3') return undefined;
+  // Qwen: the layer types (transformers 5), else use_sliding_window for the layers from
+  // max_window_layers on (4.x). The sliding_window value alone is unused.
   const layerTypes = Array.isArray(raw.layer_types) ? (raw.layer_types as unknown[]) : undefined;
-  if (family === 'qwen2' || family === 'qwen3') {
-    // Qwen uses the window only with use_sliding_window (4.x) / sliding layer types (5.x).
-    const active = raw.use_sliding_window === true || (layerTypes?.includes('sliding_attention') ?? false);
-    return active ? w : undefined;
+  if (layerTypes !== undefined) {
+    if (layerTypes.length !== numLayers) throw new ImportError(`config.json: "layer_types" has ${layerTypes.length} entries for ${numLayers} layers`);
+    for (const t of layerTypes) {
+      if (t !== 'full_attention' && t !== 'sliding_attention') throw new ImportError(`config.json: layer type ${JSON.stringify(t)} is not supported (full_attention, sliding_attention)`);
+    }
+    return { size, layers: layerTypes.map((t) => t === 'sliding_attention') };
   }
-  // Mistral applies the window to every layer whenever sliding_window is set (layer_types are ignored).
-  if (family === 'mistral') return w;
-  return layerTypes?.includes('sliding_attention') ? w : undefined;
+  if (raw.use_sliding_window !== true) return undefined;
+  const from = typeof raw.max_window_layers === 'number' ? raw.max_window_layers : 28;
+  return { size, layers: Array.from({ length: numLayers }, (_, i) => i >= from) };
 }
 
 /** RoPE settings from either config style. */

@@ -65,7 +65,7 @@ const EXTERNAL_DATA_BYTES = 64 * 1024 * 1024;
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'generation_config.json'];
 /** Registry ids (src/models/registry.ts): a directory with another name is not served. */
 const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-export const IMPORTER_VERSION = 1;
+export const IMPORTER_VERSION = 2;
 
 /**
  * Imports a checkpoint.
@@ -97,7 +97,6 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
   }
   if (typeof rawConfig !== 'object' || rawConfig === null || Array.isArray(rawConfig)) throw new ImportError(`${configPath}: must hold a JSON object`);
   const plan = planFromConfig(rawConfig);
-  if (plan.contextNote) warn(plan.contextNote);
   let checkpoint: SafetensorsCheckpoint;
   try {
     checkpoint = SafetensorsCheckpoint.open(hfDir);
@@ -127,8 +126,7 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
     const hasTokenizer = await copyTokenizerFiles(hfDir, staging, warn);
     if (hasTokenizer) await checkPromptAndLabels(staging, plan);
 
-    // The engine serves up to max_position_embeddings tokens: lowered to the sliding window when there is one.
-    const config: Record<string, unknown> = { ...rawConfig, max_position_embeddings: plan.maxContext };
+    const config: Record<string, unknown> = { ...rawConfig };
     config.torch_dtype = dtype === 'fp16' ? 'float16' : 'float32';
     if ('dtype' in config) config.dtype = config.torch_dtype;
     await writeJson(path.join(staging, 'config.json'), config);
@@ -144,8 +142,7 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
         tiedEmbeddings: plan.shape.tieWordEmbeddings === true,
         rope: plan.rope,
         maxPositionEmbeddings: plan.shape.maxPositionEmbeddings,
-        maxContext: plan.maxContext,
-        ...(plan.contextNote ? { contextNote: plan.contextNote } : {}),
+        ...(plan.slidingWindow ? { slidingWindow: plan.slidingWindow } : {}),
         tokenizer: hasTokenizer,
       },
     });
