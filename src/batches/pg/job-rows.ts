@@ -3,7 +3,7 @@
  * the same way (API hosts cancel, workers start, fail and finish jobs). A status change is guarded
  * by the status it leaves, so two processes racing on one job cannot both move it.
  */
-import type { BatchJob, BatchStatus } from '../store/batch-store.js';
+import { batchJobFromColumns, type BatchJob, type BatchJobColumns } from '../store/batch-store.js';
 import type { Client, Pool } from './database.js';
 
 /** A job with the byte length of its committed result rows (the download's Content-Length). */
@@ -19,44 +19,12 @@ export const JOB_COLUMNS = `id, owner, model, requested_model, status, total, co
 /** Statuses a job can still leave by being worked on or cancelled. */
 export const OPEN_STATUSES = `('queued', 'in_progress', 'cancelling')`;
 
-interface SqlJob {
-  id: string;
-  owner: string;
-  model: string;
-  requested_model: string;
-  status: BatchStatus;
-  total: number;
-  completed: number;
-  failed: number;
-  created_at: number;
-  started_at: number | null;
-  completed_at: number | null;
-  expires_at: number | null;
-  error_code: string | null;
-  error_message: string | null;
-  questions: string | null;
+interface SqlJob extends BatchJobColumns {
   results_bytes: number;
 }
 
 export function toJob(r: SqlJob): PgJob {
-  return {
-    id: r.id,
-    owner: r.owner,
-    model: r.model,
-    requestedModel: r.requested_model,
-    status: r.status,
-    total: r.total,
-    completed: r.completed,
-    failed: r.failed,
-    createdAt: r.created_at,
-    startedAt: r.started_at,
-    completedAt: r.completed_at,
-    expiresAt: r.expires_at,
-    errorCode: r.error_code,
-    errorMessage: r.error_message,
-    questions: r.questions,
-    resultsBytes: r.results_bytes,
-  };
+  return { ...batchJobFromColumns(r), resultsBytes: r.results_bytes };
 }
 
 export async function getJob(db: Pool | Client, id: string): Promise<PgJob | undefined> {

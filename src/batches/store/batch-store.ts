@@ -47,6 +47,45 @@ export interface BatchJob {
   questions: string | null;
 }
 
+/** The common job fields as both stores' SQL rows name them (snake_case columns). */
+export interface BatchJobColumns {
+  id: string;
+  owner: string;
+  model: string;
+  requested_model: string;
+  status: BatchStatus;
+  total: number;
+  completed: number;
+  failed: number;
+  created_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+  expires_at: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  questions: string | null;
+}
+
+export function batchJobFromColumns(r: BatchJobColumns): BatchJob {
+  return {
+    id: r.id,
+    owner: r.owner,
+    model: r.model,
+    requestedModel: r.requested_model,
+    status: r.status,
+    total: r.total,
+    completed: r.completed,
+    failed: r.failed,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    completedAt: r.completed_at,
+    expiresAt: r.expires_at,
+    errorCode: r.error_code,
+    errorMessage: r.error_message,
+    questions: r.questions,
+  };
+}
+
 /** A validated job to create (BatchService has checked the model, questions and record count). */
 export interface NewBatch {
   id: string;

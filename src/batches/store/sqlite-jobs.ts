@@ -9,7 +9,7 @@
  */
 import { createRequire } from 'node:module';
 
-import type { BatchJob, BatchStatus } from './batch-store.js';
+import { batchJobFromColumns, type BatchJob, type BatchJobColumns, type BatchStatus, type NewBatch } from './batch-store.js';
 
 /** The slice of better-sqlite3's API used here (the package ships no TypeScript types). */
 interface Statement {
@@ -48,14 +48,7 @@ export interface JobRow extends BatchJob, JobProgress {
   resultsPath: string;
 }
 
-export interface NewJob {
-  id: string;
-  owner: string;
-  model: string;
-  requestedModel: string;
-  total: number;
-  createdAt: number;
-  questions: string | null;
+export interface NewJob extends NewBatch {
   inputPath: string;
   inputBytes: number;
   resultsPath: string;
@@ -89,22 +82,7 @@ CREATE INDEX IF NOT EXISTS batches_by_owner ON batches (owner, id);
 CREATE INDEX IF NOT EXISTS batches_by_status ON batches (status);
 `;
 
-interface SqlRow {
-  id: string;
-  owner: string;
-  model: string;
-  requested_model: string;
-  status: BatchStatus;
-  total: number;
-  completed: number;
-  failed: number;
-  created_at: number;
-  started_at: number | null;
-  completed_at: number | null;
-  expires_at: number | null;
-  error_code: string | null;
-  error_message: string | null;
-  questions: string | null;
+interface SqlRow extends BatchJobColumns {
   input_path: string;
   input_bytes: number;
   results_path: string;
@@ -115,21 +93,7 @@ interface SqlRow {
 
 function fromSql(r: SqlRow): JobRow {
   return {
-    id: r.id,
-    owner: r.owner,
-    model: r.model,
-    requestedModel: r.requested_model,
-    status: r.status,
-    total: r.total,
-    completed: r.completed,
-    failed: r.failed,
-    createdAt: r.created_at,
-    startedAt: r.started_at,
-    completedAt: r.completed_at,
-    expiresAt: r.expires_at,
-    errorCode: r.error_code,
-    errorMessage: r.error_message,
-    questions: r.questions,
+    ...batchJobFromColumns(r),
     inputPath: r.input_path,
     inputBytes: r.input_bytes,
     resultsPath: r.results_path,
