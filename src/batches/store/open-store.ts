@@ -1,7 +1,9 @@
 /**
  * Which BatchStore a process opens: Postgres when a database URL is given (the option, else
- * DECIDE_DATABASE_URL), else the embedded SQLite store under the data dir. The Postgres code (and
- * the pg and pg-boss packages) is loaded only when used.
+ * DECIDE_DATABASE_URL), else the embedded SQLite store under the data dir. The Postgres code is
+ * loaded only when used, and its packages (pg, pg-boss) are optional peer dependencies: a service
+ * that keeps the SQLite default installs neither (pg-boss declares Node >= 22.12; it runs on the
+ * Node 20 this package supports, tested here).
  */
 import type { BatchDecisionService } from '../job-pump.js';
 import type { BatchSettings } from '../settings.js';
@@ -35,6 +37,13 @@ export async function openBatchStore(selection: StoreSelection, context: StoreCo
     const { SqliteBatchStore } = await import('./sqlite-store.js');
     return SqliteBatchStore.open(context);
   }
-  const { PgBatchStore } = await import('./pg-store.js');
+  let pgStore: typeof import('./pg-store.js');
+  try {
+    pgStore = await import('./pg-store.js');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    throw new Error(`DECIDE_DATABASE_URL is set, but the Postgres batch store needs the packages pg and pg-boss: npm install pg pg-boss (${(err as Error).message})`);
+  }
+  const { PgBatchStore } = pgStore;
   return PgBatchStore.open({ ...context, url, env: selection.env ?? process.env });
 }
