@@ -34,6 +34,8 @@ const engineLastLogits = (modelDir: string, sequences: number[][]) => engineLast
 interface Case {
   input_ids: number[];
   last_logits: number[];
+  all_positions_argmax: number[];
+  positions_logits_sample: Record<string, number[]>;
 }
 
 let scratch: string;
@@ -89,6 +91,35 @@ describe.each(['qwen3', 'qwen2', 'llama3'])('the %s fixture (made by transformer
     refCases.forEach((c, i) => {
       for (const { logits } of got[i]!) expect(maxAbsDiff(logits, c.last_logits)).toBeLessThan(2e-2);
     });
+  });
+
+  it('every position, not only the last: the argmax at each position and the sampled logits match transformers', async () => {
+    const imported = await importFixture(family);
+    const engine = await Engine.load({ modelDir: imported.dir, threads: 2 });
+    try {
+      for (const c of cases(family)) {
+        const ids = c.input_ids;
+        // Position p is the last position of ids[0..p]: scored as prefix ids[0..p-1] + suffix ids[p]
+        // (position 0, a single token, is the 1-token case's last position, checked above). Every
+        // position up to 64 tokens; the sampled ones of the 300-token case.
+        const positions = (ids.length <= 64 ? ids.map((_, p) => p) : Object.keys(c.positions_logits_sample).map(Number)).filter((p) => p >= 1);
+        const scored = await engine.score(
+          positions.map((p) => ({ prefix: Int32Array.from(ids.slice(0, p)), suffixes: [{ tokens: Int32Array.of(ids[p]!), labels: ALL_IDS }] })),
+        );
+        positions.forEach((p, i) => {
+          const logits = scored[i]![0]!.labelLogits;
+          let top = 0;
+          for (let v = 1; v < VOCAB; v++) if (logits[v]! > logits[top]!) top = v;
+          // A different argmax is only acceptable as a near-tie (logits agree to ~1e-5).
+          const want = c.all_positions_argmax[p]!;
+          if (top !== want) expect(Math.abs(logits[top]! - logits[want]!), `position ${p}`).toBeLessThan(1e-4);
+          const sample = c.positions_logits_sample[String(p)];
+          if (sample) expect(maxAbsDiff(logits.subarray(0, sample.length), sample), `position ${p}`).toBeLessThan(1e-4);
+        });
+      }
+    } finally {
+      engine.close();
+    }
   });
 
   it('the float64 test reference itself agrees with transformers (so it can judge Mistral and Gemma)', () => {
