@@ -95,7 +95,9 @@ export function referenceForward(cfg: Config, tensors: Map<string, Tensor>, ids:
     if (Array.isArray(cfg.layer_types)) return cfg.layer_types[layer] === 'sliding_attention' ? size : Infinity;
     return cfg.use_sliding_window === true && layer >= ((cfg.max_window_layers as number | undefined) ?? 28) ? size : Infinity;
   };
-  const activation = gemma ? ((cfg.hidden_activation as string) ?? 'gelu_pytorch_tanh') : (cfg.hidden_act as string);
+  // Gemma: hidden_activation (4.x) wins; else hidden_act (5.x), a bare legacy "gelu" meaning the tanh GELU.
+  const gemmaAct = cfg.hidden_act === undefined || cfg.hidden_act === 'gelu' ? 'gelu_pytorch_tanh' : (cfg.hidden_act as string);
+  const activation = gemma ? ((cfg.hidden_activation as string | undefined) ?? gemmaAct) : (cfg.hidden_act as string);
   const get = (n: string): Tensor => {
     const t = tensors.get(n);
     if (!t) throw new Error(`reference: missing ${n}`);

@@ -7,7 +7,7 @@
  * - Qwen2.5 small models: tied embeddings, `rope_scaling: null`, an inactive sliding window
  *   (use_sliding_window false) that must not limit the context;
  * - Gemma written by transformers 5.x: `rope_parameters`, `dtype` instead of `torch_dtype`, no
- *   tie_word_embeddings key (Gemma ties by default), only `hidden_activation`;
+ *   tie_word_embeddings key (Gemma ties by default), only `hidden_act`;
  * - Mistral v0.3 style: head_dim null, sliding_window null, 5.x rope_parameters.
  * And what a user hits next: PyTorch .bin weights only, and a tokenizer whose labels are not single
  * tokens (both clear errors, nothing written).
@@ -82,7 +82,7 @@ const GEMMA_5X = {
   max_position_embeddings: 8192,
   rope_parameters: { rope_theta: 10000.0, rope_type: 'default' },
   rms_norm_eps: 1e-6,
-  hidden_activation: 'gelu_pytorch_tanh',
+  hidden_act: 'gelu_pytorch_tanh', // transformers 5's GemmaConfig has no hidden_activation
   attention_bias: false,
   dtype: 'bfloat16',
 };
