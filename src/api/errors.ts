@@ -28,6 +28,11 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
 export interface ApiErrorOptions {
   /** Only for `rate_limited`: seconds for the `Retry-After` header (rounded up, at least 1). */
   retryAfterSeconds?: number;
+  /**
+   * A status more precise than the code's, where HTTP has one and the spec's code list does not:
+   * 415 for a body with a Content-Encoding (code invalid_question).
+   */
+  status?: number;
   cause?: unknown;
 }
 
@@ -46,7 +51,7 @@ export class ApiError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ApiError';
     this.code = code;
-    this.status = ERROR_STATUS[code];
+    this.status = options.status ?? ERROR_STATUS[code];
     if (options.retryAfterSeconds !== undefined) {
       const s = options.retryAfterSeconds;
       // Retry-After is an integer number of seconds, and 0 would invite a hot retry loop.

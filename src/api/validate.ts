@@ -107,7 +107,8 @@ function describe(v: unknown): string {
 }
 
 /** A key as it appears in messages: JSON-quoted, long keys cut. */
-function quote(key: string): string {
+/** A question id or key as messages show it: JSON-quoted, long ones cut. */
+export function quote(key: string): string {
   const cut = key.length > 60 ? `${key.slice(0, 60)}...` : key;
   return JSON.stringify(cut);
 }

@@ -4,6 +4,7 @@
  * the rule in the message.
  */
 import { ApiError } from '../api/errors.js';
+import { parseJsonText } from '../api/json-text.js';
 import { normalizeQuestions, type ValidationLimits } from '../api/validate.js';
 
 export const DEFAULT_LIST_LIMIT = 20;
@@ -45,12 +46,8 @@ export function parseListQuery(query: { limit?: unknown; after?: unknown }): Lis
  * JSON text, validated as /v1/decide validates questions. Returns the parsed value.
  */
 export function parseFormQuestions(text: string, limits?: Partial<ValidationLimits>, source = 'the form field'): unknown {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    throw new ApiError('invalid_question', `questions: ${source} must be JSON text (${(err as Error).message.slice(0, 200)})`);
-  }
-  normalizeQuestions(parsed, limits);
-  return parsed;
+  const parsed = parseJsonText(text);
+  if (!parsed.ok) throw new ApiError('invalid_question', `questions: ${source} must be JSON text (${parsed.reason})`);
+  normalizeQuestions(parsed.value, limits);
+  return parsed.value;
 }

@@ -9,7 +9,8 @@
  * - Blank lines (only spaces, tabs, CR) are ignored and produce no result row; every other line
  *   produces exactly one row. A UTF-8 byte order mark at the very start of the file is skipped.
  * - `custom_id` is a string of 1..256 characters (code points), unique within the file. A row that
- *   fails because of its `custom_id` (missing, wrong type or length) reports `custom_id: null`; a
+ *   fails because of its `custom_id` (missing, wrong type or length) reports `custom_id: null` and
+ *   its message names the line number (as every error of a line that is not a JSON object does); a
  *   later duplicate reports its custom_id and names the line of the first use. The first use of a
  *   custom_id claims it even when that record fails for another reason.
  * - A record without `questions` takes the form's `questions`; a record with its own keeps them.
@@ -22,6 +23,7 @@
 import type { FileHandle } from 'node:fs/promises';
 
 import { ApiError, toApiError } from '../api/errors.js';
+import { parseJsonText } from '../api/json-text.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
 
 export const MAX_CUSTOM_ID_LENGTH = 256;
@@ -240,14 +242,9 @@ function decodeLine(line: RawLine, maxRecordBytes: number): { value: Record<stri
   } catch {
     return { error: new ApiError('invalid_question', `line ${line.lineNo}: not valid UTF-8 (the input must be UTF-8 JSONL)`) };
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    // V8 quotes a piece of the line ('..., "{"a": tru}" is not valid JSON'); keep only the diagnosis.
-    const detail = String((err as Error).message).replace(/, ".*" is not valid JSON$/s, '').slice(0, 200);
-    return { error: new ApiError('invalid_question', `line ${line.lineNo}: not valid JSON (${detail})`) };
-  }
+  const parsed = parseJsonText(text);
+  if (!parsed.ok) return { error: new ApiError('invalid_question', `line ${line.lineNo}: ${parsed.reason}`) };
+  const value = parsed.value;
   if (!isPlainObject(value)) {
     return { error: new ApiError('invalid_question', `line ${line.lineNo}: a record must be a JSON object, got ${typeName(value)}`) };
   }
@@ -297,7 +294,8 @@ export function parseRecord(line: RawLine, ctx: RecordContext): ParsedRecord {
   if ('error' in decoded) return { ok: false, customId: null, error: decoded.error };
   const record = decoded.value;
   const cid = readCustomId(record);
-  if ('error' in cid) return { ok: false, customId: null, error: cid.error };
+  // The row will say custom_id null: the line number is what lets the caller find the record.
+  if ('error' in cid) return { ok: false, customId: null, error: new ApiError(cid.error.code, `line ${line.lineNo}: ${cid.error.message}`) };
   const customId = cid.id;
   const first = ctx.seen.get(customId);
   if (first !== undefined) {

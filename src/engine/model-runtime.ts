@@ -5,7 +5,7 @@
  * answers() turns label logits into calibrated answers.
  */
 import type { Answer } from '../api/schemas.js';
-import type { NormalizedDecideRequest, NormalizedQuestion } from '../api/validate.js';
+import { quote, type NormalizedDecideRequest, type NormalizedQuestion } from '../api/validate.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { answerFromLogits, labelBiasFor, loadCalibration, type Calibration } from './calibrate.js';
 import { Engine, type EngineLoadOptions, type ScoreGroup, type SuffixScore } from './engine.js';
@@ -123,10 +123,24 @@ export class ModelRuntime {
     }
   }
 
-  /** Tokenizes a validated request; throws ERR_STATE_TOO_LONG when the state does not fit. */
+  /**
+   * Tokenizes a validated request; throws ERR_INPUT naming a question that cannot fit the context
+   * whatever the state, then ERR_STATE_TOO_LONG when the state does not fit.
+   */
   async prepare(request: NormalizedDecideRequest): Promise<PreparedRequest> {
     const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText));
     const suffixes = await Promise.all(request.questions.map((q) => this.suffixFor(q)));
+    const context = this.engine.info.maxContext;
+    // A question that does not fit even with an empty state is the question's fault, not the state's.
+    request.questions.forEach((q, i) => {
+      const alone = this.prefixOverhead + suffixes[i]!.tokens.length;
+      if (alone > context) {
+        throw new EngineError(
+          'ERR_INPUT',
+          `questions[${quote(q.id)}]: its instructions and options take ${alone} tokens with the prompt, more than the model's context of ${context} tokens even with an empty state; shorten the instructions or the option descriptions`,
+        );
+      }
+    });
     const longestSuffix = Math.max(...suffixes.map((s) => s.tokens.length));
     const stateTokens = Math.max(0, prefix.length - this.prefixOverhead);
     const contextRoom = this.engine.info.maxContext - longestSuffix - this.prefixOverhead;

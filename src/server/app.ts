@@ -6,7 +6,7 @@
  *   GET  /openapi.json     (generated from the route schemas by @fastify/swagger)
  *   /v1/batches...         routes/batches.ts (registered in the /v1 scope below)
  * Cross-cutting, in hook order: request id (request-id.ts) -> authentication (auth.ts) ->
- * rate limit (rate-limit.ts); every error goes through errors.ts.
+ * rate limit (rate-limit.ts) -> no Content-Encoding (415); every error goes through errors.ts.
  */
 import { isUtf8 } from 'node:buffer';
 import http from 'node:http';
@@ -19,13 +19,14 @@ import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, 
 import { ulid } from 'ulid';
 
 import { ApiError } from '../api/errors.js';
+import { parseJsonText } from '../api/json-text.js';
 import { NAMED_SCHEMAS } from '../api/schemas.js';
 import { DecisionService } from '../service/decision-service.js';
 import { resolveApiKeys, type ApiKeySet } from './api-keys.js';
 import { registerAuth } from './auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './errors.js';
 import { registerMetrics } from './metrics.js';
-import { rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
+import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
 import { BatchService } from '../batches/batch-service.js';
 import { batchRoutes } from './routes/batches.js';
@@ -60,7 +61,11 @@ export interface ServerOptions {
   keysFile?: string;
   /** Already resolved keys (decide serve); wins over apiKeys/keysFile. */
   keys?: ApiKeySet;
-  /** Per-key token bucket; default DECIDE_RATE_LIMIT_RPS / DECIDE_RATE_LIMIT_BURST, else 100 rps, burst 200. false: off. */
+  /**
+   * Per-key token bucket; default DECIDE_RATE_LIMIT_RPS / DECIDE_RATE_LIMIT_BURST, else 100 rps,
+   * burst 200. Its `invalidKeys`: failed authentications per client IP (DECIDE_INVALID_KEY_RPS /
+   * _BURST, else 2 per second, burst 30). false: both off.
+   */
   rateLimit?: RateLimitOptions | false;
   /** Body limit of POST /v1/decide in bytes; default 1 MiB. */
   bodyLimitBytes?: number;
@@ -82,7 +87,16 @@ export interface DecisionAppOptions {
   ownsService: boolean;
 }
 
-/** Logs never carry the Authorization header, keys, bodies or state: requests log method and url only. */
+/** A URL for the log: the query string is replaced by `?[redacted]` (clients put keys there too). */
+export function urlForLog(url: string): string {
+  const q = url.indexOf('?');
+  return q === -1 ? url : `${url.slice(0, q)}?[redacted]`;
+}
+
+/**
+ * Logs never carry the Authorization header, keys, bodies, state or query strings: requests log
+ * method and path only.
+ */
 export function loggerConfig(logger: ServerOptions['logger']) {
   if (!logger) return false;
   const opts = logger === true ? {} : logger;
@@ -91,29 +105,21 @@ export function loggerConfig(logger: ServerOptions['logger']) {
     ...(opts.stream ? { stream: opts.stream } : {}),
     redact: { paths: ['req.headers', 'req.body', 'headers.authorization', 'body'], censor: '[redacted]' },
     serializers: {
-      req: (req: FastifyRequest) => ({ method: req.method, url: req.url, remoteAddress: req.ip }),
+      req: (req: FastifyRequest) => ({ method: req.method, url: urlForLog(req.url), remoteAddress: req.ip }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
   };
 }
 
-/** Request bodies: UTF-8 JSON. Errors name the problem; they never echo the body back. */
+/** Request bodies: UTF-8 JSON, each key once per object. Errors name the problem; they never echo the body back. */
 function parseJsonBody(_request: FastifyRequest, body: Buffer, done: (err: Error | null, value?: unknown) => void): void {
   if (body.length === 0) return done(new ApiError('invalid_question', 'request body: empty; send a JSON object'));
   if (!isUtf8(body)) return done(new ApiError('invalid_question', 'request body: not valid UTF-8'));
   let text = body.toString('utf8');
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    // V8 quotes a piece of the input ('..., "{"a": tru}" is not valid JSON'); keep only the diagnosis.
-    const detail = String((err as Error).message)
-      .replace(/, ".*" is not valid JSON$/s, '')
-      .slice(0, 200);
-    return done(new ApiError('invalid_question', `request body: not valid JSON (${detail})`));
-  }
-  done(null, value);
+  const parsed = parseJsonText(text);
+  if (!parsed.ok) return done(new ApiError('invalid_question', `request body: ${parsed.reason}`));
+  done(null, parsed.value);
 }
 
 /** Malformed HTTP (before fastify has a request): the error shape, then the connection is closed. */
@@ -147,9 +153,18 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJsonBody);
 
-  // 2. Authentication (request.keyId), 3. the per-key rate limit.
-  registerAuth(app, keys);
+  // 2. Authentication (request.keyId) with its per-IP limit on failures, 3. the per-key rate limit.
+  registerAuth(app, keys, opts.rateLimit ? (opts.rateLimit.invalidKeys ?? DEFAULT_INVALID_KEY_LIMIT) : false);
   if (opts.rateLimit) registerRateLimit(app, opts.rateLimit);
+  // A compressed body would reach the parsers as binary noise: refuse it by its encoding.
+  app.addHook('onRequest', async (request) => {
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      throw new ApiError('invalid_question', `request body: Content-Encoding '${encoding.slice(0, 50)}' is not supported; send the body uncompressed`, {
+        status: 415,
+      });
+    }
+  });
 
   // The named wire schemas, by name: routes point at them with ref(), /openapi.json lists them
   // under components.schemas (refResolver keeps the name instead of def-N).

@@ -1,13 +1,16 @@
 /**
  * Bearer authentication for every route except those whose route config says `public: true`
  * (`/healthz`, `/readyz`, `/metrics`). Unmatched paths are authenticated too, so an anonymous
- * caller learns nothing about which paths exist. A missing, malformed or unknown key is
- * 401 `invalid_key` with `WWW-Authenticate: Bearer` (the error handler adds the header).
+ * caller learns nothing about which paths exist. A missing, malformed or unknown key, or more than
+ * one Authorization header, is 401 `invalid_key` with `WWW-Authenticate: Bearer` (the error handler
+ * adds the header). Failures are counted per client IP (rate-limit.ts): an IP out of tokens gets
+ * 429 `rate_limited` for every request, with or without a good key, until its bucket refills.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 import { ApiError } from '../api/errors.js';
 import type { ApiKeySet } from './api-keys.js';
+import { TokenBuckets, type BucketOptions } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -41,11 +44,36 @@ export function authenticate(header: string | string[] | undefined, keys: ApiKey
   return keyId;
 }
 
-/** Adds `request.keyId` and the authentication hook to `app` (call on the root-level app plugin). */
-export function registerAuth(app: FastifyInstance, keys: ApiKeySet): void {
+/** How many times the request carries `name` (lower case). Node keeps only the first Authorization. */
+function headerCount(rawHeaders: string[], name: string): number {
+  let n = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === name) n += 1;
+  return n;
+}
+
+/**
+ * Adds `request.keyId` and the authentication hook to `app` (call on the root-level app plugin).
+ * `invalidKeys`: the per-IP limit on failed authentications; false: none.
+ */
+export function registerAuth(app: FastifyInstance, keys: ApiKeySet, invalidKeys: BucketOptions | false): void {
+  const failures = invalidKeys ? new TokenBuckets(invalidKeys) : undefined;
   app.decorateRequest('keyId', '');
   app.addHook('onRequest', async (request) => {
     if (isPublicRoute(request)) return;
-    request.keyId = authenticate(request.headers.authorization, keys);
+    const wait = failures?.wait(request.ip) ?? 0;
+    if (wait > 0) {
+      throw new ApiError('rate_limited', `too many requests with a missing or invalid API key from this address; retry after ${wait} s`, {
+        retryAfterSeconds: wait,
+      });
+    }
+    try {
+      if (headerCount(request.raw.rawHeaders, 'authorization') > 1) {
+        throw new ApiError('invalid_key', 'more than one Authorization header: send exactly one');
+      }
+      request.keyId = authenticate(request.headers.authorization, keys);
+    } catch (err) {
+      failures?.take(request.ip);
+      throw err;
+    }
   });
 }

@@ -1,26 +1,42 @@
 /**
- * Per-key request rate limit: one token bucket per API key (keyId). A bucket holds at most `burst`
- * tokens and refills at `requestsPerSecond`; each request takes one token. An empty bucket is
- * 429 `rate_limited` with `Retry-After` = whole seconds until a token is back (at least 1).
- * Buckets live in memory per process; their number is bounded by the number of configured keys.
+ * Rate limits as token buckets. A bucket holds at most `burst` tokens and refills at
+ * `requestsPerSecond`; each request takes one token. An empty bucket is 429 `rate_limited` with
+ * `Retry-After` = whole seconds until a token is back (at least 1).
+ * - Per API key (keyId), for authenticated requests: registerRateLimit().
+ * - Per client IP, for failed authentications (missing, malformed or unknown key): auth.ts takes a
+ *   token for each failure and refuses every request from an IP whose bucket is empty, so keys
+ *   cannot be guessed at the speed of the network.
+ * Buckets live in memory per process. Per-key buckets are bounded by the number of keys; per-IP
+ * buckets are dropped once full again (see prune()).
  */
 import type { FastifyInstance } from 'fastify';
 
 import { ApiError } from '../api/errors.js';
 import { isPublicRoute } from './auth.js';
 
-export interface RateLimitOptions {
+export interface BucketOptions {
   requestsPerSecond: number;
   burst: number;
 }
 
-export const DEFAULT_RATE_LIMIT: Readonly<RateLimitOptions> = Object.freeze({ requestsPerSecond: 100, burst: 200 });
+export interface RateLimitOptions extends BucketOptions {
+  /** Failed authentications per client IP; default DEFAULT_INVALID_KEY_LIMIT. */
+  invalidKeys?: BucketOptions;
+}
 
-/** Rate limit from DECIDE_RATE_LIMIT_RPS / DECIDE_RATE_LIMIT_BURST over the defaults. */
-export function rateLimitFromEnv(env: NodeJS.ProcessEnv = process.env): RateLimitOptions {
-  const rps = parsePositive(env.DECIDE_RATE_LIMIT_RPS, 'DECIDE_RATE_LIMIT_RPS');
-  const burst = parsePositive(env.DECIDE_RATE_LIMIT_BURST, 'DECIDE_RATE_LIMIT_BURST');
-  return { requestsPerSecond: rps ?? DEFAULT_RATE_LIMIT.requestsPerSecond, burst: burst ?? DEFAULT_RATE_LIMIT.burst };
+export const DEFAULT_RATE_LIMIT: Readonly<BucketOptions> = Object.freeze({ requestsPerSecond: 100, burst: 200 });
+export const DEFAULT_INVALID_KEY_LIMIT: Readonly<BucketOptions> = Object.freeze({ requestsPerSecond: 2, burst: 30 });
+
+/**
+ * Rate limits from DECIDE_RATE_LIMIT_RPS / _BURST (per key) and DECIDE_INVALID_KEY_RPS / _BURST
+ * (failed authentications per client IP) over the defaults.
+ */
+export function rateLimitFromEnv(env: NodeJS.ProcessEnv = process.env): Required<RateLimitOptions> {
+  const bucket = (prefix: string, defaults: BucketOptions): BucketOptions => ({
+    requestsPerSecond: parsePositive(env[`${prefix}_RPS`], `${prefix}_RPS`) ?? defaults.requestsPerSecond,
+    burst: parsePositive(env[`${prefix}_BURST`], `${prefix}_BURST`) ?? defaults.burst,
+  });
+  return { ...bucket('DECIDE_RATE_LIMIT', DEFAULT_RATE_LIMIT), invalidKeys: bucket('DECIDE_INVALID_KEY', DEFAULT_INVALID_KEY_LIMIT) };
 }
 
 function parsePositive(value: string | undefined, name: string): number | undefined {
@@ -36,12 +52,15 @@ interface Bucket {
   at: number;
 }
 
+/** Above this many buckets, the full ones are dropped (a full bucket is the same as none). */
+const PRUNE_ABOVE = 10_000;
+
 export class TokenBuckets {
   private readonly buckets = new Map<string, Bucket>();
   readonly requestsPerSecond: number;
   readonly burst: number;
 
-  constructor(options: RateLimitOptions, private readonly now: () => number = () => performance.now()) {
+  constructor(options: BucketOptions, private readonly now: () => number = () => performance.now()) {
     if (!(options.requestsPerSecond > 0) || !Number.isFinite(options.requestsPerSecond)) {
       throw new Error('rate limit: requestsPerSecond must be a positive number');
     }
@@ -52,25 +71,62 @@ export class TokenBuckets {
 
   /** Takes one token for `key`: 0 when granted, else the whole seconds to wait (>= 1). */
   take(key: string): number {
-    const t = this.now();
-    let b = this.buckets.get(key);
-    if (!b) {
-      b = { tokens: this.burst, at: t };
-      this.buckets.set(key, b);
-    } else {
-      b.tokens = Math.min(this.burst, b.tokens + ((t - b.at) / 1000) * this.requestsPerSecond);
-      b.at = t;
-    }
+    const b = this.refilled(key);
     if (b.tokens >= 1) {
       b.tokens -= 1;
       return 0;
     }
+    return this.secondsUntilToken(b);
+  }
+
+  /** 0 when `key` has a token, else the whole seconds until it has one (>= 1); takes nothing. */
+  wait(key: string): number {
+    const b = this.buckets.get(key);
+    if (!b) return 0;
+    this.refill(b);
+    return b.tokens >= 1 ? 0 : this.secondsUntilToken(b);
+  }
+
+  private refilled(key: string): Bucket {
+    let b = this.buckets.get(key);
+    if (b) {
+      this.refill(b);
+      return b;
+    }
+    if (this.buckets.size >= PRUNE_ABOVE) this.prune();
+    b = { tokens: this.burst, at: this.now() };
+    this.buckets.set(key, b);
+    return b;
+  }
+
+  private refill(b: Bucket): void {
+    const t = this.now();
+    b.tokens = Math.min(this.burst, b.tokens + ((t - b.at) / 1000) * this.requestsPerSecond);
+    b.at = t;
+  }
+
+  private secondsUntilToken(b: Bucket): number {
     return Math.max(1, Math.ceil((1 - b.tokens) / this.requestsPerSecond));
+  }
+
+  /**
+   * Drops the buckets that are full again, then, if that was not enough (callers from very many
+   * addresses), the oldest ones down to half the bound, so pruning stays rare.
+   */
+  private prune(): void {
+    for (const [key, b] of this.buckets) {
+      this.refill(b);
+      if (b.tokens >= this.burst) this.buckets.delete(key);
+    }
+    for (const key of this.buckets.keys()) {
+      if (this.buckets.size <= PRUNE_ABOVE / 2) break;
+      this.buckets.delete(key);
+    }
   }
 }
 
 /** Adds the rate-limit hook; it must run after authentication (it keys on request.keyId). */
-export function registerRateLimit(app: FastifyInstance, options: RateLimitOptions): TokenBuckets {
+export function registerRateLimit(app: FastifyInstance, options: BucketOptions): TokenBuckets {
   const buckets = new TokenBuckets(options);
   app.addHook('onRequest', async (request) => {
     if (isPublicRoute(request) || !request.keyId) return;

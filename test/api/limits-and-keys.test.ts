@@ -139,10 +139,22 @@ describe('token bucket', () => {
     expect(fast.take('k')).toBe(1);
   });
 
-  it('reads DECIDE_RATE_LIMIT_RPS / _BURST, with defaults 100 and 200', () => {
-    expect(rateLimitFromEnv({})).toEqual({ requestsPerSecond: 100, burst: 200 });
-    expect(rateLimitFromEnv({ DECIDE_RATE_LIMIT_RPS: '2.5', DECIDE_RATE_LIMIT_BURST: '4' })).toEqual({ requestsPerSecond: 2.5, burst: 4 });
+  it('reads DECIDE_RATE_LIMIT_RPS / _BURST (defaults 100 and 200) and DECIDE_INVALID_KEY_RPS / _BURST (defaults 2 and 30)', () => {
+    expect(rateLimitFromEnv({})).toEqual({ requestsPerSecond: 100, burst: 200, invalidKeys: { requestsPerSecond: 2, burst: 30 } });
+    expect(
+      rateLimitFromEnv({ DECIDE_RATE_LIMIT_RPS: '2.5', DECIDE_RATE_LIMIT_BURST: '4', DECIDE_INVALID_KEY_RPS: '0.5', DECIDE_INVALID_KEY_BURST: '5' }),
+    ).toEqual({ requestsPerSecond: 2.5, burst: 4, invalidKeys: { requestsPerSecond: 0.5, burst: 5 } });
     expect(() => rateLimitFromEnv({ DECIDE_RATE_LIMIT_RPS: 'fast' })).toThrow(/DECIDE_RATE_LIMIT_RPS/);
+    expect(() => rateLimitFromEnv({ DECIDE_INVALID_KEY_BURST: '-1' })).toThrow(/DECIDE_INVALID_KEY_BURST/);
+  });
+
+  it('wait() reports an empty bucket without taking a token', () => {
+    let now = 0;
+    const b = new TokenBuckets({ requestsPerSecond: 1, burst: 2 }, () => now);
+    expect(b.wait('ip')).toBe(0);
+    expect([b.take('ip'), b.take('ip'), b.wait('ip'), b.wait('ip')]).toEqual([0, 0, 1, 1]);
+    now = 1000;
+    expect([b.wait('ip'), b.take('ip'), b.wait('ip')]).toEqual([0, 0, 1]);
   });
 });
 

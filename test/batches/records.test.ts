@@ -131,15 +131,19 @@ describe('parseRecord', () => {
     if (!missing.ok) expect(missing.error.message).toMatch(/^questions: required/);
   });
 
-  it('gives failed rows with the /v1/decide codes; custom_id null when unreadable', () => {
+  it('gives failed rows with the /v1/decide codes; custom_id null and the line number when unreadable', () => {
     const c = ctx();
     const cases: Array<[string, string | null, string, RegExp]> = [
       ['not json', null, 'invalid_question', /^line 1: not valid JSON/],
       ['[1,2]', null, 'invalid_question', /must be a JSON object, got array/],
-      [JSON.stringify({ state: 's', questions: Q }), null, 'invalid_question', /^custom_id: required/],
-      [JSON.stringify({ custom_id: 7, state: 's', questions: Q }), null, 'invalid_question', /got number/],
-      [JSON.stringify({ custom_id: '', state: 's', questions: Q }), null, 'invalid_question', /empty string/],
-      [JSON.stringify({ custom_id: 'x'.repeat(257), state: 's', questions: Q }), null, 'invalid_question', /more than 256/],
+      [JSON.stringify({ state: 's', questions: Q }), null, 'invalid_question', /^line 1: custom_id: required/],
+      [JSON.stringify({ custom_id: 7, state: 's', questions: Q }), null, 'invalid_question', /^line 1: custom_id: .*got number/],
+      [JSON.stringify({ custom_id: '', state: 's', questions: Q }), null, 'invalid_question', /^line 1: custom_id: .*empty string/],
+      [JSON.stringify({ custom_id: 'x'.repeat(257), state: 's', questions: Q }), null, 'invalid_question', /^line 1: custom_id: .*more than 256/],
+      // JSON.parse would keep the last value of a repeated key: the record is refused instead.
+      ['{"custom_id": "d1", "state": "s", "questions": {"q": {"type": "noul", "instructions": "A?"}, "q": {"type": "noul", "instructions": "B?"}}}', null, 'invalid_question', /^line 1: duplicate key "q" in questions/],
+      ['{"custom_id": "d2", "custom_id": "d3", "state": "s", "questions": {}}', null, 'invalid_question', /^line 1: duplicate key "custom_id"/],
+      [`{"custom_id": "s1", "state": "${'SECRET '.repeat(40)}" x}`, null, 'invalid_question', /^line 1: not valid JSON \(at line 1, column \d+\)$/],
       [JSON.stringify({ custom_id: 'q1', state: 's', questions: { q: { type: 'maybe', instructions: 'x' } } }), 'q1', 'invalid_question', /type: must be one of/],
       [JSON.stringify({ custom_id: 'q2', state: 's', questions: Q, extra: 1 }), 'q2', 'invalid_question', /extra: unknown field/],
       [JSON.stringify({ custom_id: 'q3', state: 's', questions: Q, model: 'other-2026-10' }), 'q3', 'invalid_question', /differs from the batch's model/],

@@ -16,6 +16,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ApiError } from '../../api/errors.js';
 import { ref } from '../../api/schemas.js';
 import type { BatchService, StagedUpload } from '../../batches/batch-service.js';
+import { readingMultipart } from '../multipart-body.js';
 
 export interface BatchRouteOptions {
   batches: BatchService;
@@ -86,15 +87,19 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
       let questions: string | undefined;
       let upload: StagedUpload | undefined;
       try {
-        const parts = request.parts({
+        const parts = readingMultipart(request.parts({
           limits: { files: 2, fields: 4, parts: 6, fieldSize: MAX_QUESTIONS_FIELD_BYTES, fileSize: batches.maxFileBytes + 1 },
           // Our own count gives the 413 (with the limit in the message); busboy only stops the bytes.
           ...({ throwFileSizeLimit: false } as object),
-        });
+        }));
+        const once = (name: string, seen: unknown) => {
+          if (seen !== undefined) throw new ApiError('invalid_question', `form field '${name}': given more than once; send it once`);
+        };
         for await (const part of parts) {
-          if (part.type === 'file' && part.fieldname === 'questions' && questions === undefined) {
+          if (part.type === 'file' && part.fieldname === 'questions') {
             // `curl -F questions=@q.json` sends the questions as a file part: read it as the text field.
-            questions = await readSmallPart(part.file, MAX_QUESTIONS_FIELD_BYTES, 'questions');
+            once('questions', questions);
+            questions = await readSmallPart(readingMultipart(part.file), MAX_QUESTIONS_FIELD_BYTES, 'questions');
             continue;
           }
           if (part.type === 'file') {
@@ -102,7 +107,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
               part.file.resume();
               throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unexpected file (send the JSONL as the field "file", once)`);
             }
-            upload = await batches.stageUpload(part.file);
+            upload = await batches.stageUpload(readingMultipart(part.file));
             continue;
           }
           const value = part.value;
@@ -112,9 +117,13 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
           if (typeof value !== 'string') {
             throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': must be text`);
           }
-          if (part.fieldname === 'model') model = value;
-          else if (part.fieldname === 'questions') questions = value;
-          else throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unknown (allowed: model, file, questions)`);
+          if (part.fieldname === 'model') {
+            once('model', model);
+            model = value;
+          } else if (part.fieldname === 'questions') {
+            once('questions', questions);
+            questions = value;
+          } else throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unknown (allowed: model, file, questions)`);
         }
       } catch (err) {
         await batches.discard(upload);

@@ -1,0 +1,109 @@
+/**
+ * JSON text from a client (a /v1/decide body, a batch line, the batch `questions` field) parsed
+ * with two rules JSON.parse does not keep:
+ * - The error message never quotes the text. V8's messages sometimes do (`Unexpected token 'x',
+ *   "{"state": "secret…" is not valid JSON`); ours give only a position.
+ * - A key given twice in one object is an error. JSON.parse keeps the last value silently, so a
+ *   request with two questions of the same id would lose one without anyone noticing.
+ */
+
+export type JsonTextResult = { ok: true; value: unknown } | { ok: false; reason: string };
+
+/**
+ * Parses `text`. On failure `reason` is a short sentence without any part of the text, such as
+ * `not valid JSON (at line 1, column 9)` or `duplicate key "q1" in questions`.
+ * @example
+ * const parsed = parseJsonText('{"a": 1, "a": 2}'); // { ok: false, reason: 'duplicate key "a"' }
+ */
+export function parseJsonText(text: string): JsonTextResult {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    return { ok: false, reason: `not valid JSON${syntaxErrorPlace(text, String((err as Error)?.message))}` };
+  }
+  // Only objects can repeat a key; a scalar body needs no scan.
+  if (typeof value === 'object' && value !== null) {
+    const duplicate = findDuplicateKey(text);
+    if (duplicate) {
+      const path = duplicate.path.map((name, i) => (name === '[]' || i === 0 ? name : `.${name}`)).join('');
+      const where = path ? ` in ${path}` : '';
+      return { ok: false, reason: `duplicate key ${JSON.stringify(duplicate.key.slice(0, 128))}${where}; each key may appear once` };
+    }
+  }
+  return { ok: true, value };
+}
+
+/** Where V8's message says the error is, as ' (at line L, column C)'; never any of the text. */
+function syntaxErrorPlace(text: string, message: string): string {
+  const at = /at position (\d+)/.exec(message);
+  if (at) {
+    const position = Math.min(Number(at[1]), text.length);
+    let line = 1;
+    let lineStart = 0;
+    for (let i = text.indexOf('\n'); i !== -1 && i < position; i = text.indexOf('\n', i + 1)) {
+      line += 1;
+      lineStart = i + 1;
+    }
+    return ` (at line ${line}, column ${position - lineStart + 1})`;
+  }
+  if (/Unexpected end of JSON input/.test(message)) return ' (it ends early)';
+  return '';
+}
+
+interface Container {
+  /** The keys seen so far; null for an array. */
+  keys: Set<string> | null;
+  /** In an object: the next string is a key (after `{` or `,`). */
+  expectKey: boolean;
+  /** The last key read in this object: the name of a container that follows it. */
+  lastKey: string;
+  /** How the parent names this container. */
+  name: string;
+}
+
+/**
+ * The first key that appears twice in one object, and the path of keys to that object. `text` must
+ * be valid JSON (JSON.parse accepted it), so the scan only tracks strings and brackets.
+ */
+export function findDuplicateKey(text: string): { key: string; path: string[] } | undefined {
+  const stack: Container[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      const end = closingQuote(text, i);
+      const top = stack[stack.length - 1];
+      if (top?.keys && top.expectKey) {
+        const raw = text.slice(i + 1, end);
+        // Escapes make "a" and "\u0061" the same key: decode those the way JSON.parse does.
+        const key = raw.includes('\\') ? (JSON.parse(text.slice(i, end + 1)) as string) : raw;
+        if (top.keys.has(key)) return { key, path: stack.slice(1).map((frame) => frame.name) };
+        top.keys.add(key);
+        top.expectKey = false;
+        top.lastKey = key;
+      }
+      i = end;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      const parent = stack[stack.length - 1];
+      const name = parent ? (parent.keys ? parent.lastKey : '[]') : '';
+      stack.push({ keys: c === 0x7b ? new Set() : null, expectKey: c === 0x7b, lastKey: '', name });
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      stack.pop();
+    } else if (c === 0x2c /* , */) {
+      const top = stack[stack.length - 1];
+      if (top?.keys) top.expectKey = true;
+    }
+  }
+  return undefined;
+}
+
+/** Index of the quote that closes the string opened at `open` (one not escaped by a backslash). */
+function closingQuote(text: string, open: number): number {
+  let at = text.indexOf('"', open + 1);
+  for (;;) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === 0x5c) backslashes += 1;
+    if (backslashes % 2 === 0) return at;
+    at = text.indexOf('"', at + 1);
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * A multipart body that cannot be parsed is the client's fault: busboy's parse errors (no boundary,
+ * a body that is not multipart, one that ends before its closing boundary) and @fastify/multipart's
+ * limit errors become 400 invalid_question here, instead of reaching the error handler as unknown
+ * errors (500 with a stack trace in the log). Errors from our own handling of the parts (writing
+ * the upload to disk) are not touched: they pass through as they are.
+ */
+import { ApiError, isApiError } from '../api/errors.js';
+
+/** The 400 for a parse or limit error raised while reading a multipart body. */
+export function malformedMultipart(err: unknown): ApiError {
+  if (isApiError(err)) return err;
+  const code = (err as { code?: unknown })?.code;
+  if (code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT') {
+    return new ApiError('invalid_question', 'request body: too many form parts; send the fields model, file and optionally questions, once each');
+  }
+  // busboy's messages are fixed texts ('Multipart: Boundary not found', 'Unexpected end of
+  // multipart data'); they never quote the body.
+  const reason = err instanceof Error && err.message ? err.message.slice(0, 200) : 'unreadable';
+  return new ApiError('invalid_question', `request body: not a complete multipart/form-data body (${reason})`, { cause: err });
+}
+
+/** Iterates `source`, turning every error its iteration raises into malformedMultipart(). */
+export async function* readingMultipart<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
+  const iterator = source[Symbol.asyncIterator]();
+  let done = false;
+  try {
+    for (;;) {
+      let step: IteratorResult<T>;
+      try {
+        step = await iterator.next();
+      } catch (err) {
+        done = true;
+        throw malformedMultipart(err);
+      }
+      if (step.done) {
+        done = true;
+        return;
+      }
+      yield step.value;
+    }
+  } finally {
+    // The consumer stopped early (it threw or broke out): let the source clean up as for-await would.
+    if (!done) await iterator.return?.();
+  }
+}

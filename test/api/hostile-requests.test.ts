@@ -1,0 +1,276 @@
+/**
+ * Requests a hostile or careless client sends, over real HTTP (a listening server, fetch and raw
+ * sockets): broken multipart bodies, repeated form fields and JSON keys, two Authorization headers,
+ * compressed bodies, keys in query strings, guessed keys, a question too long for any state. Each
+ * is a 4xx in the error shape; the log has no stack trace, no query string and no body text.
+ */
+import net from 'node:net';
+import { Writable } from 'node:stream';
+
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createServer } from '../../src/server/app.js';
+import { DecisionService } from '../../src/service/decision-service.js';
+import { AUTH, TEST_KEY, decideBody, expectErrorShape, tempModels, type TempDirs } from './fixtures.js';
+
+let dirs: TempDirs;
+let service: DecisionService;
+let app: FastifyInstance;
+let base: string;
+let port: number;
+const logLines: string[] = [];
+
+beforeAll(async () => {
+  dirs = await tempModels();
+  service = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false });
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      logLines.push(...String(chunk).split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  app = await createServer({ service, apiKeys: [TEST_KEY], dataDir: dirs.dataDir, rateLimit: false, logger: { level: 'info', stream } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  port = (app.server.address() as net.AddressInfo).port;
+  base = `http://127.0.0.1:${port}`;
+});
+
+afterAll(async () => {
+  await app?.close();
+  await service?.close();
+  dirs?.cleanup();
+});
+
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Sends `request` as written on one connection and reads the response until the server closes it. */
+function rawRequest(request: string | Buffer, opts: { closeAfterWrite?: boolean } = {}): Promise<RawResponse | null> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write(request);
+      if (opts.closeAfterWrite) socket.destroy();
+    });
+    let data = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (piece: string) => {
+      data += piece;
+      const end = data.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      const length = /\r\ncontent-length: *(\d+)/i.exec(data.slice(0, end));
+      if (length && data.length >= end + 4 + Number(length[1])) socket.end();
+    });
+    socket.on('error', reject);
+    socket.on('close', () => {
+      if (data === '') return resolve(null);
+      const end = data.indexOf('\r\n\r\n');
+      const [statusLine, ...headerLines] = data.slice(0, end).split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const h of headerLines) {
+        const i = h.indexOf(':');
+        headers[h.slice(0, i).toLowerCase()] = h.slice(i + 1).trim();
+      }
+      resolve({ status: Number(statusLine!.split(' ')[1]), headers, body: Buffer.from(data.slice(end + 4), 'latin1').toString('utf8') });
+    });
+  });
+}
+
+function post(path: string, headers: Record<string, string>, body: string): string {
+  const lines = [`POST ${path} HTTP/1.1`, 'Host: localhost', `Authorization: Bearer ${TEST_KEY}`, 'Connection: close'];
+  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+  lines.push(`Content-Length: ${Buffer.byteLength(body)}`);
+  return `${lines.join('\r\n')}\r\n\r\n${body}`;
+}
+
+function expectError(res: RawResponse | null, status: number, code: string): string {
+  expect(res).not.toBeNull();
+  expect(res!.status).toBe(status);
+  const body = JSON.parse(res!.body);
+  expectErrorShape(body, code, res!.headers['x-request-id']!);
+  return body.message as string;
+}
+
+/** The log lines of one request, by its id. */
+function logOf(requestId: string): Array<Record<string, unknown>> {
+  return logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.request_id === requestId);
+}
+
+const BOUNDARY = 'b0undary';
+function form(parts: Array<{ name: string; value: string; filename?: string }>, close = true): string {
+  let body = '';
+  for (const p of parts) {
+    const disposition = `form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ''}`;
+    body += `--${BOUNDARY}\r\nContent-Disposition: ${disposition}\r\n${p.filename ? 'Content-Type: application/x-ndjson\r\n' : ''}\r\n${p.value}\r\n`;
+  }
+  return close ? `${body}--${BOUNDARY}--\r\n` : body;
+}
+const FORM_TYPE = `multipart/form-data; boundary=${BOUNDARY}`;
+const RECORD = JSON.stringify({ custom_id: 'r1', state: 's', questions: { q: { type: 'noul', instructions: 'Is it?' } } });
+
+describe('POST /v1/batches with a body that is not good multipart', () => {
+  const cases: Array<[string, Record<string, string>, string]> = [
+    ['multipart/form-data without a boundary', { 'Content-Type': 'multipart/form-data' }, form([{ name: 'model', value: 'svc-alpha' }])],
+    ['a body that is not multipart at all', { 'Content-Type': FORM_TYPE }, '{"model": "svc-alpha"}'],
+    [
+      'a multipart body cut off inside the file part',
+      { 'Content-Type': FORM_TYPE },
+      form([{ name: 'model', value: 'svc-alpha' }]) .replace(`--${BOUNDARY}--\r\n`, '') + `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\n\r\n${RECORD.slice(0, 20)}`,
+    ],
+    ['a multipart body without its closing boundary', { 'Content-Type': FORM_TYPE }, form([{ name: 'model', value: 'svc-alpha' }, { name: 'file', value: RECORD, filename: 'in.jsonl' }], false)],
+  ];
+  for (const [what, headers, body] of cases) {
+    it(`${what}: 400 invalid_question, logged without a stack trace`, async () => {
+      const res = await rawRequest(post('/v1/batches', headers, body));
+      expect(expectError(res, 400, 'invalid_question')).toMatch(/multipart\/form-data/);
+      const log = logOf(res!.headers['x-request-id']!);
+      expect(log.some((l) => l.msg === 'request rejected')).toBe(true);
+      expect(JSON.stringify(log)).not.toMatch(/stack|"level":50/);
+    });
+  }
+
+  it('a client that hangs up in the middle of the upload leaves the server answering, with nothing logged as a failure', async () => {
+    const body = form([{ name: 'model', value: 'svc-alpha' }, { name: 'file', value: RECORD, filename: 'in.jsonl' }]);
+    const head = post('/v1/batches', { 'Content-Type': FORM_TYPE }, body).replace(/Content-Length: \d+/, `Content-Length: ${body.length + 5000}`);
+    const before = logLines.length;
+    expect(await rawRequest(head, { closeAfterWrite: true })).toBeNull();
+    const res = await fetch(`${base}/v1/models`, { headers: AUTH });
+    expect(res.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(logLines.slice(before).join('\n')).not.toMatch(/"level":50|stack/);
+  });
+
+  it('a repeated model or questions form field: 400 naming the field (never the last one silently)', async () => {
+    const twoModels = form([
+      { name: 'model', value: 'svc-alpha' },
+      { name: 'model', value: 'svc-alpha-2026-10' },
+      { name: 'file', value: RECORD, filename: 'in.jsonl' },
+    ]);
+    expect(expectError(await rawRequest(post('/v1/batches', { 'Content-Type': FORM_TYPE }, twoModels)), 400, 'invalid_question')).toMatch(
+      /form field 'model': given more than once/,
+    );
+    const q = JSON.stringify({ q: { type: 'noul', instructions: 'Is it?' } });
+    const twoQuestions = form([
+      { name: 'model', value: 'svc-alpha' },
+      { name: 'questions', value: q },
+      { name: 'questions', value: q, filename: 'q.json' },
+      { name: 'file', value: RECORD, filename: 'in.jsonl' },
+    ]);
+    expect(expectError(await rawRequest(post('/v1/batches', { 'Content-Type': FORM_TYPE }, twoQuestions)), 400, 'invalid_question')).toMatch(
+      /form field 'questions': given more than once/,
+    );
+    // The same form with each field once is accepted.
+    const once = form([
+      { name: 'model', value: 'svc-alpha' },
+      { name: 'file', value: RECORD, filename: 'in.jsonl' },
+    ]);
+    expect((await rawRequest(post('/v1/batches', { 'Content-Type': FORM_TYPE }, once)))!.status).toBe(201);
+  });
+});
+
+describe('JSON bodies', () => {
+  const decide = (body: string, headers: Record<string, string> = {}) =>
+    fetch(`${base}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json', ...headers }, body });
+
+  it('a question id given twice is 400 naming it (JSON.parse would keep the last one)', async () => {
+    const body = '{"model": "svc-alpha", "state": "s", "questions": {"q1": {"type": "noul", "instructions": "A?"}, "q1": {"type": "noul", "instructions": "B?"}}}';
+    const res = await decide(body);
+    expect(res.status).toBe(400);
+    const json = await res.json();
+    expectErrorShape(json, 'invalid_question', res.headers.get('x-request-id')!);
+    expect(json.message).toBe('request body: duplicate key "q1" in questions; each key may appear once');
+    // Escaped spellings of the same key are the same key.
+    const escaped = body.replace('"q1": {"type": "noul", "instructions": "B?"}', '"q\\u0031": {"type": "noul", "instructions": "B?"}');
+    expect((await (await decide(escaped)).json()).message).toMatch(/duplicate key "q1"/);
+  });
+
+  it('malformed JSON: the message gives a position and never any of the body', async () => {
+    const secret = 'SECRETSTATE';
+    const bodies = [
+      `{"model": "svc-alpha", "state": "${secret}" x}`,
+      `{"model": "svc-alpha", "state": "${'padding '.repeat(30)}${secret}" ${secret}}`,
+      `{"model": "svc-alpha", "state": ${secret}}`,
+      `{"model": "svc-alpha", "state": "${secret}`,
+      `{"model": "svc-alpha", "${secret}": 1,}`,
+      `${secret}`,
+    ];
+    for (const body of bodies) {
+      const res = await decide(body);
+      expect(res.status).toBe(400);
+      const { message } = await res.json();
+      expect(message, body).toMatch(/^request body: not valid JSON( \((at line \d+, column \d+|it ends early)\))?$/);
+      expect(message).not.toContain('SECRET');
+    }
+  });
+
+  it('a question whose instructions and options alone overflow the context: 400 invalid_question naming it, not 413', async () => {
+    const long = 'word '.repeat(390);
+    const criteria = Object.fromEntries(Array.from({ length: 26 }, (_, i) => [`o${i}`, long]));
+    const body = JSON.stringify(decideBody('a short state', { fits: { type: 'noul', instructions: 'Is it?' }, huge: { type: 'choice', instructions: 'Which?', criteria } }));
+    const res = await decide(body);
+    expect(res.status).toBe(400);
+    const json = await res.json();
+    expectErrorShape(json, 'invalid_question', res.headers.get('x-request-id')!);
+    expect(json.message).toMatch(/^questions\["huge"\]: its instructions and options take \d+ tokens .* more than the model's context of 4096 tokens even with an empty state/);
+  });
+
+  it('a Content-Encoding body: 415 naming the encoding, on decide and batches', async () => {
+    for (const [path, type] of [['/v1/decide', 'application/json'], ['/v1/batches', FORM_TYPE]] as const) {
+      for (const encoding of ['gzip', 'br', 'deflate, gzip']) {
+        const res = await rawRequest(post(path, { 'Content-Type': type, 'Content-Encoding': encoding }, '\x1f\x8b\x08\x00'));
+        const message = expectError(res, 415, 'invalid_question');
+        expect(message).toBe(`request body: Content-Encoding '${encoding}' is not supported; send the body uncompressed`);
+      }
+    }
+    const identity = await decide(JSON.stringify(decideBody('s', { q: { type: 'noul', instructions: 'Is it?' } })), { 'content-encoding': 'identity' });
+    expect(identity.status).toBe(200);
+  });
+});
+
+describe('keys', () => {
+  it('two Authorization headers are 401 invalid_key, even when both hold the good key', async () => {
+    const request = `GET /v1/models HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TEST_KEY}\r\nAuthorization: Bearer ${TEST_KEY}\r\nConnection: close\r\n\r\n`;
+    const res = await rawRequest(request);
+    expect(expectError(res, 401, 'invalid_key')).toMatch(/more than one Authorization header/);
+    expect(res!.headers['www-authenticate']).toBe('Bearer');
+  });
+
+  it('the query string is not logged: a key put there stays out of the log', async () => {
+    const res = await fetch(`${base}/v1/batches?limit=5&api_key=${TEST_KEY}QUERYSECRET`, { headers: AUTH });
+    expect(res.status).toBe(200);
+    const log = logOf(res.headers.get('x-request-id')!);
+    expect(log.length).toBeGreaterThan(0);
+    expect(JSON.stringify(log)).not.toContain('QUERYSECRET');
+    expect(log.find((l) => l.msg === 'incoming request')).toMatchObject({ req: { url: '/v1/batches?[redacted]' } });
+  });
+
+  it('failed attempts are limited per client address: 429 with Retry-After, then even a good key waits', async () => {
+    const limited = await createServer({
+      service,
+      apiKeys: [TEST_KEY],
+      dataDir: dirs.dataDir,
+      rateLimit: { requestsPerSecond: 100, burst: 100, invalidKeys: { requestsPerSecond: 0.01, burst: 3 } },
+    });
+    try {
+      await limited.listen({ port: 0, host: '127.0.0.1' });
+      const url = `http://127.0.0.1:${(limited.server.address() as net.AddressInfo).port}/v1/models`;
+      expect((await fetch(url, { headers: AUTH })).status).toBe(200);
+      const statuses: number[] = [];
+      for (const authorization of ['Bearer guess-1', 'Bearer guess-2', '', 'Bearer guess-4']) {
+        statuses.push((await fetch(url, { headers: authorization ? { authorization } : {} })).status);
+      }
+      expect(statuses).toEqual([401, 401, 401, 429]);
+      const good = await fetch(url, { headers: AUTH });
+      expect(good.status).toBe(429);
+      expect(Number(good.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expectErrorShape(await good.json(), 'rate_limited', good.headers.get('x-request-id')!);
+      // Probes are never limited.
+      expect((await fetch(url.replace('/v1/models', '/healthz'))).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});
