@@ -7,13 +7,16 @@
  * the questions, and the last committed checkpoint), replaced atomically after each chunk's rows are
  * fsynced. Run the same command again after an interruption (Ctrl-C, kill, crash) and it continues
  * from the last committed row; the finished output is the same as an uninterrupted run's. The state
- * file is deleted when the run completes. Without a state file an existing --out is overwritten;
- * with a state file from a different input, model or questions the command refuses to start.
+ * file is deleted when the run completes. Without a state file an existing --out (a finished run's
+ * results, or any other file) is overwritten only when the user says so: asked on a terminal,
+ * --force otherwise. With a state file from a different input, model or questions the command
+ * refuses to start.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { createInterface } from 'node:readline/promises';
 
 import { ApiError, describeError } from '../api/errors.js';
 import { parseFormQuestions } from '../batches/query.js';
@@ -34,10 +37,12 @@ options:
   --questions FILE   JSON questions for records without their own
   --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models)
   --threads N        CPU threads per forward pass (default: all cores)
+  --force            overwrite an existing --out without asking
   -h, --help         this text
 
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
-kept in <out>.state.json, which is removed when the run completes.
+kept in <out>.state.json, which is removed when the run completes. An existing --out with no
+unfinished run is overwritten only after a yes on a terminal, or with --force.
 `;
 
 const OPTIONS = {
@@ -46,6 +51,7 @@ const OPTIONS = {
   questions: { type: 'string' },
   'models-dir': { type: 'string' },
   threads: { type: 'string' },
+  force: { type: 'boolean' },
 } as const;
 
 const STATE_VERSION = 1;
@@ -108,6 +114,23 @@ async function readState(file: string): Promise<RunState | undefined> {
     return state;
   } catch {
     throw new Error(`${file} is not a state file of this version; delete it (and ${file.replace(/\.state\.json$/, '')}) to start over`);
+  }
+}
+
+/**
+ * Whether an existing `out` may be overwritten: --force, else a yes on a terminal. Without a
+ * terminal (a script, CI) nobody can answer, so the answer is no and the message says what to do.
+ */
+async function mayOverwrite(out: string, force: boolean): Promise<{ ok: true } | { ok: false; message: string }> {
+  if (force) return { ok: true };
+  const refusal = `${out} already exists and no unfinished run of it was found; give --force to overwrite it, or choose another --out`;
+  if (!process.stdin.isTTY || !process.stderr.isTTY) return { ok: false, message: refusal };
+  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await prompt.question(`decide batch: ${out} already exists (the results of a finished run?). Overwrite it? [y/N] `);
+    return /^\s*y(es)?\s*$/i.test(answer) ? { ok: true } : { ok: false, message: `${out} left as it is` };
+  } finally {
+    prompt.close();
   }
 }
 
@@ -185,6 +208,11 @@ export async function run(argv: string[]): Promise<number> {
     return fail(`cannot read ${positionals[0]}: ${(err as Error).message}`);
   }
   if (input.records === 0) return fail(`${positionals[0]} has no records (one JSON object per line)`);
+  // With a state file the run resumes into --out; without one, --out would be started over.
+  if (!existsSync(statePath) && existsSync(outPath)) {
+    const overwrite = await mayOverwrite(values.out, values.force ?? false);
+    if (!overwrite.ok) return fail(overwrite.message);
+  }
 
   let interrupted = false;
   let signals = 0;
@@ -223,9 +251,10 @@ export async function run(argv: string[]): Promise<number> {
     }
     if (previous) {
       if (previous.inputSha256 !== input.sha256 || previous.model !== model || previous.questionsSha256 !== questionsSha256) {
-        const what = previous.inputSha256 !== input.sha256 ? 'input' : previous.model !== model ? `model (${previous.model})` : 'questions';
+        const what =
+          previous.inputSha256 !== input.sha256 ? 'a different input' : previous.model !== model ? `a different model (${previous.model})` : 'different questions';
         return fail(
-          `${statePath} belongs to an unfinished run with a different ${what}; ` +
+          `${statePath} belongs to an unfinished run with ${what}; ` +
             `run that command again to finish it, or delete ${statePath} to start this one over ${values.out}`,
         );
       }

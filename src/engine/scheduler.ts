@@ -4,8 +4,10 @@
  * - Live (/v1/decide) jobs wait at most `windowMs` for companions, or less when the queued tokens
  *   reach `maxCallTokens`; jobs that arrive while a call runs form the next call, which starts as
  *   soon as the current one ends. One call is in flight per engine.
- * - Batch jobs run only when no live job is queued, one batch job per call: a live request waits at
- *   most one engine call behind batch work.
+ * - Batch jobs run only when no live job is queued, one batch job at a time, in engine calls of at
+ *   most `maxBatchCallTokens` tokens (a job's groups in order; a group larger than that alone).
+ *   Between two calls of a batch job, queued live jobs go first: a live request waits at most one
+ *   short engine call behind batch work, however large the batch job.
  * - The live queue is bounded: past `maxQueuedJobs`, submit() rejects with ERR_QUEUE_FULL.
  * - A failed shared call is retried job by job, so one bad job cannot fail its companions.
  * Coalescing never changes results: a row's scores do not depend on what else is in its batch
@@ -23,9 +25,14 @@ export interface SchedulerOptions {
   maxCallTokens: number;
   /** Live jobs that may wait; more are refused with ERR_QUEUE_FULL. */
   maxQueuedJobs: number;
+  /**
+   * Tokens per engine call of batch work: what a live request may have to wait behind. Smaller
+   * calls let live work in sooner and cost batch throughput (bench/live-during-batch.ts).
+   */
+  maxBatchCallTokens: number;
 }
 
-export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = { windowMs: 3, maxCallTokens: 16384, maxQueuedJobs: 512 };
+export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = { windowMs: 3, maxCallTokens: 16384, maxQueuedJobs: 512, maxBatchCallTokens: 2048 };
 
 export interface JobResult {
   groups: SuffixScore[][];
@@ -38,6 +45,19 @@ interface Job {
   tokens: number;
   resolve(result: JobResult): void;
   reject(err: unknown): void;
+  /** A call with some of its groups has started (a batch job stays queued until its last call). */
+  started: boolean;
+  /** Groups scored so far (a batch job runs in several calls), and their results. */
+  done: number;
+  scores: SuffixScore[][];
+  cachedTokens: number[];
+}
+
+/** The groups [from, to) of a job that go into one engine call. */
+interface Part {
+  job: Job;
+  from: number;
+  to: number;
 }
 
 export interface SchedulerStats {
@@ -47,12 +67,15 @@ export interface SchedulerStats {
   batchQueued: number;
 }
 
+function groupTokens(g: ScoreGroup): number {
+  let n = g.prefix.length;
+  for (const s of g.suffixes) n += s.tokens.length;
+  return n;
+}
+
 function tokensOf(groups: ScoreGroup[]): number {
   let n = 0;
-  for (const g of groups) {
-    n += g.prefix.length;
-    for (const s of g.suffixes) n += s.tokens.length;
-  }
+  for (const g of groups) n += groupTokens(g);
   return n;
 }
 
@@ -79,7 +102,7 @@ export class Scheduler {
       return Promise.reject(new EngineError('ERR_QUEUE_FULL', 'the engine queue is full; retry shortly'));
     }
     return new Promise<JobResult>((resolve, reject) => {
-      const job: Job = { groups, tokens: tokensOf(groups), resolve, reject };
+      const job: Job = { groups, tokens: tokensOf(groups), resolve, reject, started: false, done: 0, scores: [], cachedTokens: [] };
       if (priority === 'live') {
         this.live.push(job);
         this.liveTokens += job.tokens;
@@ -91,7 +114,7 @@ export class Scheduler {
   }
 
   getStats(): SchedulerStats {
-    return { ...this.stats, liveQueued: this.live.length, batchQueued: this.batch.length };
+    return { ...this.stats, liveQueued: this.live.length, batchQueued: this.batch.filter((j) => !j.started).length };
   }
 
   /** Resolves once nothing is queued or running. */
@@ -113,20 +136,34 @@ export class Scheduler {
     this.timer ??= setTimeout(() => void this.runCall(), this.options.windowMs);
   }
 
-  private takeJobs(): Job[] {
+  /** The next engine call: queued live jobs whole, else the next slice of the oldest batch job. */
+  private takeParts(): Part[] {
     if (this.live.length > 0) {
-      const taken: Job[] = [];
+      const taken: Part[] = [];
       let tokens = 0;
       while (this.live.length > 0) {
         const next = this.live[0]!;
         if (taken.length > 0 && tokens + next.tokens > this.options.maxCallTokens) break;
-        taken.push(this.live.shift()!);
+        const job = this.live.shift()!;
+        taken.push({ job, from: 0, to: job.groups.length });
         tokens += next.tokens;
       }
       this.liveTokens -= tokens;
       return taken;
     }
-    return this.batch.length > 0 ? [this.batch.shift()!] : [];
+    const job = this.batch[0];
+    if (!job) return [];
+    // The job stays queued until its last slice is scored.
+    let to = job.done;
+    let tokens = 0;
+    while (to < job.groups.length) {
+      const next = groupTokens(job.groups[to]!);
+      if (to > job.done && tokens + next > this.options.maxBatchCallTokens) break;
+      tokens += next;
+      to += 1;
+    }
+    job.started = true;
+    return [{ job, from: job.done, to }];
   }
 
   private async runCall(): Promise<void> {
@@ -135,14 +172,15 @@ export class Scheduler {
       this.timer = undefined;
     }
     if (this.running) return;
-    const jobs = this.takeJobs();
-    if (jobs.length === 0) {
+    const parts = this.takeParts();
+    if (parts.length === 0) {
       this.notifyIdle();
       return;
     }
     this.running = true;
     try {
-      await this.score(jobs);
+      this.stats.jobs += parts.filter((p) => p.from === 0).length;
+      await this.score(parts);
     } finally {
       this.running = false;
     }
@@ -154,28 +192,35 @@ export class Scheduler {
     }
   }
 
-  private async score(jobs: Job[]): Promise<void> {
-    const groups = jobs.flatMap((j) => j.groups);
+  private async score(parts: Part[]): Promise<void> {
+    const groups = parts.flatMap((p) => (p.from === 0 && p.to === p.job.groups.length ? p.job.groups : p.job.groups.slice(p.from, p.to)));
     this.stats.calls += 1;
-    this.stats.jobs += jobs.length;
     try {
       const result = await this.engine.scoreBatch(groups);
       let at = 0;
-      for (const job of jobs) {
-        const n = job.groups.length;
-        job.resolve({
-          groups: result.groups.slice(at, at + n),
-          cachedTokens: Array.from(result.cachedTokens.subarray(at, at + n)),
-        });
+      for (const { job, from, to } of parts) {
+        const n = to - from;
+        job.scores.push(...result.groups.slice(at, at + n));
+        job.cachedTokens.push(...result.cachedTokens.subarray(at, at + n));
+        job.done = to;
         at += n;
+        if (job.done === job.groups.length) this.finish(job, null);
       }
     } catch (err) {
-      if (jobs.length === 1) {
-        jobs[0]!.reject(err);
+      if (parts.length === 1) {
+        this.finish(parts[0]!.job, err);
         return;
       }
-      for (const job of jobs) await this.score([job]);
+      for (const part of parts) await this.score([part]);
     }
+  }
+
+  /** Settles a job (err null: resolved with its scores) and takes a batch job off its queue. */
+  private finish(job: Job, err: unknown): void {
+    const queued = this.batch.indexOf(job);
+    if (queued !== -1) this.batch.splice(queued, 1);
+    if (err === null) job.resolve({ groups: job.scores, cachedTokens: job.cachedTokens });
+    else job.reject(err);
   }
 
   private notifyIdle(): void {

@@ -169,6 +169,22 @@ describe('POST /v1/decide over HTTP', () => {
     expect(ids.size).toBe(3);
   });
 
+  it('probs keys in the JSON text: index-like keys first, ascending, then the presentation order (docs/api.md)', async () => {
+    const res = await decide(
+      decideBody('s', {
+        s: { type: 'score', instructions: 'How?', criteria: { '10': 'a', '-1': 'b', '1': 'c', '0.5': 'd' } },
+        c: { type: 'choice', instructions: 'Which?', criteria: { b: 'x', '7': 'y', a: 'z' } },
+      }),
+    );
+    expect(res.statusCode).toBe(200);
+    const keysInText = (question: string) => {
+      const probs = new RegExp(`"${question}":\\{"type":"\\w+","probs":\\{([^}]*)\\}`).exec(res.payload)![1]!;
+      return [...probs.matchAll(/"([^"]+)":/g)].map((m) => m[1]);
+    };
+    expect(keysInText('s')).toEqual(['1', '10', '-1', '0.5']);
+    expect(keysInText('c')).toEqual(['7', 'b', 'a']);
+  });
+
   it('noul without criteria has options no and yes', async () => {
     const q = { c: { type: 'noul', instructions: 'Is it raining?' } };
     const res = await decide(decideBody('It rains.', q));

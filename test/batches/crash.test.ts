@@ -5,6 +5,7 @@
  * uninterrupted run (within 1e-6). The reference is an uninterrupted CLI run of the same file.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -216,6 +217,34 @@ describe('decide batch (CLI)', () => {
     expect(result).toMatchObject({ lost: 0, duplicated: 0, inOrder: true });
     expect(result.worst).toBeLessThanOrEqual(1e-6 + 1e-12);
     expect(existsSync(state)).toBe(false);
+  });
+
+  it('never overwrites a finished --out unasked: without a terminal it refuses unless --force', async () => {
+    const input = path.join(workDir, 'small.jsonl');
+    const out = path.join(workDir, 'small-out.jsonl');
+    await writeFile(input, `${goodLines(3, 21, 's').join('\n')}\n`);
+    const args = [input, '--model', 'svc-alpha', '--out', out, '--models-dir', modelsDir];
+    expect((await runCli(args)).code).toBe(0);
+    await writeFile(out, 'the finished results\n');
+    const again = await runCli(args);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(`${out} already exists and no unfinished run of it was found; give --force to overwrite it, or choose another --out`);
+    expect(await readFile(out, 'utf8')).toBe('the finished results\n');
+    const forced = await runCli([...args, '--force']);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(parseRows(await readFile(out, 'utf8')).map((r) => r.custom_id)).toEqual(['s-0', 's-1', 's-2']);
+  });
+
+  it('refuses to resume with different questions, saying so', async () => {
+    const out = path.join(workDir, 'questions-out.jsonl');
+    const questions = path.join(workDir, 'questions.json');
+    await writeFile(questions, JSON.stringify({ q: { type: 'noul', instructions: 'Is it?' } }));
+    const inputSha256 = createHash('sha256').update(await readFile(inputPath)).digest('hex');
+    const progress = { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0 };
+    await writeFile(`${out}.state.json`, JSON.stringify({ version: 1, inputSha256, model: 'svc-alpha-2026-10', questionsSha256: 'other', progress }));
+    const res = await runCli([inputPath, '--model', 'svc-alpha', '--out', out, '--questions', questions, '--models-dir', modelsDir]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/belongs to an unfinished run with different questions; run that command again to finish it/);
   });
 
   it('refuses to resume with a different input, and explains usage errors', async () => {

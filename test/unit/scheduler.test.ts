@@ -183,6 +183,68 @@ describe('priority', () => {
   });
 });
 
+describe('batch jobs in short engine calls', () => {
+  it('a batch job runs in calls of at most maxBatchCallTokens, in order; it resolves once, with every group', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 10, maxBatchCallTokens: 10 });
+    // Each group is 4 tokens (3 prefix + 1 suffix): two fit in 10.
+    const job = scheduler.submit([11, 12, 13, 14, 15].map((id) => group(id, 3)), 'batch');
+    let settled = false;
+    void job.then(() => (settled = true));
+    await flush();
+    for (let i = 0; i < 2; i++) {
+      await engine.release();
+      expect(settled).toBe(false);
+    }
+    await engine.release();
+    expect(engine.calls).toEqual([[11, 12], [13, 14], [15]]);
+    const result = await job;
+    expect(result.cachedTokens).toEqual([110, 120, 130, 140, 150]);
+    expect(result.groups.map((g) => g[0]!.logSumExp)).toEqual([11, 12, 13, 14, 15]);
+    expect(scheduler.getStats()).toMatchObject({ calls: 3, jobs: 1, batchQueued: 0 });
+    for (const call of engine.calls) expect(call.length * 4).toBeLessThanOrEqual(10);
+  });
+
+  it('a group larger than maxBatchCallTokens runs alone', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 10, maxBatchCallTokens: 10 });
+    const job = scheduler.submit([group(11, 3), group(12, 30), group(13, 3)], 'batch');
+    await flush();
+    for (let i = 0; i < 3; i++) await engine.release();
+    expect(engine.calls).toEqual([[11], [12], [13]]);
+    await expect(job).resolves.toMatchObject({ cachedTokens: [110, 120, 130] });
+  });
+
+  it("a live job queued while a batch job runs is served before the batch job's next call", async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 10, maxBatchCallTokens: 8 });
+    const batch = scheduler.submit([11, 12, 13, 14, 15, 16].map((id) => group(id, 3)), 'batch');
+    await flush();
+    expect(engine.calls).toEqual([[11, 12]]);
+    const live = scheduler.submit([group(1)]);
+    await engine.release();
+    // The live job waited for one short call, not for the rest of the batch job.
+    expect(engine.calls).toEqual([[11, 12], [1]]);
+    await engine.release();
+    await expect(live).resolves.toMatchObject({ cachedTokens: [10] });
+    await engine.release();
+    await engine.release();
+    expect(engine.calls).toEqual([[11, 12], [1], [13, 14], [15, 16]]);
+    await expect(batch).resolves.toMatchObject({ cachedTokens: [110, 120, 130, 140, 150, 160] });
+  });
+
+  it('a failing call fails its batch job (no later slice runs) and the next batch job goes on', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 10, maxBatchCallTokens: 8 });
+    engine.poisoned.add(13);
+    const bad = scheduler.submit([11, 12, 13, 14, 15].map((id) => group(id, 3)), 'batch');
+    const next = scheduler.submit([group(21, 3)], 'batch');
+    await flush();
+    await engine.release();
+    await engine.release();
+    await expect(bad).rejects.toMatchObject({ code: 'ERR_RUNTIME', message: 'poisoned call 13,14' });
+    await engine.release();
+    await expect(next).resolves.toMatchObject({ cachedTokens: [210] });
+    expect(engine.calls).toEqual([[11, 12], [13, 14], [21]]);
+  });
+});
+
 describe('bounded queue', () => {
   it('past maxQueuedJobs live jobs, submit() rejects with ERR_QUEUE_FULL; batch jobs are not bounded', async () => {
     const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 2 });
