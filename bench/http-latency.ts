@@ -22,7 +22,8 @@ export interface LatencyResult {
 
 const KEY = 'bench-latency-key';
 
-const QUESTIONS = {
+/** Four questions of every type, as a support desk would ask them (also bench/live-during-batch.ts). */
+export const QUESTIONS = {
   refund: { type: 'noul', instructions: 'Does the customer ask for a refund?' },
   topic: {
     type: 'choice',
@@ -33,7 +34,8 @@ const QUESTIONS = {
   angry: { type: 'noul', instructions: 'Is the customer angry?' },
 };
 
-function ticket(tag: string, i: number): string {
+/** A short support ticket, different for each `tag` and `i`. */
+export function ticket(tag: string, i: number): string {
   return `Ticket ${tag}-${i}: customer ${i * 7} writes that order #${1000 + i} is ${i % 2 ? 'a week late' : 'damaged'} and asks what happens next.`;
 }
 

@@ -26,7 +26,7 @@ import type { JobProgress } from './store/sqlite-jobs.js';
 export { resultRow, type RecordScorer } from './chunk-scoring.js';
 
 export interface ChunkOptions {
-  /** Valid records per decideRecords call (one engine call). Default 128. */
+  /** Valid records per decideRecords call (one scheduler job, scored in short engine calls). Default 128. */
   chunkRecords: number;
   /** Bytes of valid records per call, a stand-in for a token budget. Default 64 KiB (~16k tokens). */
   chunkBytes: number;
