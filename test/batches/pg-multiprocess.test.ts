@@ -116,7 +116,7 @@ describe('API host and workers on one Postgres', () => {
       // The killed worker held chunks (two loops, a non-empty queue): they were taken again after their lease.
       const retaken = await db.query<{ n: string }>(`SELECT count(*) AS n FROM decide_queue.job WHERE singleton_key LIKE $1 AND retry_count > 0`, [`${id}:%`]);
       expect(Number(retaken.rows[0]!.n)).toBeGreaterThanOrEqual(1);
-      await w2.stop();
+      expect(await w2.stop()).toBe(0); // SIGTERM: no chunk in flight, a clean exit
     } finally {
       await db.end();
     }
