@@ -61,9 +61,9 @@ function compare(rows: ResultRow[], ref: ResultRow[]) {
 beforeAll(async () => {
   await decideBin();
   ({ dir: workDir, modelsDir } = await tempWorkspace('batch-crash'));
-  // ~480 rows: good records with the mixed file's bad ones in the middle.
+  // ~280 rows: good records with the mixed file's bad ones in the middle.
   const mixed = mixedFile().text.trimEnd().split('\n');
-  const lines = [...goodLines(220, 11, 'a'), ...mixed, ...goodLines(220, 12, 'b')];
+  const lines = [...goodLines(120, 11, 'a'), ...mixed, ...goodLines(120, 12, 'b')];
   inputPath = path.join(workDir, 'input.jsonl');
   await writeFile(inputPath, `${lines.join('\n')}\n`);
   const out = path.join(workDir, 'reference.jsonl');
@@ -81,7 +81,7 @@ afterAll(async () => {
 describe('decide serve killed with SIGKILL mid-job', () => {
   it('resumes after every kill; the results hold every row exactly once, in order, with the uninterrupted answers', async () => {
     const dataDir = path.join(workDir, 'server-data');
-    const env = { DECIDE_API_KEYS: 'key-k', DECIDE_BATCH_CHUNK_RECORDS: '16' };
+    const env = { DECIDE_API_KEYS: 'key-k', DECIDE_BATCH_CHUNK_RECORDS: '8' };
     let server = await startServer({ dataDir, modelsDir, env });
     let api = client(server.url, 'key-k');
     const created = await api.create({ model: 'svc-alpha', file: await readFile(inputPath) });
