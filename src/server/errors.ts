@@ -7,7 +7,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
-import { ApiError, errorBody, isApiError, toApiError } from '../api/errors.js';
+import { ApiError, ERROR_CODES, ERROR_STATUS, errorBody, isApiError, toApiError } from '../api/errors.js';
 
 /** Fastify's own 4xx errors and their API error. Messages are ours: fastify's name no fields. */
 function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError | undefined {
@@ -49,11 +49,9 @@ function httpError(err: unknown, request: FastifyRequest): ApiError {
   if (status >= 400 && status < 500) {
     // Other client errors from fastify or its plugins (e.g. multipart limits): keep their status class.
     const message = typeof fe.message === 'string' && fe.message ? fe.message.slice(0, 500) : 'bad request';
-    if (status === 401) return new ApiError('invalid_key', message);
-    if (status === 404) return new ApiError('not_found', message);
-    if (status === 413) return new ApiError('state_too_long', message);
-    if (status === 429) return new ApiError('rate_limited', message, { retryAfterSeconds: 1 });
-    return new ApiError('invalid_question', message);
+    // The API's code for that status (ERROR_STATUS read backwards); any other 4xx is a bad request.
+    const code = ERROR_CODES.find((c) => ERROR_STATUS[c] === status) ?? 'invalid_question';
+    return new ApiError(code, message, code === 'rate_limited' ? { retryAfterSeconds: 1 } : {});
   }
   return toApiError(err);
 }
