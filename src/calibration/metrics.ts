@@ -62,23 +62,31 @@ function rowOf(p: Prediction): Row {
   };
 }
 
-function eceOf(rows: readonly Row[], bins: number): number {
-  const n = rows.length;
-  if (n === 0) return NaN;
+/** Equal-mass bins of the rows by confidence: per bin its summed confidence and correctness, and its size. */
+function equalMassBins(rows: readonly Row[], bins: number): Array<{ confidence: number; correct: number; count: number }> {
   const sorted = [...rows].sort((a, b) => a.confidence - b.confidence);
+  const n = sorted.length;
   const k = Math.min(bins, n);
-  let ece = 0;
+  const out: Array<{ confidence: number; correct: number; count: number }> = [];
   for (let b = 0; b < k; b++) {
     const from = Math.floor((b * n) / k);
     const to = Math.floor(((b + 1) * n) / k);
-    let conf = 0;
-    let acc = 0;
+    let confidence = 0;
+    let correct = 0;
     for (let i = from; i < to; i++) {
-      conf += sorted[i]!.confidence;
-      acc += sorted[i]!.correct;
+      confidence += sorted[i]!.confidence;
+      correct += sorted[i]!.correct;
     }
-    ece += Math.abs(acc - conf) / n;
+    out.push({ confidence, correct, count: to - from });
   }
+  return out;
+}
+
+function eceOf(rows: readonly Row[], bins: number): number {
+  const n = rows.length;
+  if (n === 0) return NaN;
+  let ece = 0;
+  for (const bin of equalMassBins(rows, bins)) ece += Math.abs(bin.correct - bin.confidence) / n;
   return ece;
 }
 
@@ -141,20 +149,9 @@ export function figuresWithIntervals(
 
 /** Points of a reliability diagram: per equal-mass bin, mean confidence, accuracy and size. */
 export function reliabilityBins(predictions: readonly Prediction[], bins = ECE_BINS): Array<{ confidence: number; accuracy: number; count: number }> {
-  const sorted = predictions.map(rowOf).sort((a, b) => a.confidence - b.confidence);
-  const n = sorted.length;
-  const k = Math.min(bins, n);
-  const out: Array<{ confidence: number; accuracy: number; count: number }> = [];
-  for (let b = 0; b < k; b++) {
-    const from = Math.floor((b * n) / k);
-    const to = Math.floor(((b + 1) * n) / k);
-    let conf = 0;
-    let acc = 0;
-    for (let i = from; i < to; i++) {
-      conf += sorted[i]!.confidence;
-      acc += sorted[i]!.correct;
-    }
-    out.push({ confidence: conf / (to - from), accuracy: acc / (to - from), count: to - from });
-  }
-  return out;
+  return equalMassBins(predictions.map(rowOf), bins).map((bin) => ({
+    confidence: bin.confidence / bin.count,
+    accuracy: bin.correct / bin.count,
+    count: bin.count,
+  }));
 }
