@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
 import { EngineError } from '../../src/errors/engine-error.js';
+import { PRESETS } from '../../src/models/builder/presets.js';
 import { referenceLastLogits } from '../helpers/reference.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
@@ -25,7 +26,7 @@ function rng(seed: number) {
   };
 }
 
-function randomIds(next: () => number, length: number, vocab = 151000): Int32Array {
+function randomIds(next: () => number, length: number, vocab = PRESETS.tiny!.vocabSize): Int32Array {
   return Int32Array.from({ length }, () => Math.floor(next() * vocab));
 }
 
@@ -85,7 +86,7 @@ describe('Engine on the tiny model', () => {
     expect(engine.info.numLayers).toBe(2);
     expect(engine.info.numKvHeads).toBe(2);
     expect(engine.info.headDim).toBe(16);
-    expect(engine.info.vocabSize).toBe(151936);
+    expect(engine.info.vocabSize).toBe(PRESETS.tiny!.vocabSize);
     expect(engine.info.hasLogitsIndex).toBe(true);
   });
 
@@ -251,7 +252,7 @@ describe('Engine on the tiny model', () => {
     });
     it('label outside the vocabulary', async () => {
       await expectCode(
-        engine.score([{ prefix: Int32Array.of(1, 2), suffixes: [{ tokens: Int32Array.of(3), labels: Int32Array.of(151936) }] }]),
+        engine.score([{ prefix: Int32Array.of(1, 2), suffixes: [{ tokens: Int32Array.of(3), labels: Int32Array.of(PRESETS.tiny!.vocabSize) }] }]),
         'ERR_INPUT',
         /outside the vocabulary/,
       );

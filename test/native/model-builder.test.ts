@@ -19,8 +19,10 @@ import {
   makeModel,
   paramCount,
   tokenizerSourceDir,
+  writeTokenizerFiles,
   type ModelShape,
 } from '../../src/models/builder/index.js';
+import { TextTokenizer } from '../../src/engine/tokenizer.js';
 import { Rng } from '../../src/models/builder/rng.js';
 import {
   asFloat32,
@@ -34,7 +36,6 @@ import {
 import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
 
 const { onnx } = onnxProto;
-const TOKENIZER_VOCAB = 151669;
 const tiny = PRESETS.tiny!;
 const BUILT_FILES = ['config.json', 'decision.json', path.join('onnx', 'model.onnx'), 'tokenizer.json', 'tokenizer_config.json'];
 
@@ -59,7 +60,7 @@ function tokenIds(count: number, salt: number): number[] {
   let x = (salt * 2654435761 + 12345) >>> 0;
   for (let i = 0; i < count; i++) {
     x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    out.push(x % TOKENIZER_VOCAB);
+    out.push(x % tiny.vocabSize);
   }
   return out;
 }
@@ -267,24 +268,55 @@ describe('tiny model: files and I/O contract', () => {
       num_attention_heads: 4,
       num_key_value_heads: 2,
       head_dim: 16,
-      vocab_size: 151936,
+      vocab_size: tiny.vocabSize,
       max_position_embeddings: 4096,
       rope_theta: 1e6,
       rms_norm_eps: 1e-6,
       tie_word_embeddings: false,
       torch_dtype: 'float32',
-      bos_token_id: 151643,
-      eos_token_id: 151645,
+      // The cut tokenizer numbers the special tokens right after its BPE tokens (26 of them).
+      bos_token_id: tiny.vocabSize - 26, // <|endoftext|>
+      eos_token_id: tiny.vocabSize - 24, // <|im_end|>
     });
     expect(JSON.parse(await readFile(path.join(tinyDir, 'decision.json'), 'utf8'))).toEqual({
       builder: { preset: 'tiny', seed: TINY_SEED, dtype: 'fp32', graphVersion: GRAPH_VERSION },
       calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
     });
-    for (const f of ['tokenizer.json', 'tokenizer_config.json']) {
-      expect((await readFile(path.join(tinyDir, f))).equals(await readFile(path.join(tokenizerSourceDir(), f)))).toBe(true);
-    }
     const tokCfg = JSON.parse(await readFile(path.join(tinyDir, 'tokenizer_config.json'), 'utf8'));
+    const sourceCfg = JSON.parse(await readFile(path.join(tokenizerSourceDir(), 'tokenizer_config.json'), 'utf8'));
     expect(tokCfg.chat_template).toContain('<|im_start|>');
+    expect(tokCfg.chat_template).toBe(sourceCfg.chat_template);
+  });
+
+  it("its tokenizer is Qwen3's cut to the model's vocabulary: same ids where the merges are kept, specials renumbered, every id inside the model", async () => {
+    const cut = await TextTokenizer.load(tinyDir);
+    const full = await TextTokenizer.load(tokenizerSourceDir());
+    expect(full.vocabSize).toBe(151_669);
+    expect(cut.vocabSize).toBe(tiny.vocabSize);
+    // Common words and the answer labels keep their Qwen3 ids and stay single tokens.
+    for (const text of ['hello world', ' yes', ' no', ' A', ' Z', ' 7', '\n']) {
+      expect(Array.from(await cut.encode(text)), text).toEqual(Array.from(await full.encode(text)));
+    }
+    expect((await cut.encode(' yes')).length).toBe(1);
+    // Special tokens keep their spelling, numbered after the 16,358 BPE tokens, in Qwen3's order.
+    expect(cut.tokenToId('<|endoftext|>')).toBe(tiny.vocabSize - 26);
+    expect(cut.tokenToId('<|im_start|>')).toBe(tiny.vocabSize - 25);
+    expect(cut.tokenToId('<|im_end|>')).toBe(tiny.vocabSize - 24);
+    // Any text still round-trips, in more pieces where it needed a later merge.
+    const text = '<|im_start|>user\nAntidisestablishmentarianism – naïve café 😀 東京 1182<|im_end|>';
+    const ids = await cut.encode(text);
+    expect(await cut.decode(ids)).toBe(text);
+    expect(ids.length).toBeGreaterThan((await full.encode(text)).length);
+    expect(Math.max(...ids)).toBeLessThan(tiny.vocabSize);
+  });
+
+  it('a vocabulary as large as the tokenizer gets the Qwen3 files byte for byte; one below its 256 bytes is refused', async () => {
+    const dir = await mkdtemp(path.join(scratch, 'tok-'));
+    await writeTokenizerFiles(dir, 151_936);
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) {
+      expect((await readFile(path.join(dir, f))).equals(await readFile(path.join(tokenizerSourceDir(), f))), f).toBe(true);
+    }
+    await expect(writeTokenizerFiles(dir, 200)).rejects.toThrow(/too small for the Qwen3 tokenizer: it needs at least 282 ids/);
   });
 
   it('loads in onnxruntime-node with Optimum input/output names, types and symbolic dims', async () => {
@@ -301,7 +333,7 @@ describe('tiny model: files and I/O contract', () => {
     for (const name of kv('past_key_values')) {
       expect(meta[name]).toEqual({ type: 'float32', shape: ['batch_size', 2, 'past_sequence_length', 16] });
     }
-    expect(meta.logits).toEqual({ type: 'float32', shape: ['batch_size', 'sequence_length', 151936] });
+    expect(meta.logits).toEqual({ type: 'float32', shape: ['batch_size', 'sequence_length', tiny.vocabSize] });
     for (const name of kv('present')) {
       expect(meta[name]).toEqual({ type: 'float32', shape: ['batch_size', 2, 'total_sequence_length', 16] });
     }
@@ -331,8 +363,8 @@ describe('tiny model: files and I/O contract', () => {
       expect(nodes.has(name), name).toBe(true);
     }
     const inits = new Map(model.graph.initializer.map((t) => [t.name, t]));
-    expect(inits.get('lm_head.weight')!.dims.map(num)).toEqual([64, 151936]);
-    expect(inits.get('model.embed_tokens.weight')!.dims.map(num)).toEqual([151936, 64]);
+    expect(inits.get('lm_head.weight')!.dims.map(num)).toEqual([64, tiny.vocabSize]);
+    expect(inits.get('model.embed_tokens.weight')!.dims.map(num)).toEqual([tiny.vocabSize, 64]);
     expect(inits.get('model.layers.0.self_attn.q_norm.weight')!.dims.map(num)).toEqual([16]);
     // present KV is Concat(past, new) on the sequence axis.
     const concat = model.graph.node.find((n) => n.output.includes('present.1.value'))!;
@@ -358,7 +390,7 @@ describe('tiny model: files and I/O contract', () => {
       positions: [[4, 5, 6], [4, 5, 6]],
       past,
     });
-    expect(out.logits!.dims).toEqual([batch, seq, 151936]);
+    expect(out.logits!.dims).toEqual([batch, seq, tiny.vocabSize]);
     for (let i = 0; i < 2; i++) {
       expect(out[`present.${i}.key`]!.dims).toEqual([batch, 2, pastLen + seq, 16]);
       expect(out[`present.${i}.value`]!.dims).toEqual([batch, 2, pastLen + seq, 16]);
@@ -504,7 +536,7 @@ describe('tiny model: storage variants', () => {
     const ext = Object.fromEntries(head.externalData.map((e) => [e.key, e.value]));
     expect(ext.location).toBe('model.onnx_data');
     expect(Number(ext.offset) % 4096).toBe(0);
-    expect(Number(ext.length)).toBe(64 * 151936 * 4);
+    expect(Number(ext.length)).toBe(64 * tiny.vocabSize * 4);
     const ids = tokenIds(8, 16);
     expect(maxAbsDiff(await referenceLastLogits(dir, ids), await referenceLastLogits(tinyDir, ids))).toBe(0);
   }, 30_000);

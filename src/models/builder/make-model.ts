@@ -10,7 +10,7 @@ import { buildDecoderGraph, type WeightDecl } from './decoder-graph.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from './onnx-writer.js';
 import { PRESETS, validateShape, type ModelShape } from './presets.js';
 import { Rng } from './rng.js';
-import { copyTokenizerFiles, readSpecialTokenIds } from './tokenizer-files.js';
+import { readSpecialTokenIds, writeTokenizerFiles } from './tokenizer-files.js';
 
 export interface MakeModelOptions {
   /** A key of PRESETS: 'tiny', 'small' or 'qwen3-0.6b'. */
@@ -67,8 +67,8 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
   const tmpDir = `${outDir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
     await mkdir(path.join(tmpDir, 'onnx'), { recursive: true });
-    await copyTokenizerFiles(tmpDir);
-    const tokens = await readSpecialTokenIds();
+    await writeTokenizerFiles(tmpDir, shape.vocabSize);
+    const tokens = await readSpecialTokenIds(tmpDir);
     await writeJson(path.join(tmpDir, 'config.json'), hfConfig(shape, dtype, tokens.bosTokenId, tokens.eosTokenId));
     const builder: Record<string, unknown> = { preset: opts.preset, seed, dtype, graphVersion: GRAPH_VERSION };
     if (opts.shapeOverrides !== undefined && Object.keys(definedOnly(opts.shapeOverrides)).length > 0) {

