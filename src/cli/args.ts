@@ -47,6 +47,17 @@ export function parseCommand<const O extends OptionsConfig>(
   return { values: parsed.values as unknown as OptionValues<O>, positionals: parsed.positionals };
 }
 
+/**
+ * Reports a command's error the one way every command does: `decide <command>: <message>` on stderr.
+ * Returns the exit code to end with: 2 (a usage error) unless another is given.
+ * @example
+ * if (typeof port === 'string') return commandError('serve', port);
+ */
+export function commandError(command: string, message: string, code = 2): number {
+  process.stderr.write(`decide ${command}: ${message}\n`);
+  return code;
+}
+
 /** An integer option in [min, max], or the message saying why not. */
 export function intArg(value: string, name: string, min: number, max: number): number | string {
   const n = Number(value);

@@ -24,7 +24,7 @@ import { RecordCounter } from '../batches/records.js';
 import { runBatch } from '../batches/runner.js';
 import type { JobProgress } from '../batches/store/sqlite-jobs.js';
 import { DecisionService } from '../service/decision-service.js';
-import { parseCommand, threadsArg } from './args.js';
+import { commandError, parseCommand, threadsArg } from './args.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
 
@@ -67,10 +67,6 @@ interface RunState {
   progress: JobProgress;
 }
 
-function fail(message: string, code = 2): number {
-  process.stderr.write(`decide batch: ${message}\n`);
-  return code;
-}
 
 /** One pass over the input: its SHA-256 (to recognise it on resume) and its record count. */
 async function fingerprint(file: string): Promise<{ sha256: string; bytes: number; records: number }> {
@@ -181,14 +177,14 @@ export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('batch', argv, HELP, OPTIONS, true);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (positionals.length !== 1 || !values.model || !values.out) return fail(`give one INPUT file, --model and --out\n\n${HELP}`);
+  if (positionals.length !== 1 || !values.model || !values.out) return commandError('batch', `give one INPUT file, --model and --out\n\n${HELP}`);
   const threads = threadsArg(values.threads);
-  if (typeof threads === 'string') return fail(threads);
+  if (typeof threads === 'string') return commandError('batch', threads);
 
   const inputPath = path.resolve(positionals[0]!);
   const outPath = path.resolve(values.out);
   const statePath = `${outPath}.state.json`;
-  if (inputPath === outPath) return fail('--out must not be the input file');
+  if (inputPath === outPath) return commandError('batch', '--out must not be the input file');
 
   let questionsText: string | null = null;
   let formQuestions: unknown;
@@ -197,7 +193,7 @@ export async function run(argv: string[]): Promise<number> {
       questionsText = await readFile(values.questions, 'utf8');
       formQuestions = parseFormQuestions(questionsText, undefined, 'the file');
     } catch (err) {
-      return fail(`--questions ${values.questions}: ${(err as Error).message}`);
+      return commandError('batch', `--questions ${values.questions}: ${(err as Error).message}`);
     }
   }
 
@@ -205,13 +201,13 @@ export async function run(argv: string[]): Promise<number> {
   try {
     input = await fingerprint(inputPath);
   } catch (err) {
-    return fail(`cannot read ${positionals[0]}: ${(err as Error).message}`);
+    return commandError('batch', `cannot read ${positionals[0]}: ${(err as Error).message}`);
   }
-  if (input.records === 0) return fail(`${positionals[0]} has no records (one JSON object per line)`);
+  if (input.records === 0) return commandError('batch', `${positionals[0]} has no records (one JSON object per line)`);
   // With a state file the run resumes into --out; without one, --out would be started over.
   if (!existsSync(statePath) && existsSync(outPath)) {
     const overwrite = await mayOverwrite(values.out, values.force ?? false);
-    if (!overwrite.ok) return fail(overwrite.message);
+    if (!overwrite.ok) return commandError('batch', overwrite.message);
   }
 
   let interrupted = false;
@@ -230,7 +226,7 @@ export async function run(argv: string[]): Promise<number> {
   } catch (err) {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    return fail(`cannot open the models: ${(err as Error).message}`, 1);
+    return commandError('batch', `cannot open the models: ${(err as Error).message}`, 1);
   }
   try {
     let model: string;
@@ -238,7 +234,7 @@ export async function run(argv: string[]): Promise<number> {
       model = service.resolveModel(values.model);
       await service.runtime(model);
     } catch (err) {
-      return fail(describeError(err), err instanceof ApiError && err.code === 'not_found' ? 2 : 1);
+      return commandError('batch', describeError(err), err instanceof ApiError && err.code === 'not_found' ? 2 : 1);
     }
 
     const questionsSha256 = questionsText === null ? null : createHash('sha256').update(questionsText).digest('hex');
@@ -247,13 +243,13 @@ export async function run(argv: string[]): Promise<number> {
     try {
       previous = await readState(statePath);
     } catch (err) {
-      return fail((err as Error).message);
+      return commandError('batch', (err as Error).message);
     }
     if (previous) {
       if (previous.inputSha256 !== input.sha256 || previous.model !== model || previous.questionsSha256 !== questionsSha256) {
         const what =
           previous.inputSha256 !== input.sha256 ? 'a different input' : previous.model !== model ? `a different model (${previous.model})` : 'different questions';
-        return fail(
+        return commandError('batch', 
           `${statePath} belongs to an unfinished run with ${what}; ` +
             `run that command again to finish it, or delete ${statePath} to start this one over ${values.out}`,
         );

@@ -5,7 +5,7 @@
  */
 
 import type { WorkloadName } from '../../bench/workloads.js';
-import { parseCommand } from './args.js';
+import { commandError, parseCommand } from './args.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['tickets', 'document', 'single'];
 
@@ -96,8 +96,7 @@ export async function run(argv: string[]): Promise<number> {
     });
   } catch (err) {
     if (err instanceof BenchRefusedError) {
-      process.stderr.write(`decide bench: ${err.message}\n`);
-      return 1;
+      return commandError('bench', err.message, 1);
     }
     throw err;
   }

@@ -5,7 +5,7 @@
  */
 
 import { calibrateModel, CalibrationError, type CalibrationReport } from '../calibration/run.js';
-import { intArg, parseCommand, threadsArg } from './args.js';
+import { commandError, intArg, parseCommand, threadsArg } from './args.js';
 
 const HELP = `usage: decide calibrate --model ID --data FILE.jsonl [options]
 
@@ -40,10 +40,6 @@ const OPTIONS = {
   json: { type: 'boolean' },
 } as const;
 
-function fail(message: string, code: number): number {
-  process.stderr.write(`decide calibrate: ${message}\n`);
-  return code;
-}
 
 const f4 = (x: number) => (Number.isFinite(x) ? x.toFixed(4) : 'n/a');
 
@@ -76,11 +72,11 @@ export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('calibrate', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  if (!values.model || !values.data) return fail(`give --model and --data\n\n${HELP}`, 2);
+  if (!values.model || !values.data) return commandError('calibrate', `give --model and --data\n\n${HELP}`, 2);
   const seed = values.seed === undefined ? undefined : intArg(values.seed, '--seed', 0, 2 ** 31 - 1);
-  if (typeof seed === 'string') return fail(seed, 2);
+  if (typeof seed === 'string') return commandError('calibrate', seed, 2);
   const threads = threadsArg(values.threads);
-  if (typeof threads === 'string') return fail(threads, 2);
+  if (typeof threads === 'string') return commandError('calibrate', threads, 2);
 
   try {
     const report = await calibrateModel({
@@ -96,7 +92,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : summary(report));
     return 0;
   } catch (err) {
-    if (err instanceof CalibrationError) return fail(err.message, err.exitCode);
-    return fail(err instanceof Error ? (err.stack ?? err.message) : String(err), 1);
+    if (err instanceof CalibrationError) return commandError('calibrate', err.message, err.exitCode);
+    return commandError('calibrate', err instanceof Error ? (err.stack ?? err.message) : String(err), 1);
   }
 }

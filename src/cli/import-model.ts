@@ -2,7 +2,7 @@
 import path from 'node:path';
 
 import { ImportError, importModel, type ImportDtype } from '../models/import/import-model.js';
-import { parseCommand } from './args.js';
+import { commandError, parseCommand } from './args.js';
 
 const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--id NAME] [--force]
 
@@ -38,8 +38,7 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
   if (values.id !== undefined && (values.id.includes('/') || values.id.includes('\\') || values.id.startsWith('.'))) {
-    process.stderr.write(`decide import-model: --id must be a model id (a directory name), got '${values.id}'\n`);
-    return 2;
+    return commandError('import-model', `--id must be a model id (a directory name), got '${values.id}'`);
   }
   const dtype = values.dtype as ImportDtype;
   const outDir = values.id ? path.join(values.out, values.id) : values.out;
@@ -69,8 +68,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   } catch (err) {
     if (err instanceof ImportError) {
-      process.stderr.write(`decide import-model: cannot import ${positionals[0]}: ${err.message}\n`);
-      return 1;
+      return commandError('import-model', `cannot import ${positionals[0]}: ${err.message}`, 1);
     }
     throw err;
   }

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { databaseUrl } from '../batches/store/open-store.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
-import { intArg, parseCommand, providerArg, threadsArg } from './args.js';
+import { commandError, intArg, parseCommand, providerArg, threadsArg } from './args.js';
 
 const HELP = `usage: decide serve [options]
 
@@ -50,10 +50,6 @@ const OPTIONS = {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-function fail(message: string): number {
-  process.stderr.write(`decide serve: ${message}\n`);
-  return 2;
-}
 
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('serve', argv, HELP, OPTIONS);
@@ -61,18 +57,18 @@ export async function run(argv: string[]): Promise<number> {
   const { values } = parsed;
 
   const port = intArg(values.port ?? process.env.PORT ?? '8080', '--port', 0, 65535);
-  if (typeof port === 'string') return fail(port);
+  if (typeof port === 'string') return commandError('serve', port);
   const host = values.host ?? '127.0.0.1';
   const threads = threadsArg(values.threads);
-  if (typeof threads === 'string') return fail(threads);
+  if (typeof threads === 'string') return commandError('serve', threads);
   const provider = providerArg(values.provider);
-  if (provider !== 'cpu' && provider !== 'cuda') return fail(provider);
+  if (provider !== 'cpu' && provider !== 'cuda') return commandError('serve', provider);
   const logLevel = values['log-level'] ?? 'info';
-  if (!LOG_LEVELS.includes(logLevel)) return fail(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  if (!LOG_LEVELS.includes(logLevel)) return commandError('serve', `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const dataDir = path.resolve(values['data-dir'] ?? process.env.DECIDE_DATA_DIR ?? 'data');
   const batchWorker = !values['no-worker'];
   if (!batchWorker && databaseUrl({}) === undefined) {
-    return fail('--no-worker needs DECIDE_DATABASE_URL: with the embedded SQLite batch store this process is the only one that can run batches');
+    return commandError('serve', '--no-worker needs DECIDE_DATABASE_URL: with the embedded SQLite batch store this process is the only one that can run batches');
   }
   const modelsDir = path.resolve(values['models-dir'] ?? process.env.DECIDE_MODELS_DIR ?? 'models');
 
@@ -80,8 +76,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     resolved = resolveApiKeys({ env: process.env, dataDir, generate: true });
   } catch (err) {
-    process.stderr.write(`decide serve: ${(err as Error).message}\n`);
-    return 1;
+    return commandError('serve', (err as Error).message, 1);
   }
   if (resolved.generated?.created) {
     process.stdout.write(
@@ -105,9 +100,8 @@ export async function run(argv: string[]): Promise<number> {
     });
     await app.listen({ port, host });
   } catch (err) {
-    process.stderr.write(`decide serve: ${(err as Error).message}\n`);
     await app?.close().catch(() => undefined);
-    return 1;
+    return commandError('serve', (err as Error).message, 1);
   }
 
   const address = app.server.address();

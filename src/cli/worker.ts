@@ -13,7 +13,7 @@ import path from 'node:path';
 import { resolveBatchSettings } from '../batches/settings.js';
 import { databaseUrl, openBatchStore } from '../batches/store/open-store.js';
 import { DecisionService } from '../service/decision-service.js';
-import { parseCommand, providerArg, threadsArg } from './args.js';
+import { commandError, parseCommand, providerArg, threadsArg } from './args.js';
 
 const HELP = `usage: decide worker [options]
 
@@ -39,21 +39,17 @@ const OPTIONS = {
   provider: { type: 'string' },
 } as const;
 
-function fail(message: string): number {
-  process.stderr.write(`decide worker: ${message}\n`);
-  return 2;
-}
 
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('worker', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
   const threads = threadsArg(values.threads);
-  if (typeof threads === 'string') return fail(threads);
+  if (typeof threads === 'string') return commandError('worker', threads);
   const provider = providerArg(values.provider);
-  if (provider !== 'cpu' && provider !== 'cuda') return fail(provider);
+  if (provider !== 'cpu' && provider !== 'cuda') return commandError('worker', provider);
   if (databaseUrl({}) === undefined) {
-    return fail('DECIDE_DATABASE_URL is not set: a worker takes its chunks from the Postgres batch store (postgres://...)');
+    return commandError('worker', 'DECIDE_DATABASE_URL is not set: a worker takes its chunks from the Postgres batch store (postgres://...)');
   }
   const modelsDir = path.resolve(values['models-dir'] ?? process.env.DECIDE_MODELS_DIR ?? 'models');
   const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -64,9 +60,8 @@ export async function run(argv: string[]): Promise<number> {
     service = await DecisionService.open({ modelsDir, threads, provider, log });
     store = await openBatchStore({}, { dataDir: modelsDir, settings: resolveBatchSettings(), service, work: true, log });
   } catch (err) {
-    process.stderr.write(`decide worker: ${(err as Error).message}\n`);
     await service?.close().catch(() => undefined);
-    return 1;
+    return commandError('worker', (err as Error).message, 1);
   }
   process.stdout.write('decide: worker ready\n');
 
