@@ -22,12 +22,17 @@ const sessions = new Map<string, Promise<ReferenceModel>>();
 
 /** The cached session of a model directory (one per directory per process). */
 export function referenceModel(modelDir: string): Promise<ReferenceModel> {
+  return oncePerModelDir(sessions, modelDir, loadReferenceModel);
+}
+
+/** `load(dir)` once per resolved model directory, kept in `cache`; a failed load is tried again next time. */
+export function oncePerModelDir<T>(cache: Map<string, Promise<T>>, modelDir: string, load: (dir: string) => Promise<T>): Promise<T> {
   const key = path.resolve(modelDir);
-  let found = sessions.get(key);
+  let found = cache.get(key);
   if (found === undefined) {
-    found = loadReferenceModel(key);
-    found.catch(() => sessions.delete(key));
-    sessions.set(key, found);
+    found = load(key);
+    found.catch(() => cache.delete(key));
+    cache.set(key, found);
   }
   return found;
 }

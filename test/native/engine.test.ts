@@ -1,7 +1,8 @@
 /**
  * The native engine against an independent reference: every label logit it reports must equal a
  * full-sequence forward of the same ids with an empty past, run through the onnxruntime-node JS
- * API (test/helpers/reference.ts), whatever the prefix cache and the batch layout did.
+ * API on a copy of the graph that computes the last position's logits only
+ * (test/helpers/last-position-reference.ts), whatever the prefix cache and the batch layout did.
  */
 import { mkdtemp, writeFile, mkdir, cp } from 'node:fs/promises';
 import os from 'node:os';
@@ -11,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
 import { EngineError } from '../../src/errors/engine-error.js';
 import { PRESETS } from '../../src/models/builder/presets.js';
-import { referenceLastLogits } from '../helpers/reference.js';
+import { lastPositionLogits } from '../helpers/last-position-reference.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
 /** Deterministic PRNG so a failure is reproducible from its seed. */
@@ -50,7 +51,7 @@ async function expectMatchesReference(modelDir: string, groups: ScoreGroup[], sc
       const full = new Int32Array(group.prefix.length + suffix.tokens.length);
       full.set(group.prefix);
       full.set(suffix.tokens, group.prefix.length);
-      const reference = await referenceLastLogits(modelDir, full);
+      const reference = await lastPositionLogits(modelDir, full);
       const got = scores[g]![s]!;
       expect(got.labelLogits.length).toBe(suffix.labels.length);
       suffix.labels.forEach((label, k) => {
