@@ -1,20 +1,29 @@
 // `decide calibrate` end to end through the CLI on the tiny model: labels drawn from the model's
 // own probabilities sharpened by a known T*, so the fitted temperature must come out near T*; the
 // result is a new version sharing the base's weights, the base keeps its answers, the alias moves.
-// Bad data is refused with a clear message and nothing is written.
+// Bad data is refused with a clear message and nothing is written. The calibration itself runs in a
+// `decide` process; the refusals run the same entry point (src/cli/main.ts) in this process, output
+// captured, since each would otherwise cost a process start and a model load to print one line.
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { answerFromLogits } from '../../src/engine/calibrate.js';
 import { validateDecideRequest } from '../../src/api/validate.js';
+import { main } from '../../src/cli/main.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { MODEL_ID, tempWorkspace } from '../batches/helpers.js';
 import { decideBin } from '../helpers/bin.js';
 import { QUESTIONS, rawLogits, states, writeSharpenedData } from './helpers.js';
 
-async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+async function runCli(args: string[]): Promise<CliResult> {
   const bin = await decideBin();
   return new Promise((resolve) => {
     const proc = spawn(process.execPath, [bin, 'calibrate', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -26,7 +35,26 @@ async function runCli(args: string[]): Promise<{ code: number | null; stdout: st
   });
 }
 
+/** `decide calibrate ARGS` through the CLI's entry point in this process, its stdout and stderr captured. */
+async function runCliHere(args: string[]): Promise<CliResult> {
+  const captured = { stdout: '', stderr: '' };
+  const capture = (stream: 'stdout' | 'stderr') =>
+    vi.spyOn(process[stream], 'write').mockImplementation((chunk: string | Uint8Array) => {
+      captured[stream] += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString();
+      return true;
+    });
+  const spies = [capture('stdout'), capture('stderr')];
+  try {
+    const code = await main(['calibrate', ...args]);
+    return { code, ...captured };
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+}
+
 const T_STAR = 0.5;
+/** Enough rows that every type's interval for T excludes 1 (no correction), checked below; 80% fit, 20% held out. */
+const ROWS = 200;
 const NEW_ID = 'svc-alpha-2026-11-22';
 
 describe('decide calibrate (CLI, tiny model)', () => {
@@ -38,7 +66,7 @@ describe('decide calibrate (CLI, tiny model)', () => {
 
   beforeAll(async () => {
     ({ dir, modelsDir } = await tempWorkspace('calibrate'));
-    texts = states(300, 1);
+    texts = states(ROWS, 1);
     const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
     try {
       const raw = await rawLogits(service, MODEL_ID, texts);
@@ -63,15 +91,17 @@ describe('decide calibrate (CLI, tiny model)', () => {
     expect(report.base_model).toBe(MODEL_ID);
     expect(report.model).toBe(NEW_ID);
     expect(report.alias).toEqual({ name: 'svc-alpha', resolves_to: NEW_ID });
-    expect(report.data.rows).toBe(300);
-    expect(report.split).toEqual({ seed: 1, fit_rows: 240, held_out_rows: 60 });
+    expect(report.data.rows).toBe(ROWS);
+    expect(report.split).toEqual({ seed: 1, fit_rows: 0.8 * ROWS, held_out_rows: 0.2 * ROWS });
 
-    // Every type: the temperature-only fit brackets T*, and whatever is kept beats "none" held out.
+    // Every type: the temperature-only fit brackets T* and rules out 1 (the data is informative
+    // enough), and whatever is kept beats "none" held out.
     for (const type of ['choice', 'noul', 'score']) {
       const r = report.types[type];
       const t = r.estimates.temperature_only.temperature;
       expect(t.ci[0], type).toBeLessThanOrEqual(T_STAR);
       expect(t.ci[1], type).toBeGreaterThanOrEqual(T_STAR);
+      expect(t.ci[1], type).toBeLessThan(1);
       expect(r.kept, type).not.toBe('none');
       expect(r.nll.after.value, type).toBeLessThan(r.nll.before.value);
       expect(r.nll.after.value, type).toBeLessThan(r.nll.uniform.value);
@@ -85,7 +115,7 @@ describe('decide calibrate (CLI, tiny model)', () => {
     expect((await stat(path.join(made, 'onnx', 'model.onnx'))).ino).toBe((await stat(path.join(base, 'onnx', 'model.onnx'))).ino);
     const decision = JSON.parse(await readFile(path.join(made, 'decision.json'), 'utf8'));
     const sha = (await import('node:crypto')).createHash('sha256').update(await readFile(dataFile)).digest('hex');
-    expect(decision.calibration.fit).toMatchObject({ base_model: MODEL_ID, data: { sha256: sha, rows: 300 } });
+    expect(decision.calibration.fit).toMatchObject({ base_model: MODEL_ID, data: { sha256: sha, rows: ROWS } });
     expect(decision.calibration.temperature.choice).toBe(report.types.choice.temperature);
     expect(decision.calibration.fit.held_out.choice.ece).toBe(report.types.choice.ece.after.value);
     const baseDecision = await readFile(path.join(base, 'decision.json'), 'utf8').catch(() => '');
@@ -122,7 +152,7 @@ describe('decide calibrate (CLI, tiny model)', () => {
     }
 
     // The same id again is refused: a pinned id never changes.
-    const again = await runCli(['--model', MODEL_ID, '--data', dataFile, '--models-dir', modelsDir, '--as', NEW_ID]);
+    const again = await runCliHere(['--model', MODEL_ID, '--data', dataFile, '--models-dir', modelsDir, '--as', NEW_ID]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/already exists/);
   }, 300_000);
@@ -133,7 +163,7 @@ describe('decide calibrate (CLI, tiny model)', () => {
       const before = await listing();
       const file = path.join(await mkdtemp(path.join(dir, 'bad-')), 'data.jsonl');
       if (lines !== null) await writeFile(file, lines);
-      const res = await runCli(['--data', file, '--models-dir', modelsDir, '--as', 'svc-alpha-2027-01-01', ...args]);
+      const res = await runCliHere(['--data', file, '--models-dir', modelsDir, '--as', 'svc-alpha-2027-01-01', ...args]);
       expect(res.code, res.stderr).toBe(2);
       expect(res.stderr).toMatch(message);
       expect(await listing()).toEqual(before);
