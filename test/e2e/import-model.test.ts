@@ -6,7 +6,7 @@
  * leaves nothing in the models directory.
  */
 import { execFile, spawn } from 'node:child_process';
-import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -128,7 +128,10 @@ describe('decide import-model', () => {
   });
 
   it('relative paths resolve against the working directory; an existing --out is never overwritten', async () => {
-    const res = await decide(['import-model', path.join('hf', 'Qwen3-Tiny'), '--out', path.join('rel-models', 'qwen3-rel-2026-11')], dirs.root);
+    // The small fixture checkpoint (no tokenizer: nothing here needs one), copied under the working directory.
+    const small = path.join(dirs.root, 'hf', 'qwen3-small');
+    await cp(path.join(FIXTURES, 'qwen3'), small, { recursive: true });
+    const res = await decide(['import-model', path.join('hf', 'qwen3-small'), '--out', path.join('rel-models', 'qwen3-rel-2026-11')], dirs.root);
     expect(res.code).toBe(0);
     const out = path.join(dirs.root, 'rel-models', 'qwen3-rel-2026-11');
     expect(res.stdout).toContain(`wrote ${out} `);

@@ -29,7 +29,9 @@ export function randomCheckpoint(cfg: Record<string, unknown>, seed: number, nor
   const out = new Map<string, Tensor>();
   const add = (name: string, shape: number[], std: number, base = 0) => {
     const n = shape.reduce((a, b) => a * b, 1);
-    out.set(name, { shape, data: Float64Array.from({ length: n }, () => Math.fround(base + std * next())) });
+    const data = new Float64Array(n);
+    for (let i = 0; i < n; i++) data[i] = Math.fround(base + std * next());
+    out.set(name, { shape, data });
   };
   add('model.embed_tokens.weight', [vocab, h], 0.5);
   for (let l = 0; l < (cfg.num_hidden_layers as number); l++) {

@@ -9,6 +9,10 @@ export interface Tensor {
   data: Float64Array;
 }
 
+/** One float32 seen as its bits; reused by every conversion (millions per checkpoint) instead of new arrays or buffers each. */
+const f32 = new Float32Array(1);
+const f32Bits = new Uint32Array(f32.buffer);
+
 export function readSafetensors(file: string): Map<string, Tensor> {
   const buf = readFileSync(file);
   const headerLen = Number(buf.readBigUInt64LE(0));
@@ -24,9 +28,8 @@ export function readSafetensors(file: string): Map<string, Tensor> {
     for (let i = 0; i < n; i++) {
       if (t.dtype === 'F32') data[i] = bytes.readFloatLE(i * 4);
       else if (t.dtype === 'BF16') {
-        const tmp = Buffer.alloc(4);
-        tmp.writeUInt16LE(bytes.readUInt16LE(i * 2), 2);
-        data[i] = tmp.readFloatLE(0);
+        f32Bits[0] = bytes.readUInt16LE(i * 2) << 16;
+        data[i] = f32[0]!;
       } else throw new Error(`test reader: dtype ${t.dtype}`);
     }
     out.set(name, { shape: t.shape, data });
@@ -36,15 +39,15 @@ export function readSafetensors(file: string): Map<string, Tensor> {
 
 /** Rounds to bfloat16 (round to nearest even), as torch's .to(torch.bfloat16) does. */
 export function toBf16Bits(v: number): number {
-  const f = new Float32Array([v]);
-  const u = new Uint32Array(f.buffer)[0]!;
+  f32[0] = v;
+  const u = f32Bits[0]!;
   const rounded = u + 0x7fff + ((u >>> 16) & 1);
   return (rounded >>> 16) & 0xffff;
 }
 
 export function bf16Round(v: number): number {
-  const u = new Uint32Array([toBf16Bits(v) << 16]);
-  return new Float32Array(u.buffer)[0]!;
+  f32Bits[0] = toBf16Bits(v) << 16;
+  return f32[0]!;
 }
 
 /** Writes a safetensors file; tensors in the given order, data as F32 or BF16. */
