@@ -56,6 +56,16 @@ Ort::Env& OrtEnvironment() {
   return *g_env;
 }
 
+std::string ProbeSharedLibrary(const std::string& name) {
+  void* handle = dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (handle != nullptr) {
+    dlclose(handle);
+    return "";
+  }
+  const char* why = dlerror();
+  return why != nullptr ? why : "unknown error";
+}
+
 std::string LoadedOrtLibrary() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_library_path;

@@ -21,4 +21,10 @@ Ort::Env& OrtEnvironment();
 // The path of the loaded library ("" before the first load).
 std::string LoadedOrtLibrary();
 
+// Whether the dynamic loader finds and loads the shared library `name` the way a NEEDED entry is
+// found (LD_LIBRARY_PATH, the ld.so cache, the default paths): "" when it does, else the loader's
+// message. Lets the CUDA check name a missing piece (driver, libcudart, cuBLAS) before ONNX Runtime
+// reports a generic provider failure.
+std::string ProbeSharedLibrary(const std::string& name);
+
 }  // namespace decide

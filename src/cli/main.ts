@@ -12,6 +12,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   },
   bench: { summary: 'benchmark the engine against the fresh-scoring baseline', load: () => import('./bench.js') },
   'import-model': { summary: 'convert a Hugging Face checkpoint folder: HF_DIR --out DIR [--dtype fp32|fp16]', load: () => import('./import-model.js') },
+  'setup-cuda': { summary: 'make --provider cuda work: ONNX Runtime for CUDA from the npm registry, and a host check', load: () => import('./setup-cuda.js') },
   'make-model': { summary: 'generate a model directory with random weights: --preset NAME --out DIR', load: () => import('./make-model.js') },
 };
 

@@ -8,6 +8,7 @@ import os from 'node:os';
 import { EngineError, type EngineErrorCode } from '../errors/engine-error.js';
 import { loadNativeModule, resolveOrtLibrary, type NativeCounters, type NativeEngine, type NativeModelInfo } from './native.js';
 import { findGraphFile, readModelConfig, type ModelConfig } from '../models/model-dir.js';
+import { missingCudaPieces } from './cuda-runtime.js';
 import { flatten, type ScoreGroup } from './score-groups.js';
 import { prepareScoringGraph } from './scoring-graph.js';
 
@@ -18,7 +19,7 @@ export type Provider = 'cpu' | 'cuda';
 export interface EngineLoadOptions {
   /** A Hugging Face model directory with an ONNX decoder-with-past export. */
   modelDir: string;
-  /** 'cpu' (default) or 'cuda' (needs a CUDA-enabled ONNX Runtime, see DECIDE_ORT_LIBRARY). */
+  /** 'cpu' (default) or 'cuda' (needs `npx decide setup-cuda` once, or DECIDE_ORT_LIBRARY; see docs/gpu.md). */
   provider?: Provider;
   /** Intra-op threads; default: the number of CPU cores. */
   threads?: number;
@@ -70,6 +71,17 @@ export interface EngineInfo extends NativeModelInfo {
   maxContext: number;
 }
 
+/**
+ * Names every missing CUDA piece (provider library, driver, CUDA 13 libraries) with its fix, before
+ * ONNX Runtime would fail on the first of them with a generic message.
+ */
+function assertCudaReady(ortLibrary: string): void {
+  const missing = missingCudaPieces(ortLibrary, (name) => loadNativeModule().probeLibrary(name));
+  if (missing.length > 0) {
+    throw new EngineError('ERR_PROVIDER_UNAVAILABLE', `the CUDA provider cannot run on this host:\n${missing.map((m) => `  - ${m}`).join('\n')}`);
+  }
+}
+
 function asEngineError(err: unknown, stackFrom: Error): EngineError {
   const e = err as { code?: string; message?: string };
   const wrapped = new EngineError((e?.code as EngineErrorCode) ?? 'ERR_RUNTIME', e?.message ?? String(err));
@@ -98,9 +110,12 @@ export class Engine {
       const config = readModelConfig(options.modelDir);
       const stockGraph = findGraphFile(options.modelDir);
       const maxContext = config.maxPositionEmbeddings;
+      const provider = options.provider ?? 'cpu';
+      const ortLibrary = resolveOrtLibrary(options.ortLibrary, provider);
+      if (provider === 'cuda') assertCudaReady(ortLibrary);
       const loadOptions = {
-        ortLibrary: resolveOrtLibrary(options.ortLibrary),
-        provider: options.provider ?? 'cpu',
+        ortLibrary,
+        provider,
         threads: options.threads ?? os.availableParallelism(),
         deviceId: options.deviceId ?? 0,
         numKvHeads: config.numKvHeads,

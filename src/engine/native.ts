@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { EngineError } from '../errors/engine-error.js';
+import { assembledCoreLibrary, cudaRuntimeDir } from './cuda-runtime.js';
 
 export interface NativeLoadOptions {
   modelPath: string;
@@ -85,6 +86,8 @@ export interface NativeEngine {
 
 interface NativeModule {
   NativeEngine: new () => NativeEngine;
+  /** null when the dynamic loader can load the shared library `name`, else the loader's message. */
+  probeLibrary(name: string): string | null;
 }
 
 const require = createRequire(import.meta.url);
@@ -151,12 +154,23 @@ function ortLibraryDirs(): string[] {
 }
 
 /**
- * The ONNX Runtime shared library to dlopen: DECIDE_ORT_LIBRARY when set (a CUDA-enabled build on
- * GPU hosts), else a CPU build from an installed package (see ortLibraryDirs).
+ * The ONNX Runtime shared library to dlopen: DECIDE_ORT_LIBRARY when set; else the CUDA runtime that
+ * `decide setup-cuda` assembled, when there is one (for CPU engines too: one process holds one ORT
+ * copy, and that core runs both); else a CPU build from an installed package (see ortLibraryDirs).
  */
-export function resolveOrtLibrary(explicit?: string): string {
+export function resolveOrtLibrary(explicit?: string, provider: 'cpu' | 'cuda' = 'cpu'): string {
   const fromEnv = explicit ?? process.env.DECIDE_ORT_LIBRARY;
   if (fromEnv) return path.resolve(fromEnv);
+  const cudaRuntime = assembledCoreLibrary(cudaRuntimeDir(packageRoot));
+  if (cudaRuntime) return cudaRuntime;
+  if (provider === 'cuda') {
+    throw new EngineError(
+      'ERR_PROVIDER_UNAVAILABLE',
+      `no CUDA-capable ONNX Runtime is set up (nothing in ${cudaRuntimeDir(packageRoot)}): run \`npx decide setup-cuda\` ` +
+        '(it takes ONNX Runtime and its CUDA provider from the npm registry), or set DECIDE_ORT_LIBRARY to a CUDA-enabled ' +
+        'libonnxruntime with libonnxruntime_providers_cuda.so beside it',
+    );
+  }
   const dirs = ortLibraryDirs();
   for (const dir of dirs) {
     for (const name of ortLibraryNames()) {
@@ -172,7 +186,7 @@ export function resolveOrtLibrary(explicit?: string): string {
 }
 
 /** The directory holding our package.json: src/engine when run from source, dist/src/engine when built. */
-function findPackageRoot(from: string): string {
+export function findPackageRoot(from: string): string {
   let dir = from;
   while (!existsSync(path.join(dir, 'package.json')) || !existsSync(path.join(dir, 'CMakeLists.txt'))) {
     const parent = path.dirname(dir);

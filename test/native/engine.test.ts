@@ -329,6 +329,6 @@ describe('Engine.load failures', () => {
   });
 
   it('the CUDA provider on a CPU-only runtime says how to install it', async () => {
-    await expectLoadError({ modelDir, provider: 'cuda' }, 'ERR_PROVIDER_UNAVAILABLE', /CUDA.*(install|DECIDE_ORT_LIBRARY)/i);
+    await expectLoadError({ modelDir, provider: 'cuda' }, 'ERR_PROVIDER_UNAVAILABLE', /CUDA.*(install|DECIDE_ORT_LIBRARY|setup-cuda)/is);
   });
 });
