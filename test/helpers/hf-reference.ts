@@ -62,6 +62,57 @@ function linear(x: Float64Array[], w: Tensor, b?: Tensor): Float64Array[] {
   });
 }
 
+/**
+ * Causal softmax attention of every query position over the keys at or before it (and within
+ * `window` positions), scores scaled by head_dim^-0.5, each query head reading key/value head
+ * head / (heads / kvHeads) (repeat_kv). A function of its own over typed arrays: as loops inside
+ * the long forward function, with an array of scores per query, it cost four times the CPU.
+ */
+function attention(
+  q: Float64Array[],
+  k: Float64Array[],
+  v: Float64Array[],
+  shape: { heads: number; kvHeads: number; headDim: number; window: number },
+): Float64Array[] {
+  const { heads, kvHeads, headDim: hd, window } = shape;
+  const S = q.length;
+  const ctx = Array.from({ length: S }, () => new Float64Array(heads * hd));
+  const group = heads / kvHeads;
+  const scale = 1 / Math.sqrt(hd);
+  const scores = new Float64Array(S);
+  for (let hh = 0; hh < heads; hh++) {
+    const qo = hh * hd;
+    const kvo = Math.floor(hh / group) * hd;
+    for (let i = 0; i < S; i++) {
+      const qi = q[i]!;
+      let m = -Infinity;
+      for (let j = 0; j <= i; j++) {
+        let d = -Infinity;
+        if (i - j < window) {
+          const kj = k[j]!;
+          d = 0;
+          for (let e = 0; e < hd; e++) d += qi[qo + e]! * kj[kvo + e]!;
+          d *= scale;
+        }
+        scores[j] = d;
+        if (d > m) m = d;
+      }
+      let z = 0;
+      for (let j = 0; j <= i; j++) {
+        scores[j] = Math.exp(scores[j]! - m);
+        z += scores[j]!;
+      }
+      const out = ctx[i]!;
+      for (let j = 0; j <= i; j++) {
+        const wgt = scores[j]! / z;
+        const vj = v[j]!;
+        for (let e = 0; e < hd; e++) out[qo + e] += wgt * vj[kvo + e]!;
+      }
+    }
+  }
+  return ctx;
+}
+
 function rmsNorm(x: Float64Array, w: Tensor, eps: number, gemma: boolean, offset = 0, len = x.length): void {
   let ss = 0;
   for (let i = 0; i < len; i++) ss += x[offset + i]! ** 2;
@@ -140,30 +191,7 @@ export function referenceForward(cfg: Config, tensors: Map<string, Tensor>, ids:
       for (let hh = 0; hh < nh; hh++) rope(q[s]!, hh, s);
       for (let hh = 0; hh < kvh; hh++) rope(k[s]!, hh, s);
     }
-    const ctx = Array.from({ length: S }, () => new Float64Array(nh * hd));
-    const group = nh / kvh;
-    for (let hh = 0; hh < nh; hh++) {
-      const kv = Math.floor(hh / group);
-      for (let i = 0; i < S; i++) {
-        const scores: number[] = [];
-        for (let j = 0; j <= i; j++) {
-          if (i - j >= window) {
-            scores.push(-Infinity);
-            continue;
-          }
-          let d = 0;
-          for (let e = 0; e < hd; e++) d += q[i]![hh * hd + e]! * k[j]![kv * hd + e]!;
-          scores.push(d / Math.sqrt(hd));
-        }
-        const m = Math.max(...scores);
-        const ex = scores.map((sc) => Math.exp(sc - m));
-        const z = ex.reduce((a, b) => a + b, 0);
-        for (let j = 0; j <= i; j++) {
-          const wgt = ex[j]! / z;
-          for (let e = 0; e < hd; e++) ctx[i]![hh * hd + e] += wgt * v[j]![kv * hd + e]!;
-        }
-      }
-    }
+    const ctx = attention(q, k, v, { heads: nh, kvHeads: kvh, headDim: hd, window });
     const attnOut = linear(ctx, get(`${p}.self_attn.o_proj.weight`), maybe(`${p}.self_attn.o_proj.bias`));
     x = x.map((r, s) => r.map((val, i) => val + attnOut[s]![i]!));
     const normed2 = x.map((r) => {
