@@ -11,11 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine/engine.js';
 import { makeModel } from '../../src/models/builder/make-model.js';
 import { GRAPH_CANDIDATES } from '../../src/models/model-dir.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
 
 const GROUP = { prefix: Int32Array.of(5, 9, 17, 33), suffixes: [{ tokens: Int32Array.of(40, 41), labels: Int32Array.of(1, 2, 3, 4) }] };
 
 let scratch: string;
-/** Builder output with inline weights and with onnx/model.onnx_data. */
+/** Builder output with inline weights (the shared tiny model) and with onnx/model.onnx_data. */
 const sources: Record<'inline' | 'external', string> = { inline: '', external: '' };
 const expected: Partial<Record<'inline' | 'external', Float32Array>> = {};
 
@@ -31,11 +32,10 @@ async function scoreOnce(modelDir: string): Promise<{ graphFile: string; logits:
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'export-layouts-'));
-  for (const kind of ['inline', 'external'] as const) {
-    sources[kind] = path.join(scratch, `built-${kind}`);
-    await makeModel({ preset: 'tiny', outDir: sources[kind], seed: 3, externalData: kind === 'external' });
-    expected[kind] = (await scoreOnce(sources[kind])).logits;
-  }
+  sources.inline = await tinyModelDir();
+  sources.external = path.join(scratch, 'built-external');
+  await makeModel({ preset: 'tiny', outDir: sources.external, seed: 3, externalData: true });
+  for (const kind of ['inline', 'external'] as const) expected[kind] = (await scoreOnce(sources[kind])).logits;
 }, 120_000);
 
 afterAll(async () => {
