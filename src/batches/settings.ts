@@ -62,6 +62,18 @@ function positiveInteger(name: string, value: number): number {
 }
 
 /**
+ * The chunk size from DECIDE_BATCH_CHUNK_RECORDS / DECIDE_BATCH_CHUNK_BYTES, else the defaults: read
+ * by the server's jobs and by `decide batch` alike.
+ */
+export function chunkOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): ChunkOptions {
+  return {
+    chunkRecords: envNumber(env, 'DECIDE_BATCH_CHUNK_RECORDS', DEFAULT_CHUNK_OPTIONS.chunkRecords),
+    chunkBytes: envNumber(env, 'DECIDE_BATCH_CHUNK_BYTES', DEFAULT_CHUNK_OPTIONS.chunkBytes),
+    pipelineDepth: DEFAULT_CHUNK_OPTIONS.pipelineDepth,
+  };
+}
+
+/**
  * Resolves every batch setting.
  * @example
  * const settings = resolveBatchSettings({ retentionMs: 3600_000 }); // the rest from DECIDE_BATCH_* or defaults
@@ -77,12 +89,7 @@ export function resolveBatchSettings(options: BatchSettingsOptions = {}): BatchS
     sweepIntervalMs:
       options.sweepIntervalMs ?? envNumber(env, 'DECIDE_BATCH_SWEEP_SECONDS', DEFAULT_SWEEP_INTERVAL_MS / 1000, { integer: false, min: 0.01 }) * 1000,
     concurrency: positiveInteger('concurrency', options.concurrency ?? envNumber(env, 'DECIDE_BATCH_CONCURRENCY', DEFAULT_CONCURRENCY)),
-    chunk: {
-      chunkRecords: envNumber(env, 'DECIDE_BATCH_CHUNK_RECORDS', DEFAULT_CHUNK_OPTIONS.chunkRecords),
-      chunkBytes: envNumber(env, 'DECIDE_BATCH_CHUNK_BYTES', DEFAULT_CHUNK_OPTIONS.chunkBytes),
-      pipelineDepth: DEFAULT_CHUNK_OPTIONS.pipelineDepth,
-      ...options.chunk,
-    },
+    chunk: { ...chunkOptionsFromEnv(env), ...options.chunk },
     validation: options.validation,
   };
 }

@@ -22,6 +22,7 @@ import { ApiError, describeError } from '../api/errors.js';
 import { parseFormQuestions } from '../batches/query.js';
 import { RecordCounter } from '../batches/records.js';
 import { runBatch } from '../batches/runner.js';
+import { chunkOptionsFromEnv } from '../batches/settings.js';
 import type { JobProgress } from '../batches/store/sqlite-jobs.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand, threadsArg } from './args.js';
@@ -43,6 +44,10 @@ options:
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
 kept in <out>.state.json, which is removed when the run completes. An existing --out with no
 unfinished run is overwritten only after a yes on a terminal, or with --force.
+
+environment:
+  DECIDE_BATCH_CHUNK_RECORDS, DECIDE_BATCH_CHUNK_BYTES  rows written and committed together
+                     (default 128 records, 65536 input bytes): a run resumes after its last whole chunk
 `;
 
 const OPTIONS = {
@@ -180,6 +185,12 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length !== 1 || !values.model || !values.out) return commandError('batch', `give one INPUT file, --model and --out\n\n${HELP}`);
   const threads = threadsArg(values.threads);
   if (typeof threads === 'string') return commandError('batch', threads);
+  let chunking;
+  try {
+    chunking = chunkOptionsFromEnv();
+  } catch (err) {
+    return commandError('batch', (err as Error).message);
+  }
 
   const inputPath = path.resolve(positionals[0]!);
   const outPath = path.resolve(values.out);
@@ -229,12 +240,12 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('batch', `cannot open the models: ${(err as Error).message}`, 1);
   }
   try {
+    const modelFailure = (err: unknown) => commandError('batch', describeError(err), err instanceof ApiError && err.code === 'not_found' ? 2 : 1);
     let model: string;
     try {
       model = service.resolveModel(values.model);
-      await service.runtime(model);
     } catch (err) {
-      return commandError('batch', describeError(err), err instanceof ApiError && err.code === 'not_found' ? 2 : 1);
+      return modelFailure(err);
     }
 
     const questionsSha256 = questionsText === null ? null : createHash('sha256').update(questionsText).digest('hex');
@@ -245,15 +256,22 @@ export async function run(argv: string[]): Promise<number> {
     } catch (err) {
       return commandError('batch', (err as Error).message);
     }
+    if (previous && (previous.inputSha256 !== input.sha256 || previous.model !== model || previous.questionsSha256 !== questionsSha256)) {
+      const what =
+        previous.inputSha256 !== input.sha256 ? 'a different input' : previous.model !== model ? `a different model (${previous.model})` : 'different questions';
+      return commandError(
+        'batch',
+        `${statePath} belongs to an unfinished run with ${what}; ` +
+          `run that command again to finish it, or delete ${statePath} to start this one over ${values.out}`,
+      );
+    }
+    // Loaded once the run is known to go ahead: a refusal above costs no model load.
+    try {
+      await service.runtime(model);
+    } catch (err) {
+      return modelFailure(err);
+    }
     if (previous) {
-      if (previous.inputSha256 !== input.sha256 || previous.model !== model || previous.questionsSha256 !== questionsSha256) {
-        const what =
-          previous.inputSha256 !== input.sha256 ? 'a different input' : previous.model !== model ? `a different model (${previous.model})` : 'different questions';
-        return commandError('batch', 
-          `${statePath} belongs to an unfinished run with ${what}; ` +
-            `run that command again to finish it, or delete ${statePath} to start this one over ${values.out}`,
-        );
-      }
       state = previous;
       process.stderr.write(`decide batch: resuming at row ${state.progress.completed + state.progress.failed} of ${state.total}\n`);
     } else {
@@ -276,6 +294,7 @@ export async function run(argv: string[]): Promise<number> {
     const started = Date.now();
     reporter.update(startRows, true);
     const result = await runBatch({
+      ...chunking,
       scorer: service,
       model,
       requestedModel: values.model,
