@@ -38,22 +38,22 @@ interface TokenizerConfig {
  */
 export async function writeTokenizerFiles(dir: string, vocabSize: number): Promise<void> {
   const src = tokenizerSourceDir();
-  const tokenizer = JSON.parse(await readFile(path.join(src, 'tokenizer.json'), 'utf8')) as TokenizerJson;
-  if (tokenIdLimit(tokenizer) <= vocabSize) {
+  const config = JSON.parse(await readFile(path.join(src, 'tokenizer_config.json'), 'utf8')) as TokenizerConfig;
+  if (tokenIdLimit(config) <= vocabSize) {
     for (const file of TOKENIZER_FILES) await copyFile(path.join(src, file), path.join(dir, file));
     return;
   }
-  const config = JSON.parse(await readFile(path.join(src, 'tokenizer_config.json'), 'utf8')) as TokenizerConfig;
+  const tokenizer = JSON.parse(await readFile(path.join(src, 'tokenizer.json'), 'utf8')) as TokenizerJson;
   const cut = cutTokenizer(tokenizer, config, vocabSize);
   await writeFile(path.join(dir, 'tokenizer.json'), JSON.stringify(cut.tokenizer));
   await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(cut.config, null, 2));
 }
 
-function tokenIdLimit(tokenizer: TokenizerJson): number {
-  let max = -1;
-  for (const id of Object.values(tokenizer.model.vocab)) max = Math.max(max, id);
-  for (const t of tokenizer.added_tokens) max = Math.max(max, t.id);
-  return max + 1;
+/** One past the highest id: Qwen3 numbers its special tokens after the BPE vocabulary, so the 9 KB config tells without the 11 MB tokenizer.json. */
+function tokenIdLimit(config: TokenizerConfig): number {
+  const ids = Object.keys(config.added_tokens_decoder ?? {}).map(Number);
+  if (ids.length === 0) throw new Error('tokenizer_config.json has no added_tokens_decoder');
+  return Math.max(...ids) + 1;
 }
 
 /**
