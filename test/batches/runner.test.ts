@@ -19,8 +19,9 @@ let workDir: string;
 let svc: DecisionService;
 let inputPath: string;
 let reference: ResultRow[];
-/** Chunks (commits) of a whole run. */
+/** Chunks (commits) and decideRecords calls of a whole run. */
 let chunks: number;
+let scoreCalls: number;
 /** The good records before the mixed ones. */
 const firstLines = goodLines(12, 3, 'p');
 const ZERO: JobProgress = { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0 };
@@ -38,7 +39,9 @@ beforeAll(async () => {
   await writeFile(inputPath, `${[...firstLines, ...mixed, ...goodLines(12, 4, 'q')].join('\n')}\n`);
   const out = path.join(workDir, 'reference.jsonl');
   chunks = 0;
-  const result = await runBatch(options(out, { commit: () => void chunks++ }));
+  scoreCalls = 0;
+  const counting: RecordScorer = { decideRecords: (...args) => (scoreCalls++, svc.decideRecords(...args)) };
+  const result = await runBatch(options(out, { scorer: counting, commit: () => void chunks++ }));
   expect(result.finished).toBe(true);
   expect(chunks).toBeGreaterThanOrEqual(6);
   reference = parseRows(await readFile(out, 'utf8'));
@@ -100,17 +103,33 @@ describe('runBatch crash safety', () => {
 
 describe('runBatch ordering and failures', () => {
   it('writes rows in input order even when later chunks are scored first', async () => {
-    let call = 0;
+    // Call 2j answers only after call 2j+1 has answered (where there is one): every pair completes
+    // in the reverse of its submission order. With 3 chunks in flight, call 2j+1 is always submitted
+    // before the runner waits for call 2j.
+    const answered: Array<{ promise: Promise<void>; resolve: () => void }> = [];
+    const gate = (i: number) => {
+      if (!answered[i]) {
+        let resolve!: () => void;
+        const promise = new Promise<void>((r) => (resolve = r));
+        answered[i] = { promise, resolve };
+      }
+      return answered[i];
+    };
+    const completion: number[] = [];
+    let calls = 0;
     const scorer: RecordScorer = {
       async decideRecords(model, requests, priority) {
-        const mine = call++;
-        // Earlier calls take longer: completion order is the reverse of submission order.
-        await new Promise((r) => setTimeout(r, mine % 2 === 0 ? 40 : 0));
-        return svc.decideRecords(model, requests, priority);
+        const mine = calls++;
+        const outcomes = await svc.decideRecords(model, requests, priority);
+        if (mine % 2 === 0 && mine + 1 < scoreCalls) await gate(mine + 1).promise;
+        completion.push(mine);
+        gate(mine).resolve();
+        return outcomes;
       },
     };
     const out = path.join(workDir, 'order.jsonl');
     await runBatch(options(out, { scorer, pipelineDepth: 3 }));
+    expect(completion.slice(0, 4)).toEqual([1, 0, 3, 2]);
     expectSameRows(parseRows(await readFile(out, 'utf8')));
   });
 
