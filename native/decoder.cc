@@ -82,16 +82,19 @@ Decoder::Decoder(const DecoderOptions& options) {
       std::unique_ptr<OrtCUDAProviderOptionsV2, decltype(Ort::GetApi().ReleaseCUDAProviderOptions)>
           holder(cuda_options, Ort::GetApi().ReleaseCUDAProviderOptions);
       std::string device_id = std::to_string(options.device_id);
-      const char* keys[] = {"device_id"};
-      const char* values[] = {device_id.c_str()};
-      Ort::ThrowOnError(Ort::GetApi().UpdateCUDAProviderOptions(cuda_options, keys, values, 1));
+      // TF32 off: the provider's default runs fp32 MatMuls in TF32 (10-bit mantissa), which put
+      // fp32 logits 8e-3 away from the CPU's. An fp32 graph must answer like the fp32 CPU engine;
+      // fp16/bf16 graphs are not affected.
+      const char* keys[] = {"device_id", "use_tf32"};
+      const char* values[] = {device_id.c_str(), "0"};
+      Ort::ThrowOnError(Ort::GetApi().UpdateCUDAProviderOptions(cuda_options, keys, values, 2));
       session_options.AppendExecutionProvider_CUDA_V2(*cuda_options);
     } catch (const Ort::Exception& e) {
       throw EngineError(kErrProviderUnavailable,
                         std::string("the CUDA execution provider cannot be loaded: ") + e.what() +
-                            ". Install a CUDA-enabled ONNX Runtime (libonnxruntime.so with "
-                            "libonnxruntime_providers_cuda.so beside it, matching CUDA and cuDNN) and "
-                            "point DECIDE_ORT_LIBRARY at it; see README 'GPU hosts'");
+                            ". Run `npx decide setup-cuda` (it checks the host and names what is "
+                            "missing), or point DECIDE_ORT_LIBRARY at a CUDA-enabled ONNX Runtime with "
+                            "libonnxruntime_providers_cuda.so beside it; see README 'GPU hosts'");
     }
   } else if (options.provider != "cpu") {
     throw EngineError(kErrInput, "unknown provider '" + options.provider + "' (use cpu or cuda)");
