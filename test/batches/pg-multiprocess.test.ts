@@ -100,13 +100,17 @@ async function worker(): Promise<Omit<ServerProcess, 'url'>> {
   return w;
 }
 
+/** Chunks of batch `id` that the queue has not completed: queued, taken, or to be retried. */
+async function openChunks(id: string): Promise<number> {
+  const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM decide_queue.job WHERE singleton_key LIKE $1 AND state <> 'completed'`, [`${id}:%`]);
+  return Number(rows[0]!.n);
+}
+
 /** Resolves once every chunk of batch `id` is done in the queue: no worker can commit to it any more. */
 async function chunksSettled(id: string): Promise<void> {
   const until = Date.now() + 60_000;
-  for (;;) {
-    const open = await db.query<{ n: string }>(`SELECT count(*) AS n FROM decide_queue.job WHERE singleton_key LIKE $1 AND state <> 'completed'`, [`${id}:%`]);
-    if (open.rows[0]!.n === '0') return;
-    if (Date.now() > until) throw new Error(`batch ${id}: ${open.rows[0]!.n} chunks still open`);
+  for (let open = await openChunks(id); open > 0; open = await openChunks(id)) {
+    if (Date.now() > until) throw new Error(`batch ${id}: ${open} chunks still open`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -130,8 +134,7 @@ describe('API host and workers on one Postgres', () => {
       await new Promise((r) => setTimeout(r, 20));
     }
     await Promise.all([w1.kill(), hostA.kill()]);
-    const open = await db.query<{ n: string }>(`SELECT count(*) AS n FROM decide_queue.job WHERE singleton_key LIKE $1 AND state <> 'completed'`, [`${id}:%`]);
-    expect(Number(open.rows[0]!.n), 'the job was still running when its worker was killed').toBeGreaterThan(0);
+    expect(await openChunks(id), 'the job was still running when its worker was killed').toBeGreaterThan(0);
 
     const hostB = await apiHost('host-b');
     const b = client(hostB.url, KEY);
