@@ -56,7 +56,7 @@ function shortLines(n: number, prefix: string): string[] {
 
 /** `decide batch` in one process: the reference the multi-process run must equal. */
 async function referenceRun(input: string, out: string): Promise<void> {
-  const proc = spawn(process.execPath, [await decideBin(), 'batch', input, '--model', 'svc-alpha', '--out', out, '--models-dir', modelsDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [await decideBin(), 'batch', input, '--model', 'svc-alpha', '--out', out, '--models-dir', modelsDir, '--threads', '1'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   proc.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const code = await new Promise<number | null>((resolve, reject) => proc.once('error', reject).once('exit', resolve));
@@ -89,7 +89,7 @@ afterAll(async () => {
 const env = () => ({ DECIDE_DATABASE_URL: url, DECIDE_API_KEYS: KEY, DECIDE_BATCH_LEASE_SECONDS: '10', DECIDE_BATCH_CHUNK_RECORDS: String(CHUNK_RECORDS) });
 
 async function apiHost(name: string): Promise<ServerProcess> {
-  const host = await startServer({ dataDir: path.join(workDir, name), modelsDir, env: env(), args: ['--no-worker'] });
+  const host = await startServer({ dataDir: path.join(workDir, name), modelsDir, env: env(), args: ['--no-worker', '--threads', '1'] });
   processes.push(host);
   return host;
 }

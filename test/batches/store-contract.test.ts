@@ -26,7 +26,8 @@ let dbCount = 0;
 
 beforeAll(async () => {
   ({ dir: workDir, modelsDir } = await tempWorkspace('batch-store'));
-  svc = await DecisionService.open({ modelsDir, preload: [MODEL_ID] });
+  // One thread: a tiny model's passes are too small for a thread pool to pay off (its workers spin between ops).
+  svc = await DecisionService.open({ modelsDir, preload: [MODEL_ID], threads: 1 });
   postgres = await startPostgres();
 }, 120_000);
 

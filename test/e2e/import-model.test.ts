@@ -81,7 +81,7 @@ describe('decide import-model', () => {
     expect(decision.import).toMatchObject({ family: 'qwen3', sourceDtypes: ['BF16'], dtype: 'fp32', tokenizer: true, tiedEmbeddings: true });
     expect(decision.calibration.temperature).toEqual({ noul: 1, choice: 1, score: 1 });
 
-    const server = await startServe({ args: ['--models-dir', dirs.modelsDir, '--data-dir', dirs.dataDir], env: { DECIDE_API_KEYS: TEST_KEY } });
+    const server = await startServe({ args: ['--models-dir', dirs.modelsDir, '--data-dir', dirs.dataDir, '--threads', '1'], env: { DECIDE_API_KEYS: TEST_KEY } });
     try {
       const r = await postDecide(server.url, TEST_KEY, decideBody({ ticket: 'My card was charged twice.' }, MIXED_QUESTIONS, 'qwen3-tiny'));
       expect(r.status).toBe(200);
