@@ -37,7 +37,7 @@ options:
   --out FILE         where the result rows go                                   (required)
   --questions FILE   JSON questions for records without their own
   --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models)
-  --threads N        CPU threads per forward pass (default: all cores)
+  --threads N        CPU threads per forward pass (default: DECIDE_THREADS, else all cores)
   --force            overwrite an existing --out without asking
   -h, --help         this text
 

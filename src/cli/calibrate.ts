@@ -24,7 +24,7 @@ options:
   --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models)
   --report DIR       write reliability diagrams (SVG), index.html and report.json there
   --seed N           seed of the split and of the bootstrap (default 1)
-  --threads N        CPU threads per forward pass (default: all cores)
+  --threads N        CPU threads per forward pass (default: DECIDE_THREADS, else all cores)
   --json             print the whole report as one JSON object
   -h, --help         this text
 `;

@@ -19,7 +19,7 @@ options:
   --host HOST       address to bind (default 127.0.0.1; 0.0.0.0 for every interface)
   --data-dir DIR    service state: generated API key, batch jobs (env DECIDE_DATA_DIR; default ./data)
   --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models)
-  --threads N       CPU threads per forward pass (default: all cores)
+  --threads N       CPU threads per forward pass (default: DECIDE_THREADS, else all cores)
   --provider P      cpu or cuda (default cpu)
   --log-level L     fatal, error, warn, info, debug, trace or silent (default info)
   --no-worker       serve only: this process works on no batch chunk (needs DECIDE_DATABASE_URL;

@@ -22,7 +22,7 @@ Works on the batch chunks of the Postgres batch store; serves no HTTP.
 options:
   --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models); every model a
                     batch names must be installed here too
-  --threads N       CPU threads per forward pass (default: all cores)
+  --threads N       CPU threads per forward pass (default: DECIDE_THREADS, else all cores)
   --provider P      cpu or cuda (default cpu)
   -h, --help        this text
 

@@ -21,7 +21,7 @@ export interface EngineLoadOptions {
   modelDir: string;
   /** 'cpu' (default) or 'cuda' (needs `npx decide setup-cuda` once, or DECIDE_ORT_LIBRARY; see docs/gpu.md). */
   provider?: Provider;
-  /** Intra-op threads; default: the number of CPU cores. */
+  /** Intra-op threads; default DECIDE_THREADS, else the number of CPU cores. */
   threads?: number;
   /** Bytes of prefix KV kept across calls (LRU); default 1 GiB. */
   prefixCacheBytes?: number;
@@ -72,6 +72,20 @@ export interface EngineInfo extends NativeModelInfo {
 }
 
 /**
+ * Threads per forward pass when the caller names none: DECIDE_THREADS (for hosts that run several
+ * engine processes side by side, which would otherwise each spin a thread per core), else every core.
+ */
+function defaultThreads(): number {
+  const value = process.env.DECIDE_THREADS;
+  if (value === undefined || value.trim() === '') return os.availableParallelism();
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || n < 1 || n > 1024) {
+    throw new EngineError('ERR_INPUT', `DECIDE_THREADS must be an integer from 1 to 1024, got '${value}'`);
+  }
+  return n;
+}
+
+/**
  * Names every missing CUDA piece (provider library, driver, CUDA 13 libraries) with its fix, before
  * ONNX Runtime would fail on the first of them with a generic message.
  */
@@ -116,7 +130,7 @@ export class Engine {
       const loadOptions = {
         ortLibrary,
         provider,
-        threads: options.threads ?? os.availableParallelism(),
+        threads: options.threads ?? defaultThreads(),
         deviceId: options.deviceId ?? 0,
         numKvHeads: config.numKvHeads,
         headDim: config.headDim,
