@@ -1,9 +1,10 @@
 /**
  * A reference-only copy of a builder-made graph whose LM head reads the last position alone:
  * a Slice of the final hidden states to [batch, 1, hidden] before the LM head MatMul. A stock
- * full-sequence forward computes logits for every position over the whole vocabulary (151,936
- * floats a token) and the reference keeps one row of them; this copy computes that one row, so
- * comparing hundreds of long sequences with the engine costs the transformer body only.
+ * full-sequence forward computes logits for every position over the whole vocabulary (a vocabulary
+ * row per token: 151,936 floats for a Qwen3-sized head) and the reference keeps one row of them;
+ * this copy computes that one row, so comparing dozens of sequences of up to 340 tokens with the
+ * engine costs the transformer body only.
  *
  * Still independent of the engine: its own graph edit here, run through the onnxruntime-node JS API
  * with a full sequence and an empty past. Each copy is checked once, when built, against the stock
