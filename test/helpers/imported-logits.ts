@@ -23,7 +23,7 @@ export async function engineLastLogits(
   vocabSize: number,
 ): Promise<Array<Array<{ split: number; logits: Float32Array }>>> {
   const allIds = Int32Array.from({ length: vocabSize }, (_, i) => i);
-  const engine = await Engine.load({ modelDir, threads: 2 });
+  const engine = await Engine.load({ modelDir });
   try {
     expect(engine.info.graphFile.endsWith('model.decide-gather.onnx')).toBe(true);
     const groups = sequences.flatMap((ids, s) =>

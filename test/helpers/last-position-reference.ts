@@ -15,7 +15,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { LM_HEAD_NODE } from '../../src/models/builder/decoder-graph.js';
 import { int64Tensor, makeNode, onnx } from '../../src/models/builder/onnx-writer.js';
-import { asFloat32, emptyPast, oncePerModelDir, referenceLastLogits, referenceModel, type ReferenceModel } from './reference.js';
+import { asFloat32, emptyPast, oncePerModelDir, REFERENCE_SESSION_OPTIONS, referenceLastLogits, referenceModel, type ReferenceModel } from './reference.js';
 
 /** An end past any sequence length: ONNX Slice clamps it to the end. */
 const TO_END = Number.MAX_SAFE_INTEGER;
@@ -54,7 +54,7 @@ function lastPositionSession(modelDir: string): Promise<ort.InferenceSession> {
 async function buildChecked(modelDir: string): Promise<ort.InferenceSession> {
   const model = await referenceModel(modelDir);
   const bytes = await readFile(path.join(modelDir, 'onnx', 'model.onnx'));
-  const session = await ort.InferenceSession.create(sliceBeforeLmHead(bytes));
+  const session = await ort.InferenceSession.create(sliceBeforeLmHead(bytes), REFERENCE_SESSION_OPTIONS);
   const probe = Int32Array.from({ length: 9 }, (_, i) => (i * 7919 + 11) % model.vocabSize);
   const sliced = await run(session, model, probe);
   const stock = await referenceLastLogits(modelDir, probe);

@@ -18,6 +18,12 @@ export interface ReferenceModel {
   floatType: 'float32' | 'float16';
 }
 
+/**
+ * One ONNX Runtime thread: two test files run at once on two cores, and a second intra-op thread
+ * spins against them (the engines follow DECIDE_THREADS=1 from vitest.config.ts for the same reason).
+ */
+export const REFERENCE_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = { intraOpNumThreads: 1 };
+
 const sessions = new Map<string, Promise<ReferenceModel>>();
 
 /** The cached session of a model directory (one per directory per process). */
@@ -39,7 +45,7 @@ export function oncePerModelDir<T>(cache: Map<string, Promise<T>>, modelDir: str
 
 async function loadReferenceModel(dir: string): Promise<ReferenceModel> {
   const config = JSON.parse(await readFile(path.join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
-  const session = await ort.InferenceSession.create(path.join(dir, 'onnx', 'model.onnx'));
+  const session = await ort.InferenceSession.create(path.join(dir, 'onnx', 'model.onnx'), REFERENCE_SESSION_OPTIONS);
   const past = session.inputMetadata.find((m) => m.name === 'past_key_values.0.key');
   const floatType = past !== undefined && past.isTensor && past.type === 'float16' ? 'float16' : 'float32';
   return {

@@ -79,7 +79,7 @@ describe('Engine on the tiny model', () => {
 
   beforeAll(async () => {
     modelDir = await tinyModelDir();
-    engine = await Engine.load({ modelDir, threads: 2 });
+    engine = await Engine.load({ modelDir });
   });
   afterAll(() => engine?.close());
 
@@ -157,7 +157,7 @@ describe('Engine on the tiny model', () => {
 
   it('a cache bounded to about one prefix evicts the older one and counts the eviction', async () => {
     const perToken = engine.info.kvBytesPerToken;
-    const small = await Engine.load({ modelDir, threads: 2, prefixCacheBytes: perToken * 150 });
+    const small = await Engine.load({ modelDir, prefixCacheBytes: perToken * 150 });
     try {
       const next = rng(71);
       const question = { tokens: randomIds(next, 8), labels: randomIds(next, 3) };
@@ -176,7 +176,7 @@ describe('Engine on the tiny model', () => {
   });
 
   it('with pass splitting off, uses one prefix pass and one suffix pass per call within the token budget', async () => {
-    const onePass = await Engine.load({ modelDir, threads: 2, passOverheadTokens: Infinity });
+    const onePass = await Engine.load({ modelDir, passOverheadTokens: Infinity });
     try {
       const groups = randomGroups(51, 3).map((g) => ({ ...g, prefix: g.prefix.slice(0, 50) }));
       await onePass.score(groups);
@@ -189,7 +189,7 @@ describe('Engine on the tiny model', () => {
   });
 
   it('splitting passes to avoid padding computes less padding and gives the same logits', async () => {
-    const onePass = await Engine.load({ modelDir, threads: 2, passOverheadTokens: Infinity });
+    const onePass = await Engine.load({ modelDir, passOverheadTokens: Infinity });
     try {
       const groups = randomGroups(52, 6);
       engine.clearPrefixCache();
@@ -206,7 +206,7 @@ describe('Engine on the tiny model', () => {
   });
 
   it('a small token budget splits passes without changing results', async () => {
-    const small = await Engine.load({ modelDir, threads: 2, tokenBudget: 40, passOverheadTokens: Infinity });
+    const small = await Engine.load({ modelDir, tokenBudget: 40, passOverheadTokens: Infinity });
     try {
       const groups = randomGroups(61, 4);
       engine.clearPrefixCache();
@@ -220,7 +220,7 @@ describe('Engine on the tiny model', () => {
   });
 
   it('the stock graph (no LM-head rewrite) gives the same logits as the rewritten one', async () => {
-    const stock = await Engine.load({ modelDir, threads: 2, gatherLogits: false });
+    const stock = await Engine.load({ modelDir, gatherLogits: false });
     try {
       expect(stock.info.hasLogitsIndex).toBe(false);
       const groups = randomGroups(71, 2);

@@ -95,7 +95,7 @@ describe.each(['qwen3', 'qwen2', 'llama3'])('the %s fixture (made by transformer
 
   it('every position, not only the last: the argmax at each position and the sampled logits match transformers', async () => {
     const imported = await importFixture(family);
-    const engine = await Engine.load({ modelDir: imported.dir, threads: 2 });
+    const engine = await Engine.load({ modelDir: imported.dir });
     try {
       for (const c of cases(family)) {
         const ids = c.input_ids;
