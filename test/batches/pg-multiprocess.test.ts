@@ -71,8 +71,10 @@ beforeAll(async () => {
   const input = path.join(workDir, 'input.jsonl');
   await writeFile(input, fileText);
   const out = path.join(workDir, 'reference.jsonl');
-  // The reference run and the Postgres start overlap: neither waits on the other.
-  [postgres] = await Promise.all([startPostgres(), referenceRun(input, out)]);
+  // The reference run and the Postgres start overlap; both settle before anything fails, so that
+  // afterAll stops a server that started.
+  const started = await Promise.allSettled([startPostgres().then((p) => (postgres = p)), referenceRun(input, out)]);
+  for (const s of started) if (s.status === 'rejected') throw s.reason;
   reference = parseRows(await readFile(out, 'utf8'));
   url = await postgres.database('multiprocess');
   db = new pg.Client({ connectionString: url });

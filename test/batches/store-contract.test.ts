@@ -27,8 +27,12 @@ let dbCount = 0;
 beforeAll(async () => {
   ({ dir: workDir, modelsDir } = await tempWorkspace('batch-store'));
   // One thread: a tiny model's passes are too small for a thread pool to pay off (its workers spin between ops).
-  svc = await DecisionService.open({ modelsDir, preload: [MODEL_ID], threads: 1 });
-  postgres = await startPostgres();
+  // The model loads while Postgres starts; both settle before anything fails, so that afterAll closes what opened.
+  const opened = await Promise.allSettled([
+    DecisionService.open({ modelsDir, preload: [MODEL_ID], threads: 1 }).then((s) => (svc = s)),
+    startPostgres().then((p) => (postgres = p)),
+  ]);
+  for (const o of opened) if (o.status === 'rejected') throw o.reason;
 }, 120_000);
 
 afterAll(async () => {
