@@ -9,6 +9,7 @@
  * one position per row in both systems and the measured speedup is prefix reuse and batching alone.
  */
 import * as ort from 'onnxruntime-node';
+import { float16ToFloat32 } from '../src/models/builder/index.js';
 
 export interface BaselineOptions {
   graphFile: string;
@@ -132,11 +133,15 @@ export class FreshBaseline {
     const result = await this.session.run(feeds, ['logits']);
     const logits = result.logits!;
     const positionsPerRow = logits.dims[1]!;
-    const data = logits.data as Float32Array | Uint16Array;
-    if (logits.type !== 'float32') throw new Error(`baseline: logits are ${logits.type}; the benchmark compares fp32 logits`);
+    // An fp16 graph returns fp16 logits: widened once, then read like fp32 ones.
+    const data =
+      logits.type === 'float32' ? (logits.data as Float32Array)
+      : logits.type === 'float16' ? float16ToFloat32(logits.data as Uint16Array)
+      : undefined;
+    if (data === undefined) throw new Error(`baseline: logits are ${logits.type}; expected float32 or float16`);
     return (row, position, id) => {
       const p = this.gathered ? 0 : position;
-      return (data as Float32Array)[(row * positionsPerRow + p) * vocabSize + id]!;
+      return data[(row * positionsPerRow + p) * vocabSize + id]!;
     };
   }
 

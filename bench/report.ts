@@ -78,7 +78,19 @@ export interface WorkloadResult {
   decisionsPerSecond: number;
   engine: SystemResult & { counters: EngineCountersSummary };
   baseline: SystemResult & { stats: BaselineStats };
-  check: { rows: number; maxAbsLogitDiff: number; maxAbsProbDiff: number; tolerance: number };
+  /**
+   * The check before timing (bench/agreement.ts): the engine against `reference` (and the baseline
+   * too when the reference is the fp32 CPU engine). `tolerance` is the probability tolerance.
+   */
+  check: {
+    rows: number;
+    reference: 'baseline' | 'fp32 CPU engine';
+    maxAbsLogitDiff: number;
+    maxAbsProbDiff: number;
+    logitTolerance?: number;
+    tolerance: number;
+    baselineMaxAbsProbDiff?: number;
+  };
 }
 
 export interface ProfileResult {
@@ -222,7 +234,9 @@ export function formatWorkload(w: WorkloadResult): string {
   );
   const tail =
     `  speedup ${range(w.speedupStat, fx)} | ideal ${fx(w.idealSpeedup)} | ${w.fractionOfIdeal.toFixed(2)} of ideal` +
-    ` | check: ${w.check.rows} rows, max |logit diff| ${w.check.maxAbsLogitDiff.toExponential(1)}, max |prob diff| ${w.check.maxAbsProbDiff.toExponential(1)}`;
+    ` | check against the ${w.check.reference}: ${w.check.rows} rows, max |logit diff| ${w.check.maxAbsLogitDiff.toExponential(1)}, max |prob diff| ${w.check.maxAbsProbDiff.toExponential(1)}` +
+    (w.check.baselineMaxAbsProbDiff === undefined ? '' : ` (baseline ${w.check.baselineMaxAbsProbDiff.toExponential(1)})`) +
+    ` <= ${w.check.tolerance}`;
   return `${head}\n${body}\n${tail}`;
 }
 

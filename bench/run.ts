@@ -8,8 +8,9 @@
  * This file orchestrates; the pieces are bench/systems.ts (running and checking both systems),
  * summarize.ts and flops.ts (the numbers), rss-sampler.ts, provenance.ts, and report.ts (the JSON
  * shape and the text).
- * The baseline's answers are checked against the engine's (1e-4) before anything is timed; a
- * mismatch ends the run without a report. Repetitions alternate which system runs first, so bursts
+ * Both systems' answers are checked before anything is timed (bench/agreement.ts: fp32 on the CPU,
+ * engine against baseline within 1e-4; otherwise both against the fp32 CPU engine, in probabilities,
+ * within the dtype's tolerance); a mismatch ends the run without a report. Repetitions alternate which system runs first, so bursts
  * of noise on a shared machine hit both; the speedup is the median of per-repetition ratios.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -17,12 +18,13 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { loadCalibration } from '../src/engine/calibrate.js';
-import type { SuffixScore } from '../src/engine/engine.js';
+import { Engine, type SuffixScore } from '../src/engine/engine.js';
 import { LabelSet } from '../src/engine/labels.js';
 import { ModelRuntime } from '../src/engine/model-runtime.js';
 import { PromptRenderer } from '../src/engine/prompt.js';
 import { TextTokenizer } from '../src/engine/tokenizer.js';
-import { GRAPH_VERSION, makeModel, paramCount, PRESETS } from '../src/models/builder/index.js';
+import { GRAPH_VERSION, makeModel, paramCount, PRESETS, type FloatDtype } from '../src/models/builder/index.js';
+import { agreementPlan, agrees, baselineRows, compareRows, engineRows, type Agreement } from './agreement.js';
 import { FreshBaseline } from './baseline.js';
 import { MFU_DEFINITION, shapeOf } from './flops.js';
 import { measureHttpLatency } from './http-latency.js';
@@ -33,13 +35,20 @@ import { addonInfo, gitInfo, machineInfo, packageRoot } from './provenance.js';
 import { evaluateTargets, formatReport, writeReport, type BenchReport, type ProfileResult, type WorkloadResult } from './report.js';
 import { RssSampler } from './rss-sampler.js';
 import { notesFor, summarize } from './summarize.js';
-import { BASELINE_DEFINITION, BASELINE_PASS_TOKENS, CHECK_TOLERANCE, compare, runBaseline, runEngine, type BaselineRun, type EngineRun } from './systems.js';
+import { BASELINE_DEFINITION, BASELINE_PASS_TOKENS, runBaseline, runEngine, type BaselineRun, type EngineRun } from './systems.js';
 import { BENCH_MODEL_ID, buildWorkload, WORKLOAD_NAMES, workloadSpecs, type Workload, type WorkloadName } from './workloads.js';
 
 export interface BenchOptions {
   /** Builder preset of the generated model; default 'small'. */
   preset?: string;
   provider?: 'cpu' | 'cuda';
+  /** Weights and activations of the generated model; default 'fp32'. */
+  dtype?: FloatDtype;
+  /**
+   * The fp32 twin the check compares a non-fp32 or CUDA run with (see agreement.ts); default
+   * <package>/models/bench-<preset>, built when missing. Needed with modelDir in such runs.
+   */
+  referenceModelDir?: string;
   /** Intra-op threads for the engine, the baseline and the peak probe; default: all cores. */
   threads?: number;
   /** Fewer states and repetitions (about 2 minutes instead of about 6). */
@@ -71,20 +80,23 @@ export class BenchRefusedError extends Error {
 
 const MODEL_SEED = 1;
 
-/** Builds the bench's own model directory unless it already holds this preset (fp32, seed MODEL_SEED). */
-async function ensureModel(preset: string, dir: string, log: (s: string) => void): Promise<void> {
+/** The check of one workload: the engine's agreement with the reference, and the baseline's when the reference is not the baseline. */
+export type CheckResult = Agreement & { plan: ReturnType<typeof agreementPlan>; baseline?: Agreement };
+
+/** Builds the bench's own model directory unless it already holds this preset (this dtype, seed MODEL_SEED). */
+async function ensureModel(preset: string, dir: string, dtype: FloatDtype, log: (s: string) => void): Promise<void> {
   if (PRESETS[preset] === undefined) throw new Error(`bench: unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
   try {
     const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder?: Record<string, unknown> };
     const b = decision.builder ?? {};
     const graph = path.join(dir, 'onnx', 'model.onnx');
-    if (b.preset === preset && b.seed === MODEL_SEED && b.graphVersion === GRAPH_VERSION && (b.dtype ?? 'fp32') === 'fp32' && b.shapeOverrides === undefined && existsSync(graph)) return;
+    if (b.preset === preset && b.seed === MODEL_SEED && b.graphVersion === GRAPH_VERSION && (b.dtype ?? 'fp32') === dtype && b.shapeOverrides === undefined && existsSync(graph)) return;
   } catch {
     // missing or unreadable: build
   }
   const started = performance.now();
-  log(`building model preset '${preset}' into ${dir} ...`);
-  await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype: 'fp32' });
+  log(`building model preset '${preset}' (${dtype}) into ${dir} ...`);
+  await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype });
   log(`  built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
@@ -102,7 +114,16 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   const repetitions = options.repetitions ?? (quick ? 2 : 3);
   const seed = options.seed ?? 1;
   const names = options.workloads ?? [...WORKLOAD_NAMES];
-  const modelDir = path.resolve(options.modelDir ?? path.join(root, 'models', `bench-${preset}`));
+  const dtype = options.dtype ?? 'fp32';
+  if (dtype !== 'fp32' && dtype !== 'fp16') throw new Error(`bench: dtype must be fp32 or fp16, got '${String(dtype)}'`);
+  const fp32Dir = path.join(root, 'models', `bench-${preset}`);
+  const modelDir = path.resolve(options.modelDir ?? (dtype === 'fp32' ? fp32Dir : `${fp32Dir}-${dtype}`));
+  const plan = agreementPlan(dtype, provider);
+  const referenceDir =
+    plan.reference === 'baseline' ? undefined : path.resolve(options.referenceModelDir ?? (options.modelDir === undefined ? fp32Dir : ''));
+  if (referenceDir === '' || referenceDir === path.resolve('')) {
+    throw new Error(`bench: a ${dtype} run on ${provider} is checked against the fp32 CPU engine on the model's fp32 twin: give it with --reference-dir`);
+  }
   const resultsDir = options.resultsDir ?? path.join(root, 'bench', 'results');
   if (!Number.isInteger(threads) || threads < 1) throw new Error('bench: threads must be a positive integer');
   if (!Number.isInteger(repetitions) || repetitions < 1) throw new Error('bench: repetitions must be a positive integer');
@@ -111,12 +132,14 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     log(`warning: 1-minute load average ${loadAverageAtStart[0]!.toFixed(2)} on ${os.availableParallelism()} cores: something else ran recently or is running; timings may be noisy`);
   }
 
-  log(`decide bench: preset ${preset}, ${provider}, ${threads} thread(s), ${quick ? 'quick' : 'default'} sizes, ${repetitions} timed repetition(s), workloads ${names.join(', ')}`);
+  log(`decide bench: preset ${preset} ${dtype}, ${provider}, ${threads} thread(s), ${quick ? 'quick' : 'default'} sizes, ${repetitions} timed repetition(s), workloads ${names.join(', ')}`);
   if (options.modelDir === undefined) {
-    await ensureModel(preset, modelDir, log);
+    await ensureModel(preset, modelDir, dtype, log);
   } else if (!existsSync(path.join(modelDir, 'config.json'))) {
     throw new Error(`bench: ${modelDir} is not a model directory (no config.json)`);
   }
+
+  if (referenceDir !== undefined && options.referenceModelDir === undefined) await ensureModel(preset, referenceDir, 'fp32', log);
 
   const tokenizer = await TextTokenizer.load(modelDir);
   const addon = addonInfo(root);
@@ -160,21 +183,38 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
       }
 
       // The check pass doubles as the warm-up of both systems; nothing is timed before it passes.
-      const checks = new Map<Workload, ReturnType<typeof compare>>();
+      const checks = new Map<Workload, CheckResult>();
       const checkScores = new Map<Workload, SuffixScore[][]>();
-      for (const w of workloads) {
-        log(`[${elapsed()}] check ${w.spec.name}: engine vs baseline on all ${w.tokens.decisions} decisions ...`);
-        const e = await runEngine(engine, w);
-        const b = await runBaseline(baseline, w);
-        const c = compare(w, e, b, calibration);
-        log(`  max |logit diff| ${c.maxAbsLogitDiff.toExponential(2)}, max |prob diff| ${c.maxAbsProbDiff.toExponential(2)} (engine ${e.seconds.toFixed(1)} s, baseline ${b.seconds.toFixed(1)} s, untimed)`);
-        if (!(c.maxAbsLogitDiff <= CHECK_TOLERANCE && c.maxAbsProbDiff <= CHECK_TOLERANCE)) {
-          throw new BenchRefusedError(
-            `the engine and the baseline disagree on ${w.spec.name} (max |logit diff| ${c.maxAbsLogitDiff}, max |prob diff| ${c.maxAbsProbDiff}, tolerance ${CHECK_TOLERANCE}; worst: ${c.worst}); refusing to report timings`,
-          );
+      const reference = referenceDir === undefined ? undefined : await Engine.load({ modelDir: referenceDir, provider: 'cpu', threads });
+      try {
+        for (const w of workloads) {
+          log(`[${elapsed()}] check ${w.spec.name}: engine and baseline on all ${w.tokens.decisions} decisions, against the ${plan.reference} ...`);
+          const e = await runEngine(engine, w);
+          const b = await runBaseline(baseline, w);
+          let c: CheckResult;
+          if (reference === undefined) {
+            c = { ...compareRows(w, engineRows(e), baselineRows(b), calibration), plan };
+          } else {
+            const r = engineRows(await runEngine(reference, w));
+            const vsEngine = compareRows(w, engineRows(e), r, calibration);
+            const vsBaseline = compareRows(w, baselineRows(b), r, calibration);
+            c = { ...vsEngine, plan, baseline: vsBaseline };
+            log(`  baseline vs the fp32 CPU engine: max |prob diff| ${vsBaseline.maxAbsProbDiff.toExponential(2)}`);
+          }
+          log(`  max |logit diff| ${c.maxAbsLogitDiff.toExponential(2)}, max |prob diff| ${c.maxAbsProbDiff.toExponential(2)} (engine ${e.seconds.toFixed(1)} s, baseline ${b.seconds.toFixed(1)} s, untimed)`);
+          const failed = !agrees(c, plan) ? 'the engine' : c.baseline !== undefined && !agrees(c.baseline, plan) ? 'the baseline' : undefined;
+          if (failed !== undefined) {
+            const worst = failed === 'the engine' ? c : c.baseline!;
+            throw new BenchRefusedError(
+              `${failed} disagrees with the ${plan.reference} on ${w.spec.name} (max |logit diff| ${worst.maxAbsLogitDiff}, max |prob diff| ${worst.maxAbsProbDiff}, ` +
+                `tolerance: ${plan.logitTolerance === undefined ? '' : `logits ${plan.logitTolerance}, `}probabilities ${plan.probTolerance}; worst: ${worst.worst}); refusing to report timings`,
+            );
+          }
+          checks.set(w, c);
+          checkScores.set(w, e.scores);
         }
-        checks.set(w, c);
-        checkScores.set(w, e.scores);
+      } finally {
+        reference?.close();
       }
 
       const timed: { w: Workload; engineRuns: EngineRun[]; baselineRuns: BaselineRun[]; enginePeak: number; baselinePeak: number }[] = [];
@@ -250,7 +290,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
         schema: 'decide-bench/1',
         startedAt: startedAt.toISOString(),
         durationSeconds: (performance.now() - t0) / 1000,
-        options: { preset, provider, threads, quick, repetitions, seed, workloads: names, profile: options.profile ?? false, modelDir },
+        options: { preset, dtype, provider, threads, quick, repetitions, seed, workloads: names, profile: options.profile ?? false, modelDir },
         rssAfterLoadBytes: rssAfterLoad,
         machine: machineInfo(loadAverageAtStart),
         threads,

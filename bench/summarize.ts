@@ -1,7 +1,8 @@
 /** From timed repetitions to the reported result of a workload: medians, rates, FLOPs and MFU. */
 import { modelFlops, mfu } from './flops.js';
 import { stat, type SystemResult, type WorkloadResult } from './report.js';
-import { CHECK_TOLERANCE, type BaselineRun, type compare, type EngineRun } from './systems.js';
+import type { CheckResult } from './run.js';
+import type { BaselineRun, EngineRun } from './systems.js';
 import type { Workload } from './workloads.js';
 
 export function summarize(
@@ -10,7 +11,7 @@ export function summarize(
   baselineRuns: BaselineRun[],
   enginePeak: number,
   baselinePeak: number,
-  check: ReturnType<typeof compare>,
+  check: CheckResult,
   bodyParams: number,
   headFlopParams: number,
   peakGflops: number,
@@ -61,7 +62,15 @@ export function summarize(
     decisionsPerSecond: engine.decisionsPerSecond.median,
     engine,
     baseline,
-    check: { rows: check.rows, maxAbsLogitDiff: check.maxAbsLogitDiff, maxAbsProbDiff: check.maxAbsProbDiff, tolerance: CHECK_TOLERANCE },
+    check: {
+      rows: check.rows,
+      reference: check.plan.reference,
+      maxAbsLogitDiff: check.maxAbsLogitDiff,
+      maxAbsProbDiff: check.maxAbsProbDiff,
+      ...(check.plan.logitTolerance === undefined ? {} : { logitTolerance: check.plan.logitTolerance }),
+      tolerance: check.plan.probTolerance,
+      ...(check.baseline === undefined ? {} : { baselineMaxAbsProbDiff: check.baseline.maxAbsProbDiff }),
+    },
   };
 }
 

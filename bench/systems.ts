@@ -1,18 +1,15 @@
 /**
  * The two systems under test, one repetition at a time: the engine (prefix cache cleared first)
- * and the fresh-scoring baseline, on the same calls; and the check that they agree.
+ * and the fresh-scoring baseline, on the same calls (bench/agreement.ts checks that they agree).
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 
-import { answerFromLogits, type Calibration } from '../src/engine/calibrate.js';
 import type { Engine, SuffixScore } from '../src/engine/engine.js';
 import type { NativeCounters } from '../src/engine/native.js';
 import type { BaselineRow, BaselineStats, FreshBaseline } from './baseline.js';
 import type { EngineCountersSummary } from './report.js';
 import { freshRows, groupsOf, type BenchItem, type Workload } from './workloads.js';
 
-/** Logits tolerance between the engine and the baseline (the engine's tested invariant). */
-export const CHECK_TOLERANCE = 1e-4;
 /**
  * Padded tokens per baseline forward pass: the engine's default tokenBudget (its bound on padded
  * new tokens per pass), applied to the baseline's rows, whose tokens are all new.
@@ -117,29 +114,3 @@ export async function runBaseline(baseline: FreshBaseline, workload: Workload): 
 }
 
 /** Compares every row's label logits and answers; returns the largest differences. */
-export function compare(workload: Workload, engine: EngineRun, baseline: BaselineRun, calibration: Calibration) {
-  let maxAbsLogitDiff = 0;
-  let maxAbsProbDiff = 0;
-  let worst = '';
-  let row = 0;
-  workload.items.forEach((item, g) => {
-    item.normalized.questions.forEach((q, i) => {
-      const a = engine.scores[g]![i]!.labelLogits;
-      const b = baseline.labelLogits[row]!;
-      for (let k = 0; k < a.length; k++) {
-        const d = Math.abs(a[k]! - b[k]!);
-        if (!(d <= maxAbsLogitDiff)) {
-          maxAbsLogitDiff = Number.isNaN(d) ? Infinity : d;
-          worst = `state ${g}, question '${q.id}', option ${k}: engine ${a[k]}, baseline ${b[k]}`;
-        }
-      }
-      const t = calibration.temperature[q.type];
-      const pa = answerFromLogits(q, a, t).probs;
-      const pb = answerFromLogits(q, b, t).probs;
-      for (const key of Object.keys(pa)) maxAbsProbDiff = Math.max(maxAbsProbDiff, Math.abs(pa[key]! - pb[key]!));
-      row += 1;
-    });
-  });
-  return { rows: row, maxAbsLogitDiff, maxAbsProbDiff, worst };
-}
-

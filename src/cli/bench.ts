@@ -1,6 +1,6 @@
 /**
  * `decide bench [--quick] [--workloads tickets,document,single] [--repetitions N] [--threads N]
- *  [--preset small] [--provider cpu|cuda] [--profile] [--no-micro] [--no-latency] [--seed N] [--model-dir DIR]`
+ *  [--preset small] [--dtype fp32|fp16] [--provider cpu|cuda] [--profile] [--no-micro] [--no-latency] [--seed N] [--model-dir DIR] [--reference-dir DIR]`
  * The benchmark itself lives in bench/ (compiled to dist/bench/), loaded only when this runs.
  */
 
@@ -11,7 +11,7 @@ const WORKLOADS: readonly WorkloadName[] = ['tickets', 'document', 'single'];
 
 const HELP = `usage: decide bench [options]
 
-Runs, in one process on one generated model (built into models/bench-<preset> when missing):
+Runs, in one process on one generated model (built into models/bench-<preset>[-fp16] when missing):
 the engine (prefix reuse, batched suffix pass), the fresh-scoring baseline (onnxruntime-node JS API,
 every question as one full sequence, same graph file), the ideal speedup, and the measured fp32
 MatMul peak of this machine; prints a table per workload and writes bench/results/<timestamp>.json.
@@ -21,13 +21,21 @@ options:
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(', ')} (default: all)
   --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2)
   --threads N           intra-op threads for every system (default: all cores)
-  --preset NAME         model builder preset (default small)
-  --provider P          cpu (default) or cuda (needs a CUDA-enabled ONNX Runtime)
+  --preset NAME         model builder preset: tiny, small (default), qwen3-0.6b
+  --dtype D             fp32 (default) or fp16 weights and activations
+  --provider P          cpu (default) or cuda (after \`npx decide setup-cuda\`)
   --profile             also time the engine's prefix and suffix passes apart
   --no-micro            skip the TypeScript micro-benchmarks
   --no-latency          skip the latency of POST /v1/decide over HTTP
   --seed N              seed of the generated states (default 1)
-  --model-dir DIR       use this model directory instead of models/bench-<preset>
+  --model-dir DIR       use this model directory instead of models/bench-<preset>[-fp16]
+  --reference-dir DIR   the fp32 twin of --model-dir that an fp16 or cuda run is checked against
+                        (default models/bench-<preset>, built when missing)
+
+Before anything is timed, the answers are checked: fp32 on the CPU, the engine against the
+baseline (logits and probabilities within 1e-4); an fp16 or cuda run, the engine and the baseline
+against the fp32 CPU engine on the fp32 twin, in probabilities (1e-2 for fp16, 1e-3 for fp32 on
+cuda). A run that disagrees prints no timings and exits 1.
 `;
 
 const OPTIONS = {
@@ -42,6 +50,8 @@ const OPTIONS = {
   'no-latency': { type: 'boolean', default: false },
   seed: { type: 'string' },
   'model-dir': { type: 'string' },
+  'reference-dir': { type: 'string' },
+  dtype: { type: 'string', default: 'fp32' },
 } as const;
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
@@ -56,6 +66,7 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
   if (values.provider !== 'cpu' && values.provider !== 'cuda') throw new Error(`--provider must be cpu or cuda, got '${values.provider}'`);
+  if (values.dtype !== 'fp32' && values.dtype !== 'fp16') throw new Error(`--dtype must be fp32 or fp16, got '${values.dtype}'`);
   let workloads: WorkloadName[] | undefined;
   if (values.workloads !== undefined) {
     const list = values.workloads.split(',').map((s) => s.trim()).filter(Boolean);
@@ -93,6 +104,8 @@ export async function run(argv: string[]): Promise<number> {
       latency: !values['no-latency'],
       seed,
       modelDir: values['model-dir'],
+      referenceModelDir: values['reference-dir'],
+      dtype: values.dtype,
     });
   } catch (err) {
     if (err instanceof BenchRefusedError) {

@@ -1,0 +1,94 @@
+/**
+ * The benchmark's check, before anything is timed: what each system is compared with, and how
+ * closely it must agree.
+ * - fp32 on the CPU: the engine against the fresh baseline on the same graph, logits and
+ *   probabilities within 1e-4 (the engine's tested invariant).
+ * - Any other dtype or provider: the engine and the baseline each against the fp32 CPU engine on
+ *   the fp32 twin of the model (same preset and seed), in probabilities (what the service returns),
+ *   within the dtype's tolerance. A reduced-precision or GPU run cannot match fp32 logits to 1e-4,
+ *   and must not be let off by comparing it with itself.
+ */
+import { answerFromLogits, type Calibration } from '../src/engine/calibrate.js';
+import type { FloatDtype } from '../src/models/builder/index.js';
+import type { BaselineRun, EngineRun } from './systems.js';
+import type { Workload } from './workloads.js';
+
+export interface AgreementPlan {
+  reference: 'baseline' | 'fp32 CPU engine';
+  /** Largest |difference| in a label logit; undefined: logits are not compared. */
+  logitTolerance?: number;
+  /** Largest |difference| in an option's probability. */
+  probTolerance: number;
+}
+
+/**
+ * Probability tolerance per dtype against fp32. fp16 keeps 11 bits of mantissa, and its logits
+ * drift from fp32 with depth: on this machine's CPU, fp16 against the fp32 twin moved label logits
+ * by 2.0e-3 and probabilities by 5.9e-4 on the 2-layer tiny preset, and by 6.3e-3 and 1.6e-3 on the
+ * 12-layer small preset (`decide bench --quick --preset small --dtype fp16`); on an H100, fp16 on
+ * the 28-layer 0.6B shape was 3.3e-3 from fresh rows in logits. 1e-2 leaves room for depth and long
+ * states, and still fails a real error (a wrong row, position or mask moves probabilities by 1e-1
+ * and more).
+ */
+export const PROB_TOLERANCE: Readonly<Record<FloatDtype, number>> = { fp32: 1e-4, fp16: 1e-2 };
+/** fp32 on CUDA (TF32 off) sums in another order than the CPU: allowed 1e-3, not 1e-4. */
+const CUDA_FP32_PROB_TOLERANCE = 1e-3;
+
+export function agreementPlan(dtype: FloatDtype, provider: 'cpu' | 'cuda'): AgreementPlan {
+  if (dtype === 'fp32' && provider === 'cpu') return { reference: 'baseline', logitTolerance: 1e-4, probTolerance: 1e-4 };
+  return { reference: 'fp32 CPU engine', probTolerance: dtype === 'fp32' ? CUDA_FP32_PROB_TOLERANCE : PROB_TOLERANCE[dtype] };
+}
+
+export interface Agreement {
+  rows: number;
+  maxAbsLogitDiff: number;
+  maxAbsProbDiff: number;
+  worst: string;
+}
+
+/** Label logits per (state, question) row, in workload order. */
+export function engineRows(run: EngineRun): Float32Array[] {
+  return run.scores.flatMap((group) => group.map((s) => s.labelLogits));
+}
+
+export function baselineRows(run: BaselineRun): Float32Array[] {
+  return run.labelLogits;
+}
+
+/** How far `rows` is from `reference`, in logits and in calibrated probabilities. */
+export function compareRows(workload: Workload, rows: Float32Array[], reference: Float32Array[], calibration: Calibration): Agreement {
+  let maxAbsLogitDiff = 0;
+  let maxAbsProbDiff = 0;
+  let worst = '';
+  let row = 0;
+  workload.items.forEach((item, g) => {
+    item.normalized.questions.forEach((q) => {
+      const a = rows[row]!;
+      const b = reference[row]!;
+      for (let k = 0; k < a.length; k++) {
+        const d = Math.abs(a[k]! - b[k]!);
+        if (!(d <= maxAbsLogitDiff)) {
+          maxAbsLogitDiff = Number.isNaN(d) ? Infinity : d;
+          worst = `state ${g}, question '${q.id}', option ${k}: ${a[k]} vs reference ${b[k]}`;
+        }
+      }
+      if (![...a, ...b].every(Number.isFinite)) {
+        // No probabilities from a NaN or infinite logit (calibrate refuses them): as far as it gets.
+        maxAbsProbDiff = Infinity;
+        row += 1;
+        return;
+      }
+      const t = calibration.temperature[q.type];
+      const pa = answerFromLogits(q, a, t).probs;
+      const pb = answerFromLogits(q, b, t).probs;
+      for (const key of Object.keys(pa)) maxAbsProbDiff = Math.max(maxAbsProbDiff, Math.abs(pa[key]! - pb[key]!));
+      row += 1;
+    });
+  });
+  return { rows: row, maxAbsLogitDiff, maxAbsProbDiff, worst };
+}
+
+/** Whether an agreement is within the plan's tolerances. */
+export function agrees(a: Agreement, plan: AgreementPlan): boolean {
+  return (plan.logitTolerance === undefined || a.maxAbsLogitDiff <= plan.logitTolerance) && a.maxAbsProbDiff <= plan.probTolerance;
+}
