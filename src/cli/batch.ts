@@ -72,7 +72,6 @@ interface RunState {
   progress: JobProgress;
 }
 
-
 /** One pass over the input: its SHA-256 (to recognise it on resume) and its record count. */
 async function fingerprint(file: string): Promise<{ sha256: string; bytes: number; records: number }> {
   const hash = createHash('sha256');

@@ -40,7 +40,6 @@ const OPTIONS = {
   json: { type: 'boolean' },
 } as const;
 
-
 const f4 = (x: number) => (Number.isFinite(x) ? x.toFixed(4) : 'n/a');
 
 function summary(report: CalibrationReport): string {

@@ -50,7 +50,6 @@ const OPTIONS = {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('serve', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;

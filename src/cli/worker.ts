@@ -39,7 +39,6 @@ const OPTIONS = {
   provider: { type: 'string' },
 } as const;
 
-
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('worker', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;
