@@ -10,7 +10,7 @@ export const MFU_DEFINITION =
   'body (engine: prefix tokens not served from the prefix cache + every suffix token; baseline: every row\'s full prefix + suffix), padding ' +
   'excluded. LM-head params (hidden x vocab) count once per decision: both systems gather one position per row before the LM head. ' +
   'Attention score FLOPs (QK^T, softmax, PV) are not counted, as in the usual 2·N·D accounting; they grow with context, so long states ' +
-  'lower the MFU of both systems. Peak: fp32 MatMul throughput of ONNX Runtime on this machine at the same threads (bench/peak.ts): the best ' +
+  'lower the MFU of both systems. Peak: MatMul throughput of ONNX Runtime in the model\'s float type (fp32, or fp16 with --dtype fp16) on this machine at the same threads (bench/peak.ts): the best ' +
   'median of two shapes measured at the start, and of the short probes taken right before every timed run (on a shared machine the ' +
   'capacity drifts; the probes show it, and the best of them is the machine\'s limit).';
 

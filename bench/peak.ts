@@ -1,6 +1,6 @@
 /**
- * The machine's limit: fp32 MatMul throughput of ONNX Runtime on this machine, with the same thread
- * count and provider as the systems under test. One MatMul model per shape is written with the
+ * The machine's limit: MatMul throughput of ONNX Runtime on this machine, in the model's float type
+ * (fp32, or fp16 for an fp16 model), with the same thread count and provider as the systems under test. One MatMul model per shape is written with the
  * builder's ONNX writer (activation [M, K] as input, weight [K, N] as an initializer, so ORT may
  * prepack it exactly as it does the model's weights) and timed through onnxruntime-node.
  *
@@ -14,12 +14,14 @@ import path from 'node:path';
 
 import * as ort from 'onnxruntime-node';
 
-import { DataType, makeValueInfo, writeModel, type WeightSpec } from '../src/models/builder/onnx-writer.js';
+import { float32ToFloat16, floatElemType, makeValueInfo, writeModel, type FloatDtype, type WeightSpec } from '../src/models/builder/onnx-writer.js';
 import { Rng } from '../src/models/builder/rng.js';
 
 export interface PeakOptions {
   threads: number;
   provider: 'cpu' | 'cuda';
+  /** The float type of the MatMuls: the model's (default fp32). */
+  dtype?: FloatDtype;
   /** Fewer timed runs per shape. */
   quick?: boolean;
 }
@@ -46,6 +48,7 @@ export interface PeakResult {
   shapes: MatMulMeasurement[];
   threads: number;
   provider: string;
+  dtype: FloatDtype;
   seconds: number;
 }
 
@@ -63,11 +66,11 @@ function median(xs: number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-async function writeMatMulModel(file: string, shape: MatMulShape): Promise<void> {
+async function writeMatMulModel(file: string, shape: MatMulShape, dtype: FloatDtype): Promise<void> {
   const weight: WeightSpec = {
     name: 'W',
     dims: [shape.k, shape.n],
-    dtype: 'fp32',
+    dtype,
     *chunks() {
       const rng = new Rng(7, 'bench-peak');
       const total = shape.k * shape.n;
@@ -86,8 +89,8 @@ async function writeMatMulModel(file: string, shape: MatMulShape): Promise<void>
     graph: {
       name: 'bench_peak_matmul',
       node: [{ opType: 'MatMul', name: 'MatMul', input: ['A', 'W'], output: ['Y'] }],
-      input: [makeValueInfo('A', DataType.FLOAT, [shape.m, shape.k])],
-      output: [makeValueInfo('Y', DataType.FLOAT, [shape.m, shape.n])],
+      input: [makeValueInfo('A', floatElemType(dtype), [shape.m, shape.k])],
+      output: [makeValueInfo('Y', floatElemType(dtype), [shape.m, shape.n])],
     },
   });
 }
@@ -109,7 +112,8 @@ export class PeakProbe {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'decide-bench-peak-'));
     try {
       const file = path.join(dir, 'matmul.onnx');
-      await writeMatMulModel(file, shape);
+      const dtype = options.dtype ?? 'fp32';
+      await writeMatMulModel(file, shape, dtype);
       const session = await ort.InferenceSession.create(file, {
         executionProviders: [options.provider],
         intraOpNumThreads: options.threads,
@@ -118,7 +122,8 @@ export class PeakProbe {
       });
       const a = new Float32Array(shape.m * shape.k);
       new Rng(11, 'bench-peak-input').fillNormal(a, 1);
-      const probe = new PeakProbe(shape, session, { A: new ort.Tensor('float32', a, [shape.m, shape.k]) }, dir);
+      const input = dtype === 'fp16' ? new ort.Tensor('float16', float32ToFloat16(a), [shape.m, shape.k]) : new ort.Tensor('float32', a, [shape.m, shape.k]);
+      const probe = new PeakProbe(shape, session, { A: input }, dir);
       for (let w = 0; w < 2; w++) await session.run(probe.feeds);
       return probe;
     } catch (err) {
@@ -182,6 +187,7 @@ export async function measurePeak(options: PeakOptions, shapes: MatMulShape[]): 
       shapes: measured,
       threads: options.threads,
       provider: options.provider,
+      dtype: options.dtype ?? 'fp32',
       seconds: (performance.now() - started) / 1000,
     },
     probe: best!,

@@ -302,7 +302,7 @@ export function formatReport(report: BenchReport, file: string): string {
   lines.push(`graph: ${m.graphFile}; RSS after loading the engine: ${(report.rssAfterLoadBytes / 2 ** 20).toFixed(0)} MiB (the baseline session and both ORT arenas stay resident for the whole run, so peak RSS is the process's, per phase)`);
   const probes = report.workloads.flatMap((w) => [...w.engine.probeGflops.samples, ...w.baseline.probeGflops.samples]);
   lines.push(
-    `peak: ${report.peak.usedGflops.toFixed(1)} GFLOP/s fp32 MatMul via ONNX Runtime (at start: ${report.peak.shapes.map((s) => `${s.label}: median ${s.medianGflops.toFixed(1)}, max ${s.maxGflops.toFixed(1)}`).join('; ')}` +
+    `peak: ${report.peak.usedGflops.toFixed(1)} GFLOP/s ${report.peak.dtype ?? 'fp32'} MatMul via ONNX Runtime (at start: ${report.peak.shapes.map((s) => `${s.label}: median ${s.medianGflops.toFixed(1)}, max ${s.maxGflops.toFixed(1)}`).join('; ')}` +
       (probes.length > 0 ? `; probes before the ${probes.length} timed runs: ${Math.min(...probes).toFixed(0)}-${Math.max(...probes).toFixed(0)}` : '') +
       ')',
   );

@@ -155,8 +155,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     const calibration = await loadCalibration(modelDir);
     log(`model ${modelDir}: ${shape.numLayers} layers, hidden ${shape.hiddenSize}, ${(params.total / 1e6).toFixed(1)}M params (body ${(params.body / 1e6).toFixed(1)}M); graph ${path.basename(engine.info.graphFile)}, gathered LM head: ${engine.info.hasLogitsIndex}`);
 
-    log(`[${elapsed()}] measuring the fp32 MatMul peak ...`);
-    const measured = await measurePeak({ threads, provider, quick }, peakShapes(shape.hiddenSize, shape.intermediateSize));
+    log(`[${elapsed()}] measuring the ${dtype} MatMul peak ...`);
+    const measured = await measurePeak({ threads, provider, dtype, quick }, peakShapes(shape.hiddenSize, shape.intermediateSize));
     const peak = measured.result;
     probe = measured.probe;
     log(`  peak ${peak.gflops.toFixed(1)} GFLOP/s (${peak.shapes.map((s) => `${s.label}: ${s.medianGflops.toFixed(1)}`).join('; ')})`);
