@@ -1,0 +1,26 @@
+/**
+ * The order test files start in: the few that spawn npm or several `decide` processes first, since
+ * each takes a large share of the run; then vitest's own order (by the durations it cached, or
+ * largest file first on a fresh clone, where these small-but-slow files would otherwise start last
+ * and leave one worker running alone at the end).
+ */
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+const SLOW_FIRST = [
+  'test/e2e/install-as-dependency.test.ts',
+  'test/batches/pg-multiprocess.test.ts',
+  'test/batches/crash.test.ts',
+  'test/e2e/import-model.test.ts',
+  'test/native/model-builder.test.ts',
+];
+
+export default class SlowFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (f: TestSpecification) => {
+      const i = SLOW_FIRST.findIndex((name) => f.moduleId.endsWith(name));
+      return i < 0 ? SLOW_FIRST.length : i;
+    };
+    return sorted.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f);
+  }
+}
