@@ -19,7 +19,7 @@ export type Provider = 'cpu' | 'cuda';
 export interface EngineLoadOptions {
   /** A Hugging Face model directory with an ONNX decoder-with-past export. */
   modelDir: string;
-  /** 'cpu' (default) or 'cuda' (needs `npx decide setup-cuda` once, or DECIDE_ORT_LIBRARY; see docs/gpu.md). */
+  /** 'cpu' (default) or 'cuda' (needs `npx decide setup-cuda` once, or DECIDE_ORT_LIBRARY; see the README's 'GPU hosts (CUDA)'). */
   provider?: Provider;
   /** Intra-op threads; default DECIDE_THREADS, else the number of CPU cores. */
   threads?: number;
