@@ -53,6 +53,8 @@ export const DIM_BATCH = 'batch_size';
 export const DIM_SEQUENCE = 'sequence_length';
 export const DIM_PAST = 'past_sequence_length';
 export const DIM_TOTAL = 'total_sequence_length';
+/** The optional packing input (DecoderFeatures.segmentIds): [batch, total_sequence_length] int64. */
+export const SEGMENT_IDS_INPUT = 'decide_segment_ids';
 
 /** Standard deviation of embeddings and projections (HF initializer_range). */
 export const INIT_STD = 0.02;
@@ -88,6 +90,14 @@ export interface DecoderFeatures {
    * true, a query sees only the keys less than `size` positions before it.
    */
   slidingWindow?: { size: number; layers: readonly boolean[] };
+  /**
+   * Multi-item packing: an extra input SEGMENT_IDS_INPUT numbers each token's item, 0 for the
+   * shared state. A query then sees a key only when the key is in segment 0 or in its own segment
+   * (still causal and unmasked). With each question's position_ids restarting at the state's
+   * length, one row scores a state and all of its questions, or its questions after the state's
+   * KV as past, without a copy of that KV per question.
+   */
+  segmentIds?: boolean;
 }
 
 export const DEFAULT_FEATURES: Readonly<DecoderFeatures> = {
@@ -142,6 +152,7 @@ export function buildDecoderGraph(
     makeValueInfo('attention_mask', DataType.INT64, [DIM_BATCH, DIM_TOTAL]),
     makeValueInfo('position_ids', DataType.INT64, [DIM_BATCH, DIM_SEQUENCE]),
   ];
+  if (features.segmentIds) inputs.push(makeValueInfo(SEGMENT_IDS_INPUT, DataType.INT64, [DIM_BATCH, DIM_TOTAL]));
   const outputs = [makeValueInfo('logits', ft, [DIM_BATCH, DIM_SEQUENCE, vocab])];
   for (let i = 0; i < shape.numLayers; i++) {
     inputs.push(makeValueInfo(pastKeyName(i), ft, [DIM_BATCH, kvh, DIM_PAST, hd]));
@@ -218,7 +229,18 @@ export function buildDecoderGraph(
     g.op1('Cast', `${m}/Cast`, ['attention_mask'], { to: DataType.BOOL }),
     g.int64([1, 2]),
   ]);
-  const visible = g.op1('And', `${m}/And`, [causal, keep]);
+  let visible = g.op1('And', `${m}/And`, [causal, keep]);
+  if (features.segmentIds) {
+    // Key segments [B, 1, 1, T]; query segments are the last S of them, repeated for the head
+    // groups as the rows are ([B, 1, group * S, 1]).
+    const p = '/model/segment_mask';
+    const keySeg = g.op1('Unsqueeze', `${p}/Unsqueeze`, [SEGMENT_IDS_INPUT, g.int64([1, 2])]);
+    const querySeg = g.op1('Slice', `${p}/Slice`, [SEGMENT_IDS_INPUT, pastLen, totalLen, g.int64([1])]);
+    const queryRows = g.op1('Unsqueeze', `${p}/Unsqueeze_1`, [g.op1('Tile', `${p}/Tile`, [querySeg, g.int64([1, groups])]), g.int64([1, 3])]);
+    const shared = g.op1('Equal', `${p}/Equal`, [keySeg, i64(0)]);
+    const own = g.op1('Equal', `${p}/Equal_1`, [keySeg, queryRows]);
+    visible = g.op1('And', `${p}/And`, [visible, g.op1('Or', `${p}/Or`, [shared, own])]);
+  }
   // As an additive bias (0 where visible, the lowest finite float elsewhere), built once: every
   // layer then adds it to its scores. A per-layer Where over [B, heads, S, T] measured ~30% of
   // the attention time on long states; an Add is a fraction of that, with the same results.

@@ -10,6 +10,7 @@ export {
   DIM_SEQUENCE,
   DIM_PAST,
   DIM_TOTAL,
+  SEGMENT_IDS_INPUT,
   pastKeyName,
   pastValueName,
   presentKeyName,

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { buildDecoderGraph, type WeightDecl } from './decoder-graph.js';
+import { buildDecoderGraph, type DecoderFeatures, type WeightDecl } from './decoder-graph.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from './onnx-writer.js';
 import { PRESETS, validateShape, type ModelShape } from './presets.js';
 import { Rng } from './rng.js';
@@ -23,6 +23,8 @@ export interface MakeModelOptions {
   shapeOverrides?: Partial<ModelShape>;
   /** Store weights in onnx/model.onnx_data. Default 'auto': only when they exceed EXTERNAL_DATA_THRESHOLD bytes. */
   externalData?: boolean | 'auto';
+  /** Graph features beyond the preset's (e.g. `segmentIds` for multi-item packing); the weights are the same. */
+  features?: Partial<DecoderFeatures>;
   /** Called after each weight tensor is written. */
   onProgress?: (writtenParams: number, totalParams: number) => void;
 }
@@ -74,12 +76,13 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
     if (opts.shapeOverrides !== undefined && Object.keys(definedOnly(opts.shapeOverrides)).length > 0) {
       builder.shapeOverrides = definedOnly(opts.shapeOverrides);
     }
+    if (opts.features !== undefined && Object.keys(opts.features).length > 0) builder.features = opts.features;
     await writeJson(path.join(tmpDir, 'decision.json'), {
       builder,
       calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
     });
 
-    const { graph, weights } = buildDecoderGraph(shape, dtype);
+    const { graph, weights } = buildDecoderGraph(shape, dtype, opts.features);
     const totalParams = weights.reduce((s, w) => s + numel(w.dims), 0);
     const external =
       opts.externalData === true ||
