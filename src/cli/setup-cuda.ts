@@ -5,7 +5,7 @@
  * provider is 230 MB, so CPU hosts never fetch it.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rename, rm, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -128,9 +128,9 @@ async function tarball(spec: string, work: string, fromDir: string | undefined):
     const stderr = (err as { stderr?: string }).stderr?.trim();
     throw new Error(`\`npm pack ${spec}\` failed${stderr ? `: ${stderr}` : ''}`);
   }
-  const made = readdirSync(work).find((f) => f === file);
-  if (made === undefined) throw new Error(`\`npm pack ${spec}\` did not write ${file}`);
-  return path.join(work, made);
+  const made = path.join(work, file);
+  if (!existsSync(made)) throw new Error(`\`npm pack ${spec}\` did not write ${file}`);
+  return made;
 }
 
 /** Copies the package's runtime files out of its tarball into `dir`, flat. */

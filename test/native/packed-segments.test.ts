@@ -74,6 +74,18 @@ const qSegments = questions.flatMap((q, k) => q.map(() => k + 1));
 /** Index of each question's last token among the question tokens. */
 const qLast = questions.map((_, k) => questions.slice(0, k + 1).reduce((n, q) => n + q.length, 0) - 1);
 
+/** One row, empty past: the state (segment 0), then every question with `questionSegments`. */
+function packedRow(questionSegments: number[]): Promise<ort.InferenceSession.OnnxValueMapType> {
+  const tokens = [...state, ...qTokens];
+  return packed.run({
+    input_ids: int64(tokens, [1, tokens.length]),
+    attention_mask: int64(tokens.map(() => 1), [1, tokens.length]),
+    position_ids: int64([...state.map((_, i) => i), ...qPositions], [1, tokens.length]),
+    [SEGMENT_IDS_INPUT]: int64([...state.map(() => 0), ...questionSegments], [1, tokens.length]),
+    ...emptyPast(0),
+  });
+}
+
 describe('multi-item packing (segment ids) in the generated graph', () => {
   it('the stock graph has no segment input; the packed one adds only that input', async () => {
     const stock = (await referenceModel(stockDir)).session;
@@ -82,14 +94,7 @@ describe('multi-item packing (segment ids) in the generated graph', () => {
   });
 
   it('one row with the state and every question: each question gets its fresh row logits (1e-4)', async () => {
-    const tokens = [...state, ...qTokens];
-    const out = await packed.run({
-      input_ids: int64(tokens, [1, tokens.length]),
-      attention_mask: int64(tokens.map(() => 1), [1, tokens.length]),
-      position_ids: int64([...state.map((_, i) => i), ...qPositions], [1, tokens.length]),
-      [SEGMENT_IDS_INPUT]: int64([...state.map(() => 0), ...qSegments], [1, tokens.length]),
-      ...emptyPast(0),
-    });
+    const out = await packedRow(qSegments);
     for (let k = 0; k < questions.length; k++) {
       const fresh = await referenceLastLogits(stockDir, [...state, ...questions[k]!]);
       expect(maxDiff(logitsAt(out.logits!, state.length + qLast[k]!), fresh), `question ${k}`).toBeLessThan(1e-4);
@@ -120,14 +125,7 @@ describe('multi-item packing (segment ids) in the generated graph', () => {
 
   it('without the segment ids the questions would see each other: the mask is what keeps them apart', async () => {
     // Every question in segment 1: question 2 then attends to questions 0 and 1 and moves away from its fresh row.
-    const tokens = [...state, ...qTokens];
-    const out = await packed.run({
-      input_ids: int64(tokens, [1, tokens.length]),
-      attention_mask: int64(tokens.map(() => 1), [1, tokens.length]),
-      position_ids: int64([...state.map((_, i) => i), ...qPositions], [1, tokens.length]),
-      [SEGMENT_IDS_INPUT]: int64([...state.map(() => 0), ...qTokens.map(() => 1)], [1, tokens.length]),
-      ...emptyPast(0),
-    });
+    const out = await packedRow(qTokens.map(() => 1));
     const fresh = await referenceLastLogits(stockDir, [...state, ...questions[2]!]);
     expect(maxDiff(logitsAt(out.logits!, state.length + qLast[2]!), fresh)).toBeGreaterThan(1e-3);
   });
