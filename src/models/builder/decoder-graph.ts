@@ -8,7 +8,9 @@
  * attention_mask[b, j] != 0. Masked scores get the lowest finite float added before the softmax (which
  * absorbs the score), so a fully masked row yields a uniform distribution, never NaN. Rotary angles come from position_ids,
  * not from cache indices, so a row may sit at any cache offset. Sliding-window layers (an importer
- * feature) further hide keys whose position, counted over unmasked keys, is `size` or more before the query's.
+ * feature) further hide keys whose position is `size` or more before the query's: a past key's
+ * position counted over unmasked keys, a new key's the same count, or its position_id in a graph with
+ * segment ids (packed questions restart their positions).
  *
  * Attention is grouped without copying KV heads: the query heads that share a KV head are folded into
  * the row axis ([B, kv_heads, group * S, head_dim]) and multiplied against the un-repeated present KV.
@@ -254,7 +256,16 @@ export function buildDecoderGraph(
   if (features.slidingWindow) {
     if (features.slidingWindow.layers.length !== shape.numLayers) throw new Error('decoder graph: slidingWindow.layers must have one entry per layer');
     const w = '/model/sliding_mask';
-    const keyPos = g.op1('Sub', `${w}/Sub`, [g.op1('CumSum', `${w}/CumSum`, ['attention_mask', i64(1)]), i64(1)]);
+    let keyPos = g.op1('Sub', `${w}/Sub`, [g.op1('CumSum', `${w}/CumSum`, ['attention_mask', i64(1)]), i64(1)]);
+    if (features.segmentIds) {
+      // In a packed row the new tokens are not numbered consecutively: each question's positions
+      // restart at the state's length, so counting unmasked keys would place a later question's
+      // keys after the earlier questions'. The new keys' positions are their position_ids (a padded
+      // slot's is irrelevant: it is masked). The past holds one state, never a packed question, so
+      // counting its unmasked keys still gives their positions, with masked padding anywhere in it.
+      const pastPos = g.op1('Slice', `${w}/Slice`, [keyPos, g.int64([0]), pastLen, g.int64([1])]);
+      keyPos = g.op1('Concat', `${w}/Concat`, [pastPos, 'position_ids'], { axis: 1 });
+    }
     const queryPos = g.op1('Tile', `${w}/Tile`, ['position_ids', g.int64([1, groups])]);
     const distance = g.op1('Sub', `${w}/Sub_1`, [
       g.op1('Unsqueeze', `${w}/Unsqueeze`, [queryPos, g.int64([1, 3])]),
