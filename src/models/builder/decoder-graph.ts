@@ -14,6 +14,8 @@
  *
  * Attention is grouped without copying KV heads: the query heads that share a KV head are folded into
  * the row axis ([B, kv_heads, group * S, head_dim]) and multiplied against the un-repeated present KV.
+ * With DecoderFeatures.attention 'fused' the same fold feeds ONNX Runtime's MultiHeadAttention
+ * (fused-attention.ts) instead of MatMul / Softmax / MatMul; inputs, outputs and masking are the same.
  */
 import {
   DataType,
@@ -24,6 +26,7 @@ import {
   type FloatDtype,
   type GraphProto,
 } from './onnx-writer.js';
+import { fusedAttention } from './fused-attention.js';
 import type { ModelShape } from './presets.js';
 
 export type WeightInit =
@@ -64,6 +67,7 @@ export const INIT_STD = 0.02;
 export const LOGIT_STD = 2;
 
 const FLOAT32_LOWEST = -3.4028234663852886e38;
+const FLOAT16_LOWEST = -65504;
 
 /**
  * The per-family differences of the decoder-only families this graph covers (Qwen3, Qwen2,
@@ -100,6 +104,12 @@ export interface DecoderFeatures {
    * KV as past, without a copy of that KV per question.
    */
   segmentIds?: boolean;
+  /**
+   * How each layer computes attention: 'ops' (default) from standard ONNX ops; 'fused' with ONNX
+   * Runtime's com.microsoft MultiHeadAttention (fused-attention.ts), which CUDA runs in its fused
+   * kernels. Same inputs, outputs and mask semantics; the graph then needs ONNX Runtime.
+   */
+  attention?: 'ops' | 'fused';
 }
 
 export const DEFAULT_FEATURES: Readonly<DecoderFeatures> = {
@@ -246,8 +256,12 @@ export function buildDecoderGraph(
   // As an additive bias (0 where visible, the lowest finite float elsewhere), built once: every
   // layer then adds it to its scores. A per-layer Where over [B, heads, S, T] measured ~30% of
   // the attention time on long states; an Add is a fraction of that, with the same results.
-  const lowest = g.float('fp32', [FLOAT32_LOWEST], []);
-  const maskBias = g.op1('Where', `${m}/Where`, [visible, g.float('fp32', [0], []), lowest]);
+  // The fused op takes its bias in the compute dtype: fp16's lowest finite value is then the mask.
+  const fused = features.attention === 'fused';
+  const biasDtype: FloatDtype = fused ? dtype : 'fp32';
+  const lowest = g.float(biasDtype, [biasDtype === 'fp16' ? FLOAT16_LOWEST : FLOAT32_LOWEST], []);
+  const zero = g.float(biasDtype, [0], []);
+  const maskBias = g.op1('Where', `${m}/Where`, [visible, zero, lowest]);
 
   // The sliding-window variant. Distances are between positions, not cache indices (padding may sit
   // between a row's tokens): a query's position is its position_id, a key's the number of unmasked
@@ -272,10 +286,11 @@ export function buildDecoderGraph(
       g.op1('Unsqueeze', `${w}/Unsqueeze_1`, [keyPos, g.int64([1, 2])]),
     ]);
     const inWindow = g.op1('Less', `${w}/Less`, [distance, i64(features.slidingWindow.size)]);
-    slidingBias = g.op1('Where', `${w}/Where`, [g.op1('And', `${w}/And`, [visible, inWindow]), g.float('fp32', [0], []), lowest]);
+    slidingBias = g.op1('Where', `${w}/Where`, [g.op1('And', `${w}/And`, [visible, inWindow]), zero, lowest]);
   }
 
-  const scale = g.float(dtype, [1 / Math.sqrt(hd)], []);
+  // Only the standard-op attention scales its queries (the fused op applies the same 1 / sqrt(head_dim)).
+  const scale = fused ? '' : g.float(dtype, [1 / Math.sqrt(hd)], []);
   const halfSplit = g.int64([hd / 2, hd / 2]);
 
   const rotary = (prefix: string, x: string): string => {
@@ -303,6 +318,20 @@ export function buildDecoderGraph(
     return g.op1('Mul', `${prefix}/Mul`, [half, g.op1('Add', `${prefix}/Add`, [tanh, g.float(dtype, [1], [])])]);
   };
 
+  /** Attention from standard ops: `q` [B, heads, S, hd] against the present KV; returns [B, S, heads * hd]. */
+  const opsAttention = (a: string, q: string, presentK: string, presentV: string, layerBias: string): string => {
+    const qScaled = g.op1('Mul', `${a}/Mul`, [q, scale]);
+    const qGrouped = g.op1('Reshape', `${a}/Reshape_3`, [qScaled, g.int64([0, kvh, -1, hd])]);
+    const kT = g.op1('Transpose', `${a}/Transpose_3`, [presentK], { perm: [0, 1, 3, 2] });
+    const scores = toFloat(`${a}/Cast`, g.op1('MatMul', `${a}/MatMul`, [qGrouped, kT]));
+    const masked = g.op1('Add', `${a}/Add_mask`, [scores, layerBias]);
+    const probs = toCompute(`${a}/Cast_1`, g.op1('Softmax', `${a}/Softmax`, [masked], { axis: -1 }));
+    const ctx = g.op1('MatMul', `${a}/MatMul_1`, [probs, presentV]);
+    const ctxHeads = g.op1('Reshape', `${a}/Reshape_4`, [ctx, g.int64([0, nh, -1, hd])]);
+    const ctxSeq = g.op1('Transpose', `${a}/Transpose_4`, [ctxHeads], { perm: [0, 2, 1, 3] });
+    return g.op1('Reshape', `${a}/Reshape_5`, [ctxSeq, g.int64([0, 0, nh * hd])]);
+  };
+
   for (let i = 0; i < shape.numLayers; i++) {
     const p = `/model/layers.${i}`;
     const a = `${p}/self_attn`;
@@ -323,17 +352,8 @@ export function buildDecoderGraph(
     const presentK = g.op1('Concat', `${a}/Concat_k`, [pastKeyName(i), k], { axis: 2 }, presentKeyName(i));
     const presentV = g.op1('Concat', `${a}/Concat_v`, [pastValueName(i), v], { axis: 2 }, presentValueName(i));
 
-    const qScaled = g.op1('Mul', `${a}/Mul`, [q, scale]);
-    const qGrouped = g.op1('Reshape', `${a}/Reshape_3`, [qScaled, g.int64([0, kvh, -1, hd])]);
-    const kT = g.op1('Transpose', `${a}/Transpose_3`, [presentK], { perm: [0, 1, 3, 2] });
-    const scores = toFloat(`${a}/Cast`, g.op1('MatMul', `${a}/MatMul`, [qGrouped, kT]));
     const layerBias = slidingBias !== undefined && features.slidingWindow!.layers[i] ? slidingBias : maskBias;
-    const masked = g.op1('Add', `${a}/Add_mask`, [scores, layerBias]);
-    const probs = toCompute(`${a}/Cast_1`, g.op1('Softmax', `${a}/Softmax`, [masked], { axis: -1 }));
-    const ctx = g.op1('MatMul', `${a}/MatMul_1`, [probs, presentV]);
-    const ctxHeads = g.op1('Reshape', `${a}/Reshape_4`, [ctx, g.int64([0, nh, -1, hd])]);
-    const ctxSeq = g.op1('Transpose', `${a}/Transpose_4`, [ctxHeads], { perm: [0, 2, 1, 3] });
-    const ctxFlat = g.op1('Reshape', `${a}/Reshape_5`, [ctxSeq, g.int64([0, 0, nh * hd])]);
+    const ctxFlat = fused ? fusedAttention(g, a, shape, q, presentK, presentV, layerBias) : opsAttention(a, q, presentK, presentV, layerBias);
     const attnOut = linear(`${a}/o_proj`, ctxFlat, `${w}.self_attn.o_proj`, [nh * hd, h], features.oBias);
     hidden = g.op1('Add', `${p}/Add`, [hidden, attnOut]);
 

@@ -20,6 +20,7 @@ export type ModelProto = OnnxTypes.IModelProto;
 /** ONNX TensorProto.DataType values used here. */
 export const DataType = {
   FLOAT: 1,
+  INT32: 6,
   INT64: 7,
   BOOL: 9,
   FLOAT16: 10,
@@ -36,13 +37,18 @@ export function floatElemType(dtype: FloatDtype): ElemType {
 /** Integer attributes only: this graph needs no float or string attributes. */
 export type IntAttrs = Record<string, number | number[]>;
 
-export function makeNode(opType: string, inputs: string[], outputs: string[], name: string, attrs: IntAttrs = {}): NodeProto {
+/** ONNX Runtime's contrib operators (MultiHeadAttention, GroupQueryAttention, ...). */
+export const MS_DOMAIN = 'com.microsoft';
+
+export function makeNode(opType: string, inputs: string[], outputs: string[], name: string, attrs: IntAttrs = {}, domain?: string): NodeProto {
   const attribute = Object.entries(attrs).map(([key, v]) =>
     Array.isArray(v)
       ? { name: key, type: onnx.AttributeProto.AttributeType.INTS, ints: v }
       : { name: key, type: onnx.AttributeProto.AttributeType.INT, i: v },
   );
-  return { opType, input: inputs, output: outputs, name, attribute };
+  const node: NodeProto = { opType, input: inputs, output: outputs, name, attribute };
+  if (domain !== undefined) node.domain = domain;
+  return node;
 }
 
 /** A tensor value info; string dims become symbolic (dim_param). */
@@ -82,15 +88,15 @@ export class GraphBuilder {
   readonly initializers: TensorProto[] = [];
   private readonly constants = new Map<string, string>();
 
-  op(opType: string, name: string, inputs: string[], attrs: IntAttrs = {}, outputs: number | string[] = 1): string[] {
+  op(opType: string, name: string, inputs: string[], attrs: IntAttrs = {}, outputs: number | string[] = 1, domain?: string): string[] {
     const outs = typeof outputs === 'number' ? Array.from({ length: outputs }, (_, k) => `${name}_output_${k}`) : outputs;
-    this.nodes.push(makeNode(opType, inputs, outs, name, attrs));
+    this.nodes.push(makeNode(opType, inputs, outs, name, attrs, domain));
     return outs;
   }
 
   /** Single-output shorthand for `op`. */
-  op1(opType: string, name: string, inputs: string[], attrs: IntAttrs = {}, output?: string): string {
-    return this.op(opType, name, inputs, attrs, output === undefined ? 1 : [output])[0]!;
+  op1(opType: string, name: string, inputs: string[], attrs: IntAttrs = {}, output?: string, domain?: string): string {
+    return this.op(opType, name, inputs, attrs, output === undefined ? 1 : [output], domain)[0]!;
   }
 
   /** A deduplicated int64 constant; `dims` [] makes a scalar. */
@@ -161,11 +167,16 @@ export async function writeModel(opts: WriteModelOptions): Promise<WriteModelRes
   const dataFileName = opts.dataFileName ?? 'model.onnx_data';
   const header: ModelProto = {
     irVersion: opts.irVersion ?? ONNX_IR_VERSION,
-    opsetImport: [{ domain: '', version: opts.opsetVersion ?? ONNX_OPSET }],
+    opsetImport: [{ domain: '', version: opts.opsetVersion ?? ONNX_OPSET }, ...contribOpsets(opts.graph)],
     producerName: opts.producerName ?? 'decision-engine model builder',
     producerVersion: opts.producerVersion ?? '1',
   };
   return opts.externalData ? writeExternal(opts, header, dataFileName) : writeInline(opts, header);
+}
+
+/** ONNX Runtime's contrib opset (version 1) when a node uses it; none otherwise, so stock graphs stay byte-identical. */
+function contribOpsets(graph: GraphProto): { domain: string; version: number }[] {
+  return (graph.node ?? []).some((n) => n.domain === MS_DOMAIN) ? [{ domain: MS_DOMAIN, version: 1 }] : [];
 }
 
 async function writeExternal(opts: WriteModelOptions, header: ModelProto, dataFileName: string): Promise<WriteModelResult> {
