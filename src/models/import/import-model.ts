@@ -18,7 +18,8 @@ import path from 'node:path';
 import { LabelSet } from '../../engine/labels.js';
 import { PromptRenderer } from '../../engine/prompt.js';
 import { TextTokenizer } from '../../engine/tokenizer.js';
-import { buildDecoderGraph } from '../builder/decoder-graph.js';
+import { buildDecoderGraph, type DecoderFeatures } from '../builder/decoder-graph.js';
+import { GRAPH_VERSION } from '../builder/make-model.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from '../builder/onnx-writer.js';
 import { ImportError, planFromConfig, type ImportPlan } from './hf-config.js';
 import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed } from './safetensors.js';
@@ -37,6 +38,11 @@ export interface ImportModelOptions {
   dtype?: ImportDtype;
   /** Replace an existing model directory at outDir (atomically). */
   force?: boolean;
+  /**
+   * Write the graph with multi-item packing (DecoderFeatures.segmentIds: the decide_segment_ids
+   * input, docs/models.md); default PACKED_IMPORTS_BY_DEFAULT.
+   */
+  segmentIds?: boolean;
   /** Called with a line for each warning (default: none are printed). */
   onWarning?: (message: string) => void;
   /** Called after each weight tensor is written. */
@@ -66,6 +72,12 @@ const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tok
 /** Registry ids (src/models/registry.ts): a directory with another name is not served. */
 const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export const IMPORTER_VERSION = 2;
+/**
+ * Whether an import writes the multi-item packing graph unless `segmentIds` says otherwise. Off
+ * until the engine feeds the decide_segment_ids input and packing has been measured on a GPU: a
+ * graph with that input cannot run on an engine that does not feed it.
+ */
+export const PACKED_IMPORTS_BY_DEFAULT = false;
 
 /**
  * Imports a checkpoint.
@@ -104,7 +116,10 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
     if (err instanceof CheckpointError) throw new ImportError(err.message);
     throw err;
   }
-  const { graph, weights } = buildDecoderGraph(plan.shape, dtype, plan.features);
+  // Features beyond the checkpoint's plan, recorded in decision.json as the builder records its own.
+  // Without them the graph is the same as before packing existed.
+  const extraFeatures: Partial<DecoderFeatures> = (opts.segmentIds ?? PACKED_IMPORTS_BY_DEFAULT) ? { segmentIds: true } : {};
+  const { graph, weights } = buildDecoderGraph(plan.shape, dtype, { ...plan.features, ...extraFeatures });
   const sources = mapWeights(weights, checkpoint.tensors, plan.shape.tieWordEmbeddings === true);
   const dtypes = [...new Set([...checkpoint.tensors.values()].map((t) => t.dtype))].sort();
   if (dtype === 'fp16' && dtypes.some((d) => d === 'F32' || d === 'BF16' || d === 'F64')) {
@@ -143,6 +158,10 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
         rope: plan.rope,
         maxPositionEmbeddings: plan.shape.maxPositionEmbeddings,
         ...(plan.slidingWindow ? { slidingWindow: plan.slidingWindow } : {}),
+        ...(Object.keys(extraFeatures).length > 0 ? { features: extraFeatures } : {}),
+        // The builder's graph version, as make-model records it: a cache of imported models can tell
+        // a graph written before a graph change (or before packing) from a current one.
+        graphVersion: GRAPH_VERSION,
         tokenizer: hasTokenizer,
       },
     });
