@@ -1,10 +1,10 @@
-/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--id NAME] [--force]` */
+/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--attention ops|fused] [--id NAME] [--force]` */
 import path from 'node:path';
 
 import { ImportError, importModel, type ImportDtype } from '../models/import/import-model.js';
 import { commandError, parseCommand } from './args.js';
 
-const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--id NAME] [--force]
+const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--attention ops|fused] [--id NAME] [--force]
 
 Converts a Hugging Face checkpoint folder (config.json, *.safetensors or a sharded
 model.safetensors.index.json, tokenizer.json, tokenizer_config.json) into a model directory the
@@ -16,6 +16,8 @@ gemma. No Python and no network needed.
   --id NAME     the model id: writes DIR/NAME
   --dtype T     fp32 (default; exact for bf16 checkpoints) or fp16 (half the size). bf16 is refused:
                 ONNX Runtime's CPU provider cannot run a bf16 graph
+  --attention A ops (default: standard ONNX ops) or fused (ONNX Runtime's MultiHeadAttention, the
+                op its CUDA provider runs in fused kernels; same inputs, outputs and results)
   --force       replace an existing model directory (atomically)
 
 Nothing is written when the checkpoint cannot be imported; the directory appears complete or not at all.
@@ -26,6 +28,7 @@ const OPTIONS = {
   out: { type: 'string' },
   id: { type: 'string' },
   dtype: { type: 'string', default: 'fp32' },
+  attention: { type: 'string', default: 'ops' },
   force: { type: 'boolean', default: false },
 } as const;
 
@@ -49,6 +52,7 @@ export async function run(argv: string[]): Promise<number> {
       hfDir: positionals[0]!,
       outDir,
       dtype,
+      attention: values.attention as 'ops' | 'fused',
       force: values.force,
       onWarning: (m) => process.stderr.write(`decide import-model: warning: ${m}\n`),
       onProgress: (done, total) => {

@@ -1,12 +1,14 @@
-/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16]` */
+/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused]` */
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
 import { parseCommand } from './args.js';
 
-const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16]
+const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused]
 
 Writes a Hugging Face model directory (config.json, tokenizer files, onnx/model.onnx) holding a
 Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PRESETS).join(', ')}.
+--attention fused writes each layer's attention as ONNX Runtime's MultiHeadAttention (same weights,
+inputs, outputs and results; docs/models.md).
 `;
 
 const OPTIONS = {
@@ -14,6 +16,7 @@ const OPTIONS = {
   out: { type: 'string' },
   seed: { type: 'string', default: '1' },
   dtype: { type: 'string', default: 'fp32' },
+  attention: { type: 'string', default: 'ops' },
 } as const;
 
 export async function run(argv: string[]): Promise<number> {
@@ -27,8 +30,10 @@ export async function run(argv: string[]): Promise<number> {
   const seed = Number(values.seed);
   if (!Number.isInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer`);
   if (values.dtype !== 'fp32' && values.dtype !== 'fp16') throw new Error(`--dtype must be fp32 or fp16`);
+  if (values.attention !== 'ops' && values.attention !== 'fused') throw new Error(`--attention must be ops or fused`);
   const started = Date.now();
-  const result = await makeModel({ preset: values.preset, outDir: values.out, seed, dtype: values.dtype });
+  const features = values.attention === 'fused' ? { attention: 'fused' as const } : undefined;
+  const result = await makeModel({ preset: values.preset, outDir: values.out, seed, dtype: values.dtype, features });
   process.stdout.write(`wrote ${result.dir} (preset ${values.preset}, seed ${seed}, ${values.dtype}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   return 0;
 }

@@ -43,6 +43,11 @@ export interface ImportModelOptions {
    * input, docs/models.md); default PACKED_IMPORTS_BY_DEFAULT.
    */
   segmentIds?: boolean;
+  /**
+   * 'fused' writes each layer's attention as ONNX Runtime's MultiHeadAttention (DecoderFeatures.attention,
+   * docs/models.md "Fused attention"); default 'ops', standard ONNX ops.
+   */
+  attention?: 'ops' | 'fused';
   /** Called with a line for each warning (default: none are printed). */
   onWarning?: (message: string) => void;
   /** Called after each weight tensor is written. */
@@ -91,6 +96,8 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
   const dtype = opts.dtype ?? 'fp32';
   if (dtype === 'bf16') throw new ImportError(BF16_UNSUPPORTED);
   if (dtype !== 'fp32' && dtype !== 'fp16') throw new ImportError(`dtype must be fp32, fp16 or bf16, got ${String(dtype)}`);
+  const attention = opts.attention ?? 'ops';
+  if (attention !== 'ops' && attention !== 'fused') throw new ImportError(`attention must be ops or fused, got ${String(attention)}`);
   const warnings: string[] = [];
   const warn = (m: string) => {
     warnings.push(m);
@@ -118,7 +125,10 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
   }
   // Features beyond the checkpoint's plan, recorded in decision.json as the builder records its own.
   // Without them the graph is the same as before packing existed.
-  const extraFeatures: Partial<DecoderFeatures> = (opts.segmentIds ?? PACKED_IMPORTS_BY_DEFAULT) ? { segmentIds: true } : {};
+  const extraFeatures: Partial<DecoderFeatures> = {
+    ...((opts.segmentIds ?? PACKED_IMPORTS_BY_DEFAULT) ? { segmentIds: true } : {}),
+    ...(attention === 'fused' ? { attention } : {}),
+  };
   const { graph, weights } = buildDecoderGraph(plan.shape, dtype, { ...plan.features, ...extraFeatures });
   const sources = mapWeights(weights, checkpoint.tensors, plan.shape.tieWordEmbeddings === true);
   const dtypes = [...new Set([...checkpoint.tensors.values()].map((t) => t.dtype))].sort();
