@@ -153,6 +153,10 @@ describe('fused attention (MultiHeadAttention) in the generated graph, fp32 on t
     await compare('plain', [7, 3, 0, 5], [4, 6, 2, 1]);
   });
 
+  it('a fully masked row (an empty slot in a batch) gives the same finite values, not NaN (1e-4)', async () => {
+    await compare('plain', [5, 0], [3, 0]);
+  });
+
   it('with segment ids (multi-item packing) (1e-4)', async () => {
     await compare('segments', [6, 2], [6, 4]);
   });

@@ -67,7 +67,12 @@ export const INIT_STD = 0.02;
 export const LOGIT_STD = 2;
 
 const FLOAT32_LOWEST = -3.4028234663852886e38;
-const FLOAT16_LOWEST = -65504;
+/**
+ * The fp16 mask value of the fused graph: -2^15, not fp16's lowest (-65504), so that score + bias
+ * cannot overflow to -inf where a kernel adds them in fp16 (a fully masked row would then be NaN),
+ * and still far below any score.
+ */
+const FLOAT16_MASK = -32768;
 
 /**
  * The per-family differences of the decoder-only families this graph covers (Qwen3, Qwen2,
@@ -256,10 +261,10 @@ export function buildDecoderGraph(
   // As an additive bias (0 where visible, the lowest finite float elsewhere), built once: every
   // layer then adds it to its scores. A per-layer Where over [B, heads, S, T] measured ~30% of
   // the attention time on long states; an Add is a fraction of that, with the same results.
-  // The fused op takes its bias in the compute dtype: fp16's lowest finite value is then the mask.
+  // The fused op takes its bias in the compute dtype (FLOAT16_MASK in fp16).
   const fused = features.attention === 'fused';
   const biasDtype: FloatDtype = fused ? dtype : 'fp32';
-  const lowest = g.float(biasDtype, [biasDtype === 'fp16' ? FLOAT16_LOWEST : FLOAT32_LOWEST], []);
+  const lowest = g.float(biasDtype, [biasDtype === 'fp16' ? FLOAT16_MASK : FLOAT32_LOWEST], []);
   const zero = g.float(biasDtype, [0], []);
   const maskBias = g.op1('Where', `${m}/Where`, [visible, zero, lowest]);
 
