@@ -5,11 +5,12 @@
  * and the label logits are read at each row's last real position.
  *
  * It runs on the SAME graph file as the engine: the LM-head-gathered rewrite, whose extra int64
- * input `decide_logits_index` [batch] names each row's last real position, so the LM head runs on
+ * input `decide_logits_index` [batch, 1] names each row's last real position, so the LM head runs on
  * one position per row in both systems and the measured speedup is prefix reuse and batching alone.
  */
 import * as ort from 'onnxruntime-node';
-import { float16ToFloat32 } from '../src/models/builder/index.js';
+import { float16ToFloat32, SEGMENT_IDS_INPUT } from '../src/models/builder/index.js';
+import { LOGITS_INDEX_INPUT } from '../src/models/lm-head-rewrite.js';
 
 export interface BaselineOptions {
   graphFile: string;
@@ -39,7 +40,6 @@ export interface BaselineStats {
   maxRowsPerPass: number;
 }
 
-export const LOGITS_INDEX_INPUT = 'decide_logits_index';
 
 export class FreshBaseline {
   private constructor(
@@ -49,6 +49,10 @@ export class FreshBaseline {
     readonly gathered: boolean,
     private readonly kvType: 'float32' | 'float16',
     private readonly hasPositionIds: boolean,
+    /** The rewrite's index is [batch, positions] (current) rather than [batch] (older caches). */
+    private readonly indexIs2d: boolean,
+    /** A packing graph: every token gets segment 0, which makes it an ordinary causal row. */
+    private readonly hasSegmentIds: boolean,
   ) {}
 
   static async load(options: BaselineOptions): Promise<FreshBaseline> {
@@ -60,12 +64,15 @@ export class FreshBaseline {
     });
     const past = session.inputMetadata.find((m) => m.name === 'past_key_values.0.key');
     const kvType = past !== undefined && past.isTensor && past.type === 'float16' ? 'float16' : 'float32';
+    const index = session.inputMetadata.find((m) => m.name === LOGITS_INDEX_INPUT);
     return new FreshBaseline(
       session,
       options,
-      session.inputNames.includes(LOGITS_INDEX_INPUT),
+      index !== undefined,
       kvType,
       session.inputNames.includes('position_ids'),
+      index !== undefined && index.isTensor && index.shape.length === 2,
+      session.inputNames.includes(SEGMENT_IDS_INPUT),
     );
   }
 
@@ -122,7 +129,8 @@ export class FreshBaseline {
       attention_mask: new ort.Tensor('int64', mask, [batch, seq]),
     };
     if (this.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', positions, [batch, seq]);
-    if (this.gathered) feeds[LOGITS_INDEX_INPUT] = new ort.Tensor('int64', last, [batch]);
+    if (this.gathered) feeds[LOGITS_INDEX_INPUT] = new ort.Tensor('int64', last, this.indexIs2d ? [batch, 1] : [batch]);
+    if (this.hasSegmentIds) feeds[SEGMENT_IDS_INPUT] = new ort.Tensor('int64', new BigInt64Array(batch * seq), [batch, seq]);
     const pastDims = [batch, numKvHeads, 0, headDim];
     for (let l = 0; l < numLayers; l++) {
       for (const kind of ['key', 'value']) {

@@ -134,6 +134,8 @@ export interface BenchReport {
     preset: string;
     dir: string;
     graphFile: string;
+    /** The engine scored a state's questions in one packed row (a packing graph). */
+    packsSuffixes: boolean;
     shape: Record<string, number | boolean | undefined>;
     params: { body: number; embedding: number; lmHead: number; total: number; lmHeadFlopParams: number };
   };
@@ -295,11 +297,11 @@ export function formatReport(report: BenchReport, file: string): string {
   lines.push(`decide bench  ${report.startedAt}  commit ${report.git.commit.slice(0, 12)}${report.git.dirty ? ' (dirty tree)' : ''}`);
   lines.push(`machine: ${report.machine.cpuModel}, ${report.machine.cores} cores, ${(report.machine.memoryBytes / 2 ** 30).toFixed(0)} GiB; ${report.provider}, ${report.threads} thread(s); load average at start ${report.machine.loadAverageAtStart.map((x) => x.toFixed(2)).join(' ')}`);
   lines.push(
-    `model: preset ${m.preset} (${m.shape.numLayers} layers, hidden ${m.shape.hiddenSize}, ${m.shape.numHeads} heads / ${m.shape.numKvHeads} KV heads x ${m.shape.headDim}, MLP ${m.shape.intermediateSize}, vocab ${m.shape.vocabSize}), fp32; ` +
+    `model: preset ${m.preset} (${m.shape.numLayers} layers, hidden ${m.shape.hiddenSize}, ${m.shape.numHeads} heads / ${m.shape.numKvHeads} KV heads x ${m.shape.headDim}, MLP ${m.shape.intermediateSize}, vocab ${m.shape.vocabSize}), ${String(report.options.dtype ?? 'fp32')}; ` +
       `params ${(m.params.total / 1e6).toFixed(1)}M = body ${(m.params.body / 1e6).toFixed(1)}M + embedding ${(m.params.embedding / 1e6).toFixed(1)}M + LM head ${(m.params.lmHead / 1e6).toFixed(1)}M`,
   );
   lines.push(`addon: sha256 ${report.addon.sha256.slice(0, 12)} built ${report.addon.mtime}${report.addon.changedDuringRun ? ' (REBUILT during the run: timings shared the CPU with a build)' : ''}`);
-  lines.push(`graph: ${m.graphFile}; RSS after loading the engine: ${(report.rssAfterLoadBytes / 2 ** 20).toFixed(0)} MiB (the baseline session and both ORT arenas stay resident for the whole run, so peak RSS is the process's, per phase)`);
+  lines.push(`graph: ${m.graphFile}${m.packsSuffixes ? ' (suffix rows packed per state)' : ' (one suffix row per question)'}; RSS after loading the engine: ${(report.rssAfterLoadBytes / 2 ** 20).toFixed(0)} MiB (the baseline session and both ORT arenas stay resident for the whole run, so peak RSS is the process's, per phase)`);
   const probes = report.workloads.flatMap((w) => [...w.engine.probeGflops.samples, ...w.baseline.probeGflops.samples]);
   lines.push(
     `peak: ${report.peak.usedGflops.toFixed(1)} GFLOP/s ${report.peak.dtype ?? 'fp32'} MatMul via ONNX Runtime (at start: ${report.peak.shapes.map((s) => `${s.label}: median ${s.medianGflops.toFixed(1)}, max ${s.maxGflops.toFixed(1)}`).join('; ')}` +

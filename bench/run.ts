@@ -45,6 +45,11 @@ export interface BenchOptions {
   /** Weights and activations of the generated model; default 'fp32'. */
   dtype?: FloatDtype;
   /**
+   * Build the model with the packing graph (builder feature segmentIds), so that the engine scores
+   * a state's questions in one row after one copy of its KV; default false (one row per question).
+   */
+  packing?: boolean;
+  /**
    * The fp32 twin the check compares a non-fp32 or CUDA run with (see agreement.ts); default
    * <package>/models/bench-<preset>, built when missing. Needed with modelDir in such runs.
    */
@@ -83,20 +88,22 @@ const MODEL_SEED = 1;
 /** The check of one workload: the engine's agreement with the reference, and the baseline's when the reference is not the baseline. */
 export type CheckResult = Agreement & { plan: ReturnType<typeof agreementPlan>; baseline?: Agreement };
 
-/** Builds the bench's own model directory unless it already holds this preset (this dtype, seed MODEL_SEED). */
-async function ensureModel(preset: string, dir: string, dtype: FloatDtype, log: (s: string) => void): Promise<void> {
+/** Builds the bench's own model directory unless it already holds this preset (this dtype and graph features, seed MODEL_SEED). */
+async function ensureModel(preset: string, dir: string, dtype: FloatDtype, packing: boolean, log: (s: string) => void): Promise<void> {
+  const features = packing ? { segmentIds: true } : undefined;
   if (PRESETS[preset] === undefined) throw new Error(`bench: unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
   try {
     const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder?: Record<string, unknown> };
     const b = decision.builder ?? {};
     const graph = path.join(dir, 'onnx', 'model.onnx');
-    if (b.preset === preset && b.seed === MODEL_SEED && b.graphVersion === GRAPH_VERSION && (b.dtype ?? 'fp32') === dtype && b.shapeOverrides === undefined && existsSync(graph)) return;
+    const sameFeatures = JSON.stringify(b.features ?? null) === JSON.stringify(features ?? null);
+    if (b.preset === preset && b.seed === MODEL_SEED && b.graphVersion === GRAPH_VERSION && (b.dtype ?? 'fp32') === dtype && b.shapeOverrides === undefined && sameFeatures && existsSync(graph)) return;
   } catch {
     // missing or unreadable: build
   }
   const started = performance.now();
-  log(`building model preset '${preset}' (${dtype}) into ${dir} ...`);
-  await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype });
+  log(`building model preset '${preset}' (${dtype}${packing ? ', packing graph' : ''}) into ${dir} ...`);
+  await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype, ...(features ? { features } : {}) });
   log(`  built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
@@ -116,8 +123,9 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   const names = options.workloads ?? [...WORKLOAD_NAMES];
   const dtype = options.dtype ?? 'fp32';
   if (dtype !== 'fp32' && dtype !== 'fp16') throw new Error(`bench: dtype must be fp32 or fp16, got '${String(dtype)}'`);
+  const packing = options.packing ?? false;
   const fp32Dir = path.join(root, 'models', `bench-${preset}`);
-  const modelDir = path.resolve(options.modelDir ?? (dtype === 'fp32' ? fp32Dir : `${fp32Dir}-${dtype}`));
+  const modelDir = path.resolve(options.modelDir ?? `${fp32Dir}${dtype === 'fp32' ? '' : `-${dtype}`}${packing ? '-packed' : ''}`);
   const plan = agreementPlan(dtype, provider);
   const referenceDir =
     plan.reference === 'baseline' ? undefined : path.resolve(options.referenceModelDir ?? (options.modelDir === undefined ? fp32Dir : ''));
@@ -134,12 +142,12 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
 
   log(`decide bench: preset ${preset} ${dtype}, ${provider}, ${threads} thread(s), ${quick ? 'quick' : 'default'} sizes, ${repetitions} timed repetition(s), workloads ${names.join(', ')}`);
   if (options.modelDir === undefined) {
-    await ensureModel(preset, modelDir, dtype, log);
+    await ensureModel(preset, modelDir, dtype, packing, log);
   } else if (!existsSync(path.join(modelDir, 'config.json'))) {
     throw new Error(`bench: ${modelDir} is not a model directory (no config.json)`);
   }
 
-  if (referenceDir !== undefined && options.referenceModelDir === undefined) await ensureModel(preset, referenceDir, 'fp32', log);
+  if (referenceDir !== undefined && options.referenceModelDir === undefined) await ensureModel(preset, referenceDir, 'fp32', false, log);
 
   const tokenizer = await TextTokenizer.load(modelDir);
   const addon = addonInfo(root);
@@ -153,7 +161,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     const params = paramCount(shape);
     const headFlopParams = shape.hiddenSize * shape.vocabSize;
     const calibration = await loadCalibration(modelDir);
-    log(`model ${modelDir}: ${shape.numLayers} layers, hidden ${shape.hiddenSize}, ${(params.total / 1e6).toFixed(1)}M params (body ${(params.body / 1e6).toFixed(1)}M); graph ${path.basename(engine.info.graphFile)}, gathered LM head: ${engine.info.hasLogitsIndex}`);
+    log(`model ${modelDir}: ${shape.numLayers} layers, hidden ${shape.hiddenSize}, ${(params.total / 1e6).toFixed(1)}M params (body ${(params.body / 1e6).toFixed(1)}M); graph ${path.basename(engine.info.graphFile)}, gathered LM head: ${engine.info.hasLogitsIndex}, packed suffix rows: ${engine.info.packsSuffixes}`);
 
     log(`[${elapsed()}] measuring the ${dtype} MatMul peak ...`);
     const measured = await measurePeak({ threads, provider, dtype, quick }, peakShapes(shape.hiddenSize, shape.intermediateSize));
@@ -290,7 +298,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
         schema: 'decide-bench/1',
         startedAt: startedAt.toISOString(),
         durationSeconds: (performance.now() - t0) / 1000,
-        options: { preset, dtype, provider, threads, quick, repetitions, seed, workloads: names, profile: options.profile ?? false, modelDir },
+        options: { preset, dtype, packing, provider, threads, quick, repetitions, seed, workloads: names, profile: options.profile ?? false, modelDir },
         rssAfterLoadBytes: rssAfterLoad,
         machine: machineInfo(loadAverageAtStart),
         threads,
@@ -301,6 +309,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
           preset,
           dir: modelDir,
           graphFile: engine.info.graphFile,
+          packsSuffixes: engine.info.packsSuffixes,
           shape: { ...shape },
           params: { ...params, lmHeadFlopParams: headFlopParams },
         },

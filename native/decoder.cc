@@ -11,6 +11,7 @@ namespace decide {
 namespace {
 
 constexpr const char* kLogitsIndexInput = "decide_logits_index";
+constexpr const char* kSegmentIdsInput = "decide_segment_ids";
 
 size_t ElemSize(ONNXTensorElementDataType type) {
   switch (type) {
@@ -145,6 +146,12 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
       info_.positions_type = type;
     } else if (name == kLogitsIndexInput) {
       info_.has_logits_index = true;
+      info_.logits_index_rank = static_cast<int>(tensor_info.GetShape().size());
+      if (info_.logits_index_rank != 1 && info_.logits_index_rank != 2) fail("decide_logits_index must be 1-D or 2-D");
+    } else if (name == kSegmentIdsInput) {
+      info_.has_segment_ids = true;
+      if (!IsIntegerType(type)) fail("decide_segment_ids must be int64 or int32");
+      info_.segments_type = type;
     } else if (name == "use_cache_branch") {
       info_.has_use_cache_branch = true;
     } else if (std::regex_match(name, m, past_re)) {
@@ -214,34 +221,60 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
 ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logits) {
   const KvShape& kv = info_.kv;
   const int batch = static_cast<int>(rows.size());
-  int past_len = 0, new_len = 0;
+  int past_len = 0, new_len = 0, logits_per_row = 0;
   for (const ExtendRow& row : rows) {
     past_len = std::max(past_len, row.past_len);
     new_len = std::max(new_len, row.num_tokens);
+    logits_per_row = std::max(logits_per_row, static_cast<int>(row.logits_positions.size()));
+    if (row.segments != nullptr && !info_.has_segment_ids) {
+      throw EngineError(kErrRuntime, "a packed row needs a graph with decide_segment_ids");
+    }
+  }
+  if (!want_logits) logits_per_row = 0;
+  if (info_.has_logits_index && info_.logits_index_rank == 1 && logits_per_row > 1) {
+    throw EngineError(kErrRuntime, "this graph's decide_logits_index gives one position per row");
   }
   const int total_len = past_len + new_len;
+  // The index input needs at least one position per row, even when no logits are read.
+  const int index_width = std::max(logits_per_row, 1);
 
-  IntInput ids, mask, positions, logits_index;
+  IntInput ids, mask, positions, segments, logits_index;
   ids.i64.assign(static_cast<size_t>(batch) * new_len, 0);
   mask.i64.assign(static_cast<size_t>(batch) * total_len, 0);
   positions.i64.assign(static_cast<size_t>(batch) * new_len, 0);
-  logits_index.i64.assign(batch, 0);
+  segments.i64.assign(info_.has_segment_ids ? static_cast<size_t>(batch) * total_len : 0, 0);
+  logits_index.i64.assign(static_cast<size_t>(batch) * index_width, 0);
   for (int r = 0; r < batch; ++r) {
     const ExtendRow& row = rows[r];
     for (int i = 0; i < row.num_tokens; ++i) {
       ids.i64[static_cast<size_t>(r) * new_len + i] = row.tokens[i];
-      positions.i64[static_cast<size_t>(r) * new_len + i] = row.past_len + i;
+      positions.i64[static_cast<size_t>(r) * new_len + i] = row.past_len + (row.offsets ? row.offsets[i] : i);
     }
     int64_t* mask_row = mask.i64.data() + static_cast<size_t>(r) * total_len;
     std::fill(mask_row, mask_row + row.past_len, 1);
     std::fill(mask_row + past_len, mask_row + past_len + row.num_tokens, 1);
-    logits_index.i64[r] = row.logits_pos >= 0 ? row.logits_pos : 0;
+    if (info_.has_segment_ids && row.segments != nullptr) {
+      // The past and the padding stay segment 0; padding is masked anyway.
+      int64_t* segment_row = segments.i64.data() + static_cast<size_t>(r) * total_len + past_len;
+      for (int i = 0; i < row.num_tokens; ++i) segment_row[i] = row.segments[i];
+    }
+    // Rows with fewer wanted positions repeat their last one (or read position 0): any valid index.
+    for (int k = 0; k < index_width; ++k) {
+      const auto& wanted = row.logits_positions;
+      logits_index.i64[static_cast<size_t>(r) * index_width + k] =
+          wanted.empty() ? 0 : wanted[std::min<size_t>(k, wanted.size() - 1)];
+    }
   }
   const OrtMemoryInfo* host = host_info_;
   ids.Bind(host, info_.ids_type, {batch, new_len});
   mask.Bind(host, info_.mask_type, {batch, total_len});
   positions.Bind(host, info_.positions_type, {batch, new_len});
-  logits_index.Bind(host, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch});
+  if (info_.has_segment_ids) segments.Bind(host, info_.segments_type, {batch, total_len});
+  if (info_.logits_index_rank == 2) {
+    logits_index.Bind(host, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch, index_width});
+  } else {
+    logits_index.Bind(host, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch});
+  }
 
   // Past: each row's prefix KV forked into the batch tensor, padding zero-filled.
   const size_t run_bytes = static_cast<size_t>(past_len) * kv.head_dim * kv.elem_size;
@@ -280,6 +313,7 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
   binding.BindInput("attention_mask", mask.value);
   if (info_.has_position_ids) binding.BindInput("position_ids", positions.value);
   if (info_.has_logits_index) binding.BindInput(kLogitsIndexInput, logits_index.value);
+  if (info_.has_segment_ids) binding.BindInput(kSegmentIdsInput, segments.value);
   bool use_cache_branch = true;
   int64_t one = 1;
   Ort::Value cache_branch{nullptr};
@@ -318,7 +352,8 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
     result.present_keys.push_back(std::move(outputs[2 * l]));
     result.present_values.push_back(std::move(outputs[2 * l + 1]));
   }
-  if (want_logits) {
+  result.logits_per_row = logits_per_row;
+  if (logits_per_row > 0) {
     Ort::Value& logits = outputs[2 * kv.num_layers];
     auto dims = logits.GetTensorTypeAndShapeInfo().GetShape();
     const int64_t positions_per_row = dims[1];
@@ -327,17 +362,20 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
       throw EngineError(kErrRuntime, "logits have " + std::to_string(vocab) + " columns, expected " +
                                          std::to_string(info_.vocab_size));
     }
-    result.logits.assign(static_cast<size_t>(batch) * vocab, 0.0f);
+    result.logits.assign(static_cast<size_t>(batch) * logits_per_row * vocab, 0.0f);
     for (int r = 0; r < batch; ++r) {
-      if (rows[r].logits_pos < 0) continue;
-      int64_t position = info_.has_logits_index ? 0 : rows[r].logits_pos;
-      size_t offset = (static_cast<size_t>(r) * positions_per_row + position) * vocab;
-      float* dst = result.logits.data() + static_cast<size_t>(r) * vocab;
-      if (info_.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
-        std::memcpy(dst, logits.GetTensorData<float>() + offset, vocab * sizeof(float));
-      } else {
-        const uint16_t* src = reinterpret_cast<const uint16_t*>(logits.GetTensorRawData()) + offset;
-        for (int64_t v = 0; v < vocab; ++v) dst[v] = HalfToFloat(src[v]);
+      const auto& wanted = rows[r].logits_positions;
+      for (size_t k = 0; k < wanted.size(); ++k) {
+        // A gathered head returns the wanted positions in order; a stock one returns them all.
+        int64_t position = info_.has_logits_index ? static_cast<int64_t>(k) : wanted[k];
+        size_t offset = (static_cast<size_t>(r) * positions_per_row + position) * vocab;
+        float* dst = result.logits.data() + (static_cast<size_t>(r) * logits_per_row + k) * vocab;
+        if (info_.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+          std::memcpy(dst, logits.GetTensorData<float>() + offset, vocab * sizeof(float));
+        } else {
+          const uint16_t* src = reinterpret_cast<const uint16_t*>(logits.GetTensorRawData()) + offset;
+          for (int64_t v = 0; v < vocab; ++v) dst[v] = HalfToFloat(src[v]);
+        }
       }
     }
   }

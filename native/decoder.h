@@ -11,6 +11,12 @@
 // so every real query sees exactly its own past and its own earlier new tokens, whatever else is in
 // the batch. Padded KV is zero-filled, never garbage: a NaN there would leak through 0 * NaN.
 //
+// Packed rows (graphs with a decide_segment_ids input, src/models/builder/decoder-graph.ts): a
+// row's new tokens may be several items (questions) one after another, each with its segment id
+// (1, 2, ...; the past is segment 0) and positions restarting at p_r. The graph's mask then lets a
+// token see the past and its own item only, so one row scores all of a state's questions against
+// one copy of the state's KV.
+//
 // Thread: called from AsyncWorker::Execute on the libuv pool, one call at a time (the Scorer's
 // mutex). Ownership: the Decoder owns the session and the Device; ExtendResult owns the present
 // tensors (ORT-allocated, on the Device) until the caller has copied what it keeps.
@@ -47,10 +53,16 @@ struct ModelInfo {
   ONNXTensorElementDataType ids_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
   ONNXTensorElementDataType mask_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
   ONNXTensorElementDataType positions_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+  ONNXTensorElementDataType segments_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
   bool has_position_ids = false;
   // Set when the graph was rewritten (src/models/lm-head-rewrite.ts) to gather one position per
   // row before the LM head: logits are then [B, 1, vocab] instead of [B, S, vocab].
   bool has_logits_index = false;
+  // 2 when decide_logits_index is [B, K] (K positions per row, logits [B, K, vocab]); 1 for a
+  // rewrite cached by an older engine ([B], one position per row).
+  int logits_index_rank = 0;
+  // The graph has decide_segment_ids [B, P + S]: it can run packed rows.
+  bool has_segment_ids = false;
   bool has_use_cache_branch = false;  // Optimum "merged" decoders
 };
 
@@ -59,7 +71,12 @@ struct ExtendRow {
   int past_len = 0;               // tokens of `past` to use (<= past->length)
   const int32_t* tokens = nullptr;
   int num_tokens = 0;
-  int logits_pos = -1;  // index into tokens whose logits are wanted; -1: none
+  // Packed rows only (both null otherwise): each new token's position relative to past_len (an
+  // item's positions restart at 0) and its segment id (0 is the past's, items count from 1).
+  const int32_t* offsets = nullptr;
+  const int32_t* segments = nullptr;
+  // Indices into tokens whose logits are wanted, in the order they are returned.
+  std::vector<int32_t> logits_positions;
 };
 
 struct ExtendResult {
@@ -68,7 +85,8 @@ struct ExtendResult {
   int new_len = 0;   // S
   std::vector<Ort::Value> present_keys;    // per layer, [B, kvh, P + S, hd], on the Device
   std::vector<Ort::Value> present_values;  // per layer
-  std::vector<float> logits;               // [B, vocab], fp32, rows with logits_pos >= 0
+  int logits_per_row = 0;                  // K: the most logits_positions of any row
+  std::vector<float> logits;               // [B, K, vocab], fp32; row r's k-th wanted position at r * K + k
 };
 
 class Decoder {

@@ -106,6 +106,7 @@ Napi::Object CountersObject(Napi::Env env, const ScoreCounters& c) {
   out.Set("suffixPasses", Napi::Number::New(env, static_cast<double>(c.suffix_passes)));
   out.Set("paddedTokens", Napi::Number::New(env, static_cast<double>(c.padded_tokens)));
   out.Set("prefixCacheEvictions", Napi::Number::New(env, static_cast<double>(c.prefix_cache_evictions)));
+  out.Set("pastTokensCopied", Napi::Number::New(env, static_cast<double>(c.past_tokens_copied)));
   return out;
 }
 
@@ -153,6 +154,11 @@ Napi::Int32Array Int32Field(Napi::Env env, Napi::Object batch, const char* key) 
 double NumberOption(Napi::Object options, const char* key, double fallback) {
   Napi::Value value = options.Get(key);
   return value.IsNumber() ? value.As<Napi::Number>().DoubleValue() : fallback;
+}
+
+bool BoolOption(Napi::Object options, const char* key, bool fallback) {
+  Napi::Value value = options.Get(key);
+  return value.IsBoolean() ? value.As<Napi::Boolean>().Value() : fallback;
 }
 
 std::string StringOption(Napi::Object options, const char* key, const std::string& fallback) {
@@ -203,6 +209,7 @@ Napi::Value EngineBinding::Load(const Napi::CallbackInfo& info) {
   scorer_options.attention_weight = NumberOption(options, "attentionWeight", 3e-4);
   scorer_options.pass_overhead_tokens = NumberOption(options, "passOverheadTokens", 32.0);
   scorer_options.max_context = static_cast<int>(NumberOption(options, "maxContext", 0));
+  scorer_options.pack_suffixes = BoolOption(options, "packSuffixes", true);
   std::string ort_library = StringOption(options, "ortLibrary", "");
   if (scorer_options.decoder.model_path.empty()) return Rejected(env, kErrInput, "options.modelPath is required");
   if (ort_library.empty()) return Rejected(env, kErrInput, "options.ortLibrary is required");
@@ -276,6 +283,7 @@ Napi::Value EngineBinding::Info(const Napi::CallbackInfo& info) {
   out.Set("kvDtype", model.kv.elem_size == 2 ? "float16" : "float32");
   out.Set("hasLogitsIndex", model.has_logits_index);
   out.Set("hasPositionIds", model.has_position_ids);
+  out.Set("packsSuffixes", scorer->PacksSuffixes());
   out.Set("provider", scorer->Options().decoder.provider);
   out.Set("ortLibrary", LoadedOrtLibrary());
   out.Set("kvBytesPerToken", Napi::Number::New(env, static_cast<double>(model.kv.BytesPerToken())));

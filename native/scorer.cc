@@ -13,6 +13,8 @@ namespace {
 
 // Stock graphs (no decide_logits_index) return logits for every position; cap that tensor.
 constexpr int64_t kStockLogitsBudgetBytes = int64_t{512} << 20;
+// A packed suffix row may always hold this many new tokens, however short its past.
+constexpr int64_t kMinPackedTokens = 64;
 
 uint64_t HashIds(const int32_t* ids, int count) {
   uint64_t h = 1469598103934665603ull;
@@ -33,6 +35,7 @@ void Add(ScoreCounters& into, const ScoreCounters& from) {
   into.suffix_passes += from.suffix_passes;
   into.padded_tokens += from.padded_tokens;
   into.prefix_cache_evictions += from.prefix_cache_evictions;
+  into.past_tokens_copied += from.past_tokens_copied;
 }
 
 }  // namespace
@@ -203,48 +206,132 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, Sco
   return pasts;
 }
 
+bool Scorer::PacksSuffixes() const {
+  const ModelInfo& info = decoder_->Info();
+  // A gathered LM head must return several positions per row; a rewrite cached by an older
+  // engine returns one, and such a graph is run unpacked.
+  return options_.pack_suffixes && info.has_segment_ids && (!info.has_logits_index || info.logits_index_rank == 2);
+}
+
+Scorer::SuffixRows Scorer::PlanSuffixRows(const ScoreInput& in, const std::vector<GroupPast>& pasts) const {
+  auto suffix_len = [&](int s) { return in.suffix_offsets[s + 1] - in.suffix_offsets[s]; };
+  SuffixRows plan;
+  if (!PacksSuffixes()) {
+    // One row per suffix, its group's past forked in as the row's past.
+    for (int s = 0; s < in.num_suffixes; ++s) plan.suffixes.push_back({s});
+  } else {
+    // One row per group, holding its suffixes one after another. A row stops growing when its new
+    // tokens would exceed the past's length (at least kMinPackedTokens): the block-diagonal mask
+    // computes the scores between items too, and this keeps them below the scores against the
+    // state that every item pays anyway. Groups with equal prefixes get a row each, so a row
+    // depends on its group's own suffixes only, never on the rest of the call.
+    const ModelInfo& info = decoder_->Info();
+    std::vector<std::vector<int>> by_group(in.num_groups);
+    for (int s = 0; s < in.num_suffixes; ++s) by_group[in.suffix_group[s]].push_back(s);
+    for (int g = 0; g < in.num_groups; ++g) {
+      if (by_group[g].empty()) continue;
+      const int64_t past = pasts[g].length;
+      const int64_t limit = std::max<int64_t>(past, kMinPackedTokens);
+      auto fits = [&](int64_t tokens) {
+        bool ok = tokens <= limit && tokens <= options_.token_budget &&
+                  tokens * (past + tokens) <= options_.attention_budget;
+        if (!info.has_logits_index) ok = ok && tokens * info.vocab_size * 4 <= kStockLogitsBudgetBytes;
+        return ok;
+      };
+      std::vector<int> row;
+      int64_t tokens = 0;
+      for (int s : by_group[g]) {
+        if (!row.empty() && !fits(tokens + suffix_len(s))) {
+          plan.suffixes.push_back(std::move(row));
+          row.clear();
+          tokens = 0;
+        }
+        row.push_back(s);
+        tokens += suffix_len(s);
+      }
+      plan.suffixes.push_back(std::move(row));
+    }
+  }
+
+  // Rows sorted by new tokens first: padded new tokens run through every layer, padded past
+  // positions are only attended to. Chunk() then cuts the list where padding would cost most.
+  auto row_len = [&](const std::vector<int>& row) {
+    int n = 0;
+    for (int s : row) n += suffix_len(s);
+    return n;
+  };
+  auto row_past = [&](const std::vector<int>& row) { return pasts[in.suffix_group[row[0]]].length; };
+  std::stable_sort(plan.suffixes.begin(), plan.suffixes.end(), [&](const std::vector<int>& a, const std::vector<int>& b) {
+    if (row_len(a) != row_len(b)) return row_len(a) < row_len(b);
+    return row_past(a) < row_past(b);
+  });
+
+  const bool packed = PacksSuffixes();
+  plan.packed_tokens.resize(packed ? plan.suffixes.size() : 0);
+  plan.packed_offsets.resize(plan.packed_tokens.size());
+  plan.packed_segments.resize(plan.packed_tokens.size());
+  for (size_t r = 0; r < plan.suffixes.size(); ++r) {
+    const std::vector<int>& members = plan.suffixes[r];
+    const GroupPast& past = pasts[in.suffix_group[members[0]]];
+    ExtendRow row;
+    row.past = past.block.get();
+    row.past_len = past.length;
+    if (!packed) {
+      const int s = members[0];
+      row.tokens = in.suffix_tokens + in.suffix_offsets[s];
+      row.num_tokens = suffix_len(s);
+      row.logits_positions = {row.num_tokens - 1};
+    } else {
+      // Item k is segment k + 1 and sits at positions past, past + 1, ... like a fresh row's.
+      auto& tokens = plan.packed_tokens[r];
+      auto& offsets = plan.packed_offsets[r];
+      auto& segments = plan.packed_segments[r];
+      for (size_t k = 0; k < members.size(); ++k) {
+        const int s = members[k];
+        const int32_t* ids = in.suffix_tokens + in.suffix_offsets[s];
+        for (int i = 0; i < suffix_len(s); ++i) {
+          tokens.push_back(ids[i]);
+          offsets.push_back(i);
+          segments.push_back(static_cast<int32_t>(k + 1));
+        }
+        row.logits_positions.push_back(static_cast<int32_t>(tokens.size() - 1));
+      }
+      row.tokens = tokens.data();
+      row.offsets = offsets.data();
+      row.segments = segments.data();
+      row.num_tokens = static_cast<int>(tokens.size());
+    }
+    plan.rows.push_back(row);
+  }
+  return plan;
+}
+
 void Scorer::RunSuffixes(const ScoreInput& in, const std::vector<GroupPast>& pasts, ScoreOutput& output) {
   const int64_t vocab = decoder_->Info().vocab_size;
   output.label_logits.assign(in.label_ids_length, 0.0f);
   output.log_sum_exp.assign(in.num_suffixes, 0.0f);
 
-  std::vector<int> order(in.num_suffixes);
-  std::iota(order.begin(), order.end(), 0);
-  auto suffix_len = [&](int s) { return in.suffix_offsets[s + 1] - in.suffix_offsets[s]; };
-  // Sorted by suffix length first: padded suffix tokens run through every layer, padded past
-  // positions are only attended to. Chunk() then cuts the list where padding would cost most.
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    if (suffix_len(a) != suffix_len(b)) return suffix_len(a) < suffix_len(b);
-    return pasts[in.suffix_group[a]].length < pasts[in.suffix_group[b]].length;
-  });
-  std::vector<ExtendRow> rows;
-  rows.reserve(order.size());
-  for (int s : order) {
-    const GroupPast& past = pasts[in.suffix_group[s]];
-    ExtendRow row;
-    row.past = past.block.get();
-    row.past_len = past.length;
-    row.tokens = in.suffix_tokens + in.suffix_offsets[s];
-    row.num_tokens = suffix_len(s);
-    row.logits_pos = row.num_tokens - 1;
-    rows.push_back(row);
-    output.counters.suffix_tokens += row.num_tokens;
-  }
+  const SuffixRows plan = PlanSuffixRows(in, pasts);
+  const std::vector<ExtendRow>& rows = plan.rows;
+  for (const ExtendRow& row : rows) output.counters.suffix_tokens += row.num_tokens;
   for (auto [begin, end] : Chunk(rows, true)) {
     std::vector<ExtendRow> chunk(rows.begin() + begin, rows.begin() + end);
     ExtendResult result = decoder_->Extend(chunk, true);
     Account(rows, begin, end, output.counters);
     output.counters.suffix_passes += 1;
     for (size_t i = begin; i < end; ++i) {
-      int s = order[i];
-      const float* logits = result.logits.data() + (i - begin) * vocab;
-      double max_logit = -INFINITY;
-      for (int64_t v = 0; v < vocab; ++v) max_logit = std::max<double>(max_logit, logits[v]);
-      double sum = 0.0;
-      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - max_logit);
-      output.log_sum_exp[s] = static_cast<float>(max_logit + std::log(sum));
-      for (int k = in.label_offsets[s]; k < in.label_offsets[s + 1]; ++k) {
-        output.label_logits[k] = logits[in.label_ids[k]];
+      const std::vector<int>& members = plan.suffixes[i];
+      for (size_t k = 0; k < members.size(); ++k) {
+        const int s = members[k];
+        const float* logits = result.logits.data() + ((i - begin) * result.logits_per_row + k) * vocab;
+        double max_logit = -INFINITY;
+        for (int64_t v = 0; v < vocab; ++v) max_logit = std::max<double>(max_logit, logits[v]);
+        double sum = 0.0;
+        for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - max_logit);
+        output.log_sum_exp[s] = static_cast<float>(max_logit + std::log(sum));
+        for (int j = in.label_offsets[s]; j < in.label_offsets[s + 1]; ++j) {
+          output.label_logits[j] = logits[in.label_ids[j]];
+        }
       }
     }
   }
@@ -301,6 +388,7 @@ std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow
 void Scorer::Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, ScoreCounters& counters) const {
   int64_t max_past = 0, max_new = 0, real = 0;
   for (size_t i = begin; i < end; ++i) {
+    counters.past_tokens_copied += rows[i].past_len;
     max_past = std::max<int64_t>(max_past, rows[i].past_len);
     max_new = std::max<int64_t>(max_new, rows[i].num_tokens);
     real += rows[i].num_tokens;

@@ -2,9 +2,11 @@
 //   1. every group's prefix is matched against the prefix cache (longest common prefix);
 //   2. a prefix stage extends the prefixes that are not fully cached, each row starting from its
 //      cached part, and inserts the results into the cache;
-//   3. a suffix stage runs every question row with its group's prefix KV forked in as past, and
-//      reads the logits of the row's label tokens at its last position, plus the log-sum-exp over
-//      the whole vocabulary there.
+//   3. a suffix stage runs the questions with their group's prefix KV as past, and reads the
+//      logits of each question's label tokens at its last position, plus the log-sum-exp over the
+//      whole vocabulary there. With a graph that takes segment ids, a group's questions are packed
+//      into one row after a single copy of its prefix KV (see PlanSuffixRows); otherwise each
+//      question is a row of its own with the prefix KV forked into it.
 // Each stage's rows are sorted by shape and split into forward passes by Chunk(): every pass fits
 // the token, past-bytes, attention (and, for a stock graph, logits) budgets, and within them a
 // cost model picks the split that computes the least padding plus per-pass overhead.
@@ -41,6 +43,8 @@ struct ScorerOptions {
   double attention_weight = 3e-4;
   // Fixed cost of one more forward pass (session run, copies), in token-equivalents.
   double pass_overhead_tokens = 32.0;
+  // Pack a group's questions into one suffix row when the graph takes segment ids.
+  bool pack_suffixes = true;
 };
 
 struct ScoreInput {
@@ -68,6 +72,7 @@ struct ScoreCounters {
   uint64_t suffix_passes = 0;
   uint64_t padded_tokens = 0;  // tokens of padding the passes computed (waste)
   uint64_t prefix_cache_evictions = 0;  // prefixes the byte bound pushed out of the cache
+  uint64_t past_tokens_copied = 0;  // past positions copied into the passes' batch KV (one per row and past token)
 };
 
 struct ScoreOutput {
@@ -86,6 +91,8 @@ class Scorer {
 
   const ModelInfo& Info() const { return decoder_->Info(); }
   const ScorerOptions& Options() const { return options_; }
+  // Whether suffix rows are packed (the option is on and the graph can run packed rows).
+  bool PacksSuffixes() const;
   ScoreCounters Counters();
   size_t CacheBytes();
   size_t CacheEntries();
@@ -98,6 +105,14 @@ class Scorer {
   };
   void Validate(const ScoreInput& input) const;
   std::vector<GroupPast> ResolvePrefixes(const ScoreInput& input, ScoreOutput& output);
+  // The suffix stage's rows, sorted for Chunk(): rows[i] yields the logits of suffixes[i], in order.
+  // Packed rows own their token, position-offset and segment arrays here.
+  struct SuffixRows {
+    std::vector<ExtendRow> rows;
+    std::vector<std::vector<int>> suffixes;
+    std::vector<std::vector<int32_t>> packed_tokens, packed_offsets, packed_segments;
+  };
+  SuffixRows PlanSuffixRows(const ScoreInput& input, const std::vector<GroupPast>& pasts) const;
   void RunSuffixes(const ScoreInput& input, const std::vector<GroupPast>& pasts, ScoreOutput& output);
   // Splits rows (already sorted for similar shapes) into consecutive chunks within the budgets.
   std::vector<std::pair<size_t, size_t>> Chunk(const std::vector<ExtendRow>& rows, bool want_logits) const;

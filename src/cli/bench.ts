@@ -23,6 +23,8 @@ options:
   --threads N           intra-op threads for every system (default: all cores)
   --preset NAME         model builder preset: tiny, small (default), qwen3-0.6b
   --dtype D             fp32 (default) or fp16 weights and activations
+  --packing             the model's packing graph: a state's questions scored in one row after one
+                        copy of its KV (models/bench-<preset>[-fp16]-packed)
   --provider P          cpu (default) or cuda (after \`npx decide setup-cuda\`)
   --profile             also time the engine's prefix and suffix passes apart
   --no-micro            skip the TypeScript micro-benchmarks
@@ -52,6 +54,7 @@ const OPTIONS = {
   'model-dir': { type: 'string' },
   'reference-dir': { type: 'string' },
   dtype: { type: 'string', default: 'fp32' },
+  packing: { type: 'boolean', default: false },
 } as const;
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
@@ -106,6 +109,7 @@ export async function run(argv: string[]): Promise<number> {
       modelDir: values['model-dir'],
       referenceModelDir: values['reference-dir'],
       dtype: values.dtype,
+      packing: values.packing,
     });
   } catch (err) {
     if (err instanceof BenchRefusedError) {

@@ -45,6 +45,12 @@ export interface EngineLoadOptions {
    * when the rewrite does not apply.
    */
   gatherLogits?: boolean;
+  /**
+   * With a graph that takes segment ids (built with `features.segmentIds`), score a group's
+   * questions packed into one row after a single copy of its state's KV instead of one row per
+   * question with the state's KV forked into each. Default true; no effect on other graphs.
+   */
+  packSuffixes?: boolean;
 }
 
 export interface SuffixScore {
@@ -141,6 +147,7 @@ export class Engine {
         maxContext,
         attentionWeight: attentionWeight(config),
         passOverheadTokens: options.passOverheadTokens ?? 32,
+        packSuffixes: options.packSuffixes ?? true,
       } as const;
       const graphFile =
         options.gatherLogits === false ? stockGraph : await prepareScoringGraph(stockGraph, loadOptions);

@@ -26,6 +26,7 @@ export interface NativeLoadOptions {
   /** Attention FLOPs per (query, key) relative to one token's body FLOPs; used to cut passes. */
   attentionWeight?: number;
   passOverheadTokens?: number;
+  packSuffixes?: boolean;
   maxContext?: number;
 }
 
@@ -52,6 +53,12 @@ export interface NativeCounters {
   paddedTokens: number;
   /** Prefixes the cache's byte bound pushed out. */
   prefixCacheEvictions: number;
+  /**
+   * Past (prefix KV) positions copied into the forward passes' batch tensors, one per row and
+   * past token: with forked suffix rows each question copies its state's KV, packed rows copy it
+   * once per row.
+   */
+  pastTokensCopied: number;
 }
 
 export interface NativeScoreResult {
@@ -70,6 +77,8 @@ export interface NativeModelInfo {
   kvDtype: 'float32' | 'float16';
   hasLogitsIndex: boolean;
   hasPositionIds: boolean;
+  /** A group's questions run packed in one row after one copy of its state's KV (a graph with segment ids). */
+  packsSuffixes: boolean;
   provider: 'cpu' | 'cuda';
   ortLibrary: string;
   kvBytesPerToken: number;

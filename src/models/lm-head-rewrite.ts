@@ -1,9 +1,11 @@
 /**
  * The LM-head rewrite. A stock export computes logits for every position ([rows, seq, vocab]):
  * with a 152k vocabulary that is gigabytes for a batch of suffixes, and more multiply-adds than
- * the transformer body of short suffixes. The engine needs one position per row, so this adds a
- * graph input `decide_logits_index` [batch] and gathers that position of the LM head's input
- * before the LM head MatMul: logits become [batch, 1, vocab]. This file is the graph surgery
+ * the transformer body of short suffixes. The engine needs a few positions per row (one per
+ * question: a packed row holds several), so this adds a graph input `decide_logits_index`
+ * [batch, positions] and gathers those positions of the LM head's input before the LM head
+ * MatMul: logits become [batch, positions, vocab]. (Rewrites cached by older engines have a 1-D
+ * index, one position per row; the engine still runs them, unpacked.) This file is the graph surgery
  * alone (ONNX protobuf in, protobuf out); src/engine/scoring-graph.ts caches, verifies and picks
  * the graph the engine loads.
  */
@@ -12,6 +14,7 @@ import onnxProto from 'onnx-proto';
 const { onnx } = onnxProto;
 
 export const LOGITS_INDEX_INPUT = 'decide_logits_index';
+const LOGITS_POSITIONS_DIM = 'decide_logits_positions';
 const REWRITE_SUFFIX = '.decide-gather.onnx';
 
 type Graph = onnxProto.onnx.IGraphProto;
@@ -48,10 +51,9 @@ export function rewriteLmHead(bytes: Uint8Array): Uint8Array | undefined {
 
   const hidden = lmHead.input[0]!;
   const names = {
-    axes: 'decide_gather/axes_1',
-    index2d: 'decide_gather/index_2d',
+    axes: 'decide_gather/axes_2',
+    index3d: 'decide_gather/index_3d',
     rows: 'decide_gather/rows',
-    rows3d: 'decide_gather/rows_3d',
   };
   graph.initializer = graph.initializer ?? [];
   graph.initializer.push(
@@ -59,21 +61,21 @@ export function rewriteLmHead(bytes: Uint8Array): Uint8Array | undefined {
       name: names.axes,
       dataType: onnx.TensorProto.DataType.INT64,
       dims: [1],
-      int64Data: [1],
+      int64Data: [2],
     }),
   );
+  // hidden [B, S, H] with index [B, K, 1] and batch_dims 1 -> rows [B, K, H].
   const newNodes: Node[] = [
-    onnx.NodeProto.create({ name: '/decide_gather/Unsqueeze_index', opType: 'Unsqueeze', input: [LOGITS_INDEX_INPUT, names.axes], output: [names.index2d] }),
+    onnx.NodeProto.create({ name: '/decide_gather/Unsqueeze_index', opType: 'Unsqueeze', input: [LOGITS_INDEX_INPUT, names.axes], output: [names.index3d] }),
     onnx.NodeProto.create({
       name: '/decide_gather/GatherND',
       opType: 'GatherND',
-      input: [hidden, names.index2d],
+      input: [hidden, names.index3d],
       output: [names.rows],
       attribute: [onnx.AttributeProto.create({ name: 'batch_dims', type: onnx.AttributeProto.AttributeType.INT, i: 1 })],
     }),
-    onnx.NodeProto.create({ name: '/decide_gather/Unsqueeze_rows', opType: 'Unsqueeze', input: [names.rows, names.axes], output: [names.rows3d] }),
   ];
-  lmHead.input[0] = names.rows3d;
+  lmHead.input[0] = names.rows;
   // Keep the node list topologically sorted: the new nodes go right before the LM head.
   const nodes = graph.node ?? [];
   const at = nodes.indexOf(lmHead);
@@ -86,16 +88,21 @@ export function rewriteLmHead(bytes: Uint8Array): Uint8Array | undefined {
       type: onnx.TypeProto.create({
         tensorType: onnx.TypeProto.Tensor.create({
           elemType: onnx.TensorProto.DataType.INT64,
-          shape: onnx.TensorShapeProto.create({ dim: [onnx.TensorShapeProto.Dimension.create({ dimParam: 'batch_size' })] }),
+          shape: onnx.TensorShapeProto.create({
+            dim: [
+              onnx.TensorShapeProto.Dimension.create({ dimParam: 'batch_size' }),
+              onnx.TensorShapeProto.Dimension.create({ dimParam: LOGITS_POSITIONS_DIM }),
+            ],
+          }),
         }),
       }),
     }),
   );
-  // logits: [batch, seq, vocab] -> [batch, 1, vocab]
+  // logits: [batch, seq, vocab] -> [batch, positions, vocab]
   for (const info of [...(graph.output ?? []), ...(graph.valueInfo ?? [])]) {
     if (info.name !== 'logits') continue;
     const dims = info.type?.tensorType?.shape?.dim;
-    if (dims && dims.length === 3) dims[1] = onnx.TensorShapeProto.Dimension.create({ dimValue: 1 });
+    if (dims && dims.length === 3) dims[1] = onnx.TensorShapeProto.Dimension.create({ dimParam: LOGITS_POSITIONS_DIM });
   }
   return onnx.ModelProto.encode(model).finish();
 }

@@ -1,5 +1,6 @@
 /**
- * The shared tiny test model (preset 'tiny', seed 1) in test/.tmp/models/tiny, built on first use.
+ * The shared tiny test model (preset 'tiny', seed 1) in test/.tmp/models/tiny, built on first use;
+ * `tinyModelDir({ segmentIds: true })` is the same weights in the packing graph (tiny-packed).
  * The directory carries a hash of the builder (sources and generated graph), so a change to the
  * builder rebuilds it.
  * Concurrent vitest workers may both build; each builds privately and renames into place, and the
@@ -9,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildDecoderGraph } from '../../src/models/builder/decoder-graph.js';
+import { buildDecoderGraph, type DecoderFeatures } from '../../src/models/builder/decoder-graph.js';
 import { makeModel } from '../../src/models/builder/make-model.js';
 import { onnx } from '../../src/models/builder/onnx-writer.js';
 import { PRESETS } from '../../src/models/builder/presets.js';
@@ -20,13 +21,17 @@ const MODELS_DIR = fileURLToPath(new URL('../.tmp/models/', import.meta.url));
 const BUILDER_DIR = fileURLToPath(new URL('../../src/models/builder/', import.meta.url));
 const STAMP_FILE = '.builder-hash';
 
-export async function tinyModelDir(): Promise<string> {
-  const dir = path.join(MODELS_DIR, 'tiny');
-  const want = await builderHash();
+/** Graph variants the tests use; each has its own directory. */
+export type TinyVariant = Pick<DecoderFeatures, 'segmentIds'>;
+
+export async function tinyModelDir(variant: TinyVariant = {}): Promise<string> {
+  const name = variant.segmentIds ? 'tiny-packed' : 'tiny';
+  const dir = path.join(MODELS_DIR, name);
+  const want = await builderHash(variant);
   if ((await readStamp(dir)) === want) return dir;
 
-  const staging = path.join(MODELS_DIR, `tiny.build-${process.pid}-${randomBytes(4).toString('hex')}`);
-  await makeModel({ preset: 'tiny', outDir: staging, seed: TINY_SEED });
+  const staging = path.join(MODELS_DIR, `${name}.build-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await makeModel({ preset: 'tiny', outDir: staging, seed: TINY_SEED, ...(variant.segmentIds ? { features: { segmentIds: true } } : {}) });
   await writeFile(path.join(staging, STAMP_FILE), want);
   try {
     await rename(staging, dir);
@@ -54,12 +59,12 @@ async function readStamp(dir: string): Promise<string | undefined> {
  * The builder sources on disk plus the graph and RNG as this process's loaded modules produce them, so
  * a process that loaded other code than the files now on disk never stamps its model as current.
  */
-async function builderHash(): Promise<string> {
+async function builderHash(variant: TinyVariant): Promise<string> {
   const hash = createHash('sha256');
   for (const file of (await readdir(BUILDER_DIR)).sort()) {
     hash.update(file).update(await readFile(path.join(BUILDER_DIR, file)));
   }
-  const { graph, weights } = buildDecoderGraph(PRESETS.tiny!, 'fp32');
+  const { graph, weights } = buildDecoderGraph(PRESETS.tiny!, 'fp32', variant);
   hash.update(onnx.GraphProto.encode(graph).finish()).update(JSON.stringify(weights));
   const sample = new Float32Array(64);
   new Rng(TINY_SEED, 'stamp').fillNormal(sample, 1);

@@ -1,8 +1,11 @@
 /**
  * The native engine against an independent reference: every label logit it reports must equal a
  * full-sequence forward of the same ids with an empty past, run through the onnxruntime-node JS
- * API on a copy of the graph that computes the last position's logits only
+ * API on a copy of the stock graph that computes the last position's logits only
  * (test/helpers/last-position-reference.ts), whatever the prefix cache and the batch layout did.
+ * Every property runs twice: on the stock graph (one suffix row per question, the state's KV
+ * forked into each) and on the packing graph with the same weights (a state's questions in one
+ * row after one copy of its KV).
  */
 import { mkdtemp, writeFile, mkdir, cp } from 'node:fs/promises';
 import os from 'node:os';
@@ -43,7 +46,7 @@ function randomGroups(seed: number, count: number): ScoreGroup[] {
   }));
 }
 
-async function expectMatchesReference(modelDir: string, groups: ScoreGroup[], scores: Awaited<ReturnType<Engine['score']>>) {
+async function expectMatchesFreshRows(modelDir: string, groups: ScoreGroup[], scores: Awaited<ReturnType<Engine['score']>>) {
   for (let g = 0; g < groups.length; g++) {
     const group = groups[g]!;
     for (let s = 0; s < group.suffixes.length; s++) {
@@ -73,15 +76,23 @@ function maxDiff(a: Float32Array, b: Float32Array): number {
   return d;
 }
 
-describe('Engine on the tiny model', () => {
+describe.each([
+  { layout: 'one row per question', variant: {} },
+  { layout: 'questions packed per state', variant: { segmentIds: true } },
+])('Engine on the tiny model, $layout', ({ variant }) => {
   let modelDir: string;
+  /** The stock graph with the same weights: the reference runs it. */
+  let referenceDir: string;
   let engine: Engine;
 
   beforeAll(async () => {
-    modelDir = await tinyModelDir();
+    referenceDir = await tinyModelDir();
+    modelDir = await tinyModelDir(variant);
     engine = await Engine.load({ modelDir });
   });
   afterAll(() => engine?.close());
+  const expectMatchesReference = (groups: ScoreGroup[], scores: Awaited<ReturnType<Engine['score']>>) =>
+    expectMatchesFreshRows(referenceDir, groups, scores);
 
   it('reads the model shape from config.json and the graph', () => {
     expect(engine.info.numLayers).toBe(2);
@@ -89,6 +100,7 @@ describe('Engine on the tiny model', () => {
     expect(engine.info.headDim).toBe(16);
     expect(engine.info.vocabSize).toBe(PRESETS.tiny!.vocabSize);
     expect(engine.info.hasLogitsIndex).toBe(true);
+    expect(engine.info.packsSuffixes).toBe(variant.segmentIds === true);
   });
 
   it('prefix reuse equals an independent fresh full-sequence run (random groups)', async () => {
@@ -96,7 +108,7 @@ describe('Engine on the tiny model', () => {
       engine.clearPrefixCache();
       const groups = randomGroups(seed, 4);
       const scores = await engine.score(groups);
-      await expectMatchesReference(modelDir, groups, scores);
+      await expectMatchesReference(groups, scores);
     }
   });
 
@@ -142,7 +154,7 @@ describe('Engine on the tiny model', () => {
     const after = engine.counters();
     expect(after.cachedTokens - before.cachedTokens).toBe(system.length);
     expect(after.prefixTokensComputed - before.prefixTokensComputed).toBe(stateB.length);
-    await expectMatchesReference(modelDir, groups, scores);
+    await expectMatchesReference(groups, scores);
   });
 
   it('computes identical prefixes within one call once', async () => {
@@ -273,7 +285,7 @@ describe('Engine on the tiny model', () => {
     });
     it('still scores correctly after all of the above', async () => {
       const groups = good();
-      await expectMatchesReference(modelDir, groups, await engine.score(groups));
+      await expectMatchesReference(groups, await engine.score(groups));
     });
     it('a closed engine rejects calls; close is idempotent', async () => {
       const other = await Engine.load({ modelDir, threads: 1 });
