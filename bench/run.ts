@@ -46,7 +46,8 @@ export interface BenchOptions {
   dtype?: FloatDtype;
   /**
    * Build the model with the packing graph (builder feature segmentIds), so that the engine scores
-   * a state's questions in one row after one copy of its KV; default false (one row per question).
+   * a state's questions in one row after one copy of its KV; default true, as every model the CLI
+   * writes. False: one row per question with the state's KV forked into each.
    */
   packing?: boolean;
   /**
@@ -123,7 +124,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   const names = options.workloads ?? [...WORKLOAD_NAMES];
   const dtype = options.dtype ?? 'fp32';
   if (dtype !== 'fp32' && dtype !== 'fp16') throw new Error(`bench: dtype must be fp32 or fp16, got '${String(dtype)}'`);
-  const packing = options.packing ?? false;
+  const packing = options.packing ?? true;
   const fp32Dir = path.join(root, 'models', `bench-${preset}`);
   const modelDir = path.resolve(options.modelDir ?? `${fp32Dir}${dtype === 'fp32' ? '' : `-${dtype}`}${packing ? '-packed' : ''}`);
   const plan = agreementPlan(dtype, provider);

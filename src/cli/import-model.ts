@@ -1,10 +1,10 @@
-/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--attention ops|fused] [--id NAME] [--force]` */
+/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]` */
 import path from 'node:path';
 
 import { ImportError, importModel, type ImportDtype } from '../models/import/import-model.js';
 import { commandError, parseCommand } from './args.js';
 
-const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--attention ops|fused] [--id NAME] [--force]
+const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]
 
 Converts a Hugging Face checkpoint folder (config.json, *.safetensors or a sharded
 model.safetensors.index.json, tokenizer.json, tokenizer_config.json) into a model directory the
@@ -18,6 +18,8 @@ gemma. No Python and no network needed.
                 ONNX Runtime's CPU provider cannot run a bf16 graph
   --attention A ops (default: standard ONNX ops) or fused (ONNX Runtime's MultiHeadAttention, the
                 op its CUDA provider runs in fused kernels; same inputs, outputs and results)
+  --packing P   on (default): the graph takes segment ids, so the engine scores a state's questions
+                in one row after one copy of its KV; off: the graph without that input
   --force       replace an existing model directory (atomically)
 
 Nothing is written when the checkpoint cannot be imported; the directory appears complete or not at all.
@@ -29,6 +31,7 @@ const OPTIONS = {
   id: { type: 'string' },
   dtype: { type: 'string', default: 'fp32' },
   attention: { type: 'string', default: 'ops' },
+  packing: { type: 'string', default: 'on' },
   force: { type: 'boolean', default: false },
 } as const;
 
@@ -43,6 +46,9 @@ export async function run(argv: string[]): Promise<number> {
   if (values.id !== undefined && (values.id.includes('/') || values.id.includes('\\') || values.id.startsWith('.'))) {
     return commandError('import-model', `--id must be a model id (a directory name), got '${values.id}'`);
   }
+  if (values.packing !== 'on' && values.packing !== 'off') {
+    return commandError('import-model', `--packing must be on or off, got '${values.packing}'`);
+  }
   const dtype = values.dtype as ImportDtype;
   const outDir = values.id ? path.join(values.out, values.id) : values.out;
   const started = Date.now();
@@ -53,6 +59,7 @@ export async function run(argv: string[]): Promise<number> {
       outDir,
       dtype,
       attention: values.attention as 'ops' | 'fused',
+      segmentIds: values.packing === 'on',
       force: values.force,
       onWarning: (m) => process.stderr.write(`decide import-model: warning: ${m}\n`),
       onProgress: (done, total) => {

@@ -1,14 +1,16 @@
-/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused]` */
+/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off]` */
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
 import { parseCommand } from './args.js';
 
-const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused]
+const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off]
 
 Writes a Hugging Face model directory (config.json, tokenizer files, onnx/model.onnx) holding a
 Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PRESETS).join(', ')}.
 --attention fused writes each layer's attention as ONNX Runtime's MultiHeadAttention (same weights,
 inputs, outputs and results; docs/models.md).
+--packing on (default) adds the decide_segment_ids input with which the engine scores a state's
+questions in one row after one copy of its KV; off writes the graph without it (docs/models.md).
 `;
 
 const OPTIONS = {
@@ -17,6 +19,7 @@ const OPTIONS = {
   seed: { type: 'string', default: '1' },
   dtype: { type: 'string', default: 'fp32' },
   attention: { type: 'string', default: 'ops' },
+  packing: { type: 'string', default: 'on' },
 } as const;
 
 export async function run(argv: string[]): Promise<number> {
@@ -31,8 +34,12 @@ export async function run(argv: string[]): Promise<number> {
   if (!Number.isInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer`);
   if (values.dtype !== 'fp32' && values.dtype !== 'fp16') throw new Error(`--dtype must be fp32 or fp16`);
   if (values.attention !== 'ops' && values.attention !== 'fused') throw new Error(`--attention must be ops or fused`);
+  if (values.packing !== 'on' && values.packing !== 'off') throw new Error(`--packing must be on or off`);
   const started = Date.now();
-  const features = values.attention === 'fused' ? { attention: 'fused' as const } : undefined;
+  const features = {
+    ...(values.attention === 'fused' ? { attention: 'fused' as const } : {}),
+    ...(values.packing === 'on' ? { segmentIds: true } : {}),
+  };
   const result = await makeModel({ preset: values.preset, outDir: values.out, seed, dtype: values.dtype, features });
   process.stdout.write(`wrote ${result.dir} (preset ${values.preset}, seed ${seed}, ${values.dtype}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   return 0;

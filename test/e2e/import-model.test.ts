@@ -6,6 +6,7 @@
  * leaves nothing in the models directory.
  */
 import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { copyFile, cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -79,6 +80,8 @@ describe('decide import-model', () => {
     expect((await readdir(out)).sort()).toEqual(['config.json', 'decision.json', 'onnx', 'tokenizer.json', 'tokenizer_config.json']);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.import).toMatchObject({ family: 'qwen3', sourceDtypes: ['BF16'], dtype: 'fp32', tokenizer: true, tiedEmbeddings: true });
+    // Packed by default: the engine scores a state's questions in one row.
+    expect(decision.import.features).toEqual({ segmentIds: true });
     expect(decision.calibration.temperature).toEqual({ noul: 1, choice: 1, score: 1 });
 
     const server = await startServe({ args: ['--models-dir', dirs.modelsDir, '--data-dir', dirs.dataDir, '--threads', '1'], env: { DECIDE_API_KEYS: TEST_KEY } });
@@ -109,6 +112,18 @@ describe('decide import-model', () => {
     } finally {
       await svc.close();
     }
+  });
+
+  it('--packing off writes the graph without segment ids; a bad --packing value exits 2 and writes nothing', async () => {
+    const out = path.join(dirs.modelsDir, 'unpacked-2026-11');
+    const res = await decide(['import-model', hfDir, '--out', out, '--packing', 'off']);
+    expect(res.code).toBe(0);
+    const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
+    expect(decision.import.features).toBeUndefined();
+    const bad = await decide(['import-model', hfDir, '--out', path.join(dirs.modelsDir, 'maybe-2026-11'), '--packing', 'maybe']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--packing must be on or off, got 'maybe'/);
+    expect(existsSync(path.join(dirs.modelsDir, 'maybe-2026-11'))).toBe(false);
   });
 
   it('a checkpoint that cannot be imported exits 1 with the reason and writes nothing', async () => {

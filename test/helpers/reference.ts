@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { float16ToFloat32 } from '../../src/models/builder/onnx-writer.js';
+import { SEGMENT_IDS_INPUT } from '../../src/models/builder/decoder-graph.js';
 
 export interface ReferenceModel {
   session: ort.InferenceSession;
@@ -94,7 +95,8 @@ export async function referenceLastLogits(modelDir: string, ids: number[] | Int3
 
 /**
  * One forward of all rows, right-padded to the longest, with an empty past; returns each row's logits
- * at its last real position. Padding is masked with attention_mask 0; position_ids are 0..len-1.
+ * at its last real position. Padding is masked with attention_mask 0; position_ids are 0..len-1. A
+ * packing graph gets segment ids 0 everywhere, which makes each row an ordinary causal row.
  */
 export async function referenceBatchLastLogits(modelDir: string, rows: Int32Array[]): Promise<Float32Array[]> {
   if (rows.length === 0) return [];
@@ -118,6 +120,7 @@ export async function referenceBatchLastLogits(modelDir: string, rows: Int32Arra
       input_ids: new ort.Tensor('int64', ids, [batch, seq]),
       attention_mask: new ort.Tensor('int64', mask, [batch, seq]),
       position_ids: new ort.Tensor('int64', positions, [batch, seq]),
+      ...(model.session.inputNames.includes(SEGMENT_IDS_INPUT) ? { [SEGMENT_IDS_INPUT]: new ort.Tensor('int64', new BigInt64Array(batch * seq), [batch, seq]) } : {}),
       ...emptyPast(model, batch),
     },
     ['logits'],

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { onnx } from '../../src/models/builder/onnx-writer.js';
-import { ImportError, importModel } from '../../src/models/import/import-model.js';
+import { ImportError, importModel, PACKED_IMPORTS_BY_DEFAULT } from '../../src/models/import/import-model.js';
 import { engineLastLogits, maxAbsDiff } from '../helpers/imported-logits.js';
 import { releaseReferenceSessions } from '../helpers/reference.js';
 
@@ -46,7 +46,7 @@ describe.each(['qwen3', 'qwen2', 'llama3'])('the %s fixture imported with fused 
     expect(model.graph!.node!.filter((n) => n.opType === 'MultiHeadAttention' && n.domain === 'com.microsoft')).toHaveLength(layers);
     expect(model.graph!.node!.filter((n) => n.opType === 'Softmax')).toHaveLength(0);
     const decision = JSON.parse(readFileSync(path.join(imported.dir, 'decision.json'), 'utf8')) as { import?: { features?: unknown } };
-    expect(decision.import?.features).toEqual({ attention: 'fused' });
+    expect(decision.import?.features).toEqual({ attention: 'fused', ...(PACKED_IMPORTS_BY_DEFAULT ? { segmentIds: true } : {}) });
 
     const refCases = (JSON.parse(readFileSync(path.join(FIXTURES, family, 'reference_logits.json'), 'utf8')) as { cases: Case[] }).cases;
     const got = await engineLastLogits(imported.dir, refCases.map((c) => c.input_ids), VOCAB);
