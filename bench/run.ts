@@ -45,9 +45,10 @@ export interface BenchOptions {
   /** Weights and activations of the generated model; default 'fp32'. */
   dtype?: FloatDtype;
   /**
-   * Build the model with the packing graph (builder feature segmentIds), so that the engine scores
-   * a state's questions in one row after one copy of its KV; default true, as every model the CLI
-   * writes. False: one row per question with the state's KV forked into each.
+   * The engine's question layout on the packing graph (the bench model is built with segment ids,
+   * as make-model and import-model write by default): true packs a state's questions into rows,
+   * false forks the state's KV into a row per question; default the engine's own (packed on CUDA,
+   * forked on the CPU; EngineLoadOptions.packSuffixes).
    */
   packing?: boolean;
   /**
@@ -90,8 +91,8 @@ const MODEL_SEED = 1;
 export type CheckResult = Agreement & { plan: ReturnType<typeof agreementPlan>; baseline?: Agreement };
 
 /** Builds the bench's own model directory unless it already holds this preset (this dtype and graph features, seed MODEL_SEED). */
-async function ensureModel(preset: string, dir: string, dtype: FloatDtype, packing: boolean, log: (s: string) => void): Promise<void> {
-  const features = packing ? { segmentIds: true } : undefined;
+async function ensureModel(preset: string, dir: string, dtype: FloatDtype, segmentIds: boolean, log: (s: string) => void): Promise<void> {
+  const features = segmentIds ? { segmentIds: true } : undefined;
   if (PRESETS[preset] === undefined) throw new Error(`bench: unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
   try {
     const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder?: Record<string, unknown> };
@@ -103,7 +104,7 @@ async function ensureModel(preset: string, dir: string, dtype: FloatDtype, packi
     // missing or unreadable: build
   }
   const started = performance.now();
-  log(`building model preset '${preset}' (${dtype}${packing ? ', packing graph' : ''}) into ${dir} ...`);
+  log(`building model preset '${preset}' (${dtype}${segmentIds ? ', packing graph' : ''}) into ${dir} ...`);
   await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype, ...(features ? { features } : {}) });
   log(`  built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
@@ -124,9 +125,9 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   const names = options.workloads ?? [...WORKLOAD_NAMES];
   const dtype = options.dtype ?? 'fp32';
   if (dtype !== 'fp32' && dtype !== 'fp16') throw new Error(`bench: dtype must be fp32 or fp16, got '${String(dtype)}'`);
-  const packing = options.packing ?? true;
+  const packing = options.packing;
   const fp32Dir = path.join(root, 'models', `bench-${preset}`);
-  const modelDir = path.resolve(options.modelDir ?? `${fp32Dir}${dtype === 'fp32' ? '' : `-${dtype}`}${packing ? '-packed' : ''}`);
+  const modelDir = path.resolve(options.modelDir ?? (dtype === 'fp32' ? fp32Dir : `${fp32Dir}-${dtype}`));
   const plan = agreementPlan(dtype, provider);
   const referenceDir =
     plan.reference === 'baseline' ? undefined : path.resolve(options.referenceModelDir ?? (options.modelDir === undefined ? fp32Dir : ''));
@@ -143,16 +144,16 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
 
   log(`decide bench: preset ${preset} ${dtype}, ${provider}, ${threads} thread(s), ${quick ? 'quick' : 'default'} sizes, ${repetitions} timed repetition(s), workloads ${names.join(', ')}`);
   if (options.modelDir === undefined) {
-    await ensureModel(preset, modelDir, dtype, packing, log);
+    await ensureModel(preset, modelDir, dtype, true, log);
   } else if (!existsSync(path.join(modelDir, 'config.json'))) {
     throw new Error(`bench: ${modelDir} is not a model directory (no config.json)`);
   }
 
-  if (referenceDir !== undefined && options.referenceModelDir === undefined) await ensureModel(preset, referenceDir, 'fp32', false, log);
+  if (referenceDir !== undefined && options.referenceModelDir === undefined) await ensureModel(preset, referenceDir, 'fp32', true, log);
 
   const tokenizer = await TextTokenizer.load(modelDir);
   const addon = addonInfo(root);
-  const runtime = await ModelRuntime.load(BENCH_MODEL_ID, modelDir, { engine: { threads, provider } });
+  const runtime = await ModelRuntime.load(BENCH_MODEL_ID, modelDir, { engine: { threads, provider, ...(packing === undefined ? {} : { packSuffixes: packing }) } });
   const sampler = new RssSampler();
   const rssAfterLoad = process.memoryUsage.rss();
   let probe: PeakProbe | undefined;
@@ -299,7 +300,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
         schema: 'decide-bench/1',
         startedAt: startedAt.toISOString(),
         durationSeconds: (performance.now() - t0) / 1000,
-        options: { preset, dtype, packing, provider, threads, quick, repetitions, seed, workloads: names, profile: options.profile ?? false, modelDir },
+        options: { preset, dtype, packing: packing ?? 'engine default', provider, threads, quick, repetitions, seed, workloads: names, profile: options.profile ?? false, modelDir },
         rssAfterLoadBytes: rssAfterLoad,
         machine: machineInfo(loadAverageAtStart),
         threads,

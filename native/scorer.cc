@@ -7,14 +7,13 @@
 #include <unordered_map>
 
 #include "errors.h"
+#include "row_packing.h"
 
 namespace decide {
 namespace {
 
 // Stock graphs (no decide_logits_index) return logits for every position; cap that tensor.
 constexpr int64_t kStockLogitsBudgetBytes = int64_t{512} << 20;
-// A packed suffix row may always hold this many new tokens, however short its past.
-constexpr int64_t kMinPackedTokens = 64;
 
 uint64_t HashIds(const int32_t* ids, int count) {
   uint64_t h = 1469598103934665603ull;
@@ -119,13 +118,30 @@ ScoreOutput Scorer::Score(const ScoreInput& input) {
   Validate(input);
   ScoreOutput output;
   output.counters.calls = 1;
-  std::vector<GroupPast> pasts = ResolvePrefixes(input, output);
-  RunSuffixes(input, pasts, output);
+  output.label_logits.assign(input.label_ids_length, 0.0f);
+  output.log_sum_exp.assign(input.num_suffixes, 0.0f);
+  const GroupRows packed = PacksSuffixes() ? PackGroups(input, Limits()) : GroupRows(input.num_groups);
+  std::vector<bool> fused(input.num_groups, false);
+  std::vector<GroupPast> pasts = ResolvePrefixes(input, packed, fused, output);
+  RunSuffixes(input, pasts, packed, fused, output);
   Add(totals_, output.counters);
   return output;
 }
 
-std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, ScoreOutput& output) {
+PackingLimits Scorer::Limits() const {
+  const ModelInfo& info = decoder_->Info();
+  PackingLimits limits;
+  limits.token_budget = options_.token_budget;
+  limits.attention_budget = options_.attention_budget;
+  if (!info.has_logits_index) {
+    limits.logits_bytes_per_token = info.vocab_size * 4;
+    limits.logits_budget_bytes = kStockLogitsBudgetBytes;
+  }
+  return limits;
+}
+
+std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, const GroupRows& packed,
+                                                       std::vector<bool>& fused, ScoreOutput& output) {
   const KvShape& shape = decoder_->Info().kv;
   ScoreCounters& counters = output.counters;
   output.cached_tokens.assign(in.num_groups, 0);
@@ -137,15 +153,15 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, Sco
   std::vector<Pending> pending;
   std::vector<int> same_as(in.num_groups, -1);  // groups whose prefix equals an earlier group's
   std::unordered_map<uint64_t, std::vector<int>> seen;
+  auto prefix_len = [&](int g) { return in.prefix_offsets[g + 1] - in.prefix_offsets[g]; };
 
   for (int g = 0; g < in.num_groups; ++g) {
     const int32_t* ids = in.prefix_tokens + in.prefix_offsets[g];
-    int count = in.prefix_offsets[g + 1] - in.prefix_offsets[g];
+    int count = prefix_len(g);
     auto& candidates = seen[HashIds(ids, count)];
     for (int other : candidates) {
       const int32_t* other_ids = in.prefix_tokens + in.prefix_offsets[other];
-      if (in.prefix_offsets[other + 1] - in.prefix_offsets[other] == count &&
-          std::equal(ids, ids + count, other_ids)) {
+      if (prefix_len(other) == count && std::equal(ids, ids + count, other_ids)) {
         same_as[g] = other;
         break;
       }
@@ -167,37 +183,71 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, Sco
     }
   }
 
+  // A state being computed takes its first row of questions into the same row when the row still
+  // fits: the questions read the state's KV inside the pass, and no copy of it is made for them.
+  const PackingLimits limits = Limits();
+  std::vector<PackedRow> fused_rows(pending.size());
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const int g = pending[i].group;
+    if (packed[g].empty()) continue;
+    const int done = pending[i].match.length;
+    PackedRow row = MakePackedRow(in, in.prefix_tokens + in.prefix_offsets[g] + done, prefix_len(g) - done, packed[g][0]);
+    if (!FitsPackedRow(limits, done, static_cast<int64_t>(row.tokens.size()))) continue;
+    fused_rows[i] = std::move(row);
+    fused[g] = true;
+  }
+
   // Rows sorted by the tokens they compute (then by past), so that Chunk() can cut the list into
   // passes with little padding.
-  std::sort(pending.begin(), pending.end(), [&](const Pending& a, const Pending& b) {
-    int na = in.prefix_offsets[a.group + 1] - in.prefix_offsets[a.group] - a.match.length;
-    int nb = in.prefix_offsets[b.group + 1] - in.prefix_offsets[b.group] - b.match.length;
-    if (na != nb) return na < nb;
-    return a.match.length < b.match.length;
+  auto new_tokens = [&](size_t i) {
+    const Pending& p = pending[i];
+    return fused[p.group] ? static_cast<int>(fused_rows[i].tokens.size()) : prefix_len(p.group) - p.match.length;
+  };
+  std::vector<size_t> order(pending.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (new_tokens(a) != new_tokens(b)) return new_tokens(a) < new_tokens(b);
+    return pending[a].match.length < pending[b].match.length;
   });
   std::vector<ExtendRow> rows;
-  for (const Pending& p : pending) {
+  bool any_fused = false;
+  for (size_t i : order) {
+    const Pending& p = pending[i];
+    if (fused[p.group]) {
+      rows.push_back(fused_rows[i].AsExtendRow(p.match.block.get(), p.match.length));
+      any_fused = true;
+      continue;
+    }
     ExtendRow row;
     row.past = p.match.block.get();
     row.past_len = p.match.length;
     row.tokens = in.prefix_tokens + in.prefix_offsets[p.group] + p.match.length;
-    row.num_tokens = in.prefix_offsets[p.group + 1] - in.prefix_offsets[p.group] - p.match.length;
+    row.num_tokens = prefix_len(p.group) - p.match.length;
     rows.push_back(row);
   }
-  for (auto [begin, end] : Chunk(rows, false)) {
+  for (auto [begin, end] : Chunk(rows, any_fused)) {
     std::vector<ExtendRow> chunk(rows.begin() + begin, rows.begin() + end);
-    ExtendResult result = decoder_->Extend(chunk, false);
+    bool want_logits = false;
+    for (const ExtendRow& row : chunk) want_logits = want_logits || !row.logits_positions.empty();
+    ExtendResult result = decoder_->Extend(chunk, want_logits);
     Account(rows, begin, end, counters);
     counters.prefix_passes += 1;
     for (size_t i = begin; i < end; ++i) {
-      const Pending& p = pending[i];
+      const Pending& p = pending[order[i]];
       const int32_t* ids = in.prefix_tokens + in.prefix_offsets[p.group];
-      int count = in.prefix_offsets[p.group + 1] - in.prefix_offsets[p.group];
+      const int count = prefix_len(p.group);
+      const int state_new = count - p.match.length;
       auto block = std::make_shared<KvBlock>(decoder_->GetDevice(), shape, count);
       if (p.match.length > 0) decoder_->CopyKvPrefix(*p.match.block, p.match.length, *block);
-      decoder_->CopyNewKv(result, static_cast<int>(i - begin), rows[i].num_tokens, *block, p.match.length);
+      // The row's first state_new new tokens are the state's; fused questions follow them.
+      decoder_->CopyNewKv(result, static_cast<int>(i - begin), state_new, *block, p.match.length);
       counters.prefix_cache_evictions += cache_.Insert(ids, count, block);
       pasts[p.group] = GroupPast{std::move(block), count};
+      if (fused[p.group]) {
+        const PackedRow& row = fused_rows[order[i]];
+        counters.suffix_tokens += row.tokens.size() - row.lead;
+        ReadLogits(in, result, static_cast<int>(i - begin), row.suffixes, output);
+      }
     }
   }
   for (int g = 0; g < in.num_groups; ++g) {
@@ -213,126 +263,82 @@ bool Scorer::PacksSuffixes() const {
   return options_.pack_suffixes && info.has_segment_ids && (!info.has_logits_index || info.logits_index_rank == 2);
 }
 
-Scorer::SuffixRows Scorer::PlanSuffixRows(const ScoreInput& in, const std::vector<GroupPast>& pasts) const {
+void Scorer::RunSuffixes(const ScoreInput& in, const std::vector<GroupPast>& pasts, const GroupRows& packed,
+                         const std::vector<bool>& fused, ScoreOutput& output) {
   auto suffix_len = [&](int s) { return in.suffix_offsets[s + 1] - in.suffix_offsets[s]; };
-  SuffixRows plan;
-  if (!PacksSuffixes()) {
-    // One row per suffix, its group's past forked in as the row's past.
-    for (int s = 0; s < in.num_suffixes; ++s) plan.suffixes.push_back({s});
-  } else {
-    // One row per group, holding its suffixes one after another. A row stops growing when its new
-    // tokens would exceed the past's length (at least kMinPackedTokens): the block-diagonal mask
-    // computes the scores between items too, and this keeps them below the scores against the
-    // state that every item pays anyway. Groups with equal prefixes get a row each, so a row
-    // depends on its group's own suffixes only, never on the rest of the call.
-    const ModelInfo& info = decoder_->Info();
-    std::vector<std::vector<int>> by_group(in.num_groups);
-    for (int s = 0; s < in.num_suffixes; ++s) by_group[in.suffix_group[s]].push_back(s);
+  const bool packing = PacksSuffixes();
+  // Packing: each group's rows of questions but the one that ran with its state's prefill.
+  // Otherwise one row per question (only `suffixes` set), its group's past forked in.
+  std::vector<PackedRow> planned;
+  std::vector<int> planned_group;
+  if (packing) {
     for (int g = 0; g < in.num_groups; ++g) {
-      if (by_group[g].empty()) continue;
-      const int64_t past = pasts[g].length;
-      const int64_t limit = std::max<int64_t>(past, kMinPackedTokens);
-      auto fits = [&](int64_t tokens) {
-        bool ok = tokens <= limit && tokens <= options_.token_budget &&
-                  tokens * (past + tokens) <= options_.attention_budget;
-        if (!info.has_logits_index) ok = ok && tokens * info.vocab_size * 4 <= kStockLogitsBudgetBytes;
-        return ok;
-      };
-      std::vector<int> row;
-      int64_t tokens = 0;
-      for (int s : by_group[g]) {
-        if (!row.empty() && !fits(tokens + suffix_len(s))) {
-          plan.suffixes.push_back(std::move(row));
-          row.clear();
-          tokens = 0;
-        }
-        row.push_back(s);
-        tokens += suffix_len(s);
+      for (size_t r = fused[g] ? 1 : 0; r < packed[g].size(); ++r) {
+        planned.push_back(MakePackedRow(in, nullptr, 0, packed[g][r]));
+        planned_group.push_back(g);
       }
-      plan.suffixes.push_back(std::move(row));
+    }
+  } else {
+    for (int s = 0; s < in.num_suffixes; ++s) {
+      PackedRow row;
+      row.suffixes = {s};
+      planned.push_back(std::move(row));
+      planned_group.push_back(in.suffix_group[s]);
     }
   }
-
-  // Rows sorted by new tokens first: padded new tokens run through every layer, padded past
-  // positions are only attended to. Chunk() then cuts the list where padding would cost most.
-  auto row_len = [&](const std::vector<int>& row) {
-    int n = 0;
-    for (int s : row) n += suffix_len(s);
-    return n;
+  auto new_tokens = [&](size_t i) {
+    return packing ? static_cast<int>(planned[i].tokens.size()) : suffix_len(planned[i].suffixes[0]);
   };
-  auto row_past = [&](const std::vector<int>& row) { return pasts[in.suffix_group[row[0]]].length; };
-  std::stable_sort(plan.suffixes.begin(), plan.suffixes.end(), [&](const std::vector<int>& a, const std::vector<int>& b) {
-    if (row_len(a) != row_len(b)) return row_len(a) < row_len(b);
-    return row_past(a) < row_past(b);
+  // Sorted by new tokens first: padded new tokens run through every layer, padded past positions
+  // are only attended to. Chunk() then cuts the list where padding would cost most.
+  std::vector<size_t> order(planned.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (new_tokens(a) != new_tokens(b)) return new_tokens(a) < new_tokens(b);
+    return pasts[planned_group[a]].length < pasts[planned_group[b]].length;
   });
-
-  const bool packed = PacksSuffixes();
-  plan.packed_tokens.resize(packed ? plan.suffixes.size() : 0);
-  plan.packed_offsets.resize(plan.packed_tokens.size());
-  plan.packed_segments.resize(plan.packed_tokens.size());
-  for (size_t r = 0; r < plan.suffixes.size(); ++r) {
-    const std::vector<int>& members = plan.suffixes[r];
-    const GroupPast& past = pasts[in.suffix_group[members[0]]];
-    ExtendRow row;
-    row.past = past.block.get();
-    row.past_len = past.length;
-    if (!packed) {
-      const int s = members[0];
+  std::vector<ExtendRow> rows;
+  rows.reserve(order.size());
+  for (size_t i : order) {
+    const GroupPast& past = pasts[planned_group[i]];
+    if (packing) {
+      rows.push_back(planned[i].AsExtendRow(past.block.get(), past.length));
+    } else {
+      const int s = planned[i].suffixes[0];
+      ExtendRow row;
+      row.past = past.block.get();
+      row.past_len = past.length;
       row.tokens = in.suffix_tokens + in.suffix_offsets[s];
       row.num_tokens = suffix_len(s);
       row.logits_positions = {row.num_tokens - 1};
-    } else {
-      // Item k is segment k + 1 and sits at positions past, past + 1, ... like a fresh row's.
-      auto& tokens = plan.packed_tokens[r];
-      auto& offsets = plan.packed_offsets[r];
-      auto& segments = plan.packed_segments[r];
-      for (size_t k = 0; k < members.size(); ++k) {
-        const int s = members[k];
-        const int32_t* ids = in.suffix_tokens + in.suffix_offsets[s];
-        for (int i = 0; i < suffix_len(s); ++i) {
-          tokens.push_back(ids[i]);
-          offsets.push_back(i);
-          segments.push_back(static_cast<int32_t>(k + 1));
-        }
-        row.logits_positions.push_back(static_cast<int32_t>(tokens.size() - 1));
-      }
-      row.tokens = tokens.data();
-      row.offsets = offsets.data();
-      row.segments = segments.data();
-      row.num_tokens = static_cast<int>(tokens.size());
+      rows.push_back(row);
     }
-    plan.rows.push_back(row);
+    output.counters.suffix_tokens += rows.back().num_tokens;
   }
-  return plan;
-}
-
-void Scorer::RunSuffixes(const ScoreInput& in, const std::vector<GroupPast>& pasts, ScoreOutput& output) {
-  const int64_t vocab = decoder_->Info().vocab_size;
-  output.label_logits.assign(in.label_ids_length, 0.0f);
-  output.log_sum_exp.assign(in.num_suffixes, 0.0f);
-
-  const SuffixRows plan = PlanSuffixRows(in, pasts);
-  const std::vector<ExtendRow>& rows = plan.rows;
-  for (const ExtendRow& row : rows) output.counters.suffix_tokens += row.num_tokens;
   for (auto [begin, end] : Chunk(rows, true)) {
     std::vector<ExtendRow> chunk(rows.begin() + begin, rows.begin() + end);
     ExtendResult result = decoder_->Extend(chunk, true);
     Account(rows, begin, end, output.counters);
     output.counters.suffix_passes += 1;
     for (size_t i = begin; i < end; ++i) {
-      const std::vector<int>& members = plan.suffixes[i];
-      for (size_t k = 0; k < members.size(); ++k) {
-        const int s = members[k];
-        const float* logits = result.logits.data() + ((i - begin) * result.logits_per_row + k) * vocab;
-        double max_logit = -INFINITY;
-        for (int64_t v = 0; v < vocab; ++v) max_logit = std::max<double>(max_logit, logits[v]);
-        double sum = 0.0;
-        for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - max_logit);
-        output.log_sum_exp[s] = static_cast<float>(max_logit + std::log(sum));
-        for (int j = in.label_offsets[s]; j < in.label_offsets[s + 1]; ++j) {
-          output.label_logits[j] = logits[in.label_ids[j]];
-        }
-      }
+      ReadLogits(in, result, static_cast<int>(i - begin), planned[order[i]].suffixes, output);
+    }
+  }
+}
+
+void Scorer::ReadLogits(const ScoreInput& in, const ExtendResult& result, int row, const std::vector<int>& suffixes,
+                        ScoreOutput& output) const {
+  const int64_t vocab = decoder_->Info().vocab_size;
+  for (size_t k = 0; k < suffixes.size(); ++k) {
+    const int s = suffixes[k];
+    const float* logits = result.logits.data() + (static_cast<size_t>(row) * result.logits_per_row + k) * vocab;
+    double max_logit = -INFINITY;
+    for (int64_t v = 0; v < vocab; ++v) max_logit = std::max<double>(max_logit, logits[v]);
+    double sum = 0.0;
+    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - max_logit);
+    output.log_sum_exp[s] = static_cast<float>(max_logit + std::log(sum));
+    for (int j = in.label_offsets[s]; j < in.label_offsets[s + 1]; ++j) {
+      output.label_logits[j] = logits[in.label_ids[j]];
     }
   }
 }

@@ -4,9 +4,11 @@
 //      cached part, and inserts the results into the cache;
 //   3. a suffix stage runs the questions with their group's prefix KV as past, and reads the
 //      logits of each question's label tokens at its last position, plus the log-sum-exp over the
-//      whole vocabulary there. With a graph that takes segment ids, a group's questions are packed
-//      into one row after a single copy of its prefix KV (see PlanSuffixRows); otherwise each
-//      question is a row of its own with the prefix KV forked into it.
+//      whole vocabulary there.
+// With a graph that takes segment ids (row_packing.h), a group's questions are packed into rows,
+// and a state being computed takes its first row of questions into its own prefix row, so those
+// questions need no copy of its KV at all; the other rows get one copy each. Otherwise each
+// question is a suffix row of its own with the prefix KV forked into it.
 // Each stage's rows are sorted by shape and split into forward passes by Chunk(): every pass fits
 // the token, past-bytes, attention (and, for a stock graph, logits) budgets, and within them a
 // cost model picks the split that computes the least padding plus per-pass overhead.
@@ -24,6 +26,8 @@
 
 #include "decoder.h"
 #include "prefix_cache.h"
+#include "row_packing.h"
+#include "score_input.h"
 
 namespace decide {
 
@@ -45,21 +49,6 @@ struct ScorerOptions {
   double pass_overhead_tokens = 32.0;
   // Pack a group's questions into one suffix row when the graph takes segment ids.
   bool pack_suffixes = true;
-};
-
-struct ScoreInput {
-  const int32_t* prefix_tokens = nullptr;
-  const int32_t* prefix_offsets = nullptr;  // num_groups + 1
-  int num_groups = 0;
-  size_t prefix_tokens_length = 0;
-  const int32_t* suffix_tokens = nullptr;
-  const int32_t* suffix_offsets = nullptr;  // num_suffixes + 1
-  const int32_t* suffix_group = nullptr;    // num_suffixes
-  int num_suffixes = 0;
-  size_t suffix_tokens_length = 0;
-  const int32_t* label_ids = nullptr;
-  const int32_t* label_offsets = nullptr;  // num_suffixes + 1
-  size_t label_ids_length = 0;
 };
 
 struct ScoreCounters {
@@ -104,16 +93,18 @@ class Scorer {
     int length = 0;
   };
   void Validate(const ScoreInput& input) const;
-  std::vector<GroupPast> ResolvePrefixes(const ScoreInput& input, ScoreOutput& output);
-  // The suffix stage's rows, sorted for Chunk(): rows[i] yields the logits of suffixes[i], in order.
-  // Packed rows own their token, position-offset and segment arrays here.
-  struct SuffixRows {
-    std::vector<ExtendRow> rows;
-    std::vector<std::vector<int>> suffixes;
-    std::vector<std::vector<int32_t>> packed_tokens, packed_offsets, packed_segments;
-  };
-  SuffixRows PlanSuffixRows(const ScoreInput& input, const std::vector<GroupPast>& pasts) const;
-  void RunSuffixes(const ScoreInput& input, const std::vector<GroupPast>& pasts, ScoreOutput& output);
+  // Per group, its questions cut into packed rows (PackGroups); empty lists when not packing.
+  using GroupRows = std::vector<std::vector<std::vector<int>>>;
+  PackingLimits Limits() const;
+  // Computes the prefixes the cache lacks; a group whose first row of questions ran in the same
+  // pass as its state is marked in `fused` (its answers are in `output` already).
+  std::vector<GroupPast> ResolvePrefixes(const ScoreInput& input, const GroupRows& packed, std::vector<bool>& fused,
+                                         ScoreOutput& output);
+  void RunSuffixes(const ScoreInput& input, const std::vector<GroupPast>& pasts, const GroupRows& packed,
+                   const std::vector<bool>& fused, ScoreOutput& output);
+  // Reads the answers of `suffixes` (in logits-position order) from row `row` of a pass.
+  void ReadLogits(const ScoreInput& input, const ExtendResult& result, int row, const std::vector<int>& suffixes,
+                  ScoreOutput& output) const;
   // Splits rows (already sorted for similar shapes) into consecutive chunks within the budgets.
   std::vector<std::pair<size_t, size_t>> Chunk(const std::vector<ExtendRow>& rows, bool want_logits) const;
   void Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, ScoreCounters& counters) const;

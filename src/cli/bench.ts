@@ -23,9 +23,9 @@ options:
   --threads N           intra-op threads for every system (default: all cores)
   --preset NAME         model builder preset: tiny, small (default), qwen3-0.6b
   --dtype D             fp32 (default) or fp16 weights and activations
-  --packing on|off      on (default): the packing graph, a state's questions scored in one row after
-                        one copy of its KV (models/bench-<preset>[-fp16]-packed); off: one row per
-                        question with the state's KV forked into each (models/bench-<preset>[-fp16])
+  --packing on|off      the engine's question layout (the bench model takes segment ids): on packs a
+                        state's questions into rows, off forks its KV into a row per question;
+                        default the engine's (packed on cuda, forked on cpu)
   --provider P          cpu (default) or cuda (after \`npx decide setup-cuda\`)
   --profile             also time the engine's prefix and suffix passes apart
   --no-micro            skip the TypeScript micro-benchmarks
@@ -55,7 +55,7 @@ const OPTIONS = {
   'model-dir': { type: 'string' },
   'reference-dir': { type: 'string' },
   dtype: { type: 'string', default: 'fp32' },
-  packing: { type: 'string', default: 'on' },
+  packing: { type: 'string' },
 } as const;
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
@@ -71,7 +71,7 @@ export async function run(argv: string[]): Promise<number> {
   const { values } = parsed;
   if (values.provider !== 'cpu' && values.provider !== 'cuda') throw new Error(`--provider must be cpu or cuda, got '${values.provider}'`);
   if (values.dtype !== 'fp32' && values.dtype !== 'fp16') throw new Error(`--dtype must be fp32 or fp16, got '${values.dtype}'`);
-  if (values.packing !== 'on' && values.packing !== 'off') throw new Error(`--packing must be on or off, got '${values.packing}'`);
+  if (values.packing !== undefined && values.packing !== 'on' && values.packing !== 'off') throw new Error(`--packing must be on or off, got '${values.packing}'`);
   let workloads: WorkloadName[] | undefined;
   if (values.workloads !== undefined) {
     const list = values.workloads.split(',').map((s) => s.trim()).filter(Boolean);
@@ -111,7 +111,7 @@ export async function run(argv: string[]): Promise<number> {
       modelDir: values['model-dir'],
       referenceModelDir: values['reference-dir'],
       dtype: values.dtype,
-      packing: values.packing === 'on',
+      packing: values.packing === undefined ? undefined : values.packing === 'on',
     });
   } catch (err) {
     if (err instanceof BenchRefusedError) {

@@ -46,9 +46,13 @@ export interface EngineLoadOptions {
    */
   gatherLogits?: boolean;
   /**
-   * With a graph that takes segment ids (built with `features.segmentIds`), score a group's
-   * questions packed into one row after a single copy of its state's KV instead of one row per
-   * question with the state's KV forked into each. Default true; no effect on other graphs.
+   * With a graph that takes segment ids (`--packing on`, the default of make-model and
+   * import-model), score a group's questions packed into rows: in the state's own prefill row when
+   * the call computes the state, else after one copy of its KV, instead of one row per question
+   * with the state's KV forked into each. Default: on for 'cuda', off for 'cpu'. On the CPU the
+   * forked rows measured faster (packed rows compute attention between all of a row's tokens;
+   * docs/benchmark.md); on a GPU the forked copies are what packing removes (docs/models.md). No
+   * effect on a graph without segment ids.
    */
   packSuffixes?: boolean;
 }
@@ -147,7 +151,7 @@ export class Engine {
         maxContext,
         attentionWeight: attentionWeight(config),
         passOverheadTokens: options.passOverheadTokens ?? 32,
-        packSuffixes: options.packSuffixes ?? true,
+        packSuffixes: options.packSuffixes ?? provider === 'cuda',
       } as const;
       const graphFile =
         options.gatherLogits === false ? stockGraph : await prepareScoringGraph(stockGraph, loadOptions);

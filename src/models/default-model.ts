@@ -23,7 +23,8 @@ export async function ensureDefaultModel(modelsDir: string, log?: (line: string)
   mkdirSync(modelsDir, { recursive: true });
   log?.(`creating the embedded default model ${DEFAULT_MODEL_ID} (random weights) in ${dir}`);
   try {
-    // The packing graph, as every model the CLI writes: a state's questions share one copy of its KV.
+    // The packing graph, as every model the CLI writes: it serves packed questions on CUDA and
+    // forked rows on the CPU (docs/models.md).
     await makeModel({ preset: DEFAULT_MODEL_PRESET, outDir: dir, seed: DEFAULT_MODEL_SEED, features: { segmentIds: true } });
   } catch (err) {
     // Another process may have built it at the same moment; that copy is as good as ours.

@@ -1,7 +1,7 @@
 /**
  * `decide make-model` as a user runs it: the packing graph by default (decision.json records
- * builder.features.segmentIds and the graph gains the decide_segment_ids input), `--packing off`
- * for the graph without it, and a bad value refused before anything is written.
+ * builder.features.segmentIds, and an engine asked to pack can), `--packing off` for the graph
+ * without it, and a bad value refused before anything is written.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -44,7 +44,7 @@ describe('decide make-model --packing', () => {
     expect(res.code).toBe(0);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.builder.features).toEqual(packed ? { segmentIds: true } : undefined);
-    const engine = await Engine.load({ modelDir: out, threads: 1 });
+    const engine = await Engine.load({ modelDir: out, threads: 1, packSuffixes: true });
     try {
       expect(engine.info.packsSuffixes).toBe(packed);
     } finally {

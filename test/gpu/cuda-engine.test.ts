@@ -109,15 +109,15 @@ describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
     }
   });
 
-  it('the packing graph runs packed on CUDA and answers like the CPU (1e-4)', async () => {
+  it('the packing graph runs packed on CUDA by default and answers like the CPU (1e-4)', async () => {
     const engine = await cuda(await tinyModelDir({ segmentIds: true }));
     expect(engine.info.packsSuffixes).toBe(true);
     const batch = groups(3, 6);
     expect(maxDiff(await engine.score(batch), await cpu.score(batch), 'logits')).toBeLessThan(1e-4);
+    // No prefix cache here: a state and its questions share its prefill row, so nothing is copied.
     const before = engine.counters().pastTokensCopied;
-    const one = groups(4, 1);
-    await engine.score(one);
-    expect(engine.counters().pastTokensCopied - before).toBe(one[0]!.prefix.length);
+    await engine.score(groups(4, 1));
+    expect(engine.counters().pastTokensCopied - before).toBe(0);
   });
 
   it('the fused-attention graph (packed) answers like the CPU (1e-4)', async () => {

@@ -78,8 +78,11 @@ function maxDiff(a: Float32Array, b: Float32Array): number {
 
 describe.each([
   { layout: 'one row per question', variant: {} },
+  // Packing is the engine's default on CUDA only: asked for here.
   { layout: 'questions packed per state', variant: { segmentIds: true } },
 ])('Engine on the tiny model, $layout', ({ variant }) => {
+  const load = (options: Omit<Parameters<typeof Engine.load>[0], 'modelDir'> = {}) =>
+    Engine.load({ modelDir, ...(variant.segmentIds ? { packSuffixes: true } : {}), ...options });
   let modelDir: string;
   /** The stock graph with the same weights: the reference runs it. */
   let referenceDir: string;
@@ -88,7 +91,7 @@ describe.each([
   beforeAll(async () => {
     referenceDir = await tinyModelDir();
     modelDir = await tinyModelDir(variant);
-    engine = await Engine.load({ modelDir });
+    engine = await load();
   });
   afterAll(() => engine?.close());
   const expectMatchesReference = (groups: ScoreGroup[], scores: Awaited<ReturnType<Engine['score']>>) =>
@@ -169,7 +172,7 @@ describe.each([
 
   it('a cache bounded to about one prefix evicts the older one and counts the eviction', async () => {
     const perToken = engine.info.kvBytesPerToken;
-    const small = await Engine.load({ modelDir, prefixCacheBytes: perToken * 150 });
+    const small = await load({ prefixCacheBytes: perToken * 150 });
     try {
       const next = rng(71);
       const question = { tokens: randomIds(next, 8), labels: randomIds(next, 3) };
@@ -188,7 +191,7 @@ describe.each([
   });
 
   it('with pass splitting off, uses one prefix pass and one suffix pass per call within the token budget', async () => {
-    const onePass = await Engine.load({ modelDir, passOverheadTokens: Infinity });
+    const onePass = await load({ passOverheadTokens: Infinity });
     try {
       const groups = randomGroups(51, 3).map((g) => ({ ...g, prefix: g.prefix.slice(0, 50) }));
       await onePass.score(groups);
@@ -201,7 +204,7 @@ describe.each([
   });
 
   it('splitting passes to avoid padding computes less padding and gives the same logits', async () => {
-    const onePass = await Engine.load({ modelDir, passOverheadTokens: Infinity });
+    const onePass = await load({ passOverheadTokens: Infinity });
     try {
       const groups = randomGroups(52, 6);
       engine.clearPrefixCache();
@@ -218,7 +221,7 @@ describe.each([
   });
 
   it('a small token budget splits passes without changing results', async () => {
-    const small = await Engine.load({ modelDir, tokenBudget: 40, passOverheadTokens: Infinity });
+    const small = await load({ tokenBudget: 40, passOverheadTokens: Infinity });
     try {
       const groups = randomGroups(61, 4);
       engine.clearPrefixCache();
@@ -232,7 +235,7 @@ describe.each([
   });
 
   it('the stock graph (no LM-head rewrite) gives the same logits as the rewritten one', async () => {
-    const stock = await Engine.load({ modelDir, gatherLogits: false });
+    const stock = await load({ gatherLogits: false });
     try {
       expect(stock.info.hasLogitsIndex).toBe(false);
       const groups = randomGroups(71, 2);
@@ -288,7 +291,7 @@ describe.each([
       await expectMatchesReference(groups, await engine.score(groups));
     });
     it('a closed engine rejects calls; close is idempotent', async () => {
-      const other = await Engine.load({ modelDir, threads: 1 });
+      const other = await load({ threads: 1 });
       other.close();
       other.close();
       await expectCode(other.score(good()), 'ERR_ENGINE_CLOSED');

@@ -78,10 +78,10 @@ const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tok
 const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export const IMPORTER_VERSION = 2;
 /**
- * Whether an import writes the multi-item packing graph unless `segmentIds` says otherwise. On:
- * the engine then scores a state's questions in one row after one copy of its KV, measured at
- * least as fast as one row per question on the CPU with fewer passes (docs/benchmark.md); an
- * engine from before packing cannot run such a graph (it refuses the extra input by name).
+ * Whether an import writes the multi-item packing graph unless `segmentIds` says otherwise. On: the
+ * graph serves both layouts, so the engine packs a state's questions where that is faster (CUDA)
+ * and forks rows where that is (the CPU; docs/models.md). An engine from before packing cannot run
+ * such a graph (it refuses the extra input by name).
  */
 export const PACKED_IMPORTS_BY_DEFAULT = true;
 
