@@ -92,7 +92,7 @@ const ENGINE_SERIES: Array<{ name: string; help: string; type: 'counter' | 'gaug
   { name: 'decide_engine_cached_tokens_total', help: 'Prefix tokens served from the prefix KV cache instead of being computed (the sum of usage.cached_tokens).', type: 'counter', value: (m) => m.counters.cachedTokens },
   { name: 'decide_engine_suffix_tokens_total', help: 'Question suffix tokens run through the model.', type: 'counter', value: (m) => m.counters.suffixTokens },
   { name: 'decide_engine_padded_tokens_total', help: 'Padding tokens added to batch rows of unequal length.', type: 'counter', value: (m) => m.counters.paddedTokens },
-  { name: 'decide_engine_past_tokens_copied_total', help: 'Prefix KV positions copied into forward passes (per row: one per question when forked, one per state when packed).', type: 'counter', value: (m) => m.counters.pastTokensCopied },
+  { name: 'decide_engine_past_tokens_copied_total', help: 'Prefix KV positions copied into forward passes: per question when rows are forked, per packed row after a cached state.', type: 'counter', value: (m) => m.counters.pastTokensCopied },
   { name: 'decide_engine_prefix_cache_bytes', help: 'Bytes held by the prefix KV cache.', type: 'gauge', value: (m) => m.counters.prefixCacheBytes },
   { name: 'decide_engine_prefix_cache_entries', help: 'Prefixes held by the prefix KV cache.', type: 'gauge', value: (m) => m.counters.prefixCacheEntries },
   { name: 'decide_engine_prefix_cache_evictions_total', help: 'Prefixes the prefix KV cache evicted to stay within its byte bound.', type: 'counter', value: (m) => m.counters.prefixCacheEvictions },
