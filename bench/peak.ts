@@ -1,8 +1,11 @@
 /**
  * The machine's limit: MatMul throughput of ONNX Runtime on this machine, in the model's float type
- * (fp32, or fp16 for an fp16 model), with the same thread count and provider as the systems under test. One MatMul model per shape is written with the
- * builder's ONNX writer (activation [M, K] as input, weight [K, N] as an initializer, so ORT may
- * prepack it exactly as it does the model's weights) and timed through onnxruntime-node.
+ * (fp32, or fp16 for an fp16 model), with the same thread count and provider as the systems under
+ * test. One MatMul model per shape is written with the builder's ONNX writer (activation [M, K] as
+ * input, weight [K, N] as an initializer, so ORT may prepack it exactly as it does the model's
+ * weights) and timed through the engine's addon with the activation resident on the provider's
+ * device and the output left there (native/matmul_probe.h): on a GPU, onnxruntime-node's JS API
+ * would copy both across on every run and time the copies instead of the GEMM.
  *
  * The peak is the best shape's median throughput: the MFU of either system is measured against what
  * ORT's own GEMM reaches here, not against a datasheet number. On a shared machine the capacity
@@ -12,9 +15,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-import * as ort from 'onnxruntime-node';
-
-import { float32ToFloat16, floatElemType, makeValueInfo, writeModel, type FloatDtype, type WeightSpec } from '../src/models/builder/onnx-writer.js';
+import { loadNativeModule, resolveOrtLibrary } from '../src/engine/native.js';
+import { floatElemType, makeValueInfo, writeModel, type FloatDtype, type WeightSpec } from '../src/models/builder/onnx-writer.js';
 import { Rng } from '../src/models/builder/rng.js';
 
 export interface PeakOptions {
@@ -96,15 +98,15 @@ async function writeMatMulModel(file: string, shape: MatMulShape, dtype: FloatDt
 }
 
 /**
- * One MatMul session kept open: a short probe before each timed run gives the peak the machine
- * offers at that moment (a shared machine's capacity drifts; MFU is taken against the probe next to
- * the run it describes).
+ * One MatMul graph on disk: a short probe before each timed run gives the peak the machine offers at
+ * that moment (a shared machine's capacity drifts; MFU is taken against the probe next to the run
+ * it describes). Each measurement opens its own session (native/matmul_probe.h warms it up first).
  */
 export class PeakProbe {
   private constructor(
     readonly shape: MatMulShape,
-    private readonly session: ort.InferenceSession,
-    private readonly feeds: Record<string, ort.Tensor>,
+    private readonly options: PeakOptions,
+    private readonly modelPath: string,
     private readonly dir: string,
   ) {}
 
@@ -112,20 +114,8 @@ export class PeakProbe {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'decide-bench-peak-'));
     try {
       const file = path.join(dir, 'matmul.onnx');
-      const dtype = options.dtype ?? 'fp32';
-      await writeMatMulModel(file, shape, dtype);
-      const session = await ort.InferenceSession.create(file, {
-        executionProviders: [options.provider],
-        intraOpNumThreads: options.threads,
-        interOpNumThreads: 1,
-        graphOptimizationLevel: 'all',
-      });
-      const a = new Float32Array(shape.m * shape.k);
-      new Rng(11, 'bench-peak-input').fillNormal(a, 1);
-      const input = dtype === 'fp16' ? new ort.Tensor('float16', float32ToFloat16(a), [shape.m, shape.k]) : new ort.Tensor('float32', a, [shape.m, shape.k]);
-      const probe = new PeakProbe(shape, session, { A: input }, dir);
-      for (let w = 0; w < 2; w++) await session.run(probe.feeds);
-      return probe;
+      await writeMatMulModel(file, shape, options.dtype ?? 'fp32');
+      return new PeakProbe(shape, options, file, dir);
     } catch (err) {
       await rm(dir, { recursive: true, force: true });
       throw err;
@@ -135,15 +125,16 @@ export class PeakProbe {
   /** GFLOP/s of each run: at least `minRuns` runs and `minSeconds` of work (at most 200 runs). */
   async measure(minRuns: number, minSeconds: number): Promise<number[]> {
     const flop = 2 * this.shape.m * this.shape.k * this.shape.n;
-    const gflops: number[] = [];
-    const t0 = performance.now();
-    while (gflops.length < minRuns || (performance.now() - t0) / 1000 < minSeconds) {
-      const t = performance.now();
-      await this.session.run(this.feeds);
-      gflops.push(flop / ((performance.now() - t) / 1000) / 1e9);
-      if (gflops.length >= 200) break;
-    }
-    return gflops;
+    const seconds = loadNativeModule().timeMatMul({
+      ortLibrary: resolveOrtLibrary(undefined, this.options.provider),
+      modelPath: this.modelPath,
+      provider: this.options.provider,
+      threads: this.options.threads,
+      minRuns,
+      minSeconds,
+      maxRuns: 200,
+    });
+    return Array.from(seconds, (s) => flop / s / 1e9);
   }
 
   /** Median GFLOP/s of a short probe (at least 3 runs and `seconds`). */
@@ -152,7 +143,6 @@ export class PeakProbe {
   }
 
   async release(): Promise<void> {
-    await this.session.release();
     await rm(this.dir, { recursive: true, force: true });
   }
 }

@@ -1,7 +1,10 @@
-// Registers the native surface: the engine class and the shared-library probe. Nothing else lives here.
+// Registers the native surface: the engine class, the shared-library probe and the benchmark's
+// MatMul probe. Nothing else lives here.
 #include <napi.h>
 
 #include "engine_binding.h"
+#include "errors.h"
+#include "matmul_probe.h"
 #include "ort_runtime.h"
 
 namespace {
@@ -17,11 +20,55 @@ Napi::Value ProbeLibrary(const Napi::CallbackInfo& info) {
   return why.empty() ? env.Null() : Napi::String::New(env, why);
 }
 
+// timeMatMul({ ortLibrary, modelPath, provider, threads, deviceId, minRuns, minSeconds, maxRuns }):
+// seconds per run of a device-resident MatMul graph (matmul_probe.h). Synchronous: a benchmark tool.
+Napi::Value TimeMatMul(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsObject()) {
+    decide::MakeError(env, decide::kErrInput, "timeMatMul(options) needs an options object").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Napi::Object o = info[0].As<Napi::Object>();
+  auto text = [&](const char* key, const char* fallback) {
+    Napi::Value v = o.Get(key);
+    return v.IsString() ? v.As<Napi::String>().Utf8Value() : std::string(fallback);
+  };
+  auto number = [&](const char* key, double fallback) {
+    Napi::Value v = o.Get(key);
+    return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
+  };
+  decide::MatMulProbeOptions options;
+  options.model_path = text("modelPath", "");
+  options.provider = text("provider", "cpu");
+  options.intra_op_threads = static_cast<int>(number("threads", 0));
+  options.device_id = static_cast<int>(number("deviceId", 0));
+  options.min_runs = static_cast<int>(number("minRuns", 3));
+  options.min_seconds = number("minSeconds", 0.3);
+  options.max_runs = static_cast<int>(number("maxRuns", 200));
+  try {
+    if (options.model_path.empty()) throw decide::EngineError(decide::kErrInput, "options.modelPath is required");
+    if (options.min_runs < 1 || options.max_runs < options.min_runs) {
+      throw decide::EngineError(decide::kErrInput, "options.minRuns must be at least 1 and at most options.maxRuns");
+    }
+    decide::EnsureOrtLoaded(text("ortLibrary", ""));
+    const std::vector<double> seconds = decide::TimeMatMul(options);
+    Napi::Float64Array out = Napi::Float64Array::New(env, seconds.size());
+    for (size_t i = 0; i < seconds.size(); ++i) out[i] = seconds[i];
+    return out;
+  } catch (const decide::EngineError& e) {
+    decide::MakeError(env, e.Code(), e.what()).ThrowAsJavaScriptException();
+  } catch (const std::exception& e) {
+    decide::MakeError(env, decide::kErrRuntime, e.what()).ThrowAsJavaScriptException();
+  }
+  return env.Undefined();
+}
+
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeEngine", decide::EngineBinding::Define(env));
   exports.Set("probeLibrary", Napi::Function::New(env, ProbeLibrary, "probeLibrary"));
+  exports.Set("timeMatMul", Napi::Function::New(env, TimeMatMul, "timeMatMul"));
   return exports;
 }
 

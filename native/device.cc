@@ -32,6 +32,7 @@ class CpuDevice final : public Device {
   void CopyToHost(void* host_dst, const void* src, size_t bytes) override {
     std::memcpy(host_dst, src, bytes);
   }
+  void CopyFromHost(void* dst, const void* host_src, size_t bytes) override { std::memcpy(dst, host_src, bytes); }
   const OrtMemoryInfo* MemoryInfo() const override { return info_; }
   bool IsHost() const override { return true; }
 
@@ -40,7 +41,7 @@ class CpuDevice final : public Device {
 };
 
 // The handful of CUDA runtime entry points the KV cache needs. cudaMemcpyKind values are part of
-// the stable CUDA runtime ABI: 2 = DeviceToHost, 3 = DeviceToDevice.
+// the stable CUDA runtime ABI: 1 = HostToDevice, 2 = DeviceToHost, 3 = DeviceToDevice.
 using CudaMemcpyFn = int (*)(void*, const void*, size_t, int);
 using CudaMemcpy2DFn = int (*)(void*, size_t, const void*, size_t, size_t, size_t, int);
 using CudaMemsetFn = int (*)(void*, int, size_t);
@@ -87,6 +88,10 @@ class CudaDevice final : public Device {
   void CopyToHost(void* host_dst, const void* src, size_t bytes) override {
     Check(set_device_(device_id_), "cudaSetDevice");
     Check(memcpy_(host_dst, src, bytes, 2), "cudaMemcpy(DeviceToHost)");
+  }
+  void CopyFromHost(void* dst, const void* host_src, size_t bytes) override {
+    Check(set_device_(device_id_), "cudaSetDevice");
+    Check(memcpy_(dst, host_src, bytes, 1), "cudaMemcpy(HostToDevice)");
   }
   const OrtMemoryInfo* MemoryInfo() const override { return info_; }
   bool IsHost() const override { return false; }

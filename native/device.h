@@ -25,6 +25,8 @@ class Device {
   virtual void Zero(void* dst, size_t bytes) = 0;
   // Device memory to host memory (a no-op copy on the CPU).
   virtual void CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;
+  // Host memory to device memory.
+  virtual void CopyFromHost(void* dst, const void* host_src, size_t bytes) = 0;
   virtual const OrtMemoryInfo* MemoryInfo() const = 0;
   virtual bool IsHost() const = 0;
 };

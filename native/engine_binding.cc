@@ -9,13 +9,14 @@
 #include "ort_runtime.h"
 
 namespace decide {
-namespace {
 
 Napi::Error MakeError(Napi::Env env, const std::string& code, const std::string& message) {
   Napi::Error error = Napi::Error::New(env, message);
   error.Set("code", Napi::String::New(env, code));
   return error;
 }
+
+namespace {
 
 Napi::Value Rejected(Napi::Env env, const std::string& code, const std::string& message) {
   auto deferred = Napi::Promise::Deferred::New(env);

@@ -7,12 +7,16 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include <napi.h>
 
 #include "scorer.h"
 
 namespace decide {
+
+// A JS Error carrying the stable `.code` (errors.h) that every rejection of the addon has.
+Napi::Error MakeError(Napi::Env env, const std::string& code, const std::string& message);
 
 class EngineBinding : public Napi::ObjectWrap<EngineBinding> {
  public:

@@ -97,6 +97,21 @@ interface NativeModule {
   NativeEngine: new () => NativeEngine;
   /** null when the dynamic loader can load the shared library `name`, else the loader's message. */
   probeLibrary(name: string): string | null;
+  /**
+   * Seconds per timed run of a MatMul graph (one float [M, K] input, one output) whose input is
+   * copied to the provider's device once and whose output stays there (native/matmul_probe.h): the
+   * benchmark's peak. Synchronous. Loads ONNX Runtime from `ortLibrary` like the engine does.
+   */
+  timeMatMul(options: {
+    ortLibrary: string;
+    modelPath: string;
+    provider: 'cpu' | 'cuda';
+    threads?: number;
+    deviceId?: number;
+    minRuns?: number;
+    minSeconds?: number;
+    maxRuns?: number;
+  }): Float64Array;
 }
 
 const require = createRequire(import.meta.url);
