@@ -10,7 +10,8 @@
  * group_query_attention_helper.h, which ORT's CPU and CUDA kernels share). It also places each
  * row's new tokens right after that row's own past length (seqlens_k), while our rows keep them at
  * [P, P + S) behind padding. MultiHeadAttention has no such restriction, takes an arbitrary
- * additive bias, and has CPU (fp32, fp16) and CUDA kernels.
+ * additive bias, and has CPU (fp32 only in ORT 1.30: an fp16 graph runs it behind Casts) and CUDA
+ * (fp32, fp16) kernels.
  *
  * Grouped-query attention without repeating KV heads: MultiHeadAttention wants as many KV heads as
  * query heads, so the query heads that share a KV head are folded into the op's sequence axis, as
