@@ -1,6 +1,7 @@
 /**
  * The shared tiny test model (preset 'tiny', seed 1) in test/.tmp/models/tiny, built on first use;
- * `tinyModelDir({ segmentIds: true })` is the same weights in the packing graph (tiny-packed).
+ * `tinyModelDir({ segmentIds: true })` is the same weights in the packing graph (tiny-packed), and
+ * `{ attention: 'fused' }` with fused attention (tiny-…-fused).
  * The directory carries a hash of the builder (sources and generated graph), so a change to the
  * builder rebuilds it.
  * Concurrent vitest workers may both build; each builds privately and renames into place, and the
@@ -22,16 +23,16 @@ const BUILDER_DIR = fileURLToPath(new URL('../../src/models/builder/', import.me
 const STAMP_FILE = '.builder-hash';
 
 /** Graph variants the tests use; each has its own directory. */
-export type TinyVariant = Pick<DecoderFeatures, 'segmentIds'>;
+export type TinyVariant = Pick<DecoderFeatures, 'segmentIds' | 'attention'>;
 
 export async function tinyModelDir(variant: TinyVariant = {}): Promise<string> {
-  const name = variant.segmentIds ? 'tiny-packed' : 'tiny';
+  const name = ['tiny', variant.segmentIds ? 'packed' : '', variant.attention === 'fused' ? 'fused' : ''].filter(Boolean).join('-');
   const dir = path.join(MODELS_DIR, name);
   const want = await builderHash(variant);
   if ((await readStamp(dir)) === want) return dir;
 
   const staging = path.join(MODELS_DIR, `${name}.build-${process.pid}-${randomBytes(4).toString('hex')}`);
-  await makeModel({ preset: 'tiny', outDir: staging, seed: TINY_SEED, ...(variant.segmentIds ? { features: { segmentIds: true } } : {}) });
+  await makeModel({ preset: 'tiny', outDir: staging, seed: TINY_SEED, ...(Object.keys(variant).length > 0 ? { features: variant } : {}) });
   await writeFile(path.join(staging, STAMP_FILE), want);
   try {
     await rename(staging, dir);

@@ -8,16 +8,12 @@
  * answers as today's forked rows on every path, the copies it saves, and rows that split when a
  * state's questions outgrow it.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
-import { makeModel } from '../../src/models/builder/make-model.js';
 import { PRESETS } from '../../src/models/builder/presets.js';
 import { lastPositionLogits } from '../helpers/last-position-reference.js';
-import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
 
 /** Deterministic ids, so a failure is reproducible. */
 function ids(seed: number, n: number): Int32Array {
@@ -158,19 +154,13 @@ describe('packed suffix rows', () => {
   });
 
   it('the fused-attention packing graph (what a GPU host would run) gives the forked answers too (1e-4)', async () => {
-    const scratch = await mkdtemp(path.join(os.tmpdir(), 'decide-fused-packed-'));
+    const fused = await Engine.load({ modelDir: await tinyModelDir({ segmentIds: true, attention: 'fused' }), prefixCacheBytes: 0, packSuffixes: true });
     try {
-      const { dir } = await makeModel({ preset: 'tiny', seed: TINY_SEED, outDir: path.join(scratch, 'fused-packed'), features: { attention: 'fused', segmentIds: true } });
-      const fused = await Engine.load({ modelDir: dir, prefixCacheBytes: 0, packSuffixes: true });
-      try {
-        expect(fused.info.packsSuffixes).toBe(true);
-        const groups = [group(9, 150, [8, 21, 5]), group(10, 30, [40, 40, 3])];
-        expect(maxDiff(await fused.score(groups), await forked.score(groups))).toBeLessThan(1e-4);
-      } finally {
-        fused.close();
-      }
+      expect(fused.info.packsSuffixes).toBe(true);
+      const groups = [group(9, 150, [8, 21, 5]), group(10, 30, [40, 40, 3])];
+      expect(maxDiff(await fused.score(groups), await forked.score(groups))).toBeLessThan(1e-4);
     } finally {
-      await rm(scratch, { recursive: true, force: true });
+      fused.close();
     }
   });
 });

@@ -3,9 +3,10 @@
  * full-sequence forward of the same ids with an empty past, run through the onnxruntime-node JS
  * API on a copy of the stock graph that computes the last position's logits only
  * (test/helpers/last-position-reference.ts), whatever the prefix cache and the batch layout did.
- * Every property runs twice: on the stock graph (one suffix row per question, the state's KV
- * forked into each) and on the packing graph with the same weights (a state's questions in one
- * row after one copy of its KV).
+ * Every property runs on three graphs with the same weights: the stock graph (one suffix row per
+ * question, the state's KV forked into each), the packing graph with packing on (a state's
+ * questions in rows of their own, or in the state's prefill row), and the packing graph with
+ * fused attention (ONNX Runtime's MultiHeadAttention).
  */
 import { mkdtemp, writeFile, mkdir, cp } from 'node:fs/promises';
 import os from 'node:os';
@@ -80,6 +81,8 @@ describe.each([
   { layout: 'one row per question', variant: {} },
   // Packing is the engine's default on CUDA only: asked for here.
   { layout: 'questions packed per state', variant: { segmentIds: true } },
+  // What a GPU host would run: packed rows on the fused-attention graph (MultiHeadAttention).
+  { layout: 'questions packed per state, fused attention', variant: { segmentIds: true, attention: 'fused' as const } },
 ])('Engine on the tiny model, $layout', ({ variant }) => {
   const load = (options: Omit<Parameters<typeof Engine.load>[0], 'modelDir'> = {}) =>
     Engine.load({ modelDir, ...(variant.segmentIds ? { packSuffixes: true } : {}), ...options });
