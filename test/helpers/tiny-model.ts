@@ -25,7 +25,12 @@ const STAMP_FILE = '.builder-hash';
 /** Graph variants the tests use; each has its own directory. */
 export type TinyVariant = Pick<DecoderFeatures, 'segmentIds' | 'attention'>;
 
-export async function tinyModelDir(variant: TinyVariant = {}): Promise<string> {
+export async function tinyModelDir(requested: TinyVariant = {}): Promise<string> {
+  // Only the features that are on: { segmentIds: undefined } is the stock model, stamped as such.
+  const variant: TinyVariant = {
+    ...(requested.segmentIds ? { segmentIds: true } : {}),
+    ...(requested.attention === 'fused' ? { attention: 'fused' as const } : {}),
+  };
   const name = ['tiny', variant.segmentIds ? 'packed' : '', variant.attention === 'fused' ? 'fused' : ''].filter(Boolean).join('-');
   const dir = path.join(MODELS_DIR, name);
   const want = await builderHash(variant);

@@ -34,6 +34,8 @@ let scratch: string;
 const sessions = new Map<string, { ops: ort.InferenceSession; fused: ort.InferenceSession; fusedDir: string }>();
 
 async function build(name: string, features: Partial<DecoderFeatures>, dtype: 'fp32' | 'fp16' = 'fp32'): Promise<string> {
+  // fp32 variants without a window are the shared test models (built once for every test file).
+  if (dtype === 'fp32' && features.slidingWindow === undefined) return tinyModelDir({ segmentIds: features.segmentIds, attention: features.attention });
   const { dir } = await makeModel({ preset: 'tiny', seed: TINY_SEED, dtype, outDir: path.join(scratch, name), features });
   return dir;
 }
