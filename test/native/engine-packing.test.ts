@@ -4,7 +4,7 @@
  * computed takes its first row of questions into its own prefill row (no copy of its KV at all);
  * a cached state's rows, and the further rows of a state with many questions, each get one copy.
  * The properties shared with the forked layout (reuse == fresh, alone == batched, prefix cache)
- * run on both graphs in engine.test.ts; this file checks what packing itself promises: the same
+ * run on every graph in engine.test.ts; this file checks what packing itself promises: the same
  * answers as today's forked rows on every path, the copies it saves, and rows that split when a
  * state's questions outgrow it.
  */
