@@ -18,8 +18,9 @@ gemma. No Python and no network needed.
                 ONNX Runtime's CPU provider cannot run a bf16 graph
   --attention A ops (default: standard ONNX ops) or fused (ONNX Runtime's MultiHeadAttention, the
                 op its CUDA provider runs in fused kernels; same inputs, outputs and results)
-  --packing P   on (default): the graph takes segment ids, so the engine scores a state's questions
-                in one row after one copy of its KV; off: the graph without that input
+  --packing P   on (default): the graph takes segment ids, with which the engine can pack a state's
+                questions into rows instead of forking its KV into each (its default on CUDA);
+                off: the graph without that input
   --force       replace an existing model directory (atomically)
 
 Nothing is written when the checkpoint cannot be imported; the directory appears complete or not at all.

@@ -9,8 +9,9 @@ Writes a Hugging Face model directory (config.json, tokenizer files, onnx/model.
 Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PRESETS).join(', ')}.
 --attention fused writes each layer's attention as ONNX Runtime's MultiHeadAttention (same weights,
 inputs, outputs and results; docs/models.md).
---packing on (default) adds the decide_segment_ids input with which the engine scores a state's
-questions in one row after one copy of its KV; off writes the graph without it (docs/models.md).
+--packing on (default) adds the decide_segment_ids input, with which the engine can pack a state's
+questions into rows instead of forking its KV into each (its default on CUDA); off writes the graph
+without it (docs/models.md).
 `;
 
 const OPTIONS = {

@@ -55,8 +55,8 @@ export interface NativeCounters {
   prefixCacheEvictions: number;
   /**
    * Past (prefix KV) positions copied into the forward passes' batch tensors, one per row and
-   * past token: with forked suffix rows each question copies its state's KV, packed rows copy it
-   * once per row.
+   * past token: with forked suffix rows each question copies its state's KV; packed rows copy none
+   * for a state the call computes (its first row rides in its prefill row) and one per further row.
    */
   pastTokensCopied: number;
 }
@@ -77,7 +77,7 @@ export interface NativeModelInfo {
   kvDtype: 'float32' | 'float16';
   hasLogitsIndex: boolean;
   hasPositionIds: boolean;
-  /** A group's questions run packed in one row after one copy of its state's KV (a graph with segment ids). */
+  /** A group's questions run packed into rows rather than one forked row each (packSuffixes on a graph with segment ids). */
   packsSuffixes: boolean;
   provider: 'cpu' | 'cuda';
   ortLibrary: string;
