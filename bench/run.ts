@@ -90,22 +90,25 @@ const MODEL_SEED = 1;
 /** The check of one workload: the engine's agreement with the reference, and the baseline's when the reference is not the baseline. */
 export type CheckResult = Agreement & { plan: ReturnType<typeof agreementPlan>; baseline?: Agreement };
 
-/** Builds the bench's own model directory unless it already holds this preset (this dtype and graph features, seed MODEL_SEED). */
-async function ensureModel(preset: string, dir: string, dtype: FloatDtype, segmentIds: boolean, log: (s: string) => void): Promise<void> {
-  const features = segmentIds ? { segmentIds: true } : undefined;
+/**
+ * Builds the bench's own model directory unless it already holds this preset (this dtype, seed
+ * MODEL_SEED, the packing graph: make-model's default, on which --packing picks the layout).
+ */
+async function ensureModel(preset: string, dir: string, dtype: FloatDtype, log: (s: string) => void): Promise<void> {
+  const features = { segmentIds: true };
   if (PRESETS[preset] === undefined) throw new Error(`bench: unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
   try {
     const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder?: Record<string, unknown> };
     const b = decision.builder ?? {};
     const graph = path.join(dir, 'onnx', 'model.onnx');
-    const sameFeatures = JSON.stringify(b.features ?? null) === JSON.stringify(features ?? null);
+    const sameFeatures = JSON.stringify(b.features ?? null) === JSON.stringify(features);
     if (b.preset === preset && b.seed === MODEL_SEED && b.graphVersion === GRAPH_VERSION && (b.dtype ?? 'fp32') === dtype && b.shapeOverrides === undefined && sameFeatures && existsSync(graph)) return;
   } catch {
     // missing or unreadable: build
   }
   const started = performance.now();
-  log(`building model preset '${preset}' (${dtype}${segmentIds ? ', packing graph' : ''}) into ${dir} ...`);
-  await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype, ...(features ? { features } : {}) });
+  log(`building model preset '${preset}' (${dtype}, packing graph) into ${dir} ...`);
+  await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype, features });
   log(`  built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
@@ -144,12 +147,12 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
 
   log(`decide bench: preset ${preset} ${dtype}, ${provider}, ${threads} thread(s), ${quick ? 'quick' : 'default'} sizes, ${repetitions} timed repetition(s), workloads ${names.join(', ')}`);
   if (options.modelDir === undefined) {
-    await ensureModel(preset, modelDir, dtype, true, log);
+    await ensureModel(preset, modelDir, dtype, log);
   } else if (!existsSync(path.join(modelDir, 'config.json'))) {
     throw new Error(`bench: ${modelDir} is not a model directory (no config.json)`);
   }
 
-  if (referenceDir !== undefined && options.referenceModelDir === undefined) await ensureModel(preset, referenceDir, 'fp32', true, log);
+  if (referenceDir !== undefined && options.referenceModelDir === undefined) await ensureModel(preset, referenceDir, 'fp32', log);
 
   const tokenizer = await TextTokenizer.load(modelDir);
   const addon = addonInfo(root);

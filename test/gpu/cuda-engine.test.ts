@@ -16,9 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
 import { makeModel, PRESETS, type DecoderFeatures } from '../../src/models/builder/index.js';
+import { maxScoreDiff, tokenIds } from '../helpers/score-compare.js';
 import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
-
-type Scores = Awaited<ReturnType<Engine['score']>>;
 
 const stockDir = await tinyModelDir();
 const cudaAvailable = await Engine.load({ modelDir: stockDir, provider: 'cuda' }).then(
@@ -29,13 +28,7 @@ const cudaAvailable = await Engine.load({ modelDir: stockDir, provider: 'cuda' }
   () => false,
 );
 
-function ids(seed: number, n: number): Int32Array {
-  let x = seed >>> 0;
-  return Int32Array.from({ length: n }, () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x % PRESETS.tiny!.vocabSize;
-  });
-}
+const ids = (seed: number, n: number) => Int32Array.from(tokenIds(seed, n, PRESETS.tiny!.vocabSize));
 
 /** States of 20..300 tokens with 1..8 questions of 2..40 tokens and 2..10 options each. */
 function groups(seed: number, count: number): ScoreGroup[] {
@@ -48,26 +41,7 @@ function groups(seed: number, count: number): ScoreGroup[] {
   });
 }
 
-function probabilities(logits: Float32Array): number[] {
-  const max = Math.max(...logits);
-  const exps = Array.from(logits, (v) => Math.exp(v - max));
-  const sum = exps.reduce((a, b) => a + b, 0);
-  return exps.map((e) => e / sum);
-}
-
-/** Largest difference over all label logits (or option probabilities) of two score sets. */
-function maxDiff(a: Scores, b: Scores, what: 'logits' | 'probabilities'): number {
-  let d = 0;
-  a.forEach((group, g) =>
-    group.forEach((score, s) => {
-      const other = b[g]![s]!;
-      const x = what === 'logits' ? Array.from(score.labelLogits) : probabilities(score.labelLogits);
-      const y = what === 'logits' ? Array.from(other.labelLogits) : probabilities(other.labelLogits);
-      x.forEach((v, k) => (d = Math.max(d, Math.abs(v - y[k]!))));
-    }),
-  );
-  return d;
-}
+const maxDiff = maxScoreDiff;
 
 describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
   let scratch: string;

@@ -8,6 +8,7 @@ import * as ort from 'onnxruntime-node';
 
 import { SEGMENT_IDS_INPUT } from '../../src/models/builder/decoder-graph.js';
 import { asFloat32, emptyPast, type ReferenceModel } from './reference.js';
+import { tokenIds } from './score-compare.js';
 
 /** A state and its questions (token ids). */
 export interface Item {
@@ -22,15 +23,6 @@ const upTo = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from +
 /** Rows right-padded with `fill` to `width`, as one [rows, width] int64 tensor. */
 function padded(rows: number[][], width: number, fill = 0): ort.Tensor {
   return int64(rows.flatMap((r) => [...r, ...filled(width - r.length, fill)]), [rows.length, width]);
-}
-
-/** `n` deterministic token ids below `below` (a linear congruential sequence from `seed`). */
-function tokenIds(seed: number, n: number, below: number): number[] {
-  let x = seed >>> 0;
-  return Array.from({ length: n }, () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x % below;
-  });
 }
 
 /**

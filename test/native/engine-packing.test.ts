@@ -13,16 +13,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
 import { PRESETS } from '../../src/models/builder/presets.js';
 import { lastPositionLogits } from '../helpers/last-position-reference.js';
+import { maxScoreDiff, optionProbabilities, tokenIds, type Scores } from '../helpers/score-compare.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
 /** Deterministic ids, so a failure is reproducible. */
-function ids(seed: number, n: number): Int32Array {
-  let x = seed >>> 0;
-  return Int32Array.from({ length: n }, () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x % PRESETS.tiny!.vocabSize;
-  });
-}
+const ids = (seed: number, n: number) => Int32Array.from(tokenIds(seed, n, PRESETS.tiny!.vocabSize));
 
 function group(seed: number, prefixLength: number, suffixLengths: number[]): ScoreGroup {
   return {
@@ -31,26 +26,7 @@ function group(seed: number, prefixLength: number, suffixLengths: number[]): Sco
   };
 }
 
-type Scores = Awaited<ReturnType<Engine['score']>>;
-
-function maxDiff(a: Scores, b: Scores): number {
-  let d = 0;
-  a.forEach((g, i) =>
-    g.forEach((score, s) => {
-      const other = b[i]![s]!;
-      score.labelLogits.forEach((v, k) => (d = Math.max(d, Math.abs(v - other.labelLogits[k]!))));
-      d = Math.max(d, Math.abs(score.logSumExp - other.logSumExp));
-    }),
-  );
-  return d;
-}
-
-function labelProbabilities(logits: Float32Array): number[] {
-  const max = Math.max(...logits);
-  const exps = Array.from(logits, (v) => Math.exp(v - max));
-  const sum = exps.reduce((x, y) => x + y, 0);
-  return exps.map((e) => e / sum);
-}
+const maxDiff = (a: Scores, b: Scores) => maxScoreDiff(a, b, 'logits');
 
 describe('packed suffix rows', () => {
   let referenceDir: string;
@@ -121,8 +97,8 @@ describe('packed suffix rows', () => {
       const [alone] = await packed.score([{ prefix: full.prefix, suffixes: [full.suffixes[s]!] }]);
       expect(maxDiff([alone!], [[together![s]!]]), `question ${s} alone`).toBeLessThan(1e-5);
       // What the service returns: the options' probabilities (a softmax over the label logits).
-      const a = labelProbabilities(alone![0]!.labelLogits);
-      const b = labelProbabilities(together![s]!.labelLogits);
+      const a = optionProbabilities(alone![0]!.labelLogits);
+      const b = optionProbabilities(together![s]!.labelLogits);
       a.forEach((p, k) => expect(Math.abs(p - b[k]!), `question ${s} option ${k}`).toBeLessThan(1e-6));
       expect(maxDiff([reversed.slice(s, s + 1)], [[together![s]!]]), `question ${s} reordered`).toBeLessThan(1e-5);
     }
