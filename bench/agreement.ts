@@ -8,7 +8,7 @@
  *   within the dtype's tolerance. A reduced-precision or GPU run cannot match fp32 logits to 1e-4,
  *   and must not be let off by comparing it with itself.
  */
-import { answerFromLogits, type Calibration } from '../src/engine/calibrate.js';
+import { answerFromLogits, type Calibration } from '../src/runtime/calibrate.js';
 import type { FloatDtype } from '../src/models/builder/index.js';
 import type { BaselineRun, EngineRun } from './systems.js';
 import type { Workload } from './workloads.js';

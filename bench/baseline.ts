@@ -10,7 +10,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { float16ToFloat32, SEGMENT_IDS_INPUT } from '../src/models/builder/index.js';
-import { LOGITS_INDEX_INPUT } from '../src/models/lm-head-rewrite.js';
+import { LOGITS_INDEX_INPUT } from '../src/engine/lm-head-rewrite.js';
 
 export interface BaselineOptions {
   graphFile: string;

@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import type { NormalizedDecideRequest } from '../src/api/validate.js';
 import { runBatch } from '../src/batches/runner.js';
 import { SqliteJobTable, type JobProgress } from '../src/batches/store/sqlite-jobs.js';
-import type { PreparedRequest } from '../src/engine/model-runtime.js';
+import type { PreparedRequest } from '../src/runtime/model-runtime.js';
 import { DecisionService } from '../src/service/decision-service.js';
 
 const WORDS = ['parcel', 'arrived', 'broken', 'charged', 'twice', 'refund', 'late', 'order', 'support', 'address', 'invoice', 'thanks'];

@@ -12,13 +12,13 @@
 import Benchmark from 'benchmark';
 
 import { validateDecideRequest } from '../src/api/validate.js';
-import { answerFromLogits, type Calibration } from '../src/engine/calibrate.js';
+import { answerFromLogits, type Calibration } from '../src/runtime/calibrate.js';
 import type { SuffixScore } from '../src/engine/engine.js';
 import { flatten } from '../src/engine/score-groups.js';
-import type { LabelSet } from '../src/engine/labels.js';
-import type { ModelRuntime } from '../src/engine/model-runtime.js';
-import type { PromptRenderer } from '../src/engine/prompt.js';
-import type { TextTokenizer } from '../src/engine/tokenizer.js';
+import type { LabelSet } from '../src/runtime/labels.js';
+import type { ModelRuntime } from '../src/runtime/model-runtime.js';
+import type { PromptRenderer } from '../src/runtime/prompt.js';
+import type { TextTokenizer } from '../src/runtime/tokenizer.js';
 import { groupsOf, type BenchItem } from './workloads.js';
 
 export interface MicroContext {

@@ -17,12 +17,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { loadCalibration } from '../src/engine/calibrate.js';
+import { loadCalibration } from '../src/runtime/calibrate.js';
 import { Engine, type SuffixScore } from '../src/engine/engine.js';
-import { LabelSet } from '../src/engine/labels.js';
-import { ModelRuntime } from '../src/engine/model-runtime.js';
-import { PromptRenderer } from '../src/engine/prompt.js';
-import { TextTokenizer } from '../src/engine/tokenizer.js';
+import { LabelSet } from '../src/runtime/labels.js';
+import { ModelRuntime } from '../src/runtime/model-runtime.js';
+import { PromptRenderer } from '../src/runtime/prompt.js';
+import { TextTokenizer } from '../src/runtime/tokenizer.js';
 import { GRAPH_VERSION, makeModel, paramCount, PRESETS, type FloatDtype } from '../src/models/builder/index.js';
 import { agreementPlan, agrees, baselineRows, compareRows, engineRows, type Agreement } from './agreement.js';
 import { FreshBaseline } from './baseline.js';

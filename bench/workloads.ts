@@ -11,8 +11,8 @@
 import type { DecideRequest, Question } from '../src/api/schemas.js';
 import { validateDecideRequest, type NormalizedDecideRequest } from '../src/api/validate.js';
 import type { ScoreGroup } from '../src/engine/engine.js';
-import type { ModelRuntime, PreparedRequest } from '../src/engine/model-runtime.js';
-import { DEFAULT_SCHEDULER_OPTIONS } from '../src/engine/scheduler.js';
+import type { ModelRuntime, PreparedRequest } from '../src/runtime/model-runtime.js';
+import { DEFAULT_SCHEDULER_OPTIONS } from '../src/runtime/scheduler.js';
 import { documentPieces, textOfTokens, ticketPieces, TextRng } from './text.js';
 
 export const WORKLOAD_NAMES = ['tickets', 'document', 'single'] as const;

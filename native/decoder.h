@@ -55,7 +55,7 @@ struct ModelInfo {
   ONNXTensorElementDataType positions_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
   ONNXTensorElementDataType segments_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
   bool has_position_ids = false;
-  // Set when the graph was rewritten (src/models/lm-head-rewrite.ts) to gather the wanted positions
+  // Set when the graph was rewritten (src/engine/lm-head-rewrite.ts) to gather the wanted positions
   // of each row before the LM head: logits are then [B, K, vocab] instead of [B, S, vocab].
   bool has_logits_index = false;
   // 2 when decide_logits_index is [B, K] (K positions per row, logits [B, K, vocab]); 1 for a

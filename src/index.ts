@@ -3,7 +3,7 @@
  */
 export { Engine, type EngineLoadOptions, type ScoreGroup, type ScoreSuffix, type SuffixScore, type ScoreBatchResult, type EngineCounters, type EngineInfo } from './engine/engine.js';
 export { EngineError, type EngineErrorCode } from './errors/engine-error.js';
-export { TextTokenizer } from './engine/tokenizer.js';
+export { TextTokenizer } from './runtime/tokenizer.js';
 export { DecisionService, type DecisionServiceOptions, type ModelListing } from './service/decision-service.js';
 export { ApiError, type ErrorCode } from './api/errors.js';
 export type { DecideRequest, DecideResponse, Answer, Question } from './api/schemas.js';

@@ -7,9 +7,10 @@
 // cannot say well (noul keys, numeric score levels, duplicate levels, whitespace-only
 // instructions, what an object state may hold) live only in validate.ts.
 import { Type, type Static } from '@sinclair/typebox';
+import { QUESTION_TYPES } from '../domain/decision.js';
 import { ERROR_CODES } from './errors.js';
 
-export const QUESTION_TYPES = ['noul', 'choice', 'score'] as const;
+export { QUESTION_TYPES };
 
 export const QuestionTypeSchema = Type.Union(
   QUESTION_TYPES.map((t) => Type.Literal(t)),

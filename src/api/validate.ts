@@ -22,6 +22,7 @@
 //   at most 64 levels deep; it becomes compact JSON (JSON.stringify, no spaces, key order kept).
 // - An object state with more values than `maxStateValues` is 413 state_too_long (it could only
 //   exceed the token limit anyway); this also bounds objects that share sub-objects.
+import { quote, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../domain/decision.js';
 import { ApiError } from './errors.js';
 import {
   CriteriaSchema,
@@ -52,32 +53,8 @@ export const DEFAULT_VALIDATION_LIMITS: Readonly<ValidationLimits> = Object.free
   maxStateValues: 1_000_000,
 });
 
-export interface NormalizedOption {
-  /** The caller's option key; `probs` uses it. */
-  key: string;
-  /** The caller's description; absent for noul without criteria. */
-  description?: string;
-  /** Position of the key in criteria order (noul: no = 0, yes = 1); lower wins ties for `top`. */
-  criteriaIndex: number;
-}
-
-export interface NormalizedQuestion {
-  id: string;
-  type: QuestionType;
-  instructions: string;
-  /** In presentation order: noul [no, yes], choice criteria order, score ascending level. */
-  options: NormalizedOption[];
-}
-
-export interface NormalizedDecideRequest {
-  model: string;
-  /** The state as the model reads it: the string itself, or an object as compact JSON. */
-  stateText: string;
-  /** In the caller's order of question ids. */
-  questions: NormalizedQuestion[];
-  /** The caller asked for `label_mass` on every answer (opt-in diagnostics). */
-  labelMass?: boolean;
-}
+export type { NormalizedOption, NormalizedQuestion, NormalizedDecideRequest } from '../domain/decision.js';
+export { quote } from '../domain/decision.js';
 
 const REQUEST_FIELDS = Object.keys(DecideRequestSchema.properties);
 const QUESTION_FIELDS = Object.keys(QuestionSchema.properties);
@@ -108,11 +85,6 @@ function describe(v: unknown): string {
 
 /** A key as it appears in messages: JSON-quoted, long keys cut. */
 /** A question id or key as messages show it: JSON-quoted, long ones cut. */
-export function quote(key: string): string {
-  const cut = key.length > 60 ? `${key.slice(0, 60)}...` : key;
-  return JSON.stringify(cut);
-}
-
 /** Length in code points when over `cap` (counting no further than `cap + 1`); else an upper bound <= cap. */
 function charLength(s: string, cap: number): number {
   if (s.length <= cap) return s.length;

@@ -7,7 +7,7 @@ import os from 'node:os';
 
 import { EngineError, type EngineErrorCode } from '../errors/engine-error.js';
 import { loadNativeModule, resolveOrtLibrary, type NativeCounters, type NativeEngine, type NativeModelInfo } from './native.js';
-import { findGraphFile, readModelConfig, type ModelConfig } from '../models/model-dir.js';
+import { findGraphFile, readModelConfig, type ModelConfig } from './model-dir.js';
 import { missingCudaPieces } from './cuda-runtime.js';
 import { flatten, type ScoreGroup } from './score-groups.js';
 import { prepareScoringGraph } from './scoring-graph.js';

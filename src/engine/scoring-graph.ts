@@ -1,5 +1,5 @@
 /**
- * The graph the engine loads. The LM-head rewrite (src/models/lm-head-rewrite.ts) is cached beside
+ * The graph the engine loads. The LM-head rewrite (src/engine/lm-head-rewrite.ts) is cached beside
  * the stock graph (so external weight files resolve the same way), verified once against it on a
  * small input (lm-head-verify.ts), and used instead of it. When the rewrite does not apply (an
  * unexpected graph shape, a read-only directory, a verification mismatch) the stock graph is used
@@ -7,7 +7,7 @@
  */
 import { existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 
-import { rewriteLmHead, rewrittenPath } from '../models/lm-head-rewrite.js';
+import { rewriteLmHead, rewrittenPath } from './lm-head-rewrite.js';
 import { verifyRewrite, type VerifyLoadOptions } from './lm-head-verify.js';
 
 /**

@@ -16,7 +16,7 @@ import path from 'node:path';
 
 import onnxProto from 'onnx-proto';
 
-import { findGraphFile, readModelConfig } from './model-dir.js';
+import { findGraphFile, readModelConfig } from '../engine/model-dir.js';
 
 const { onnx } = onnxProto;
 

@@ -9,8 +9,8 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { validateDecideRequest } from '../../src/api/validate.js';
-import { answerFromLogits } from '../../src/engine/calibrate.js';
-import { labelMass } from '../../src/engine/model-runtime.js';
+import { answerFromLogits } from '../../src/runtime/calibrate.js';
+import { labelMass } from '../../src/runtime/model-runtime.js';
 import { writeModelVersion } from '../../src/models/model-version.js';
 import { createServer } from '../../src/server/app.js';
 import { DecisionService } from '../../src/service/decision-service.js';

@@ -9,7 +9,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
-import { answerFromLogits } from '../../src/engine/calibrate.js';
+import { answerFromLogits } from '../../src/runtime/calibrate.js';
 import { validateDecideRequest } from '../../src/api/validate.js';
 import { main } from '../../src/cli/main.js';
 import { DecisionService } from '../../src/service/decision-service.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
 import { makeModel } from '../../src/models/builder/make-model.js';
-import { GRAPH_CANDIDATES } from '../../src/models/model-dir.js';
+import { GRAPH_CANDIDATES } from '../../src/engine/model-dir.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
 const GROUP = { prefix: Int32Array.of(5, 9, 17, 33), suffixes: [{ tokens: Int32Array.of(40, 41), labels: Int32Array.of(1, 2, 3, 4) }] };

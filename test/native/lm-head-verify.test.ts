@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine/engine.js';
 import { resolveOrtLibrary } from '../../src/engine/native.js';
 import { makeModel } from '../../src/models/builder/make-model.js';
-import { findGraphFile, readModelConfig } from '../../src/models/model-dir.js';
+import { findGraphFile, readModelConfig } from '../../src/engine/model-dir.js';
 import { prepareScoringGraph } from '../../src/engine/scoring-graph.js';
 import { verifyRewrite } from '../../src/engine/lm-head-verify.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';

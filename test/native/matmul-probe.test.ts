@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 
 import { measurePeak, PeakProbe } from '../../bench/peak.js';
 import { loadNativeModule, resolveOrtLibrary } from '../../src/engine/native.js';
-import { findGraphFile } from '../../src/models/model-dir.js';
+import { findGraphFile } from '../../src/engine/model-dir.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
 const shape = { m: 64, k: 32, n: 48, label: 'small' };

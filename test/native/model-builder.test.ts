@@ -22,7 +22,7 @@ import {
   writeTokenizerFiles,
   type ModelShape,
 } from '../../src/models/builder/index.js';
-import { TextTokenizer } from '../../src/engine/tokenizer.js';
+import { TextTokenizer } from '../../src/runtime/tokenizer.js';
 import { Rng } from '../../src/models/builder/rng.js';
 import {
   asFloat32,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Value } from '@sinclair/typebox/value';
 import { AnswerSchema } from '../../src/api/schemas.js';
-import { answerFromLogits, DEFAULT_CALIBRATION, labelBiasFor, loadCalibration, parseCalibration, type CalibrationQuestion } from '../../src/engine/calibrate.js';
+import { answerFromLogits, DEFAULT_CALIBRATION, labelBiasFor, loadCalibration, parseCalibration, type CalibrationQuestion } from '../../src/runtime/calibrate.js';
 
 /** Deterministic PRNG (mulberry32) so failures reproduce. */
 function rng(seed: number): () => number {

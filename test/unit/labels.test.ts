@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LabelSet, LETTERS, type LabelTokenizer } from '../../src/engine/labels.js';
-import { PromptRenderer } from '../../src/engine/prompt.js';
-import { TextTokenizer } from '../../src/engine/tokenizer.js';
+import { LabelSet, LETTERS, type LabelTokenizer } from '../../src/runtime/labels.js';
+import { PromptRenderer } from '../../src/runtime/prompt.js';
+import { TextTokenizer } from '../../src/runtime/tokenizer.js';
 import { makeTokenizerDir, type TokenizerDir } from '../helpers/tokenizer-dir.js';
 
 let model: TokenizerDir;

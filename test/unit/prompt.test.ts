@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateDecideRequest, type NormalizedQuestion } from '../../src/api/validate.js';
-import { LabelSet } from '../../src/engine/labels.js';
-import { PromptRenderer, STATE_SEPARATOR, SYSTEM_TEXT } from '../../src/engine/prompt.js';
-import { TextTokenizer } from '../../src/engine/tokenizer.js';
+import { LabelSet } from '../../src/runtime/labels.js';
+import { PromptRenderer, STATE_SEPARATOR, SYSTEM_TEXT } from '../../src/runtime/prompt.js';
+import { TextTokenizer } from '../../src/runtime/tokenizer.js';
 import { makeTokenizerDir, type TokenizerDir } from '../helpers/tokenizer-dir.js';
 
 const IM_START = 151644;

@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import type { ScoreBatchResult, ScoreGroup } from '../../src/engine/engine.js';
-import { Scheduler } from '../../src/engine/scheduler.js';
+import { Scheduler } from '../../src/runtime/scheduler.js';
 import { EngineError } from '../../src/errors/engine-error.js';
 
 /** A group whose prefix is [id] padded to `tokens` tokens, with one one-token suffix. */

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TextTokenizer } from '../../src/engine/tokenizer.js';
+import { TextTokenizer } from '../../src/runtime/tokenizer.js';
 import { makeTokenizerDir, type TokenizerDir } from '../helpers/tokenizer-dir.js';
 
 let model: TokenizerDir;

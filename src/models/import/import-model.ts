@@ -15,9 +15,9 @@ import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-import { LabelSet } from '../../engine/labels.js';
-import { PromptRenderer } from '../../engine/prompt.js';
-import { TextTokenizer } from '../../engine/tokenizer.js';
+import { LabelSet } from '../../runtime/labels.js';
+import { PromptRenderer } from '../../runtime/prompt.js';
+import { TextTokenizer } from '../../runtime/tokenizer.js';
 import { buildDecoderGraph, type DecoderFeatures } from '../builder/decoder-graph.js';
 import { GRAPH_VERSION } from '../builder/make-model.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from '../builder/onnx-writer.js';

@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
-import type { QuestionType } from '../api/schemas.js';
+import type { QuestionType } from '../domain/decision.js';
 import { EngineError } from '../errors/engine-error.js';
 
 /** The system message of every decision prompt. */

@@ -14,7 +14,7 @@
  * (tested in test/native/engine.test.ts).
  */
 import { EngineError } from '../errors/engine-error.js';
-import type { Engine, ScoreGroup, SuffixScore } from './engine.js';
+import type { Engine, ScoreGroup, SuffixScore } from '../engine/engine.js';
 
 export type Priority = 'live' | 'batch';
 

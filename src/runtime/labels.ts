@@ -5,7 +5,7 @@
 // "Single token" is checked in context: encode(context + label) must equal encode(context)
 // followed by exactly one id, where context is the text every suffix ends with
 // (PromptRenderer.labelContext). That id is what the model would write as its first token.
-import type { QuestionType } from '../api/schemas.js';
+import type { QuestionType } from '../domain/decision.js';
 import { EngineError } from '../errors/engine-error.js';
 
 export const LETTERS: readonly string[] = Object.freeze('ABCDEFGHIJKLMNOPQRSTUVWXYZ'.split(''));

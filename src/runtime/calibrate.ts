@@ -5,7 +5,7 @@
 // src/calibration/), so a pinned model gives reproducible answers.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { QUESTION_TYPES, type Answer, type QuestionType } from '../api/schemas.js';
+import { QUESTION_TYPES, type DecisionAnswer, type QuestionType } from '../domain/decision.js';
 import { EngineError } from '../errors/engine-error.js';
 
 /** Probabilities are integers of this many units: 6 decimals. */
@@ -36,7 +36,7 @@ export function answerFromLogits(
   temperature: number,
   /** Subtracted from each logit before the temperature, in option order; default none. */
   labelBias?: ArrayLike<number>,
-): Answer {
+): DecisionAnswer {
   const { options } = question;
   const n = options.length;
   if (n === 0) throw new EngineError('ERR_RUNTIME', 'calibrate: a question without options');

@@ -4,11 +4,10 @@
  * prepare() turns a validated request into token ids (prefix once per state, suffix per question);
  * answers() turns label logits into calibrated answers.
  */
-import type { Answer } from '../api/schemas.js';
-import { quote, type NormalizedDecideRequest, type NormalizedQuestion } from '../api/validate.js';
+import { quote, type DecisionAnswer, type NormalizedDecideRequest, type NormalizedQuestion } from '../domain/decision.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { answerFromLogits, labelBiasFor, loadCalibration, type Calibration } from './calibrate.js';
-import { Engine, type EngineLoadOptions, type ScoreGroup, type SuffixScore } from './engine.js';
+import { Engine, type EngineLoadOptions, type ScoreGroup, type SuffixScore } from '../engine/engine.js';
 import { LabelSet } from './labels.js';
 import { PromptRenderer } from './prompt.js';
 import { Scheduler, type Priority, type SchedulerOptions } from './scheduler.js';
@@ -33,7 +32,7 @@ export interface PreparedRequest {
 }
 
 export interface ScoredRequest {
-  answers: Record<string, Answer>;
+  answers: Record<string, DecisionAnswer>;
   inputTokens: number;
   cachedTokens: number;
   /** The uncalibrated scores behind the answers, per question in request order (for `decide calibrate`). */
@@ -182,8 +181,8 @@ export class ModelRuntime {
   }
 
   /** Calibrated answers: this version's temperature and label bias for each question's type. */
-  answers(prepared: PreparedRequest, scores: SuffixScore[]): Record<string, Answer> {
-    const out: Record<string, Answer> = {};
+  answers(prepared: PreparedRequest, scores: SuffixScore[]): Record<string, DecisionAnswer> {
+    const out: Record<string, DecisionAnswer> = {};
     prepared.questions.forEach((q, i) => {
       const { labelLogits, logSumExp } = scores[i]!;
       const bias = labelBiasFor(this.calibration, q.type, prepared.labels[i]!);

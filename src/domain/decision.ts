@@ -1,0 +1,54 @@
+/**
+ * Domain types of a decision, shared by every layer: the runtime scores them, the service passes
+ * them along, and each wire dialect in api/ maps its own request shape onto them (api/ re-exports
+ * them). No wire schema, no I/O: plain types and one formatting helper.
+ */
+
+export const QUESTION_TYPES = ['noul', 'choice', 'score'] as const;
+export type QuestionType = (typeof QUESTION_TYPES)[number];
+
+export interface NormalizedOption {
+  /** The caller's option key; `probs` uses it. */
+  key: string;
+  /** The caller's description; absent for noul without criteria. */
+  description?: string;
+  /** Position of the key in criteria order (noul: no = 0, yes = 1); lower wins ties for `top`. */
+  criteriaIndex: number;
+}
+
+export interface NormalizedQuestion {
+  id: string;
+  type: QuestionType;
+  instructions: string;
+  /** In presentation order: noul [no, yes], choice criteria order, score ascending level. */
+  options: NormalizedOption[];
+}
+
+export interface NormalizedDecideRequest {
+  model: string;
+  /** The state as the model reads it: the string itself, or an object as compact JSON. */
+  stateText: string;
+  /** In the caller's order of question ids. */
+  questions: NormalizedQuestion[];
+  /** The caller asked for `label_mass` on every answer (opt-in diagnostics). */
+  labelMass?: boolean;
+}
+
+/** One scored question: every option's probability, the top option and its probability. */
+export interface DecisionAnswer {
+  type: QuestionType;
+  /** Option key -> probability (6 decimals, sum 1 within 1e-6). */
+  probs: Record<string, number>;
+  /** The most probable option; ties go to the lower criteriaIndex. */
+  top: string;
+  /** probs[top]. */
+  confidence: number;
+  /** Only when the request asked for it: the share of next-token probability on the labels. */
+  label_mass?: number;
+}
+
+/** A key as a message quotes it: JSON-quoted, cut to 60 characters. */
+export function quote(key: string): string {
+  const cut = key.length > 60 ? `${key.slice(0, 60)}...` : key;
+  return JSON.stringify(cut);
+}
