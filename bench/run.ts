@@ -94,7 +94,7 @@ export type CheckResult = Agreement & { plan: ReturnType<typeof agreementPlan>; 
  * Builds the bench's own model directory unless it already holds this preset (this dtype, seed
  * MODEL_SEED, the packing graph: make-model's default, on which --packing picks the layout).
  */
-async function ensureModel(preset: string, dir: string, dtype: FloatDtype, log: (s: string) => void): Promise<void> {
+export async function ensureModel(preset: string, dir: string, dtype: FloatDtype, log: (s: string) => void): Promise<void> {
   const features = { segmentIds: true };
   if (PRESETS[preset] === undefined) throw new Error(`bench: unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
   try {

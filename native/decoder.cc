@@ -74,6 +74,7 @@ struct IntInput {
 Decoder::Decoder(const DecoderOptions& options) {
   Ort::SessionOptions session_options =
       MakeSessionOptions(options.provider, options.intra_op_threads, options.device_id);
+  if (!options.profile_prefix.empty()) session_options.EnableProfiling(options.profile_prefix.c_str());
 
   try {
     session_ = std::make_unique<Ort::Session>(OrtEnvironment(), options.model_path.c_str(), session_options);

@@ -43,6 +43,9 @@ struct DecoderOptions {
   int num_kv_heads = 0;
   int head_dim = 0;
   int64_t vocab_size = 0;
+  // Non-empty: ONNX Runtime's profiler is on for this session and writes
+  // "<profile_prefix>_<date>.json" (chrome-trace events per node) when the session is destroyed.
+  std::string profile_prefix;
 };
 
 struct ModelInfo {

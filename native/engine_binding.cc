@@ -203,6 +203,7 @@ Napi::Value EngineBinding::Load(const Napi::CallbackInfo& info) {
   scorer_options.decoder.num_kv_heads = static_cast<int>(NumberOption(options, "numKvHeads", 0));
   scorer_options.decoder.head_dim = static_cast<int>(NumberOption(options, "headDim", 0));
   scorer_options.decoder.vocab_size = static_cast<int64_t>(NumberOption(options, "vocabSize", 0));
+  scorer_options.decoder.profile_prefix = StringOption(options, "ortProfilePrefix", "");
   scorer_options.prefix_cache_bytes = static_cast<size_t>(NumberOption(options, "prefixCacheBytes", double(size_t{1} << 30)));
   scorer_options.token_budget = static_cast<int64_t>(NumberOption(options, "tokenBudget", 8192));
   scorer_options.past_budget_bytes = static_cast<int64_t>(NumberOption(options, "pastBudgetBytes", double(int64_t{1} << 30)));

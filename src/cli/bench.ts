@@ -1,6 +1,7 @@
 /**
  * `decide bench [--quick] [--workloads tickets,document,single] [--repetitions N] [--threads N]
- *  [--preset small] [--dtype fp32|fp16] [--provider cpu|cuda] [--profile] [--no-micro] [--no-latency] [--seed N] [--model-dir DIR] [--reference-dir DIR]`
+ *  [--preset small] [--dtype fp32|fp16] [--provider cpu|cuda] [--profile] [--no-micro] [--no-latency] [--seed N] [--model-dir DIR] [--reference-dir DIR]
+ *  [--results-dir DIR] [--ort-profile FILE]`
  * The benchmark itself lives in bench/ (compiled to dist/bench/), loaded only when this runs.
  */
 
@@ -34,6 +35,10 @@ options:
   --model-dir DIR       use this model directory instead of models/bench-<preset>[-fp16]
   --reference-dir DIR   the fp32 twin of --model-dir that an fp16 or cuda run is checked against
                         (default models/bench-<preset>, built when missing)
+  --results-dir DIR     where the JSON report goes (default bench/results)
+  --ort-profile FILE    instead of the benchmark: ONNX Runtime's profile of one warm engine call
+                        (the first call of the first --workloads entry, default document) written
+                        to FILE as chrome-trace JSON; \`decide gpu-report\` sums it by op type
 
 Before anything is timed, the answers are checked: fp32 on the CPU, the engine against the
 baseline (logits and probabilities within 1e-4); an fp16 or cuda run, the engine and the baseline
@@ -56,6 +61,8 @@ const OPTIONS = {
   'reference-dir': { type: 'string' },
   dtype: { type: 'string', default: 'fp32' },
   packing: { type: 'string' },
+  'results-dir': { type: 'string' },
+  'ort-profile': { type: 'string' },
 } as const;
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
@@ -83,6 +90,26 @@ export async function run(argv: string[]): Promise<number> {
   }
   const seed = values.seed === undefined ? undefined : Number(values.seed);
   if (seed !== undefined && (!Number.isInteger(seed) || seed < 0)) throw new Error(`--seed must be a non-negative integer`);
+
+  if (values['ort-profile'] !== undefined) {
+    const { profileEngineCall } = await import('../../bench/ort-profile.js');
+    const { packageRoot } = await import('../../bench/provenance.js');
+    const { file, decisions } = await profileEngineCall({
+      root: packageRoot(),
+      outFile: values['ort-profile'],
+      preset: values.preset,
+      dtype: values.dtype,
+      provider: values.provider,
+      threads: positiveInt(values.threads, 'threads'),
+      packing: values.packing === undefined ? undefined : values.packing === 'on',
+      workload: workloads?.[0] ?? 'document',
+      modelDir: values['model-dir'],
+      seed: seed ?? 1,
+      log: (line) => process.stderr.write(`${line}\n`),
+    });
+    process.stdout.write(`wrote ${file} (ONNX Runtime profile of one engine call, ${decisions} decisions)\n`);
+    return 0;
+  }
 
   let bench: typeof import('../../bench/run.js');
   try {
@@ -112,6 +139,7 @@ export async function run(argv: string[]): Promise<number> {
       referenceModelDir: values['reference-dir'],
       dtype: values.dtype,
       packing: values.packing === undefined ? undefined : values.packing === 'on',
+      ...(values['results-dir'] === undefined ? {} : { resultsDir: values['results-dir'] }),
     });
   } catch (err) {
     if (err instanceof BenchRefusedError) {

@@ -11,6 +11,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
     load: () => import('./calibrate.js'),
   },
   bench: { summary: 'benchmark the engine against the fresh-scoring baseline', load: () => import('./bench.js') },
+  'gpu-report': { summary: 'everything a GPU host checks, one command, one report folder (also --provider cpu)', load: () => import('./gpu-report.js') },
   'import-model': { summary: 'convert a Hugging Face checkpoint folder: HF_DIR --out DIR [--dtype fp32|fp16]', load: () => import('./import-model.js') },
   'setup-cuda': { summary: 'make --provider cuda work: ONNX Runtime for CUDA from the npm registry, and a host check', load: () => import('./setup-cuda.js') },
   'make-model': { summary: 'generate a model directory with random weights: --preset NAME --out DIR', load: () => import('./make-model.js') },

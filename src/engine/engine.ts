@@ -55,6 +55,12 @@ export interface EngineLoadOptions {
    * effect on a graph without segment ids.
    */
   packSuffixes?: boolean;
+  /**
+   * Diagnostics: turn ONNX Runtime's profiler on for the decoder session. ORT writes one
+   * chrome-trace JSON, `<ortProfilePrefix>_<date>.json`, with every node's kernel time when the
+   * engine closes (`decide bench --ort-profile` uses it). Slows every call a little; off by default.
+   */
+  ortProfilePrefix?: string;
 }
 
 export interface SuffixScore {
@@ -157,7 +163,7 @@ export class Engine {
         options.gatherLogits === false ? stockGraph : await prepareScoringGraph(stockGraph, loadOptions);
       const { NativeEngine } = loadNativeModule();
       const native = new NativeEngine();
-      await native.load({ ...loadOptions, modelPath: graphFile });
+      await native.load({ ...loadOptions, modelPath: graphFile, ...(options.ortProfilePrefix ? { ortProfilePrefix: options.ortProfilePrefix } : {}) });
       const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, maxContext };
       if (info.numLayers !== config.numLayers) {
         native.close();

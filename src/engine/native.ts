@@ -28,6 +28,8 @@ export interface NativeLoadOptions {
   passOverheadTokens?: number;
   packSuffixes?: boolean;
   maxContext?: number;
+  /** Turns ONNX Runtime's profiler on: it writes `<prefix>_<date>.json` when the engine closes. */
+  ortProfilePrefix?: string;
 }
 
 /** Flat, typed-array form of a score call (see Engine.score for the structured form). */

@@ -1,0 +1,331 @@
+/**
+ * `decide gpu-report`: everything a GPU host must check, in one command that writes one folder.
+ * Time on a lent GPU is short (a call runs at most 10 minutes), so the steps run in order of what
+ * matters most, each as a child process with its own log and time limit, and report.md/report.json
+ * are rewritten after every step: a run cut off midway still leaves what it measured.
+ *
+ * Steps: the CUDA setup check; the benchmark per dtype and packing layout (each run checks its
+ * answers against the fp32 CPU engine before timing, so "agreement" is part of every bench step);
+ * `test/gpu/` (vitest); an ONNX Runtime profile of one engine call, slowest ops first; the PyTorch
+ * peer (../shared/gpu/torch_peer.py) when python3 with torch is there. With `--provider cpu` the
+ * same steps run on this machine (CUDA-only steps say why they were skipped), which is how the
+ * command is tested and kept from rotting.
+ */
+import { spawn } from 'node:child_process';
+import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
+import type { BenchReport } from './report.js';
+
+export type StepStatus = 'passed' | 'failed' | 'skipped' | 'timed out';
+
+export interface StepResult {
+  name: string;
+  /** What ran, as a shell would show it; absent for a step skipped before running. */
+  command?: string;
+  status: StepStatus;
+  exitCode?: number | null;
+  seconds: number;
+  /** Log file, relative to the report folder. */
+  log?: string;
+  /** Why a step was skipped or what failed, in one line. */
+  reason?: string;
+}
+
+export interface BenchFigures {
+  dtype: string;
+  packing: string;
+  file: string;
+  workloads: Array<{ workload: string; decisionsPerSecond: number; fractionOfIdeal: number; mfu: number; maxAbsProbDiff: number; tolerance: number; reference: string }>;
+  peakGflops: number;
+}
+
+export interface GpuReportOptions {
+  provider: 'cpu' | 'cuda';
+  outDir: string;
+  /** Builder preset of the benchmark model. */
+  preset: string;
+  dtypes: Array<'fp16' | 'fp32'>;
+  packings: Array<'on' | 'off'>;
+  quick: boolean;
+  workloads?: string;
+  /** Run `test/gpu/` with vitest (needs the repository's devDependencies). */
+  tests: boolean;
+  /** The PyTorch peer script; undefined: look in the usual places. */
+  torchPeer?: string;
+  /** The whole run's budget: later steps get what is left (a GPU call is cut at 600 s). */
+  budgetSeconds: number;
+  /** The repository root (bin/decide.js, test/gpu/). */
+  root: string;
+  /** Progress lines go here. */
+  log: (line: string) => void;
+}
+
+interface PlannedStep {
+  name: string;
+  argv: string[];
+  /** Skip it with this reason instead of running it. */
+  skip?: string;
+  /** After it ran: extra figures to keep (bench JSON). */
+  collect?: () => void;
+}
+
+export interface GpuReport {
+  schema: 'decide-gpu-report/1';
+  startedAt: string;
+  provider: string;
+  preset: string;
+  host: { hostname: string; cpus: number; memoryBytes: number; gpus: string | null; node: string };
+  git: string | null;
+  steps: StepResult[];
+  bench: BenchFigures[];
+  profile: ProfileSummary | null;
+}
+
+export interface ProfileSummary {
+  file: string;
+  totalNodeMicros: number;
+  ops: Array<{ opType: string; provider: string; calls: number; micros: number; share: number }>;
+}
+
+/** The PyTorch peer's usual places: beside a checkout (../shared/gpu) and where unpack.sh puts tools. */
+function findTorchPeer(root: string, given?: string): string | undefined {
+  const candidates = [given, process.env.DECIDE_TORCH_PEER, path.join(root, '..', 'shared', 'gpu', 'torch_peer.py'), '/tmp/gpu/tools/torch_peer.py'];
+  return candidates.find((c): c is string => typeof c === 'string' && existsSync(c));
+}
+
+function shellQuote(argv: string[]): string {
+  return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+}
+
+/** Runs argv with stdout and stderr into logFile; kills the whole process group at the limit. */
+function runLogged(argv: string[], cwd: string, logFile: string, limitSeconds: number): Promise<{ exitCode: number | null; timedOut: boolean }> {
+  return new Promise((resolve) => {
+    const out = createWriteStream(logFile);
+    out.write(`$ ${shellQuote(argv)}\n`);
+    const child = spawn(argv[0]!, argv.slice(1), { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    child.stdout.pipe(out, { end: false });
+    child.stderr.pipe(out, { end: false });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }, Math.max(1, limitSeconds) * 1000);
+    const finish = (exitCode: number | null) => {
+      clearTimeout(timer);
+      out.end(`\n[exit ${exitCode}${timedOut ? `, killed after ${limitSeconds} s` : ''}]\n`, () => resolve({ exitCode, timedOut }));
+    };
+    child.on('error', (err) => {
+      out.write(`${err.message}\n`);
+      finish(null);
+    });
+    child.on('close', (code) => finish(code));
+  });
+}
+
+function probe(argv: string[]): Promise<{ ok: boolean; text: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    child.stdout.on('data', (d) => (text += d));
+    child.stderr.on('data', (d) => (text += d));
+    child.on('error', () => resolve({ ok: false, text: `${argv[0]} not found` }));
+    child.on('close', (code) => resolve({ ok: code === 0, text: text.trim() }));
+  });
+}
+
+/** Reads the bench JSON a step wrote into its folder. */
+export function benchFigures(dir: string, dtype: string, packing: string): BenchFigures | null {
+  if (!existsSync(dir)) return null;
+  const file = readdirSync(dir).filter((f) => f.endsWith('.json')).sort().pop();
+  if (!file) return null;
+  const report = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as BenchReport;
+  return {
+    dtype,
+    packing,
+    file: path.join(path.basename(dir), file),
+    peakGflops: report.peak.usedGflops,
+    workloads: report.workloads.map((w) => ({
+      workload: w.workload,
+      decisionsPerSecond: w.decisionsPerSecond,
+      fractionOfIdeal: w.fractionOfIdeal,
+      mfu: w.mfu,
+      maxAbsProbDiff: w.check.maxAbsProbDiff,
+      tolerance: w.check.tolerance,
+      reference: w.check.reference,
+    })),
+  };
+}
+
+/**
+ * Sums ORT profiler "Node" events by op type (and provider), slowest first. The profile is the
+ * chrome-trace JSON ONNX Runtime writes: an array of events with cat "Node", dur in microseconds
+ * and args.op_name / args.provider.
+ */
+export function summarizeOrtProfile(file: string, top = 20): ProfileSummary {
+  const events = JSON.parse(readFileSync(file, 'utf8')) as Array<{ cat?: string; name?: string; dur?: number; args?: { op_name?: string; provider?: string } }>;
+  const byOp = new Map<string, { opType: string; provider: string; calls: number; micros: number }>();
+  let total = 0;
+  for (const e of events) {
+    // Each node run appears as one "<node>_kernel_time" event (fence events are separate and short).
+    if (e.cat !== 'Node' || typeof e.dur !== 'number' || !e.name?.endsWith('_kernel_time')) continue;
+    const opType = e.args?.op_name ?? 'unknown';
+    const provider = e.args?.provider ?? 'unknown';
+    const key = `${opType}\u0000${provider}`;
+    const entry = byOp.get(key) ?? { opType, provider, calls: 0, micros: 0 };
+    entry.calls += 1;
+    entry.micros += e.dur;
+    byOp.set(key, entry);
+    total += e.dur;
+  }
+  const ops = [...byOp.values()]
+    .sort((a, b) => b.micros - a.micros)
+    .slice(0, top)
+    .map((o) => ({ ...o, share: total > 0 ? o.micros / total : 0 }));
+  return { file, totalNodeMicros: total, ops };
+}
+
+function pct(x: number): string {
+  return `${(100 * x).toFixed(1)}%`;
+}
+
+export function formatGpuReport(r: GpuReport): string {
+  const lines: string[] = [];
+  lines.push(`# decide gpu-report (${r.provider}, preset ${r.preset})`, '');
+  lines.push(`started ${r.startedAt}; commit ${r.git ?? 'unknown'}; host ${r.host.hostname}, ${r.host.cpus} cores, ${(r.host.memoryBytes / 2 ** 30).toFixed(0)} GiB, node ${r.host.node}`);
+  lines.push(`GPUs: ${r.host.gpus ?? 'none found (nvidia-smi absent or failing)'}`, '');
+  lines.push('| step | status | seconds | log | note |', '|---|---|---|---|---|');
+  for (const s of r.steps) {
+    lines.push(`| ${s.name} | ${s.status} | ${s.seconds.toFixed(1)} | ${s.log ?? ''} | ${(s.reason ?? '').replace(/\|/g, '/')} |`);
+  }
+  if (r.bench.length > 0) {
+    lines.push('', '## Benchmark (engine; each run checked against the fp32 CPU engine before timing)', '');
+    lines.push('| dtype | packing | workload | decisions/s | of ideal | MFU | max abs prob diff (tolerance) | peak GFLOP/s | file |', '|---|---|---|---|---|---|---|---|---|');
+    for (const b of r.bench) {
+      for (const w of b.workloads) {
+        lines.push(
+          `| ${b.dtype} | ${b.packing} | ${w.workload} | ${w.decisionsPerSecond.toFixed(1)} | ${w.fractionOfIdeal.toFixed(2)} | ${pct(w.mfu)} | ${w.maxAbsProbDiff.toExponential(1)} (${w.tolerance}) vs ${w.reference} | ${b.peakGflops.toFixed(0)} | ${b.file} |`,
+        );
+      }
+    }
+  }
+  if (r.profile) {
+    lines.push('', `## ONNX Runtime profile of one engine call (${r.profile.file}), slowest op types`, '');
+    lines.push('| op type | provider | calls | ms | share |', '|---|---|---|---|---|');
+    for (const o of r.profile.ops) lines.push(`| ${o.opType} | ${o.provider} | ${o.calls} | ${(o.micros / 1000).toFixed(2)} | ${pct(o.share)} |`);
+  }
+  lines.push('');
+  return lines.join('\n');
+}
+
+export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport> {
+  const { root, outDir, provider, log } = options;
+  await mkdir(outDir, { recursive: true });
+  const started = Date.now();
+  const deadline = started + options.budgetSeconds * 1000;
+  const decide = [process.execPath, path.join(root, 'bin', 'decide.js')];
+  const gpus = await probe(['nvidia-smi', '-L']);
+  const git = await probe(['git', '-C', root, 'rev-parse', '--short=12', 'HEAD']);
+  const report: GpuReport = {
+    schema: 'decide-gpu-report/1',
+    startedAt: new Date(started).toISOString(),
+    provider,
+    preset: options.preset,
+    host: { hostname: os.hostname(), cpus: os.cpus().length, memoryBytes: os.totalmem(), gpus: gpus.ok ? gpus.text : null, node: process.version },
+    git: git.ok ? git.text : null,
+    steps: [],
+    bench: [],
+    profile: null,
+  };
+  const save = async () => {
+    await writeFile(path.join(outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+    await writeFile(path.join(outDir, 'report.md'), formatGpuReport(report));
+  };
+
+  const cudaOnly = provider === 'cuda' ? undefined : 'CUDA only (--provider cpu)';
+  const steps: PlannedStep[] = [{ name: 'cuda-setup-check', argv: [...decide, 'setup-cuda', '--check'], skip: cudaOnly }];
+  const benchCommon = ['bench', '--provider', provider, '--preset', options.preset, '--no-micro', '--no-latency', ...(options.quick ? ['--quick'] : []), ...(options.workloads ? ['--workloads', options.workloads] : [])];
+  // In order of what a short GPU call must not miss: the first dtype's benches (fp16 on a GPU, the
+  // figures the targets are stated in; packed first, the CUDA default), the tests, the profile,
+  // the peer, then the other dtypes.
+  const benchSteps = (dtype: 'fp16' | 'fp32'): PlannedStep[] =>
+    options.packings.map((packing) => {
+      const name = `bench-${dtype}-packing-${packing}`;
+      const dir = path.join(outDir, name);
+      return {
+        name,
+        argv: [...decide, ...benchCommon, '--dtype', dtype, '--packing', packing, '--results-dir', dir],
+        collect: () => {
+          const figures = benchFigures(dir, dtype, packing);
+          if (figures) report.bench.push(figures);
+        },
+      };
+    });
+  const [firstDtype, ...otherDtypes] = options.dtypes;
+  if (firstDtype) steps.push(...benchSteps(firstDtype));
+  const vitest = path.join(root, 'node_modules', 'vitest', 'vitest.mjs');
+  steps.push({
+    name: 'gpu-tests',
+    argv: [process.execPath, vitest, 'run', 'test/gpu/', '--reporter=verbose'],
+    skip: !options.tests ? 'not asked for (--no-tests)' : !existsSync(vitest) ? 'vitest is not installed (a devDependency: run from a clone after npm ci)' : undefined,
+  });
+  const profileFile = path.join(outDir, 'ort-profile.json');
+  steps.push({
+    name: 'ort-profile',
+    argv: [...decide, 'bench', '--provider', provider, '--preset', options.preset, '--dtype', firstDtype ?? 'fp32', '--ort-profile', profileFile],
+    collect: () => {
+      if (existsSync(profileFile)) report.profile = summarizeOrtProfile(profileFile);
+    },
+  });
+  const peer = findTorchPeer(root, options.torchPeer);
+  const torch = provider === 'cuda' && peer ? await probe(['python3', '-c', 'import torch, transformers; assert torch.cuda.is_available()']) : { ok: false, text: '' };
+  steps.push({
+    name: 'torch-peer',
+    argv: ['python3', peer ?? 'torch_peer.py'],
+    skip: cudaOnly ?? (!peer ? 'torch_peer.py not found (--torch-peer PATH, DECIDE_TORCH_PEER, ../shared/gpu/, /tmp/gpu/tools/)' : !torch.ok ? `python3 with torch, transformers and CUDA not usable: ${torch.text.split('\n').pop()}` : undefined),
+  });
+  for (const dtype of otherDtypes) steps.push(...benchSteps(dtype));
+
+  for (const step of steps) {
+    const left = Math.floor((deadline - Date.now()) / 1000);
+    if (step.skip || left < 5) {
+      const reason = step.skip ?? `out of time (budget ${options.budgetSeconds} s)`;
+      report.steps.push({ name: step.name, status: 'skipped', seconds: 0, reason });
+      log(`${step.name}: skipped (${reason})`);
+      await save();
+      continue;
+    }
+    log(`${step.name}: ${shellQuote(step.argv)}`);
+    const logName = `${step.name}.log`;
+    const t0 = Date.now();
+    const { exitCode, timedOut } = await runLogged(step.argv, root, path.join(outDir, logName), left);
+    const seconds = (Date.now() - t0) / 1000;
+    const status: StepStatus = timedOut ? 'timed out' : exitCode === 0 ? 'passed' : 'failed';
+    let reason: string | undefined;
+    if (status !== 'passed') {
+      const tail = readFileSync(path.join(outDir, logName), 'utf8').trim().split('\n').filter((l) => l.trim() && !l.startsWith('[exit'));
+      reason = timedOut ? `killed after ${left} s` : tail.pop()?.slice(0, 300);
+    }
+    if (step.name === 'gpu-tests') {
+      // vitest exits 0 when every test skipped (no CUDA): say so, or the table reads as a pass.
+      const text = readFileSync(path.join(outDir, logName), 'utf8').replace(/\x1b\[[0-9;]*m/g, '');
+      const summary = text.match(/^\s*Tests\s+(.*)$/m)?.[1];
+      if (summary) reason = `${reason ? `${reason}; ` : ''}tests: ${summary.trim()}`;
+    }
+    try {
+      step.collect?.();
+    } catch (err) {
+      reason = `${reason ? `${reason}; ` : ''}could not read its output: ${(err as Error).message}`;
+    }
+    report.steps.push({ name: step.name, command: shellQuote(step.argv), status, exitCode, seconds, log: logName, ...(reason ? { reason } : {}) });
+    log(`${step.name}: ${status} in ${seconds.toFixed(1)} s${reason ? ` (${reason})` : ''}`);
+    await save();
+  }
+  return report;
+}

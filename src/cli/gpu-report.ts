@@ -1,0 +1,95 @@
+/**
+ * `decide gpu-report`: the one command a lent GPU host runs (bench/gpu-report.ts does the work, so
+ * the HTTP stack is never loaded). Writes one folder: report.md, report.json and a log per step.
+ */
+import path from 'node:path';
+
+import { commandError, parseCommand } from './args.js';
+
+const HELP = `usage: decide gpu-report [--out DIR] [--provider cuda|cpu] [--preset NAME] [--dtypes LIST]
+                          [--packing LIST] [--full] [--workloads LIST] [--no-tests]
+                          [--torch-peer FILE] [--budget SECONDS]
+
+Everything a GPU host must check, in one command that writes one report folder (report.md,
+report.json, one log per step), rewritten after every step so a run cut off midway keeps what it
+measured. Steps, in order of what a short GPU call must not miss:
+  cuda-setup-check    decide setup-cuda --check (CUDA only)
+  bench-<dtype>-packing-<on|off>
+                      decide bench for the first dtype, packing on then off; every run checks its
+                      answers against the fp32 CPU engine before timing (the agreement)
+  gpu-tests           vitest run test/gpu/ (needs the repository's devDependencies)
+  ort-profile         ONNX Runtime's profile of one warm engine call, op types slowest first
+  torch-peer          ../shared/gpu/torch_peer.py (PyTorch eager on the same card), when python3
+                      with torch, transformers and CUDA is there (CUDA only)
+  the other dtypes' bench steps
+With --provider cpu the same steps run here; the CUDA-only ones say why they were skipped.
+
+options:
+  --out DIR           the report folder (default gpu-report-<time> in the current directory)
+  --provider P        cuda (default) or cpu
+  --preset NAME       the bench model (default qwen3-0.6b on cuda, small on cpu)
+  --dtypes LIST       comma-separated, first one first (default fp16,fp32)
+  --packing LIST      comma-separated on/off (default on,off)
+  --full              the benchmark's full sizes (default: --quick sizes, to fit a short GPU call)
+  --workloads LIST    passed to decide bench (default: all)
+  --no-tests          skip test/gpu/
+  --torch-peer FILE   the PyTorch peer script (default: DECIDE_TORCH_PEER, ../shared/gpu/torch_peer.py
+                      or /tmp/gpu/tools/torch_peer.py, whichever exists)
+  --budget SECONDS    the whole run's time; steps that no longer fit are skipped (default 560: a
+                      lent GPU call is cut at 600 s)
+`;
+
+const OPTIONS = {
+  out: { type: 'string' },
+  provider: { type: 'string', default: 'cuda' },
+  preset: { type: 'string' },
+  dtypes: { type: 'string', default: 'fp16,fp32' },
+  packing: { type: 'string', default: 'on,off' },
+  full: { type: 'boolean', default: false },
+  workloads: { type: 'string' },
+  'no-tests': { type: 'boolean', default: false },
+  'torch-peer': { type: 'string' },
+  budget: { type: 'string', default: '560' },
+} as const;
+
+function list<T extends string>(value: string, name: string, allowed: readonly T[]): T[] | string {
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = items.filter((i) => !(allowed as readonly string[]).includes(i));
+  if (items.length === 0 || bad.length > 0) return `--${name}: '${value}' is not a comma-separated list of ${allowed.join(', ')}`;
+  return [...new Set(items)] as T[];
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const parsed = parseCommand('gpu-report', argv, HELP, OPTIONS);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
+  const provider = values.provider;
+  if (provider !== 'cuda' && provider !== 'cpu') return commandError('gpu-report', `--provider must be cuda or cpu, got '${provider}'`);
+  const dtypes = list(values.dtypes, 'dtypes', ['fp16', 'fp32'] as const);
+  if (typeof dtypes === 'string') return commandError('gpu-report', dtypes);
+  const packings = list(values.packing, 'packing', ['on', 'off'] as const);
+  if (typeof packings === 'string') return commandError('gpu-report', packings);
+  const budget = Number(values.budget);
+  if (!Number.isFinite(budget) || budget < 10) return commandError('gpu-report', `--budget must be a number of seconds >= 10, got '${values.budget}'`);
+
+  const { runGpuReport } = await import('../../bench/gpu-report.js');
+  const { packageRoot } = await import('../../bench/provenance.js');
+  const outDir = path.resolve(values.out ?? `gpu-report-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+  const report = await runGpuReport({
+    provider,
+    outDir,
+    preset: values.preset ?? (provider === 'cuda' ? 'qwen3-0.6b' : 'small'),
+    dtypes,
+    packings,
+    quick: !values.full,
+    ...(values.workloads === undefined ? {} : { workloads: values.workloads }),
+    tests: !values['no-tests'],
+    ...(values['torch-peer'] === undefined ? {} : { torchPeer: values['torch-peer'] }),
+    budgetSeconds: budget,
+    root: packageRoot(),
+    log: (line) => process.stdout.write(`${line}\n`),
+  });
+  const failed = report.steps.filter((s) => s.status === 'failed' || s.status === 'timed out');
+  process.stdout.write(`\nwrote ${path.join(outDir, 'report.md')} (${report.steps.length} steps, ${failed.length} failed)\n`);
+  return failed.length === 0 ? 0 : 1;
+}

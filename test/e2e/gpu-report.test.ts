@@ -1,0 +1,89 @@
+/**
+ * `decide gpu-report --provider cpu`: the one command a GPU host runs, run here so it cannot rot.
+ * It must leave one folder with report.md / report.json, a log per step, the benchmark's figures
+ * (with its agreement check), test/gpu/'s outcome, an ONNX Runtime profile summed by op type, and
+ * the CUDA-only steps skipped with their reason.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { GpuReport } from '../../bench/gpu-report.js';
+import { decideBin } from '../helpers/bin.js';
+
+const run = promisify(execFile);
+let out: string;
+let report: GpuReport;
+let stdout: string;
+
+beforeAll(async () => {
+  out = path.join(await mkdtemp(path.join(os.tmpdir(), 'decide-gpu-report-')), 'report');
+  const bin = await decideBin();
+  ({ stdout } = await run(process.execPath, [bin, 'gpu-report', '--provider', 'cpu', '--preset', 'tiny', '--dtypes', 'fp32', '--packing', 'off,on', '--workloads', 'single', '--out', out], {
+    env: { ...process.env, DECIDE_TORCH_PEER: '' },
+  }));
+  report = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as GpuReport;
+});
+
+afterAll(async () => {
+  await rm(path.dirname(out), { recursive: true, force: true });
+});
+
+describe('decide gpu-report --provider cpu', () => {
+  it('runs every step in order and skips the CUDA-only ones with their reason', () => {
+    expect(report.steps.map((s) => s.name)).toEqual(['cuda-setup-check', 'bench-fp32-packing-off', 'bench-fp32-packing-on', 'gpu-tests', 'ort-profile', 'torch-peer']);
+    const by = Object.fromEntries(report.steps.map((s) => [s.name, s]));
+    expect(by['cuda-setup-check']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
+    expect(by['torch-peer']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
+    for (const name of ['bench-fp32-packing-off', 'bench-fp32-packing-on', 'gpu-tests', 'ort-profile']) {
+      expect(by[name]!.status, `${name}: ${by[name]!.reason}`).toBe('passed');
+      expect(existsSync(path.join(out, by[name]!.log!))).toBe(true);
+    }
+    // No CUDA here: the GPU tests ran and skipped, and the report says so rather than a bare pass.
+    expect(by['gpu-tests']!.reason).toMatch(/skipped/);
+    expect(stdout).toContain(`wrote ${path.join(out, 'report.md')} (6 steps, 0 failed)`);
+  });
+
+  it('keeps the benchmark figures of each layout with the agreement check against the baseline', () => {
+    expect(report.bench.map((b) => `${b.dtype}/${b.packing}`)).toEqual(['fp32/off', 'fp32/on']);
+    for (const b of report.bench) {
+      const single = b.workloads.find((w) => w.workload === 'single')!;
+      expect(single.decisionsPerSecond).toBeGreaterThan(0);
+      expect(single.reference).toBe('baseline');
+      expect(single.maxAbsProbDiff).toBeLessThanOrEqual(single.tolerance);
+      expect(b.peakGflops).toBeGreaterThan(0);
+      expect(existsSync(path.join(out, b.file))).toBe(true);
+    }
+  });
+
+  it('sums an ONNX Runtime profile of one engine call by op type, slowest first', () => {
+    const profile = report.profile!;
+    expect(profile.totalNodeMicros).toBeGreaterThan(0);
+    expect(profile.ops.map((o) => o.opType)).toEqual(expect.arrayContaining(['MatMul']));
+    const micros = profile.ops.map((o) => o.micros);
+    expect(micros).toEqual([...micros].sort((a, b) => b - a));
+    expect(profile.ops.every((o) => o.provider === 'CPUExecutionProvider' && o.calls > 0)).toBe(true);
+    // The file holds one warm call: its ORT runs and the node events inside them, nothing else.
+    const events = JSON.parse(readFileSync(path.join(out, 'ort-profile.json'), 'utf8')) as Array<{ cat: string; name: string }>;
+    expect(events.some((e) => e.cat === 'Session' && e.name === 'model_run')).toBe(true);
+    expect(events.every((e) => e.cat === 'Node' || e.name === 'model_run')).toBe(true);
+  });
+
+  it('writes a readable report.md with the step table, the figures and the profile', () => {
+    const md = readFileSync(path.join(out, 'report.md'), 'utf8');
+    expect(md).toContain('# decide gpu-report (cpu, preset tiny)');
+    expect(md).toMatch(/\| bench-fp32-packing-on \| passed \|/);
+    expect(md).toMatch(/\| fp32 \| off \| single \| [0-9.]+ \|/);
+    expect(md).toMatch(/\| MatMul \| CPUExecutionProvider \| \d+ \|/);
+  });
+
+  it('refuses a bad option by name with a usage error', async () => {
+    const bin = await decideBin();
+    const err = await run(process.execPath, [bin, 'gpu-report', '--provider', 'cpu', '--dtypes', 'int4']).catch((e: { code: number; stderr: string }) => e);
+    expect(err).toMatchObject({ code: 2, stderr: expect.stringContaining("--dtypes: 'int4' is not a comma-separated list of fp16, fp32") });
+  });
+});
