@@ -292,12 +292,14 @@ Napi::Value EngineBinding::Info(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// Counters and ClearPrefixCache run on the JS thread: neither waits for a running call (scorer.h).
 Napi::Value EngineBinding::Counters(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::shared_ptr<Scorer> scorer = RequireScorer(env);
   Napi::Object out = CountersObject(env, scorer->Counters());
   out.Set("prefixCacheBytes", Napi::Number::New(env, static_cast<double>(scorer->CacheBytes())));
   out.Set("prefixCacheEntries", Napi::Number::New(env, static_cast<double>(scorer->CacheEntries())));
+  out.Set("callsInProgress", Napi::Number::New(env, scorer->CallsInProgress()));
   return out;
 }
 

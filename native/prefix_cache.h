@@ -3,7 +3,7 @@
 // reuses the system-prompt part that every earlier state shares with it (the vocabulary is
 // SGLang's: match / insert / evict). Entries are few (the byte bound keeps them to hundreds) and a
 // linear scan is microseconds next to a forward pass, so no radix tree.
-// Thread: used only under the Scorer's mutex.
+// Thread: used only under the Scorer's compute lock.
 #pragma once
 
 #include <cstdint>

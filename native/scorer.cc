@@ -37,6 +37,16 @@ void Add(ScoreCounters& into, const ScoreCounters& from) {
   into.past_tokens_copied += from.past_tokens_copied;
 }
 
+// Marks a call as computing for as long as it holds the compute lock.
+class InProgress {
+ public:
+  explicit InProgress(std::atomic<int>& count) : count_(count) { count_.fetch_add(1); }
+  ~InProgress() { count_.fetch_sub(1); }
+
+ private:
+  std::atomic<int>& count_;
+};
+
 }  // namespace
 
 Scorer::Scorer(const ScorerOptions& options)
@@ -49,24 +59,26 @@ Scorer::~Scorer() {
   cache_.Clear();
 }
 
-ScoreCounters Scorer::Counters() {
-  std::lock_guard<std::mutex> lock(mu_);
+ScoreCounters Scorer::Counters() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
   return totals_;
 }
 
-size_t Scorer::CacheBytes() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return cache_.Bytes();
-}
-
-size_t Scorer::CacheEntries() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return cache_.Entries();
-}
-
 void Scorer::ClearCache() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cache_.Clear();
+  clear_pending_.store(true);
+  // A running call holds compute_mu_ and sees the flag when it ends (or the next call at its start).
+  std::unique_lock<std::mutex> lock(compute_mu_, std::try_to_lock);
+  if (lock.owns_lock()) ApplyPendingClear();
+}
+
+void Scorer::ApplyPendingClear() {
+  if (clear_pending_.exchange(false)) cache_.Clear();
+  PublishCacheSize();
+}
+
+void Scorer::PublishCacheSize() {
+  cache_bytes_.store(cache_.Bytes(), std::memory_order_relaxed);
+  cache_entries_.store(cache_.Entries(), std::memory_order_relaxed);
 }
 
 void Scorer::Validate(const ScoreInput& in) const {
@@ -114,7 +126,14 @@ void Scorer::Validate(const ScoreInput& in) const {
 }
 
 ScoreOutput Scorer::Score(const ScoreInput& input) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(compute_mu_);
+  InProgress in_progress(calls_in_progress_);
+  // A clear asked for after the previous call's end; on any exit, one asked for during this call.
+  ApplyPendingClear();
+  struct ClearOnExit {
+    Scorer* scorer;
+    ~ClearOnExit() { scorer->ApplyPendingClear(); }
+  } clear_on_exit{this};
   Validate(input);
   ScoreOutput output;
   output.counters.calls = 1;
@@ -124,7 +143,10 @@ ScoreOutput Scorer::Score(const ScoreInput& input) {
   std::vector<bool> fused(input.num_groups, false);
   std::vector<GroupPast> pasts = ResolvePrefixes(input, packed, fused, output);
   RunSuffixes(input, pasts, packed, fused, output);
-  Add(totals_, output.counters);
+  {
+    std::lock_guard<std::mutex> stats(stats_mu_);
+    Add(totals_, output.counters);
+  }
   return output;
 }
 
@@ -242,6 +264,7 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
       // The row's first state_new new tokens are the state's; fused questions follow them.
       decoder_->CopyNewKv(result, static_cast<int>(i - begin), state_new, *block, p.match.length);
       counters.prefix_cache_evictions += cache_.Insert(ids, count, block);
+      PublishCacheSize();
       pasts[p.group] = GroupPast{std::move(block), count};
       if (fused[p.group]) {
         const PackedRow& row = fused_rows[order[i]];

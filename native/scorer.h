@@ -12,12 +12,17 @@
 // Each stage's rows are sorted by shape and split into forward passes by Chunk(): every pass fits
 // the token, past-bytes, attention (and, for a stock graph, logits) budgets, and within them a
 // cost model picks the split that computes the least padding plus per-pass overhead.
-// Thread: Score() runs on a libuv worker thread; calls are serialised by mu_ (the cache and the
-// session are used by one call at a time; the TypeScript scheduler coalesces concurrent requests
-// into one call instead). Ownership: ScoreInput points into JS typed arrays that the AsyncWorker
-// keeps alive for the duration of the call.
+// Thread: Score() runs on a libuv worker thread; calls are serialised by compute_mu_ (the cache
+// and the session are used by one call at a time; the TypeScript scheduler coalesces concurrent
+// requests into one call instead). compute_mu_ is held for a whole call, forward passes included,
+// so nothing the JS thread calls may take it: Counters(), CacheBytes(), CacheEntries() and
+// CallsInProgress() read atomics or the totals under stats_mu_ (held for a copy, never across a
+// pass), and ClearCache() clears at once only when no call runs, else leaves the clear to the
+// running call's end. Ownership: ScoreInput points into JS typed arrays that the AsyncWorker keeps
+// alive for the duration of the call.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -82,9 +87,15 @@ class Scorer {
   const ScorerOptions& Options() const { return options_; }
   // Whether suffix rows are packed (the option is on and the graph can run packed rows).
   bool PacksSuffixes() const;
-  ScoreCounters Counters();
-  size_t CacheBytes();
-  size_t CacheEntries();
+  // Readable from any thread while a call runs (see the thread note above).
+  ScoreCounters Counters() const;
+  size_t CacheBytes() const { return cache_bytes_.load(std::memory_order_relaxed); }
+  size_t CacheEntries() const { return cache_entries_.load(std::memory_order_relaxed); }
+  // 1 while a call holds the compute lock (computing), else 0.
+  int CallsInProgress() const { return calls_in_progress_.load(std::memory_order_relaxed); }
+  // Empties the cache now when no call is running; otherwise the running call empties it when it
+  // ends (so its own inserts go too), and at the latest the next call does before it starts.
+  // Never waits for a running call.
   void ClearCache();
 
  private:
@@ -108,12 +119,20 @@ class Scorer {
   // Splits rows (already sorted for similar shapes) into consecutive chunks within the budgets.
   std::vector<std::pair<size_t, size_t>> Chunk(const std::vector<ExtendRow>& rows, bool want_logits) const;
   void Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, ScoreCounters& counters) const;
+  // Under compute_mu_: empties the cache if a clear was asked for; refreshes the size snapshot.
+  void ApplyPendingClear();
+  void PublishCacheSize();
 
   ScorerOptions options_;
-  std::mutex mu_;
+  std::mutex compute_mu_;  // one call at a time; held across forward passes
   std::unique_ptr<Decoder> decoder_;
-  PrefixCache cache_;
+  PrefixCache cache_;  // under compute_mu_
+  mutable std::mutex stats_mu_;  // guards totals_ only; held for a copy or an add
   ScoreCounters totals_;
+  std::atomic<size_t> cache_bytes_{0};  // snapshot of cache_, published under compute_mu_
+  std::atomic<size_t> cache_entries_{0};
+  std::atomic<int> calls_in_progress_{0};
+  std::atomic<bool> clear_pending_{false};
 };
 
 }  // namespace decide

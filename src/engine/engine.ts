@@ -6,7 +6,14 @@
 import os from 'node:os';
 
 import { EngineError, type EngineErrorCode } from '../errors/engine-error.js';
-import { loadNativeModule, resolveOrtLibrary, type NativeCounters, type NativeEngine, type NativeModelInfo } from './native.js';
+import {
+  loadNativeModule,
+  resolveOrtLibrary,
+  type NativeCounters,
+  type NativeEngine,
+  type NativeEngineCounters,
+  type NativeModelInfo,
+} from './native.js';
 import { findGraphFile, readModelConfig, type ModelConfig } from './model-dir.js';
 import { missingCudaPieces } from './cuda-runtime.js';
 import { flatten, type ScoreGroup } from './score-groups.js';
@@ -79,7 +86,7 @@ export interface ScoreBatchResult {
   counters: NativeCounters;
 }
 
-export type EngineCounters = NativeCounters & { prefixCacheBytes: number; prefixCacheEntries: number };
+export type EngineCounters = NativeEngineCounters;
 
 export interface EngineInfo extends NativeModelInfo {
   modelDir: string;
@@ -223,13 +230,19 @@ export class Engine {
     return { groups: out, cachedTokens: result.cachedTokens, counters: result.counters };
   }
 
-  /** Cumulative counters since load, plus the prefix cache's current size. */
+  /**
+   * Cumulative counters since load (a running call is counted when it ends), the prefix cache's
+   * current size, and whether a call is computing. Never waits for a running call.
+   */
   counters(): EngineCounters {
     if (this.closed) throw new EngineError('ERR_ENGINE_CLOSED', 'the engine is closed');
     return this.native.counters();
   }
 
-  /** Drops every cached prefix (the next calls compute their prefixes afresh). */
+  /**
+   * Drops every cached prefix: the next calls compute their prefixes afresh. Never waits: while a
+   * call is computing, the cache is emptied when that call ends (its own prefixes included).
+   */
   clearPrefixCache(): void {
     if (this.closed) throw new EngineError('ERR_ENGINE_CLOSED', 'the engine is closed');
     this.native.clearPrefixCache();

@@ -86,11 +86,23 @@ export interface NativeModelInfo {
   kvBytesPerToken: number;
 }
 
+/** Cumulative counters since load plus the engine's state now; read without waiting for a running call. */
+export interface NativeEngineCounters extends NativeCounters {
+  prefixCacheBytes: number;
+  prefixCacheEntries: number;
+  /** 1 while a score call is computing (it holds the engine's compute lock), else 0. */
+  callsInProgress: number;
+}
+
+/**
+ * The JS-thread methods (info, counters, clearPrefixCache, close) never wait for a running score
+ * call: they read atomics or defer (native/scorer.h), so health and metrics stay responsive.
+ */
 export interface NativeEngine {
   load(options: NativeLoadOptions): Promise<void>;
   score(batch: NativeScoreBatch): Promise<NativeScoreResult>;
   info(): NativeModelInfo;
-  counters(): NativeCounters & { prefixCacheBytes: number; prefixCacheEntries: number };
+  counters(): NativeEngineCounters;
   clearPrefixCache(): void;
   close(): void;
 }

@@ -5,7 +5,8 @@
  * The route label is the route's pattern (`/v1/batches/:id`), or `unmatched` for unknown paths, so
  * clients cannot grow the label set. Engine: the cumulative counters of every loaded model (forward
  * passes, prefix tokens computed and reused, suffix tokens, ...) and its queue depths, read from
- * DecisionService.metrics() at scrape time.
+ * DecisionService.metrics() at scrape time. None of it waits for a running engine call (the engine
+ * reads its counters without the compute lock), so a scrape answers at once during a long call.
  *
  * Written by hand rather than with prom-client: a dozen series, no dependency.
  */
@@ -95,6 +96,7 @@ const ENGINE_SERIES: Array<{ name: string; help: string; type: 'counter' | 'gaug
   { name: 'decide_engine_past_tokens_copied_total', help: 'Prefix KV positions copied into forward passes: per question when rows are forked, per packed row after a cached state.', type: 'counter', value: (m) => m.counters.pastTokensCopied },
   { name: 'decide_engine_prefix_cache_bytes', help: 'Bytes held by the prefix KV cache.', type: 'gauge', value: (m) => m.counters.prefixCacheBytes },
   { name: 'decide_engine_prefix_cache_entries', help: 'Prefixes held by the prefix KV cache.', type: 'gauge', value: (m) => m.counters.prefixCacheEntries },
+  { name: 'decide_engine_calls_in_progress', help: 'Score calls computing right now (0 or 1: one call at a time per model).', type: 'gauge', value: (m) => m.counters.callsInProgress },
   { name: 'decide_engine_prefix_cache_evictions_total', help: 'Prefixes the prefix KV cache evicted to stay within its byte bound.', type: 'counter', value: (m) => m.counters.prefixCacheEvictions },
   { name: 'decide_scheduler_calls_total', help: 'Engine calls made by the scheduler.', type: 'counter', value: (m) => m.calls },
 ];

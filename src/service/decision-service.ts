@@ -64,6 +64,8 @@ function decideResponse(id: string, model: string, scored: ScoredRequest): Decid
 
 export class DecisionService {
   private readonly runtimes = new Map<string, Promise<ModelRuntime>>();
+  /** The runtimes whose load has finished: what readiness and metrics report, without waiting on a load. */
+  private readonly loaded = new Map<string, ModelRuntime>();
   private closed = false;
 
   private constructor(
@@ -99,7 +101,7 @@ export class DecisionService {
 
   /** True once at least one model is loaded and the service is not closed. */
   isReady(): boolean {
-    return !this.closed && this.runtimes.size > 0;
+    return !this.closed && this.loaded.size > 0;
   }
 
   /**
@@ -187,11 +189,14 @@ export class DecisionService {
     };
   }
 
+  /**
+   * The loaded models' counters and queues. Answers at once: a model still loading is left out (not
+   * waited for), and reading an engine's counters never waits for its running call.
+   */
   async metrics(): Promise<ServiceMetrics> {
     const models: ServiceMetrics['models'] = [];
-    for (const [id, pending] of this.runtimes) {
-      const runtime = await pending.catch(() => undefined);
-      if (!runtime || this.closed) continue;
+    if (this.closed) return { models };
+    for (const [id, runtime] of this.loaded) {
       const stats = runtime.scheduler.getStats();
       models.push({ id, counters: runtime.engine.counters(), queue: { live: stats.liveQueued, batch: stats.batchQueued }, calls: stats.calls });
     }
@@ -211,7 +216,10 @@ export class DecisionService {
         engine: { provider: this.options.provider, threads: this.options.threads, ...this.options.runtime?.engine },
       });
       this.runtimes.set(model.id, pending);
-      pending.catch(() => this.runtimes.delete(model.id));
+      pending.then(
+        (runtime) => this.loaded.set(model.id, runtime),
+        () => this.runtimes.delete(model.id),
+      );
     }
     try {
       return await pending;
@@ -233,6 +241,7 @@ export class DecisionService {
     this.closed = true;
     for (const r of runtimes) r?.close();
     this.runtimes.clear();
+    this.loaded.clear();
   }
 
   private resolveInstalled(id: string) {

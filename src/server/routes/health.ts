@@ -2,6 +2,8 @@
  * Probes, unauthenticated. /healthz: 200 whenever the process answers HTTP (liveness).
  * /readyz: 200 when a model is loaded and the server is not shutting down, else 503 with the
  * error shape (readiness: a load balancer stops sending work).
+ * Both answer at once during a long engine call or a model load: nothing here waits for either
+ * (DecisionService.metrics() reads counters without the engine's compute lock; docs/api.md).
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
