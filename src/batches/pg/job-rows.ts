@@ -34,8 +34,13 @@ export async function getJob(db: Pool | Client, id: string): Promise<PgJob | und
 
 /**
  * Moves an open job to a final status (cancelled or failed) and drops its input rows, which no
- * chunk will read any more; the result rows committed before stay. False when the job was no
- * longer open.
+ * chunk will read any more. The result rows it keeps are the committed PREFIX: chunks commit in
+ * the order workers finish them, so chunk k+1 may be committed while chunk k is still being
+ * scored; the rows after the first record without a row are deleted and the counts and bytes
+ * follow (keepCommittedPrefix), so the results are always the first `completed + failed` records.
+ * A worker's commit of chunk k, racing with this, either commits first (it holds the job row's
+ * lock, and this update waits for it) or finds the job closed and drops its rows.
+ * False when the job was no longer open.
  */
 export async function closeJob(
   client: Client,
@@ -49,5 +54,41 @@ export async function closeJob(
   );
   if (rowCount !== 1) return false;
   await client.query('DELETE FROM decide_batch_inputs WHERE job_id = $1', [id]);
+  await keepCommittedPrefix(client, id);
   return true;
+}
+
+/**
+ * Deletes the result rows of `id` past its first missing record index and takes them out of the
+ * job's counts and bytes. Call in the transaction that closed the job (no worker adds rows after).
+ */
+async function keepCommittedPrefix(client: Client, id: string): Promise<void> {
+  // Cheap check first: no gap when the highest index is the number of rows minus one.
+  const { rows: shape } = await client.query<{ n: number; top: number | null }>(
+    'SELECT completed + failed AS n, (SELECT max(idx) FROM decide_batch_results WHERE job_id = $1) AS top FROM decide_batch_jobs WHERE id = $1',
+    [id],
+  );
+  const { n, top } = shape[0]!;
+  if (top === null || top === n - 1) return;
+  // The first index whose rank differs from it is the first record after a gap; its rank is the prefix length.
+  const { rows: gap } = await client.query<{ prefix: number }>(
+    `SELECT rn::integer AS prefix FROM (
+       SELECT idx, row_number() OVER (ORDER BY idx) - 1 AS rn FROM decide_batch_results WHERE job_id = $1
+     ) ranked WHERE idx <> rn ORDER BY idx LIMIT 1`,
+    [id],
+  );
+  if (gap.length === 0) return;
+  const { rows: dropped } = await client.query<{ row: string }>('DELETE FROM decide_batch_results WHERE job_id = $1 AND idx >= $2 RETURNING row', [id, gap[0]!.prefix]);
+  let failed = 0;
+  let bytes = 0;
+  for (const { row } of dropped) {
+    if ('error' in (JSON.parse(row) as object)) failed += 1;
+    bytes += Buffer.byteLength(row);
+  }
+  await client.query('UPDATE decide_batch_jobs SET completed = completed - $2, failed = failed - $3, results_bytes = results_bytes - $4 WHERE id = $1', [
+    id,
+    dropped.length - failed,
+    failed,
+    bytes,
+  ]);
 }

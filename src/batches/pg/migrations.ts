@@ -12,6 +12,7 @@
  *                         kept until the job is final
  *   decide_batch_results  one result row (JSONL text) per record index; the primary key makes a
  *                         second insert of the same record impossible
+ *   decide_chunk_order    a sequence: each chunk's fetch priority (queue.ts, chunkPriorities)
  * The chunks themselves are pg-boss jobs (queue.ts), in pg-boss's own schema.
  */
 import type { Client } from './database.js';
@@ -66,6 +67,17 @@ const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (job_id, idx)
       );
     `,
+  },
+  {
+    version: 2,
+    name: 'chunk fetch order',
+    // pg-boss fetches by (priority DESC, created_on), and every chunk of a job is inserted in one
+    // transaction with the same created_on: without a distinct priority the chunks of one job come
+    // back in no defined order. Each chunk takes the next value of this sequence as -priority, so
+    // chunks are fetched in creation order: job by job, and within a job in input order. CYCLE:
+    // after 2^31 chunks the order restarts once (fetch order is an efficiency, not a correctness
+    // matter: a cancel keeps the committed prefix whatever order chunks committed in).
+    sql: `CREATE SEQUENCE decide_chunk_order AS integer MINVALUE 0 MAXVALUE 2147483647 START 0 CYCLE;`,
   },
 ];
 

@@ -12,6 +12,7 @@
 import { PgBoss } from 'pg-boss';
 
 import { envNumber } from '../settings.js';
+import type { Client } from './database.js';
 
 export const QUEUE_SCHEMA = 'decide_queue';
 export const CHUNK_QUEUE = 'decide-batch-chunks';
@@ -30,6 +31,20 @@ export interface ChunkTask {
   chunk: number;
   from: number;
   to: number;
+}
+
+/**
+ * The pg-boss priority of each of `count` new chunks, in input order: minus the next values of the
+ * decide_chunk_order sequence, so that a chunk created earlier is fetched earlier (pg-boss orders
+ * by priority, then by created_on, which all chunks of one job share). Call inside the create
+ * transaction.
+ */
+export async function chunkPriorities(client: Client, count: number): Promise<number[]> {
+  const { rows } = await client.query<{ v: number }>(
+    `SELECT nextval('decide_chunk_order')::integer AS v FROM generate_series(1, $1::integer) AS g ORDER BY g`,
+    [count],
+  );
+  return rows.map((r) => -r.v);
 }
 
 export function leaseSeconds(env: NodeJS.ProcessEnv): number {

@@ -20,7 +20,7 @@ import { inTransaction, openPool, queueDb, type Pool } from '../pg/database.js';
 import { insertInputRows } from '../pg/input-rows.js';
 import { closeJob, getJob, JOB_COLUMNS, toJob, type PgJob } from '../pg/job-rows.js';
 import { migrate, withSchemaLock } from '../pg/migrations.js';
-import { CHUNK_QUEUE, leaseSeconds, startQueue } from '../pg/queue.js';
+import { CHUNK_QUEUE, chunkPriorities, leaseSeconds, startQueue } from '../pg/queue.js';
 import type { StagedUpload } from '../uploads.js';
 import type { BatchJob, BatchResults, BatchStore, NewBatch } from './batch-store.js';
 import type { StoreContext } from './open-store.js';
@@ -91,10 +91,11 @@ export class PgBatchStore implements BatchStore {
       );
       const { chunks, records } = await insertInputRows(client, job.id, upload, { maxRecordBytes: settings.maxRecordBytes, chunk: settings.chunk });
       if (records !== job.total) throw new Error(`batch ${job.id}: ${records} records read back of the ${job.total} counted at upload`);
-      // One queue job per chunk, in input order (pg-boss fetches in creation order).
+      // One queue job per chunk, fetched in creation order (chunkPriorities).
+      const priorities = await chunkPriorities(client, chunks.length);
       await this.boss.insert(
         CHUNK_QUEUE,
-        chunks.map((data) => ({ data, singletonKey: `${data.job}:${data.chunk}` })),
+        chunks.map((data, i) => ({ data, singletonKey: `${data.job}:${data.chunk}`, priority: priorities[i]! })),
         { db: queueDb(client) },
       );
       return (await getJob(client, job.id))!;
