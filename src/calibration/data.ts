@@ -3,8 +3,8 @@
  *   {"state": ..., "questions": {...}, "expected": {"<question id>": "<option key>"}}
  * (`model` and `custom_id` may be present and are ignored: `--model` names the model).
  *
- * A line that is not a JSON object, has no usable `expected`, or is not a valid decide request is an
- * error: the whole file is refused, listing the bad lines, so a fit never silently drops data. An
+ * A line that is not a JSON object (a key given twice included, as /v1/decide refuses it), has no
+ * usable `expected`, or is not a valid decide request is an error: the whole file is refused, listing the bad lines, so a fit never silently drops data. An
  * `expected` value that names no option of its question (or names a question that is not there)
  * is only reported: that pair is left out and the rest of the row is used.
  */
@@ -12,13 +12,14 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 
 import { ApiError } from '../api/errors.js';
+import { parseJsonText } from '../api/json-text.js';
 import { validateDecideRequest, type NormalizedDecideRequest } from '../api/validate.js';
 
 export interface CalibrationRow {
   /** 1-based line number in the file. */
   line: number;
-  /** What the batch path is given for this line. */
-  body: { state: unknown; questions: unknown };
+  /** Bytes of the line (a line over the /v1/decide body limit is reported and left out). */
+  bytes: number;
   request: NormalizedDecideRequest;
   /** Question id -> index of the expected option (in the question's option order). */
   expected: Map<string, number>;
@@ -74,13 +75,13 @@ export async function readCalibrationData(file: string, model: string): Promise<
   text.split('\n').forEach((raw, i) => {
     const line = i + 1;
     if (raw.trim() === '') return;
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch (err) {
-      errors.push(`line ${line}: not valid JSON (${(err as Error).message})`);
+    // The /v1/decide body parser: a key given twice is refused, never "last wins".
+    const parsed = parseJsonText(raw);
+    if (!parsed.ok) {
+      errors.push(`line ${line}: ${parsed.reason}`);
       return;
     }
+    const value = parsed.value;
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       errors.push(`line ${line}: must be a JSON object {"state", "questions", "expected"}`);
       return;
@@ -119,7 +120,7 @@ export async function readCalibrationData(file: string, model: string): Promise<
       }
       map.set(qid, index);
     }
-    rows.push({ line, body: { state: record.state, questions: record.questions }, request, expected: map });
+    rows.push({ line, bytes: Buffer.byteLength(raw), request, expected: map });
   });
   if (errors.length > 0) {
     const listed = errors.slice(0, MAX_LISTED).join('\n  ');

@@ -1,24 +1,21 @@
 /**
- * `decide calibrate` as a library function: score a labelled JSONL file through the service's
- * batch path (the same runner as `decide batch`), fit a correction per question type on a seeded
+ * `decide calibrate` as a library function: score a labelled JSONL file with the service's record
+ * scoring (scoring.ts: the engine call the batch runner makes, in memory), fit a correction per question type on a seeded
  * 80% of the rows, measure it on the other 20%, and write the result as a NEW model version that
  * shares the base's weights (src/models/model-version.ts). Nothing is written unless every step
  * before it succeeded.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 import { ApiError } from '../api/errors.js';
 import { QUESTION_TYPES, type QuestionType } from '../api/schemas.js';
-import { runBatch, type RecordScorer } from '../batches/runner.js';
 import { loadCalibration } from '../runtime/calibrate.js';
-import type { RawQuestionScore } from '../runtime/model-runtime.js';
 import { checkNewModelId, defaultVersionId, writeModelVersion } from '../models/model-version.js';
 import { parseDatedId } from '../models/registry.js';
 import { DecisionService } from '../service/decision-service.js';
 import { readCalibrationData, type Unusable } from './data.js';
-import { fitType, type CandidateName } from './fit.js';
+import { fitType, TEMPERATURE_RANGE, type CandidateName } from './fit.js';
+import { scoreCalibrationRows } from './scoring.js';
 import { figuresWithIntervals, reliabilityBins, type Estimate, type Figures } from './metrics.js';
 import { correctedProbs, seededRandom, uniformProbs, type Observation, type TypeCorrection } from './observations.js';
 
@@ -40,6 +37,13 @@ export interface CalibrateOptions {
   /** Today, for the default id and the provenance (tests pin it). */
   now?: Date;
   log?: (line: string) => void;
+  /**
+   * Install a fit that ends at a temperature bound or whose held-out log-loss is no better than
+   * uniform (default false: such a fit is refused and nothing is written).
+   */
+  acceptPoorFit?: boolean;
+  /** Called as rows are scored (rows done, rows in all): the CLI's progress line. */
+  onProgress?: (done: number, total: number) => void;
 }
 
 /** Fewer fit / held-out observations than this for a type: that type is not fitted. */
@@ -54,6 +58,11 @@ export interface TypeReport {
   held_out_observations: number;
   /** Why the type was not fitted (too few observations); absent when it was. */
   not_fitted?: string;
+  /**
+   * Why the kept fit is poor (its temperature at a bound of the search, or held-out log-loss no
+   * better than uniform); absent when it is not. Written only with acceptPoorFit.
+   */
+  poor_fit?: string[];
   /** Applied temperature (1 = none). */
   temperature: number;
   /** Applied label bias, or null when none is kept. */
@@ -101,45 +110,21 @@ interface ScoredRow {
   observations: Observation[];
 }
 
-/** Scores the rows through runBatch; returns each row's raw label scores, or its error. */
-async function scoreRows(
-  service: DecisionService,
-  model: string,
-  bodies: Array<{ state: unknown; questions: unknown }>,
-): Promise<Array<{ raw: RawQuestionScore[] } | { error: string }>> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'decide-calibrate-'));
-  try {
-    const input = path.join(dir, 'input.jsonl');
-    const results = path.join(dir, 'results.jsonl');
-    await writeFile(input, bodies.map((b, i) => `${JSON.stringify({ custom_id: String(i), ...b })}\n`).join(''));
-    const captured = new Map<string, RawQuestionScore[]>();
-    const scorer: RecordScorer = {
-      async decideRecords(modelId, requests, priority) {
-        const outcomes = await service.decideRecords(modelId, requests, priority);
-        for (const o of outcomes) if (o.ok && o.raw) captured.set(o.response.id, o.raw);
-        return outcomes;
-      },
-    };
-    const run = await runBatch({
-      scorer,
-      model,
-      inputPath: input,
-      resultsPath: results,
-      start: { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0 },
-      commit: () => undefined,
-    });
-    if (!run.finished) throw new CalibrationError('the batch run stopped before the end of the data');
-    const out: Array<{ raw: RawQuestionScore[] } | { error: string }> = new Array(bodies.length);
-    for (const text of (await readFile(results, 'utf8')).split('\n')) {
-      if (!text) continue;
-      const row = JSON.parse(text) as { custom_id: string; id?: string; error?: { code: string; message: string } };
-      const raw = row.id ? captured.get(row.id) : undefined;
-      out[Number(row.custom_id)] = raw ? { raw } : { error: row.error ? `${row.error.code}: ${row.error.message}` : 'no scores' };
-    }
-    return out;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
+/**
+ * Why a fitted type's kept correction is poor, or []: a temperature that ended at a bound of the
+ * search (the likelihood kept improving towards 0 or infinity: the labels follow the model's
+ * ranking perfectly, or against it), or held-out log-loss no better than a uniform guess.
+ */
+function poorFit(report: TypeReport): string[] {
+  const reasons: string[] = [];
+  const [lo, hi] = TEMPERATURE_RANGE;
+  if (report.kept !== 'none' && (report.temperature <= lo || report.temperature >= hi)) {
+    reasons.push(`the temperature ended at the bound ${report.temperature <= lo ? lo : hi} of [${lo}, ${hi}]`);
   }
+  const after = report.nll.after.value;
+  const uniform = report.nll.uniform.value;
+  if (!(after < uniform)) reasons.push(`held-out log-loss ${after.toFixed(4)} is no better than uniform (${uniform.toFixed(4)})`);
+  return reasons;
 }
 
 function compare(
@@ -200,11 +185,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     }
     log(`scoring ${data.rows.length} rows with ${base.id}`);
     await service.runtime(base.id);
-    const scores = await scoreRows(
-      service,
-      base.id,
-      data.rows.map((r) => r.body),
-    );
+    const scores = await scoreCalibrationRows(service, base.id, data.rows, { onProgress: options.onProgress });
 
     const failedRows: Array<{ line: number; error: string }> = [];
     const scored: ScoredRow[] = [];
@@ -272,6 +253,8 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
         },
       };
       if (result) {
+        const poor = poorFit(report);
+        if (poor.length > 0) report.poor_fit = poor;
         fittedTypes += 1;
         temperature[type] = after.temperature;
         if (after.labelBias) labelBias[type] = { ...after.labelBias };
@@ -298,6 +281,20 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
           `${MIN_HELD_OUT_OBSERVATIONS} held-out answers of one type after the ${Math.round(100 * (1 - HELD_OUT_SHARE))}/${Math.round(100 * HELD_OUT_SHARE)} split); nothing was written`,
         2,
       );
+    }
+
+    const poorTypes = Object.entries(types).filter(([, r]) => r.poor_fit);
+    if (poorTypes.length > 0) {
+      const why = poorTypes.map(([t, r]) => `${t}: ${r.poor_fit!.join('; ')}`).join('\n  ');
+      if (!options.acceptPoorFit) {
+        throw new CalibrationError(
+          `${options.data}: the fit is poor, so ${newId} would not be calibrated in any useful sense; nothing was written:\n  ${why}\n` +
+            'Check the expected labels (are they the right option keys, for these questions?) or give more rows; ' +
+            '--accept-poor-fit installs it anyway.',
+          2,
+        );
+      }
+      log(`installing a poor fit (--accept-poor-fit):\n  ${why}`);
     }
 
     const report: CalibrationReport = {
@@ -330,6 +327,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
           uniform_nll: r.nll.uniform.value,
           observations: r.held_out_observations,
           kept: r.kept,
+          ...(r.poor_fit ? { poor_fit: r.poor_fit } : {}),
         },
       ]),
     );

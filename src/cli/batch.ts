@@ -26,6 +26,7 @@ import { chunkOptionsFromEnv } from '../batches/settings.js';
 import type { JobProgress } from '../batches/store/sqlite-jobs.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand, threadsArg } from './args.js';
+import { ProgressReporter } from './progress.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
 
@@ -131,49 +132,6 @@ async function mayOverwrite(out: string, force: boolean): Promise<{ ok: true } |
     return /^\s*y(es)?\s*$/i.test(answer) ? { ok: true } : { ok: false, message: `${out} left as it is` };
   } finally {
     prompt.close();
-  }
-}
-
-function formatDuration(seconds: number): string {
-  if (!Number.isFinite(seconds)) return '--:--';
-  const s = Math.max(0, Math.round(seconds));
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const ss = String(s % 60).padStart(2, '0');
-  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
-}
-
-/** Progress on stderr: a redrawn bar on a terminal, a plain line every few seconds otherwise. */
-class ProgressReporter {
-  private readonly tty = Boolean(process.stderr.isTTY);
-  private readonly started = Date.now();
-  private lastDraw = 0;
-
-  constructor(
-    private readonly total: number,
-    private readonly startRows: number,
-  ) {}
-
-  update(rows: number, force = false): void {
-    const now = Date.now();
-    if (!force && now - this.lastDraw < (this.tty ? 100 : 5000)) return;
-    this.lastDraw = now;
-    const elapsed = (now - this.started) / 1000;
-    const rate = elapsed > 0 ? (rows - this.startRows) / elapsed : 0;
-    const eta = rate > 0 ? (this.total - rows) / rate : Infinity;
-    const pct = this.total > 0 ? (100 * rows) / this.total : 100;
-    if (this.tty) {
-      const width = 30;
-      const filled = Math.round((width * pct) / 100);
-      const bar = `${'#'.repeat(filled)}${'-'.repeat(width - filled)}`;
-      process.stderr.write(`\r\x1b[K[${bar}] ${rows}/${this.total} ${pct.toFixed(1)}%  ${rate.toFixed(0)} rows/s  ETA ${formatDuration(eta)}`);
-    } else {
-      process.stderr.write(`decide batch: ${rows}/${this.total} rows (${pct.toFixed(1)}%), ${rate.toFixed(0)} rows/s, ETA ${formatDuration(eta)}\n`);
-    }
-  }
-
-  end(): void {
-    if (this.tty) process.stderr.write('\n');
   }
 }
 
@@ -289,7 +247,7 @@ export async function run(argv: string[]): Promise<number> {
 
     const startRows = state.progress.completed + state.progress.failed;
     const startCompleted = state.progress.completed;
-    const reporter = new ProgressReporter(state.total, startRows);
+    const reporter = new ProgressReporter('batch', state.total, startRows);
     const started = Date.now();
     reporter.update(startRows, true);
     const result = await runBatch({

@@ -6,10 +6,11 @@
 
 import { calibrateModel, CalibrationError, type CalibrationReport } from '../calibration/run.js';
 import { commandError, intArg, parseCommand, threadsArg } from './args.js';
+import { ProgressReporter } from './progress.js';
 
 const HELP = `usage: decide calibrate --model ID --data FILE.jsonl [options]
 
-Scores labelled rows through the batch path, fits per question type (noul, choice, score) a
+Scores labelled rows (as the batch path does, at batch priority; progress on stderr), fits per question type (noul, choice, score) a
 temperature and a label-bias correction on a seeded 80% of the rows, keeps each only where it
 improves held-out log-loss, and installs the result as a NEW model version sharing the base's
 weights. The base id keeps answering exactly as before; the undated alias moves to the new
@@ -24,6 +25,8 @@ options:
   --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models)
   --report DIR       write reliability diagrams (SVG), index.html and report.json there
   --seed N           seed of the split and of the bootstrap (default 1)
+  --accept-poor-fit  install a fit whose temperature ended at a bound (0.02 or 50) or whose
+                     held-out log-loss is no better than uniform (refused by default)
   --threads N        CPU threads per forward pass (default: DECIDE_THREADS, else all cores)
   --json             print the whole report as one JSON object
   -h, --help         this text
@@ -38,6 +41,7 @@ const OPTIONS = {
   seed: { type: 'string' },
   threads: { type: 'string' },
   json: { type: 'boolean' },
+  'accept-poor-fit': { type: 'boolean' },
 } as const;
 
 const f4 = (x: number) => (Number.isFinite(x) ? x.toFixed(4) : 'n/a');
@@ -57,6 +61,7 @@ function summary(report: CalibrationReport): string {
   for (const [type, r] of Object.entries(report.types)) {
     const bias = r.label_bias ? ' + label bias' : '';
     lines.push(`  ${type}: kept ${r.kept} (temperature ${f4(r.temperature)}${bias}); ${r.fit_observations} fit / ${r.held_out_observations} held-out answers${r.not_fitted ? `; NOT FITTED: ${r.not_fitted}` : ''}`);
+    if (r.poor_fit) lines.push(`    POOR FIT (installed with --accept-poor-fit): ${r.poor_fit.join('; ')}`);
     lines.push(`    ${'held out'.padEnd(10)} ${'before'.padStart(24)} ${'after'.padStart(24)} ${'uniform'.padStart(24)}`);
     for (const k of ['accuracy', 'nll', 'brier', 'ece'] as const) {
       const cell = (e: { value: number; ci: [number, number] }) => `${f4(e.value)} [${f4(e.ci[0])},${f4(e.ci[1])}]`.padStart(24);
@@ -77,6 +82,7 @@ export async function run(argv: string[]): Promise<number> {
   const threads = threadsArg(values.threads);
   if (typeof threads === 'string') return commandError('calibrate', threads, 2);
 
+  let progress: ProgressReporter | undefined;
   try {
     const report = await calibrateModel({
       model: values.model,
@@ -86,7 +92,13 @@ export async function run(argv: string[]): Promise<number> {
       reportDir: values.report,
       seed,
       threads,
+      acceptPoorFit: values['accept-poor-fit'],
       log: (line) => process.stderr.write(`decide calibrate: ${line}\n`),
+      onProgress: (done, total) => {
+        progress ??= new ProgressReporter('calibrate', total);
+        progress.update(done, done === total);
+        if (done === total) progress.end();
+      },
     });
     process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : summary(report));
     return 0;

@@ -62,6 +62,7 @@ describe('decide calibrate (CLI, tiny model)', () => {
   let modelsDir: string;
   let dataFile: string;
   let texts: string[];
+  let raw: Awaited<ReturnType<typeof rawLogits>>;
   let baseAnswersBefore: unknown;
 
   beforeAll(async () => {
@@ -69,7 +70,7 @@ describe('decide calibrate (CLI, tiny model)', () => {
     texts = states(ROWS, 1);
     const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
     try {
-      const raw = await rawLogits(service, MODEL_ID, texts);
+      raw = await rawLogits(service, MODEL_ID, texts);
       dataFile = path.join(dir, 'labelled.jsonl');
       await writeSharpenedData(dataFile, texts, raw, T_STAR, 42);
       baseAnswersBefore = (await service.decide({ model: MODEL_ID, state: texts[0], questions: QUESTIONS })).answers;
@@ -87,6 +88,8 @@ describe('decide calibrate (CLI, tiny model)', () => {
     const res = await runCli(['--model', 'svc-alpha', '--data', dataFile, '--models-dir', modelsDir, '--as', NEW_ID, '--report', reportDir, '--json']);
     expect(res.stderr).not.toMatch(/Error/);
     expect(res.code).toBe(0);
+    // Progress for the whole scoring: stderr is not a terminal, so plain lines, the last one at 100%.
+    expect(res.stderr).toMatch(new RegExp(`decide calibrate: ${ROWS}/${ROWS} rows \\(100\\.0%\\)`));
     const report = JSON.parse(res.stdout);
     expect(report.base_model).toBe(MODEL_ID);
     expect(report.model).toBe(NEW_ID);
@@ -157,6 +160,58 @@ describe('decide calibrate (CLI, tiny model)', () => {
     expect(again.stderr).toMatch(/already exists/);
   }, 300_000);
 
+  it('a line over 1 MiB and a state over the context: both reported by line and left out, every other row used', async () => {
+    const rows = 40;
+    const file = path.join(await mkdtemp(path.join(dir, 'big-')), 'data.jsonl');
+    await writeSharpenedData(file, texts.slice(0, rows), raw.slice(0, rows), T_STAR, 7);
+    const lines = (await readFile(file, 'utf8')).trimEnd().split('\n');
+    const expected = { topic: 'billing' };
+    // Line 4: over the /v1/decide body limit. Line 9: under it, but over the tiny model's context.
+    lines.splice(3, 0, JSON.stringify({ state: 'x'.repeat(1024 * 1024 + 10), questions: QUESTIONS, expected }));
+    lines.splice(8, 0, JSON.stringify({ state: 'word '.repeat(6000), questions: QUESTIONS, expected }));
+    await writeFile(file, `${lines.join('\n')}\n`);
+    const res = await runCliHere(['--model', MODEL_ID, '--data', file, '--models-dir', modelsDir, '--as', 'svc-alpha-2027-02-01', '--json', '--accept-poor-fit']);
+    expect(res.code, res.stderr).toBe(0);
+    const report = JSON.parse(res.stdout);
+    expect(report.data.rows).toBe(rows + 2);
+    expect(report.data.failed_rows.map((f: { line: number; error: string }) => [f.line, f.error.split(':')[0]])).toEqual([
+      [4, 'state_too_long'],
+      [9, 'state_too_long'],
+    ]);
+    // Every other row's three answers are observations (a failed row's scores in another row's slot would lose one).
+    expect(report.data.observations).toBe(rows * 3);
+  }, 300_000);
+
+  it('a poor fit (labels against the model: T at its bound, no better than uniform) is refused unless --accept-poor-fit', async () => {
+    const rows = 40;
+    const file = path.join(await mkdtemp(path.join(dir, 'poor-')), 'data.jsonl');
+    const keys: Record<string, string[]> = { topic: Object.keys(QUESTIONS.topic.criteria), refund: ['no', 'yes'], urgency: ['1', '2', '3', '4', '5'] };
+    const lines = texts.slice(0, rows).map((state, i) => {
+      const expected: Record<string, string> = {};
+      for (const q of raw[i]!) {
+        const logits = Array.from(q.labelLogits);
+        expected[q.questionId] = keys[q.questionId]![logits.indexOf(Math.min(...logits))]!;
+      }
+      return JSON.stringify({ state, questions: QUESTIONS, expected });
+    });
+    await writeFile(file, `${lines.join('\n')}\n`);
+    const before = (await readdir(modelsDir)).sort();
+    const refused = await runCliHere(['--model', MODEL_ID, '--data', file, '--models-dir', modelsDir, '--as', 'svc-alpha-2027-03-01']);
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toMatch(/the fit is poor/);
+    expect(refused.stderr).toMatch(/bound 50|no better than uniform/);
+    expect(refused.stderr).toMatch(/--accept-poor-fit/);
+    expect((await readdir(modelsDir)).sort()).toEqual(before);
+
+    const accepted = await runCliHere(['--model', MODEL_ID, '--data', file, '--models-dir', modelsDir, '--as', 'svc-alpha-2027-03-01', '--accept-poor-fit', '--json']);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    const report = JSON.parse(accepted.stdout);
+    const poor = Object.entries(report.types).filter(([, r]) => (r as { poor_fit?: string[] }).poor_fit);
+    expect(poor.length).toBeGreaterThan(0);
+    const decision = JSON.parse(await readFile(path.join(modelsDir, 'svc-alpha-2027-03-01', 'decision.json'), 'utf8'));
+    for (const [type] of poor) expect(decision.calibration.fit.held_out[type].poor_fit.length).toBeGreaterThan(0);
+  }, 300_000);
+
   describe('bad data: a clear error and nothing written', () => {
     const listing = async () => (await readdir(modelsDir)).sort();
     const refuse = async (lines: string | null, args: string[], message: RegExp) => {
@@ -175,6 +230,8 @@ describe('decide calibrate (CLI, tiny model)', () => {
     it('malformed lines, each named', () =>
       refuse(`${row({ topic: 'billing' })}\n{not json\n${JSON.stringify({ state: 'x', questions: QUESTIONS })}\n[1]\n`, ['--model', MODEL_ID],
         /3 bad lines.*\n.*line 2: not valid JSON.*\n.*line 3: expected: required.*\n.*line 4: must be a JSON object/));
+    it('a key given twice (refused as /v1/decide refuses it, not "last wins")', () =>
+      refuse(`{"state": "a", "state": "b", "questions": ${JSON.stringify(QUESTIONS)}, "expected": {"topic": "billing"}}\n`, ['--model', MODEL_ID], /line 1: duplicate key "state"/));
     it('an invalid question', () =>
       refuse(JSON.stringify({ state: 'x', questions: { q: { type: 'maybe', instructions: 'x' } }, expected: { q: 'a' } }), ['--model', MODEL_ID], /line 1: .*type/));
     it('an unknown model', () => refuse(row({ topic: 'billing' }), ['--model', 'svc-omega'], /model 'svc-omega' is not installed/));
