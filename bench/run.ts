@@ -108,7 +108,7 @@ export async function ensureModel(preset: string, dir: string, dtype: FloatDtype
   }
   const started = performance.now();
   log(`building model preset '${preset}' (${dtype}, packing graph) into ${dir} ...`);
-  await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype, features });
+  await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype, features, force: true });
   log(`  built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 

@@ -21,7 +21,9 @@ gemma. No Python and no network needed.
   --packing P   on (default): the graph takes segment ids, with which the engine can pack a state's
                 questions into rows instead of forking its KV into each (its default on CUDA);
                 off: the graph without that input
-  --force       replace an existing model directory (atomically)
+  --force       replace a model directory that import-model or make-model wrote (atomically);
+                a dated id (NAME-YYYY-MM) is pinned and never replaced, and nothing else is
+                ever deleted (the input checkpoint least of all)
 
 Nothing is written when the checkpoint cannot be imported; the directory appears complete or not at all.
 See docs/models.md.

@@ -1,9 +1,10 @@
-/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off]` */
+/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off] [--force]` */
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
-import { parseCommand } from './args.js';
+import { ModelOutputError } from '../models/output-dir.js';
+import { commandError, parseCommand } from './args.js';
 
-const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off]
+const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off] [--force]
 
 Writes a Hugging Face model directory (config.json, tokenizer files, onnx/model.onnx) holding a
 Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PRESETS).join(', ')}.
@@ -12,6 +13,9 @@ inputs, outputs and results; docs/models.md).
 --packing on (default) adds the decide_segment_ids input, with which the engine can pack a state's
 questions into rows instead of forking its KV into each (its default on CUDA); off writes the graph
 without it (docs/models.md).
+An existing --out is refused unless --force is given and it is a model that make-model or
+import-model wrote under an undated id; a dated id (NAME-YYYY-MM) is a pinned version and is never
+replaced, and nothing else is ever deleted.
 `;
 
 const OPTIONS = {
@@ -21,6 +25,7 @@ const OPTIONS = {
   dtype: { type: 'string', default: 'fp32' },
   attention: { type: 'string', default: 'ops' },
   packing: { type: 'string', default: 'on' },
+  force: { type: 'boolean', default: false },
 } as const;
 
 export async function run(argv: string[]): Promise<number> {
@@ -41,7 +46,13 @@ export async function run(argv: string[]): Promise<number> {
     ...(values.attention === 'fused' ? { attention: 'fused' as const } : {}),
     ...(values.packing === 'on' ? { segmentIds: true } : {}),
   };
-  const result = await makeModel({ preset: values.preset, outDir: values.out, seed, dtype: values.dtype, features });
+  let result;
+  try {
+    result = await makeModel({ preset: values.preset, outDir: values.out, seed, dtype: values.dtype, features, force: values.force });
+  } catch (err) {
+    if (err instanceof ModelOutputError) return commandError('make-model', err.message, 1);
+    throw err;
+  }
   process.stdout.write(`wrote ${result.dir} (preset ${values.preset}, seed ${seed}, ${values.dtype}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   return 0;
 }

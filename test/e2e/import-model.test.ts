@@ -7,7 +7,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { copyFile, cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, cp, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -155,7 +155,7 @@ describe('decide import-model', () => {
     // The same --out again: refused, the model untouched.
     const again = await decide(['import-model', path.join(FIXTURES, 'qwen2'), '--out', out]);
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/already exists; choose another --out .* or pass --force/);
+    expect(again.stderr).toMatch(/already exists and is a pinned version .* a pinned id never changes/);
     expect((await readFile(path.join(out, 'onnx', 'model.onnx'))).equals(graph)).toBe(true);
 
     // The models directory itself as --out (the --id forgotten): refused with the way to say it.
@@ -210,5 +210,102 @@ describe('decide import-model', () => {
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/the chat template cannot render the decision prompt/);
     expect((await readdir(dirs.modelsDir)).sort()).toEqual(before);
+  });
+});
+
+/** Every file under `dir` with its bytes, for "left exactly as it was" checks. */
+async function snapshot(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    out[path.relative(dir, file)] = (await readFile(file)).toString('base64');
+  }
+  return out;
+}
+
+describe('decide import-model --out never destroys what is not its own', () => {
+  it('--out is the input, inside it, holds it, or links to it: refused even with --force, the checkpoint untouched', async () => {
+    const src = path.join(dirs.root, 'safety', 'ckpt');
+    await cp(path.join(FIXTURES, 'qwen3'), src, { recursive: true });
+    const before = await snapshot(path.join(dirs.root, 'safety'));
+    await symlink(src, path.join(dirs.root, 'safety-link'));
+    for (const [out, reason] of [
+      [src, /is the input folder itself/],
+      [path.join(src, '..', 'ckpt'), /is the input folder itself/],
+      [path.join(dirs.root, 'safety-link'), /is the input folder itself/],
+      [path.join(src, 'sub-2026-11'), /is inside the input folder/],
+      [path.join(dirs.root, 'safety'), /holds the input folder/],
+    ] as const) {
+      const res = await decide(['import-model', src, '--out', out, '--force']);
+      expect(res.code, `${out}: ${res.stderr}`).toBe(1);
+      expect(res.stderr).toMatch(reason);
+      expect(await snapshot(path.join(dirs.root, 'safety'))).toEqual(before);
+    }
+  });
+
+  it('a project folder or a model not written by decide, holding a config.json: never replaced, even with --force', async () => {
+    const project = path.join(dirs.root, 'my-project');
+    await mkdir(path.join(project, 'src'), { recursive: true });
+    await writeFile(path.join(project, 'config.json'), '{"app": true}');
+    await writeFile(path.join(project, 'src', 'index.js'), 'console.log(1)');
+    await writeFile(path.join(project, 'notes.md'), 'keep me');
+    const handInstalled = path.join(dirs.root, 'hand-installed');
+    await cp(path.join(FIXTURES, 'qwen3'), handInstalled, { recursive: true });
+    for (const dir of [project, handInstalled]) {
+      const before = await snapshot(dir);
+      const res = await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', dir, '--force']);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toMatch(/was not written by decide import-model or make-model .* never replaced, --force or not/);
+      expect(await snapshot(dir)).toEqual(before);
+    }
+  });
+
+  it('an imported model is replaced with --force under an undated id, never under a dated (pinned) one', async () => {
+    const undated = path.join(dirs.root, 'force-models', 'scratch-model');
+    expect((await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', undated])).code).toBe(0);
+    const replaced = await decide(['import-model', path.join(FIXTURES, 'qwen2'), '--out', undated, '--force']);
+    expect(replaced.code).toBe(0);
+    expect(JSON.parse(await readFile(path.join(undated, 'decision.json'), 'utf8')).import.family).toBe('qwen2');
+
+    const pinned = path.join(dirs.root, 'force-models', 'pinned-2026-11');
+    expect((await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', pinned])).code).toBe(0);
+    const before = await snapshot(pinned);
+    const refused = await decide(['import-model', path.join(FIXTURES, 'qwen2'), '--out', pinned, '--force']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/is a pinned version .* a pinned id never changes, --force or not/);
+    expect(await snapshot(pinned)).toEqual(before);
+  });
+
+  it('--out under /proc fails at once naming the directory (no endless recursive mkdir)', async () => {
+    const res = await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', '/proc/decide-test-models/m-2026-11']);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/cannot create \/proc\/decide-test-models: ENOENT/);
+  });
+
+  it('two imports to the same --out at once: exactly one wins, the other fails and leaves its model alone', async () => {
+    // Big enough that both are still writing weights when the other checks --out.
+    const cfg = { ...QWEN3_CONFIG, vocab_size: 32000, hidden_size: 128, num_attention_heads: 2, head_dim: 64, intermediate_size: 128 };
+    const big = path.join(dirs.root, 'hf', 'race');
+    await mkdir(big, { recursive: true });
+    await writeFile(path.join(big, 'config.json'), JSON.stringify(cfg));
+    writeSafetensors(path.join(big, 'model.safetensors'), randomCheckpoint(cfg, 11, 1), 'BF16');
+    const modelsDir = path.join(dirs.root, 'race-models');
+    const out = path.join(modelsDir, 'race-2026-11');
+    const [a, b] = await Promise.all([
+      decide(['import-model', big, '--out', out, '--packing', 'on']),
+      decide(['import-model', big, '--out', out, '--packing', 'off']),
+    ]);
+    const results = [a, b];
+    expect(results.map((r) => r.code).sort()).toEqual([0, 1]);
+    const loser = results.find((r) => r.code === 1)!;
+    expect(loser.stderr).toMatch(/(was written by another process while this one was working|already exists)/);
+    // The model there is the winner's, whole.
+    const winnerPacked = results[0]!.code === 0;
+    const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
+    expect(decision.import.features).toEqual(winnerPacked ? { segmentIds: true } : undefined);
+    expect(await readdir(modelsDir)).toEqual(['race-2026-11']);
+    const registry = new ModelRegistry(modelsDir);
+    expect(registry.list().map((m) => m.id)).toEqual(['race-2026-11']);
   });
 });

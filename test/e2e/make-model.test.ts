@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -58,5 +58,50 @@ describe('decide make-model --packing', () => {
     expect(res.code).not.toBe(0);
     expect(res.stderr).toMatch(/--packing must be on or off/);
     expect(existsSync(out)).toBe(false);
+  });
+});
+
+/** Every file under `dir` with its bytes. */
+async function snapshot(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) out[path.relative(dir, path.join(entry.parentPath, entry.name))] = (await readFile(path.join(entry.parentPath, entry.name))).toString('base64');
+  }
+  return out;
+}
+
+describe('decide make-model onto an existing model', () => {
+  it('a pinned (dated) model is never replaced, --force or not', async () => {
+    const pinned = path.join(scratch, 'models', 'svc-alpha-2026-10');
+    expect((await decide(['make-model', '--preset', 'tiny', '--out', pinned, '--packing', 'off'])).code).toBe(0);
+    const before = await snapshot(pinned);
+    for (const extra of [[], ['--force']]) {
+      const res = await decide(['make-model', '--preset', 'tiny', '--out', pinned, '--seed', '7', ...extra]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toMatch(/svc-alpha-2026-10 already exists and is a pinned version .* never changes, --force or not/);
+      expect(await snapshot(pinned)).toEqual(before);
+    }
+  });
+
+  it('an undated model is replaced only with --force; a model not written by decide never', async () => {
+    const out = path.join(scratch, 'models', 'scratch-tiny');
+    expect((await decide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '3'])).code).toBe(0);
+    const refused = await decide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '4']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/already exists; .* pass --force to replace it/);
+    expect(JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8')).builder.seed).toBe(3);
+    expect((await decide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '4', '--force'])).code).toBe(0);
+    expect(JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8')).builder.seed).toBe(4);
+    expect((await readdir(path.dirname(out))).filter((n) => n.includes('.tmp-'))).toEqual([]);
+
+    // The same files with decision.json's builder record gone: a model installed by hand.
+    const hand = path.join(scratch, 'models', 'hand-installed');
+    await cp(out, hand, { recursive: true });
+    await rm(path.join(hand, 'decision.json'));
+    const before = await snapshot(hand);
+    const res = await decide(['make-model', '--preset', 'tiny', '--out', hand, '--force']);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/was not written by decide import-model or make-model/);
+    expect(await snapshot(hand)).toEqual(before);
   });
 });

@@ -566,10 +566,12 @@ describe('tiny model: storage variants', () => {
     expect(maxAbsDiff(half, full)).toBeLessThan(0.1);
   }, 30_000);
 
-  it('rebuilding into an existing model directory replaces it atomically; other directories are refused', async () => {
+  it('rebuilding into an existing model directory needs force and replaces it atomically; other directories are refused', async () => {
     const out = path.join(scratch, 'replace', 'model');
     await makeModel({ preset: 'tiny', outDir: out, seed: 3, shapeOverrides: { vocabSize: 512 } });
-    await makeModel({ preset: 'tiny', outDir: out, seed: 4, shapeOverrides: { vocabSize: 512 } });
+    await expect(makeModel({ preset: 'tiny', outDir: out, seed: 4, shapeOverrides: { vocabSize: 512 } })).rejects.toThrow(/already exists; .* --force/);
+    expect(JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8')).builder.seed).toBe(3);
+    await makeModel({ preset: 'tiny', outDir: out, seed: 4, shapeOverrides: { vocabSize: 512 }, force: true });
     expect(await readdir(path.dirname(out))).toEqual(['model']);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.builder).toEqual({ preset: 'tiny', seed: 4, dtype: 'fp32', graphVersion: GRAPH_VERSION, shapeOverrides: { vocabSize: 512 } });
@@ -577,7 +579,7 @@ describe('tiny model: storage variants', () => {
     const notModel = path.join(scratch, 'not-a-model');
     await mkdir(notModel);
     await writeFile(path.join(notModel, 'notes.txt'), 'keep me');
-    await expect(makeModel({ preset: 'tiny', outDir: notModel })).rejects.toThrow(/not a model directory/);
+    await expect(makeModel({ preset: 'tiny', outDir: notModel, force: true })).rejects.toThrow(/not a model directory/);
     expect(await readdir(notModel)).toEqual(['notes.txt']);
     await expect(makeModel({ preset: 'huge', outDir: path.join(scratch, 'x') })).rejects.toThrow(/unknown model preset/);
     await expect(

@@ -1,11 +1,12 @@
 /**
  * Writes a Hugging Face-style model directory (config.json, tokenizer files, onnx/model.onnx[_data],
  * decision.json) holding a Qwen3-style decoder with deterministic random weights. The directory is
- * built beside `outDir` and renamed into place, so a crash never leaves a half-written model.
+ * built beside `outDir` and renamed into place, so a crash never leaves a half-written model; an
+ * existing directory is replaced only as output-dir.ts allows (with `force`, and only our own).
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { checkModelOutput, makeStagingDir, placeModelDir } from '../output-dir.js';
 import { buildDecoderGraph, type DecoderFeatures, type WeightDecl } from './decoder-graph.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from './onnx-writer.js';
 import { PRESETS, validateShape, type ModelShape } from './presets.js';
@@ -25,6 +26,11 @@ export interface MakeModelOptions {
   externalData?: boolean | 'auto';
   /** Graph features beyond the preset's (e.g. `segmentIds` for multi-item packing); the weights are the same. */
   features?: Partial<DecoderFeatures>;
+  /**
+   * Replace a model directory at outDir that make-model or import-model wrote (not a dated, pinned
+   * id; output-dir.ts). Default false: an existing model is refused.
+   */
+  force?: boolean;
   /** Called after each weight tensor is written. */
   onProgress?: (writtenParams: number, totalParams: number) => void;
 }
@@ -63,12 +69,11 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
   const dtype: FloatDtype = opts.dtype ?? 'fp32';
   if (dtype !== 'fp32' && dtype !== 'fp16') throw new Error(`dtype must be fp32 or fp16, got ${String(dtype)}`);
 
-  const outDir = path.resolve(opts.outDir);
-  await assertReplaceable(outDir);
-  await mkdir(path.dirname(outDir), { recursive: true });
-  const tmpDir = `${outDir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const target = await checkModelOutput(opts.outDir, { force: opts.force === true });
+  const outDir = target.outDir;
+  const tmpDir = await makeStagingDir(outDir);
   try {
-    await mkdir(path.join(tmpDir, 'onnx'), { recursive: true });
+    await mkdir(path.join(tmpDir, 'onnx'));
     await writeTokenizerFiles(tmpDir, shape.vocabSize);
     const tokens = await readSpecialTokenIds(tmpDir);
     await writeJson(path.join(tmpDir, 'config.json'), hfConfig(shape, dtype, tokens.bosTokenId, tokens.eosTokenId));
@@ -94,7 +99,7 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
       externalData: external,
       sync: true,
     });
-    await moveIntoPlace(tmpDir, outDir);
+    await placeModelDir(tmpDir, target);
   } catch (err) {
     await rm(tmpDir, { recursive: true, force: true });
     throw err;
@@ -197,31 +202,6 @@ function* transposedChunks(src: Float32Array, rows: number, cols: number, scratc
     }
     yield out;
   }
-}
-
-/** Refuses to replace anything but an empty directory or a previous model directory. */
-async function assertReplaceable(outDir: string): Promise<void> {
-  const info = await stat(outDir).catch(() => undefined);
-  if (info === undefined) return;
-  if (!info.isDirectory()) throw new Error(`${outDir} exists and is not a directory`);
-  const entries = await readdir(outDir);
-  if (entries.length > 0 && !entries.includes('config.json')) {
-    throw new Error(`${outDir} exists and is not a model directory (no config.json); refusing to replace it`);
-  }
-}
-
-async function moveIntoPlace(tmpDir: string, outDir: string): Promise<void> {
-  try {
-    await rename(tmpDir, outDir);
-    return;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'EPERM') throw err;
-  }
-  const old = `${outDir}.old-${process.pid}-${randomBytes(4).toString('hex')}`;
-  await rename(outDir, old);
-  await rename(tmpDir, outDir);
-  await rm(old, { recursive: true, force: true });
 }
 
 async function writeJson(file: string, value: unknown): Promise<void> {

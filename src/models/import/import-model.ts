@@ -10,9 +10,8 @@
  * 3. Weights are streamed tensor by tensor into onnx/model.onnx (+ model.onnx_data when large).
  * 4. The staging directory is renamed into place. Any failure removes it.
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { LabelSet } from '../../runtime/labels.js';
@@ -24,6 +23,7 @@ import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } 
 import { ImportError, planFromConfig, type ImportPlan } from './hf-config.js';
 import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed } from './safetensors.js';
 import { mapWeights, type WeightSource } from './weight-map.js';
+import { checkModelOutput, makeStagingDir, ModelOutputError, placeModelDir } from '../output-dir.js';
 
 export { ImportError } from './hf-config.js';
 
@@ -137,18 +137,16 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
     warn(`storing ${dtypes.join('/')} weights as fp16: values beyond ±65504 become infinite and small ones lose precision; use --dtype fp32 for an exact import`);
   }
 
-  await assertWritable(outDir, opts.force === true);
   const name = path.basename(outDir);
   if (!VALID_ID.test(name)) {
     throw new ImportError(`the output directory name "${name}" is not a valid model id (letters, digits, '.', '_', '-'; starting with a letter or digit)`);
   }
+  const target = await asImportError(() => checkModelOutput(outDir, { force: opts.force === true, inputs: [hfDir] }));
 
   // 2. Staging directory: hidden and marked .tmp-, so the registry never lists it.
-  await mkdir(path.dirname(outDir), { recursive: true });
-  const staging = path.join(path.dirname(outDir), `.${name}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-  await removeStaleStaging(path.dirname(outDir), name);
+  const staging = await asImportError(() => makeStagingDir(outDir));
   try {
-    await mkdir(path.join(staging, 'onnx'), { recursive: true });
+    await mkdir(path.join(staging, 'onnx'));
     const hasTokenizer = await copyTokenizerFiles(hfDir, staging, warn);
     if (hasTokenizer) await checkPromptAndLabels(staging, plan);
 
@@ -189,35 +187,12 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
     });
 
     // 4. Into place.
-    await moveIntoPlace(staging, outDir);
+    await asImportError(() => placeModelDir(staging, target));
     const parameters = [...new Set(sources.map((src) => src.entry))].reduce((n, e) => n + numel(e.shape), 0);
     return { dir: outDir, plan, dtype, hasTokenizer, warnings, parameters };
   } catch (err) {
     await rm(staging, { recursive: true, force: true });
     throw err;
-  }
-}
-
-/**
- * Staging directories of earlier imports to the same name whose process is gone (killed mid-import).
- * They were never visible to the registry; this only reclaims their space.
- */
-async function removeStaleStaging(parent: string, name: string): Promise<void> {
-  const prefix = `.${name}.tmp-`;
-  for (const entry of await readdir(parent).catch(() => [] as string[])) {
-    if (!entry.startsWith(prefix)) continue;
-    const pid = Number(/^(?:old-)?(\d+)-/.exec(entry.slice(prefix.length))?.[1]);
-    if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
-    await rm(path.join(parent, entry), { recursive: true, force: true });
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -293,35 +268,14 @@ async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<void
   }
 }
 
-async function assertWritable(outDir: string, force: boolean): Promise<void> {
-  const info = await stat(outDir).catch(() => undefined);
-  if (info === undefined) return;
-  if (!info.isDirectory()) throw new ImportError(`${outDir} exists and is not a directory`);
-  const entries = await readdir(outDir);
-  if (entries.length === 0) return;
-  if (!entries.includes('config.json')) {
-    // Most likely the models directory itself, given as --out without --id.
-    throw new ImportError(
-      `${outDir} already exists and is not a model directory (no config.json); --out names the new model's own directory ` +
-        `(e.g. ${path.join(outDir, 'NAME-YYYY-MM')}), or give the models directory with --id NAME`,
-    );
-  }
-  if (!force) throw new ImportError(`${outDir} already exists; choose another --out (a new dated id) or pass --force to replace it`);
-}
-
-async function moveIntoPlace(staging: string, outDir: string): Promise<void> {
+/** The output rules' refusals (output-dir.ts) as this importer's errors. */
+async function asImportError<T>(work: () => Promise<T>): Promise<T> {
   try {
-    await rename(staging, outDir);
-    return;
+    return await work();
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'EPERM') throw err;
+    if (err instanceof ModelOutputError) throw new ImportError(err.message);
+    throw err;
   }
-  // Replacing (force, or an empty directory): the old one steps aside under an ignored name first.
-  const old = path.join(path.dirname(outDir), `.${path.basename(outDir)}.tmp-old-${process.pid}-${randomBytes(4).toString('hex')}`);
-  await rename(outDir, old);
-  await rename(staging, outDir);
-  await rm(old, { recursive: true, force: true });
 }
 
 async function writeJson(file: string, value: unknown): Promise<void> {

@@ -1,0 +1,222 @@
+/**
+ * Where `decide import-model` and `decide make-model` may write a model directory, and how it is put
+ * in place. One set of rules for both, because both replace directories:
+ *
+ * - An existing --out is replaced only when it is one of our model directories: its decision.json
+ *   carries the `import` record of import-model or the `builder` record of make-model. Anything else
+ *   (a project folder, a checkpoint, a model installed by hand) is never deleted, --force or not.
+ * - A dated id (`svc-alpha-2026-10`) is a pinned version that clients rely on: it is never replaced,
+ *   --force or not. Remove it yourself first if you really mean to change what it answers.
+ * - The input checkpoint is never the output, nor inside it, nor around it. Directories are compared
+ *   by device and inode, so a symbolic link, a `..` or a bind mount does not hide it.
+ * - The new directory is staged under a hidden name beside --out (the registry ignores it) and
+ *   renamed onto a --out that does not exist (or is an empty directory). rename(2) lets exactly one
+ *   writer win: a second writer that finds --out taken at that moment fails, it never replaces the
+ *   first one's model unless it was told to (--force) and the model there is ours.
+ * - Missing parent directories are created one level at a time, so a path the kernel refuses (under
+ *   /proc, say) is an error at once instead of Node's recursive mkdir retrying forever.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { lstat, mkdir, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+
+import { parseDatedId } from './registry.js';
+
+export class ModelOutputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ModelOutputError';
+  }
+}
+
+export interface ModelOutputOptions {
+  /** Replace an existing model directory that we wrote (never a pinned dated id, never anything else). */
+  force: boolean;
+  /** Directories the new model is made from: --out may not be one of them, inside one, or hold one. */
+  inputs?: string[];
+}
+
+export interface ModelOutputPlan {
+  outDir: string;
+  /** True when --out holds one of our models that the new one replaces. */
+  replaces: boolean;
+}
+
+/** What our commands write into decision.json; its presence marks a directory as ours to replace. */
+export function writtenByUs(dir: string): boolean {
+  try {
+    const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as Record<string, unknown>;
+    const isRecord = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+    return isRecord(decision.import) || isRecord(decision.builder);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Checks that a model may be written at `outDir` (resolved) before any work is done. Throws
+ * ModelOutputError saying why not and what to do instead.
+ */
+export async function checkModelOutput(outDir: string, opts: ModelOutputOptions): Promise<ModelOutputPlan> {
+  const out = path.resolve(outDir);
+  for (const input of opts.inputs ?? []) await assertApart(out, path.resolve(input));
+  const info = await lstat(out).catch(() => undefined);
+  if (info === undefined) {
+    await assertCreatable(out);
+    return { outDir: out, replaces: false };
+  }
+  if (info.isSymbolicLink()) throw new ModelOutputError(`${out} is a symbolic link; give the directory itself as --out`);
+  if (!info.isDirectory()) throw new ModelOutputError(`${out} exists and is not a directory`);
+  const entries = await readdir(out);
+  if (entries.length === 0) return { outDir: out, replaces: false };
+  if (!entries.includes('config.json')) {
+    // Most likely the models directory itself, given as --out without --id.
+    throw new ModelOutputError(
+      `${out} already exists and is not a model directory (no config.json); --out names the new model's own directory ` +
+        `(e.g. ${path.join(out, 'NAME-YYYY-MM')}), or give the models directory with --id NAME`,
+    );
+  }
+  if (!writtenByUs(out)) {
+    throw new ModelOutputError(
+      `${out} already exists and was not written by decide import-model or make-model (its decision.json has no import or builder record); ` +
+        'it is never replaced, --force or not: choose another --out, or remove it yourself',
+    );
+  }
+  if (parseDatedId(path.basename(out)) !== undefined) {
+    throw new ModelOutputError(
+      `${out} already exists and is a pinned version (a dated id): a pinned id never changes, --force or not. ` +
+        'Write the new model under a new dated id (e.g. a day-dated NAME-YYYY-MM-DD), or remove the old version yourself first',
+    );
+  }
+  if (!opts.force) throw new ModelOutputError(`${out} already exists; choose another --out (a new dated id) or pass --force to replace it`);
+  return { outDir: out, replaces: true };
+}
+
+/** The hidden staging directory for `outDir` (created, with its parents): the model is assembled in it. */
+export async function makeStagingDir(outDir: string): Promise<string> {
+  const parent = path.dirname(outDir);
+  await makeDirectories(parent);
+  await removeStaleStaging(parent, path.basename(outDir));
+  const staging = path.join(parent, `.${path.basename(outDir)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await mkdir(staging);
+  return staging;
+}
+
+/**
+ * Renames the finished staging directory to `plan.outDir`. When another writer put a model there
+ * since the check, this one fails (and leaves that model alone) unless the plan replaces ours.
+ */
+export async function placeModelDir(staging: string, plan: ModelOutputPlan): Promise<void> {
+  const { outDir } = plan;
+  try {
+    await rename(staging, outDir);
+    return;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+  }
+  if (!plan.replaces) {
+    throw new ModelOutputError(`${outDir} was written by another process while this one was working; it is left as that process wrote it`);
+  }
+  // Replacing our own model (--force): check again that what is there now is ours, then swap.
+  if (!writtenByUs(outDir)) throw new ModelOutputError(`${outDir} changed while this model was written and is no longer one of ours; left as it is`);
+  const old = path.join(path.dirname(outDir), `.${path.basename(outDir)}.tmp-old-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await rename(outDir, old);
+  try {
+    await rename(staging, outDir);
+  } catch (err) {
+    await rename(old, outDir).catch(() => undefined);
+    throw err;
+  }
+  await rm(old, { recursive: true, force: true });
+}
+
+/** Refuses an --out that is the input, inside it, or holding it (compared by device and inode). */
+async function assertApart(out: string, input: string): Promise<void> {
+  const inputInfo = await stat(input).catch(() => undefined);
+  if (inputInfo === undefined) return;
+  const same = (a: { dev: number; ino: number }) => a.dev === inputInfo.dev && a.ino === inputInfo.ino;
+  // --out or any directory above it is the input: --out is the input or lies inside it.
+  for (let dir = out; ; dir = path.dirname(dir)) {
+    const info = await stat(dir).catch(() => undefined);
+    if (info !== undefined && same(info)) {
+      throw new ModelOutputError(
+        dir === out ? `--out ${out} is the input folder itself; write the model somewhere else` : `--out ${out} is inside the input folder ${input}; write the model somewhere else`,
+      );
+    }
+    if (path.dirname(dir) === dir) break;
+  }
+  // The input inside --out: replacing --out would delete it.
+  const outInfo = await stat(out).catch(() => undefined);
+  if (outInfo === undefined) return;
+  for (let dir = await realpathOr(input); ; dir = path.dirname(dir)) {
+    const info = await stat(dir).catch(() => undefined);
+    if (info !== undefined && info.dev === outInfo.dev && info.ino === outInfo.ino) {
+      throw new ModelOutputError(`--out ${out} holds the input folder ${input}; write the model somewhere else`);
+    }
+    if (path.dirname(dir) === dir) break;
+  }
+}
+
+async function realpathOr(p: string): Promise<string> {
+  return realpath(p).catch(() => p);
+}
+
+/** The nearest existing ancestor of a new --out must be a directory (not a file). */
+async function assertCreatable(out: string): Promise<void> {
+  for (let dir = path.dirname(out); ; dir = path.dirname(dir)) {
+    const info = await stat(dir).catch(() => undefined);
+    if (info !== undefined) {
+      if (!info.isDirectory()) throw new ModelOutputError(`cannot create ${out}: ${dir} is not a directory`);
+      return;
+    }
+    if (path.dirname(dir) === dir) return;
+  }
+}
+
+/** mkdir -p one level at a time: every refusal (ENOENT under /proc, EACCES, ENOTDIR) is an error naming the directory. */
+async function makeDirectories(dir: string): Promise<void> {
+  const missing: string[] = [];
+  for (let d = dir; ; d = path.dirname(d)) {
+    const info = await stat(d).catch(() => undefined);
+    if (info !== undefined) {
+      if (!info.isDirectory()) throw new ModelOutputError(`cannot create ${dir}: ${d} is not a directory`);
+      break;
+    }
+    missing.unshift(d);
+    if (path.dirname(d) === d) break;
+  }
+  for (const d of missing) {
+    try {
+      await mkdir(d);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') continue;
+      throw new ModelOutputError(`cannot create ${d}: ${code ?? (err as Error).message}`);
+    }
+  }
+}
+
+/**
+ * Staging directories of earlier writes to the same name whose process is gone (killed mid-write).
+ * They were never visible to the registry; this only reclaims their space.
+ */
+async function removeStaleStaging(parent: string, name: string): Promise<void> {
+  const prefix = `.${name}.tmp-`;
+  for (const entry of await readdir(parent).catch(() => [] as string[])) {
+    if (!entry.startsWith(prefix)) continue;
+    const pid = Number(/^(?:old-)?(\d+)-/.exec(entry.slice(prefix.length))?.[1]);
+    if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
+    await rm(path.join(parent, entry), { recursive: true, force: true });
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
