@@ -3,8 +3,15 @@
  * (`svc-alpha-2026-10`, or with a day `svc-alpha-2026-11-22` as `decide calibrate` writes) pins
  * one version; its undated alias (`svc-alpha`) resolves to the newest dated version installed
  * that is not broken (dates compare as text, so a day-dated id is newer than its month's plain
- * id). Responses always name the resolved dated id. The directory is re-read on every resolve of
- * an unknown id, so a model installed while the service runs is found.
+ * id). Responses always name the resolved dated id.
+ *
+ * A version installed while the service runs (`decide calibrate`, `import-model`, a copy) is seen
+ * by the next resolve, so /v1/decide, GET /v1/models/{id} and the listing give one answer as soon
+ * as it is complete: every resolve first checks, with one stat, whether the models directory
+ * changed since the last scan (its mtime moves when an entry is added, removed or renamed), and
+ * rescans when it did. Two cases a directory mtime cannot show are checked too: a scan taken within
+ * the file system's timestamp granularity of a change (rescanned until a scan is clearly later),
+ * and a version that was still incomplete (its own files are compared until it is whole).
  *
  * Only complete model directories are seen (model-completeness.ts): a version being copied in file
  * by file stays invisible until its last file is whole. A version that is complete but fails to
@@ -49,8 +56,19 @@ export interface ModelRegistryOptions {
   log?: (message: string) => void;
 }
 
+/**
+ * A scan that started less than this long after the directory's mtime may have missed a change
+ * made in the same timestamp tick (file system timestamps are coarse: a jiffy, or seconds on some
+ * file systems); such a scan is repeated at the next resolve.
+ */
+const RACY_SCAN_MS = 2000;
+
 export class ModelRegistry {
   private installed = new Map<string, InstalledModel>();
+  /** What the last scan saw of the models directory itself; undefined: rescan at the next resolve. */
+  private scanned: { mtimeNs: bigint; ino: bigint } | undefined;
+  /** Incomplete directories seen by the last scan, with their signature then. */
+  private readonly incomplete = new Map<string, string>();
   /** Versions that failed to load, with the directory signature at the time. */
   private readonly brokenVersions = new Map<string, { error: string; signature: string }>();
   /** The last reason logged per skipped directory, so a copy in progress is logged once per change. */
@@ -66,6 +84,11 @@ export class ModelRegistry {
   /** Re-reads the models directory. A model is a complete model directory (see model-completeness.ts). */
   rescan(): void {
     const found = new Map<string, InstalledModel>();
+    // Stat before reading: a change after this stat is in the listing or moves the mtime again.
+    const started = Date.now();
+    const dirStat = statSync(this.modelsDir, { bigint: true, throwIfNoEntry: false });
+    this.scanned = dirStat && started - Number(dirStat.mtimeMs) > RACY_SCAN_MS ? { mtimeNs: dirStat.mtimeNs, ino: dirStat.ino } : undefined;
+    this.incomplete.clear();
     if (existsSync(this.modelsDir)) {
       for (const name of readdirSync(this.modelsDir).sort()) {
         const dir = path.join(this.modelsDir, name);
@@ -77,6 +100,7 @@ export class ModelRegistry {
         }
         const incomplete = incompleteReason(dir);
         if (incomplete) {
+          this.incomplete.set(name, directorySignature(dir));
           if (this.reported.get(name) !== incomplete) this.options.log?.(`models: skipping ${name}: ${incomplete}`);
           this.reported.set(name, incomplete);
           continue;
@@ -123,6 +147,7 @@ export class ModelRegistry {
 
   /** Resolves an id or alias to an installed model, or throws ERR_MODEL_NOT_FOUND listing what is installed. */
   resolve(id: string): InstalledModel {
+    if (this.mayHaveChanged()) this.rescan();
     const hit = this.lookup(id);
     if (hit) return hit;
     this.rescan();
@@ -142,6 +167,17 @@ export class ModelRegistry {
       'ERR_MODEL_NOT_FOUND',
       `model '${id.slice(0, 200)}' is not installed; installed: ${known.length ? known.join(', ') : '(none)'}`,
     );
+  }
+
+  /** Whether the models directory may hold something the last scan did not see (one stat when it does not). */
+  private mayHaveChanged(): boolean {
+    if (!this.scanned) return true;
+    const now = statSync(this.modelsDir, { bigint: true, throwIfNoEntry: false });
+    if (!now || now.mtimeNs !== this.scanned.mtimeNs || now.ino !== this.scanned.ino) return true;
+    for (const [name, signature] of this.incomplete) {
+      if (directorySignature(path.join(this.modelsDir, name)) !== signature) return true;
+    }
+    return false;
   }
 
   private lookup(id: string): InstalledModel | undefined {
