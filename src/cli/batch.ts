@@ -26,6 +26,7 @@ import { chunkOptionsFromEnv } from '../batches/settings.js';
 import type { JobProgress } from '../batches/store/sqlite-jobs.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand, threadsArg } from './args.js';
+import { outputClash } from './output-path.js';
 import { ProgressReporter } from './progress.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
@@ -153,6 +154,11 @@ export async function run(argv: string[]): Promise<number> {
   const outPath = path.resolve(values.out);
   const statePath = `${outPath}.state.json`;
   if (inputPath === outPath) return commandError('batch', '--out must not be the input file');
+  const inputs = [{ label: 'the input file', path: inputPath }, ...(values.questions === undefined ? [] : [{ label: '--questions', path: values.questions }])];
+  for (const [written, label] of [[outPath, '--out'], [statePath, 'the state file'], [`${statePath}.tmp`, 'the state file']] as const) {
+    const clash = outputClash(written, inputs, label);
+    if (clash) return commandError('batch', clash);
+  }
 
   let questionsText: string | null = null;
   let formQuestions: unknown;
