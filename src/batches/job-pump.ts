@@ -9,6 +9,7 @@ import path from 'node:path';
 import { toApiError } from '../api/errors.js';
 import type { NormalizedDecideRequest } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
+import { PRIVATE_FILE_MODE } from './private-files.js';
 import { runBatch } from './runner.js';
 import type { BatchSettings } from './settings.js';
 import type { JobProgress, JobRow, SqliteJobTable } from './store/sqlite-jobs.js';
@@ -107,6 +108,7 @@ export class JobPump {
         start: { inputOffset: job.inputOffset, inputLine: job.inputLine, resultsBytes: job.resultsBytes, completed: job.completed, failed: job.failed },
         maxRecordBytes: this.settings.maxRecordBytes,
         validation: this.settings.validation,
+        resultsMode: PRIVATE_FILE_MODE,
         commit: (progress) => {
           this.store.commitProgress(job.id, progress);
         },

@@ -56,6 +56,8 @@ export interface RunOptions extends Partial<ChunkOptions> {
   onProgress?(progress: JobProgress): void;
   maxRecordBytes?: number;
   validation?: Partial<ValidationLimits>;
+  /** Mode of a results file this run creates (default 0o666 less the umask; the job store gives 0600). */
+  resultsMode?: number;
 }
 
 export interface RunResult {
@@ -99,7 +101,7 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
   let results: FileHandle | undefined;
   const inFlight: Chunk[] = [];
   try {
-    results = await open(options.resultsPath, progress.resultsBytes === 0 ? 'w+' : 'r+');
+    results = await open(options.resultsPath, progress.resultsBytes === 0 ? 'w+' : 'r+', options.resultsMode);
     const { size } = await results.stat();
     if (size < progress.resultsBytes) {
       throw new Error(`${options.resultsPath} holds ${size} bytes but ${progress.resultsBytes} were committed; the results file was damaged`);

@@ -1,7 +1,7 @@
 /**
  * Uploads: a JSONL upload streamed to a staging file under `<jobsDir>/.staging`, counted and
  * fsynced, then moved into its job's directory. A crash before the move leaves only a staging file,
- * removed at the next start (clear()).
+ * removed at the next start (clear()). Staged files are 0600 in a 0700 dir (private-files.ts).
  */
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -9,6 +9,7 @@ import path from 'node:path';
 import { monotonicFactory } from 'ulid';
 
 import { ApiError } from '../api/errors.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir } from './private-files.js';
 import { RecordCounter } from './records.js';
 
 /** An upload on disk, fsynced, not yet a job. */
@@ -38,7 +39,7 @@ export class UploadStaging {
   /** Removes every staged file (crash leftovers); call at start, before any upload. */
   async clear(): Promise<void> {
     await rm(this.dir, { recursive: true, force: true });
-    await mkdir(this.dir, { recursive: true });
+    privateDir(this.dir);
   }
 
   /**
@@ -49,7 +50,7 @@ export class UploadStaging {
   async stage(stream: AsyncIterable<Buffer | string>): Promise<StagedUpload> {
     const { maxFileBytes, maxRecords } = this.limits;
     const file = path.join(this.dir, `${this.newId()}.jsonl`);
-    const fh = await open(file, 'wx');
+    const fh = await open(file, 'wx', PRIVATE_FILE_MODE);
     const counter = new RecordCounter();
     let over: ApiError | undefined;
     let position = 0;
@@ -97,7 +98,7 @@ export class UploadStaging {
  */
 export async function moveUploadInto(upload: StagedUpload, target: string): Promise<void> {
   const dir = path.dirname(target);
-  await mkdir(dir);
+  await mkdir(dir, { mode: PRIVATE_DIR_MODE });
   await rename(upload.path, target);
   await fsyncDir(dir);
   await fsyncDir(path.dirname(dir));

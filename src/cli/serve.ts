@@ -77,6 +77,7 @@ export async function run(argv: string[]): Promise<number> {
   } catch (err) {
     return commandError('serve', (err as Error).message, 1);
   }
+  for (const warning of resolved.warnings) process.stderr.write(`decide serve: warning: ${warning}\n`);
   if (resolved.generated?.created) {
     process.stdout.write(
       `decide: created an API key (shown only this once; also saved in ${resolved.generated.path}, mode 0600):\n` +

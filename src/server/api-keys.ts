@@ -4,7 +4,9 @@
  * Keys come from configuration only (docs/api.md): `DECIDE_API_KEYS` (comma-separated), a keys
  * file named by `DECIDE_API_KEYS_FILE` (one key per line, `#` comment lines, blank lines ignored,
  * or pre-hashed `sha256:<64 hex>` lines), or the options of createServer(). When none is configured,
- * `decide serve` creates one random key in `<dataDir>/api-key` (mode 0600) and prints it once.
+ * `decide serve` creates one random key in `<dataDir>/api-key` (mode 0600, the data dir 0700) and
+ * prints it once. A keys file (or api-key) that group or others can read is used, with a warning
+ * (ResolvedKeys.warnings): refusing it would take a running deployment down over a chmod.
  *
  * Only SHA-256 hashes are kept in memory. A presented key is hashed and compared with every stored
  * hash by crypto.timingSafeEqual, without stopping at the first match, so the time taken does not
@@ -12,7 +14,7 @@
  * hash, stable across restarts and safe to log; batch ownership uses it.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const HASHED_LINE = /^sha256:([0-9a-fA-F]{64})$/;
@@ -94,6 +96,18 @@ export function readKeysFile(file: string, set = new ApiKeySet()): ApiKeySet {
   return parseKeysFile(text, set, file);
 }
 
+/** A warning when group or others can read the keys file `file` (its keys would be theirs). */
+export function keysFileWarning(file: string): string | undefined {
+  let mode: number;
+  try {
+    mode = statSync(file).mode & 0o777;
+  } catch {
+    return undefined;
+  }
+  if ((mode & 0o044) === 0) return undefined;
+  return `the API keys file ${file} is mode ${mode.toString(8).padStart(4, '0')}: others on this machine can read the keys; chmod 600 it`;
+}
+
 /** A fresh random key: `dk_` + 32 random bytes, base64url. */
 export function generateApiKey(): string {
   return `dk_${randomBytes(32).toString('base64url')}`;
@@ -118,7 +132,15 @@ export interface ResolvedKeys {
   source: 'options' | 'env' | 'generated-file';
   /** Set when the keys came from `<dataDir>/api-key`. */
   generated?: { path: string; created: boolean; keyId: string; /** The key, only when just created. */ key?: string };
+  /** Keys files readable by group or others (the caller logs them). */
+  warnings: string[];
 }
+
+const fileWarnings = (...files: Array<string | undefined>) =>
+  files.flatMap((f) => {
+    const w = f ? keysFileWarning(f) : undefined;
+    return w ? [w] : [];
+  });
 
 /**
  * Finds the configured keys: options first, else the environment, else `<dataDir>/api-key`
@@ -130,7 +152,7 @@ export function resolveApiKeys(options: KeySourceOptions): ResolvedKeys {
     options.apiKeys?.forEach((k, i) => keys.add(k, `apiKeys[${i}]`));
     if (options.keysFile !== undefined) readKeysFile(options.keysFile, keys);
     if (keys.size === 0) throw new Error('no API keys: the configured key list and keys file are empty');
-    return { keys, source: 'options' };
+    return { keys, source: 'options', warnings: fileWarnings(options.keysFile) };
   }
   const env = options.env ?? process.env;
   const fromEnv = env.DECIDE_API_KEYS;
@@ -143,7 +165,7 @@ export function resolveApiKeys(options: KeySourceOptions): ResolvedKeys {
       .forEach((k, i) => keys.add(k, `DECIDE_API_KEYS entry ${i + 1}`));
     if (fileFromEnv) readKeysFile(fileFromEnv, keys);
     if (keys.size === 0) throw new Error('no API keys: DECIDE_API_KEYS and DECIDE_API_KEYS_FILE hold no key');
-    return { keys, source: 'env' };
+    return { keys, source: 'env', warnings: fileWarnings(fileFromEnv) };
   }
   const dataDir = path.resolve(options.dataDir ?? env.DECIDE_DATA_DIR ?? 'data');
   const file = path.join(dataDir, GENERATED_KEY_FILE);
@@ -163,7 +185,7 @@ export function resolveApiKeys(options: KeySourceOptions): ResolvedKeys {
           `decide serve creates one in ${file}`,
       );
     }
-    mkdirSync(dataDir, { recursive: true });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const fresh = generateApiKey();
     try {
       // 'wx': never overwrite a key another process has just written.
@@ -177,5 +199,5 @@ export function resolveApiKeys(options: KeySourceOptions): ResolvedKeys {
   }
   keys.add(key, file);
   const keyId = keys.keyIds()[0]!;
-  return { keys, source: 'generated-file', generated: { path: file, created, keyId, ...(created ? { key } : {}) } };
+  return { keys, source: 'generated-file', generated: { path: file, created, keyId, ...(created ? { key } : {}) }, warnings: fileWarnings(file) };
 }

@@ -240,9 +240,8 @@ export const decisionApp = Object.assign(decisionAppPlugin, {
 export async function createServer(options: ServerOptions = {}): Promise<FastifyInstance> {
   const env = options.env ?? process.env;
   const dataDir = path.resolve(options.dataDir ?? env.DECIDE_DATA_DIR ?? 'data');
-  const keys =
-    options.keys ??
-    resolveApiKeys({ apiKeys: options.apiKeys, keysFile: options.keysFile, env, dataDir, generate: false }).keys;
+  const resolvedKeys = options.keys ? undefined : resolveApiKeys({ apiKeys: options.apiKeys, keysFile: options.keysFile, env, dataDir, generate: false });
+  const keys = options.keys ?? resolvedKeys!.keys;
   const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   if (!Number.isInteger(bodyLimitBytes) || bodyLimitBytes < 1) throw new Error('bodyLimitBytes: must be a positive integer');
@@ -263,6 +262,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  for (const warning of resolvedKeys?.warnings ?? []) app.log.warn(warning);
   let service = options.service;
   if (!service) {
     service = await DecisionService.open({

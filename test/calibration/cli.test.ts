@@ -5,6 +5,7 @@
 // `decide` process; the refusals run the same entry point (src/cli/main.ts) in this process, output
 // captured, since each would otherwise cost a process start and a model load to print one line.
 import { spawn } from 'node:child_process';
+import { watch } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -23,10 +24,10 @@ interface CliResult {
   stderr: string;
 }
 
-async function runCli(args: string[]): Promise<CliResult> {
+async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   const bin = await decideBin();
   return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [bin, 'calibrate', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [bin, 'calibrate', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -85,7 +86,15 @@ describe('decide calibrate (CLI, tiny model)', () => {
 
   it('fits T ~ T*, writes a linked new version with provenance, moves the alias, keeps the base', async () => {
     const reportDir = path.join(dir, 'report');
-    const res = await runCli(['--model', 'svc-alpha', '--data', dataFile, '--models-dir', modelsDir, '--as', NEW_ID, '--report', reportDir, '--json']);
+    // The labelled data never goes to a temp file (a killed run would leave it there): watched, the
+    // OS temp dir gets no decide-* entry at any time during the run.
+    const tmp = await mkdtemp(path.join(dir, 'tmp-'));
+    const created: string[] = [];
+    const watcher = watch(tmp, (_event, name) => created.push(String(name)));
+    const res = await runCli(['--model', 'svc-alpha', '--data', dataFile, '--models-dir', modelsDir, '--as', NEW_ID, '--report', reportDir, '--json'], { TMPDIR: tmp });
+    watcher.close();
+    // (Other libraries may put their own files there, e.g. a Vega/Mat debug log; none of ours.)
+    expect(created.filter((name) => name.startsWith('decide-'))).toEqual([]);
     expect(res.stderr).not.toMatch(/Error/);
     expect(res.code).toBe(0);
     // Progress for the whole scoring: stderr is not a terminal, so plain lines, the last one at 100%.

@@ -7,8 +7,10 @@
  * Statuses: queued -> in_progress -> completed; failed; cancelling -> cancelled; expired.
  * Final statuses: completed, failed, cancelled, expired.
  */
+import { closeSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
+import { PRIVATE_FILE_MODE, privateFile } from '../private-files.js';
 import { batchJobFromColumns, type BatchJob, type BatchJobColumns, type BatchStatus, type NewBatch } from './batch-store.js';
 
 /** The slice of better-sqlite3's API used here (the package ships no TypeScript types). */
@@ -114,6 +116,10 @@ export class SqliteJobTable {
   /** Opens (creating if needed) the database file. */
   constructor(readonly file: string) {
     const Sqlite = require('better-sqlite3') as DatabaseConstructor;
+    // Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files the database
+    // file's mode. Files an older version left wider are tightened.
+    closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) privateFile(f);
     this.db = new Sqlite(file, { timeout: 5000 });
     this.db.pragma('journal_mode = WAL');
     // FULL: a committed row survives power loss too, not only a process crash.

@@ -2,18 +2,20 @@
  * The embedded batch store (the default, without DECIDE_DATABASE_URL): job rows in
  * `<dataDir>/batches.sqlite` (sqlite-jobs.ts), each job's input and results as files in
  * `<dataDir>/batches/<id>/`, worked by this process's job pump (job-pump.ts) and expired by its
- * retention sweep (retention.ts). One process owns the data dir.
+ * retention sweep (retention.ts). One process owns the data dir. Everything there is private to
+ * the service's user: directories 0700, files 0600 (private-files.ts).
  *
  * - create: the upload is durable in the job's directory before the job row is committed (queued).
  * - cancel: queued -> cancelled at once; in_progress -> cancelling -> cancelled at the next chunk
  *   boundary, keeping the rows finished before it.
  */
-import { mkdir, open } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 
 import { JobPump, type BatchDecisionService } from '../job-pump.js';
 import { RetentionSweeper } from '../retention.js';
+import { prepareDataDir, privateDir } from '../private-files.js';
 import type { BatchSettings } from '../settings.js';
 import { moveUploadInto, type StagedUpload } from '../uploads.js';
 import type { BatchJob, BatchResults, BatchStore, NewBatch } from './batch-store.js';
@@ -47,7 +49,9 @@ export class SqliteBatchStore implements BatchStore {
 
   /** Opens the database, removes crash leftovers, expires what is due, then resumes unfinished jobs. */
   static async open(options: SqliteStoreOptions): Promise<SqliteBatchStore> {
-    await mkdir(path.join(options.dataDir, 'batches'), { recursive: true });
+    const warning = prepareDataDir(options.dataDir);
+    if (warning) options.log(`batch store: ${warning}`);
+    privateDir(path.join(options.dataDir, 'batches'));
     const table = new SqliteJobTable(path.join(options.dataDir, 'batches.sqlite'));
     const store = new SqliteBatchStore(table, options);
     try {
