@@ -111,7 +111,18 @@ export class DecisionService {
    *   questions: { topic: { type: 'choice', instructions: 'Topic?', criteria: { shipping: 'Shipping', billing: 'Billing' } } } });
    */
   async decide(body: unknown, context: { requestId?: string; priority?: Priority } = {}): Promise<DecideResponse> {
-    const request = validateDecideRequest(body, this.options.validation);
+    return this.decideNormalized(validateDecideRequest(body, this.options.validation), context);
+  }
+
+  /**
+   * Answers an already-validated domain request: what every wire dialect maps onto (src/api/
+   * systemone, src/api/openai), so the same question through any door is scored by the same path.
+   * Throws ApiError.
+   * @example
+   * const parsed = systemOne.parse(body);
+   * if (parsed.ok) body = systemOne.respond(parsed.call, await svc.decideNormalized(parsed.call.request));
+   */
+  async decideNormalized(request: NormalizedDecideRequest, context: { requestId?: string; priority?: Priority } = {}): Promise<DecideResponse> {
     const runtime = await this.runtime(request.model);
     let scored: ScoredRequest | undefined;
     try {

@@ -1,0 +1,42 @@
+// OpenAI's error body `{"error": {"message", "type", "param", "code"}}` and the one mapping from our
+// ApiError to it, with the statuses the `openai` SDKs turn into typed errors: 400 BadRequestError,
+// 401 AuthenticationError, 404 NotFoundError, 429 RateLimitError (retried after `retry-after-ms`),
+// 5xx InternalServerError.
+import { toApiError } from '../errors.js';
+import { retryHeaders, type ErrorContext, type WireError } from '../dialect.js';
+import type { OpenAiErrorBody } from './schemas.js';
+
+function wire(status: number, message: string, type: string, param: string | null, code: string | null, headers: Record<string, string> = {}): WireError {
+  const body: OpenAiErrorBody = { error: { message, type, param, code } };
+  return { status, body, headers };
+}
+
+/** 400 invalid_request_error naming the offending field in `param`. */
+export function invalidRequest(message: string, param: string | null): WireError {
+  return wire(400, message, 'invalid_request_error', param, null);
+}
+
+/**
+ * Any thrown value as OpenAI's error (the context is not needed: OpenAI answers every
+ * authentication failure with 401). Server errors keep toApiError()'s hidden text.
+ * @example
+ * const { status, body } = openAiError(new ApiError('invalid_key', 'the API key is not valid')); // 401
+ */
+export function openAiError(err: unknown, _context: ErrorContext = {}): WireError {
+  const api = toApiError(err);
+  switch (api.code) {
+    case 'invalid_key':
+      return wire(401, api.message, 'invalid_request_error', null, 'invalid_api_key');
+    case 'invalid_question':
+      return wire(api.status === 415 ? 415 : 400, api.message, 'invalid_request_error', null, null);
+    case 'not_found':
+      return wire(404, api.message, 'invalid_request_error', 'model', 'model_not_found');
+    case 'state_too_long':
+      return wire(400, api.message, 'invalid_request_error', 'input', 'context_length_exceeded');
+    case 'rate_limited':
+      return wire(429, api.message, 'rate_limit_error', null, 'rate_limit_exceeded', retryHeaders(api.retryAfterSeconds));
+    case 'server_error':
+    default:
+      return wire(api.status >= 500 ? api.status : 500, api.message, 'server_error', null, null);
+  }
+}

@@ -1,0 +1,115 @@
+// The TypeSafe System One wire format (`POST /v1/systemone`) as TypeBox schemas: the OpenAPI
+// document lists them for the route, and the types below are what validate.ts and respond.ts
+// produce. Sources and verbatim examples: ../shared/design/compat-wire-formats.md section 1;
+// what differs on purpose: docs/compatibility.md. The schemas document; validate.ts decides.
+import { Type, type Static } from '@sinclair/typebox';
+
+/** Caller text: a string, or an object/array the model reads as compact JSON. */
+const StructuredText = Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown()), Type.Array(Type.Unknown())]);
+
+export const SystemOneQuestionSchema = Type.Object(
+  {
+    type: Type.Union([Type.Literal('noul'), Type.Literal('choice'), Type.Literal('score')]),
+    instructions: StructuredText,
+    criteria: Type.Optional(
+      Type.Union([
+        Type.Object(
+          { true: Type.Optional(StructuredText), false: Type.Optional(StructuredText) },
+          { additionalProperties: false, description: 'noul: what yes (true) and no (false) mean; optional.' },
+        ),
+        Type.Record(Type.String(), Type.Union([StructuredText, Type.Null()]), {
+          minProperties: 2,
+          maxProperties: 26,
+          description: 'choice: option name -> description or null (2 to 26 options).',
+        }),
+        Type.Array(StructuredText, {
+          minItems: 2,
+          maxItems: 10,
+          description: "score: the ordered levels (2 to 10); a level's index is its number.",
+        }),
+      ]),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const SystemOneRequestSchema = Type.Object(
+  {
+    model: Type.String({ minLength: 1, description: 'An installed model id or alias (GET /v1/models).' }),
+    state: Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown()), Type.Array(Type.Unknown())], {
+      description: 'Text, or an object/array sent to the model as compact JSON.',
+    }),
+    questions: Type.Record(Type.String(), SystemOneQuestionSchema, {
+      minProperties: 1,
+      maxProperties: 64,
+      description: 'Caller-chosen id -> question; answers come back under the same ids.',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type SystemOneRequest = Static<typeof SystemOneRequestSchema>;
+
+const Probability = Type.Number({ minimum: 0, maximum: 1 });
+const Confidence = Type.Number({
+  minimum: 0,
+  maximum: 1,
+  description: '(p_max - 1/N) / (1 - 1/N) over the N options: 0 for a flat distribution, 1 for a certain one.',
+});
+
+export const SystemOneNoulAnswerSchema = Type.Object({
+  type: Type.Literal('noul'),
+  noul: Type.Number({ minimum: 0, maximum: 1, description: 'P(yes).' }),
+});
+export type SystemOneNoulAnswer = Static<typeof SystemOneNoulAnswerSchema>;
+
+export const SystemOneChoiceAnswerSchema = Type.Object({
+  type: Type.Literal('choice'),
+  choice: Type.String({ description: 'The most probable option (ties: the first in criteria order).' }),
+  probabilities: Type.Record(Type.String(), Probability, { description: 'Keyed exactly by the criteria keys; sums to 1.' }),
+  confidence: Confidence,
+});
+export type SystemOneChoiceAnswer = Static<typeof SystemOneChoiceAnswerSchema>;
+
+export const SystemOneScoreAnswerSchema = Type.Object({
+  type: Type.Literal('score'),
+  score: Type.Number({ description: 'Σ i·p_i over the levels 0..N-1.' }),
+  legend: Type.Record(Type.String(), Type.Unknown(), { description: '"0", "1", ... -> the level as given.' }),
+  probabilities: Type.Record(Type.String(), Probability, { description: '"0", "1", ... -> probability; sums to 1.' }),
+  confidence: Confidence,
+});
+export type SystemOneScoreAnswer = Static<typeof SystemOneScoreAnswerSchema>;
+
+export type SystemOneAnswer = SystemOneNoulAnswer | SystemOneChoiceAnswer | SystemOneScoreAnswer;
+
+export const SystemOneResponseSchema = Type.Object({
+  model: Type.String({ description: 'The resolved, dated model id that answered.' }),
+  answers: Type.Record(Type.String(), Type.Union([SystemOneNoulAnswerSchema, SystemOneChoiceAnswerSchema, SystemOneScoreAnswerSchema])),
+  usage: Type.Object({
+    input_tokens: Type.Integer({ minimum: 0, description: 'Prompt tokens read: the state prefix once plus each question.' }),
+    output_tokens: Type.Integer({ minimum: 0, description: 'One per question: the one label token read for each.' }),
+  }),
+});
+export type SystemOneResponse = Static<typeof SystemOneResponseSchema>;
+
+/** One problem of a 422 body, in the shape FastAPI/Pydantic gives it. */
+export interface SystemOneProblem {
+  type: string;
+  loc: Array<string | number>;
+  msg: string;
+}
+
+export const SystemOneErrorSchema = Type.Object(
+  {
+    detail: Type.Union([
+      Type.String(),
+      Type.Object({ error_type: Type.String(), message: Type.Optional(Type.String()) }),
+      Type.Array(Type.Object({ type: Type.String(), loc: Type.Array(Type.Union([Type.String(), Type.Integer()])), msg: Type.String() })),
+    ]),
+  },
+  {
+    description:
+      'System One errors: {"detail": ...} as a string (a limit), {error_type, message}, or a list of problems (422). ' +
+      'The x-typesafe-request-id header names the request.',
+  },
+);
+export type SystemOneErrorBody = Static<typeof SystemOneErrorSchema>;

@@ -1,0 +1,211 @@
+// A System One request body -> the domain request, or System One's error. Two passes, in the
+// vendor's order (compat-wire-formats.md 1.3, 1.6):
+//   1. shape (422, a Pydantic-style list of every problem, `loc` from "body"): the body is an
+//      object, `model` a non-empty string, `state` a string/object/array, `questions` a non-empty
+//      object of objects, each with a string `type`, and for a known type criteria of the right
+//      JSON type (choice: object, score: array, noul: object with only "true"/"false");
+//   2. rules (400): unknown fields, an unknown type and our limits (64 questions, 2..26 choices,
+//      2..10 score levels; a bare-string detail naming the limit, as the vendor words it), then
+//      every rule of /v1/decide through the same normalizer (src/api/validate.ts), so a question
+//      asked here becomes exactly the domain question /v1/decide would make of it.
+// Mapping (one question type at a time; docs/compatibility.md has the table):
+//   noul   criteria {true, false} -> options no/yes with those descriptions (absent: none)
+//   choice criteria {key: desc|null} -> options in criteria order; null -> no description (the
+//          model reads the key, as /v1/decide does for an empty description)
+//   score  criteria [level0, level1, ...] -> options "0", "1", ... with the levels as descriptions
+//   instructions, descriptions, levels given as objects or arrays -> their compact JSON text;
+//   an array state -> its compact JSON text (an object state as /v1/decide renders it).
+import type { NormalizedDecideRequest, QuestionType } from '../../domain/decision.js';
+import { isApiError } from '../errors.js';
+import { isPlainObject, jsonType, textOf, type DialectCall, type DialectParse, type WireError } from '../dialect.js';
+import { normalizeQuestions, normalizeState, DEFAULT_VALIDATION_LIMITS, type ValidationLimits } from '../validate.js';
+import { limitError, systemOneError, unprocessable, usageError } from './errors.js';
+import type { SystemOneProblem } from './schemas.js';
+
+/** Our limits where the System One format has its own (the vendor allows 255 choices). */
+export const SYSTEMONE_LIMITS = Object.freeze({ minChoices: 2, maxChoices: 26, minLevels: 2, maxLevels: 10 });
+
+const REQUEST_FIELDS = ['model', 'state', 'questions'] as const;
+const QUESTION_FIELDS = ['type', 'instructions', 'criteria'] as const;
+const TYPES: readonly QuestionType[] = ['noul', 'choice', 'score'];
+
+/** A parsed System One request: the domain request plus each score question's levels as given (the legend). */
+export interface SystemOneCall extends DialectCall {
+  /** Score question id -> its criteria array as the caller gave it (legend values keep their JSON type). */
+  legends: Map<string, unknown[]>;
+}
+
+type Loc = Array<string | number>;
+
+const isText = (v: unknown) => typeof v === 'string' || isPlainObject(v) || Array.isArray(v);
+
+/** Pass 1: every shape problem of the body, in body order. */
+function shapeProblems(body: unknown): SystemOneProblem[] {
+  const problems: SystemOneProblem[] = [];
+  const add = (type: string, loc: Loc, msg: string) => problems.push({ type, loc: ['body', ...loc], msg });
+  if (!isPlainObject(body)) {
+    add('model_attributes_type', [], `Input should be a valid dictionary or object to extract fields from, got ${jsonType(body)}`);
+    return problems;
+  }
+  if (!Object.hasOwn(body, 'model')) add('missing', ['model'], 'Field required');
+  else if (typeof body.model !== 'string') add('string_type', ['model'], 'Input should be a valid string');
+  else if (body.model === '') add('string_too_short', ['model'], 'String should have at least 1 character');
+
+  if (!Object.hasOwn(body, 'state')) add('missing', ['state'], 'Field required');
+  else if (!isText(body.state)) add('union_type', ['state'], `Input should be a string, an object or an array, got ${jsonType(body.state)}`);
+
+  const questions = body.questions;
+  if (!Object.hasOwn(body, 'questions')) add('missing', ['questions'], 'Field required');
+  else if (!isPlainObject(questions)) add('dict_type', ['questions'], 'Input should be a valid dictionary');
+  else if (Object.keys(questions).length === 0) add('too_short', ['questions'], 'Dictionary should have at least 1 item after validation, not 0');
+  else {
+    for (const [id, q] of Object.entries(questions)) questionShape(id, q, add);
+  }
+  return problems;
+}
+
+function questionShape(id: string, q: unknown, add: (type: string, loc: Loc, msg: string) => void): void {
+  const at: Loc = ['questions', id];
+  if (!isPlainObject(q)) return add('model_attributes_type', at, 'Input should be a valid dictionary or object to extract fields from');
+  if (!Object.hasOwn(q, 'type')) add('missing', [...at, 'type'], 'Field required');
+  else if (typeof q.type !== 'string') add('string_type', [...at, 'type'], 'Input should be a valid string');
+  const instructions = q.instructions;
+  if (instructions !== undefined && instructions !== null && !isText(instructions)) {
+    add('string_type', [...at, 'instructions'], 'Input should be a string, an object or an array');
+  }
+  const criteria = q.criteria;
+  const hasCriteria = criteria !== undefined && criteria !== null;
+  switch (q.type) {
+    case 'noul':
+      if (!hasCriteria) break;
+      if (!isPlainObject(criteria)) add('dict_type', [...at, 'criteria'], 'Input should be a valid dictionary with the keys "true" and "false"');
+      else {
+        for (const [key, value] of Object.entries(criteria)) {
+          if (key !== 'true' && key !== 'false') add('extra_forbidden', [...at, 'criteria', key], 'Extra inputs are not permitted (noul criteria take "true" and "false")');
+          else if (value !== null && !isText(value)) add('string_type', [...at, 'criteria', key], 'Input should be a string, an object or an array');
+        }
+      }
+      break;
+    case 'choice':
+      if (!hasCriteria) add('missing', [...at, 'criteria'], 'Field required');
+      else if (!isPlainObject(criteria)) add('dict_type', [...at, 'criteria'], 'Input should be a valid dictionary of option -> description');
+      else {
+        for (const [key, value] of Object.entries(criteria)) {
+          if (value !== null && !isText(value)) add('string_type', [...at, 'criteria', key], 'Input should be a string, an object, an array or null');
+        }
+      }
+      break;
+    case 'score':
+      if (!hasCriteria) add('missing', [...at, 'criteria'], 'Field required');
+      else if (!Array.isArray(criteria)) add('list_type', [...at, 'criteria'], 'Input should be a valid list of levels');
+      else if (criteria.length === 0) add('too_short', [...at, 'criteria'], 'List should have at least 1 item after validation, not 0');
+      else {
+        criteria.forEach((level, i) => {
+          if (!isText(level)) add('string_type', [...at, 'criteria', i], 'Input should be a string, an object or an array');
+        });
+      }
+      break;
+    default:
+      // An unknown type is a 400 (pass 2), as the vendor answers it.
+      break;
+  }
+}
+
+class Rejection {
+  constructor(readonly error: WireError) {}
+}
+
+function reject(error: WireError): never {
+  throw new Rejection(error);
+}
+
+function quote(key: string): string {
+  return JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}...` : key);
+}
+
+/** Pass 2 on a body that passed pass 1: our rules, then the decide-shaped question map. */
+function toDecideQuestions(questions: Record<string, Record<string, unknown>>, maxQuestions: number) {
+  const ids = Object.keys(questions);
+  if (ids.length > maxQuestions) reject(limitError(`Too many questions. Must have at most ${maxQuestions} questions.`));
+  const legends = new Map<string, unknown[]>();
+  // No prototype: a question id "__proto__" must stay a key (normalizeQuestions then rejects it by name).
+  const decide: Record<string, unknown> = Object.create(null);
+  for (const id of ids) {
+    const q = questions[id]!;
+    const at = `questions[${quote(id)}]`;
+    for (const field of Object.keys(q)) {
+      if (!(QUESTION_FIELDS as readonly string[]).includes(field)) {
+        reject(usageError(`Invalid request: ${at}.${field} is not a question field (allowed: ${QUESTION_FIELDS.join(', ')}).`));
+      }
+    }
+    const type = q.type as string;
+    if (!(TYPES as readonly string[]).includes(type)) {
+      reject(usageError(`Invalid request: ${at}.type must be one of ${TYPES.join(', ')}, got ${quote(type)}.`));
+    }
+    const instructions = q.instructions === undefined || q.instructions === null ? q.instructions : textOf(q.instructions);
+    const criteria = q.criteria ?? undefined;
+    const out: Record<string, unknown> = { type, instructions };
+    if (type === 'noul' && criteria !== undefined) {
+      const c = criteria as Record<string, unknown>;
+      // Both or neither: /v1/decide's noul criteria name both options; a missing side reads as its key.
+      if (c.true != null || c.false != null) {
+        out.criteria = { no: c.false == null ? '' : textOf(c.false), yes: c.true == null ? '' : textOf(c.true) };
+      }
+    } else if (type === 'choice') {
+      const c = criteria as Record<string, unknown>;
+      const n = Object.keys(c).length;
+      if (n > SYSTEMONE_LIMITS.maxChoices) reject(limitError(`Too many choices. Must have at most ${SYSTEMONE_LIMITS.maxChoices} choices.`));
+      if (n < SYSTEMONE_LIMITS.minChoices) reject(limitError(`Too few choices. Must have at least ${SYSTEMONE_LIMITS.minChoices} choices.`));
+      out.criteria = Object.fromEntries(Object.entries(c).map(([key, d]) => [key, d === null ? '' : textOf(d)]));
+    } else if (type === 'score') {
+      const levels = criteria as unknown[];
+      if (levels.length > SYSTEMONE_LIMITS.maxLevels) reject(limitError(`Too many score levels. Must have at most ${SYSTEMONE_LIMITS.maxLevels} levels.`));
+      if (levels.length < SYSTEMONE_LIMITS.minLevels) reject(limitError(`Too few score levels. Must have at least ${SYSTEMONE_LIMITS.minLevels} levels.`));
+      out.criteria = Object.fromEntries(levels.map((level, i) => [String(i), textOf(level)]));
+      legends.set(id, levels);
+    }
+    decide[id] = out;
+  }
+  return { decide, legends };
+}
+
+/** The state as the model reads it: a string as it is, an object or array as compact JSON. */
+function stateText(state: unknown, limits: Partial<ValidationLimits>): string {
+  if (!Array.isArray(state)) return normalizeState(state, limits);
+  // normalizeState checks JSON data (depth, finite numbers, size) on objects only: wrap the array
+  // for the checks (one level deeper than it is), render the array itself.
+  normalizeState({ state }, limits);
+  return JSON.stringify(state);
+}
+
+/**
+ * Validates a System One body (already parsed JSON) into the domain request. Never throws.
+ * @example
+ * const parsed = parseSystemOne({ model: 'svc-alpha', state: 'Where is my parcel?',
+ *   questions: { late: { type: 'noul', instructions: 'Is the parcel late?' } } });
+ * if (parsed.ok) await service.decideNormalized(parsed.call.request);
+ */
+export function parseSystemOne(body: unknown, limits: Partial<ValidationLimits> = {}): DialectParse<SystemOneCall> {
+  const problems = shapeProblems(body);
+  if (problems.length > 0) return { ok: false, error: unprocessable(problems) };
+  const b = body as Record<string, unknown>;
+  try {
+    for (const field of Object.keys(b)) {
+      if (!(REQUEST_FIELDS as readonly string[]).includes(field)) {
+        reject(usageError(`Invalid request: ${quote(field)} is not a request field (a System One request has ${REQUEST_FIELDS.join(', ')}).`));
+      }
+    }
+    const maxQuestions = limits.maxQuestions ?? DEFAULT_VALIDATION_LIMITS.maxQuestions;
+    const { decide, legends } = toDecideQuestions(b.questions as Record<string, Record<string, unknown>>, maxQuestions);
+    const request: NormalizedDecideRequest = {
+      model: b.model as string,
+      stateText: stateText(b.state, limits),
+      questions: normalizeQuestions(decide, limits),
+    };
+    return { ok: true, call: { request, legends } };
+  } catch (err) {
+    if (err instanceof Rejection) return { ok: false, error: err.error };
+    if (isApiError(err)) return { ok: false, error: systemOneError(err) };
+    throw err;
+  }
+}
