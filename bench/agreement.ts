@@ -47,6 +47,9 @@ export interface Agreement {
 }
 
 /** Label logits per (state, question) row, in workload order. */
+/** The check of one workload: the engine's agreement with the reference, and the baseline's when the reference is not the baseline. */
+export type CheckResult = Agreement & { plan: AgreementPlan; baseline?: Agreement };
+
 export function engineRows(run: EngineRun): Float32Array[] {
   return run.scores.flatMap((group) => group.map((s) => s.labelLogits));
 }

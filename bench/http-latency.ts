@@ -11,7 +11,7 @@ import path from 'node:path';
 
 import { createServer } from '../src/server/app.js';
 import { DecisionService } from '../src/service/decision-service.js';
-import { stat, type Stat } from './report.js';
+import { stat, type Stat } from './stat.js';
 
 export interface LatencyResult {
   scenario: string;

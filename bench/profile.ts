@@ -1,6 +1,7 @@
 import type { Engine, ScoreGroup } from '../src/engine/engine.js';
 import { modelFlops } from './flops.js';
-import { stat, type ProfileResult } from './report.js';
+import type { ProfileResult } from './report.js';
+import { stat } from './stat.js';
 import { addCounters, zeroCounters } from './systems.js';
 import { groupsOf, type Workload } from './workloads.js';
 

@@ -9,22 +9,8 @@ import type { BaselineStats } from './baseline.js';
 import type { LatencyResult } from './http-latency.js';
 import type { MicroResult } from './micro.js';
 import type { PeakResult } from './peak.js';
+import type { Stat } from './stat.js';
 import type { WorkloadTokens } from './workloads.js';
-
-/** Median with the min and max over the timed repetitions. */
-export interface Stat {
-  median: number;
-  min: number;
-  max: number;
-  samples: number[];
-}
-
-export function stat(samples: number[]): Stat {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  const median = sorted.length === 0 ? NaN : sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  return { median, min: sorted[0] ?? NaN, max: sorted[sorted.length - 1] ?? NaN, samples };
-}
 
 export interface SystemResult {
   seconds: Stat;

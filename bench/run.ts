@@ -24,7 +24,7 @@ import { ModelRuntime } from '../src/runtime/model-runtime.js';
 import { PromptRenderer } from '../src/runtime/prompt.js';
 import { TextTokenizer } from '../src/runtime/tokenizer.js';
 import { GRAPH_VERSION, makeModel, paramCount, PRESETS, type FloatDtype } from '../src/models/builder/index.js';
-import { agreementPlan, agrees, baselineRows, compareRows, engineRows, type Agreement } from './agreement.js';
+import { agreementPlan, agrees, baselineRows, compareRows, engineRows, type CheckResult } from './agreement.js';
 import { FreshBaseline } from './baseline.js';
 import { MFU_DEFINITION, shapeOf } from './flops.js';
 import { measureHttpLatency } from './http-latency.js';
@@ -87,8 +87,6 @@ export class BenchRefusedError extends Error {
 
 const MODEL_SEED = 1;
 
-/** The check of one workload: the engine's agreement with the reference, and the baseline's when the reference is not the baseline. */
-export type CheckResult = Agreement & { plan: ReturnType<typeof agreementPlan>; baseline?: Agreement };
 
 /**
  * Builds the bench's own model directory unless it already holds this preset (this dtype, seed

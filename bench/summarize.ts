@@ -1,7 +1,8 @@
 /** From timed repetitions to the reported result of a workload: medians, rates, FLOPs and MFU. */
 import { modelFlops, mfu } from './flops.js';
-import { stat, type SystemResult, type WorkloadResult } from './report.js';
-import type { CheckResult } from './run.js';
+import type { CheckResult } from './agreement.js';
+import type { SystemResult, WorkloadResult } from './report.js';
+import { stat } from './stat.js';
 import type { BaselineRun, EngineRun } from './systems.js';
 import type { Workload } from './workloads.js';
 

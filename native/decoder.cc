@@ -121,8 +121,9 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
       info_.positions_type = type;
     } else if (name == kLogitsIndexInput) {
       info_.has_logits_index = true;
-      info_.logits_index_rank = static_cast<int>(tensor_info.GetShape().size());
-      if (info_.logits_index_rank != 1 && info_.logits_index_rank != 2) fail("decide_logits_index must be 1-D or 2-D");
+      // [batch, positions]. A 1-D index is a rewrite cached by an engine before stamped rewrites;
+      // src/engine/scoring-graph.ts makes such a cache again, so only a hand-made graph gets here.
+      if (tensor_info.GetShape().size() != 2) fail("decide_logits_index must be 2-D [batch, positions]");
     } else if (name == kSegmentIdsInput) {
       info_.has_segment_ids = true;
       if (!IsIntegerType(type)) fail("decide_segment_ids must be int64 or int32");
@@ -206,9 +207,6 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
     }
   }
   if (!want_logits) logits_per_row = 0;
-  if (info_.has_logits_index && info_.logits_index_rank == 1 && logits_per_row > 1) {
-    throw EngineError(kErrRuntime, "this graph's decide_logits_index gives one position per row");
-  }
   const int total_len = past_len + new_len;
   // The index input needs at least one position per row, even when no logits are read.
   const int index_width = std::max(logits_per_row, 1);
@@ -245,11 +243,7 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
   mask.Bind(host, info_.mask_type, {batch, total_len});
   positions.Bind(host, info_.positions_type, {batch, new_len});
   if (info_.has_segment_ids) segments.Bind(host, info_.segments_type, {batch, total_len});
-  if (info_.logits_index_rank == 2) {
-    logits_index.Bind(host, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch, index_width});
-  } else {
-    logits_index.Bind(host, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch});
-  }
+  logits_index.Bind(host, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch, index_width});
 
   // Past: each row's prefix KV forked into the batch tensor, padding zero-filled.
   const size_t run_bytes = static_cast<size_t>(past_len) * kv.head_dim * kv.elem_size;

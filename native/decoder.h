@@ -34,10 +34,11 @@
 
 namespace decide {
 
+// Set by the binding from src/engine/engine-options.ts (the one place for defaults).
 struct DecoderOptions {
   std::string model_path;
-  std::string provider = "cpu";  // "cpu" | "cuda"
-  int intra_op_threads = 0;      // 0: ORT's default (one per physical core)
+  std::string provider;      // "cpu" | "cuda"
+  int intra_op_threads = 0;  // 0: ORT's default (one per physical core); the engine always sets it
   int device_id = 0;
   // Hints from config.json, used only where the graph leaves a dimension symbolic.
   int num_kv_heads = 0;
@@ -59,11 +60,9 @@ struct ModelInfo {
   ONNXTensorElementDataType segments_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
   bool has_position_ids = false;
   // Set when the graph was rewritten (src/engine/lm-head-rewrite.ts) to gather the wanted positions
-  // of each row before the LM head: logits are then [B, K, vocab] instead of [B, S, vocab].
+  // of each row before the LM head (an index [B, K]): logits are then [B, K, vocab] instead of
+  // [B, S, vocab].
   bool has_logits_index = false;
-  // 2 when decide_logits_index is [B, K] (K positions per row, logits [B, K, vocab]); 1 for a
-  // rewrite cached by an older engine ([B], one position per row).
-  int logits_index_rank = 0;
   // The graph has decide_segment_ids [B, P + S]: it can run packed rows.
   bool has_segment_ids = false;
   bool has_use_cache_branch = false;  // Optimum "merged" decoders

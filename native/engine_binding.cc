@@ -1,7 +1,11 @@
 #include "engine_binding.h"
 
+#include <cmath>
 #include <functional>
+#include <iomanip>
+#include <limits>
 #include <new>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,14 @@ Napi::Error MakeError(Napi::Env env, const std::string& code, const std::string&
 }
 
 namespace {
+
+constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
+
+std::string FormatNumber(double value) {
+  std::ostringstream out;
+  out << std::setprecision(17) << value;
+  return out.str();
+}
 
 Napi::Value Rejected(Napi::Env env, const std::string& code, const std::string& message) {
   auto deferred = Napi::Promise::Deferred::New(env);
@@ -152,19 +164,71 @@ Napi::Int32Array Int32Field(Napi::Env env, Napi::Object batch, const char* key) 
   return value.As<Napi::Int32Array>();
 }
 
-double NumberOption(Napi::Object options, const char* key, double fallback) {
+// Load options: every field is required and checked here, because a cast of a NaN, negative or
+// huge double into an int or size_t is undefined or wraps. The defaults and the friendlier
+// validation live in src/engine/engine-options.ts; these only refuse what it never sends.
+Napi::Value RequiredField(Napi::Env env, Napi::Object options, const char* key) {
   Napi::Value value = options.Get(key);
-  return value.IsNumber() ? value.As<Napi::Number>().DoubleValue() : fallback;
+  if (value.IsUndefined()) throw MakeError(env, kErrInput, std::string("options.") + key + " is required");
+  return value;
 }
 
-bool BoolOption(Napi::Object options, const char* key, bool fallback) {
-  Napi::Value value = options.Get(key);
-  return value.IsBoolean() ? value.As<Napi::Boolean>().Value() : fallback;
+double RequiredNumber(Napi::Env env, Napi::Object options, const char* key, double min, double max, bool integer) {
+  Napi::Value value = RequiredField(env, options, key);
+  const double number = value.IsNumber() ? value.As<Napi::Number>().DoubleValue() : std::nan("");
+  if (!std::isfinite(number) || number < min || number > max || (integer && std::trunc(number) != number)) {
+    throw MakeError(env, kErrInput,
+                    std::string("options.") + key + " must be a finite " + (integer ? "integer" : "number") + " from " +
+                        FormatNumber(min) + " to " + FormatNumber(max));
+  }
+  return number;
 }
 
-std::string StringOption(Napi::Object options, const char* key, const std::string& fallback) {
-  Napi::Value value = options.Get(key);
-  return value.IsString() ? value.As<Napi::String>().Utf8Value() : fallback;
+int RequiredInt(Napi::Env env, Napi::Object options, const char* key, int min) {
+  return static_cast<int>(RequiredNumber(env, options, key, min, std::numeric_limits<int>::max(), true));
+}
+
+// Up to 2^53: every such integer is exact in a double.
+int64_t RequiredCount(Napi::Env env, Napi::Object options, const char* key, int64_t min) {
+  return static_cast<int64_t>(RequiredNumber(env, options, key, static_cast<double>(min), kMaxExactInteger, true));
+}
+
+bool RequiredBool(Napi::Env env, Napi::Object options, const char* key) {
+  Napi::Value value = RequiredField(env, options, key);
+  if (!value.IsBoolean()) throw MakeError(env, kErrInput, std::string("options.") + key + " must be true or false");
+  return value.As<Napi::Boolean>().Value();
+}
+
+std::string RequiredString(Napi::Env env, Napi::Object options, const char* key, bool allow_empty) {
+  Napi::Value value = RequiredField(env, options, key);
+  if (!value.IsString() || (!allow_empty && value.As<Napi::String>().Utf8Value().empty())) {
+    throw MakeError(env, kErrInput, std::string("options.") + key + " must be a" + (allow_empty ? "" : " non-empty") + " string");
+  }
+  return value.As<Napi::String>().Utf8Value();
+}
+
+ScorerOptions ReadLoadOptions(Napi::Env env, Napi::Object options) {
+  ScorerOptions out;
+  out.decoder.model_path = RequiredString(env, options, "modelPath", false);
+  out.decoder.provider = RequiredString(env, options, "provider", false);
+  if (out.decoder.provider != "cpu" && out.decoder.provider != "cuda") {
+    throw MakeError(env, kErrInput, "options.provider must be 'cpu' or 'cuda'");
+  }
+  out.decoder.intra_op_threads = RequiredInt(env, options, "threads", 1);
+  out.decoder.device_id = RequiredInt(env, options, "deviceId", 0);
+  out.decoder.num_kv_heads = RequiredInt(env, options, "numKvHeads", 1);
+  out.decoder.head_dim = RequiredInt(env, options, "headDim", 1);
+  out.decoder.vocab_size = RequiredCount(env, options, "vocabSize", 1);
+  out.decoder.profile_prefix = RequiredString(env, options, "ortProfilePrefix", true);
+  out.prefix_cache_bytes = static_cast<size_t>(RequiredCount(env, options, "prefixCacheBytes", 0));
+  out.token_budget = RequiredCount(env, options, "tokenBudget", 1);
+  out.past_budget_bytes = RequiredCount(env, options, "pastBudgetBytes", 0);
+  out.attention_budget = RequiredCount(env, options, "attentionBudget", 1);
+  out.attention_weight = RequiredNumber(env, options, "attentionWeight", 0, kMaxExactInteger, false);
+  out.pass_overhead_tokens = RequiredNumber(env, options, "passOverheadTokens", 0, kMaxExactInteger, false);
+  out.max_context = RequiredInt(env, options, "maxContext", 0);
+  out.pack_suffixes = RequiredBool(env, options, "packSuffixes");
+  return out;
 }
 
 }  // namespace
@@ -196,26 +260,15 @@ Napi::Value EngineBinding::Load(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsObject()) return Rejected(env, kErrInput, "load(options) needs an options object");
   Napi::Object options = info[0].As<Napi::Object>();
   ScorerOptions scorer_options;
-  scorer_options.decoder.model_path = StringOption(options, "modelPath", "");
-  scorer_options.decoder.provider = StringOption(options, "provider", "cpu");
-  scorer_options.decoder.intra_op_threads = static_cast<int>(NumberOption(options, "threads", 0));
-  scorer_options.decoder.device_id = static_cast<int>(NumberOption(options, "deviceId", 0));
-  scorer_options.decoder.num_kv_heads = static_cast<int>(NumberOption(options, "numKvHeads", 0));
-  scorer_options.decoder.head_dim = static_cast<int>(NumberOption(options, "headDim", 0));
-  scorer_options.decoder.vocab_size = static_cast<int64_t>(NumberOption(options, "vocabSize", 0));
-  scorer_options.decoder.profile_prefix = StringOption(options, "ortProfilePrefix", "");
-  scorer_options.prefix_cache_bytes = static_cast<size_t>(NumberOption(options, "prefixCacheBytes", double(size_t{1} << 30)));
-  scorer_options.token_budget = static_cast<int64_t>(NumberOption(options, "tokenBudget", 8192));
-  scorer_options.past_budget_bytes = static_cast<int64_t>(NumberOption(options, "pastBudgetBytes", double(int64_t{1} << 30)));
-  scorer_options.attention_budget = static_cast<int64_t>(NumberOption(options, "attentionBudget", double(int64_t{8} << 20)));
-  scorer_options.attention_weight = NumberOption(options, "attentionWeight", 3e-4);
-  scorer_options.pass_overhead_tokens = NumberOption(options, "passOverheadTokens", 32.0);
-  scorer_options.max_context = static_cast<int>(NumberOption(options, "maxContext", 0));
-  scorer_options.pack_suffixes = BoolOption(options, "packSuffixes", true);
-  std::string ort_library = StringOption(options, "ortLibrary", "");
-  if (scorer_options.decoder.model_path.empty()) return Rejected(env, kErrInput, "options.modelPath is required");
-  if (ort_library.empty()) return Rejected(env, kErrInput, "options.ortLibrary is required");
-  if (scorer_options.token_budget < 1) return Rejected(env, kErrInput, "options.tokenBudget must be positive");
+  std::string ort_library;
+  try {
+    scorer_options = ReadLoadOptions(env, options);
+    ort_library = RequiredString(env, options, "ortLibrary", false);
+  } catch (const Napi::Error& e) {
+    auto deferred = Napi::Promise::Deferred::New(env);
+    deferred.Reject(e.Value());
+    return deferred.Promise();
+  }
 
   loading_ = true;
   auto* worker = new LoadWorker(env, ort_library, scorer_options, [this](std::shared_ptr<Scorer> scorer) {

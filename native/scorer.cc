@@ -280,10 +280,7 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
 }
 
 bool Scorer::PacksSuffixes() const {
-  const ModelInfo& info = decoder_->Info();
-  // A gathered LM head must return several positions per row; a rewrite cached by an older
-  // engine returns one, and such a graph is run unpacked.
-  return options_.pack_suffixes && info.has_segment_ids && (!info.has_logits_index || info.logits_index_rank == 2);
+  return options_.pack_suffixes && decoder_->Info().has_segment_ids;
 }
 
 void Scorer::RunSuffixes(const ScoreInput& in, const std::vector<GroupPast>& pasts, const GroupRows& packed,

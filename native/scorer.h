@@ -36,24 +36,26 @@
 
 namespace decide {
 
+// No defaults here: the binding sets every field from the options that src/engine/engine-options.ts
+// resolves (the one place for defaults), and refuses a missing or out-of-range one.
 struct ScorerOptions {
   DecoderOptions decoder;
-  size_t prefix_cache_bytes = size_t{1} << 30;
+  size_t prefix_cache_bytes = 0;
   // Upper bound on padded NEW tokens (rows x longest new run) computed in one forward pass.
-  int64_t token_budget = 8192;
+  int64_t token_budget = 0;
   // Upper bound on the forked past (rows x longest past x KV bytes per token) of one pass.
-  int64_t past_budget_bytes = int64_t{1} << 30;
+  int64_t past_budget_bytes = 0;
   // Upper bound on attention scores (rows x new x (past + new)) in one forward pass; keeps the
   // [rows, heads, S, P+S] score tensor of long prefixes from exhausting memory.
-  int64_t attention_budget = int64_t{8} << 20;
+  int64_t attention_budget = 0;
   int max_context = 0;  // 0: unlimited (the graph itself still bounds it)
   // Attention FLOPs per (query token, key) relative to the body FLOPs of one token
   // (2 x heads x head_dim x layers / body params): how much a padded past position costs.
-  double attention_weight = 3e-4;
+  double attention_weight = 0.0;
   // Fixed cost of one more forward pass (session run, copies), in token-equivalents.
-  double pass_overhead_tokens = 32.0;
+  double pass_overhead_tokens = 0.0;
   // Pack a group's questions into one suffix row when the graph takes segment ids.
-  bool pack_suffixes = true;
+  bool pack_suffixes = false;
 };
 
 struct ScoreCounters {

@@ -8,7 +8,7 @@ import path from 'node:path';
 
 import * as vega from 'vega';
 
-import type { CalibrationReport, TypeReport } from './run.js';
+import type { CalibrationReport, TypeReport } from './report-types.js';
 
 /** The Vega spec of one reliability diagram: accuracy against confidence per equal-mass bin. */
 export function reliabilitySpec(type: string, report: TypeReport): vega.Spec {

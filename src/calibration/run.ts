@@ -13,11 +13,14 @@ import { loadCalibration } from '../runtime/calibrate.js';
 import { checkNewModelId, defaultVersionId, writeModelVersion } from '../models/model-version.js';
 import { parseDatedId } from '../models/registry.js';
 import { DecisionService } from '../service/decision-service.js';
-import { readCalibrationData, type Unusable } from './data.js';
+import { readCalibrationData } from './data.js';
 import { fitType, TEMPERATURE_RANGE, type CandidateName } from './fit.js';
 import { scoreCalibrationRows } from './scoring.js';
-import { figuresWithIntervals, reliabilityBins, type Estimate, type Figures } from './metrics.js';
+import { figuresWithIntervals, reliabilityBins, type Figures } from './metrics.js';
 import { correctedProbs, seededRandom, uniformProbs, type Observation, type TypeCorrection } from './observations.js';
+import type { CalibrationReport, Compared, TypeReport } from './report-types.js';
+
+export type { CalibrationReport, TypeReport } from './report-types.js';
 
 export interface CalibrateOptions {
   /** Model id or alias to calibrate. */
@@ -50,50 +53,6 @@ export interface CalibrateOptions {
 export const MIN_FIT_OBSERVATIONS = 20;
 export const MIN_HELD_OUT_OBSERVATIONS = 5;
 export const HELD_OUT_SHARE = 0.2;
-
-type Compared = Record<'before' | 'after' | 'uniform', Estimate>;
-
-export interface TypeReport {
-  fit_observations: number;
-  held_out_observations: number;
-  /** Why the type was not fitted (too few observations); absent when it was. */
-  not_fitted?: string;
-  /**
-   * Why the kept fit is poor (its temperature at a bound of the search, or held-out log-loss no
-   * better than uniform); absent when it is not. Written only with acceptPoorFit.
-   */
-  poor_fit?: string[];
-  /** Applied temperature (1 = none). */
-  temperature: number;
-  /** Applied label bias, or null when none is kept. */
-  label_bias: Record<string, number> | null;
-  kept: CandidateName;
-  held_out_nll_by_candidate?: Record<CandidateName, number>;
-  /** The fitted parameters with bootstrap 95% intervals, whether kept or not. */
-  estimates?: {
-    temperature_only: { temperature: Estimate };
-    temperature_and_label_bias: { temperature: Estimate; label_bias: Record<string, Estimate> };
-  };
-  accuracy: Compared;
-  nll: Compared;
-  brier: Compared;
-  ece: Compared;
-  reliability: Record<'before' | 'after', Array<{ confidence: number; accuracy: number; count: number }>>;
-}
-
-export interface CalibrationReport {
-  base_model: string;
-  model: string;
-  model_dir: string;
-  /** What the undated alias resolves to once the new version is installed. */
-  alias?: { name: string; resolves_to: string };
-  date: string;
-  data: { file: string; sha256: string; rows: number; observations: number; failed_rows: Array<{ line: number; error: string }> };
-  unusable: Unusable[];
-  split: { seed: number; fit_rows: number; held_out_rows: number };
-  types: Partial<Record<QuestionType, TypeReport>>;
-  report_files?: string[];
-}
 
 export class CalibrationError extends Error {
   constructor(

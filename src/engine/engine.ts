@@ -3,8 +3,6 @@
  * reads the model directory, prepares the graph, and converts between the structured form used in
  * TypeScript and the flat typed arrays that cross into C++.
  */
-import os from 'node:os';
-
 import { EngineError, type EngineErrorCode } from '../errors/engine-error.js';
 import {
   loadNativeModule,
@@ -17,58 +15,13 @@ import {
 import { findGraphFile, readModelConfig, type ModelConfig } from './model-dir.js';
 import { missingCudaPieces } from './cuda-runtime.js';
 import { flatten, type ScoreGroup } from './score-groups.js';
-import { prepareScoringGraph } from './scoring-graph.js';
+import { prepareScoringGraph, type LmHeadChoice, type ScoringGraph } from './scoring-graph.js';
+import { ENGINE_DEFAULTS, resolveLoadOptions, resolveProvider, type EngineLoadOptions } from './engine-options.js';
 
 export type { ScoreGroup, ScoreSuffix } from './score-groups.js';
 
-export type Provider = 'cpu' | 'cuda';
-
-export interface EngineLoadOptions {
-  /** A Hugging Face model directory with an ONNX decoder-with-past export. */
-  modelDir: string;
-  /** 'cpu' (default) or 'cuda' (needs `npx decide setup-cuda` once, or DECIDE_ORT_LIBRARY; see the README's 'GPU hosts (CUDA)'). */
-  provider?: Provider;
-  /** Intra-op threads; default DECIDE_THREADS, else the number of CPU cores. */
-  threads?: number;
-  /** Bytes of prefix KV kept across calls (LRU); default 1 GiB. */
-  prefixCacheBytes?: number;
-  /** Padded new tokens per forward pass before a pass is split; default 8192. */
-  tokenBudget?: number;
-  /** Bytes of forked prefix KV per forward pass before a pass is split; default 1 GiB. */
-  pastBudgetBytes?: number;
-  /**
-   * The cost of one more forward pass in token-equivalents (default 32). Rows are cut into passes
-   * where the padding a merged pass would compute costs more than this; Infinity keeps one pass
-   * per budget (the padding is then computed).
-   */
-  passOverheadTokens?: number;
-  /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY, else an installed CPU build (see resolveOrtLibrary). */
-  ortLibrary?: string;
-  /** CUDA device ordinal. */
-  deviceId?: number;
-  /**
-   * Gather each row's answer position before the LM head (a graph rewrite cached beside the
-   * model and verified against the stock graph). Default true; falls back to the stock graph
-   * when the rewrite does not apply.
-   */
-  gatherLogits?: boolean;
-  /**
-   * With a graph that takes segment ids (`--packing on`, the default of make-model and
-   * import-model), score a group's questions packed into rows: in the state's own prefill row when
-   * the call computes the state, else after one copy of its KV, instead of one row per question
-   * with the state's KV forked into each. Default: on for 'cuda', off for 'cpu'. On the CPU the
-   * forked rows measured faster (packed rows compute attention between all of a row's tokens;
-   * docs/benchmark.md); on a GPU the forked copies are what packing removes (docs/models.md). No
-   * effect on a graph without segment ids.
-   */
-  packSuffixes?: boolean;
-  /**
-   * Diagnostics: turn ONNX Runtime's profiler on for the decoder session. ORT writes one
-   * chrome-trace JSON, `<ortProfilePrefix>_<date>.json`, with every node's kernel time when the
-   * engine closes (`decide bench --ort-profile` uses it). Slows every call a little; off by default.
-   */
-  ortProfilePrefix?: string;
-}
+export type { EngineLoadOptions, Provider } from './engine-options.js';
+export type { LmHeadChoice } from './scoring-graph.js';
 
 export interface SuffixScore {
   /** Logits of the suffix's label tokens at its last position, in label order. */
@@ -91,21 +44,13 @@ export type EngineCounters = NativeEngineCounters;
 export interface EngineInfo extends NativeModelInfo {
   modelDir: string;
   graphFile: string;
+  /**
+   * Which graph computes the logits and why: the LM-head rewrite, or the stock graph because it
+   * gathers by itself, because gatherLogits is false, or as a fallback (`detail` says why; such an
+   * engine computes every position's logits and is slower).
+   */
+  lmHead: LmHeadChoice;
   maxContext: number;
-}
-
-/**
- * Threads per forward pass when the caller names none: DECIDE_THREADS (for hosts that run several
- * engine processes side by side, which would otherwise each spin a thread per core), else every core.
- */
-function defaultThreads(): number {
-  const value = process.env.DECIDE_THREADS;
-  if (value === undefined || value.trim() === '') return os.availableParallelism();
-  const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || n < 1 || n > 1024) {
-    throw new EngineError('ERR_INPUT', `DECIDE_THREADS must be an integer from 1 to 1024, got '${value}'`);
-  }
-  return n;
 }
 
 /**
@@ -147,31 +92,18 @@ export class Engine {
       const config = readModelConfig(options.modelDir);
       const stockGraph = findGraphFile(options.modelDir);
       const maxContext = config.maxPositionEmbeddings;
-      const provider = options.provider ?? 'cpu';
+      const provider = resolveProvider(options);
       const ortLibrary = resolveOrtLibrary(options.ortLibrary, provider);
       if (provider === 'cuda') assertCudaReady(ortLibrary);
-      const loadOptions = {
-        ortLibrary,
-        provider,
-        threads: options.threads ?? defaultThreads(),
-        deviceId: options.deviceId ?? 0,
-        numKvHeads: config.numKvHeads,
-        headDim: config.headDim,
-        vocabSize: config.vocabSize,
-        prefixCacheBytes: options.prefixCacheBytes ?? 2 ** 30,
-        tokenBudget: options.tokenBudget ?? 8192,
-        pastBudgetBytes: options.pastBudgetBytes ?? 2 ** 30,
-        maxContext,
-        attentionWeight: attentionWeight(config),
-        passOverheadTokens: options.passOverheadTokens ?? 32,
-        packSuffixes: options.packSuffixes ?? provider === 'cuda',
-      } as const;
-      const graphFile =
-        options.gatherLogits === false ? stockGraph : await prepareScoringGraph(stockGraph, loadOptions);
+      const loadOptions = resolveLoadOptions(options, config, ortLibrary);
+      const { graphFile, lmHead }: ScoringGraph =
+        (options.gatherLogits ?? ENGINE_DEFAULTS.gatherLogits) === false
+          ? { graphFile: stockGraph, lmHead: { graph: 'stock', reason: 'off' } }
+          : await prepareScoringGraph(stockGraph, loadOptions);
       const { NativeEngine } = loadNativeModule();
       const native = new NativeEngine();
-      await native.load({ ...loadOptions, modelPath: graphFile, ...(options.ortProfilePrefix ? { ortProfilePrefix: options.ortProfilePrefix } : {}) });
-      const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, maxContext };
+      await native.load({ ...loadOptions, modelPath: graphFile });
+      const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, lmHead, maxContext };
       if (info.numLayers !== config.numLayers) {
         native.close();
         throw new EngineError(
@@ -254,16 +186,4 @@ export class Engine {
     this.closed = true;
     this.native.close();
   }
-}
-
-/**
- * Attention FLOPs per (query token, key position) relative to the body FLOPs of one token:
- * QK^T and PV cost 4 x heads x head_dim per key and layer, the body 2 x its parameters. The
- * scorer uses it to weigh padded past positions when it splits rows into passes.
- */
-export function attentionWeight(config: ModelConfig): number {
-  const { numLayers: layers, hiddenSize: hidden, numHeads: heads, numKvHeads: kvHeads, headDim } = config;
-  const intermediate = typeof config.raw.intermediate_size === 'number' ? config.raw.intermediate_size : 4 * hidden;
-  const body = layers * (2 * hidden * heads * headDim + 2 * hidden * kvHeads * headDim + 3 * hidden * intermediate);
-  return (4 * heads * headDim * layers) / (2 * body);
 }

@@ -4,10 +4,9 @@
  * the transformer body of short suffixes. The engine needs a few positions per row (one per
  * question: a packed row holds several), so this adds a graph input `decide_logits_index`
  * [batch, positions] and gathers those positions of the LM head's input before the LM head
- * MatMul: logits become [batch, positions, vocab]. (Rewrites cached by older engines have a 1-D
- * index, one position per row; the engine still runs them, unpacked.) This file is the graph surgery
- * alone (ONNX protobuf in, protobuf out); src/engine/scoring-graph.ts caches, verifies and picks
- * the graph the engine loads.
+ * MatMul: logits become [batch, positions, vocab]. This file is the graph surgery alone (ONNX
+ * protobuf in, protobuf out); src/engine/scoring-graph.ts caches, stamps, verifies and picks the
+ * graph the engine loads.
  */
 import onnxProto from 'onnx-proto';
 
@@ -16,6 +15,13 @@ const { onnx } = onnxProto;
 export const LOGITS_INDEX_INPUT = 'decide_logits_index';
 const LOGITS_POSITIONS_DIM = 'decide_logits_positions';
 const REWRITE_SUFFIX = '.decide-gather.onnx';
+const STAMP_SUFFIX = '.decide-gather.json';
+
+/**
+ * The rewrite's version: a cached rewrite stamped with another one is made again. Bump it whenever
+ * the rewrite's output changes (2: a [batch, positions] index; 1 was a [batch] index, unstamped).
+ */
+export const LM_HEAD_REWRITE_VERSION = 2;
 
 type Graph = onnxProto.onnx.IGraphProto;
 type Node = onnxProto.onnx.INodeProto;
@@ -24,6 +30,18 @@ type Node = onnxProto.onnx.INodeProto;
 export function rewrittenPath(stockGraph: string): string {
   return stockGraph.replace(/\.onnx$/, '') + REWRITE_SUFFIX;
 }
+
+/** Path of the stamp that says which version made the rewrite, and from which graph (its hash). */
+export function rewriteStampPath(stockGraph: string): string {
+  return stockGraph.replace(/\.onnx$/, '') + STAMP_SUFFIX;
+}
+
+/** The outcome of the surgery: the new graph, or why this graph does not take it. */
+export type LmHeadRewrite =
+  | { kind: 'rewritten'; bytes: Uint8Array }
+  /** The graph takes decide_logits_index already: it gathers by itself. */
+  | { kind: 'gathers-already' }
+  | { kind: 'not-applicable'; reason: string };
 
 /** Finds the MatMul that produces `logits` (directly, or through a Cast as fp16 exports do). */
 function findLmHead(graph: Graph): Node | undefined {
@@ -39,15 +57,18 @@ function defaultOpset(model: onnxProto.onnx.IModelProto): number {
   return Number(entry?.version ?? 0);
 }
 
-/** Returns the rewritten ModelProto bytes, or undefined when the graph does not fit the rewrite. */
-export function rewriteLmHead(bytes: Uint8Array): Uint8Array | undefined {
+/** Rewrites a ModelProto (bytes in, bytes out), or says why the graph does not fit the rewrite. */
+export function rewriteLmHead(bytes: Uint8Array): LmHeadRewrite {
   const model = onnx.ModelProto.decode(bytes);
   const graph = model.graph;
-  if (!graph) return undefined;
-  if ((graph.input ?? []).some((i) => i.name === LOGITS_INDEX_INPUT)) return undefined;
+  if (!graph) return { kind: 'not-applicable', reason: 'the file holds no graph' };
+  if ((graph.input ?? []).some((i) => i.name === LOGITS_INDEX_INPUT)) return { kind: 'gathers-already' };
   const lmHead = findLmHead(graph);
   const opset = defaultOpset(model);
-  if (!lmHead || !lmHead.input || lmHead.input.length !== 2 || opset < 13) return undefined;
+  if (!lmHead || !lmHead.input || lmHead.input.length !== 2) {
+    return { kind: 'not-applicable', reason: "no two-input MatMul produces the graph's 'logits' output (directly or through a Cast)" };
+  }
+  if (opset < 13) return { kind: 'not-applicable', reason: `the graph's opset is ${opset}; the rewrite needs 13 or later` };
 
   const hidden = lmHead.input[0]!;
   const names = {
@@ -104,5 +125,5 @@ export function rewriteLmHead(bytes: Uint8Array): Uint8Array | undefined {
     const dims = info.type?.tensorType?.shape?.dim;
     if (dims && dims.length === 3) dims[1] = onnx.TensorShapeProto.Dimension.create({ dimParam: LOGITS_POSITIONS_DIM });
   }
-  return onnx.ModelProto.encode(model).finish();
+  return { kind: 'rewritten', bytes: onnx.ModelProto.encode(model).finish() };
 }

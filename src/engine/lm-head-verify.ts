@@ -22,7 +22,8 @@ async function scoreWith(
   const { NativeEngine } = loadNativeModule();
   const engine = new NativeEngine();
   try {
-    await engine.load({ ...options, modelPath: graph, threads: 1, prefixCacheBytes: 0 });
+    // One thread, no cache and no profiler: a check, not the engine's own session.
+    await engine.load({ ...options, modelPath: graph, threads: 1, prefixCacheBytes: 0, ortProfilePrefix: '' });
     const ids = (values: number[]) => Int32Array.from(values.map((v) => v % vocab));
     // Up to 256 label ids spread over the vocabulary (the first and last included).
     const count = Math.min(256, vocab);

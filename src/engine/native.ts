@@ -10,26 +10,32 @@ import { fileURLToPath } from 'node:url';
 import { EngineError } from '../errors/engine-error.js';
 import { assembledCoreLibrary, cudaRuntimeDir } from './cuda-runtime.js';
 
+/**
+ * Every field is required: the defaults and the validation live in src/engine/engine-options.ts,
+ * and the binding refuses a missing, non-finite, negative or out-of-range value with ERR_INPUT.
+ */
 export interface NativeLoadOptions {
   modelPath: string;
   ortLibrary: string;
   provider: 'cpu' | 'cuda';
-  threads?: number;
-  deviceId?: number;
-  numKvHeads?: number;
-  headDim?: number;
-  vocabSize?: number;
-  prefixCacheBytes?: number;
-  tokenBudget?: number;
-  pastBudgetBytes?: number;
-  attentionBudget?: number;
+  /** ONNX Runtime intra-op threads, at least 1. */
+  threads: number;
+  deviceId: number;
+  numKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  prefixCacheBytes: number;
+  tokenBudget: number;
+  pastBudgetBytes: number;
+  attentionBudget: number;
   /** Attention FLOPs per (query, key) relative to one token's body FLOPs; used to cut passes. */
-  attentionWeight?: number;
-  passOverheadTokens?: number;
-  packSuffixes?: boolean;
-  maxContext?: number;
-  /** Turns ONNX Runtime's profiler on: it writes `<prefix>_<date>.json` when the engine closes. */
-  ortProfilePrefix?: string;
+  attentionWeight: number;
+  /** Finite: engine-options.ts turns Infinity into a large finite cost. */
+  passOverheadTokens: number;
+  packSuffixes: boolean;
+  maxContext: number;
+  /** '' for none; else ONNX Runtime's profiler writes <prefix>_<date>.json when the session closes. */
+  ortProfilePrefix: string;
 }
 
 /** Flat, typed-array form of a score call (see Engine.score for the structured form). */

@@ -1,41 +1,126 @@
 /**
  * The graph the engine loads. The LM-head rewrite (src/engine/lm-head-rewrite.ts) is cached beside
- * the stock graph (so external weight files resolve the same way), verified once against it on a
- * small input (lm-head-verify.ts), and used instead of it. When the rewrite does not apply (an
+ * the stock graph (so external weight files resolve the same way) with a stamp beside it: the
+ * rewrite's version and the SHA-256 of the stock graph it was made from. A cached rewrite is used
+ * only when its stamp matches both; otherwise it is made again, verified once against the stock
+ * graph on a small input (lm-head-verify.ts), and stamped. When the rewrite does not apply (an
  * unexpected graph shape, a read-only directory, a verification mismatch) the stock graph is used
- * unchanged.
+ * unchanged, and the result says why.
  */
-import { existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 
-import { rewriteLmHead, rewrittenPath } from './lm-head-rewrite.js';
+import { LM_HEAD_REWRITE_VERSION, rewriteLmHead, rewriteStampPath, rewrittenPath } from './lm-head-rewrite.js';
 import { verifyRewrite, type VerifyLoadOptions } from './lm-head-verify.js';
 
+/** How the engine computes logits, and why (EngineInfo.lmHead). */
+export type LmHeadChoice =
+  /** The LM-head rewrite: logits of the answer positions only. */
+  | { graph: 'rewrite' }
+  /** The stock graph takes decide_logits_index itself. */
+  | { graph: 'stock'; reason: 'gathers-already' }
+  /** gatherLogits: false. */
+  | { graph: 'stock'; reason: 'off' }
+  /** The rewrite was wanted but not used (slower: logits for every position); `detail` says why. */
+  | { graph: 'stock'; reason: 'fallback'; detail: string };
+
+export interface ScoringGraph {
+  graphFile: string;
+  lmHead: LmHeadChoice;
+}
+
+/** What a stamp file holds. */
+interface RewriteStamp {
+  version: number;
+  sourceSha256: string;
+}
+
+/** SHA-256 of a file, read in chunks (the JS thread stays free between them). */
+async function sha256File(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+function readStamp(file: string): RewriteStamp | undefined {
+  try {
+    const parsed = JSON.parse(readFileSync(file, 'utf8')) as Partial<RewriteStamp>;
+    return typeof parsed.version === 'number' && typeof parsed.sourceSha256 === 'string' ? (parsed as RewriteStamp) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function removeQuietly(file: string): void {
+  try {
+    rmSync(file, { force: true });
+  } catch {
+    // already gone, or a read-only directory: a temp file is never used
+  }
+}
+
+function message(err: unknown): string {
+  return (err as Error)?.message ?? String(err);
+}
+
 /**
- * The graph the engine should load: the cached rewrite when it exists and is current, else a new
- * verified rewrite, else the stock graph.
+ * The graph the engine should load: the cached rewrite when its stamp matches this version and this
+ * stock graph, else a new verified rewrite, else the stock graph (with the reason).
  */
-export async function prepareScoringGraph(stockGraph: string, verifyWith: VerifyLoadOptions): Promise<string> {
+export async function prepareScoringGraph(stockGraph: string, verifyWith: VerifyLoadOptions): Promise<ScoringGraph> {
   const target = rewrittenPath(stockGraph);
-  if (existsSync(target) && statSync(target).mtimeMs >= statSync(stockGraph).mtimeMs) return target;
-  let rewritten: Uint8Array | undefined;
+  const stampFile = rewriteStampPath(stockGraph);
+  const fallback = (detail: string): ScoringGraph => ({ graphFile: stockGraph, lmHead: { graph: 'stock', reason: 'fallback', detail } });
+  let stamp: RewriteStamp;
   try {
-    rewritten = rewriteLmHead(readFileSync(stockGraph));
-  } catch {
-    return stockGraph;
+    stamp = { version: LM_HEAD_REWRITE_VERSION, sourceSha256: await sha256File(stockGraph) };
+  } catch (err) {
+    return fallback(`the stock graph could not be read: ${message(err)}`);
   }
-  if (!rewritten) return stockGraph;
-  const temp = `${target}.tmp-${process.pid}`;
+  const cached = readStamp(stampFile);
+  if (existsSync(target) && cached?.version === stamp.version && cached.sourceSha256 === stamp.sourceSha256) {
+    return { graphFile: target, lmHead: { graph: 'rewrite' } };
+  }
+
+  let rewrite;
   try {
-    writeFileSync(temp, rewritten);
+    rewrite = rewriteLmHead(readFileSync(stockGraph));
+  } catch (err) {
+    return fallback(`the graph could not be parsed for the LM-head rewrite: ${message(err)}`);
+  }
+  if (rewrite.kind === 'gathers-already') return { graphFile: stockGraph, lmHead: { graph: 'stock', reason: 'gathers-already' } };
+  // A stale rewrite (another version, another graph, or no stamp) is left in place, never used,
+  // and replaced below in one rename: deleting it first could pull the file from under another
+  // process that has just made and stamped it and is loading it now.
+  if (rewrite.kind === 'not-applicable') return fallback(`the LM-head rewrite does not apply: ${rewrite.reason}`);
+
+  // Unique per load: engines of one process, or of several, may be making the same rewrite.
+  const temp = `${target}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    writeFileSync(temp, rewrite.bytes);
+  } catch (err) {
+    return fallback(`the rewrite could not be written beside the graph: ${message(err)}`);
+  }
+  try {
     await verifyRewrite(stockGraph, temp, verifyWith);
-    renameSync(temp, target);
-    return target;
-  } catch {
-    try {
-      unlinkSync(temp);
-    } catch {
-      // already gone, or never written (read-only directory)
-    }
-    return stockGraph;
+  } catch (err) {
+    removeQuietly(temp);
+    return fallback(`the rewrite failed its check against the stock graph: ${message(err)}`);
   }
+  try {
+    renameSync(temp, target);
+  } catch (err) {
+    removeQuietly(temp);
+    return fallback(`the rewrite could not be saved beside the graph: ${message(err)}`);
+  }
+  // The stamp last: a rewrite without one (a crash in between, a failed write) is made again next
+  // time; this process verified it and uses it either way.
+  const stampTemp = `${stampFile}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    writeFileSync(stampTemp, `${JSON.stringify(stamp)}\n`);
+    renameSync(stampTemp, stampFile);
+  } catch {
+    removeQuietly(stampTemp);
+  }
+  return { graphFile: target, lmHead: { graph: 'rewrite' } };
 }

@@ -4,7 +4,7 @@
  * one (a symbolic link where a hard link is refused, e.g. across file systems); nothing is copied,
  * and deleting the base later leaves the new version whole. Only decision.json is the new version's
  * own. The cached LM-head rewrite (onnx/*.decide-gather.onnx) is linked with the graph it was made
- * from; hard links share the inode and so the mtime that marks the cache current.
+ * from, and so is its stamp (the hash of that graph), which keeps the cache current in the new version.
  *
  * The directory is assembled under a hidden staging name (the registry ignores it) and renamed into
  * place in one step, so a failure part-way leaves nothing a registry could list.

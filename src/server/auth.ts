@@ -1,15 +1,16 @@
 /**
- * Bearer authentication for every route except those whose route config says `public: true`
- * (`/healthz`, `/readyz`, `/metrics`). Unmatched paths are authenticated too, so an anonymous
+ * Bearer authentication for every route except the public ones (public-routes.ts: `/healthz`,
+ * `/readyz`, `/metrics`). Unmatched paths are authenticated too, so an anonymous
  * caller learns nothing about which paths exist. A missing, malformed or unknown key, or more than
  * one Authorization header, is 401 `invalid_key` with `WWW-Authenticate: Bearer` (the error handler
  * adds the header). Failures are counted per client IP (rate-limit.ts): an IP out of tokens gets
  * 429 `rate_limited` for every request, with or without a good key, until its bucket refills.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 
 import { ApiError } from '../api/errors.js';
 import type { ApiKeySet } from './api-keys.js';
+import { isPublicRoute } from './public-routes.js';
 import { TokenBuckets, type BucketOptions } from './rate-limit.js';
 
 declare module 'fastify' {
@@ -20,17 +21,9 @@ declare module 'fastify' {
      */
     keyId: string;
   }
-  interface FastifyContextConfig {
-    /** No authentication and no rate limit (health and metrics). */
-    public?: boolean;
-  }
 }
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
-
-export function isPublicRoute(request: FastifyRequest): boolean {
-  return request.routeOptions.config?.public === true;
-}
 
 /** The keyId of the request's key, or throws 401 invalid_key. */
 export function authenticate(header: string | string[] | undefined, keys: ApiKeySet): string {

@@ -12,7 +12,7 @@
 import type { FastifyInstance } from 'fastify';
 
 import { ApiError } from '../api/errors.js';
-import { isPublicRoute } from './auth.js';
+import { isPublicRoute } from './public-routes.js';
 
 export interface BucketOptions {
   requestsPerSecond: number;

@@ -228,7 +228,13 @@ export class DecisionService {
       });
       this.runtimes.set(model.id, pending);
       pending.then(
-        (runtime) => this.loaded.set(model.id, runtime),
+        (runtime) => {
+          this.loaded.set(model.id, runtime);
+          const { lmHead } = runtime.engine.info;
+          if (lmHead.graph === 'stock' && lmHead.reason === 'fallback') {
+            this.options.log?.(`model ${model.id}: scoring with the stock graph (logits at every position, slower): ${lmHead.detail}`);
+          }
+        },
         () => this.runtimes.delete(model.id),
       );
     }

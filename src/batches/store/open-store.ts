@@ -5,24 +5,14 @@
  * that keeps the SQLite default installs neither (pg-boss declares Node >= 22.12; it runs on the
  * Node 20 this package supports, tested here).
  */
-import type { BatchDecisionService } from '../job-pump.js';
-import type { BatchSettings } from '../settings.js';
 import type { BatchStore } from './batch-store.js';
+import type { StoreContext } from './store-context.js';
 
 export interface StoreSelection {
   /** postgres://... ; default DECIDE_DATABASE_URL; neither: SQLite under the data dir. */
   databaseUrl?: string;
   /** Environment read for DECIDE_DATABASE_URL and DECIDE_BATCH_LEASE_SECONDS; default process.env. */
   env?: NodeJS.ProcessEnv;
-}
-
-export interface StoreContext {
-  dataDir: string;
-  settings: BatchSettings;
-  service: BatchDecisionService;
-  /** Work on jobs in this process. */
-  work: boolean;
-  log: (line: string) => void;
 }
 
 /** The database URL in force, or undefined for SQLite. */

@@ -23,7 +23,7 @@ import { migrate, withSchemaLock } from '../pg/migrations.js';
 import { CHUNK_QUEUE, chunkPriorities, leaseSeconds, startQueue } from '../pg/queue.js';
 import type { StagedUpload } from '../uploads.js';
 import type { BatchJob, BatchResults, BatchStore, NewBatch } from './batch-store.js';
-import type { StoreContext } from './open-store.js';
+import type { StoreContext } from './store-context.js';
 
 /** Result rows per query while streaming a download. */
 const RESULT_PAGE_ROWS = 1000;
