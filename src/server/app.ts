@@ -4,6 +4,7 @@
  *   POST /v1/decide        routes/decide.ts        GET /healthz, /readyz   routes/health.ts
  *   GET  /v1/models        routes/models.ts        GET /metrics            metrics.ts
  *   GET  /openapi.json     (generated from the route schemas by @fastify/swagger)
+ *   POST /v1/systemone     routes/systemone.ts     POST /v1/decisions      routes/decisions.ts
  *   /v1/batches...         routes/batches.ts (registered in the /v1 scope below)
  * Cross-cutting, in hook order: request id (request-id.ts) -> authentication (auth.ts) ->
  * rate limit (rate-limit.ts) -> no Content-Encoding (415); every error goes through errors.ts.
@@ -31,8 +32,10 @@ import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
 import { BatchService } from '../batches/batch-service.js';
 import { batchRoutes } from './routes/batches.js';
 import { decideRoutes } from './routes/decide.js';
+import { decisionsRoutes } from './routes/decisions.js';
 import { healthRoutes } from './routes/health.js';
 import { modelRoutes } from './routes/models.js';
+import { systemOneRoutes } from './routes/systemone.js';
 
 /** Default request body limit of POST /v1/decide (docs/api.md). */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -207,6 +210,9 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
     async (v1) => {
       await v1.register(decideRoutes, { service, bodyLimit: opts.bodyLimitBytes });
       await v1.register(modelRoutes, { service });
+      // The foreign dialects (docs/compatibility.md): same service path, their own wire shapes.
+      await v1.register(systemOneRoutes, { service, bodyLimit: opts.bodyLimitBytes });
+      await v1.register(decisionsRoutes, { service, bodyLimit: opts.bodyLimitBytes });
 
       // ---- Batch routes (src/server/routes/batches.ts) are registered HERE, in this /v1 scope, so
       // they get authentication (request.keyId), the rate limit, the error shape and the OpenAPI doc.

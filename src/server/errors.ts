@@ -40,7 +40,7 @@ function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError 
 }
 
 /** The ApiError the client sees for any thrown value: fastify's errors first, then toApiError(). */
-function httpError(err: unknown, request: FastifyRequest): ApiError {
+export function httpError(err: unknown, request: FastifyRequest): ApiError {
   if (isApiError(err)) return err;
   const fe = err as FastifyError;
   const mapped = typeof fe?.code === 'string' ? fromFastifyError(fe, request) : undefined;

@@ -1,8 +1,10 @@
 /**
  * Request ids. Every request gets a fresh ULID-based id (never one the client sends): decide
  * requests `dec_<ULID>`, which is also the response's `id`, so a stored decision points at its log
- * lines; every other request `req_<ULID>`. Every response carries it in `x-request-id`.
+ * lines; /v1/systemone requests `req_<32 hex>` (the form TypeSafe's SDK expects); every other
+ * request `req_<ULID>`. Every response carries it in `x-request-id`.
  */
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
 import { ulid } from 'ulid';
@@ -13,5 +15,8 @@ export function genReqId(req: IncomingMessage): string {
   const url = req.url ?? '';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
-  return req.method === 'POST' && path === '/v1/decide' ? `dec_${ulid()}` : `req_${ulid()}`;
+  if (req.method === 'POST' && path === '/v1/decide') return `dec_${ulid()}`;
+  // TypeSafe's SDK reads x-typesafe-request-id and expects its own form: req_ + 32 lowercase hex.
+  if (path === '/v1/systemone') return `req_${randomBytes(16).toString('hex')}`;
+  return `req_${ulid()}`;
 }

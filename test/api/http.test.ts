@@ -112,6 +112,11 @@ describe('authentication', () => {
         if (Array.isArray(op.security) && op.security.length === 0) {
           expect(res.statusCode, `${method} ${route}`).toBe(200);
           open++;
+        } else if (route === '/v1/systemone') {
+          // System One's own split (docs/compatibility.md): no key is 403, in its {"detail": ...} shape.
+          expect(res.statusCode, `${method} ${route}`).toBe(403);
+          expect(res.json().detail.error_type).toBe('authentication_error');
+          closed++;
         } else {
           expect(res.statusCode, `${method} ${route}`).toBe(401);
           expect(res.headers['www-authenticate']).toBe('Bearer');

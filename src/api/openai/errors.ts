@@ -26,7 +26,7 @@ export function openAiError(err: unknown, _context: ErrorContext = {}): WireErro
   const api = toApiError(err);
   switch (api.code) {
     case 'invalid_key':
-      return wire(401, api.message, 'invalid_request_error', null, 'invalid_api_key');
+      return wire(401, api.message, 'invalid_request_error', null, 'invalid_api_key', { 'www-authenticate': 'Bearer' });
     case 'invalid_question':
       return wire(api.status === 415 ? 415 : 400, api.message, 'invalid_request_error', null, null);
     case 'not_found':
