@@ -99,7 +99,11 @@ export async function makeStagingDir(outDir: string): Promise<string> {
   await makeDirectories(parent);
   await removeStaleStaging(parent, path.basename(outDir));
   const staging = path.join(parent, `.${path.basename(outDir)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-  await mkdir(staging);
+  try {
+    await mkdir(staging);
+  } catch (err) {
+    throw new ModelOutputError(`cannot write in ${parent}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
   return staging;
 }
 

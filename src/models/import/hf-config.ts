@@ -48,11 +48,30 @@ export interface ImportPlan {
 
 type Json = Record<string, unknown>;
 
+/**
+ * Upper bounds on the sizes a config may declare, checked before anything is allocated. Each is far
+ * above any model this engine can serve (the largest open decoders: ~130k hidden, 256 heads of 256,
+ * ~200 layers, ~260k vocabulary), so a real config never meets them; a hostile or corrupt one
+ * (head_dim 2**30, a billion layers) is refused at once instead of exhausting memory building the graph.
+ */
+export const CONFIG_LIMITS: Readonly<Record<string, number>> = {
+  hidden_size: 2 ** 18,
+  num_attention_heads: 2 ** 12,
+  num_key_value_heads: 2 ** 12,
+  head_dim: 2 ** 12,
+  intermediate_size: 2 ** 20,
+  num_hidden_layers: 2 ** 12,
+  vocab_size: 2 ** 23,
+  max_position_embeddings: 2 ** 26,
+};
+
 function num(cfg: Json, key: string, opts: { int?: boolean; fallback?: number } = {}): number {
   const v = cfg[key] ?? opts.fallback;
   if (typeof v !== 'number' || !Number.isFinite(v) || (opts.int && (!Number.isInteger(v) || v <= 0))) {
-    throw new ImportError(`config.json: "${key}" must be ${opts.int ? 'a positive integer' : 'a number'} (got ${JSON.stringify(cfg[key])})`);
+    throw new ImportError(`config.json: "${key}" must be ${opts.int ? 'a positive integer' : 'a number'} (got ${JSON.stringify(cfg[key])?.slice(0, 100)})`);
   }
+  const limit = CONFIG_LIMITS[key];
+  if (limit !== undefined && v > limit) throw new ImportError(`config.json: "${key}" is ${v}, more than any model this importer builds (at most ${limit})`);
   return v;
 }
 
@@ -60,9 +79,10 @@ function num(cfg: Json, key: string, opts: { int?: boolean; fallback?: number } 
 export function planFromConfig(raw: Json): ImportPlan {
   const modelType = raw.model_type;
   if (typeof modelType !== 'string') throw new ImportError('config.json: "model_type" is missing');
-  if (REFUSED[modelType]) throw new ImportError(`config.json: model_type "${modelType}" is ${REFUSED[modelType]}; it cannot be imported`);
+  // Own keys only: a model_type such as "__proto__" or "constructor" is not a lookup into Object.prototype.
+  if (Object.hasOwn(REFUSED, modelType)) throw new ImportError(`config.json: model_type "${modelType}" is ${REFUSED[modelType]}; it cannot be imported`);
   if (!(FAMILIES as readonly string[]).includes(modelType)) {
-    throw new ImportError(`config.json: model_type "${modelType}" is not supported; supported: ${FAMILIES.join(', ')}`);
+    throw new ImportError(`config.json: model_type ${JSON.stringify(modelType.slice(0, 100))} is not supported; supported: ${FAMILIES.join(', ')}`);
   }
   const family = modelType as Family;
   for (const key of ['num_experts', 'num_local_experts', 'n_routed_experts', 'moe_intermediate_size']) {
@@ -110,6 +130,7 @@ export function planFromConfig(raw: Json): ImportPlan {
   };
   if (family === 'gemma') features.embeddingScale = Math.sqrt(hiddenSize);
 
+  checkLayerTypes(raw, shape.numLayers);
   // A window as long as the context changes nothing.
   const window = slidingWindow(family, raw, shape.numLayers);
   const active = window !== undefined && window.size < maxPos && window.layers.some(Boolean) ? window : undefined;
@@ -143,6 +164,23 @@ function activationOf(family: Family, raw: Json): DecoderFeatures['activation'] 
       return 'gelu';
     default:
       throw new ImportError(`config.json: activation "${name}" is not supported (silu, gelu, gelu_pytorch_tanh)`);
+  }
+}
+
+/**
+ * `layer_types` (transformers 5) names each layer's kind. Only full and sliding attention exist in
+ * these families; any other kind (linear attention, a recurrent or MoE layer) would be imported as
+ * plain attention without a word, so it is refused whatever the family and window settings.
+ */
+function checkLayerTypes(raw: Json, numLayers: number): void {
+  const types = raw.layer_types;
+  if (types === undefined || types === null) return;
+  if (!Array.isArray(types)) throw new ImportError('config.json: "layer_types" must be a list');
+  if (types.length !== numLayers) throw new ImportError(`config.json: "layer_types" has ${types.length} entries for ${numLayers} layers`);
+  for (const [i, t] of types.entries()) {
+    if (t !== 'full_attention' && t !== 'sliding_attention') {
+      throw new ImportError(`config.json: layer ${i} has layer type ${JSON.stringify(t)?.slice(0, 100)}, which is not supported (full_attention, sliding_attention)`);
+    }
   }
 }
 
@@ -192,8 +230,11 @@ export function readRope(raw: Json): RopeSettings {
   }
   const t = theta ?? 10000;
   if (typeof t !== 'number' || !(t > 0)) throw new ImportError(`config.json: rope_theta must be a positive number (got ${JSON.stringify(theta)})`);
-  const type = (source.rope_type ?? source.type ?? 'default') as string;
+  const type = source.rope_type ?? source.type ?? 'default';
   if (type === 'default') return { theta: t, type: 'default' };
+  if (type !== 'linear' && type !== 'llama3') {
+    throw new ImportError(`config.json: rope scaling type ${JSON.stringify(type)?.slice(0, 100)} is not supported (default, linear, llama3)`);
+  }
   const factor = source.factor;
   if (typeof factor !== 'number' || !(factor > 0)) throw new ImportError(`config.json: rope scaling "${type}" needs a positive "factor"`);
   if (type === 'linear') return { theta: t, type: 'linear', factor };
@@ -206,7 +247,7 @@ export function readRope(raw: Json): RopeSettings {
     }
     return { theta: t, type: 'llama3', factor, lowFreqFactor: low, highFreqFactor: high, originalMaxPositionEmbeddings: original };
   }
-  throw new ImportError(`config.json: rope scaling type "${type}" is not supported (default, linear, llama3)`);
+  throw new ImportError(`config.json: rope scaling type "${String(type)}" is not supported (default, linear, llama3)`);
 }
 
 const f32 = Math.fround;

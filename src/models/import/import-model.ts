@@ -10,8 +10,8 @@
  * 3. Weights are streamed tensor by tensor into onnx/model.onnx (+ model.onnx_data when large).
  * 4. The staging directory is renamed into place. Any failure removes it.
  */
-import { existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { existsSync, statSync } from 'node:fs';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { LabelSet } from '../../runtime/labels.js';
@@ -20,9 +20,10 @@ import { TextTokenizer } from '../../runtime/tokenizer.js';
 import { buildDecoderGraph, type DecoderFeatures } from '../builder/decoder-graph.js';
 import { GRAPH_VERSION } from '../builder/make-model.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from '../builder/onnx-writer.js';
+import { checkpointFile, copySideFile, MAX_SIDE_FILE_BYTES } from './checkpoint-files.js';
 import { ImportError, planFromConfig, type ImportPlan } from './hf-config.js';
 import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed } from './safetensors.js';
-import { mapWeights, type WeightSource } from './weight-map.js';
+import { checkSizesAgainstTensors, mapWeights, type WeightSource } from './weight-map.js';
 import { checkModelOutput, makeStagingDir, ModelOutputError, placeModelDir } from '../output-dir.js';
 
 export { ImportError } from './hf-config.js';
@@ -60,7 +61,7 @@ export interface ImportedModel {
   dtype: FloatDtype;
   /** Parameters of the checkpoint (a tied LM head counted once, though the graph stores its transpose too). */
   parameters: number;
-  /** False when the checkpoint had no tokenizer.json (the engine scores ids; the service refuses it). */
+  /** False when the checkpoint lacked tokenizer.json or tokenizer_config.json (the engine scores ids; the service reports the model broken). */
   hasTokenizer: boolean;
   warnings: string[];
 }
@@ -92,6 +93,31 @@ export const PACKED_IMPORTS_BY_DEFAULT = true;
  * const { dir, plan } = await importModel({ hfDir: 'Qwen3-0.6B', outDir: 'models/qwen3-0.6b-2026-11' });
  */
 export async function importModel(opts: ImportModelOptions): Promise<ImportedModel> {
+  const stage = { file: 'config.json' };
+  try {
+    return await importSteps(opts, stage);
+  } catch (err) {
+    throw namedImportError(err, stage.file, path.resolve(opts.hfDir));
+  }
+}
+
+/**
+ * Every failure as an ImportError that names the file: the importer's own errors as they are, a
+ * file system error by the path it names, anything else by the file being worked on then (so a
+ * message never reads as a bare "Cannot convert undefined or null to object").
+ */
+function namedImportError(err: unknown, file: string, hfDir: string): ImportError {
+  if (err instanceof ImportError) return err;
+  if (err instanceof ModelOutputError || err instanceof CheckpointError) return new ImportError(err.message);
+  const e = err as NodeJS.ErrnoException;
+  if (typeof e?.code === 'string' && typeof e.path === 'string') {
+    const where = e.path.startsWith(hfDir + path.sep) ? path.relative(hfDir, e.path) : e.path;
+    return new ImportError(`${where}: ${e.code}${e.syscall ? ` (${e.syscall})` : ''}`);
+  }
+  return new ImportError(`${file}: ${(err as Error)?.message ?? String(err)}`);
+}
+
+async function importSteps(opts: ImportModelOptions, stage: { file: string }): Promise<ImportedModel> {
   const hfDir = path.resolve(opts.hfDir);
   const outDir = path.resolve(opts.outDir);
   const dtype = opts.dtype ?? 'fp32';
@@ -106,24 +132,22 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
   };
 
   // 1. Everything that can be checked without writing.
-  if (!existsSync(hfDir) || !(await stat(hfDir)).isDirectory()) throw new ImportError(`${hfDir}: not a directory`);
-  const configPath = path.join(hfDir, 'config.json');
-  if (!existsSync(configPath)) throw new ImportError(`${configPath}: missing (a Hugging Face checkpoint folder has config.json)`);
+  const folder = await stat(hfDir).catch(() => undefined);
+  if (!folder?.isDirectory()) throw new ImportError(`${hfDir}: ${folder ? 'not a directory' : 'does not exist'}`);
+  const configFile = checkpointFile(hfDir, 'config.json', { copied: true });
+  if (configFile === undefined) throw new ImportError('config.json: missing (a Hugging Face checkpoint folder has config.json)');
+  if (statSync(configFile).size > MAX_SIDE_FILE_BYTES) throw new ImportError(`config.json: larger than ${MAX_SIDE_FILE_BYTES} bytes`);
   let rawConfig: Record<string, unknown>;
   try {
-    rawConfig = JSON.parse(await readFile(configPath, 'utf8')) as Record<string, unknown>;
+    rawConfig = JSON.parse(await readFile(configFile, 'utf8')) as Record<string, unknown>;
   } catch (err) {
-    throw new ImportError(`${configPath}: not valid JSON (${(err as Error).message})`);
+    throw new ImportError(`config.json: not valid JSON (${(err as Error).message})`);
   }
-  if (typeof rawConfig !== 'object' || rawConfig === null || Array.isArray(rawConfig)) throw new ImportError(`${configPath}: must hold a JSON object`);
+  if (typeof rawConfig !== 'object' || rawConfig === null || Array.isArray(rawConfig)) throw new ImportError('config.json: must hold a JSON object');
   const plan = planFromConfig(rawConfig);
-  let checkpoint: SafetensorsCheckpoint;
-  try {
-    checkpoint = SafetensorsCheckpoint.open(hfDir);
-  } catch (err) {
-    if (err instanceof CheckpointError) throw new ImportError(err.message);
-    throw err;
-  }
+  stage.file = 'the safetensors weights';
+  const checkpoint = SafetensorsCheckpoint.open(hfDir);
+  checkSizesAgainstTensors(plan.shape, checkpoint.tensors);
   // Features beyond the checkpoint's plan, recorded in decision.json as the builder records its own.
   // Without them the graph is the same as before packing existed.
   const extraFeatures: Partial<DecoderFeatures> = {
@@ -141,14 +165,17 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
   if (!VALID_ID.test(name)) {
     throw new ImportError(`the output directory name "${name}" is not a valid model id (letters, digits, '.', '_', '-'; starting with a letter or digit)`);
   }
-  const target = await asImportError(() => checkModelOutput(outDir, { force: opts.force === true, inputs: [hfDir] }));
+  stage.file = outDir;
+  const target = await checkModelOutput(outDir, { force: opts.force === true, inputs: [hfDir] });
 
   // 2. Staging directory: hidden and marked .tmp-, so the registry never lists it.
-  const staging = await asImportError(() => makeStagingDir(outDir));
+  const staging = await makeStagingDir(outDir);
   try {
     await mkdir(path.join(staging, 'onnx'));
+    stage.file = 'tokenizer files';
     const hasTokenizer = await copyTokenizerFiles(hfDir, staging, warn);
-    if (hasTokenizer) await checkPromptAndLabels(staging, plan);
+    // With tokenizer.json alone the labels can still be checked (against the fallback template).
+    if (existsSync(path.join(staging, 'tokenizer.json'))) await checkPromptAndLabels(staging, plan);
 
     const config: Record<string, unknown> = { ...rawConfig };
     config.torch_dtype = dtype === 'fp16' ? 'float16' : 'float32';
@@ -177,6 +204,7 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
 
     // 3. Weights, one tensor at a time.
     const totalParams = weights.reduce((s, w) => s + numel(w.dims), 0);
+    stage.file = 'onnx/model.onnx';
     await writeModel({
       path: path.join(staging, 'onnx', 'model.onnx'),
       graph,
@@ -187,7 +215,8 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
     });
 
     // 4. Into place.
-    await asImportError(() => placeModelDir(staging, target));
+    stage.file = outDir;
+    await placeModelDir(staging, target);
     const parameters = [...new Set(sources.map((src) => src.entry))].reduce((n, e) => n + numel(e.shape), 0);
     return { dir: outDir, plan, dtype, hasTokenizer, warnings, parameters };
   } catch (err) {
@@ -208,40 +237,50 @@ function weightSpecs(
     dims: decl.dims,
     dtype,
     *chunks(): Generator<Float32Array> {
-      yield* transpose ? streamTransposed(entry) : streamTensor(entry);
+      for (const chunk of transpose ? streamTransposed(entry) : streamTensor(entry)) {
+        // A NaN weight turns every score it touches into NaN: a corrupt checkpoint, refused here.
+        for (let i = 0; i < chunk.length; i++) {
+          if (chunk[i] !== chunk[i]) throw new ImportError(`${path.basename(entry.file)}: tensor ${entry.name} holds NaN values (a corrupt checkpoint)`);
+        }
+        yield chunk;
+      }
       written += numel(decl.dims);
       onProgress?.(written, totalParams);
     },
   }));
 }
 
-/** Copies the tokenizer files; returns false (with a warning) when there is no tokenizer.json. */
+/**
+ * Copies the tokenizer and side files (checkpoint-files.ts: no link out of the folder, JSON parsed,
+ * modes never widened). A missing tokenizer.json or tokenizer_config.json is a warning: the model
+ * is imported without a tokenizer, which the registry reports as broken until both are added.
+ * Returns whether both are there.
+ */
 async function copyTokenizerFiles(hfDir: string, staging: string, warn: (m: string) => void): Promise<boolean> {
-  for (const f of TOKENIZER_FILES) {
-    if (!existsSync(path.join(hfDir, f))) continue;
-    await copyFile(path.join(hfDir, f), path.join(staging, f));
-    await chmod(path.join(staging, f), 0o644); // a read-only source (e.g. a hub cache) must not make the model read-only
-  }
+  const present = new Set<string>();
+  for (const f of TOKENIZER_FILES) if (await copySideFile(hfDir, f, staging)) present.add(f);
   // transformers >= 4.43 may save the chat template as chat_template.jinja instead of inside
   // tokenizer_config.json; the prompt renderer reads it from tokenizer_config.json.
-  const jinja = path.join(hfDir, 'chat_template.jinja');
-  if (existsSync(jinja)) {
+  const jinja = checkpointFile(hfDir, 'chat_template.jinja', { copied: true });
+  if (jinja !== undefined) {
     const cfgPath = path.join(staging, 'tokenizer_config.json');
-    const cfg = existsSync(cfgPath) ? (JSON.parse(await readFile(cfgPath, 'utf8')) as Record<string, unknown>) : {};
+    const cfg = present.has('tokenizer_config.json') ? (JSON.parse(await readFile(cfgPath, 'utf8')) as Record<string, unknown>) : {};
     if (cfg.chat_template === undefined) {
+      if (statSync(jinja).size > MAX_SIDE_FILE_BYTES) throw new ImportError(`chat_template.jinja: larger than ${MAX_SIDE_FILE_BYTES} bytes`);
       cfg.chat_template = await readFile(jinja, 'utf8');
       await writeJson(cfgPath, cfg);
+      present.add('tokenizer_config.json');
     }
   }
-  const hasTokenizer = existsSync(path.join(staging, 'tokenizer.json'));
-  if (!hasTokenizer) {
+  const missing = ['tokenizer.json', 'tokenizer_config.json'].filter((f) => !present.has(f));
+  if (missing.length > 0) {
     const spm = existsSync(path.join(hfDir, 'tokenizer.model')) ? ' (only a SentencePiece tokenizer.model is there; the engine reads tokenizer.json)' : '';
     warn(
-      `no tokenizer.json in ${hfDir}${spm}: the model is imported without a tokenizer. The engine can score token ids, ` +
-        'but the service refuses to serve it until a tokenizer.json (and tokenizer_config.json with the chat template) is added to the model directory',
+      `no ${missing.join(' and no ')} in ${hfDir}${missing.includes('tokenizer.json') ? spm : ''}: the model is imported without a tokenizer. The engine can score token ids, ` +
+        'but the service reports it broken and refuses to serve it until tokenizer.json and tokenizer_config.json (with the chat template) are added to the model directory',
     );
   }
-  return hasTokenizer;
+  return missing.length === 0;
 }
 
 /** The chat template must render the decision prompt and the labels must be single tokens; else a clear error. */
@@ -265,16 +304,6 @@ async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<void
     await LabelSet.build(tokenizer, { context: renderer.labelContext });
   } catch (err) {
     throw new ImportError(`label tokens: ${(err as Error).message}`);
-  }
-}
-
-/** The output rules' refusals (output-dir.ts) as this importer's errors. */
-async function asImportError<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof ModelOutputError) throw new ImportError(err.message);
-    throw err;
   }
 }
 

@@ -5,7 +5,7 @@
  * front; tensor bytes are read one tensor at a time when the writer asks for them. A sharded
  * checkpoint lists its files in model.safetensors.index.json (`weight_map`: tensor -> file).
  */
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /** Storage types this importer converts (floating point only: quantized checkpoints are not supported). */
@@ -45,19 +45,23 @@ export class SafetensorsCheckpoint {
     let files: string[];
     let weightMap: Record<string, string> | undefined;
     if (existsSync(indexPath)) {
-      let index: { weight_map?: unknown };
+      assertRegularFile(indexPath);
+      let index: unknown;
       try {
-        index = JSON.parse(readFileSync(indexPath, 'utf8')) as { weight_map?: unknown };
+        index = JSON.parse(readFileSync(indexPath, 'utf8'));
       } catch (err) {
         throw new CheckpointError(`${INDEX_FILE}: not valid JSON (${(err as Error).message})`);
       }
-      if (typeof index.weight_map !== 'object' || index.weight_map === null) {
-        throw new CheckpointError(`${INDEX_FILE}: has no "weight_map" object`);
+      const map = isObject(index) ? index.weight_map : undefined;
+      if (!isObject(map)) throw new CheckpointError(`${INDEX_FILE}: has no "weight_map" object`);
+      for (const [tensor, f] of Object.entries(map)) {
+        if (typeof f !== 'string' || f === '' || f.includes('/') || f.includes('\\') || f === '.' || f === '..') {
+          throw new CheckpointError(`${INDEX_FILE}: bad shard name ${JSON.stringify(f)?.slice(0, 100)} for ${tensor.slice(0, 100)}`);
+        }
       }
-      weightMap = index.weight_map as Record<string, string>;
+      weightMap = map as Record<string, string>;
       files = [...new Set(Object.values(weightMap))].sort();
       for (const f of files) {
-        if (typeof f !== 'string' || f.includes('/') || f.includes('\\')) throw new CheckpointError(`${INDEX_FILE}: bad shard name ${JSON.stringify(f)}`);
         if (!existsSync(path.join(dir, f))) throw new CheckpointError(`${INDEX_FILE} names the shard ${f}, which is missing`);
       }
     } else {
@@ -98,6 +102,7 @@ export class SafetensorsCheckpoint {
 
 /** Parses one file's header and checks every tensor lies inside the file with the size its shape says. */
 export function readHeader(file: string): TensorEntry[] {
+  assertRegularFile(file);
   const fd = openSync(file, 'r');
   try {
     const size = fstatSync(fd).size;
@@ -111,16 +116,18 @@ export function readHeader(file: string): TensorEntry[] {
     }
     const headerBuf = Buffer.alloc(headerLen);
     readExactly(fd, headerBuf, 8);
-    let header: Record<string, unknown>;
+    let header: unknown;
     try {
-      header = JSON.parse(headerBuf.toString('utf8')) as Record<string, unknown>;
+      header = JSON.parse(headerBuf.toString('utf8'));
     } catch (err) {
       throw new CheckpointError(`${name}: the safetensors header is not valid JSON (${(err as Error).message})`);
     }
+    if (!isObject(header)) throw new CheckpointError(`${name}: the safetensors header must be a JSON object`);
     const dataStart = 8 + headerLen;
     const out: TensorEntry[] = [];
     for (const [tensorName, info] of Object.entries(header)) {
       if (tensorName === '__metadata__') continue;
+      if (!isObject(info)) throw new CheckpointError(`${name}: tensor ${tensorName.slice(0, 100)} is not described by an object`);
       const t = info as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
       if (typeof t.dtype !== 'string' || !(t.dtype in ELEMENT_BYTES)) {
         throw new CheckpointError(
@@ -146,6 +153,16 @@ export function readHeader(file: string): TensorEntry[] {
   } finally {
     closeSync(fd);
   }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Only regular files are read: opening a FIFO would block for ever, a device has no end. */
+function assertRegularFile(file: string): void {
+  const info = statSync(file, { throwIfNoEntry: false });
+  if (info === undefined) throw new CheckpointError(`${path.basename(file)}: missing (or a broken link)`);
+  if (info.isDirectory()) throw new CheckpointError(`${path.basename(file)}: a directory, not a file`);
+  if (!info.isFile()) throw new CheckpointError(`${path.basename(file)}: not a regular file (a FIFO, socket or device cannot be imported)`);
 }
 
 function readExactly(fd: number, buf: Uint8Array, position: number): void {

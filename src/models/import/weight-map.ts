@@ -6,6 +6,7 @@
  * tensor must be used, before anything is written.
  */
 import type { WeightDecl } from '../builder/decoder-graph.js';
+import type { ModelShape } from '../builder/presets.js';
 import { ImportError } from './hf-config.js';
 import type { TensorEntry } from './safetensors.js';
 
@@ -59,4 +60,35 @@ export function mapWeights(decls: readonly WeightDecl[], tensors: ReadonlyMap<st
     throw new ImportError(`the checkpoint does not match its config:\n  - ${shown.join('\n  - ')}${problems.length > shown.length ? `\n  - … and ${problems.length - shown.length} more` : ''}`);
   }
   return out;
+}
+
+/**
+ * The config's sizes against the checkpoint's tensors, before the graph is built: the embedding's
+ * shape, the number of layers stored, and layer 0's projections. Building the graph costs time and
+ * memory in proportion to what the config declares; after this check that is what the checkpoint
+ * really holds, so a config that declares far more (a billion layers, head_dim 2**30) is refused
+ * at once. The full tensor-by-tensor check (mapWeights) follows once the graph names every weight.
+ */
+export function checkSizesAgainstTensors(shape: ModelShape, tensors: ReadonlyMap<string, TensorEntry>): void {
+  const problems: string[] = [];
+  const expect = (name: string, want: number[]) => {
+    const entry = tensors.get(name);
+    if (entry === undefined) problems.push(`missing tensor ${name}`);
+    else if (entry.shape.length !== want.length || entry.shape.some((d, i) => d !== want[i])) {
+      problems.push(`tensor ${name} has shape [${entry.shape.join(', ')}], the config implies [${want.join(', ')}]`);
+    }
+  };
+  expect(EMBEDDING, [shape.vocabSize, shape.hiddenSize]);
+  let stored = 0;
+  for (const name of tensors.keys()) {
+    const layer = /^model\.layers\.(\d+)\./.exec(name);
+    if (layer) stored = Math.max(stored, Number(layer[1]) + 1);
+  }
+  if (stored !== shape.numLayers) problems.push(`the config says num_hidden_layers ${shape.numLayers}, the checkpoint stores ${stored} layers`);
+  else {
+    expect('model.layers.0.self_attn.q_proj.weight', [shape.numHeads * shape.headDim, shape.hiddenSize]);
+    expect('model.layers.0.self_attn.k_proj.weight', [shape.numKvHeads * shape.headDim, shape.hiddenSize]);
+    expect('model.layers.0.mlp.gate_proj.weight', [shape.intermediateSize, shape.hiddenSize]);
+  }
+  if (problems.length > 0) throw new ImportError(`the checkpoint does not match its config:\n  - ${problems.join('\n  - ')}`);
 }

@@ -1,0 +1,177 @@
+/**
+ * Hostile and odd checkpoint folders (issue 23 items 11, 13, 14): every one ends in an ImportError
+ * that names the file, quickly, with nothing written; links that leave the folder are not followed
+ * into a model; copied files never get wider permissions than their source.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { writeTokenizerFiles } from '../../src/models/builder/tokenizer-files.js';
+import { ImportError, importModel } from '../../src/models/import/import-model.js';
+import { randomCheckpoint } from '../helpers/hf-checkpoint.js';
+import { readSafetensors, writeSafetensors, type Tensor } from '../helpers/safetensors-file.js';
+
+const FIXTURES = path.join(path.resolve(fileURLToPath(new URL('../..', import.meta.url))), '..', 'shared', 'fixtures', 'hf-tiny');
+const QWEN3 = path.join(FIXTURES, 'qwen3');
+let scratch: string;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'import-hostile-'));
+});
+afterAll(async () => {
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+const readConfig = () => JSON.parse(readFileSync(path.join(QWEN3, 'config.json'), 'utf8')) as Record<string, unknown>;
+
+/** A copy of the qwen3 fixture, edited. */
+async function checkpoint(name: string, edit: (dir: string) => Promise<void> = async () => {}): Promise<string> {
+  const dir = path.join(scratch, 'hf', name);
+  await cp(QWEN3, dir, { recursive: true });
+  await edit(dir);
+  return dir;
+}
+
+/** Imports into a fresh models dir; returns the error (or undefined) and what the models dir holds after. */
+async function tryImport(dir: string, name = path.basename(dir)): Promise<{ err: unknown; left: string[]; out: string }> {
+  const modelsDir = path.join(scratch, 'models', name);
+  await mkdir(modelsDir, { recursive: true });
+  const out = path.join(modelsDir, 'm');
+  const err = await importModel({ hfDir: dir, outDir: out }).then(() => undefined, (e: unknown) => e);
+  return { err, left: await readdir(modelsDir), out };
+}
+
+async function expectRefused(dir: string, message: RegExp): Promise<void> {
+  const { err, left } = await tryImport(dir);
+  expect(err).toBeInstanceOf(ImportError);
+  expect((err as Error).message).toMatch(message);
+  expect(left).toEqual([]);
+}
+
+describe('side files (generation_config.json, special_tokens_map.json, ...)', () => {
+  it('a symbolic link that leaves the folder is refused, naming the file and the target', async () => {
+    const secret = path.join(scratch, 'secret.json');
+    await writeFile(secret, '{"token": "s3cret"}', { mode: 0o600 });
+    const dir = await checkpoint('link-out', async (d) => {
+      await rm(path.join(d, 'generation_config.json'));
+      await symlink(secret, path.join(d, 'generation_config.json'));
+    });
+    await expectRefused(dir, /^generation_config\.json: a symbolic link to .*secret\.json, outside the checkpoint folder/);
+  });
+
+  it('a link inside the folder is followed; a 0600 source stays 0600 in the model', async () => {
+    const dir = await checkpoint('link-in', async (d) => {
+      await mkdir(path.join(d, 'real'));
+      await writeFile(path.join(d, 'real', 'special_tokens_map.json'), '{"eos_token": "<|im_end|>"}', { mode: 0o600 });
+      await chmod(path.join(d, 'real', 'special_tokens_map.json'), 0o600);
+      await symlink(path.join('real', 'special_tokens_map.json'), path.join(d, 'special_tokens_map.json'));
+      await chmod(path.join(d, 'generation_config.json'), 0o640);
+    });
+    const { err, out } = await tryImport(dir);
+    expect(err).toBeUndefined();
+    expect(JSON.parse(await readFile(path.join(out, 'special_tokens_map.json'), 'utf8'))).toEqual({ eos_token: '<|im_end|>' });
+    expect((await stat(path.join(out, 'special_tokens_map.json'))).mode & 0o777).toBe(0o600);
+    expect((await stat(path.join(out, 'generation_config.json'))).mode & 0o077).toBe(0o040 & ~process.umask());
+  });
+
+  it('a JSON side file that does not parse is refused by name', async () => {
+    const dir = await checkpoint('bad-json', (d) => writeFile(path.join(d, 'special_tokens_map.json'), '{"eos_token": '));
+    await expectRefused(dir, /^special_tokens_map\.json: not valid JSON/);
+  });
+
+  it('tokenizer.json without tokenizer_config.json: imported without a tokenizer, with a warning naming the missing file', async () => {
+    // A small Qwen3 with the Qwen3 tokenizer cut to 16,384 ids (as make-model's tiny preset), without tokenizer_config.json.
+    const cfg = {
+      ...readConfig(),
+      hidden_size: 32, num_attention_heads: 2, num_key_value_heads: 1, head_dim: 16, intermediate_size: 64,
+      num_hidden_layers: 1, layer_types: undefined, vocab_size: 16384,
+    };
+    const dir = path.join(scratch, 'hf', 'no-tokenizer-config');
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, 'config.json'), JSON.stringify(cfg));
+    writeSafetensors(path.join(dir, 'model.safetensors'), randomCheckpoint(cfg, 4, 1), 'F32');
+    await writeTokenizerFiles(dir, 16384);
+    await rm(path.join(dir, 'tokenizer_config.json'));
+    const modelsDir = path.join(scratch, 'models', 'no-tokenizer-config');
+    const result = await importModel({ hfDir: dir, outDir: path.join(modelsDir, 'm') });
+    expect(result.hasTokenizer).toBe(false);
+    expect(result.warnings.join('\n')).toMatch(/no tokenizer_config\.json in .*imported without a tokenizer/);
+    expect(JSON.parse(await readFile(path.join(result.dir, 'decision.json'), 'utf8')).import.tokenizer).toBe(false);
+  });
+});
+
+describe('files that are not regular files', () => {
+  it('a FIFO as the weights or the config: refused at once (no read that blocks for ever)', async () => {
+    const weights = await checkpoint('fifo-weights', async (d) => {
+      await rm(path.join(d, 'model.safetensors'));
+      execFileSync('mkfifo', [path.join(d, 'model.safetensors')]);
+    });
+    await expectRefused(weights, /^model\.safetensors: not a regular file/);
+    const config = await checkpoint('fifo-config', async (d) => {
+      await rm(path.join(d, 'config.json'));
+      execFileSync('mkfifo', [path.join(d, 'config.json')]);
+    });
+    await expectRefused(config, /^config\.json: not a regular file/);
+  });
+
+  it('a directory named config.json or model.safetensors is named as such', async () => {
+    const config = await checkpoint('dir-config', async (d) => {
+      await rm(path.join(d, 'config.json'));
+      await mkdir(path.join(d, 'config.json'));
+    });
+    await expectRefused(config, /^config\.json: a directory, not a file/);
+    const weights = await checkpoint('dir-weights', async (d) => {
+      await rm(path.join(d, 'model.safetensors'));
+      await mkdir(path.join(d, 'model.safetensors'));
+    });
+    await expectRefused(weights, /^model\.safetensors: a directory, not a file/);
+  });
+
+  it('a JSON null index or header names its file (no bare TypeError)', async () => {
+    const index = await checkpoint('null-index', (d) => writeFile(path.join(d, 'model.safetensors.index.json'), 'null'));
+    await expectRefused(index, /^model\.safetensors\.index\.json: has no "weight_map" object/);
+    const numbers = await checkpoint('number-shard', (d) => writeFile(path.join(d, 'model.safetensors.index.json'), '{"weight_map": {"a": 7}}'));
+    await expectRefused(numbers, /^model\.safetensors\.index\.json: bad shard name 7/);
+    const header = await checkpoint('null-header', async (d) => {
+      const json = Buffer.from('null');
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64LE(BigInt(json.length));
+      await writeFile(path.join(d, 'model.safetensors'), Buffer.concat([len, json]));
+    });
+    await expectRefused(header, /^model\.safetensors: the safetensors header must be a JSON object/);
+  });
+});
+
+describe('hostile configs are refused before anything is built', () => {
+  const cases: Array<[string, (c: Record<string, unknown>) => void, RegExp]> = [
+    ['head-dim', (c) => void (c.head_dim = 2 ** 30), /^config\.json: "head_dim" is 1073741824, more than any model this importer builds/],
+    ['layers', (c) => void (c.num_hidden_layers = 1e9), /^config\.json: "num_hidden_layers" is 1000000000, more than any model/],
+    ['layers-vs-tensors', (c) => Object.assign(c, { num_hidden_layers: 4000, layer_types: undefined }), /num_hidden_layers 4000, the checkpoint stores 2 layers/],
+    ['heads-vs-tensors', (c) => void (c.head_dim = 4096), /q_proj\.weight has shape \[128, 64\], the config implies \[16384, 64\]/],
+    ['proto', (c) => void (c.model_type = '__proto__'), /^config\.json: model_type "__proto__" is not supported; supported:/],
+    ['constructor', (c) => void (c.model_type = 'constructor'), /^config\.json: model_type "constructor" is not supported/],
+    ['rope-unknown', (c) => void (c.rope_parameters = { rope_type: 'dynamic', rope_theta: 1e6 }), /^config\.json: rope scaling type "dynamic" is not supported \(default, linear, llama3\)/],
+    ['layer-type', (c) => void (c.layer_types = ['full_attention', 'linear_attention']), /^config\.json: layer 1 has layer type "linear_attention", which is not supported/],
+  ];
+  it.each(cases)('%s', async (name, edit, message) => {
+    const cfg = readConfig();
+    edit(cfg);
+    const dir = await checkpoint(`cfg-${name}`, (d) => writeFile(path.join(d, 'config.json'), JSON.stringify(cfg)));
+    await expectRefused(dir, message);
+  });
+
+  it('NaN weights are refused while streaming, nothing left behind', async () => {
+    const tensors = readSafetensors(path.join(QWEN3, 'model.safetensors'));
+    const emb = tensors.get('model.embed_tokens.weight')!;
+    const nan: Tensor = { shape: emb.shape, data: new Float64Array(emb.data.length).fill(NaN) };
+    tensors.set('model.embed_tokens.weight', nan);
+    const dir = await checkpoint('nan', async (d) => writeSafetensors(path.join(d, 'model.safetensors'), tensors, 'F32'));
+    await expectRefused(dir, /^model\.safetensors: tensor model\.embed_tokens\.weight holds NaN values/);
+    expect(existsSync(path.join(scratch, 'models', 'nan', 'm'))).toBe(false);
+  });
+});
