@@ -202,6 +202,7 @@ describe('POST /v1/systemone (plain fetch, the docs examples)', () => {
         (b) => expect(b.detail).toBe('Too many choices. Must have at most 26 choices.'),
       ],
       [{ ...QUICKSTART, state: longState(5000) }, 400, (b) => expect(b.detail.error_type).toBe('max_tokens_exceeded')],
+      [{ ...QUICKSTART, state: 'x'.repeat(1024 * 1024) }, 400, (b) => expect(b.detail.message).toContain('1048576 bytes')],
     ];
     for (const [body, status, check] of cases) {
       const res = await systemone(body);
