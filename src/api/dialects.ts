@@ -8,6 +8,8 @@ import type { Dialect } from './dialect.js';
 import { openAiDecisions } from './openai/index.js';
 import { systemOne } from './systemone/index.js';
 
+// `any` for the call type: each dialect's respond() takes its own call, which is what its own
+// parse() returned; a caller passes one to the other and never builds a call itself.
 export const DIALECTS: Readonly<Record<string, Dialect<any, unknown>>> = Object.freeze({
   [systemOne.path]: systemOne,
   [openAiDecisions.path]: openAiDecisions,
