@@ -66,7 +66,13 @@ export async function run(argv: string[]): Promise<number> {
   if (!LOG_LEVELS.includes(logLevel)) return commandError('serve', `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const dataDir = path.resolve(values['data-dir'] ?? process.env.DECIDE_DATA_DIR ?? 'data');
   const batchWorker = !values['no-worker'];
-  if (!batchWorker && databaseUrl({}) === undefined) {
+  let url;
+  try {
+    url = databaseUrl({});
+  } catch (err) {
+    return commandError('serve', (err as Error).message);
+  }
+  if (!batchWorker && url === undefined) {
     return commandError('serve', '--no-worker needs DECIDE_DATABASE_URL: with the embedded SQLite batch store this process is the only one that can run batches');
   }
   const modelsDir = path.resolve(values['models-dir'] ?? process.env.DECIDE_MODELS_DIR ?? 'models');

@@ -6,7 +6,10 @@
  * chunks are taken again when their lease lapses).
  *
  * stdout gets `decide: worker ready` once the schema is current and the queue is being polled;
- * the log lines go to stderr.
+ * the log lines go to stderr, the first of them the models this worker serves. A worker never
+ * creates a model (a mistyped --models-dir must not fill itself with a random-weights default);
+ * it takes only the chunks of models it has (pg/chunk-worker.ts), and the others wait for a
+ * worker that has them.
  */
 import path from 'node:path';
 
@@ -20,8 +23,9 @@ const HELP = `usage: decide worker [options]
 Works on the batch chunks of the Postgres batch store; serves no HTTP.
 
 options:
-  --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models); every model a
-                    batch names must be installed here too
+  --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models). The worker takes
+                    the chunks of the models installed here (it says which at start); chunks of
+                    other models wait for a worker that has them. Nothing is ever created here
   --threads N       CPU threads per forward pass (default: DECIDE_THREADS, else all cores)
   --provider P      cpu or cuda (default cpu)
   -h, --help        this text
@@ -30,7 +34,7 @@ environment:
   DECIDE_DATABASE_URL         postgres://user:password@host:port/database (required)
   DECIDE_BATCH_LEASE_SECONDS  seconds a chunk stays taken without a heartbeat from its worker
                               (default 30, min 10); a killed worker's chunk is taken again after it
-  DECIDE_BATCH_CHUNK_RECORDS, DECIDE_BATCH_CHUNK_BYTES  chunk size of the batches this process creates
+  (Chunk sizes are fixed by the API host that creates a batch: DECIDE_BATCH_CHUNK_* there.)
 `;
 
 const OPTIONS = {
@@ -38,6 +42,20 @@ const OPTIONS = {
   threads: { type: 'string' },
   provider: { type: 'string' },
 } as const;
+
+/** The log line naming the models this worker serves (or saying it serves none yet). */
+function servedModels(service: DecisionService, modelsDir: string): string {
+  const models = service.registry.list();
+  if (models.length === 0) {
+    return `decide worker: no model is installed in ${modelsDir}: this worker takes no chunk until one is (check --models-dir)`;
+  }
+  const aliases = Object.entries(service.registry.aliases());
+  const shown = models.map((m) => {
+    const names = aliases.filter(([, id]) => id === m.id).map(([alias]) => alias);
+    return names.length > 0 ? `${m.id} (${names.join(', ')})` : m.id;
+  });
+  return `decide worker: serving the models in ${modelsDir}: ${shown.join(', ')}`;
+}
 
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('worker', argv, HELP, OPTIONS);
@@ -47,7 +65,13 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof threads === 'string') return commandError('worker', threads);
   const provider = providerArg(values.provider);
   if (provider !== 'cpu' && provider !== 'cuda') return commandError('worker', provider);
-  if (databaseUrl({}) === undefined) {
+  let url;
+  try {
+    url = databaseUrl({});
+  } catch (err) {
+    return commandError('worker', (err as Error).message);
+  }
+  if (url === undefined) {
     return commandError('worker', 'DECIDE_DATABASE_URL is not set: a worker takes its chunks from the Postgres batch store (postgres://...)');
   }
   const modelsDir = path.resolve(values['models-dir'] ?? process.env.DECIDE_MODELS_DIR ?? 'models');
@@ -56,7 +80,9 @@ export async function run(argv: string[]): Promise<number> {
   let service: DecisionService | undefined;
   let store;
   try {
-    service = await DecisionService.open({ modelsDir, threads, provider, log });
+    // No default model, no preload: a worker serves what is installed, and loads a model with its first chunk.
+    service = await DecisionService.open({ modelsDir, threads, provider, log, ensureDefaultModel: false, preload: [] });
+    log(servedModels(service, modelsDir));
     store = await openBatchStore({}, { dataDir: modelsDir, settings: resolveBatchSettings(), service, work: true, log });
   } catch (err) {
     await service?.close().catch(() => undefined);

@@ -13,6 +13,14 @@
  *
  * Cancel reaches a worker within one chunk: a chunk of a job that is no longer open is skipped, and
  * the one in flight when the job was cancelled is discarded at its commit.
+ *
+ * Models: each chunk carries its job's model as its pg-boss group. A worker fetches only chunks of
+ * models it can serve (ignoreGroups: the models of open jobs that are not installed here, or that
+ * failed to load here in the last minute). A chunk whose model fails to load when taken goes back
+ * to the queue as it was (no attempt used), for a worker that can load it; with none, it waits.
+ * A worker never fails a job over a model it lacks. Each model's state is logged once per change.
+ *
+ * Database outages: every failed call backs off (connection-state.ts) and is logged once.
  */
 import type { PgBoss } from 'pg-boss';
 
@@ -21,12 +29,15 @@ import { addLine, chunkRows, emptyChunk, scoreChunk } from '../chunk-scoring.js'
 import type { BatchDecisionService } from '../job-pump.js';
 import { claimedCustomId, type RawLine, type RecordContext } from '../records.js';
 import type { BatchSettings } from '../settings.js';
+import type { ConnectionState } from './connection-state.js';
 import { inTransaction, queueDb, type Pool } from './database.js';
 import { closeJob, getJob, type PgJob } from './job-rows.js';
 import { CHUNK_ATTEMPTS, CHUNK_QUEUE, DEAD_CHUNK_QUEUE, type ChunkTask } from './queue.js';
 
 /** How long an idle worker waits before asking the queue again. */
 const IDLE_POLL_MS = 200;
+/** A model that failed to load here is tried again after this long (its files may have been fixed). */
+const RETRY_UNSERVABLE_MS = 60_000;
 
 interface Attempt {
   id: string;
@@ -41,6 +52,8 @@ export interface ChunkWorkerOptions {
   /** Lease in seconds: the worker touches its chunks three times per lease. */
   lease: number;
   log: (line: string) => void;
+  /** Shared with the store: database failures logged once per change, with backoff. */
+  connection: ConnectionState;
 }
 
 export class ChunkWorker {
@@ -49,6 +62,8 @@ export class ChunkWorker {
   private inFlight = 0;
   private idleWaiters: Array<() => void> = [];
   private wake: (() => void) | undefined;
+  /** Models this worker cannot serve now, why, and since when. */
+  private readonly unservable = new Map<string, { reason: string; since: number }>();
 
   constructor(private readonly o: ChunkWorkerOptions) {}
 
@@ -71,23 +86,25 @@ export class ChunkWorker {
   }
 
   private async loop(): Promise<void> {
+    const { connection } = this.o;
     while (!this.stopping) {
       let taken = false;
       try {
         taken = (await this.takeChunk()) || (await this.failDeadChunk());
+        connection.succeeded();
       } catch (err) {
-        if (!this.stopping) this.o.log(`batch worker: ${String((err as Error)?.message ?? err)}`);
+        if (!this.stopping) connection.failed(err);
       }
-      if (!taken) await this.idle();
+      if (!taken || connection.failing) await this.idle(connection.failing ? connection.backoffMs() : IDLE_POLL_MS);
     }
   }
 
-  private idle(): Promise<void> {
+  private idle(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.wake = undefined;
         resolve();
-      }, IDLE_POLL_MS);
+      }, ms);
       this.wake = () => {
         clearTimeout(timer);
         resolve();
@@ -95,9 +112,10 @@ export class ChunkWorker {
     });
   }
 
-  /** Takes one chunk and works on it; false when the queue had none. */
+  /** Takes one chunk and works on it; false when the queue had none this worker can serve. */
   private async takeChunk(): Promise<boolean> {
-    const [job] = await this.o.boss.fetch<ChunkTask>(CHUNK_QUEUE);
+    const ignoreGroups = await this.modelsToSkip();
+    const [job] = await this.o.boss.fetch<ChunkTask>(CHUNK_QUEUE, ignoreGroups.length > 0 ? { ignoreGroups } : {});
     if (!job) return false;
     const attempt = { id: job.id, retryCount: job.retryCount };
     this.inFlight += 1;
@@ -116,6 +134,44 @@ export class ChunkWorker {
     return true;
   }
 
+  /** The models of open jobs that this worker cannot serve (their chunks are left to other workers). */
+  private async modelsToSkip(): Promise<string[]> {
+    const { rows } = await this.o.pool.query<{ model: string }>(`SELECT DISTINCT model FROM decide_batch_jobs WHERE status IN ('queued', 'in_progress')`);
+    return rows.map((r) => r.model).filter((model) => !this.canServe(model));
+  }
+
+  private canServe(model: string): boolean {
+    const known = this.unservable.get(model);
+    if (known && Date.now() - known.since < RETRY_UNSERVABLE_MS) return false;
+    try {
+      this.o.service.resolveModel(model);
+    } catch (err) {
+      this.markUnservable(model, `not installed here (${toApiError(err).message})`);
+      return false;
+    }
+    if (known) {
+      // Installed now, or its load is worth another try: the next chunk tells.
+      this.unservable.delete(model);
+      this.o.log(`batch worker: model ${model}: trying it again`);
+    }
+    return true;
+  }
+
+  private markUnservable(model: string, reason: string): void {
+    const known = this.unservable.get(model);
+    this.unservable.set(model, { reason, since: Date.now() });
+    if (known?.reason !== reason) this.o.log(`batch worker: model ${model} cannot be served by this worker: ${reason}; its chunks are left to workers that can serve it`);
+  }
+
+  /** Puts a taken chunk back in the queue as it was (same priority, no attempt used) for another worker. */
+  private async release(attempt: Attempt): Promise<void> {
+    await inTransaction(this.o.pool, async (client) => {
+      const db = queueDb(client);
+      await this.o.boss.cancel(CHUNK_QUEUE, attempt, { db });
+      await this.o.boss.resume(CHUNK_QUEUE, attempt.id, { db });
+    });
+  }
+
   private async work(task: ChunkTask, attempt: Attempt): Promise<void> {
     const { pool, boss, service, settings } = this.o;
     const job = await getJob(pool, task.job);
@@ -124,19 +180,20 @@ export class ChunkWorker {
       await boss.complete(CHUNK_QUEUE, attempt);
       return;
     }
+    try {
+      await service.runtime(job.model);
+    } catch (err) {
+      if (this.stopping) throw err;
+      // Not this worker's model (not installed, or it fails to load here): another worker's, or later.
+      this.markUnservable(job.model, toApiError(err).message);
+      await this.release(attempt);
+      return;
+    }
     if (job.status === 'queued') {
       await pool.query(`UPDATE decide_batch_jobs SET status = 'in_progress', started_at = COALESCE(started_at, $2) WHERE id = $1 AND status = 'queued'`, [
         job.id,
         Date.now(),
       ]);
-    }
-    try {
-      await service.runtime(job.model);
-    } catch (err) {
-      if (this.stopping) throw err;
-      const e = toApiError(err);
-      await this.fail(job, attempt, { code: e.code, message: `model ${job.model} could not be used: ${e.message}` });
-      return;
     }
 
     const chunk = emptyChunk();

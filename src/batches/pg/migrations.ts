@@ -79,6 +79,13 @@ const MIGRATIONS: readonly Migration[] = [
     // matter: a cancel keeps the committed prefix whatever order chunks committed in).
     sql: `CREATE SEQUENCE decide_chunk_order AS integer MINVALUE 0 MAXVALUE 2147483647 START 0 CYCLE;`,
   },
+  {
+    version: 3,
+    name: 'open jobs by model',
+    // Every worker poll asks which models open jobs need (it skips the chunks of models it lacks);
+    // the jobs table keeps expired rows, so that must not be a scan of the whole table.
+    sql: `CREATE INDEX decide_batch_jobs_open_by_model ON decide_batch_jobs (model) WHERE status IN ('queued', 'in_progress');`,
+  },
 ];
 
 /**

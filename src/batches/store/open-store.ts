@@ -15,10 +15,30 @@ export interface StoreSelection {
   env?: NodeJS.ProcessEnv;
 }
 
-/** The database URL in force, or undefined for SQLite. */
+/**
+ * The database URL in force, or undefined for SQLite. Throws when it is set but is not a
+ * postgres:// or postgresql:// URL: a mysql:// URL or a bare word must not be tried as Postgres
+ * (a bare `decide` became host "base" and failed with ENOTFOUND). The message never repeats the
+ * value, which may hold a password.
+ */
 export function databaseUrl(selection: StoreSelection): string | undefined {
   const url = selection.databaseUrl ?? (selection.env ?? process.env).DECIDE_DATABASE_URL;
-  return url === undefined || url === '' ? undefined : url;
+  if (url === undefined || url === '') return undefined;
+  const problem = databaseUrlProblem(url);
+  if (problem) throw new Error(`DECIDE_DATABASE_URL ${problem}; it must be postgres://user:password@host:5432/database (or postgresql://), or unset for the embedded SQLite store`);
+  return url;
+}
+
+function databaseUrlProblem(url: string): string | undefined {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1];
+  if (scheme === undefined) return 'is not a URL (no scheme)';
+  if (!/^postgres(ql)?$/i.test(scheme)) return `is a ${scheme.slice(0, 20)}: URL, not a Postgres one`;
+  try {
+    if (!new URL(url).hostname && !/[?&]host=/.test(url)) return 'names no host';
+  } catch {
+    return 'is not a valid URL';
+  }
+  return undefined;
 }
 
 export async function openBatchStore(selection: StoreSelection, context: StoreContext): Promise<BatchStore> {

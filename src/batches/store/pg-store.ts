@@ -16,6 +16,7 @@ import { Readable } from 'node:stream';
 import type { PgBoss } from 'pg-boss';
 
 import { ChunkWorker } from '../pg/chunk-worker.js';
+import { ConnectionState } from '../pg/connection-state.js';
 import { inTransaction, openPool, queueDb, type Pool } from '../pg/database.js';
 import { insertInputRows } from '../pg/input-rows.js';
 import { closeJob, getJob, JOB_COLUMNS, toJob, type PgJob } from '../pg/job-rows.js';
@@ -44,15 +45,17 @@ export class PgBatchStore implements BatchStore {
     private readonly boss: PgBoss,
     private readonly options: PgStoreOptions,
     lease: number,
+    private readonly connection: ConnectionState,
   ) {
     if (options.work) {
-      this.worker = new ChunkWorker({ pool, boss, service: options.service, settings: options.settings, lease, log: options.log });
+      this.worker = new ChunkWorker({ pool, boss, service: options.service, settings: options.settings, lease, log: options.log, connection });
     }
   }
 
   /** Connects, brings the schema (ours and pg-boss's) up to date under the schema lock, then starts working. */
   static async open(options: PgStoreOptions): Promise<PgBatchStore> {
     const lease = leaseSeconds(options.env);
+    const connection = new ConnectionState(options.log);
     const pool = openPool(options.url, options.settings.chunk.pipelineDepth + 4);
     let boss: PgBoss | undefined;
     try {
@@ -61,7 +64,8 @@ export class PgBatchStore implements BatchStore {
         boss = await withSchemaLock(client, async () => {
           const applied = await migrate(client);
           if (applied.length > 0) options.log(`batch store: applied schema migrations ${applied.join(', ')}`);
-          return startQueue(options.url, lease, options.work, (err) => options.log(`batch queue: ${err.message}`));
+          // pg-boss's own passes (supervise, monitor) report database failures here: logged once per outage.
+          return startQueue(options.url, lease, options.work, (err) => connection.failed(err));
         });
       } finally {
         client.release();
@@ -71,9 +75,13 @@ export class PgBatchStore implements BatchStore {
       await pool.end().catch(() => undefined);
       throw new Error(`DECIDE_DATABASE_URL: the batch store could not be opened: ${(err as Error).message}`);
     }
-    const store = new PgBatchStore(pool, boss, options, lease);
+    const store = new PgBatchStore(pool, boss, options, lease, connection);
     store.sweepTimer = setInterval(
-      () => void store.sweep(Date.now()).catch((err) => options.log(`batch sweep failed: ${String(err)}`)),
+      () =>
+        void store.sweep(Date.now()).then(
+          () => connection.succeeded(),
+          (err: unknown) => connection.failed(err),
+        ),
       options.settings.sweepIntervalMs,
     );
     store.sweepTimer.unref();
@@ -95,7 +103,8 @@ export class PgBatchStore implements BatchStore {
       const priorities = await chunkPriorities(client, chunks.length);
       await this.boss.insert(
         CHUNK_QUEUE,
-        chunks.map((data, i) => ({ data, singletonKey: `${data.job}:${data.chunk}`, priority: priorities[i]! })),
+        // The group is the model: a worker fetches only the chunks of models it can serve (chunk-worker.ts).
+        chunks.map((data, i) => ({ data, singletonKey: `${data.job}:${data.chunk}`, priority: priorities[i]!, group: { id: job.model } })),
         { db: queueDb(client) },
       );
       return (await getJob(client, job.id))!;

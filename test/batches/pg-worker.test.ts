@@ -1,0 +1,130 @@
+/**
+ * `decide worker` and the chunk worker on a real Postgres:
+ * - a worker whose --models-dir is mistyped (no model there) creates no model, says it serves
+ *   none, and takes no chunk of a job it cannot serve: the job waits (not failed, no attempt used)
+ *   until a worker that has the model takes it and completes it;
+ * - while the database refuses connections a worker logs the outage once, backs off, and logs
+ *   once more when calls succeed again; then it finishes a job as usual.
+ * The outage is real: the test database is set to refuse connections (ALLOW_CONNECTIONS false,
+ * which holds for superusers too) and its sessions are ended.
+ */
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { BatchService } from '../../src/batches/batch-service.js';
+import { DecisionService } from '../../src/service/decision-service.js';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { goodLines, MODEL_ID, parseRows, startWorker, tempWorkspace } from './helpers.js';
+
+let workDir: string;
+let modelsDir: string;
+let svc: DecisionService;
+let postgres: TestPostgres;
+
+beforeAll(async () => {
+  ({ dir: workDir, modelsDir } = await tempWorkspace('batch-pg-worker'));
+  const opened = await Promise.allSettled([
+    DecisionService.open({ modelsDir, preload: [MODEL_ID], threads: 1 }).then((s) => (svc = s)),
+    startPostgres().then((p) => (postgres = p)),
+  ]);
+  for (const o of opened) if (o.status === 'rejected') throw o.reason;
+}, 120_000);
+
+afterAll(async () => {
+  await svc?.close();
+  await postgres?.stop();
+  await rm(workDir, { recursive: true, force: true });
+});
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function text(stream: AsyncIterable<unknown>): Promise<string> {
+  let out = '';
+  for await (const piece of stream) out += String(piece);
+  return out;
+}
+
+async function sql<T extends pg.QueryResultRow>(url: string, query: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(query, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('decide worker without the job model', () => {
+  it('creates no model, says it serves none, leaves the job to a worker that has the model', async () => {
+    const url = await postgres.database('worker_models');
+    const host = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'host'), databaseUrl: url, resume: false, chunk: { chunkRecords: 4 } });
+    const typo = path.join(workDir, 'modles');
+    const worker = await startWorker({ modelsDir: typo, env: { DECIDE_DATABASE_URL: url }, args: ['--threads', '1'] });
+    let helper: BatchService | undefined;
+    try {
+      expect(worker.output()).toContain(`no model is installed in ${typo}: this worker takes no chunk until one is`);
+      expect(existsSync(path.join(typo, 'svc-alpha-2026-10'))).toBe(false);
+
+      const lines = goodLines(12, 2, 'w');
+      const job = await host.create({ owner: 'o', model: 'svc-alpha', upload: await host.stageUpload(Readable.from([lines.join('\n')])) });
+      // The worker sees the open job's model and skips its chunks (logged once).
+      await until('the worker to skip the model', () => /model svc-alpha-2026-10 cannot be served by this worker: not installed here/.test(worker.output()));
+      expect((await host.get('o', job.id)).status).toBe('queued');
+      const chunks = await sql<{ state: string; retry_count: number }>(url, `SELECT state, retry_count FROM decide_queue.job WHERE name = 'decide-batch-chunks' AND data->>'job' = $1`, [job.id]);
+      expect(chunks).toHaveLength(3);
+      for (const c of chunks) expect(c).toEqual({ state: 'created', retry_count: 0 });
+
+      // A worker with the model takes the job and completes it.
+      helper = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'helper'), databaseUrl: url });
+      await until('the job to complete', async () => (await host.get('o', job.id)).status === 'completed');
+      const rows = parseRows(await text((await host.openResults('o', job.id)).stream));
+      expect(rows.map((r) => r.custom_id)).toEqual(lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
+      expect(worker.output().match(/cannot be served by this worker/g)).toHaveLength(1);
+      expect(await worker.stop()).toBe(0);
+      expect(existsSync(typo)).toBe(false);
+    } finally {
+      await worker.kill().catch(() => undefined);
+      await helper?.close();
+      await host.close();
+    }
+  }, 120_000);
+});
+
+describe('a worker while the database is down', () => {
+  it('logs the outage once, backs off, logs the recovery once, then works as before', async () => {
+    const url = await postgres.database('worker_outage');
+    const log: string[] = [];
+    const worker = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'outage'), databaseUrl: url, log: (l) => log.push(l) });
+    try {
+      await sql(postgres.url, `ALTER DATABASE worker_outage ALLOW_CONNECTIONS false`);
+      await sql(postgres.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'worker_outage' AND pid <> pg_backend_pid()`);
+      const failing = () => log.filter((l) => l.includes('database calls are failing'));
+      await until('the outage line', () => failing().length > 0);
+      // The outage goes on: the worker keeps retrying (backing off) without another line.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(failing()).toHaveLength(1);
+      expect(log.filter((l) => /batch (worker|queue):/.test(l))).toEqual([]);
+
+      await sql(postgres.url, `ALTER DATABASE worker_outage ALLOW_CONNECTIONS true`);
+      await until('the recovery line', () => log.some((l) => l.includes('database calls succeed again')), 60_000);
+      expect(log.filter((l) => l.includes('database calls succeed again'))).toHaveLength(1);
+      const lines = goodLines(5, 3, 'after');
+      const job = await worker.create({ owner: 'o', model: 'svc-alpha', upload: await worker.stageUpload(Readable.from([lines.join('\n')])) });
+      await until('the job after the outage to complete', async () => (await worker.get('o', job.id)).status === 'completed');
+    } finally {
+      await sql(postgres.url, `ALTER DATABASE worker_outage ALLOW_CONNECTIONS true`).catch(() => undefined);
+      await worker.close();
+    }
+  }, 120_000);
+});
