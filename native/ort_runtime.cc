@@ -43,7 +43,8 @@ void EnsureOrtLoaded(const std::string& library_path) {
   if (api == nullptr) {
     throw EngineError(kErrOrtLoad, std::string("ONNX Runtime ") + base->GetVersionString() + " at " +
                                        library_path + " does not serve API version " +
-                                       std::to_string(ORT_API_VERSION) + " (need 1.23 or newer)");
+                                       std::to_string(ORT_API_VERSION) + " (need ONNX Runtime 1." +
+                                       std::to_string(ORT_API_VERSION) + " or newer)");
   }
   Ort::InitApi(api);
   g_env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_ERROR, "decide");

@@ -20,6 +20,8 @@ let app: FastifyInstance;
 let base: string;
 let port: number;
 const logLines: string[] = [];
+/** Called after each log write: logLine() waits through it instead of sleeping. */
+const onLogWrite = new Set<() => void>();
 
 beforeAll(async () => {
   dirs = await tempModels();
@@ -27,6 +29,7 @@ beforeAll(async () => {
   const stream = new Writable({
     write(chunk, _enc, cb) {
       logLines.push(...String(chunk).split('\n').filter(Boolean));
+      for (const wake of onLogWrite) wake();
       cb();
     },
   });
@@ -94,6 +97,21 @@ function expectError(res: RawResponse | null, status: number, code: string): str
   return body.message as string;
 }
 
+/** The first log line from index `from` on that `matches`, as soon as it is written. */
+async function logLine(from: number, matches: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+  for (;;) {
+    const found = logLines.slice(from).map((l) => JSON.parse(l) as Record<string, unknown>).find(matches);
+    if (found) return found;
+    await new Promise<void>((resolve) => {
+      const wake = () => {
+        onLogWrite.delete(wake);
+        resolve();
+      };
+      onLogWrite.add(wake);
+    });
+  }
+}
+
 /** The log lines of one request, by its id. */
 function logOf(requestId: string): Array<Record<string, unknown>> {
   return logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.request_id === requestId);
@@ -139,7 +157,10 @@ describe('POST /v1/batches with a body that is not good multipart', () => {
     expect(await rawRequest(head, { closeAfterWrite: true })).toBeNull();
     const res = await fetch(`${base}/v1/models`, { headers: AUTH });
     expect(res.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 200));
+    // The check waits for the aborted upload's own last word (its error handling has run), not for a time.
+    const incoming = await logLine(before, (l) => l.msg === 'incoming request' && (l.req as { url?: string })?.url === '/v1/batches');
+    const last = await logLine(before, (l) => l.request_id === incoming.request_id && l.msg !== 'incoming request');
+    expect(last).toMatchObject({ level: 30, msg: 'request rejected', status: 400 });
     expect(logLines.slice(before).join('\n')).not.toMatch(/"level":50|stack/);
   });
 
@@ -179,12 +200,12 @@ describe('JSON bodies', () => {
     const body = '{"model": "svc-alpha", "state": "s", "questions": {"q1": {"type": "noul", "instructions": "A?"}, "q1": {"type": "noul", "instructions": "B?"}}}';
     const res = await decide(body);
     expect(res.status).toBe(400);
-    const json = await res.json();
+    const json = (await res.json()) as { message: string };
     expectErrorShape(json, 'invalid_question', res.headers.get('x-request-id')!);
     expect(json.message).toBe('request body: duplicate key "q1" in questions; each key may appear once');
     // Escaped spellings of the same key are the same key.
     const escaped = body.replace('"q1": {"type": "noul", "instructions": "B?"}', '"q\\u0031": {"type": "noul", "instructions": "B?"}');
-    expect((await (await decide(escaped)).json()).message).toMatch(/duplicate key "q1"/);
+    expect(((await (await decide(escaped)).json()) as { message: string }).message).toMatch(/duplicate key "q1"/);
   });
 
   it('malformed JSON: the message gives a position and never any of the body', async () => {
@@ -200,7 +221,7 @@ describe('JSON bodies', () => {
     for (const body of bodies) {
       const res = await decide(body);
       expect(res.status).toBe(400);
-      const { message } = await res.json();
+      const { message } = (await res.json()) as { message: string };
       expect(message, body).toMatch(/^request body: not valid JSON( \((at line \d+, column \d+|it ends early)\))?$/);
       expect(message).not.toContain('SECRET');
     }
@@ -212,7 +233,7 @@ describe('JSON bodies', () => {
     const body = JSON.stringify(decideBody('a short state', { fits: { type: 'noul', instructions: 'Is it?' }, huge: { type: 'choice', instructions: 'Which?', criteria } }));
     const res = await decide(body);
     expect(res.status).toBe(400);
-    const json = await res.json();
+    const json = (await res.json()) as { message: string };
     expectErrorShape(json, 'invalid_question', res.headers.get('x-request-id')!);
     expect(json.message).toMatch(/^questions\["huge"\]: its instructions and options take \d+ tokens .* more than the model's context of 4096 tokens even with an empty state/);
   });

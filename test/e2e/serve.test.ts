@@ -71,7 +71,7 @@ describe('decide serve', () => {
     const pinned = await postDecide(url, TEST_KEY, decideBody('Refund please.', undefined, 'svc-alpha-2026-10'));
     expect(alias.body.model).toBe('svc-alpha-2026-11');
     expect(pinned.body.model).toBe('svc-alpha-2026-10');
-    const models = await (await fetch(`${url}/v1/models`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).json();
+    const models = (await (await fetch(`${url}/v1/models`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).json()) as { aliases: unknown };
     expect(models.aliases).toEqual({ 'svc-alpha': 'svc-alpha-2026-11' });
   });
 
@@ -95,7 +95,8 @@ describe('decide serve', () => {
     }
     const doc = await fetch(`${url}/openapi.json`, { headers: { authorization: `Bearer ${OTHER_KEY}` } });
     expect(doc.status).toBe(200);
-    expect((await doc.json()).paths['/v1/decide'].post.operationId).toBe('decide');
+    const openapi = (await doc.json()) as { paths: Record<string, { post: { operationId: string } }> };
+    expect(openapi.paths['/v1/decide']!.post.operationId).toBe('decide');
   });
 
   it('gives every error code its status over HTTP', async () => {
@@ -208,7 +209,7 @@ describe('decide serve', () => {
   it('/readyz and /metrics over HTTP', async () => {
     const ready = await fetch(`${url}/readyz`);
     expect(ready.status).toBe(200);
-    expect((await ready.json()).models).toContain('svc-alpha-2026-11');
+    expect(((await ready.json()) as { models: string[] }).models).toContain('svc-alpha-2026-11');
     const text = await metrics();
     expect(text).toContain('# TYPE decide_engine_forward_passes_total counter');
     expect(metricValue(text, 'decide_http_requests_total', 'route="/v1/decide",status="200"')).toBeGreaterThan(100);

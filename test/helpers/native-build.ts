@@ -1,0 +1,56 @@
+/**
+ * Tests never run an addon older than native/: the global setup compares the SHA-256 of the native
+ * sources (native/ and CMakeLists.txt) with the stamp written beside build/Release/decide_native.node
+ * after the last build it saw succeed. On a mismatch (or no stamp, or no addon) it runs `npm run
+ * build:native` (incremental: seconds when nothing changed) and stamps the result; a failed build
+ * stops the run with the reason instead of testing the old addon.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const ADDON = path.join(ROOT, 'build', 'Release', 'decide_native.node');
+const STAMP = path.join(ROOT, 'build', 'Release', 'decide_native.sources-sha256');
+
+/** SHA-256 over the native sources: every file under native/ (sorted by path) and CMakeLists.txt. */
+export function nativeSourcesHash(): string {
+  const hash = createHash('sha256');
+  const files = [
+    'CMakeLists.txt',
+    ...readdirSync(path.join(ROOT, 'native'), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name))),
+  ].sort();
+  for (const file of files) hash.update(file).update('\0').update(readFileSync(path.join(ROOT, file))).update('\0');
+  return hash.digest('hex');
+}
+
+/** Why the addon needs a build, or undefined when it matches the sources. */
+export function staleAddonReason(want = nativeSourcesHash()): string | undefined {
+  if (!existsSync(ADDON)) return `${path.relative(ROOT, ADDON)} does not exist`;
+  const have = existsSync(STAMP) ? readFileSync(STAMP, 'utf8').trim() : undefined;
+  if (have === undefined) return 'no build stamp says which sources it was built from';
+  if (have !== want) return 'native/ or CMakeLists.txt changed since it was built';
+  return undefined;
+}
+
+export async function ensureCurrentAddon(): Promise<void> {
+  const want = nativeSourcesHash();
+  const reason = staleAddonReason(want);
+  if (reason === undefined) return;
+  process.stderr.write(`test setup: rebuilding the native addon (${reason}): npm run build:native\n`);
+  try {
+    await promisify(execFile)('npm', ['run', 'build:native'], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    throw new Error(
+      `the native addon is stale (${reason}) and \`npm run build:native\` failed, so the tests would run an old addon; ` +
+        `fix the build and run it again:\n${e.stderr || e.stdout || e.message}`,
+    );
+  }
+  writeFileSync(STAMP, `${want}\n`);
+}
