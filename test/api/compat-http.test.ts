@@ -276,23 +276,23 @@ describe('POST /v1/decisions (the official openai client)', () => {
     const tooMany = { ...DECISION_PARAMS, questions: [{ type: 'choice' as const, instructions: 'x', choices: Array.from({ length: 27 }, (_, i) => ({ value: `v${i}` })) }] };
     const err = await openai().decisions.create(tooMany).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((err as OpenAI.BadRequestError).param).toBe('questions[0].choices');
-    expect((err as OpenAI.BadRequestError).message).toContain('at most 26 choices');
-    expect((err as OpenAI.BadRequestError).type).toBe('invalid_request_error');
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('questions[0].choices');
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).message).toContain('at most 26 choices');
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).type).toBe('invalid_request_error');
 
     const image = await openai()
       .decisions.create({ ...DECISION_PARAMS, input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=' }] }] })
       .catch((e: unknown) => e);
     expect(image).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((image as OpenAI.BadRequestError).message).toContain('input_image parts are not supported');
+    expect((image as InstanceType<typeof OpenAI.BadRequestError>).message).toContain('input_image parts are not supported');
 
     const unknown = await openai().decisions.create({ ...DECISION_PARAMS, model: 'gpt-6-luna' }).catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
-    expect((unknown as OpenAI.NotFoundError).code).toBe('model_not_found');
+    expect((unknown as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
 
     const long = await openai().decisions.create({ ...DECISION_PARAMS, input: longState(5000) }).catch((e: unknown) => e);
     expect(long).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((long as OpenAI.BadRequestError).code).toBe('context_length_exceeded');
+    expect((long as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
   });
 });
 
@@ -371,7 +371,7 @@ describe('rate limits, load shedding, metrics, OpenAPI', () => {
 
     const err = await openai(limitedUrl).decisions.create(DECISION_PARAMS).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.RateLimitError);
-    expect((err as OpenAI.RateLimitError).headers.get('retry-after-ms')).toMatch(/^\d+000$/);
+    expect((err as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after-ms')).toMatch(/^\d+000$/);
   });
 
   it('a full engine queue is shed as 429 in each dialect', async () => {
@@ -387,9 +387,11 @@ describe('rate limits, load shedding, metrics, OpenAPI', () => {
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(/decide_http_requests_total\{method="POST",route="\/v1\/systemone",status="200"\} [1-9]/);
     expect(metrics).toMatch(/route="\/v1\/decisions"/);
-    const doc = await (await fetch(`${url}/openapi.json`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).json();
+    const doc = (await (await fetch(`${url}/openapi.json`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).json()) as {
+      paths: Record<string, { post: { operationId: string; responses: Record<string, unknown> } }>;
+    };
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/systemone', '/v1/decisions']));
-    expect(doc.paths['/v1/decisions'].post.operationId).toBe('createDecision');
-    expect(Object.keys(doc.paths['/v1/systemone'].post.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '422', '429']));
+    expect(doc.paths['/v1/decisions']!.post.operationId).toBe('createDecision');
+    expect(Object.keys(doc.paths['/v1/systemone']!.post.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '422', '429']));
   });
 });
