@@ -3,12 +3,14 @@
  * - a worker whose --models-dir is mistyped (no model there) creates no model, says it serves
  *   none, and takes no chunk of a job it cannot serve: the job waits (not failed, no attempt used)
  *   until a worker that has the model takes it and completes it;
+ * - a worker whose copy of the model fails to load puts the chunks it took back as they were (no
+ *   attempt used) and another worker completes the job;
  * - while the database refuses connections a worker logs the outage once, backs off, and logs
  *   once more when calls succeed again; then it finishes a job as usual.
  * The outage is real: the test database is set to refuse connections (ALLOW_CONNECTIONS false,
  * which holds for superusers too) and its sessions are ended.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -19,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchService } from '../../src/batches/batch-service.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
 import { goodLines, MODEL_ID, parseRows, startWorker, tempWorkspace } from './helpers.js';
 
 let workDir: string;
@@ -97,6 +100,49 @@ describe('decide worker without the job model', () => {
       await worker.kill().catch(() => undefined);
       await helper?.close();
       await host.close();
+    }
+  }, 120_000);
+});
+
+describe('a worker whose copy of the model fails to load', () => {
+  it('puts the chunk it took back as it was (no attempt used); a worker that can load the model completes the job', async () => {
+    // The same model id, complete on disk, but its decision.json holds a calibration the runtime refuses.
+    const tiny = await tinyModelDir();
+    const brokenModels = path.join(workDir, 'broken-models');
+    const broken = path.join(brokenModels, MODEL_ID);
+    mkdirSync(broken, { recursive: true });
+    for (const name of readdirSync(tiny)) if (name !== 'decision.json') symlinkSync(path.join(tiny, name), path.join(broken, name));
+    const decision = JSON.parse(readFileSync(path.join(tiny, 'decision.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(path.join(broken, 'decision.json'), JSON.stringify({ ...decision, calibration: { temperature: { choice: -1 } } }));
+    const brokenService = await DecisionService.open({ modelsDir: brokenModels, ensureDefaultModel: false, preload: [], threads: 1 });
+
+    const url = await postgres.database('worker_broken_model');
+    const host = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'broken-host'), databaseUrl: url, resume: false, chunk: { chunkRecords: 4 } });
+    const log: string[] = [];
+    let good: BatchService | undefined;
+    const bad = await BatchService.open({ service: brokenService, dataDir: path.join(workDir, 'broken-worker'), databaseUrl: url, log: (l) => log.push(l) });
+    try {
+      const lines = goodLines(8, 4, 'r');
+      const job = await host.create({ owner: 'o', model: 'svc-alpha', upload: await host.stageUpload(Readable.from([lines.join('\n')])) });
+      await until('the worker to give the model up', () => log.some((l) => l.includes(`model ${MODEL_ID} cannot be served by this worker`)));
+      await bad.whenIdle();
+      expect((await host.get('o', job.id)).status).toBe('queued');
+      const chunks = await sql<{ state: string; retry_count: number }>(url, `SELECT state, retry_count FROM decide_queue.job WHERE name = 'decide-batch-chunks' AND data->>'job' = $1`, [job.id]);
+      expect(chunks).toEqual([
+        { state: 'created', retry_count: 0 },
+        { state: 'created', retry_count: 0 },
+      ]);
+
+      good = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'good-worker'), databaseUrl: url });
+      await until('the job to complete', async () => (await host.get('o', job.id)).status === 'completed');
+      const rows = parseRows(await text((await host.openResults('o', job.id)).stream));
+      expect(rows.map((r) => r.custom_id)).toEqual(lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
+      expect(log.filter((l) => l.includes('cannot be served by this worker'))).toHaveLength(1);
+    } finally {
+      await good?.close();
+      await bad.close();
+      await host.close();
+      await brokenService.close();
     }
   }, 120_000);
 });
