@@ -1,7 +1,9 @@
 /** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off] [--force]` */
+import path from 'node:path';
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
 import { ModelOutputError } from '../models/output-dir.js';
+import { newModelIdProblem } from '../models/registry.js';
 import { commandError, parseCommand } from './args.js';
 
 const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off] [--force]
@@ -46,6 +48,9 @@ export async function run(argv: string[]): Promise<number> {
     ...(values.attention === 'fused' ? { attention: 'fused' as const } : {}),
     ...(values.packing === 'on' ? { segmentIds: true } : {}),
   };
+  const out = path.resolve(values.out);
+  const idProblem = newModelIdProblem(path.dirname(out), path.basename(out));
+  if (idProblem) return commandError('make-model', `--out ${values.out}: the directory's name is its model id: ${idProblem}`, 1);
   let result;
   try {
     result = await makeModel({ preset: values.preset, outDir: values.out, seed, dtype: values.dtype, features, force: values.force });

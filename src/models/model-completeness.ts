@@ -4,7 +4,8 @@
  *
  * Complete means: config.json is a valid config; tokenizer.json and tokenizer_config.json (and
  * decision.json when present) parse as JSON, unless decision.json records an import without a
- * tokenizer (the service then refuses the model saying so); a decoder graph exists; and when the graph keeps its
+ * tokenizer (a whole model, listed as broken saying which file is missing: knownLoadProblem); a
+ * decoder graph exists; and when the graph keeps its
  * weights in external data files, each of them exists and is long enough for every tensor that
  * points into it. Whether ONNX Runtime can then load it is found out by loading it (the registry
  * marks a version that fails as broken).
@@ -23,16 +24,37 @@ const { onnx } = onnxProto;
 /** Graph files above this hold their weights inline; parsing them here would cost seconds. */
 const MAX_GRAPH_BYTES_TO_PARSE = 64 * 2 ** 20;
 
-const cache = new Map<string, { signature: string; reason: string | undefined }>();
+interface Verdict {
+  /** Why the directory is not a complete model yet (a copy in progress, a missing file). */
+  incomplete?: string;
+  /** Why a complete directory is known not to load, found without loading it. */
+  broken?: string;
+}
+
+const cache = new Map<string, { signature: string; verdict: Verdict }>();
+
+function verdictOf(dir: string): Verdict {
+  const signature = directorySignature(dir);
+  const cached = cache.get(dir);
+  if (cached && cached.signature === signature) return cached.verdict;
+  const verdict = check(dir);
+  cache.set(dir, { signature, verdict });
+  return verdict;
+}
 
 /** Why `dir` is not a complete model directory, or undefined when it is. */
 export function incompleteReason(dir: string): string | undefined {
-  const signature = directorySignature(dir);
-  const cached = cache.get(dir);
-  if (cached && cached.signature === signature) return cached.reason;
-  const reason = check(dir);
-  cache.set(dir, { signature, reason });
-  return reason;
+  return verdictOf(dir).incomplete;
+}
+
+/**
+ * Why a complete model directory cannot be loaded, when that shows without loading it: an import
+ * without tokenizer.json or tokenizer_config.json (decision.json says so, and the file is still
+ * missing), or NaN weights in a graph small enough to read here. The registry lists such a version
+ * as broken from the start instead of failing on first use.
+ */
+export function knownLoadProblem(dir: string): string | undefined {
+  return verdictOf(dir).broken;
 }
 
 /** Size and mtime of every file in the directory and one level below (onnx/): a copy in progress changes it. */
@@ -61,35 +83,43 @@ export function directorySignature(dir: string): string {
   return parts.join('|');
 }
 
-function check(dir: string): string | undefined {
+function check(dir: string): Verdict {
   try {
     readModelConfig(dir);
   } catch (err) {
-    return (err as Error).message;
+    return { incomplete: (err as Error).message };
   }
   const withoutTokenizer = importedWithoutTokenizer(dir);
+  let broken: string | undefined;
   for (const name of ['tokenizer.json', 'tokenizer_config.json', 'decision.json']) {
     const file = path.join(dir, name);
     if (!existsSync(file)) {
       if (name === 'decision.json') continue;
-      // An import without tokenizer files is a whole model the service refuses by name (the
-      // tokenizer is missing), not a copy in progress to hide.
-      if (withoutTokenizer) continue;
-      return `${file}: file is missing`;
+      // An import without tokenizer files is a whole model that cannot serve, not a copy in
+      // progress to hide: listed as broken, saying which file to add.
+      if (withoutTokenizer) {
+        broken ??=
+          name === 'tokenizer.json'
+            ? `the model has no tokenizer: ${file} is missing (imported without one); add the model's tokenizer.json and tokenizer_config.json to the model directory`
+            : `the model has no tokenizer_config.json: ${file} is missing (imported without one); add the model's tokenizer_config.json (with its chat template) to the model directory`;
+        continue;
+      }
+      return { incomplete: `${file}: file is missing` };
     }
     try {
       JSON.parse(readFileSync(file, 'utf8'));
     } catch {
-      return `${file}: not valid JSON (incomplete copy?)`;
+      return { incomplete: `${file}: not valid JSON (incomplete copy?)` };
     }
   }
   let graph: string;
   try {
     graph = findGraphFile(dir);
   } catch (err) {
-    return (err as Error).message;
+    return { incomplete: (err as Error).message };
   }
-  return externalDataProblem(graph);
+  const graphVerdict = graphProblems(graph);
+  return { ...graphVerdict, ...(graphVerdict.incomplete === undefined && broken ? { broken } : {}) };
 }
 
 /** True when decision.json says `decide import-model` wrote this directory without a tokenizer. */
@@ -102,30 +132,57 @@ function importedWithoutTokenizer(dir: string): boolean {
   }
 }
 
-/** Checks that every external data file the graph names exists and covers offset + length. */
-function externalDataProblem(graph: string): string | undefined {
+/**
+ * Checks that every external data file the graph names exists and covers offset + length, and,
+ * for a graph small enough to parse here, that no inline float weight holds a NaN.
+ */
+function graphProblems(graph: string): Verdict {
   const size = statSync(graph).size;
-  if (size === 0) return `${graph}: file is empty`;
-  if (size > MAX_GRAPH_BYTES_TO_PARSE) return undefined;
+  if (size === 0) return { incomplete: `${graph}: file is empty` };
+  if (size > MAX_GRAPH_BYTES_TO_PARSE) return {};
   let model: onnxProto.onnx.ModelProto;
   try {
     model = onnx.ModelProto.decode(readFileSync(graph));
   } catch (err) {
-    return `${graph}: not a readable ONNX model (${(err as Error).message}; incomplete copy?)`;
+    return { incomplete: `${graph}: not a readable ONNX model (${(err as Error).message}; incomplete copy?)` };
   }
   const needed = new Map<string, number>();
+  let nan: string | undefined;
   for (const tensor of model.graph?.initializer ?? []) {
-    if (tensor.dataLocation !== onnx.TensorProto.DataLocation.EXTERNAL) continue;
-    const entry = Object.fromEntries((tensor.externalData ?? []).map((e) => [e.key, e.value]));
-    if (!entry.location) continue;
-    const end = Number(entry.offset ?? 0) + Number(entry.length ?? 0);
-    needed.set(entry.location, Math.max(needed.get(entry.location) ?? 0, end));
+    if (tensor.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL) {
+      const entry = Object.fromEntries((tensor.externalData ?? []).map((e) => [e.key, e.value]));
+      if (!entry.location) continue;
+      const end = Number(entry.offset ?? 0) + Number(entry.length ?? 0);
+      needed.set(entry.location, Math.max(needed.get(entry.location) ?? 0, end));
+    } else if (nan === undefined && holdsNaN(tensor)) {
+      nan = `${graph}: weight ${tensor.name} holds NaN values; every score it touches would be NaN`;
+    }
   }
   for (const [location, end] of needed) {
     const file = path.join(path.dirname(graph), location);
-    if (!existsSync(file)) return `${file}: external data file is missing`;
+    if (!existsSync(file)) return { incomplete: `${file}: external data file is missing` };
     const have = statSync(file).size;
-    if (have < end) return `${file}: external data file has ${have} bytes, the graph needs ${end} (incomplete copy?)`;
+    if (have < end) return { incomplete: `${file}: external data file has ${have} bytes, the graph needs ${end} (incomplete copy?)` };
   }
-  return undefined;
+  return nan ? { broken: nan } : {};
+}
+
+/** Whether an inline fp32 or fp16 initializer holds a NaN. */
+function holdsNaN(tensor: onnxProto.onnx.ITensorProto): boolean {
+  const raw = tensor.rawData;
+  if (tensor.dataType === onnx.TensorProto.DataType.FLOAT) {
+    if (raw && raw.length >= 4) {
+      const copy = new Uint8Array(raw); // rawData may be unaligned
+      const values = new Float32Array(copy.buffer, 0, copy.length >> 2);
+      for (let i = 0; i < values.length; i++) if (values[i] !== values[i]) return true;
+      return false;
+    }
+    return (tensor.floatData ?? []).some((v) => Number.isNaN(v));
+  }
+  if (tensor.dataType === onnx.TensorProto.DataType.FLOAT16 && raw && raw.length >= 2) {
+    const copy = new Uint8Array(raw);
+    const halves = new Uint16Array(copy.buffer, 0, copy.length >> 1);
+    for (let i = 0; i < halves.length; i++) if ((halves[i]! & 0x7c00) === 0x7c00 && (halves[i]! & 0x03ff) !== 0) return true;
+  }
+  return false;
 }

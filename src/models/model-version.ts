@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs';
 import { link, lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-import { isValidModelId, parseDatedId } from './registry.js';
+import { newModelIdProblem, parseDatedId } from './registry.js';
 
 export interface NewVersionOptions {
   modelsDir: string;
@@ -34,9 +34,8 @@ export function defaultVersionId(baseId: string, now: Date): string {
 
 /** Throws unless `id` is a valid, unused model id under `modelsDir`. */
 export function checkNewModelId(modelsDir: string, id: string): void {
-  if (!isValidModelId(id)) {
-    throw new ModelVersionError(`'${id}' is not a valid model id (letters, digits, '.', '_', '-'; at most 128 characters)`);
-  }
+  const problem = newModelIdProblem(modelsDir, id);
+  if (problem) throw new ModelVersionError(problem);
   if (existsSync(path.join(modelsDir, id))) {
     throw new ModelVersionError(`model '${id}' already exists in ${modelsDir}; a pinned id never changes, so give the new version another id (--as)`);
   }

@@ -23,7 +23,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { EngineError } from '../errors/engine-error.js';
-import { directorySignature, incompleteReason } from './model-completeness.js';
+import { directorySignature, incompleteReason, knownLoadProblem } from './model-completeness.js';
 
 const DATED_ID = /^(.+?)-(\d{4})-(\d{2})(?:-(\d{2}))?$/;
 const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -31,6 +31,38 @@ const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Whether `id` can name a model directory (what rescan() accepts). */
 export function isValidModelId(id: string): boolean {
   return VALID_ID.test(id) && !id.includes('.tmp-');
+}
+
+/**
+ * Why `id` cannot name a new model beside the directories `names` (a models directory's entries),
+ * or undefined. The one rule every writer (calibrate, import-model, make-model) applies, and the
+ * registry applies to what it finds: an undated id is never the alias of dated versions. An
+ * undated `svc-alpha` next to `svc-alpha-2026-10` would take the alias's requests by exact match
+ * while GET /v1/models lists the alias as the dated version, so the two would disagree.
+ */
+export function modelIdProblem(id: string, names: readonly string[]): string | undefined {
+  if (!isValidModelId(id)) return `'${id.slice(0, 200)}' is not a valid model id (letters, digits, '.', '_', '-', starting with a letter or digit; at most 128 characters)`;
+  const dated = parseDatedId(id);
+  if (dated === undefined) {
+    const versions = names.filter((n) => isValidModelId(n) && parseDatedId(n)?.alias === id);
+    if (versions.length > 0) {
+      return `'${id}' is the alias of the dated version(s) ${versions.sort().join(', ')}: an undated model of that name would take the alias's requests. Give it a dated id (e.g. ${id}-YYYY-MM) or another name`;
+    }
+  } else if (names.includes(dated.alias)) {
+    return `the alias of '${id}' is '${dated.alias}', which is already an undated model in the same directory; rename that model first, or give this one another name`;
+  }
+  return undefined;
+}
+
+/** modelIdProblem for a new model `id` in `modelsDir` (which need not exist yet). */
+export function newModelIdProblem(modelsDir: string, id: string): string | undefined {
+  let names: string[] = [];
+  try {
+    names = readdirSync(modelsDir);
+  } catch {
+    // not there yet: nothing to clash with
+  }
+  return modelIdProblem(id, names);
 }
 
 /** The undated alias and the date of a dated id ('svc-alpha-2026-11-22' -> svc-alpha, 2026-11-22). */
@@ -111,8 +143,22 @@ export class ModelRegistry {
         const broken = this.brokenVersions.get(name);
         if (broken && broken.signature !== directorySignature(dir)) this.brokenVersions.delete(name);
         else if (broken) model.broken = broken.error;
+        model.broken ??= knownLoadProblem(dir);
+        // A broken version is mended inside its own directory (a tokenizer added), which the models
+        // directory's mtime does not show: watch its files as an incomplete one's.
+        if (model.broken) this.incomplete.set(name, directorySignature(dir));
         found.set(name, model);
       }
+    }
+    // An undated directory named like an alias (modelIdProblem) is not served: the alias means the
+    // dated versions everywhere, in routing and in the listing alike.
+    const aliases = new Set([...found.values()].flatMap((m) => (m.alias ? [m.alias] : [])));
+    for (const name of aliases) {
+      if (!found.has(name)) continue;
+      found.delete(name);
+      const why = `its name is the alias of dated versions; rename it (e.g. ${name}-YYYY-MM) to serve it`;
+      if (this.reported.get(name) !== why) this.options.log?.(`models: skipping ${name}: ${why}`);
+      this.reported.set(name, why);
     }
     this.installed = found;
   }
@@ -167,6 +213,21 @@ export class ModelRegistry {
       'ERR_MODEL_NOT_FOUND',
       `model '${id.slice(0, 200)}' is not installed; installed: ${known.length ? known.join(', ') : '(none)'}`,
     );
+  }
+
+  /**
+   * The model an id or alias names, for display (GET /v1/models/{id}): as resolve(), except that an
+   * alias whose versions are all broken names its newest version, broken with its reason, instead
+   * of failing. A metadata route reports what is wrong with a model; it does not fail itself.
+   */
+  describe(id: string): InstalledModel {
+    try {
+      return this.resolve(id);
+    } catch (err) {
+      const versions = this.list().filter((m) => m.alias === id);
+      if (versions.length === 0) throw err;
+      return versions.reduce((newest, m) => (m.version! > newest.version! ? m : newest));
+    }
   }
 
   /** Whether the models directory may hold something the last scan did not see (one stat when it does not). */

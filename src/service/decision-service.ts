@@ -185,7 +185,12 @@ export class DecisionService {
 
   /** One model (id or alias) as GET /v1/models/{id} shows it; throws 404 not_found. */
   describeModel(id: string): ModelEntry {
-    return this.modelEntry(this.resolveInstalled(id));
+    // An alias whose every version is broken shows its newest version as broken (never a 500).
+    try {
+      return this.modelEntry(this.registry.describe(id));
+    } catch (err) {
+      throw toApiError(err);
+    }
   }
 
   private modelEntry(m: InstalledModel): ModelEntry {

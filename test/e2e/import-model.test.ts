@@ -104,6 +104,12 @@ describe('decide import-model', () => {
 
     const svc = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, preload: [] });
     try {
+      // Broken from the start, with the reason, before anyone tried to use it; the alias's metadata
+      // answers with that version (GET /v1/models/{alias} never fails on a broken model).
+      const listed = svc.listModels().data.find((m) => m.id === 'no-tokenizer-2026-11');
+      expect(listed).toMatchObject({ status: 'broken', error: expect.stringMatching(/the model has no tokenizer: .*tokenizer\.json is missing/) });
+      expect(svc.describeModel('no-tokenizer')).toMatchObject({ id: 'no-tokenizer-2026-11', status: 'broken' });
+      expect(svc.listModels().aliases['no-tokenizer']).toBeUndefined();
       const err = await svc
         .decide({ model: 'no-tokenizer', state: 'hello', questions: { q: { type: 'noul', instructions: 'Is it?' } } })
         .catch((e: unknown) => e);
@@ -275,6 +281,14 @@ describe('decide import-model --out never destroys what is not its own', () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/is a pinned version .* a pinned id never changes, --force or not/);
     expect(await snapshot(pinned)).toEqual(before);
+  });
+
+  it('an undated --id equal to an alias (svc-alpha beside svc-alpha-2026-10) is refused: it would hijack the alias', async () => {
+    const before = (await readdir(dirs.modelsDir)).sort();
+    const res = await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', dirs.modelsDir, '--id', 'svc-alpha']);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/cannot import .*: the output directory's name is its model id: 'svc-alpha' is the alias of the dated version\(s\) svc-alpha-2026-10/);
+    expect((await readdir(dirs.modelsDir)).sort()).toEqual(before);
   });
 
   it('--out under /proc fails at once naming the directory (no endless recursive mkdir)', async () => {

@@ -25,6 +25,7 @@ import { ImportError, planFromConfig, type ImportPlan } from './hf-config.js';
 import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed } from './safetensors.js';
 import { checkSizesAgainstTensors, mapWeights, type WeightSource } from './weight-map.js';
 import { checkModelOutput, makeStagingDir, ModelOutputError, placeModelDir } from '../output-dir.js';
+import { newModelIdProblem } from '../registry.js';
 
 export { ImportError } from './hf-config.js';
 
@@ -75,8 +76,6 @@ export const BF16_UNSUPPORTED =
 const EXTERNAL_DATA_BYTES = 64 * 1024 * 1024;
 /** Files copied from the checkpoint when present. */
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'generation_config.json'];
-/** Registry ids (src/models/registry.ts): a directory with another name is not served. */
-const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export const IMPORTER_VERSION = 2;
 /**
  * Whether an import writes the multi-item packing graph unless `segmentIds` says otherwise. On: the
@@ -161,10 +160,8 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     warn(`storing ${dtypes.join('/')} weights as fp16: values beyond ±65504 become infinite and small ones lose precision; use --dtype fp32 for an exact import`);
   }
 
-  const name = path.basename(outDir);
-  if (!VALID_ID.test(name)) {
-    throw new ImportError(`the output directory name "${name}" is not a valid model id (letters, digits, '.', '_', '-'; starting with a letter or digit)`);
-  }
+  const idProblem = newModelIdProblem(path.dirname(outDir), path.basename(outDir));
+  if (idProblem) throw new ImportError(`the output directory's name is its model id: ${idProblem}`);
   stage.file = outDir;
   const target = await checkModelOutput(outDir, { force: opts.force === true, inputs: [hfDir] });
 
