@@ -185,15 +185,9 @@ function ortLibraryDirs(): string[] {
   } catch {
     // not installed
   }
-  // Else com.github.asus4.onnxruntime: a registry package (no install script) that also supplies the
-  // headers the addon is built against; it ships CPU builds for Linux x64, macOS arm64 and Windows.
-  try {
-    const root = path.dirname(require.resolve('com.github.asus4.onnxruntime/package.json'));
-    const os = process.platform === 'linux' ? 'Linux' : process.platform === 'darwin' ? 'macOS' : 'Windows';
-    dirs.push(path.join(root, 'Plugins', os, process.arch));
-  } catch {
-    // not installed
-  }
+  // Else the library shipped in this package beside the prebuilt addon (scripts/prebuild.mjs copies
+  // onnxruntime-node's core there when the package is packed).
+  dirs.push(path.dirname(prebuiltAddonPath()));
   return dirs;
 }
 
@@ -225,7 +219,8 @@ export function resolveOrtLibrary(explicit?: string, provider: 'cpu' | 'cuda' = 
   throw new EngineError(
     'ERR_ORT_LOAD',
     `no ONNX Runtime library for ${process.platform}-${process.arch} found in ${dirs.join(', ') || 'any installed package'}; ` +
-      'set DECIDE_ORT_LIBRARY to a libonnxruntime (>= 1.29)',
+      'set DECIDE_ORT_LIBRARY to a libonnxruntime (>= 1.29), or install onnxruntime-node beside decision-engine ' +
+      '(ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node: its CPU library needs no download)',
   );
 }
 
