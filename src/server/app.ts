@@ -15,7 +15,6 @@ import path from 'node:path';
 import type { Socket } from 'node:net';
 
 import swagger from '@fastify/swagger';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
 import { ulid } from 'ulid';
 
@@ -266,7 +265,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
     requestTimeout: 300_000,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
-  }).withTypeProvider<TypeBoxTypeProvider>();
+  });
 
   for (const warning of resolvedKeys?.warnings ?? []) app.log.warn(warning);
   let service = options.service;
@@ -293,5 +292,5 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
     if (!options.service) await service.close();
     throw err;
   }
-  return app as unknown as FastifyInstance;
+  return app;
 }
