@@ -1,100 +1,13 @@
 /**
- * `decide calibrate --report DIR`: one reliability diagram per question type as SVG, drawn by Vega
- * (headless: `renderer: 'none'` + toSVG() needs no canvas or browser), and index.html with the
- * held-out figures and the diagrams. The data behind every point is in report.json beside them.
+ * `decide calibrate --report DIR`: one reliability diagram per question type as SVG (drawn by
+ * reliability-svg.ts), and index.html with the held-out figures and the diagrams. The data behind
+ * every point is in report.json beside them.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-import * as vega from 'vega';
-
-import type { CalibrationReport, TypeReport } from './report-types.js';
-
-/** The Vega spec of one reliability diagram: accuracy against confidence per equal-mass bin. */
-export function reliabilitySpec(type: string, report: TypeReport): vega.Spec {
-  const name = { before: `before (ECE ${report.ece.before.value.toFixed(3)})`, after: `after (ECE ${report.ece.after.value.toFixed(3)})` };
-  const points = (['before', 'after'] as const).flatMap((series) =>
-    report.reliability[series].map((b) => ({ series: name[series], confidence: b.confidence, accuracy: b.accuracy, count: b.count })),
-  );
-  return {
-    $schema: 'https://vega.github.io/schema/vega/v5.json',
-    width: 360,
-    height: 360,
-    padding: 8,
-    title: { text: `${type}: reliability on ${report.held_out_observations} held-out answers`, fontSize: 13 },
-    data: [
-      { name: 'points', values: points },
-      { name: 'diagonal', values: [{ x: 0, y: 0 }, { x: 1, y: 1 }] },
-    ],
-    scales: [
-      { name: 'x', type: 'linear', domain: [0, 1], range: 'width' },
-      { name: 'y', type: 'linear', domain: [0, 1], range: 'height' },
-      {
-        name: 'color',
-        type: 'ordinal',
-        domain: [name.before, name.after],
-        range: ['#d62728', '#1f77b4'],
-      },
-    ],
-    axes: [
-      { orient: 'bottom', scale: 'x', title: 'confidence (mean top probability in the bin)', grid: true },
-      { orient: 'left', scale: 'y', title: 'accuracy in the bin', grid: true },
-    ],
-    legends: [
-      {
-        fill: 'color',
-        orient: 'top-left',
-        title: '15 equal-mass bins',
-      },
-    ],
-    marks: [
-      {
-        type: 'line',
-        from: { data: 'diagonal' },
-        encode: { enter: { x: { scale: 'x', field: 'x' }, y: { scale: 'y', field: 'y' }, stroke: { value: '#999' }, strokeDash: { value: [4, 4] } } },
-      },
-      {
-        type: 'group',
-        from: { facet: { name: 'series', data: 'points', groupby: 'series' } },
-        marks: [
-          {
-            type: 'line',
-            from: { data: 'series' },
-            encode: {
-              enter: {
-                x: { scale: 'x', field: 'confidence' },
-                y: { scale: 'y', field: 'accuracy' },
-                stroke: { scale: 'color', field: 'series' },
-                strokeWidth: { value: 2 },
-              },
-            },
-          },
-          {
-            type: 'symbol',
-            from: { data: 'series' },
-            encode: {
-              enter: {
-                x: { scale: 'x', field: 'confidence' },
-                y: { scale: 'y', field: 'accuracy' },
-                fill: { scale: 'color', field: 'series' },
-                size: { value: 40 },
-              },
-            },
-          },
-        ],
-      },
-    ],
-  };
-}
-
-export async function renderSvg(spec: vega.Spec): Promise<string> {
-  const view = new vega.View(vega.parse(spec), { renderer: 'none' });
-  try {
-    return await view.toSVG();
-  } finally {
-    view.finalize();
-  }
-}
+import { reliabilitySvg } from './reliability-svg.js';
+import type { CalibrationReport } from './report-types.js';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 const fmt = (e: { value: number; ci: [number, number] }) => `${e.value.toFixed(4)} <small>[${e.ci[0].toFixed(4)}, ${e.ci[1].toFixed(4)}]</small>`;
@@ -135,7 +48,7 @@ export async function writeReport(dir: string, report: CalibrationReport): Promi
   for (const [type, r] of Object.entries(report.types)) {
     if (r.held_out_observations === 0) continue;
     const name = `reliability-${type}.svg`;
-    await writeFile(path.join(dir, name), await renderSvg(reliabilitySpec(type, r)));
+    await writeFile(path.join(dir, name), reliabilitySvg(type, r));
     images[type] = name;
     written.push(path.join(dir, name));
   }

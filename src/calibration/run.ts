@@ -320,7 +320,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     const dated = parseDatedId(newId);
     if (dated) report.alias = { name: dated.alias, resolves_to: service.registry.aliases()[dated.alias] ?? newId };
     if (options.reportDir) {
-      // Vega is loaded only when a report is asked for.
+      // The report writer is loaded only when a report is asked for.
       const { writeReport } = await import('./report.js');
       report.report_files = await writeReport(options.reportDir, report);
     }

@@ -133,7 +133,7 @@ describe('decide calibrate (CLI, tiny model)', () => {
     const baseDecision = await readFile(path.join(base, 'decision.json'), 'utf8').catch(() => '');
     expect(baseDecision).not.toMatch(/"fit"/);
 
-    // Reliability diagrams drawn by Vega, and the page that shows them.
+    // Reliability diagrams (SVG), and the page that shows them.
     const svg = await readFile(path.join(reportDir, 'reliability-choice.svg'), 'utf8');
     expect(svg).toMatch(/^<svg/);
     expect(svg).toMatch(/after \(ECE/);
