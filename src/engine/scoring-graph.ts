@@ -9,8 +9,12 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 
-import { LM_HEAD_REWRITE_VERSION, rewriteLmHead, rewriteStampPath, rewrittenPath } from './lm-head-rewrite.js';
+import { LM_HEAD_REWRITE_VERSION, rewriteStampPath, rewrittenPath, type LmHeadRewrite } from './lm-head-rewrite.js';
 import { verifyRewrite, type VerifyLoadOptions } from './lm-head-verify.js';
 
 /** How the engine computes logits, and why (EngineInfo.lmHead). */
@@ -63,6 +67,40 @@ function message(err: unknown): string {
   return (err as Error)?.message ?? String(err);
 }
 
+/** tsx's ESM API (its `import` build, beside the `require` one that require.resolve finds). */
+function tsxEsmApi(): string {
+  return createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs');
+}
+
+/**
+ * Rewrites `stockGraph` into `temp` in a worker thread (lm-head-rewrite-worker.ts), so that the
+ * JS thread keeps serving while a large graph is decoded and encoded. Run from the TypeScript
+ * sources (tests, tsx), the worker loads them through tsx, as the caller's process does.
+ */
+function runLmHeadRewrite(stockGraph: string, temp: string): Promise<Exclude<LmHeadRewrite, { kind: 'rewritten' }> | { kind: 'rewritten' }> {
+  const here = fileURLToPath(import.meta.url);
+  const fromSource = here.endsWith('.ts');
+  const script = path.join(path.dirname(here), `lm-head-rewrite-worker${fromSource ? '.ts' : '.js'}`);
+  return new Promise((resolve, reject) => {
+    const worker = fromSource
+      ? new Worker(
+          `import(${JSON.stringify(pathToFileURL(tsxEsmApi()).href)})` +
+            `.then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(script).href)}); });`,
+          { eval: true, workerData: { stockGraph, temp } },
+        )
+      : new Worker(script, { workerData: { stockGraph, temp } });
+    let answered = false;
+    worker.once('message', (message: Awaited<ReturnType<typeof runLmHeadRewrite>>) => {
+      answered = true;
+      resolve(message);
+    });
+    worker.once('error', reject);
+    worker.once('exit', (code) => {
+      if (!answered) reject(new Error(`the rewrite's worker thread stopped (exit code ${code}) without an answer`));
+    });
+  });
+}
+
 /**
  * The graph the engine should load: the cached rewrite when its stamp matches this version and this
  * stock graph, else a new verified rewrite, else the stock graph (with the reason).
@@ -82,11 +120,14 @@ export async function prepareScoringGraph(stockGraph: string, verifyWith: Verify
     return { graphFile: target, lmHead: { graph: 'rewrite' } };
   }
 
+  // Unique per load: engines of one process, or of several, may be making the same rewrite.
+  const temp = `${target}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   let rewrite;
   try {
-    rewrite = rewriteLmHead(readFileSync(stockGraph));
+    rewrite = await runLmHeadRewrite(stockGraph, temp);
   } catch (err) {
-    return fallback(`the graph could not be parsed for the LM-head rewrite: ${message(err)}`);
+    removeQuietly(temp);
+    return fallback(`the LM-head rewrite could not be made (reading, parsing or writing beside the graph): ${message(err)}`);
   }
   if (rewrite.kind === 'gathers-already') return { graphFile: stockGraph, lmHead: { graph: 'stock', reason: 'gathers-already' } };
   // A stale rewrite (another version, another graph, or no stamp) is left in place, never used,
@@ -94,13 +135,6 @@ export async function prepareScoringGraph(stockGraph: string, verifyWith: Verify
   // process that has just made and stamped it and is loading it now.
   if (rewrite.kind === 'not-applicable') return fallback(`the LM-head rewrite does not apply: ${rewrite.reason}`);
 
-  // Unique per load: engines of one process, or of several, may be making the same rewrite.
-  const temp = `${target}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  try {
-    writeFileSync(temp, rewrite.bytes);
-  } catch (err) {
-    return fallback(`the rewrite could not be written beside the graph: ${message(err)}`);
-  }
   try {
     await verifyRewrite(stockGraph, temp, verifyWith);
   } catch (err) {
