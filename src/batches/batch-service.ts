@@ -23,6 +23,8 @@ import { resolveBatchSettings, type BatchSettings, type BatchSettingsOptions } f
 import { RESULT_STATUSES, type BatchJob, type BatchStore } from './store/batch-store.js';
 import { openBatchStore, type StoreSelection } from './store/open-store.js';
 import { UploadStaging, type StagedUpload } from './uploads.js';
+import type { OpenAiJobFields } from './openai/job-fields.js';
+import { wireBatch, type WireBatch, type WireBatchList } from './openai/wire.js';
 import { formatRetention, toBatch, toBatchList, type Batch, type BatchList } from './wire.js';
 
 export type { BatchDecisionService } from './job-pump.js';
@@ -47,6 +49,8 @@ export interface CreateBatchInput {
   /** The form's questions field (JSON text), if any. */
   questions?: string;
   upload: StagedUpload | undefined;
+  /** A job created in OpenAI's dialect (src/batches/openai/): it answers in that dialect. */
+  openai?: OpenAiJobFields;
 }
 
 const notFound = (id: string) => new ApiError('not_found', `batch '${id.slice(0, 100)}' not found`);
@@ -67,6 +71,14 @@ export class BatchService {
     this.settings = settings;
     this.uploads = uploads;
     this.log = options.log ?? (() => undefined);
+  }
+
+  /** Where the store lives (DECIDE_DATABASE_URL or the option), for stores opened beside it (files). */
+  get storeSelection(): StoreSelection {
+    return { databaseUrl: this.options.databaseUrl, env: this.options.env };
+  }
+  get dataDir(): string {
+    return path.resolve(this.options.dataDir);
   }
 
   get maxFileBytes(): number {
@@ -117,6 +129,11 @@ export class BatchService {
    * 404 not_found (unknown model).
    */
   async create(input: CreateBatchInput): Promise<Batch> {
+    return toBatch(await this.createJob(input));
+  }
+
+  /** create() returning the stored job (either dialect renders it: wireBatch()). */
+  async createJob(input: CreateBatchInput): Promise<BatchJob> {
     try {
       this.ensureOpen();
       if (input.model === undefined || input.model === '') {
@@ -134,11 +151,11 @@ export class BatchService {
       }
       const id = `batch_${this.newId()}`;
       const job = await this.store.create(
-        { id, owner: input.owner, model, requestedModel: input.model, total: input.upload.records, createdAt: Date.now(), questions },
+        { id, owner: input.owner, model, requestedModel: input.model, total: input.upload.records, createdAt: Date.now(), questions, openai: input.openai ?? null },
         input.upload,
       );
-      this.log(`batch ${id}: created (${job.total} records, model ${model})`);
-      return toBatch(job);
+      this.log(`batch ${id}: created (${job.total} records, model ${model}${input.openai ? `, OpenAI dialect, ${input.openai.endpoint}` : ''})`);
+      return job;
     } finally {
       // Consumed by the store on success (a no-op then), removed on error.
       await this.discard(input.upload);
@@ -147,6 +164,33 @@ export class BatchService {
 
   // ------------------------------------------------------------------------------------------
   // Reads
+
+  /**
+   * The job in the dialect it was created in (ours, or OpenAI's for a JSON-created batch): what
+   * GET /v1/batches/{id} answers. show(), showList() and cancelAndShow() serve the HTTP routes.
+   */
+  async show(owner: string, id: string): Promise<WireBatch> {
+    return wireBatch(await this.owned(owner, id));
+  }
+
+  /** The caller's batches, newest first, each in its own dialect; has_more always set. */
+  async showList(owner: string, query: { limit?: unknown; after?: unknown } = {}): Promise<WireBatchList> {
+    this.ensureOpen();
+    const { limit, after } = parseListQuery(query);
+    const rows = await this.store.list(owner, limit + 1, after);
+    const data = rows.slice(0, limit).map(wireBatch);
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > limit };
+  }
+
+  async cancelAndShow(owner: string, id: string): Promise<WireBatch> {
+    await this.owned(owner, id);
+    return wireBatch(await this.store.cancel(id, Date.now()));
+  }
+
+  /** The caller's job as stored; 404 not_found for another key's or a missing one. */
+  async job(owner: string, id: string): Promise<BatchJob> {
+    return this.owned(owner, id);
+  }
 
   async get(owner: string, id: string): Promise<Batch> {
     return toBatch(await this.owned(owner, id));

@@ -8,6 +8,7 @@
 import { ApiError, toApiError } from '../api/errors.js';
 import type { NormalizedDecideRequest } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
+import { parseEndpointLine } from './openai/lines.js';
 import { parseRecord, type RawLine, type RecordContext } from './records.js';
 
 /** What the chunk scorer needs of DecisionService. */
@@ -20,6 +21,8 @@ interface Item {
   /** Index into the chunk's requests, or the record's own error. */
   request?: number;
   error?: ApiError;
+  /** A line of an OpenAI-dialect batch formats its own row (openai/lines.ts); else resultRow(). */
+  format?: (outcome: RecordOutcome | { ok: false; error: ApiError }) => string;
 }
 
 /** The parsed lines of one chunk: one item per non-blank line, and the valid records' requests. */
@@ -36,6 +39,17 @@ export function emptyChunk(): ParsedChunk {
 
 /** Parses one non-blank line into the chunk (a bad record becomes an item with its error). */
 export function addLine(chunk: ParsedChunk, line: RawLine, ctx: RecordContext): void {
+  if (ctx.endpoint !== undefined) {
+    const parsed = parseEndpointLine(line, { ...ctx, endpoint: ctx.endpoint });
+    if (parsed.request) {
+      chunk.items.push({ customId: parsed.customId, request: chunk.requests.length, format: parsed.format });
+      chunk.requests.push(parsed.request);
+      chunk.requestBytes += line.length;
+    } else {
+      chunk.items.push({ customId: parsed.customId, error: parsed.error, format: parsed.format });
+    }
+    return;
+  }
   const parsed = parseRecord(line, ctx);
   if (parsed.ok) {
     chunk.items.push({ customId: parsed.customId, request: chunk.requests.length });
@@ -85,7 +99,7 @@ export function chunkRows(chunk: ParsedChunk, outcomes: RecordOutcome[]): { rows
   for (const item of chunk.items) {
     const outcome = item.error ? { ok: false as const, error: item.error } : outcomes[item.request!]!;
     if (outcome.ok) completed += 1;
-    rows.push(resultRow(item.customId, outcome));
+    rows.push(item.format ? item.format(outcome) : resultRow(item.customId, outcome));
   }
   return { rows, completed, failed: rows.length - completed };
 }

@@ -103,6 +103,7 @@ export class JobPump {
         model: job.model,
         requestedModel: job.requestedModel,
         formQuestions: job.questions === null ? undefined : JSON.parse(job.questions),
+        endpoint: job.openai?.endpoint,
         inputPath: path.join(this.dataDir, job.inputPath),
         resultsPath: path.join(this.dataDir, job.resultsPath),
         start: { inputOffset: job.inputOffset, inputLine: job.inputLine, resultsBytes: job.resultsBytes, completed: job.completed, failed: job.failed },

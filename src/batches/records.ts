@@ -203,6 +203,11 @@ export interface RecordContext {
   seen: Map<string, number>;
   limits?: Partial<ValidationLimits>;
   maxRecordBytes?: number;
+  /**
+   * Set for a job created in OpenAI's dialect: every line is `{custom_id, method, url, body}` for
+   * this endpoint and its row is written as OpenAI writes batch output (openai/lines.ts).
+   */
+  endpoint?: string;
 }
 
 export type ParsedRecord =
@@ -226,8 +231,8 @@ function codePoints(s: string, cap: number): number {
   return n;
 }
 
-/** The record's JSON value, or a failed row when the line is not a JSON object. */
-function decodeLine(line: RawLine, maxRecordBytes: number): { value: Record<string, unknown> } | { error: ApiError } {
+/** The record's JSON value, or a failed row's error when the line is not a JSON object. */
+export function decodeLine(line: RawLine, maxRecordBytes: number): { value: Record<string, unknown> } | { error: ApiError } {
   if (line.bytes === null) {
     return {
       error: new ApiError(

@@ -44,6 +44,8 @@ export interface RunOptions extends Partial<ChunkOptions> {
   requestedModel?: string;
   /** Questions for records without their own (parsed JSON, already validated). */
   formQuestions?: unknown;
+  /** An OpenAI-dialect batch's endpoint: lines are its request envelopes (see RecordContext.endpoint). */
+  endpoint?: string;
   inputPath: string;
   resultsPath: string;
   /** Where to continue: a committed checkpoint, or all zeros for a new run. */
@@ -116,6 +118,7 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
       model: options.model,
       requestedModel: options.requestedModel,
       formQuestions: options.formQuestions,
+      endpoint: options.endpoint,
       seen: new Map(),
       limits: options.validation,
       maxRecordBytes,

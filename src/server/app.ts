@@ -29,7 +29,9 @@ import { registerMetrics } from './metrics.js';
 import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
 import { BatchService } from '../batches/batch-service.js';
+import { OpenAiBatchApi } from '../batches/openai/openai-batches.js';
 import { batchRoutes } from './routes/batches.js';
+import { fileRoutes } from './routes/files.js';
 import { decideRoutes } from './routes/decide.js';
 import { decisionsRoutes } from './routes/decisions.js';
 import { healthRoutes } from './routes/health.js';
@@ -219,7 +221,11 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
       // runs before the root's, so the runners stop at a chunk boundary before the service closes.
       const batches = await BatchService.open({ service, dataDir: opts.dataDir, resume: opts.batchWorker ?? true, log: (line) => app.log.info(line) });
       v1.addHook('onClose', async () => batches.close());
-      await v1.register(batchRoutes, { batches });
+      // OpenAI's Files + Batch flow on the same jobs (docs/compatibility.md, Batches).
+      const openai = await OpenAiBatchApi.open(batches);
+      v1.addHook('onClose', async () => openai.close());
+      await v1.register(batchRoutes, { batches, openai });
+      await v1.register(fileRoutes, { openai, maxFileBytes: batches.maxFileBytes });
       // ----
     },
     { prefix: '/v1' },

@@ -121,7 +121,7 @@ describe('API host and workers on one Postgres', () => {
   it('survives a SIGKILLed worker and API host: a new host finishes the job, every row once, in order, as one process would', async () => {
     // Three processes migrate a fresh database at once.
     const [hostA, w1, w2] = await Promise.all([apiHost('host-a'), worker(), worker()]);
-    expect((await db.query('SELECT version FROM decide_schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
+    expect((await db.query('SELECT version FROM decide_schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
 
     const a = client(hostA.url, KEY);
     const created = await a.create({ model: 'svc-alpha', file: fileText });

@@ -156,7 +156,7 @@ describe('Postgres: hosts keep no state; migrations', () => {
     await client.connect();
     try {
       const { rows } = await client.query<{ version: number }>('SELECT version FROM decide_schema_migrations ORDER BY version');
-      expect(rows.map((r) => r.version)).toEqual([1, 2, 3]);
+      expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4]);
     } finally {
       await client.end();
     }

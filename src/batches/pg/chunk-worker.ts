@@ -255,6 +255,7 @@ export class ChunkWorker {
         model: job.model,
         requestedModel: job.requestedModel,
         formQuestions: job.questions === null ? undefined : JSON.parse(job.questions),
+        endpoint: job.openai?.endpoint,
         seen,
         limits: this.o.settings.validation,
         maxRecordBytes,

@@ -3,6 +3,7 @@
  * the same way (API hosts cancel, workers start, fail and finish jobs). A status change is guarded
  * by the status it leaves, so two processes racing on one job cannot both move it.
  */
+import { rowFailed } from '../openai/lines.js';
 import { batchJobFromColumns, type BatchJob, type BatchJobColumns } from '../store/batch-store.js';
 import type { Client, Pool } from './database.js';
 
@@ -14,7 +15,7 @@ export interface PgJob extends BatchJob {
 /** bigint columns come back as numbers (epoch milliseconds and byte counts stay below 2^53). */
 export const JOB_COLUMNS = `id, owner, model, requested_model, status, total, completed, failed,
   created_at::float8 AS created_at, started_at::float8 AS started_at, completed_at::float8 AS completed_at,
-  expires_at::float8 AS expires_at, error_code, error_message, questions, results_bytes::float8 AS results_bytes`;
+  expires_at::float8 AS expires_at, error_code, error_message, questions, results_bytes::float8 AS results_bytes, openai`;
 
 /** Statuses a job can still leave by being worked on or cancelled. */
 export const OPEN_STATUSES = `('queued', 'in_progress', 'cancelling')`;
@@ -82,7 +83,7 @@ async function keepCommittedPrefix(client: Client, id: string): Promise<void> {
   let failed = 0;
   let bytes = 0;
   for (const { row } of dropped) {
-    if ('error' in (JSON.parse(row) as object)) failed += 1;
+    if (rowFailed(row)) failed += 1;
     bytes += Buffer.byteLength(row);
   }
   await client.query('UPDATE decide_batch_jobs SET completed = completed - $2, failed = failed - $3, results_bytes = results_bytes - $4 WHERE id = $1', [

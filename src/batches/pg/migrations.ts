@@ -86,6 +86,32 @@ const MIGRATIONS: readonly Migration[] = [
     // the jobs table keeps expired rows, so that must not be a scan of the whole table.
     sql: `CREATE INDEX decide_batch_jobs_open_by_model ON decide_batch_jobs (model) WHERE status IN ('queued', 'in_progress');`,
   },
+  {
+    version: 4,
+    name: "OpenAI's Files + Batch dialect",
+    // openai: the OpenAI-dialect fields of a job (src/batches/openai/job-fields.ts), null for ours.
+    // decide_files: uploaded files (purpose batch), their bytes in parts of at most 1 MiB so that
+    // neither an upload nor a download is ever held whole in memory (src/batches/files/pg-files.ts).
+    sql: `
+      ALTER TABLE decide_batch_jobs ADD COLUMN openai text;
+      CREATE TABLE decide_files (
+        id         text PRIMARY KEY,
+        owner      text NOT NULL,
+        filename   text NOT NULL,
+        purpose    text NOT NULL,
+        bytes      bigint NOT NULL,
+        records    integer NOT NULL,
+        created_at bigint NOT NULL
+      );
+      CREATE INDEX decide_files_by_owner ON decide_files (owner, id);
+      CREATE TABLE decide_file_parts (
+        file_id text NOT NULL REFERENCES decide_files (id) ON DELETE CASCADE,
+        seq     integer NOT NULL,
+        data    bytea NOT NULL,
+        PRIMARY KEY (file_id, seq)
+      );
+    `,
+  },
 ];
 
 /**

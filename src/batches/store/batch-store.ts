@@ -13,6 +13,7 @@
 import type { Readable } from 'node:stream';
 
 import { BATCH_STATUSES, type BatchStatus } from '../../api/schemas.js';
+import { openAiFieldsFromText, type OpenAiJobFields } from '../openai/job-fields.js';
 import type { StagedUpload } from '../uploads.js';
 
 export { BATCH_STATUSES, type BatchStatus };
@@ -45,6 +46,8 @@ export interface BatchJob {
   errorMessage: string | null;
   /** The form's questions field (JSON text) or null. */
   questions: string | null;
+  /** Set for a job created in OpenAI's dialect (JSON body): it answers in that dialect. */
+  openai: OpenAiJobFields | null;
 }
 
 /** The common job fields as both stores' SQL rows name them (snake_case columns). */
@@ -64,6 +67,8 @@ export interface BatchJobColumns {
   error_code: string | null;
   error_message: string | null;
   questions: string | null;
+  /** OpenAiJobFields as JSON text, or null. */
+  openai?: string | null;
 }
 
 export function batchJobFromColumns(r: BatchJobColumns): BatchJob {
@@ -83,6 +88,7 @@ export function batchJobFromColumns(r: BatchJobColumns): BatchJob {
     errorCode: r.error_code,
     errorMessage: r.error_message,
     questions: r.questions,
+    openai: openAiFieldsFromText(r.openai),
   };
 }
 
@@ -96,6 +102,8 @@ export interface NewBatch {
   total: number;
   createdAt: number;
   questions: string | null;
+  /** A job of OpenAI's dialect (see BatchJob.openai). */
+  openai?: OpenAiJobFields | null;
 }
 
 export interface BatchResults {

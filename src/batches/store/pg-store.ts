@@ -22,6 +22,7 @@ import { insertInputRows } from '../pg/input-rows.js';
 import { closeJob, getJob, JOB_COLUMNS, toJob, type PgJob } from '../pg/job-rows.js';
 import { migrate, withSchemaLock } from '../pg/migrations.js';
 import { CHUNK_QUEUE, chunkPriorities, leaseSeconds, startQueue } from '../pg/queue.js';
+import { openAiFieldsToText } from '../openai/job-fields.js';
 import type { StagedUpload } from '../uploads.js';
 import type { BatchJob, BatchResults, BatchStore, NewBatch } from './batch-store.js';
 import type { StoreContext } from './store-context.js';
@@ -93,9 +94,9 @@ export class PgBatchStore implements BatchStore {
     const { settings } = this.options;
     return inTransaction(this.pool, async (client) => {
       await client.query(
-        `INSERT INTO decide_batch_jobs (id, owner, model, requested_model, status, total, created_at, questions)
-         VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7)`,
-        [job.id, job.owner, job.model, job.requestedModel, job.total, job.createdAt, job.questions],
+        `INSERT INTO decide_batch_jobs (id, owner, model, requested_model, status, total, created_at, questions, openai)
+         VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8)`,
+        [job.id, job.owner, job.model, job.requestedModel, job.total, job.createdAt, job.questions, openAiFieldsToText(job.openai)],
       );
       const { chunks, records } = await insertInputRows(client, job.id, upload, { maxRecordBytes: settings.maxRecordBytes, chunk: settings.chunk });
       if (records !== job.total) throw new Error(`batch ${job.id}: ${records} records read back of the ${job.total} counted at upload`);

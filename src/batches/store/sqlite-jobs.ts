@@ -10,6 +10,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
+import { openAiFieldsToText } from '../openai/job-fields.js';
 import { PRIVATE_FILE_MODE, privateFile } from '../private-files.js';
 import { batchJobFromColumns, type BatchJob, type BatchJobColumns, type BatchStatus, type NewBatch } from './batch-store.js';
 
@@ -125,10 +126,13 @@ export class SqliteJobTable {
     // FULL: a committed row survives power loss too, not only a process crash.
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
+    // Added after the first release: a database created before it gets the column here.
+    const columns = this.db.prepare('PRAGMA table_info(batches)').all() as Array<{ name: string }>;
+    if (!columns.some((c) => c.name === 'openai')) this.db.exec('ALTER TABLE batches ADD COLUMN openai TEXT');
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
-      insert: p(`INSERT INTO batches (id, owner, model, requested_model, status, total, created_at, questions, input_path, input_bytes, results_path)
-                 VALUES (@id, @owner, @model, @requestedModel, 'queued', @total, @createdAt, @questions, @inputPath, @inputBytes, @resultsPath)`),
+      insert: p(`INSERT INTO batches (id, owner, model, requested_model, status, total, created_at, questions, input_path, input_bytes, results_path, openai)
+                 VALUES (@id, @owner, @model, @requestedModel, 'queued', @total, @createdAt, @questions, @inputPath, @inputBytes, @resultsPath, @openai)`),
       get: p('SELECT * FROM batches WHERE id = ?'),
       listFirst: p('SELECT * FROM batches WHERE owner = ? ORDER BY id DESC LIMIT ?'),
       listAfter: p('SELECT * FROM batches WHERE owner = ? AND id < ? ORDER BY id DESC LIMIT ?'),
@@ -146,7 +150,7 @@ export class SqliteJobTable {
   }
 
   insert(job: NewJob): JobRow {
-    this.stmt.insert!.run(job);
+    this.stmt.insert!.run({ ...job, openai: openAiFieldsToText(job.openai) });
     return this.get(job.id)!;
   }
 

@@ -1,12 +1,16 @@
 /**
  * The batch endpoints (registered in the /v1 scope, after authentication):
  *   POST /v1/batches               multipart form: model, file (JSONL), optional questions (JSON text) -> 201 Batch
+ *                                  or, with a JSON body, OpenAI's {input_file_id, endpoint, completion_window,
+ *                                  metadata} -> 200 OpenAI Batch (src/batches/openai/, errors in OpenAI's shape)
  *   GET  /v1/batches               the caller's batches, newest first (?limit=1..100, default 20; ?after=<batch id>)
  *   GET  /v1/batches/{id}          the Batch
  *   GET  /v1/batches/{id}/results  application/x-ndjson, streamed; 404 not_found until the batch is final
  *   POST /v1/batches/{id}/cancel   the Batch (cancelling or cancelled)
  * The upload is streamed to disk (BatchService.stageUpload), never buffered whole. Batches belong to
  * the API key that created them (request.keyId); any other key gets 404 not_found.
+ * GET, list and cancel answer each job in the dialect it was created in (BatchService.show*); their
+ * errors keep our shape (the job's dialect is not known before it is found).
  * Schemas are for the OpenAPI document; responses are serialized with JSON.stringify as built.
  */
 import multipart from '@fastify/multipart';
@@ -16,10 +20,15 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ApiError } from '../../api/errors.js';
 import { ref } from '../../api/schemas.js';
 import type { BatchService, StagedUpload } from '../../batches/batch-service.js';
+import type { OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
+import { sendError } from '../errors.js';
 import { readingMultipart } from '../multipart-body.js';
+import { isJsonRequest, sendOpenAiError } from './openai-errors.js';
 
 export interface BatchRouteOptions {
   batches: BatchService;
+  /** OpenAI's dialect of POST /v1/batches (a JSON body); without it only the multipart form is served. */
+  openai?: OpenAiBatchApi;
 }
 
 /** The questions form field, in bytes. */
@@ -49,7 +58,7 @@ function ownerOf(request: FastifyRequest): string {
   return keyId;
 }
 
-export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { batches }) => {
+export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { batches, openai }) => {
   if (!app.hasContentTypeParser('multipart/form-data')) {
     // Scoped to these routes; limits are given per request below.
     await app.register(multipart, { throwFileSizeLimit: false });
@@ -69,6 +78,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
           questions: Type.Optional(Type.String({ description: 'JSON text (a text field or a small file part): questions for records without their own.' })),
         }),
         response: {
+          200: Type.Object({}, { additionalProperties: true, description: "OpenAI's Batch object, for a JSON body (docs/compatibility.md, Batches)" }),
           201: ref('Batch'),
           400: errors('invalid_question: missing model or file, empty file, invalid questions field'),
           404: errors('not_found: unknown model'),
@@ -77,9 +87,12 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         },
       },
       ...asBuilt,
+      // A JSON body is OpenAI's batch creation: its errors (body parsing included) in OpenAI's shape.
+      errorHandler: (err, request, reply) => (isJsonRequest(request) ? sendOpenAiError(err, request, reply) : sendError(err, request, reply)),
     },
     async (request, reply) => {
       const owner = ownerOf(request);
+      if (openai && isJsonRequest(request)) return reply.code(200).send(await openai.createBatch(owner, request.body));
       if (!request.isMultipart()) {
         throw new ApiError('invalid_question', 'request body: send multipart/form-data with the fields model and file (and optionally questions)');
       }
@@ -151,7 +164,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
     },
     async (request) => {
       const query = request.query as { limit?: unknown; after?: unknown };
-      return batches.list(ownerOf(request), { limit: query.limit, after: query.after });
+      return batches.showList(ownerOf(request), { limit: query.limit, after: query.after });
     },
   );
 
@@ -167,7 +180,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
       },
       ...asBuilt,
     },
-    async (request) => batches.get(ownerOf(request), (request.params as { id: string }).id),
+    async (request) => batches.show(ownerOf(request), (request.params as { id: string }).id),
   );
 
   app.get(
@@ -205,6 +218,6 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
       },
       ...asBuilt,
     },
-    async (request) => batches.cancel(ownerOf(request), (request.params as { id: string }).id),
+    async (request) => batches.cancelAndShow(ownerOf(request), (request.params as { id: string }).id),
   );
 };

@@ -1,0 +1,38 @@
+/**
+ * FileStore: where uploaded files (OpenAI's `POST /v1/files`, purpose `batch`) live. Two
+ * implementations, chosen like the batch store by DECIDE_DATABASE_URL (open-files.ts):
+ *   sqlite-files.ts  rows in `<dataDir>/batches.sqlite`, bytes in `<dataDir>/files/<id>/content.jsonl`
+ *   pg-files.ts      rows and bytes (in parts of at most 1 MiB) in Postgres, so a file uploaded on
+ *                    one API host is read on any other
+ * Uploads arrive as a staged upload (streamed to disk and counted by UploadStaging, with the batch
+ * file limits) and are consumed by create(); neither an upload nor a download is held whole in memory.
+ */
+import type { Readable } from 'node:stream';
+
+import type { StagedUpload } from '../uploads.js';
+
+export interface StoredFile {
+  /** `file-<ULID>`. */
+  id: string;
+  /** The API key id that uploaded it. */
+  owner: string;
+  filename: string;
+  purpose: string;
+  bytes: number;
+  /** Non-blank lines. */
+  records: number;
+  /** Epoch milliseconds. */
+  createdAt: number;
+}
+
+export interface FileStore {
+  create(file: StoredFile, upload: StagedUpload): Promise<StoredFile>;
+  get(id: string): Promise<StoredFile | undefined>;
+  /** The owner's files by id (= upload order): `desc` newest first; `after` is the last id of the previous page. */
+  list(owner: string, limit: number, order: 'asc' | 'desc', after?: string): Promise<StoredFile[]>;
+  /** The file's bytes, streamed. */
+  open(file: StoredFile): Promise<Readable>;
+  /** False when there was no such file. */
+  delete(id: string): Promise<boolean>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,109 @@
+/**
+ * The Postgres file store (DECIDE_DATABASE_URL): a row per file in decide_files and its bytes in
+ * decide_file_parts, parts of at most 1 MiB read from the staged upload one at a time and written
+ * in the same transaction as the row (a file exists whole or not at all). A download reads one part
+ * per query. Every API host and worker sees every file. Tables: migration 3 (pg/migrations.ts),
+ * applied when the batch store opens, which BatchService does before opening this.
+ */
+import { open as openFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+
+import { inTransaction, openPool, type Pool } from '../pg/database.js';
+import type { StagedUpload } from '../uploads.js';
+import type { FileStore, StoredFile } from './file-store.js';
+
+/** Bytes per stored part (and the most a part holds in memory, in either direction). */
+export const FILE_PART_BYTES = 1024 * 1024;
+
+const COLUMNS = 'id, owner, filename, purpose, bytes::float8 AS bytes, records, created_at::float8 AS created_at';
+
+interface Row {
+  id: string;
+  owner: string;
+  filename: string;
+  purpose: string;
+  bytes: number;
+  records: number;
+  created_at: number;
+}
+
+const fromRow = (r: Row): StoredFile => ({
+  id: r.id,
+  owner: r.owner,
+  filename: r.filename,
+  purpose: r.purpose,
+  bytes: r.bytes,
+  records: r.records,
+  createdAt: r.created_at,
+});
+
+export class PgFileStore implements FileStore {
+  private constructor(private readonly pool: Pool) {}
+
+  static async open(url: string): Promise<PgFileStore> {
+    return new PgFileStore(openPool(url, 3));
+  }
+
+  async create(file: StoredFile, upload: StagedUpload): Promise<StoredFile> {
+    const fh = await openFile(upload.path, 'r');
+    try {
+      await inTransaction(this.pool, async (client) => {
+        await client.query('INSERT INTO decide_files (id, owner, filename, purpose, bytes, records, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+          file.id,
+          file.owner,
+          file.filename,
+          file.purpose,
+          file.bytes,
+          file.records,
+          file.createdAt,
+        ]);
+        const buf = Buffer.allocUnsafe(FILE_PART_BYTES);
+        for (let seq = 0, position = 0; ; seq++) {
+          const { bytesRead } = await fh.read(buf, 0, buf.length, position);
+          if (bytesRead === 0) break;
+          position += bytesRead;
+          await client.query('INSERT INTO decide_file_parts (file_id, seq, data) VALUES ($1, $2, $3)', [file.id, seq, buf.subarray(0, bytesRead)]);
+        }
+      });
+    } finally {
+      await fh.close();
+    }
+    return file;
+  }
+
+  async get(id: string): Promise<StoredFile | undefined> {
+    const { rows } = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM decide_files WHERE id = $1`, [id]);
+    return rows[0] && fromRow(rows[0]);
+  }
+
+  async list(owner: string, limit: number, order: 'asc' | 'desc', after?: string): Promise<StoredFile[]> {
+    const dir = order === 'asc' ? 'ASC' : 'DESC';
+    const cmp = order === 'asc' ? '>' : '<';
+    const { rows } =
+      after === undefined
+        ? await this.pool.query<Row>(`SELECT ${COLUMNS} FROM decide_files WHERE owner = $1 ORDER BY id ${dir} LIMIT $2`, [owner, limit])
+        : await this.pool.query<Row>(`SELECT ${COLUMNS} FROM decide_files WHERE owner = $1 AND id ${cmp} $2 ORDER BY id ${dir} LIMIT $3`, [owner, after, limit]);
+    return rows.map(fromRow);
+  }
+
+  async open(file: StoredFile): Promise<Readable> {
+    const { pool } = this;
+    async function* parts(): AsyncGenerator<Buffer> {
+      for (let seq = 0; ; seq++) {
+        const { rows } = await pool.query<{ data: Buffer }>('SELECT data FROM decide_file_parts WHERE file_id = $1 AND seq = $2', [file.id, seq]);
+        if (rows.length === 0) return;
+        yield rows[0]!.data;
+      }
+    }
+    return Readable.from(parts(), { objectMode: false });
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query('DELETE FROM decide_files WHERE id = $1', [id]);
+    return rowCount === 1;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * The embedded file store (no DECIDE_DATABASE_URL): one row per file in `<dataDir>/batches.sqlite`
+ * (table `files`, its own connection beside the job table's), the bytes in
+ * `<dataDir>/files/<id>/content.jsonl`, private as the job files are (0700 dirs, 0600 files).
+ * The bytes are moved in, fsynced, before the row commits; a crash between leaves a directory
+ * without a row, removed at the next open.
+ */
+import { createReadStream } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+
+import { privateDir } from '../private-files.js';
+import { moveUploadInto, type StagedUpload } from '../uploads.js';
+import type { FileStore, StoredFile } from './file-store.js';
+
+interface Statement {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+interface Database {
+  prepare(sql: string): Statement;
+  exec(sql: string): void;
+  pragma(sql: string): unknown;
+  close(): void;
+  readonly open: boolean;
+}
+type DatabaseConstructor = new (file: string, options?: { timeout?: number }) => Database;
+
+const require = createRequire(import.meta.url);
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS files (
+  id         TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,
+  filename   TEXT NOT NULL,
+  purpose    TEXT NOT NULL,
+  bytes      INTEGER NOT NULL,
+  records    INTEGER NOT NULL,
+  created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS files_by_owner ON files (owner, id);
+`;
+
+interface Row {
+  id: string;
+  owner: string;
+  filename: string;
+  purpose: string;
+  bytes: number;
+  records: number;
+  created_at: number;
+}
+
+const fromRow = (r: Row): StoredFile => ({
+  id: r.id,
+  owner: r.owner,
+  filename: r.filename,
+  purpose: r.purpose,
+  bytes: r.bytes,
+  records: r.records,
+  createdAt: r.created_at,
+});
+
+export class SqliteFileStore implements FileStore {
+  private readonly db: Database;
+  private readonly filesDir: string;
+
+  private constructor(dataDir: string) {
+    const Sqlite = require('better-sqlite3') as DatabaseConstructor;
+    // The job table (sqlite-jobs.ts) created the file 0600 in WAL mode before this opens it.
+    this.db = new Sqlite(path.join(dataDir, 'batches.sqlite'), { timeout: 5000 });
+    this.db.pragma('synchronous = FULL');
+    this.db.exec(SCHEMA);
+    this.filesDir = path.join(dataDir, 'files');
+  }
+
+  /** Opens the table and removes directories no row owns (a crash between the move and the commit). */
+  static async open(dataDir: string): Promise<SqliteFileStore> {
+    const store = new SqliteFileStore(dataDir);
+    privateDir(store.filesDir);
+    const known = new Set((store.db.prepare('SELECT id FROM files').all() as Array<{ id: string }>).map((r) => r.id));
+    for (const name of await readdir(store.filesDir)) {
+      if (!known.has(name)) await rm(path.join(store.filesDir, name), { recursive: true, force: true });
+    }
+    return store;
+  }
+
+  private contentPath(id: string): string {
+    return path.join(this.filesDir, id, 'content.jsonl');
+  }
+
+  async create(file: StoredFile, upload: StagedUpload): Promise<StoredFile> {
+    await moveUploadInto(upload, this.contentPath(file.id));
+    this.db
+      .prepare('INSERT INTO files (id, owner, filename, purpose, bytes, records, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .run(file.id, file.owner, file.filename, file.purpose, file.bytes, file.records, file.createdAt);
+    return file;
+  }
+
+  async get(id: string): Promise<StoredFile | undefined> {
+    const row = this.db.prepare('SELECT * FROM files WHERE id = ?').get(id) as Row | undefined;
+    return row && fromRow(row);
+  }
+
+  async list(owner: string, limit: number, order: 'asc' | 'desc', after?: string): Promise<StoredFile[]> {
+    const dir = order === 'asc' ? 'ASC' : 'DESC';
+    const cmp = order === 'asc' ? '>' : '<';
+    const rows = (
+      after === undefined
+        ? this.db.prepare(`SELECT * FROM files WHERE owner = ? ORDER BY id ${dir} LIMIT ?`).all(owner, limit)
+        : this.db.prepare(`SELECT * FROM files WHERE owner = ? AND id ${cmp} ? ORDER BY id ${dir} LIMIT ?`).all(owner, after, limit)
+    ) as Row[];
+    return rows.map(fromRow);
+  }
+
+  async open(file: StoredFile): Promise<Readable> {
+    return createReadStream(this.contentPath(file.id));
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const { changes } = this.db.prepare('DELETE FROM files WHERE id = ?').run(id);
+    await rm(path.join(this.filesDir, id), { recursive: true, force: true });
+    return changes === 1;
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}

@@ -1,0 +1,331 @@
+/**
+ * OpenAI's Files + Batch flow on our batch jobs: what the /v1/files routes and a JSON
+ * `POST /v1/batches` call. Files are kept by a FileStore (SQLite or Postgres, as the jobs); a batch
+ * is an ordinary job of BatchService (the same store, runners, crash-resume and live-before-batch
+ * priority as our multipart batches) that carries its OpenAI fields and so answers in OpenAI's
+ * dialect; its output and error files are views of its result rows, split by status.
+ *
+ * Decisions (docs/compatibility.md, "Batches"):
+ * - Creation reads the whole input file: a line that is not `{custom_id, method: "POST", url:
+ *   <endpoint>, body: {...}}`, or a custom_id used twice, makes creation a 400 that lists the lines
+ *   (up to 20), and no batch exists. A line whose body the endpoint refuses is not a creation error:
+ *   it gets its error-file row, with the endpoint's status and error body, as OpenAI does.
+ * - The batch's model is its first line's `body.model`; a line naming another model is refused (400
+ *   in the error file): one job runs one model.
+ * - Files belong to the uploading key; another key's file is 404, as a missing one.
+ */
+import { open } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+
+import { monotonicFactory } from 'ulid';
+
+import { isApiError } from '../../api/errors.js';
+import type { BatchService, StagedUpload } from '../batch-service.js';
+import type { FileStore, StoredFile } from '../files/file-store.js';
+import { openFileStore } from '../files/open-files.js';
+import { decodeLine, readLines } from '../records.js';
+import type { BatchJob } from '../store/batch-store.js';
+import { BATCH_ENDPOINTS } from './endpoints.js';
+import { oaError } from './errors.js';
+import type { OpenAiJobFields } from './job-fields.js';
+import { envelopeProblem, rowFailed } from './lines.js';
+import { isUploadFileId, resultFileObject, resultFileOf, toOpenAiBatch, uploadFileObject, type OpenAiBatch, type OpenAiFileObject } from './wire.js';
+
+export const FILE_PURPOSES = ['batch'] as const;
+export const COMPLETION_WINDOWS = ['24h'] as const;
+/** OpenAI's metadata limits. */
+export const METADATA_LIMITS = Object.freeze({ keys: 16, keyChars: 64, valueChars: 512 });
+export const DEFAULT_FILE_LIST_LIMIT = 10_000;
+const MAX_FILENAME_CHARS = 255;
+/** Problems a creation error lists. */
+const MAX_LISTED_PROBLEMS = 20;
+const CREATE_FIELDS = ['input_file_id', 'endpoint', 'completion_window', 'metadata', 'output_expires_after'];
+
+export interface FileListPage {
+  object: 'list';
+  data: OpenAiFileObject[];
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v.slice(0, 100)) : v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
+
+/** Splits a byte stream into lines (each with its newline, the last one maybe without). */
+async function* streamLines(stream: AsyncIterable<Buffer | string>): AsyncGenerator<Buffer> {
+  let rest: Buffer = Buffer.alloc(0);
+  for await (const piece of stream) {
+    let buf = typeof piece === 'string' ? Buffer.from(piece) : piece;
+    if (rest.length > 0) buf = Buffer.concat([rest, buf]);
+    let at = 0;
+    for (let nl = buf.indexOf(0x0a, at); nl !== -1; nl = buf.indexOf(0x0a, at)) {
+      yield buf.subarray(at, nl + 1);
+      at = nl + 1;
+    }
+    rest = Buffer.from(buf.subarray(at));
+  }
+  if (rest.length > 0) yield rest;
+}
+
+export class OpenAiBatchApi {
+  private readonly newId = monotonicFactory();
+
+  private constructor(
+    private readonly batches: BatchService,
+    readonly files: FileStore,
+  ) {}
+
+  /** Opens the file store beside the batch store (same database or data dir). */
+  static async open(batches: BatchService): Promise<OpenAiBatchApi> {
+    return new OpenAiBatchApi(batches, await openFileStore(batches.storeSelection, batches.dataDir));
+  }
+
+  async close(): Promise<void> {
+    await this.files.close();
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Files
+
+  /** Stages an upload with the batch file limits (413 over them; see BatchService.stageUpload). */
+  stage(stream: AsyncIterable<Buffer | string>): Promise<StagedUpload> {
+    return this.batches.stageUpload(stream);
+  }
+
+  discard(upload: StagedUpload | undefined): Promise<void> {
+    return this.batches.discard(upload);
+  }
+
+  /** Makes a staged upload a file of `owner` (consumed, or removed on error). */
+  async upload(owner: string, input: { purpose: string | undefined; filename: string | undefined; upload: StagedUpload | undefined }): Promise<OpenAiFileObject> {
+    try {
+      if (input.purpose === undefined) throw oaError(400, "purpose: required (form field 'purpose'; the only purpose served is 'batch')", 'purpose');
+      if (!(FILE_PURPOSES as readonly string[]).includes(input.purpose)) {
+        throw oaError(400, `purpose: ${shown(input.purpose)} is not supported; this server keeps files for batches only (purpose 'batch')`, 'purpose');
+      }
+      if (!input.upload) throw oaError(400, "file: required (form field 'file', a JSONL file with one request per line)", 'file');
+      if (input.upload.records === 0) throw oaError(400, 'file: empty; a batch file needs at least one request line', 'file');
+      const filename = (input.filename || 'upload.jsonl').slice(0, MAX_FILENAME_CHARS);
+      const file: StoredFile = {
+        id: `file-${this.newId()}`,
+        owner,
+        filename,
+        purpose: input.purpose,
+        bytes: input.upload.bytes,
+        records: input.upload.records,
+        createdAt: Date.now(),
+      };
+      return uploadFileObject(await this.files.create(file, input.upload));
+    } finally {
+      await this.discard(input.upload);
+    }
+  }
+
+  /** GET /v1/files: ?after=<file id>, ?limit=1..10000 (default 10000), ?order=asc|desc (default desc), ?purpose. */
+  async listFiles(owner: string, query: { after?: unknown; limit?: unknown; order?: unknown; purpose?: unknown }): Promise<FileListPage> {
+    let limit = DEFAULT_FILE_LIST_LIMIT;
+    if (query.limit !== undefined) {
+      limit = typeof query.limit === 'string' && /^[0-9]+$/.test(query.limit) ? Number(query.limit) : NaN;
+      if (!Number.isInteger(limit) || limit < 1 || limit > DEFAULT_FILE_LIST_LIMIT) {
+        throw oaError(400, `limit: must be an integer from 1 to ${DEFAULT_FILE_LIST_LIMIT}`, 'limit');
+      }
+    }
+    const order = query.order === undefined ? 'desc' : query.order;
+    if (order !== 'asc' && order !== 'desc') throw oaError(400, "order: must be 'asc' or 'desc'", 'order');
+    if (query.after !== undefined && (typeof query.after !== 'string' || !isUploadFileId(query.after))) {
+      throw oaError(400, 'after: must be a file id (the last id of the previous page)', 'after');
+    }
+    // Only uploads are listed; a batch's output and error files are reached through the batch.
+    const rows = query.purpose !== undefined && query.purpose !== 'batch' ? [] : await this.files.list(owner, limit + 1, order, query.after as string | undefined);
+    const data = rows.slice(0, limit).map(uploadFileObject);
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > limit };
+  }
+
+  async getFile(owner: string, id: string): Promise<OpenAiFileObject> {
+    const result = resultFileOf(id);
+    if (result) {
+      const job = await this.resultJob(owner, id, result);
+      const bytes = await this.resultBytes(owner, job, result.kind);
+      return resultFileObject(job, result.kind, bytes);
+    }
+    return uploadFileObject(await this.ownedFile(owner, id));
+  }
+
+  /** The file's bytes: an upload as it was sent; a batch's output or error file as JSONL rows in input order. */
+  async fileContent(owner: string, id: string): Promise<Readable> {
+    const result = resultFileOf(id);
+    if (!result) return this.files.open(await this.ownedFile(owner, id));
+    await this.resultJob(owner, id, result);
+    const { stream } = await this.batches.openResults(owner, result.batchId);
+    const failed = result.kind === 'errors';
+    async function* rows(): AsyncGenerator<Buffer> {
+      for await (const line of streamLines(stream)) if (rowFailed(line.toString('utf8')) === failed) yield line;
+    }
+    return Readable.from(rows(), { objectMode: false });
+  }
+
+  async deleteFile(owner: string, id: string): Promise<{ id: string; object: 'file'; deleted: true }> {
+    if (resultFileOf(id)) throw oaError(400, `${id} is a batch's result file; it is deleted with the batch's results (retention)`, 'file_id');
+    await this.ownedFile(owner, id);
+    await this.files.delete(id);
+    return { id, object: 'file', deleted: true };
+  }
+
+  private async ownedFile(owner: string, id: string): Promise<StoredFile> {
+    const file = isUploadFileId(id) ? await this.files.get(id) : undefined;
+    // Another key's file is indistinguishable from a missing one.
+    if (!file || file.owner !== owner) throw oaError(404, `No such File object: ${id.slice(0, 100)}`, 'id');
+    return file;
+  }
+
+  /** The job behind a result file id, when it is the caller's OpenAI-dialect job and that file exists. */
+  private async resultJob(owner: string, id: string, result: { batchId: string; kind: 'output' | 'errors' }): Promise<BatchJob> {
+    const missing = () => oaError(404, `No such File object: ${id.slice(0, 100)}`, 'id');
+    let job: BatchJob;
+    try {
+      job = await this.batches.job(owner, result.batchId);
+    } catch (err) {
+      if (isApiError(err) && err.code === 'not_found') throw missing();
+      throw err;
+    }
+    const batch = job.openai ? toOpenAiBatch(job) : undefined;
+    if (!batch || (result.kind === 'output' ? batch.output_file_id : batch.error_file_id) !== id) throw missing();
+    return job;
+  }
+
+  /** Bytes of one of a finished job's result files (its rows are read once to count them). */
+  private async resultBytes(owner: string, job: BatchJob, kind: 'output' | 'errors'): Promise<number> {
+    const { stream } = await this.batches.openResults(owner, job.id);
+    let bytes = 0;
+    for await (const line of streamLines(stream)) if (rowFailed(line.toString('utf8')) === (kind === 'errors')) bytes += line.length;
+    return bytes;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Batches
+
+  /** POST /v1/batches with a JSON body: a job from an uploaded file. */
+  async createBatch(owner: string, body: unknown): Promise<OpenAiBatch> {
+    const fields = this.createParams(body);
+    const file = await this.ownedFileParam(owner, fields.inputFileId);
+    if (file.purpose !== 'batch') throw oaError(400, `input_file_id: ${file.id} has purpose '${file.purpose}'; a batch reads a file uploaded with purpose 'batch'`, 'input_file_id');
+    const upload = await this.batches.stageUpload(await this.files.open(file));
+    try {
+      const model = await this.checkInput(upload, fields.endpoint);
+      let job: BatchJob;
+      try {
+        job = await this.batches.createJob({ owner, model, upload, openai: fields });
+      } catch (err) {
+        if (isApiError(err) && err.code === 'not_found') {
+          throw oaError(404, `body.model: ${err.message} (the batch's model is its first line's body.model)`, 'model', 'model_not_found');
+        }
+        throw err;
+      }
+      return toOpenAiBatch(job);
+    } finally {
+      await this.batches.discard(upload);
+    }
+  }
+
+  private async ownedFileParam(owner: string, id: string): Promise<StoredFile> {
+    try {
+      return await this.ownedFile(owner, id);
+    } catch {
+      throw oaError(404, `input_file_id: no such file ${JSON.stringify(id.slice(0, 100))} (upload it with POST /v1/files, purpose 'batch')`, 'input_file_id');
+    }
+  }
+
+  private createParams(body: unknown): OpenAiJobFields {
+    if (!isPlainObject(body)) throw oaError(400, `request body: must be a JSON object {input_file_id, endpoint, completion_window, metadata?}, got ${shown(body)}`);
+    for (const key of Object.keys(body)) {
+      if (!CREATE_FIELDS.includes(key)) throw oaError(400, `${key.slice(0, 100)}: unknown field (allowed: ${CREATE_FIELDS.join(', ')})`, key.slice(0, 100));
+    }
+    const { input_file_id: inputFileId, endpoint, completion_window: completionWindow, metadata } = body;
+    if (typeof inputFileId !== 'string' || inputFileId === '') throw oaError(400, `input_file_id: required, a file id, got ${shown(inputFileId)}`, 'input_file_id');
+    if (typeof endpoint !== 'string' || !(BATCH_ENDPOINTS as readonly string[]).includes(endpoint)) {
+      throw oaError(400, `endpoint: must be one of ${BATCH_ENDPOINTS.join(', ')}, got ${shown(endpoint)}`, 'endpoint');
+    }
+    if (typeof completionWindow !== 'string' || !(COMPLETION_WINDOWS as readonly string[]).includes(completionWindow)) {
+      throw oaError(400, `completion_window: must be '24h', got ${shown(completionWindow)}`, 'completion_window');
+    }
+    return { inputFileId, endpoint, completionWindow, metadata: this.metadata(metadata) };
+  }
+
+  private metadata(value: unknown): Record<string, string> | null {
+    if (value === undefined || value === null) return null;
+    const { keys, keyChars, valueChars } = METADATA_LIMITS;
+    if (!isPlainObject(value)) throw oaError(400, `metadata: must be an object of strings, got ${shown(value)}`, 'metadata');
+    const entries = Object.entries(value);
+    if (entries.length > keys) throw oaError(400, `metadata: at most ${keys} keys, got ${entries.length}`, 'metadata');
+    for (const [k, v] of entries) {
+      if (k.length > keyChars) throw oaError(400, `metadata: key ${shown(k)} is longer than ${keyChars} characters`, 'metadata');
+      if (typeof v !== 'string') throw oaError(400, `metadata.${k.slice(0, 64)}: must be a string, got ${shown(v)}`, 'metadata');
+      if (v.length > valueChars) throw oaError(400, `metadata.${k.slice(0, 64)}: longer than ${valueChars} characters`, 'metadata');
+    }
+    return Object.fromEntries(entries) as Record<string, string>;
+  }
+
+  /**
+   * Reads the staged input once: every non-blank line must be a request envelope for `endpoint`
+   * with a custom_id not used before. Returns the batch's model (the first line's body.model);
+   * a 400 listing the bad lines otherwise.
+   */
+  private async checkInput(upload: StagedUpload, endpoint: string): Promise<string> {
+    const maxRecordBytes = this.batches.settings.maxRecordBytes;
+    const problems: string[] = [];
+    let count = 0;
+    let duplicates = 0;
+    const note = (text: string) => {
+      count += 1;
+      if (problems.length < MAX_LISTED_PROBLEMS) problems.push(text);
+    };
+    const seen = new Map<string, number>();
+    let model: string | undefined;
+    const fh = await open(upload.path, 'r');
+    try {
+      for await (const line of readLines(fh, { maxLineBytes: maxRecordBytes })) {
+        if (line.blank) continue;
+        const decoded = decodeLine(line, maxRecordBytes);
+        if ('error' in decoded) {
+          note(decoded.error.message);
+          continue;
+        }
+        const problem = envelopeProblem(decoded.value, endpoint);
+        if (problem) {
+          note(`line ${line.lineNo}: ${problem}`);
+          continue;
+        }
+        const id = decoded.value.custom_id as string;
+        const first = seen.get(id);
+        if (first !== undefined) {
+          duplicates += 1;
+          note(`line ${line.lineNo}: custom_id ${JSON.stringify(id.slice(0, 100))} is a duplicate of line ${first}`);
+          continue;
+        }
+        seen.set(id, line.lineNo);
+        if (model === undefined) {
+          const m = (decoded.value.body as Record<string, unknown>).model;
+          if (typeof m !== 'string' || m === '') note(`line ${line.lineNo}: body.model: required, the model that runs the batch (got ${shown(m)})`);
+          else model = m;
+        }
+      }
+    } finally {
+      await fh.close();
+    }
+    if (count > 0) {
+      const more = count > problems.length ? `; and ${count - problems.length} more` : '';
+      throw oaError(
+        400,
+        `input_file_id: the input file has ${count} invalid line${count === 1 ? '' : 's'}, so no batch was created: ${problems.join('; ')}${more}`,
+        'input_file_id',
+        duplicates === count ? 'duplicate_custom_id' : 'invalid_input_file',
+      );
+    }
+    if (model === undefined) throw oaError(400, 'input_file_id: the input file has no request lines', 'input_file_id');
+    return model;
+  }
+}

@@ -1,0 +1,166 @@
+/**
+ * OpenAI's wire objects for our jobs and files (../shared/design/compat-wire-formats.md section 3):
+ * the Batch object of a JSON-created job, the FileObject of an upload or of a batch's output and
+ * error files, and the list page. How our statuses and fields map onto OpenAI's is documented in
+ * docs/compatibility.md ("Batches"); this file is that table in code.
+ */
+import type { Batch } from '../../api/schemas.js';
+import type { StoredFile } from '../files/file-store.js';
+import type { BatchJob, BatchStatus } from '../store/batch-store.js';
+import { toBatch } from '../wire.js';
+
+export type OpenAiBatchStatus = 'validating' | 'failed' | 'in_progress' | 'finalizing' | 'completed' | 'expired' | 'cancelling' | 'cancelled';
+
+/**
+ * Ours -> OpenAI's. A queued job was validated when it was created (creation reads the whole file),
+ * so it is in_progress: accepted, its requests waiting behind live traffic. We never finalize
+ * (rows are written as they are scored), so `finalizing` is not used.
+ */
+const STATUS: Readonly<Record<BatchStatus, OpenAiBatchStatus>> = {
+  queued: 'in_progress',
+  in_progress: 'in_progress',
+  completed: 'completed',
+  failed: 'failed',
+  cancelling: 'cancelling',
+  cancelled: 'cancelled',
+  expired: 'expired',
+};
+
+export interface OpenAiBatch {
+  id: string;
+  object: 'batch';
+  endpoint: string;
+  model: string;
+  errors: { object: 'list'; data: Array<{ code: string; message: string; param: string | null; line: number | null }> } | null;
+  input_file_id: string;
+  completion_window: string;
+  status: OpenAiBatchStatus;
+  output_file_id: string | null;
+  error_file_id: string | null;
+  created_at: number;
+  in_progress_at: number | null;
+  expires_at: number | null;
+  finalizing_at: null;
+  completed_at: number | null;
+  failed_at: number | null;
+  expired_at: number | null;
+  cancelling_at: null;
+  cancelled_at: number | null;
+  request_counts: { total: number; completed: number; failed: number };
+  metadata: Record<string, string> | null;
+}
+
+export type WireBatch = Batch | OpenAiBatch;
+
+export interface WireBatchList {
+  object: 'list';
+  data: WireBatch[];
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+}
+
+export interface OpenAiFileObject {
+  id: string;
+  object: 'file';
+  bytes: number;
+  created_at: number;
+  filename: string;
+  purpose: string;
+  status: 'processed';
+  expires_at: number | null;
+  status_details: null;
+}
+
+const seconds = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1000));
+
+// ---------------------------------------------------------------------------------------------
+// File ids: uploads are `file-<ULID>`; a batch's results are two files named after the batch.
+
+const UPLOAD_ID = /^file-[0-9A-HJKMNP-TV-Z]{26}$/;
+const RESULT_FILE_ID = /^file-(output|errors)-([0-9A-HJKMNP-TV-Z]{26})$/;
+
+export function isUploadFileId(id: string): boolean {
+  return UPLOAD_ID.test(id);
+}
+
+/** The batch and which of its files a result file id names, or undefined. */
+export function resultFileOf(id: string): { batchId: string; kind: 'output' | 'errors' } | undefined {
+  const m = RESULT_FILE_ID.exec(id);
+  return m ? { batchId: `batch_${m[2]}`, kind: m[1] as 'output' | 'errors' } : undefined;
+}
+
+export function resultFileId(batchId: string, kind: 'output' | 'errors'): string {
+  return `file-${kind}-${batchId.slice('batch_'.length)}`;
+}
+
+/** Results exist (completed, failed or cancelled with rows kept) and are not expired. */
+function hasResults(job: BatchJob): boolean {
+  return job.status === 'completed' || job.status === 'failed' || job.status === 'cancelled';
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export function toOpenAiBatch(job: BatchJob): OpenAiBatch {
+  const fields = job.openai!;
+  const status = STATUS[job.status];
+  const at = (s: BatchStatus) => (job.status === s ? seconds(job.completedAt) : null);
+  return {
+    id: job.id,
+    object: 'batch',
+    endpoint: fields.endpoint,
+    model: job.model,
+    errors: job.errorCode ? { object: 'list', data: [{ code: job.errorCode, message: job.errorMessage ?? '', param: null, line: null }] } : null,
+    input_file_id: fields.inputFileId,
+    completion_window: fields.completionWindow,
+    status,
+    output_file_id: hasResults(job) && job.completed > 0 ? resultFileId(job.id, 'output') : null,
+    error_file_id: hasResults(job) && job.failed > 0 ? resultFileId(job.id, 'errors') : null,
+    created_at: seconds(job.createdAt)!,
+    in_progress_at: seconds(job.startedAt),
+    // When the results are deleted (our retention); OpenAI's 24h window never expires a running job here.
+    expires_at: seconds(job.expiresAt),
+    finalizing_at: null,
+    completed_at: at('completed'),
+    failed_at: at('failed'),
+    expired_at: job.status === 'expired' ? seconds(job.expiresAt) : null,
+    cancelling_at: null,
+    cancelled_at: at('cancelled'),
+    request_counts: { total: job.total, completed: job.completed, failed: job.failed },
+    metadata: fields.metadata,
+  };
+}
+
+/** A job in the dialect it was created in. */
+export function wireBatch(job: BatchJob): WireBatch {
+  return job.openai ? toOpenAiBatch(job) : toBatch(job);
+}
+
+export function uploadFileObject(file: StoredFile): OpenAiFileObject {
+  return {
+    id: file.id,
+    object: 'file',
+    bytes: file.bytes,
+    created_at: seconds(file.createdAt)!,
+    filename: file.filename,
+    purpose: file.purpose,
+    status: 'processed',
+    expires_at: null,
+    status_details: null,
+  };
+}
+
+export function resultFileObject(job: BatchJob, kind: 'output' | 'errors', bytes: number): OpenAiFileObject {
+  return {
+    id: resultFileId(job.id, kind),
+    object: 'file',
+    bytes,
+    created_at: seconds(job.completedAt ?? job.createdAt)!,
+    filename: `${job.id}_${kind === 'output' ? 'output' : 'error'}.jsonl`,
+    purpose: 'batch_output',
+    status: 'processed',
+    expires_at: seconds(job.expiresAt),
+    status_details: null,
+  };
+}
+

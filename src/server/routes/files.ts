@@ -1,0 +1,163 @@
+/**
+ * OpenAI's Files API, for batch input (registered in the /v1 scope, after authentication):
+ *   POST   /v1/files               multipart: file (JSONL), purpose=batch -> FileObject
+ *   GET    /v1/files               the caller's uploads (?after, ?limit 1..10000, ?order, ?purpose), has_more always
+ *   GET    /v1/files/{id}          FileObject (an upload, or a batch's output/error file)
+ *   GET    /v1/files/{id}/content  the bytes, streamed
+ *   DELETE /v1/files/{id}          {id, object: "file", deleted: true}
+ * Files belong to the API key that uploaded them; another key gets 404. Uploads are streamed to disk
+ * with the batch file limits (413 over them), then kept by the file store (SQLite dir or Postgres).
+ * Errors in OpenAI's shape (openai-errors.ts).
+ */
+import multipart from '@fastify/multipart';
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+
+import { ApiError } from '../../api/errors.js';
+import type { StagedUpload } from '../../batches/batch-service.js';
+import { oaError } from '../../batches/openai/errors.js';
+import type { OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
+import { readingMultipart } from '../multipart-body.js';
+import { openAiErrorHandler } from './openai-errors.js';
+
+export interface FileRouteOptions {
+  openai: OpenAiBatchApi;
+  maxFileBytes: number;
+}
+
+const MAX_FIELD_BYTES = 4096;
+const IdParams = Type.Object({ id: Type.String({ description: 'The file id.' }) });
+const asBuilt = {
+  validatorCompiler: () => () => true,
+  serializerCompiler: () => (data: unknown) => JSON.stringify(data),
+  errorHandler: openAiErrorHandler,
+};
+const FileObject = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('file'),
+    bytes: Type.Integer(),
+    created_at: Type.Integer(),
+    filename: Type.String(),
+    purpose: Type.String(),
+    status: Type.String(),
+  },
+  { description: "OpenAI's FileObject" },
+);
+const OpenAiError = Type.Object({ error: Type.Object({ message: Type.String(), type: Type.String(), param: Type.Union([Type.String(), Type.Null()]), code: Type.Union([Type.String(), Type.Null()]) }) });
+
+function ownerOf(request: FastifyRequest): string {
+  const keyId = (request as { keyId?: unknown }).keyId;
+  if (typeof keyId !== 'string' || keyId === '') throw new ApiError('invalid_key', 'missing API key');
+  return keyId;
+}
+
+export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { openai, maxFileBytes }) => {
+  if (!app.hasContentTypeParser('multipart/form-data')) await app.register(multipart, { throwFileSizeLimit: false });
+  const tags = ['files (OpenAI)'];
+
+  app.post(
+    '/files',
+    {
+      schema: {
+        summary: 'Upload a JSONL file for batches (OpenAI Files API; multipart: file, purpose=batch)',
+        operationId: 'createFile',
+        tags,
+        consumes: ['multipart/form-data'],
+        body: Type.Object({ file: Type.String({ format: 'binary' }), purpose: Type.Literal('batch') }),
+        response: { 200: FileObject, 400: OpenAiError, 413: OpenAiError },
+      },
+      ...asBuilt,
+    },
+    async (request) => {
+      const owner = ownerOf(request);
+      if (!request.isMultipart()) throw oaError(400, 'request body: send multipart/form-data with the fields file and purpose');
+      let purpose: string | undefined;
+      let filename: string | undefined;
+      let upload: StagedUpload | undefined;
+      try {
+        const parts = readingMultipart(
+          request.parts({ limits: { files: 1, fields: 4, parts: 6, fieldSize: MAX_FIELD_BYTES, fileSize: maxFileBytes + 1 }, ...({ throwFileSizeLimit: false } as object) }),
+        );
+        for await (const part of parts) {
+          if (part.type === 'file') {
+            if (part.fieldname !== 'file' || upload) {
+              part.file.resume();
+              throw oaError(400, `form field '${part.fieldname.slice(0, 100)}': unexpected file (send the JSONL once, as the field 'file')`, part.fieldname.slice(0, 100));
+            }
+            filename = part.filename;
+            upload = await openai.stage(readingMultipart(part.file));
+          } else if (part.fieldname === 'purpose' && typeof part.value === 'string') {
+            purpose = part.value;
+          } else if (part.fieldname !== 'expires_after[anchor]' && part.fieldname !== 'expires_after[seconds]') {
+            throw oaError(400, `form field '${part.fieldname.slice(0, 100)}': unknown (allowed: file, purpose)`, part.fieldname.slice(0, 100));
+          }
+        }
+      } catch (err) {
+        await openai.discard(upload);
+        throw err;
+      }
+      return openai.upload(owner, { purpose, filename, upload });
+    },
+  );
+
+  app.get(
+    '/files',
+    {
+      schema: {
+        summary: "List the caller's uploaded files (OpenAI cursor paging: after = the last id, has_more always)",
+        operationId: 'listFiles',
+        tags,
+        querystring: Type.Object({
+          after: Type.Optional(Type.String()),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, default: 10000 })),
+          order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
+          purpose: Type.Optional(Type.String()),
+        }),
+        response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(FileObject), has_more: Type.Boolean() }), 400: OpenAiError },
+      },
+      ...asBuilt,
+    },
+    async (request) => openai.listFiles(ownerOf(request), request.query as Record<string, unknown>),
+  );
+
+  app.get(
+    '/files/:id',
+    { schema: { summary: 'Get a file object', operationId: 'retrieveFile', tags, params: IdParams, response: { 200: FileObject, 404: OpenAiError } }, ...asBuilt },
+    async (request) => openai.getFile(ownerOf(request), (request.params as { id: string }).id),
+  );
+
+  app.get(
+    '/files/:id/content',
+    {
+      schema: {
+        summary: "A file's bytes (an upload as sent; a batch's output or error file as JSONL)",
+        operationId: 'downloadFile',
+        tags,
+        params: IdParams,
+        produces: ['application/octet-stream'],
+        response: { 200: { type: 'string', description: 'The bytes.' }, 404: OpenAiError },
+      },
+      ...asBuilt,
+    },
+    async (request, reply) => {
+      const stream = await openai.fileContent(ownerOf(request), (request.params as { id: string }).id);
+      return reply.code(200).type('application/octet-stream').send(stream);
+    },
+  );
+
+  app.delete(
+    '/files/:id',
+    {
+      schema: {
+        summary: 'Delete an uploaded file',
+        operationId: 'deleteFile',
+        tags,
+        params: IdParams,
+        response: { 200: Type.Object({ id: Type.String(), object: Type.Literal('file'), deleted: Type.Boolean() }), 404: OpenAiError },
+      },
+      ...asBuilt,
+    },
+    async (request) => openai.deleteFile(ownerOf(request), (request.params as { id: string }).id),
+  );
+};
