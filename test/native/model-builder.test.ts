@@ -18,7 +18,6 @@ import {
   float32ToFloat16,
   makeModel,
   paramCount,
-  tokenizerSourceDir,
   writeTokenizerFiles,
   type ModelShape,
 } from '../../src/models/builder/index.js';
@@ -34,6 +33,7 @@ import {
   type ReferenceModel,
 } from '../helpers/reference.js';
 import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
+import { QWEN3_TOKENIZER_FILES } from '../helpers/tokenizer-dir.js';
 
 const { onnx } = onnxProto;
 const tiny = PRESETS.tiny!;
@@ -283,14 +283,14 @@ describe('tiny model: files and I/O contract', () => {
       calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
     });
     const tokCfg = JSON.parse(await readFile(path.join(tinyDir, 'tokenizer_config.json'), 'utf8'));
-    const sourceCfg = JSON.parse(await readFile(path.join(tokenizerSourceDir(), 'tokenizer_config.json'), 'utf8'));
+    const sourceCfg = JSON.parse(await readFile(path.join(QWEN3_TOKENIZER_FILES, 'tokenizer_config.json'), 'utf8'));
     expect(tokCfg.chat_template).toContain('<|im_start|>');
     expect(tokCfg.chat_template).toBe(sourceCfg.chat_template);
   });
 
   it("its tokenizer is Qwen3's cut to the model's vocabulary: same ids where the merges are kept, specials renumbered, every id inside the model", async () => {
     const cut = await TextTokenizer.load(tinyDir);
-    const full = await TextTokenizer.load(tokenizerSourceDir());
+    const full = await TextTokenizer.load(QWEN3_TOKENIZER_FILES);
     expect(full.vocabSize).toBe(151_669);
     expect(cut.vocabSize).toBe(tiny.vocabSize);
     // Common words and the answer labels keep their Qwen3 ids and stay single tokens.
@@ -314,7 +314,7 @@ describe('tiny model: files and I/O contract', () => {
     const dir = await mkdtemp(path.join(scratch, 'tok-'));
     await writeTokenizerFiles(dir, 151_936);
     for (const f of ['tokenizer.json', 'tokenizer_config.json']) {
-      expect((await readFile(path.join(dir, f))).equals(await readFile(path.join(tokenizerSourceDir(), f))), f).toBe(true);
+      expect((await readFile(path.join(dir, f))).equals(await readFile(path.join(QWEN3_TOKENIZER_FILES, f))), f).toBe(true);
     }
     await expect(writeTokenizerFiles(dir, 200)).rejects.toThrow(/too small for the Qwen3 tokenizer: it needs at least 282 ids/);
   });

