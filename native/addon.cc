@@ -1,5 +1,8 @@
 // Registers the native surface: the engine class, the shared-library probe and the benchmark's
 // MatMul probe. Nothing else lives here.
+#include <cmath>
+#include <string>
+
 #include <napi.h>
 
 #include "engine_binding.h"
@@ -33,19 +36,25 @@ Napi::Value TimeMatMul(const Napi::CallbackInfo& info) {
     Napi::Value v = o.Get(key);
     return v.IsString() ? v.As<Napi::String>().Utf8Value() : std::string(fallback);
   };
+  // A NaN, infinite, negative or huge value would be undefined behaviour in the int casts below.
   auto number = [&](const char* key, double fallback) {
     Napi::Value v = o.Get(key);
-    return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
+    if (v.IsUndefined()) return fallback;
+    const double n = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
+    if (!std::isfinite(n) || n < 0 || n > 1e9) {
+      throw decide::EngineError(decide::kErrInput, std::string("options.") + key + " must be a finite number from 0 to 1e9");
+    }
+    return n;
   };
   decide::MatMulProbeOptions options;
-  options.model_path = text("modelPath", "");
-  options.provider = text("provider", "cpu");
-  options.intra_op_threads = static_cast<int>(number("threads", 0));
-  options.device_id = static_cast<int>(number("deviceId", 0));
-  options.min_runs = static_cast<int>(number("minRuns", 3));
-  options.min_seconds = number("minSeconds", 0.3);
-  options.max_runs = static_cast<int>(number("maxRuns", 200));
   try {
+    options.model_path = text("modelPath", "");
+    options.provider = text("provider", "cpu");
+    options.intra_op_threads = static_cast<int>(number("threads", 0));
+    options.device_id = static_cast<int>(number("deviceId", 0));
+    options.min_runs = static_cast<int>(number("minRuns", 3));
+    options.min_seconds = number("minSeconds", 0.3);
+    options.max_runs = static_cast<int>(number("maxRuns", 200));
     if (options.model_path.empty()) throw decide::EngineError(decide::kErrInput, "options.modelPath is required");
     if (options.min_runs < 1 || options.max_runs < options.min_runs) {
       throw decide::EngineError(decide::kErrInput, "options.minRuns must be at least 1 and at most options.maxRuns");

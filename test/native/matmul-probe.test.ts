@@ -47,6 +47,12 @@ describe('the device-resident MatMul probe', () => {
       expect.objectContaining({ code: 'ERR_MODEL_LOAD' }),
     );
     expect(() => timeMatMul({ ortLibrary, modelPath: decoder, provider: 'cpu', minRuns: 0 })).toThrow(expect.objectContaining({ code: 'ERR_INPUT' }));
+    // Values an int cast would turn into undefined behaviour are refused, naming the option.
+    for (const bad of [{ minRuns: Number.NaN }, { threads: -1 }, { maxRuns: Number.POSITIVE_INFINITY }, { minSeconds: -0.5 }]) {
+      expect(() => timeMatMul({ ortLibrary, modelPath: decoder, provider: 'cpu', ...bad })).toThrow(
+        expect.objectContaining({ code: 'ERR_INPUT', message: expect.stringContaining(`options.${Object.keys(bad)[0]}`) }),
+      );
+    }
     expect(() => timeMatMul({ ortLibrary, modelPath: decoder, provider: 'tpu' as 'cpu' })).toThrow(expect.objectContaining({ code: 'ERR_INPUT' }));
   });
 });
