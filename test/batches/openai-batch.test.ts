@@ -281,6 +281,8 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
     const running = await client.batches.create({ input_file_id: big.id, endpoint: '/v1/decide' as any, completion_window: '24h' });
     // DECIDE_BATCH_CONCURRENCY=1: the second job waits behind the first, so its cancel is immediate.
     const queued = await client.batches.create({ input_file_id: big.id, endpoint: '/v1/decide' as any, completion_window: '24h' });
+    // A batch keeps its own copy of its input: deleting the file changes nothing for either job.
+    await client.files.delete(big.id);
     const cancelledQueued = await client.batches.cancel(queued.id);
     expect(cancelledQueued).toMatchObject({ id: queued.id, object: 'batch', status: 'cancelled', output_file_id: null, error_file_id: null });
     expect(cancelledQueued.request_counts).toEqual({ total: 600, completed: 0, failed: 0 });

@@ -5,8 +5,7 @@
  * The bytes are moved in, fsynced, before the row commits; a crash between leaves a directory
  * without a row, removed at the next open.
  */
-import { createReadStream } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
+import { open, readdir, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -117,7 +116,9 @@ export class SqliteFileStore implements FileStore {
   }
 
   async open(file: StoredFile): Promise<Readable> {
-    return createReadStream(this.contentPath(file.id));
+    // Opened before streaming, so a delete meanwhile cannot cut the download.
+    const fh = await open(this.contentPath(file.id), 'r');
+    return fh.createReadStream({ autoClose: true });
   }
 
   async delete(id: string): Promise<boolean> {
