@@ -261,6 +261,13 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
       message: expect.stringMatching(/line 4: custom_id "r-0" is a duplicate of line 1; line 5: custom_id "r-2" is a duplicate of line 3/),
     });
 
+    const broken = await upload(client, Buffer.from(`${JSON.stringify(lines[0])}\nnot json\n${JSON.stringify({ ...lines[1], custom_id: '' })}\n`));
+    await expect(client.batches.create({ input_file_id: broken.id, endpoint: '/v1/decide' as any, completion_window: '24h' })).rejects.toMatchObject({
+      status: 400,
+      code: 'invalid_input_file',
+      message: expect.stringMatching(/has 2 invalid lines.*line 2: .*; line 3: custom_id: required, .*\(got an empty string\)/),
+    });
+
     const good = await upload(client, jsonl(lines));
     await expect(client.batches.create({ input_file_id: good.id, endpoint: '/v1/systemone' as any, completion_window: '24h' })).rejects.toMatchObject({
       status: 400,

@@ -55,7 +55,8 @@ export function envelopeProblem(value: Record<string, unknown>, endpoint: string
   }
   const id = value.custom_id;
   if (typeof id !== 'string' || id.length === 0 || [...id].length > MAX_CUSTOM_ID_LENGTH) {
-    return `custom_id: required, a string of 1 to ${MAX_CUSTOM_ID_LENGTH} characters unique within the file (got ${typeof id === 'string' ? 'a string of that length' : typeName(id)})`;
+    const got = typeof id !== 'string' ? typeName(id) : id.length === 0 ? 'an empty string' : `more than ${MAX_CUSTOM_ID_LENGTH} characters`;
+    return `custom_id: required, a string of 1 to ${MAX_CUSTOM_ID_LENGTH} characters unique within the file (got ${got})`;
   }
   if (value.method !== 'POST') return `method: must be "POST", got ${JSON.stringify(value.method ?? null)?.slice(0, 60)}`;
   if (value.url !== endpoint) {
