@@ -1,10 +1,11 @@
-/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]` */
+/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]` */
 import path from 'node:path';
 
-import { ImportError, importModel, type ImportDtype } from '../models/import/import-model.js';
+import { BF16_UNSUPPORTED, ImportError, importModel, type ImportDtype } from '../models/import/import-model.js';
 import { commandError, parseCommand } from './args.js';
+import { formatDuration } from './progress.js';
 
-const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|bf16] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]
+const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]
 
 Converts a Hugging Face checkpoint folder (config.json, *.safetensors or a sharded
 model.safetensors.index.json, tokenizer.json, tokenizer_config.json) into a model directory the
@@ -49,13 +50,19 @@ export async function run(argv: string[]): Promise<number> {
   if (values.id !== undefined && (values.id.includes('/') || values.id.includes('\\') || values.id.startsWith('.'))) {
     return commandError('import-model', `--id must be a model id (a directory name), got '${values.id}'`);
   }
+  // Usage errors exit 2, as every command's do; a checkpoint that cannot be imported exits 1.
   if (values.packing !== 'on' && values.packing !== 'off') {
     return commandError('import-model', `--packing must be on or off, got '${values.packing}'`);
+  }
+  if (values.dtype === 'bf16') return commandError('import-model', BF16_UNSUPPORTED);
+  if (values.dtype !== 'fp32' && values.dtype !== 'fp16') return commandError('import-model', `--dtype must be fp32 or fp16, got '${values.dtype}'`);
+  if (values.attention !== 'ops' && values.attention !== 'fused') {
+    return commandError('import-model', `--attention must be ops or fused, got '${values.attention}'`);
   }
   const dtype = values.dtype as ImportDtype;
   const outDir = values.id ? path.join(values.out, values.id) : values.out;
   const started = Date.now();
-  let lastShown = 0;
+  const progress = new WeightProgress();
   try {
     const result = await importModel({
       hfDir: positionals[0]!,
@@ -65,15 +72,9 @@ export async function run(argv: string[]): Promise<number> {
       segmentIds: values.packing === 'on',
       force: values.force,
       onWarning: (m) => process.stderr.write(`decide import-model: warning: ${m}\n`),
-      onProgress: (done, total) => {
-        const pct = Math.floor((100 * done) / total);
-        if (process.stderr.isTTY && pct >= lastShown + 5) {
-          lastShown = pct;
-          process.stderr.write(`\r  ${pct}% of ${(total / 1e6).toFixed(0)}M parameters`);
-        }
-      },
+      onProgress: (done, total) => progress.update(done, total),
     });
-    if (process.stderr.isTTY && lastShown > 0) process.stderr.write('\n');
+    progress.end();
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     process.stdout.write(
       `decide import-model: wrote ${result.dir} (${result.plan.family}, ${(result.parameters / 1e6).toFixed(1)}M parameters, ${result.dtype}` +
@@ -85,5 +86,34 @@ export async function run(argv: string[]): Promise<number> {
       return commandError('import-model', `cannot import ${positionals[0]}: ${err.message}`, 1);
     }
     throw err;
+  }
+}
+
+/**
+ * Progress of the weight writing on stderr: redrawn in place every 5% on a terminal; on anything
+ * else (a log, CI) one plain line per 10%, so a long import shows it is alive without flooding the log.
+ */
+class WeightProgress {
+  private readonly tty = Boolean(process.stderr.isTTY);
+  private readonly started = Date.now();
+  private shown = 0;
+
+  update(done: number, total: number): void {
+    const pct = Math.floor((100 * done) / total);
+    const step = this.tty ? 5 : 10;
+    if (pct < this.shown + step) return;
+    this.shown = pct - (pct % step);
+    const params = `${(total / 1e6).toFixed(total < 1e7 ? 1 : 0)}M parameters`;
+    if (this.tty) {
+      process.stderr.write(`\r  ${pct}% of ${params}`);
+      return;
+    }
+    const elapsed = (Date.now() - this.started) / 1000;
+    const eta = done > 0 && done < total ? `, ETA ${formatDuration((elapsed * (total - done)) / done)}` : '';
+    process.stderr.write(`decide import-model: weights ${this.shown}% of ${params} written${eta}\n`);
+  }
+
+  end(): void {
+    if (this.tty && this.shown > 0) process.stderr.write('\n');
   }
 }

@@ -38,11 +38,13 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(HELP);
     return 2;
   }
+  // Usage errors exit 2 with the command's message, as every command's do.
   const seed = Number(values.seed);
-  if (!Number.isInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer`);
-  if (values.dtype !== 'fp32' && values.dtype !== 'fp16') throw new Error(`--dtype must be fp32 or fp16`);
-  if (values.attention !== 'ops' && values.attention !== 'fused') throw new Error(`--attention must be ops or fused`);
-  if (values.packing !== 'on' && values.packing !== 'off') throw new Error(`--packing must be on or off`);
+  if (!/^\d+$/.test(values.seed) || !Number.isSafeInteger(seed)) return commandError('make-model', `--seed must be a non-negative integer, got '${values.seed}'`);
+  if (values.dtype !== 'fp32' && values.dtype !== 'fp16') return commandError('make-model', `--dtype must be fp32 or fp16, got '${values.dtype}'`);
+  if (values.attention !== 'ops' && values.attention !== 'fused') return commandError('make-model', `--attention must be ops or fused, got '${values.attention}'`);
+  if (values.packing !== 'on' && values.packing !== 'off') return commandError('make-model', `--packing must be on or off, got '${values.packing}'`);
+  if (!Object.hasOwn(PRESETS, values.preset)) return commandError('make-model', `--preset must be one of ${Object.keys(PRESETS).join(', ')}, got '${values.preset}'`);
   const started = Date.now();
   const features = {
     ...(values.attention === 'fused' ? { attention: 'fused' as const } : {}),

@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import type { QuestionType } from '../domain/decision.js';
 import { EngineError } from '../errors/engine-error.js';
+import { renderBounded } from './template-limits.js';
 
 /** The system message of every decision prompt. */
 export const SYSTEM_TEXT =
@@ -240,7 +241,7 @@ export class PromptRenderer {
             { role: 'user', content: userContent },
           ]
         : [{ role: 'user', content: `${this.systemText}\n\n${userContent}` }];
-    return this.template.render({
+    return renderBounded(this.template, {
       ...this.variables,
       messages,
       add_generation_prompt: true,

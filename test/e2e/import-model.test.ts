@@ -73,8 +73,14 @@ afterAll(() => dirs?.cleanup());
 describe('decide import-model', () => {
   it('imports a folder with tokenizer files, and decide serve answers with it over HTTP', async () => {
     const res = await decide(['import-model', hfDir, '--out', dirs.modelsDir, '--id', 'qwen3-tiny-2026-11']);
-    expect(res.stderr).toBe('');
     expect(res.code).toBe(0);
+    // Not a terminal: plain progress lines as the weights pass each 10% (a tensor may pass several
+    // at once), ending at 100%; nothing else.
+    const lines = res.stderr.trim().split('\n');
+    const percents = lines.map((l) => Number(/^decide import-model: weights (\d+)% of [\d.]+M parameters written/.exec(l)?.[1]));
+    expect(percents.every((p) => p % 10 === 0), lines.join('\n')).toBe(true);
+    expect(percents.at(-1)).toBe(100);
+    expect([...percents].sort((a, b) => a - b)).toEqual(percents);
     expect(res.stdout).toMatch(/wrote .*qwen3-tiny-2026-11 \(qwen3, .*M parameters, fp32\) in/);
     const out = path.join(dirs.modelsDir, 'qwen3-tiny-2026-11');
     expect((await readdir(out)).sort()).toEqual(['config.json', 'decision.json', 'onnx', 'tokenizer.json', 'tokenizer_config.json']);
@@ -120,16 +126,24 @@ describe('decide import-model', () => {
     }
   });
 
-  it('--packing off writes the graph without segment ids; a bad --packing value exits 2 and writes nothing', async () => {
+  it('--packing off writes the graph without segment ids; a bad --packing, --dtype or --attention value exits 2 and writes nothing', async () => {
     const out = path.join(dirs.modelsDir, 'unpacked-2026-11');
     const res = await decide(['import-model', hfDir, '--out', out, '--packing', 'off']);
     expect(res.code).toBe(0);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.import.features).toBeUndefined();
-    const bad = await decide(['import-model', hfDir, '--out', path.join(dirs.modelsDir, 'maybe-2026-11'), '--packing', 'maybe']);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/--packing must be on or off, got 'maybe'/);
-    expect(existsSync(path.join(dirs.modelsDir, 'maybe-2026-11'))).toBe(false);
+    // Every bad option value is a usage error: exit 2, the reason, nothing written.
+    for (const [args, message] of [
+      [['--packing', 'maybe'], /--packing must be on or off, got 'maybe'/],
+      [['--dtype', 'int4'], /--dtype must be fp32 or fp16, got 'int4'/],
+      [['--dtype', 'bf16'], /bf16 output is not supported: .* below ~6\.1e-5 \(fp16 subnormals\) they lose precision/],
+      [['--attention', 'flash'], /--attention must be ops or fused, got 'flash'/],
+    ] as const) {
+      const bad = await decide(['import-model', hfDir, '--out', path.join(dirs.modelsDir, 'maybe-2026-11'), ...args]);
+      expect(bad.code, args.join(' ')).toBe(2);
+      expect(bad.stderr).toMatch(message);
+      expect(existsSync(path.join(dirs.modelsDir, 'maybe-2026-11'))).toBe(false);
+    }
   });
 
   it('a checkpoint that cannot be imported exits 1 with the reason and writes nothing', async () => {

@@ -52,12 +52,22 @@ describe('decide make-model --packing', () => {
     }
   });
 
-  it('a bad value is refused and writes nothing', async () => {
+  it('a bad value of any option is a usage error (exit 2) and writes nothing', async () => {
     const out = path.join(scratch, 'maybe');
-    const res = await decide(['make-model', '--preset', 'tiny', '--out', out, '--packing', 'maybe']);
-    expect(res.code).not.toBe(0);
-    expect(res.stderr).toMatch(/--packing must be on or off/);
-    expect(existsSync(out)).toBe(false);
+    for (const [args, message] of [
+      [['--packing', 'maybe'], /--packing must be on or off, got 'maybe'/],
+      [['--dtype', 'bf16'], /--dtype must be fp32 or fp16, got 'bf16'/],
+      [['--attention', 'flash'], /--attention must be ops or fused, got 'flash'/],
+      [['--seed', '1.5'], /--seed must be a non-negative integer, got '1.5'/],
+    ] as const) {
+      const res = await decide(['make-model', '--preset', 'tiny', '--out', out, ...args]);
+      expect(res.code, args.join(' ')).toBe(2);
+      expect(res.stderr).toMatch(message);
+      expect(existsSync(out)).toBe(false);
+    }
+    const preset = await decide(['make-model', '--preset', 'huge', '--out', out]);
+    expect(preset.code).toBe(2);
+    expect(preset.stderr).toMatch(/--preset must be one of tiny, small, qwen3-0\.6b, got 'huge'/);
   });
 });
 

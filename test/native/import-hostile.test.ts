@@ -53,6 +53,21 @@ async function expectRefused(dir: string, message: RegExp): Promise<void> {
   expect(left).toEqual([]);
 }
 
+/** A small Qwen3 with the Qwen3 tokenizer cut to 16,384 ids (as make-model's tiny preset writes it). */
+async function withTokenizer(name: string): Promise<string> {
+  const cfg = {
+    ...readConfig(),
+    hidden_size: 32, num_attention_heads: 2, num_key_value_heads: 1, head_dim: 16, intermediate_size: 64,
+    num_hidden_layers: 1, layer_types: undefined, vocab_size: 16384,
+  };
+  const dir = path.join(scratch, 'hf', name);
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'config.json'), JSON.stringify(cfg));
+  writeSafetensors(path.join(dir, 'model.safetensors'), randomCheckpoint(cfg, 4, 1), 'F32');
+  await writeTokenizerFiles(dir, 16384);
+  return dir;
+}
+
 describe('side files (generation_config.json, special_tokens_map.json, ...)', () => {
   it('a symbolic link that leaves the folder is refused, naming the file and the target', async () => {
     const secret = path.join(scratch, 'secret.json');
@@ -85,17 +100,7 @@ describe('side files (generation_config.json, special_tokens_map.json, ...)', ()
   });
 
   it('tokenizer.json without tokenizer_config.json: imported without a tokenizer, with a warning naming the missing file', async () => {
-    // A small Qwen3 with the Qwen3 tokenizer cut to 16,384 ids (as make-model's tiny preset), without tokenizer_config.json.
-    const cfg = {
-      ...readConfig(),
-      hidden_size: 32, num_attention_heads: 2, num_key_value_heads: 1, head_dim: 16, intermediate_size: 64,
-      num_hidden_layers: 1, layer_types: undefined, vocab_size: 16384,
-    };
-    const dir = path.join(scratch, 'hf', 'no-tokenizer-config');
-    await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, 'config.json'), JSON.stringify(cfg));
-    writeSafetensors(path.join(dir, 'model.safetensors'), randomCheckpoint(cfg, 4, 1), 'F32');
-    await writeTokenizerFiles(dir, 16384);
+    const dir = await withTokenizer('no-tokenizer-config');
     await rm(path.join(dir, 'tokenizer_config.json'));
     const modelsDir = path.join(scratch, 'models', 'no-tokenizer-config');
     const result = await importModel({ hfDir: dir, outDir: path.join(modelsDir, 'm') });
@@ -174,4 +179,23 @@ describe('hostile configs are refused before anything is built', () => {
     await expectRefused(dir, /^model\.safetensors: tensor model\.embed_tokens\.weight holds NaN values/);
     expect(existsSync(path.join(scratch, 'models', 'nan', 'm'))).toBe(false);
   });
+});
+
+describe('chat templates are rendered within bounds', () => {
+  const templates: Array<[string, string, RegExp]> = [
+    ['a huge range()', '{% for i in range(100000000) %}x{% endfor %}{{ messages[0].content }}', /range\(\) of 100000000 elements/],
+    // Whichever bound it meets first on a busy machine: the step count or the clock.
+    ['nested loops', '{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}', /(more than 1000000 evaluation steps|runs longer than 5000 ms)/],
+    ['a doubling string', "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}", /a string of more than \d+ characters/],
+  ];
+  it.each(templates)('%s: refused at once, naming the limit, nothing written', async (name, template, message) => {
+    const dir = await withTokenizer(`template-${name.replace(/\W+/g, '-')}`);
+    const cfg = JSON.parse(await readFile(path.join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+    cfg.chat_template = template;
+    await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(cfg));
+    const { err, left } = await tryImport(dir);
+    expect((err as Error).message).toMatch(/^the chat template cannot render the decision prompt: prompt: the chat template /);
+    expect((err as Error).message).toMatch(message);
+    expect(left).toEqual([]);
+  }, 120_000);
 });

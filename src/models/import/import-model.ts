@@ -69,8 +69,9 @@ export interface ImportedModel {
 
 export const BF16_UNSUPPORTED =
   'bf16 output is not supported: ONNX Runtime CPU has no bfloat16 MatMul/attention kernels, so a bf16 graph cannot run on the ' +
-  'CPU provider. Use --dtype fp16 (same size on disk, bf16 weights convert to fp16 losslessly unless they exceed ±65504) or ' +
-  '--dtype fp32 (the default, exact for bf16 checkpoints)';
+  'CPU provider. Use --dtype fp16 (the same size on disk; bf16 weights convert to fp16 exactly only within its range: ' +
+  'magnitudes above 65504 become infinite, and below ~6.1e-5 (fp16 subnormals) they lose precision, reaching 0 below ~6e-8) ' +
+  'or --dtype fp32 (the default, exact for bf16 checkpoints)';
 
 /** Weight bytes above which the weights go to onnx/model.onnx_data (keeps the graph file small for the LM-head rewrite). */
 const EXTERNAL_DATA_BYTES = 64 * 1024 * 1024;
