@@ -1,12 +1,7 @@
 /**
- * The library surface: import { DecisionService, Engine, createServer } from 'decision-engine'.
+ * The library surface: import { DecisionService, Engine } from 'decision-engine'. It loads no HTTP
+ * stack (fastify, swagger, multipart): the server is `decision-engine/server`. The subpaths
+ * `decision-engine/engine` and `decision-engine/service` load only their layer.
  */
-export { Engine, type EngineLoadOptions, type ScoreGroup, type ScoreSuffix, type SuffixScore, type ScoreBatchResult, type EngineCounters, type EngineInfo } from './engine/engine.js';
-export { EngineError, type EngineErrorCode } from './errors/engine-error.js';
-export { TextTokenizer } from './runtime/tokenizer.js';
-export { DecisionService, type DecisionServiceOptions, type ModelListing } from './service/decision-service.js';
-export { ApiError, type ErrorCode } from './api/errors.js';
-export type { DecideRequest, DecideResponse, Answer, Question } from './api/schemas.js';
-export { makeModel, PRESETS } from './models/builder/index.js';
-export { createServer, decisionApp, type ServerOptions } from './server/app.js';
-export { calibrateModel, CalibrationError, type CalibrateOptions, type CalibrationReport } from './calibration/run.js';
+export * from './entry/engine.js';
+export * from './entry/service.js';
