@@ -148,6 +148,13 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   stage.file = 'the safetensors weights';
   const checkpoint = SafetensorsCheckpoint.open(hfDir);
   checkSizesAgainstTensors(plan.shape, checkpoint.tensors);
+  // Where the model goes, before the graph is built (that costs seconds for a large model).
+  const idProblem = newModelIdProblem(path.dirname(outDir), path.basename(outDir));
+  if (idProblem) throw new ImportError(`the output directory's name is its model id: ${idProblem}`);
+  stage.file = outDir;
+  const target = await checkModelOutput(outDir, { force: opts.force === true, inputs: [hfDir] });
+  stage.file = 'config.json'; // the graph is built from it
+
   // Features beyond the checkpoint's plan, recorded in decision.json as the builder records its own.
   // Without them the graph is the same as before packing existed.
   const extraFeatures: Partial<DecoderFeatures> = {
@@ -160,11 +167,6 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   if (dtype === 'fp16' && dtypes.some((d) => d === 'F32' || d === 'BF16' || d === 'F64')) {
     warn(`storing ${dtypes.join('/')} weights as fp16: values beyond ±65504 become infinite and small ones lose precision; use --dtype fp32 for an exact import`);
   }
-
-  const idProblem = newModelIdProblem(path.dirname(outDir), path.basename(outDir));
-  if (idProblem) throw new ImportError(`the output directory's name is its model id: ${idProblem}`);
-  stage.file = outDir;
-  const target = await checkModelOutput(outDir, { force: opts.force === true, inputs: [hfDir] });
 
   // 2. Staging directory: hidden and marked .tmp-, so the registry never lists it.
   const staging = await makeStagingDir(outDir);
