@@ -137,6 +137,35 @@ export type ErrorResponse = Static<typeof ErrorSchema>;
 
 // ---- Models ----
 
+const ReliabilityBinSchema = Type.Object({
+  confidence: Type.Number({ description: 'Mean top probability of the answers in the bin.' }),
+  accuracy: Type.Number({ description: 'Share of those answers that were right.' }),
+  count: Type.Integer({ description: 'Answers in the bin.' }),
+});
+
+export const HeldOutFiguresSchema = Type.Object(
+  {
+    ece: Type.Optional(Type.Number({ description: 'ECE after calibration (15 equal-mass bins).' })),
+    ece_before: Type.Optional(Type.Number({ description: 'ECE of the base version on the same rows.' })),
+    nll: Type.Optional(Type.Number({ description: 'Log-loss after calibration.' })),
+    nll_before: Type.Optional(Type.Number({ description: 'Log-loss of the base version.' })),
+    uniform_nll: Type.Optional(Type.Number({ description: 'Log-loss of the uniform predictor (1/k per option).' })),
+    accuracy: Type.Optional(Type.Number()),
+    brier: Type.Optional(Type.Number()),
+    observations: Type.Optional(Type.Integer({ description: 'Held-out answers.' })),
+    kept: Type.Optional(Type.String({ description: 'The correction kept: none, temperature, bias or temperature+bias.' })),
+    poor_fit: Type.Optional(Type.String({ description: 'Why the fit is poor (installed with --accept-poor-fit).' })),
+    reliability: Type.Optional(
+      Type.Object(
+        { before: Type.Array(ReliabilityBinSchema), after: Type.Array(ReliabilityBinSchema) },
+        { description: 'The reliability diagram: accuracy against confidence per bin, before and after (versions calibrated since this field exists).' },
+      ),
+    ),
+  },
+  { additionalProperties: true },
+);
+export type HeldOutFigures = Static<typeof HeldOutFiguresSchema>;
+
 export const ModelSchema = Type.Object({
   id: Type.String({ description: 'Dated model id, e.g. svc-alpha-2026-10.' }),
   object: Type.Literal('model'),
@@ -152,6 +181,11 @@ export const ModelSchema = Type.Object({
       description: 'Question type -> ECE (15 equal-mass bins) on the held-out rows of the `decide calibrate` fit.',
     }),
   ),
+  held_out: Type.Optional(
+    Type.Record(Type.String(), HeldOutFiguresSchema, {
+      description: 'Question type -> the held-out figures of the `decide calibrate` fit (from decision.json), for the console and dashboards.',
+    }),
+  ),
   calibrated_from: Type.Optional(Type.String({ description: 'The version the calibration was fitted on (same weights).' })),
   calibrated_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the calibration was fitted.' })),
 });
@@ -163,6 +197,11 @@ export const ModelListingSchema = Type.Object({
   aliases: Type.Record(Type.String(), Type.String(), {
     description: 'Undated alias -> the dated id it resolves to now (the newest installed version that is not broken).',
   }),
+  incomplete: Type.Optional(
+    Type.Array(Type.Object({ id: Type.String(), reason: Type.String() }), {
+      description: 'Directories of the models directory skipped as incomplete (e.g. no weights yet), with the reason; not models.',
+    }),
+  ),
 });
 export type ModelListing = Static<typeof ModelListingSchema>;
 
@@ -204,6 +243,25 @@ export type BatchList = Static<typeof BatchListSchema>;
 // ---- Named in /openapi.json ----
 
 /** The schemas listed under `components.schemas` of /openapi.json, by name. */
+export const BatchValidationSchema = Type.Object({
+  object: Type.Literal('batch_validation'),
+  model: Type.String({ description: 'The resolved (dated) model id the records were checked against.' }),
+  records: Type.Integer({ description: 'Records in the file (non-blank lines).' }),
+  valid: Type.Integer({ description: 'Records that would be scored.' }),
+  invalid: Type.Integer({ description: 'Records that would become failed rows.' }),
+  errors: Type.Array(
+    Type.Object({
+      line: Type.Integer({ description: '1-based line number in the file, blank lines included.' }),
+      custom_id: Type.Union([Type.String(), Type.Null()]),
+      code: Type.String(),
+      message: Type.String(),
+    }),
+    { description: 'The invalid records in file order, at most 100 (see errors_truncated).' },
+  ),
+  errors_truncated: Type.Boolean({ description: 'More invalid records than are listed.' }),
+});
+export type BatchValidation = Static<typeof BatchValidationSchema>;
+
 export const NAMED_SCHEMAS = Object.freeze({
   DecideRequest: DecideRequestSchema,
   DecideResponse: DecideResponseSchema,
@@ -212,6 +270,7 @@ export const NAMED_SCHEMAS = Object.freeze({
   ModelListing: ModelListingSchema,
   Batch: BatchSchema,
   BatchList: BatchListSchema,
+  BatchValidation: BatchValidationSchema,
 });
 export type SchemaName = keyof typeof NAMED_SCHEMAS;
 

@@ -17,6 +17,7 @@ import type { Readable } from 'node:stream';
 import { monotonicFactory } from 'ulid';
 
 import { ApiError } from '../api/errors.js';
+import type { BatchValidation } from '../api/schemas.js';
 import type { BatchDecisionService } from './job-pump.js';
 import { isBatchId, parseFormQuestions, parseListQuery } from './query.js';
 import { resolveBatchSettings, type BatchSettings, type BatchSettingsOptions } from './settings.js';
@@ -25,6 +26,7 @@ import { openBatchStore, type StoreSelection } from './store/open-store.js';
 import { UploadStaging, type StagedUpload } from './uploads.js';
 import type { OpenAiJobFields } from './openai/job-fields.js';
 import { wireBatch, type WireBatch, type WireBatchList } from './openai/wire.js';
+import { validateUploadFile } from './validate-upload.js';
 import { formatRetention, toBatch, toBatchList, type Batch, type BatchList } from './wire.js';
 
 export type { BatchDecisionService } from './job-pump.js';
@@ -158,6 +160,30 @@ export class BatchService {
       return job;
     } finally {
       // Consumed by the store on success (a no-op then), removed on error.
+      await this.discard(input.upload);
+    }
+  }
+
+  /**
+   * Validates a staged upload's records as the runner will, without creating a job (the upload is
+   * removed). Errors as create(): 400 invalid_question (missing model or file, empty file, bad
+   * questions field), 404 not_found (unknown model).
+   */
+  async validate(input: Omit<CreateBatchInput, 'owner'>): Promise<BatchValidation> {
+    try {
+      this.ensureOpen();
+      if (input.model === undefined || input.model === '') {
+        throw new ApiError('invalid_question', 'model: required (form field "model", a model id such as svc-alpha)');
+      }
+      if (!input.upload) throw new ApiError('invalid_question', 'file: required (form field "file", a JSONL file with one record per line)');
+      const model = this.options.service.resolveModel(input.model);
+      const formQuestions = input.questions === undefined ? undefined : parseFormQuestions(input.questions, this.settings.validation);
+      if (input.upload.records === 0) {
+        throw new ApiError('invalid_question', 'file: empty; a batch needs at least one record (one JSON object per line)');
+      }
+      const ctx = { model, requestedModel: input.model, formQuestions, seen: new Map(), limits: this.settings.validation, maxRecordBytes: this.settings.maxRecordBytes };
+      return { object: 'batch_validation', model, ...(await validateUploadFile(input.upload.path, ctx)) };
+    } finally {
       await this.discard(input.upload);
     }
   }

@@ -7,10 +7,14 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
+import type { HeldOutFigures } from '../api/schemas.js';
+
 export interface CalibrationSummary {
   calibrated: boolean;
   /** Question type -> ECE (15 equal-mass bins) on the held-out rows of the fit. */
   held_out_ece?: Record<string, number>;
+  /** Question type -> every held-out figure decision.json records (reliability bins included). */
+  held_out?: Record<string, HeldOutFigures>;
   calibrated_from?: string;
   calibrated_at?: string;
 }
@@ -38,6 +42,7 @@ export function calibrationSummary(modelDir: string): CalibrationSummary {
         if (isObject(figures) && typeof figures.ece === 'number') ece[type] = figures.ece;
       }
       out.held_out_ece = ece;
+      out.held_out = fit.held_out as Record<string, HeldOutFigures>;
     }
     if (typeof fit.base_model === 'string') out.calibrated_from = fit.base_model;
     if (typeof fit.date === 'string') out.calibrated_at = fit.date;

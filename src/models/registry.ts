@@ -175,6 +175,11 @@ export class ModelRegistry {
     this.options.log?.(`models: ${id} cannot be loaded and is marked broken: ${error}`);
   }
 
+  /** Directories the last scan skipped as incomplete, with the reason (ids sorted). */
+  incompleteDirs(): Array<{ id: string; reason: string }> {
+    return [...this.incomplete.keys()].sort().map((id) => ({ id, reason: this.reported.get(id) ?? 'incomplete' }));
+  }
+
   /** Installed models, ids sorted. */
   list(): InstalledModel[] {
     return [...this.installed.values()].sort((a, b) => a.id.localeCompare(b.id));

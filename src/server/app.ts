@@ -5,7 +5,8 @@
  *   GET  /v1/models        routes/models.ts        GET /metrics            metrics.ts
  *   GET  /openapi.json     (generated from the route schemas by @fastify/swagger)
  *   POST /v1/systemone     routes/systemone.ts     POST /v1/decisions      routes/decisions.ts
- *   /v1/batches...         routes/batches.ts (registered in the /v1 scope below)
+ *   /v1/batches...         routes/batches.ts, routes/batch-validation.ts (in the /v1 scope below)
+ *   GET  /console...       console.ts (the web console's static files, public)
  * Cross-cutting, in hook order: request id (request-id.ts) -> authentication (auth.ts) ->
  * rate limit (rate-limit.ts) -> no Content-Encoding (415); every error goes through errors.ts.
  */
@@ -30,8 +31,10 @@ import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit, type Ra
 import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
 import { BatchService } from '../batches/batch-service.js';
 import { OpenAiBatchApi } from '../batches/openai/openai-batches.js';
+import { batchValidationRoutes } from './routes/batch-validation.js';
 import { batchRoutes } from './routes/batches.js';
 import { fileRoutes } from './routes/files.js';
+import { consoleRoutes } from './console.js';
 import { decideRoutes } from './routes/decide.js';
 import { decisionsRoutes } from './routes/decisions.js';
 import { healthRoutes } from './routes/health.js';
@@ -204,6 +207,7 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
   }
 
   await app.register(healthRoutes, { service, isDraining: () => draining });
+  await app.register(consoleRoutes);
   registerMetrics(app, service);
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
@@ -226,6 +230,7 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
       v1.addHook('onClose', async () => openai.close());
       await v1.register(batchRoutes, { batches, openai });
       await v1.register(fileRoutes, { openai, maxFileBytes: batches.maxFileBytes });
+      await v1.register(batchValidationRoutes, { batches });
       // ----
     },
     { prefix: '/v1' },

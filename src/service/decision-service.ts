@@ -180,6 +180,7 @@ export class DecisionService {
       object: 'list',
       data: this.registry.list().map((m) => this.modelEntry(m)),
       aliases: this.registry.aliases(),
+      incomplete: this.registry.incompleteDirs(),
     };
   }
 

@@ -356,7 +356,7 @@ describe('other routes', () => {
     expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: 'http', scheme: 'bearer' });
     // The wire types are named schemas; the operations point at them.
     const named = doc.components.schemas;
-    expect(Object.keys(named).sort()).toEqual(['Batch', 'BatchList', 'DecideRequest', 'DecideResponse', 'Error', 'Model', 'ModelListing']);
+    expect(Object.keys(named).sort()).toEqual(['Batch', 'BatchList', 'BatchValidation', 'DecideRequest', 'DecideResponse', 'Error', 'Model', 'ModelListing']);
     const schemaOf = (content: { 'application/json': { schema: { $ref: string } } }) => {
       const { $ref } = content['application/json'].schema;
       expect($ref).toMatch(/^#\/components\/schemas\//);
@@ -375,6 +375,8 @@ describe('other routes', () => {
     expect(doc.paths['/healthz'].get.security).toEqual([]);
     expect(doc.paths['/openapi.json']).toBeUndefined();
     expect(doc.paths['/metrics']).toBeUndefined();
+    expect(schemaOf(doc.paths['/v1/batches/validate'].post.responses['200'].content).properties.errors).toBeDefined();
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith('/console'))).toEqual([]);
   });
 
   it('/readyz names the loaded models', async () => {

@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { decideBin } from '../helpers/bin.js';
+import { consoleBuilt } from '../helpers/console-build.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'decide-consumer-'));
@@ -77,6 +78,7 @@ beforeAll(async () => {
   // dist/ must match src/ (compiled here when stale); the addon built here, the ONNX Runtime library
   // and the tokenizer ship as this platform's prebuilt files.
   await decideBin();
+  await consoleBuilt();
   execFileSync(process.execPath, [path.join(root, 'scripts', 'prebuild.mjs')], { cwd: root });
   execFileSync(process.execPath, [path.join(root, 'scripts', 'tokenizer-asset.mjs')], { cwd: root });
   const packDir = path.join(tmp, 'pack');
@@ -112,6 +114,8 @@ describe('installed as a dependency of a new project', () => {
     const pkg = path.join(project, 'node_modules', 'decision-engine');
     expect(existsSync(path.join(pkg, 'prebuilds', `${process.platform}-${process.arch}`, 'libonnxruntime.so.1'))).toBe(true);
     expect(existsSync(path.join(pkg, 'assets', 'qwen3-tokenizer', 'tokenizer.json.gz'))).toBe(true);
+    // The web console ships built: `decide serve` in the project serves it without a build step.
+    expect(existsSync(path.join(pkg, 'dist', 'console', 'index.html'))).toBe(true);
   });
 
   it('serves a decision in-process, and the root export loads no HTTP stack', () => {

@@ -40,7 +40,8 @@ export function staleSources(): string[] {
   return stale;
 }
 
-async function withLock<T>(fn: () => Promise<T>): Promise<T> {
+/** Runs `fn` while holding the tests' build lock (one build at a time across vitest workers). */
+export async function withLock<T>(fn: () => Promise<T>): Promise<T> {
   mkdirSync(path.dirname(LOCK), { recursive: true });
   for (;;) {
     try {

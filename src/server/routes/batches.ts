@@ -7,7 +7,7 @@
  *   GET  /v1/batches/{id}          the Batch
  *   GET  /v1/batches/{id}/results  application/x-ndjson, streamed; 404 not_found until the batch is final
  *   POST /v1/batches/{id}/cancel   the Batch (cancelling or cancelled)
- * The upload is streamed to disk (BatchService.stageUpload), never buffered whole. Batches belong to
+ * The upload is streamed to disk (batch-form.ts), never buffered whole. Batches belong to
  * the API key that created them (request.keyId); any other key gets 404 not_found.
  * GET, list and cancel answer each job in the dialect it was created in (BatchService.show*); their
  * errors keep our shape (the job's dialect is not known before it is found).
@@ -19,10 +19,10 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 
 import { ApiError } from '../../api/errors.js';
 import { ref } from '../../api/schemas.js';
-import type { BatchService, StagedUpload } from '../../batches/batch-service.js';
+import type { BatchService } from '../../batches/batch-service.js';
 import type { OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
+import { readBatchForm } from '../batch-form.js';
 import { sendError } from '../errors.js';
-import { readingMultipart } from '../multipart-body.js';
 import { isJsonRequest, sendOpenAiError } from './openai-errors.js';
 
 export interface BatchRouteOptions {
@@ -31,25 +31,10 @@ export interface BatchRouteOptions {
   openai?: OpenAiBatchApi;
 }
 
-/** The questions form field, in bytes. */
-const MAX_QUESTIONS_FIELD_BYTES = 1024 * 1024;
-
 const IdParams = Type.Object({ id: Type.String({ description: 'The batch id.' }) });
 const errors = (codes: string) => ref('Error', codes);
 const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: errors('server_error') };
 const asBuilt = { validatorCompiler: () => () => true, serializerCompiler: () => (data: unknown) => JSON.stringify(data) };
-
-/** A small file part as UTF-8 text; 413 state_too_long over `limit` bytes (the rest is drained). */
-async function readSmallPart(stream: AsyncIterable<Buffer>, limit: number, name: string): Promise<string> {
-  const pieces: Buffer[] = [];
-  let bytes = 0;
-  for await (const piece of stream) {
-    bytes += piece.length;
-    if (bytes <= limit) pieces.push(piece);
-  }
-  if (bytes > limit) throw new ApiError('state_too_long', `form field '${name}': longer than ${limit} bytes`);
-  return Buffer.concat(pieces).toString('utf8');
-}
 
 function ownerOf(request: FastifyRequest): string {
   // Set by the authentication hook (src/server/auth.ts) on every /v1 route.
@@ -93,55 +78,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
     async (request, reply) => {
       const owner = ownerOf(request);
       if (openai && isJsonRequest(request)) return reply.code(200).send(await openai.createBatch(owner, request.body));
-      if (!request.isMultipart()) {
-        throw new ApiError('invalid_question', 'request body: send multipart/form-data with the fields model and file (and optionally questions)');
-      }
-      let model: string | undefined;
-      let questions: string | undefined;
-      let upload: StagedUpload | undefined;
-      try {
-        const parts = readingMultipart(request.parts({
-          limits: { files: 2, fields: 4, parts: 6, fieldSize: MAX_QUESTIONS_FIELD_BYTES, fileSize: batches.maxFileBytes + 1 },
-          // Our own count gives the 413 (with the limit in the message); busboy only stops the bytes.
-          ...({ throwFileSizeLimit: false } as object),
-        }));
-        const once = (name: string, seen: unknown) => {
-          if (seen !== undefined) throw new ApiError('invalid_question', `form field '${name}': given more than once; send it once`);
-        };
-        for await (const part of parts) {
-          if (part.type === 'file' && part.fieldname === 'questions') {
-            // `curl -F questions=@q.json` sends the questions as a file part: read it as the text field.
-            once('questions', questions);
-            questions = await readSmallPart(readingMultipart(part.file), MAX_QUESTIONS_FIELD_BYTES, 'questions');
-            continue;
-          }
-          if (part.type === 'file') {
-            if (part.fieldname !== 'file' || upload) {
-              part.file.resume();
-              throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unexpected file (send the JSONL as the field "file", once)`);
-            }
-            upload = await batches.stageUpload(readingMultipart(part.file));
-            continue;
-          }
-          const value = part.value;
-          if (part.valueTruncated) {
-            throw new ApiError('state_too_long', `form field '${part.fieldname.slice(0, 100)}': longer than ${MAX_QUESTIONS_FIELD_BYTES} bytes`);
-          }
-          if (typeof value !== 'string') {
-            throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': must be text`);
-          }
-          if (part.fieldname === 'model') {
-            once('model', model);
-            model = value;
-          } else if (part.fieldname === 'questions') {
-            once('questions', questions);
-            questions = value;
-          } else throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unknown (allowed: model, file, questions)`);
-        }
-      } catch (err) {
-        await batches.discard(upload);
-        throw err;
-      }
+      const { model, questions, upload } = await readBatchForm(request, batches);
       const batch = await batches.create({ owner, model, questions, upload });
       return reply.code(201).header('location', `/v1/batches/${batch.id}`).send(batch);
     },

@@ -1,0 +1,298 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+
+import { call, getJson } from '../api';
+import { Problem } from '../components/problem';
+import { BatchProgress } from '../components/progress';
+import type { Batch, BatchValidation } from '../types';
+import { modelChoices, ModelSelect, useModels } from '../use-models';
+
+const FINAL = new Set(['completed', 'failed', 'cancelled', 'expired']);
+const HAS_RESULTS = new Set(['completed', 'failed', 'cancelled']);
+/** Polling while a job moves, and while none does (a job may come from another client). */
+const LIVE_POLL_MS = 1000;
+const IDLE_POLL_MS = 5000;
+
+function throughput(b: Batch, now: number): string {
+  const done = b.progress.completed + b.progress.failed;
+  const end = b.completed_at ? Date.parse(b.completed_at) : now;
+  const seconds = (end - Date.parse(b.created_at)) / 1000;
+  return done > 0 && seconds > 0 ? `${(done / seconds).toFixed(1)} rows/s` : '–';
+}
+
+interface FailedRow {
+  index: number;
+  custom_id: string | null;
+  code: string;
+  message: string;
+}
+
+async function download(batch: Batch): Promise<void> {
+  const blob = await (await call(`/v1/batches/${batch.id}/results`)).blob();
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = `${batch.id}.results.jsonl`;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+async function failedRows(batch: Batch): Promise<FailedRow[]> {
+  const text = await (await call(`/v1/batches/${batch.id}/results`)).text();
+  const rows: FailedRow[] = [];
+  text.split('\n').forEach((line, index) => {
+    if (!line) return;
+    const row = JSON.parse(line) as { custom_id: string | null; error?: { code: string; message: string } };
+    if (row.error) rows.push({ index: index + 1, custom_id: row.custom_id, code: row.error.code, message: row.error.message });
+  });
+  return rows;
+}
+
+function BatchRow({ batch, now, onChanged }: { batch: Batch; now: number; onChanged: () => void }) {
+  const [error, setError] = useState<unknown>();
+  const [failed, setFailed] = useState<FailedRow[]>();
+  const act = (fn: () => Promise<unknown>) => async () => {
+    setError(undefined);
+    try {
+      await fn();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <li class="batch" data-batch-id={batch.id} data-status={batch.status}>
+      <div class="row">
+        <code>{batch.id}</code>
+        <span class={`badge status-${batch.status}`} data-status-badge>
+          {batch.status.replace('_', ' ')}
+        </span>
+        <span class="hint">{batch.model}</span>
+        <span class="hint">created {new Date(batch.created_at).toLocaleString()}</span>
+        <span class="hint" data-throughput>
+          {throughput(batch, now)}
+        </span>
+      </div>
+      <BatchProgress batch={batch} />
+      {batch.error ? <p class="problem">Failed: {batch.error.message}</p> : null}
+      <div class="row">
+        {!FINAL.has(batch.status) && batch.status !== 'cancelling' ? (
+          <button type="button" data-action="cancel" onClick={act(async () => (await call(`/v1/batches/${batch.id}/cancel`, { method: 'POST' }), onChanged()))}>
+            Cancel
+          </button>
+        ) : null}
+        {HAS_RESULTS.has(batch.status) ? (
+          <button type="button" data-action="download" onClick={act(() => download(batch))}>
+            Download results
+          </button>
+        ) : null}
+        {HAS_RESULTS.has(batch.status) && batch.progress.failed > 0 ? (
+          <button type="button" data-action="failed" aria-expanded={failed !== undefined} onClick={act(async () => setFailed(failed ? undefined : await failedRows(batch)))}>
+            {failed ? 'Hide failed rows' : `Failed rows (${batch.progress.failed})`}
+          </button>
+        ) : null}
+      </div>
+      <Problem error={error} />
+      {failed ? (
+        <div class="scroll"><table class="failed-rows">
+          <thead>
+            <tr>
+              <th scope="col">row</th>
+              <th scope="col">custom_id</th>
+              <th scope="col">error</th>
+            </tr>
+          </thead>
+          <tbody>
+            {failed.map((r) => (
+              <tr key={r.index} data-failed-row={r.custom_id ?? ''}>
+                <td>{r.index}</td>
+                <td>{r.custom_id ?? '(none)'}</td>
+                <td>
+                  <code>{r.code}</code> {r.message}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table></div>
+      ) : null}
+    </li>
+  );
+}
+
+function CreateBatch({ onCreated }: { onCreated: () => void }) {
+  const { listing, error: modelsError } = useModels();
+  const [model, setModel] = useState('');
+  const [questions, setQuestions] = useState('');
+  const [file, setFile] = useState<File>();
+  const [checking, setChecking] = useState(false);
+  const [validation, setValidation] = useState<BatchValidation>();
+  const [error, setError] = useState<unknown>();
+  const [dragging, setDragging] = useState(false);
+  const [created, setCreated] = useState('');
+
+  useEffect(() => {
+    if (!model && listing) setModel(modelChoices(listing)[0]?.value ?? '');
+  }, [listing]);
+
+  const form = (f: File) => {
+    const data = new FormData();
+    data.set('model', model);
+    if (questions.trim()) data.set('questions', questions);
+    data.set('file', f, f.name);
+    return data;
+  };
+
+  const choose = async (f: File | undefined) => {
+    setFile(f);
+    setValidation(undefined);
+    setError(undefined);
+    setCreated('');
+    if (!f) return;
+    setChecking(true);
+    try {
+      setValidation(await getJson<BatchValidation>('/v1/batches/validate', { method: 'POST', body: form(f) }));
+    } catch (err) {
+      setError(err);
+    } finally {
+      setChecking(false);
+    }
+  };
+
+  const create = async () => {
+    if (!file) return;
+    setError(undefined);
+    try {
+      const batch = await getJson<Batch>('/v1/batches', { method: 'POST', body: form(file) });
+      setCreated(`Created ${batch.id} (${batch.progress.total} records).`);
+      setFile(undefined);
+      setValidation(undefined);
+      onCreated();
+    } catch (err) {
+      setError(err);
+    }
+  };
+
+  return (
+    <section class="panel create" aria-label="create a batch">
+      <h3>New batch</h3>
+      <Problem error={modelsError} />
+      <div class="row">
+        <label>
+          model
+          <ModelSelect id="batch-model" listing={listing} value={model} onChange={setModel} />
+        </label>
+      </div>
+      <details>
+        <summary>Questions for records without their own (optional)</summary>
+        <textarea id="batch-questions" rows={4} value={questions} onInput={(e) => setQuestions((e.target as HTMLTextAreaElement).value)} placeholder='{"refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"}}' />
+      </details>
+      <label
+        class={dragging ? 'dropzone dragging' : 'dropzone'}
+        data-dropzone
+        onDragOver={(e) => (e.preventDefault(), setDragging(true))}
+        onDragLeave={() => setDragging(false)}
+        onDrop={(e) => {
+          e.preventDefault();
+          setDragging(false);
+          void choose(e.dataTransfer?.files[0]);
+        }}
+      >
+        <input id="batch-file" class="visually-hidden" type="file" accept=".jsonl,.ndjson,.json,application/x-ndjson,text/plain" onChange={(e) => void choose((e.target as HTMLInputElement).files?.[0])} />
+        <span>{file ? `${file.name} (${file.size} bytes)` : 'Drop a JSONL file here, or press to choose one'}</span>
+      </label>
+      {checking ? <p class="hint">Checking every record…</p> : null}
+      <Problem error={error} />
+      {validation ? (
+        <div class="validation" data-validation={validation.invalid === 0 ? 'ok' : 'errors'}>
+          <p role="status">
+            {validation.records} records: <b>{validation.valid} valid</b>
+            {validation.invalid ? (
+              <>
+                , <b class="warn">{validation.invalid} invalid</b> (they would become failed rows)
+              </>
+            ) : null}
+            . Model {validation.model}.
+          </p>
+          {validation.errors.length > 0 ? (
+            <div class="scroll"><table class="line-errors">
+              <thead>
+                <tr>
+                  <th scope="col">line</th>
+                  <th scope="col">custom_id</th>
+                  <th scope="col">problem</th>
+                </tr>
+              </thead>
+              <tbody>
+                {validation.errors.map((e) => (
+                  <tr key={e.line} data-error-line={e.line}>
+                    <td>{e.line}</td>
+                    <td>{e.custom_id ?? '–'}</td>
+                    <td>
+                      <code>{e.code}</code> {e.message}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table></div>
+          ) : null}
+          {validation.errors_truncated ? <p class="hint">Only the first {validation.errors.length} problems are listed.</p> : null}
+          <button type="button" id="create-batch" onClick={create}>
+            {validation.invalid ? `Create anyway (${validation.invalid} rows will fail)` : `Create batch of ${validation.records} records`}
+          </button>
+        </div>
+      ) : null}
+      {created ? <p role="status">{created}</p> : null}
+    </section>
+  );
+}
+
+export function Batches() {
+  const [batches, setBatches] = useState<Batch[]>();
+  const [error, setError] = useState<unknown>();
+  const [now, setNow] = useState(Date.now());
+  const [tick, setTick] = useState(0);
+  const timer = useRef<number | undefined>(undefined);
+
+  useEffect(() => {
+    let live = true;
+    const load = async () => {
+      let next = IDLE_POLL_MS;
+      try {
+        const list = await getJson<{ data: Batch[] }>('/v1/batches?limit=50');
+        if (!live) return;
+        setBatches(list.data);
+        setError(undefined);
+        setNow(Date.now());
+        if (list.data.some((b) => !FINAL.has(b.status))) next = LIVE_POLL_MS;
+      } catch (err) {
+        if (live) setError(err);
+      }
+      if (live) timer.current = window.setTimeout(load, next);
+    };
+    void load();
+    return () => {
+      live = false;
+      clearTimeout(timer.current);
+    };
+  }, [tick]);
+  const refresh = () => setTick((t) => t + 1);
+
+  return (
+    <div class="page batches">
+      <CreateBatch onCreated={refresh} />
+      <section class="panel" aria-label="batches">
+        <div class="row">
+          <h3>Your batches</h3>
+          <span class="hint">newest first; refreshing by itself</span>
+        </div>
+        <Problem error={error} />
+        {batches && batches.length === 0 ? <p class="hint">No batches yet for this key.</p> : null}
+        <ul class="batch-list">
+          {(batches ?? []).map((b) => (
+            <BatchRow key={b.id} batch={b} now={now} onChanged={refresh} />
+          ))}
+        </ul>
+      </section>
+    </div>
+  );
+}

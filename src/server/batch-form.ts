@@ -1,0 +1,86 @@
+/**
+ * The batch creation form (multipart: model, file, optional questions), read once for the routes
+ * that take it: POST /v1/batches creates a job from it, POST /v1/batches/validate checks its records.
+ * The file part is streamed to a staging file (BatchService.stageUpload), never buffered whole.
+ */
+import type { FastifyRequest } from 'fastify';
+
+import { ApiError } from '../api/errors.js';
+import type { BatchService, StagedUpload } from '../batches/batch-service.js';
+import { readingMultipart } from './multipart-body.js';
+
+/** The questions form field, in bytes. */
+export const MAX_QUESTIONS_FIELD_BYTES = 1024 * 1024;
+
+export interface BatchForm {
+  model: string | undefined;
+  questions: string | undefined;
+  /** The staged file; the caller hands it to create()/validate(), which consume it. */
+  upload: StagedUpload | undefined;
+}
+
+/** A small file part as UTF-8 text; 413 state_too_long over `limit` bytes (the rest is drained). */
+async function readSmallPart(stream: AsyncIterable<Buffer>, limit: number, name: string): Promise<string> {
+  const pieces: Buffer[] = [];
+  let bytes = 0;
+  for await (const piece of stream) {
+    bytes += piece.length;
+    if (bytes <= limit) pieces.push(piece);
+  }
+  if (bytes > limit) throw new ApiError('state_too_long', `form field '${name}': longer than ${limit} bytes`);
+  return Buffer.concat(pieces).toString('utf8');
+}
+
+/** Reads the form (400 invalid_question for anything but model, file, questions, each once). */
+export async function readBatchForm(request: FastifyRequest, batches: BatchService): Promise<BatchForm> {
+  if (!request.isMultipart()) {
+    throw new ApiError('invalid_question', 'request body: send multipart/form-data with the fields model and file (and optionally questions)');
+  }
+  let model: string | undefined;
+  let questions: string | undefined;
+  let upload: StagedUpload | undefined;
+  try {
+    const parts = readingMultipart(request.parts({
+      limits: { files: 2, fields: 4, parts: 6, fieldSize: MAX_QUESTIONS_FIELD_BYTES, fileSize: batches.maxFileBytes + 1 },
+      // Our own count gives the 413 (with the limit in the message); busboy only stops the bytes.
+      ...({ throwFileSizeLimit: false } as object),
+    }));
+    const once = (name: string, seen: unknown) => {
+      if (seen !== undefined) throw new ApiError('invalid_question', `form field '${name}': given more than once; send it once`);
+    };
+    for await (const part of parts) {
+      if (part.type === 'file' && part.fieldname === 'questions') {
+        // `curl -F questions=@q.json` sends the questions as a file part: read it as the text field.
+        once('questions', questions);
+        questions = await readSmallPart(readingMultipart(part.file), MAX_QUESTIONS_FIELD_BYTES, 'questions');
+        continue;
+      }
+      if (part.type === 'file') {
+        if (part.fieldname !== 'file' || upload) {
+          part.file.resume();
+          throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unexpected file (send the JSONL as the field "file", once)`);
+        }
+        upload = await batches.stageUpload(readingMultipart(part.file));
+        continue;
+      }
+      const value = part.value;
+      if (part.valueTruncated) {
+        throw new ApiError('state_too_long', `form field '${part.fieldname.slice(0, 100)}': longer than ${MAX_QUESTIONS_FIELD_BYTES} bytes`);
+      }
+      if (typeof value !== 'string') {
+        throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': must be text`);
+      }
+      if (part.fieldname === 'model') {
+        once('model', model);
+        model = value;
+      } else if (part.fieldname === 'questions') {
+        once('questions', questions);
+        questions = value;
+      } else throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unknown (allowed: model, file, questions)`);
+    }
+  } catch (err) {
+    await batches.discard(upload);
+    throw err;
+  }
+  return { model, questions, upload };
+}

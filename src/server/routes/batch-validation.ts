@@ -1,0 +1,48 @@
+/**
+ * POST /v1/batches/validate: the batch creation form (model, file, optional questions) checked
+ * record by record as the runner will check it, without creating a job. 200 BatchValidation:
+ * counts and the invalid records with their line numbers. The console calls it before POST
+ * /v1/batches so a bad line is shown before anything runs; any client may. Envelope errors are
+ * those of POST /v1/batches.
+ */
+import multipart from '@fastify/multipart';
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsync } from 'fastify';
+
+import { ref } from '../../api/schemas.js';
+import type { BatchService } from '../../batches/batch-service.js';
+import { readBatchForm } from '../batch-form.js';
+
+export const batchValidationRoutes: FastifyPluginAsync<{ batches: BatchService }> = async (app, { batches }) => {
+  // Scoped to this plugin, as in routes/batches.ts; limits are given per request.
+  if (!app.hasContentTypeParser('multipart/form-data')) await app.register(multipart, { throwFileSizeLimit: false });
+
+  app.post(
+    '/batches/validate',
+    {
+      schema: {
+        summary: 'Check a batch file record by record without creating a batch (same form as createBatch)',
+        operationId: 'validateBatch',
+        tags: ['batches'],
+        consumes: ['multipart/form-data'],
+        body: Type.Object({
+          model: Type.String({ description: 'Model id or alias.' }),
+          file: Type.String({ format: 'binary', description: 'The JSONL file, as for createBatch.' }),
+          questions: Type.Optional(Type.String({ description: 'JSON text: questions for records without their own.' })),
+        }),
+        response: {
+          200: ref('BatchValidation'),
+          400: ref('Error', 'invalid_question: missing model or file, empty file, invalid questions field'),
+          401: ref('Error', 'invalid_key'),
+          404: ref('Error', 'not_found: unknown model'),
+          413: ref('Error', 'state_too_long: the file is over the size limit or has more records than the limit'),
+          429: ref('Error', 'rate_limited'),
+        },
+      },
+      // The multipart body is read by readBatchForm, not by the schema; the answer is sent as built.
+      validatorCompiler: () => () => true,
+      serializerCompiler: () => (data: unknown) => JSON.stringify(data),
+    },
+    async (request) => batches.validate(await readBatchForm(request, batches)),
+  );
+};

@@ -1,0 +1,287 @@
+/**
+ * The web console in a real browser (Debian's Chromium through playwright-core) against a real
+ * `decide serve` process on the tiny model; no part of the API is mocked. One walk through every
+ * page, in order: a wrong key is refused, a right one kept in sessionStorage; the playground's bars
+ * equal POST /v1/decide's numbers for the request its "Copy as curl" snippet shows; a 400 is shown
+ * as what it means; the models page shows a calibrated version's figures and draws its reliability
+ * diagram from GET /v1/models' points, a broken version with its reason and an incomplete
+ * directory; a dropped JSONL file's bad lines are listed by number before anything runs, the batch
+ * reaches 100% and its results download byte for byte, its failed row is listed; a large batch is
+ * cancelled; health shows readiness and the /metrics numbers. No CSP violation, no request URL and
+ * no server log line carries the key. Screenshots of each page go to test/.tmp/console-screenshots.
+ */
+import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { calibrateModel } from '../../src/calibration/run.js';
+import { DecisionService } from '../../src/service/decision-service.js';
+import { AUTH, TEST_KEY, tempModels, type TempDirs } from '../api/fixtures.js';
+import { QUESTIONS, rawLogits, states, writeSharpenedData } from '../calibration/helpers.js';
+import { ROOT } from '../helpers/bin.js';
+import { launchChromium } from '../helpers/chromium.js';
+import { consoleBuilt } from '../helpers/console-build.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
+import { metricValue, startServe, type ServeProcess } from './serve-process.js';
+
+const SHOTS = path.join(ROOT, 'test', '.tmp', 'console-screenshots');
+const CALIBRATED = 'svc-alpha-2026-11-22';
+/** Records of the batch that is cancelled: far more than the tiny model scores in the seconds the cancel takes. */
+const LARGE_BATCH_RECORDS = 25_000;
+
+let dirs: TempDirs;
+let server: ServeProcess;
+let browser: Awaited<ReturnType<typeof launchChromium>>;
+let context: BrowserContext;
+let page: Page;
+const cspViolations: string[] = [];
+const requestUrls: string[] = [];
+
+async function calibratedVersion(modelsDir: string, root: string): Promise<void> {
+  const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
+  const texts = states(150, 3);
+  const file = path.join(root, 'labelled.jsonl');
+  try {
+    await writeSharpenedData(file, texts, await rawLogits(service, 'svc-alpha-2026-10', texts), 0.5, 5);
+  } finally {
+    await service.close();
+  }
+  await calibrateModel({ model: 'svc-alpha', data: file, modelsDir, as: CALIBRATED, acceptPoorFit: true, resamples: { figures: 50, parameters: 20 } });
+}
+
+/** A model directory that is complete on disk but cannot load: its config names more layers than its graph has. */
+async function brokenVersion(modelsDir: string): Promise<void> {
+  const tiny = await tinyModelDir();
+  const dir = path.join(modelsDir, 'other-2026-10');
+  mkdirSync(dir);
+  for (const name of ['tokenizer.json', 'tokenizer_config.json', 'decision.json']) cpSync(path.join(tiny, name), path.join(dir, name));
+  symlinkSync(path.join(tiny, 'onnx'), path.join(dir, 'onnx'), 'dir');
+  const config = JSON.parse(readFileSync(path.join(tiny, 'config.json'), 'utf8')) as Record<string, number>;
+  writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ ...config, num_hidden_layers: config.num_hidden_layers! + 3 }));
+}
+
+const api = (p: string, init: RequestInit = {}) => fetch(`${server.url}${p}`, { ...init, headers: { ...AUTH, ...(init.headers as object) } });
+
+const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+
+beforeAll(async () => {
+  rmSync(SHOTS, { recursive: true, force: true });
+  mkdirSync(SHOTS, { recursive: true });
+  const built = consoleBuilt();
+  browser = await launchChromium({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  context = browser.context;
+  dirs = await tempModels(['svc-alpha-2026-10']);
+  await calibratedVersion(dirs.modelsDir, dirs.root);
+  await brokenVersion(dirs.modelsDir);
+  mkdirSync(path.join(dirs.modelsDir, 'svc-alpha-2026-12'));
+  writeFileSync(path.join(dirs.modelsDir, 'svc-alpha-2026-12', 'config.json'), '{}');
+  await built;
+  server = await startServe({
+    args: ['--models-dir', dirs.modelsDir, '--data-dir', dirs.dataDir, '--threads', '1', '--log-level', 'info'],
+    env: { DECIDE_API_KEYS: TEST_KEY, DECIDE_RATE_LIMIT_RPS: '100000', DECIDE_RATE_LIMIT_BURST: '100000', DECIDE_BATCH_CHUNK_RECORDS: '16', PORT: undefined },
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.on('console', (msg) => {
+    if (/Content[- ]Security[- ]Policy|Refused to/i.test(msg.text())) cspViolations.push(msg.text());
+  });
+  page.on('request', (req) => requestUrls.push(req.url()));
+}, 300_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (server) await server.stop();
+  dirs?.cleanup();
+});
+
+/** Options of a question in the order the page shows them, with their probabilities. */
+async function bars(question: string): Promise<Array<[string, number]>> {
+  return page.locator(`[data-question="${question}"] [data-option]`).evaluateAll((els) => els.map((el) => [el.getAttribute('data-option')!, Number(el.getAttribute('data-prob'))] as [string, number]));
+}
+
+describe('the console in a browser', () => {
+  it('refuses a wrong key, keeps a right one in sessionStorage only', async () => {
+    await page.goto(`${server.url}/console`);
+    await page.fill('#api-key', 'not-a-key');
+    await page.press('#api-key', 'Enter');
+    await expect.poll(() => page.locator('[data-key-rejected]').textContent()).toContain('not accepted');
+    await shot('key-rejected');
+
+    await page.fill('#api-key', TEST_KEY);
+    await page.press('#api-key', 'Enter');
+    await page.locator('nav[aria-label="pages"]').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('decide.apiKey'))).toBe(TEST_KEY);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(await context.cookies()).toEqual([]);
+  });
+
+  it('playground: the bars are the JSON API answer to the request "Copy as curl" shows', async () => {
+    await page.locator('#model option[value="svc-alpha"]').waitFor({ state: 'attached' });
+    await page.selectOption('#model', 'svc-alpha');
+    await page.click('#run');
+    await page.locator('[data-result]').waitFor();
+
+    const curl = await page.locator('[data-snippet="curl"]').textContent();
+    expect(curl).toContain('Authorization: Bearer $DECIDE_API_KEY');
+    expect(curl).not.toContain(TEST_KEY);
+    const body = JSON.parse(/-d '([\s\S]*)'$/.exec(curl!)![1]!.replace(/'\\''/g, "'")) as { questions: Record<string, unknown> };
+    const res = await api('/v1/decide', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { model: string; answers: Record<string, { probs: Record<string, number>; top: string }> };
+    expect(answer.model).toBe(CALIBRATED);
+    expect(await page.locator('[data-model]').textContent()).toBe(CALIBRATED);
+    expect(Object.keys(answer.answers)).toEqual(['topic', 'refund', 'urgency']);
+    for (const [id, a] of Object.entries(answer.answers)) {
+      const shown = await bars(id);
+      const expected = Object.entries(a.probs).sort(([, x], [, y]) => y - x);
+      expect(shown.map(([k]) => k).sort()).toEqual(Object.keys(a.probs).sort());
+      shown.forEach(([key, p], i) => {
+        expect(p).toBeCloseTo(a.probs[key]!, 6);
+        expect(p).toBeCloseTo(expected[i]![1], 6); // most probable first
+      });
+      expect(await page.locator(`[data-question="${id}"] [data-top]`).textContent()).toBe(a.top);
+    }
+    expect(Number(await page.locator('[data-input-tokens]').textContent())).toBeGreaterThan(0);
+    await shot('playground');
+
+    await page.click('[data-dialect="systemone"]');
+    const systemOne = JSON.parse((await page.locator('[data-snippet="systemone"]').textContent())!);
+    expect(systemOne.questions.urgency.criteria).toEqual(['not urgent', 'somewhat urgent', 'urgent']);
+    expect(systemOne.questions.topic.criteria).toEqual(body.questions.topic && (body.questions.topic as { criteria: unknown }).criteria);
+    await page.click('[data-dialect="openai"]');
+    const openai = (await page.locator('[data-snippet="openai"]').textContent())!;
+    const params = JSON.parse(/client\.decisions\.create\(([\s\S]*)\);\nconsole/.exec(openai)![1]!);
+    expect(params.questions.map((q: { type: string; name: string }) => `${q.type}:${q.name}`)).toEqual(['choice:topic', 'predicate:refund', 'score:urgency']);
+    expect(params.questions[2].levels.map((l: { label: string }) => l.label)).toEqual(['0', '1', '2']);
+    expect(openai).toContain('process.env.DECIDE_API_KEY');
+  });
+
+  it('playground: a 400 from the API is shown with its message', async () => {
+    await page.fill('#q0-instructions', '');
+    await page.click('#run');
+    const alert = page.locator('.results [role="alert"]');
+    await expect.poll(() => alert.textContent()).toContain('The request was refused');
+    expect(await alert.textContent()).toMatch(/instructions/);
+    await shot('playground-error');
+  });
+
+  it('models: a calibrated version with its figures and reliability diagram, a broken one with its reason', async () => {
+    expect((await api('/v1/decide', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'other', state: 'x', questions: { q: { type: 'noul', instructions: 'ok?' } } }) })).status).toBe(500);
+    const listing = (await (await api('/v1/models')).json()) as { data: Array<{ id: string; held_out?: Record<string, { ece: number; reliability: { before: unknown[]; after: unknown[] } }> }> };
+    const calibrated = listing.data.find((m) => m.id === CALIBRATED)!;
+    const type = 'choice';
+    const figures = calibrated.held_out![type]!;
+
+    // Keyboard: Tab to the Models link and press Enter.
+    for (let i = 0; i < 12 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Models'; i++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.locator(`[data-model-id="${CALIBRATED}"]`).waitFor();
+    expect(page.url()).toBe(`${server.url}/console/models`);
+
+    const row = page.locator(`[data-model-id="${CALIBRATED}"] tr[data-type="${type}"]`);
+    expect(await row.locator('[data-ece-after]').textContent()).toBe(figures.ece.toFixed(3));
+    await page.click(`[data-diagram-button="${CALIBRATED}:${type}"]`);
+    const diagram = page.locator(`figure.reliability[data-type="${type}"]`);
+    await diagram.waitFor();
+    expect(await diagram.locator('[data-series="after"] circle').count()).toBe(figures.reliability.after.length);
+    expect(await diagram.locator('[data-series="before"] circle').count()).toBe(figures.reliability.before.length);
+    expect(figures.reliability.after.length).toBeGreaterThan(1);
+
+    expect(await page.locator('[data-model-id="other-2026-10"] [data-broken]').textContent()).toMatch(/Broken: .+/);
+    expect(await page.locator('[data-incomplete="svc-alpha-2026-12"]').textContent()).toContain('svc-alpha-2026-12');
+    await shot('models');
+  });
+
+  it('batches: bad lines shown by number before anything runs; the batch reaches 100%; results download; failed rows listed', async () => {
+    await page.click('nav >> text=Batches');
+    await page.locator('[data-dropzone]').waitFor();
+    const lines = Array.from({ length: 12 }, (_, i) => JSON.stringify({ custom_id: `row-${i + 1}`, state: `ticket ${i + 1}: my parcel is late`, questions: QUESTIONS }));
+    lines.splice(4, 0, '{"custom_id": "broken", "state": ');
+    const text = `${lines.join('\n')}\n`;
+    // Dropped as a file, as a person would drag it in.
+    await page.locator('[data-dropzone]').evaluate((zone, content) => {
+      const data = new DataTransfer();
+      data.items.add(new File([content], 'tickets.jsonl', { type: 'application/x-ndjson' }));
+      zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+    }, text);
+    await page.locator('[data-validation="errors"]').waitFor();
+    expect(await page.locator('[data-error-line]').evaluateAll((els) => els.map((e) => e.getAttribute('data-error-line')))).toEqual(['5']);
+    expect(((await (await api('/v1/batches')).json()) as { data: unknown[] }).data).toEqual([]); // nothing ran
+    await shot('batches-validation');
+
+    await page.click('#create-batch');
+    const row = page.locator('li.batch').first();
+    await expect.poll(() => row.getAttribute('data-status'), { timeout: 60_000 }).toBe('completed');
+    const id = (await row.getAttribute('data-batch-id'))!;
+    expect(await row.locator('[data-percent]').getAttribute('data-percent')).toBe('100');
+    const batch = (await (await api(`/v1/batches/${id}`)).json()) as { progress: { total: number; completed: number; failed: number } };
+    expect(batch.progress).toEqual({ total: 13, completed: 12, failed: 1 });
+
+    const [download] = await Promise.all([page.waitForEvent('download'), row.locator('[data-action="download"]').click()]);
+    const saved = readFileSync((await download.path())!, 'utf8');
+    expect(saved).toBe(await (await api(`/v1/batches/${id}/results`)).text());
+    expect(saved.trim().split('\n')).toHaveLength(13);
+
+    await row.locator('[data-action="failed"]').click();
+    const failed = row.locator('[data-failed-row]');
+    await failed.first().waitFor();
+    expect(await failed.count()).toBe(1);
+    expect(await failed.first().textContent()).toMatch(/invalid_question.*line 5/);
+    await shot('batches');
+  });
+
+  it('batches: a large batch is cancelled from its row', async () => {
+    const record = (i: number) => JSON.stringify({ custom_id: `big-${i}`, state: `ticket ${i}: the parcel never arrived`, questions: QUESTIONS });
+    const big = `${Array.from({ length: LARGE_BATCH_RECORDS }, (_, i) => record(i)).join('\n')}\n`;
+    await page.setInputFiles('#batch-file', { name: 'big.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(big) });
+    await page.locator('[data-validation="ok"]').waitFor({ timeout: 60_000 });
+    await page.click('#create-batch');
+    const row = page.locator('li.batch').first();
+    await expect.poll(async () => (await row.textContent()) ?? '').toContain(`of ${LARGE_BATCH_RECORDS}`);
+    await row.locator('[data-action="cancel"]').click();
+    await expect.poll(() => row.getAttribute('data-status'), { timeout: 60_000 }).toBe('cancelled');
+    const id = (await row.getAttribute('data-batch-id'))!;
+    const batch = (await (await api(`/v1/batches/${id}`)).json()) as { status: string; progress: { total: number; completed: number } };
+    expect(batch.status).toBe('cancelled');
+    expect(batch.progress.completed).toBeLessThan(LARGE_BATCH_RECORDS);
+    await shot('batches-cancelled');
+  });
+
+  it('health: readiness and the numbers /metrics exports, refreshing', async () => {
+    await page.click('nav >> text=Health');
+    await page.locator('[data-ready="ready"]').waitFor();
+    await expect.poll(() => page.locator('[data-figure="rate"]').textContent(), { timeout: 10_000 }).not.toBe('…');
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const answered = metricValue(metrics, 'decide_http_requests_total', 'route="/v1/decide",status="200"');
+    expect(answered).toBeGreaterThanOrEqual(2);
+    expect(Number(await page.locator('[data-figure="answered"]').textContent())).toBe(answered);
+    const cached = metricValue(metrics, 'decide_engine_cached_tokens_total');
+    const computed = metricValue(metrics, 'decide_engine_prefix_tokens_computed_total');
+    expect(await page.locator('[data-figure="hit-rate"]').textContent()).toBe(`${((100 * cached) / (cached + computed)).toFixed(1)}%`);
+    await shot('health');
+  });
+
+  it('reads on a narrow window without sideways scrolling', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const p of ['playground', 'models', 'batches', 'health']) {
+      await page.click(`nav >> text=${p[0]!.toUpperCase()}${p.slice(1)}`);
+      await page.locator('main .page').first().waitFor();
+      expect(await page.evaluate(() => document.documentElement.scrollWidth), p).toBeLessThanOrEqual(390);
+    }
+    await page.click('nav >> text=Playground');
+    await page.click('#run');
+    await page.locator('[data-result]').waitFor();
+    await shot('playground-narrow');
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it('never puts the key in a URL or the server log, and breaks no CSP rule', async () => {
+    expect(requestUrls.length).toBeGreaterThan(10);
+    expect(requestUrls.filter((u) => u.includes(TEST_KEY))).toEqual([]);
+    expect(requestUrls.filter((u) => !u.startsWith(server.url))).toEqual([]);
+    expect(server.stdout() + server.stderr()).not.toContain(TEST_KEY);
+    expect(server.stderr()).toContain('/console');
+    expect(cspViolations).toEqual([]);
+  });
+});
