@@ -111,8 +111,8 @@ describe('the console in a browser', () => {
     await page.fill('#api-key', TEST_KEY);
     await page.press('#api-key', 'Enter');
     await page.locator('nav[aria-label="pages"]').waitFor();
-    expect(await page.evaluate(() => sessionStorage.getItem('decide.apiKey'))).toBe(TEST_KEY);
-    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(await page.evaluate("sessionStorage.getItem('decide.apiKey')")).toBe(TEST_KEY);
+    expect(await page.evaluate('localStorage.length')).toBe(0);
     expect(await context.cookies()).toEqual([]);
   });
 
@@ -174,7 +174,7 @@ describe('the console in a browser', () => {
     const figures = calibrated.held_out![type]!;
 
     // Keyboard: Tab to the Models link and press Enter.
-    for (let i = 0; i < 12 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Models'; i++) await page.keyboard.press('Tab');
+    for (let i = 0; i < 12 && (await page.evaluate('document.activeElement?.textContent')) !== 'Models'; i++) await page.keyboard.press('Tab');
     await page.keyboard.press('Enter');
     await page.locator(`[data-model-id="${CALIBRATED}"]`).waitFor();
     expect(page.url()).toBe(`${server.url}/console/models`);
@@ -201,9 +201,15 @@ describe('the console in a browser', () => {
     const text = `${lines.join('\n')}\n`;
     // Dropped as a file, as a person would drag it in.
     await page.locator('[data-dropzone]').evaluate((zone, content) => {
-      const data = new DataTransfer();
-      data.items.add(new File([content], 'tickets.jsonl', { type: 'application/x-ndjson' }));
-      zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+      // Browser globals by hand: the tests are type-checked without the DOM library.
+      const g = globalThis as unknown as {
+        DataTransfer: new () => { items: { add(file: unknown): void } };
+        File: new (parts: string[], name: string, options: { type: string }) => unknown;
+        DragEvent: new (type: string, init: Record<string, unknown>) => never;
+      };
+      const data = new g.DataTransfer();
+      data.items.add(new g.File([content], 'tickets.jsonl', { type: 'application/x-ndjson' }));
+      zone.dispatchEvent(new g.DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
     }, text);
     await page.locator('[data-validation="errors"]').waitFor();
     expect(await page.locator('[data-error-line]').evaluateAll((els) => els.map((e) => e.getAttribute('data-error-line')))).toEqual(['5']);
@@ -267,7 +273,7 @@ describe('the console in a browser', () => {
     for (const p of ['playground', 'models', 'batches', 'health']) {
       await page.click(`nav >> text=${p[0]!.toUpperCase()}${p.slice(1)}`);
       await page.locator('main .page').first().waitFor();
-      expect(await page.evaluate(() => document.documentElement.scrollWidth), p).toBeLessThanOrEqual(390);
+      expect(await page.evaluate('document.documentElement.scrollWidth'), p).toBeLessThanOrEqual(390);
     }
     await page.click('nav >> text=Playground');
     await page.click('#run');

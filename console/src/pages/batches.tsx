@@ -142,21 +142,34 @@ function CreateBatch({ onCreated }: { onCreated: () => void }) {
     return data;
   };
 
-  const choose = async (f: File | undefined) => {
+  const choose = (f: File | undefined) => {
     setFile(f);
+    setCreated('');
+  };
+
+  // Every record is checked (POST /v1/batches/validate) as soon as there is a file and a model, and
+  // again when either or the questions change; only the newest check's answer is shown.
+  useEffect(() => {
     setValidation(undefined);
     setError(undefined);
-    setCreated('');
-    if (!f) return;
-    setChecking(true);
-    try {
-      setValidation(await getJson<BatchValidation>('/v1/batches/validate', { method: 'POST', body: form(f) }));
-    } catch (err) {
-      setError(err);
-    } finally {
-      setChecking(false);
-    }
-  };
+    if (!file || !model) return;
+    let live = true;
+    const timer = window.setTimeout(async () => {
+      setChecking(true);
+      try {
+        const result = await getJson<BatchValidation>('/v1/batches/validate', { method: 'POST', body: form(file) });
+        if (live) setValidation(result);
+      } catch (err) {
+        if (live) setError(err);
+      } finally {
+        if (live) setChecking(false);
+      }
+    }, 250);
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [file, model, questions]);
 
   const create = async () => {
     if (!file) return;
@@ -194,10 +207,10 @@ function CreateBatch({ onCreated }: { onCreated: () => void }) {
         onDrop={(e) => {
           e.preventDefault();
           setDragging(false);
-          void choose(e.dataTransfer?.files[0]);
+          choose(e.dataTransfer?.files[0]);
         }}
       >
-        <input id="batch-file" class="visually-hidden" type="file" accept=".jsonl,.ndjson,.json,application/x-ndjson,text/plain" onChange={(e) => void choose((e.target as HTMLInputElement).files?.[0])} />
+        <input id="batch-file" class="visually-hidden" type="file" accept=".jsonl,.ndjson,.json,application/x-ndjson,text/plain" onChange={(e) => choose((e.target as HTMLInputElement).files?.[0])} />
         <span>{file ? `${file.name} (${file.size} bytes)` : 'Drop a JSONL file here, or press to choose one'}</span>
       </label>
       {checking ? <p class="hint">Checking every record…</p> : null}
