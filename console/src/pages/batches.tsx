@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { call, getJson } from '../api';
+import { asBatch } from '../batch-wire';
 import { Problem } from '../components/problem';
 import { BatchProgress } from '../components/progress';
 import type { Batch, BatchValidation } from '../types';
@@ -49,7 +50,7 @@ async function failedRows(batch: Batch): Promise<FailedRow[]> {
   return rows;
 }
 
-function BatchRow({ batch, now, onChanged }: { batch: Batch; now: number; onChanged: () => void }) {
+function BatchRow({ batch, now, onChanged }: { batch: ReturnType<typeof asBatch>; now: number; onChanged: () => void }) {
   const [error, setError] = useState<unknown>();
   const [failed, setFailed] = useState<FailedRow[]>();
   const act = (fn: () => Promise<unknown>) => async () => {
@@ -68,6 +69,7 @@ function BatchRow({ batch, now, onChanged }: { batch: Batch; now: number; onChan
           {batch.status.replace('_', ' ')}
         </span>
         <span class="hint">{batch.model}</span>
+        {batch.dialect === 'openai' ? <span class="badge">OpenAI Batch API</span> : null}
         <span class="hint">created {new Date(batch.created_at).toLocaleString()}</span>
         <span class="hint" data-throughput>
           {throughput(batch, now)}
@@ -260,7 +262,7 @@ function CreateBatch({ onCreated }: { onCreated: () => void }) {
 }
 
 export function Batches() {
-  const [batches, setBatches] = useState<Batch[]>();
+  const [batches, setBatches] = useState<Array<ReturnType<typeof asBatch>>>();
   const [error, setError] = useState<unknown>();
   const [now, setNow] = useState(Date.now());
   const [tick, setTick] = useState(0);
@@ -271,12 +273,13 @@ export function Batches() {
     const load = async () => {
       let next = IDLE_POLL_MS;
       try {
-        const list = await getJson<{ data: Batch[] }>('/v1/batches?limit=50');
+        const list = await getJson<{ data: Array<Parameters<typeof asBatch>[0]> }>('/v1/batches?limit=50');
         if (!live) return;
-        setBatches(list.data);
+        const shown = list.data.map(asBatch);
+        setBatches(shown);
         setError(undefined);
         setNow(Date.now());
-        if (list.data.some((b) => !FINAL.has(b.status))) next = LIVE_POLL_MS;
+        if (shown.some((b) => !FINAL.has(b.status))) next = LIVE_POLL_MS;
       } catch (err) {
         if (live) setError(err);
       }
