@@ -1,13 +1,15 @@
-// Text <-> token ids for one model, over the Hugging Face `tokenizers` native binding reading
-// `<modelDir>/tokenizer.json`. Encoding adds no special tokens (no BOS/EOS): the chat template
-// writes every control token itself, and those written as text (e.g. "<|im_start|>") map to
-// their ids. Untrusted text is neutralized before it reaches here (see prompt.ts).
-import { access } from 'node:fs/promises';
+// Text <-> token ids for one model, over Hugging Face's pure-JavaScript tokenizers
+// (`@huggingface/tokenizers`, the tokenizer of Transformers.js) reading `<modelDir>/tokenizer.json`
+// and `tokenizer_config.json`. It gives the same ids as the Rust `tokenizers` binding this used
+// before, on the full Qwen3 tokenizer and its 16,384-id cut (docs/dependencies.md: 2,380 texts,
+// every id and token compared), in 300 KB instead of 64 MB of per-platform binaries.
+// Encoding adds no special tokens (no BOS/EOS): the chat template writes every control token
+// itself, and those written as text (e.g. "<|im_start|>") map to their ids. Untrusted text is
+// neutralized before it reaches here (see prompt.ts).
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import tokenizers from 'tokenizers';
+import { Tokenizer } from '@huggingface/tokenizers';
 import { EngineError } from '../errors/engine-error.js';
-
-type HfTokenizer = InstanceType<typeof tokenizers.Tokenizer>;
 
 /**
  * The tokenizer of one model directory.
@@ -18,16 +20,22 @@ type HfTokenizer = InstanceType<typeof tokenizers.Tokenizer>;
  */
 export class TextTokenizer {
   private constructor(
-    private readonly hf: HfTokenizer,
+    private readonly hf: Tokenizer,
     /** Path of the tokenizer.json this was loaded from. */
     readonly path: string,
+    /** Number of ids the tokenizer can produce, added tokens included (may be below the model's embedding rows). */
+    readonly vocabSize: number,
   ) {}
 
   static async load(modelDir: string): Promise<TextTokenizer> {
     const path = join(modelDir, 'tokenizer.json');
+    let text: string;
     try {
-      await access(path);
-    } catch {
+      text = await readFile(path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw new EngineError('ERR_MODEL_LOAD', `tokenizer: cannot read ${path}: ${(err as Error).message}`, { cause: err });
+      }
       // A model imported without tokenizer files (decide import-model warns) lands here.
       throw new EngineError(
         'ERR_MODEL_LOAD',
@@ -35,41 +43,43 @@ export class TextTokenizer {
           '(and tokenizer_config.json with its chat template) in the model directory; the Engine alone can still score token ids',
       );
     }
-    let hf: HfTokenizer;
+    let hf: Tokenizer;
     try {
-      hf = tokenizers.Tokenizer.fromFile(path);
+      // tokenizer_config.json holds the special-token settings; the chat template is read by prompt.ts.
+      const config = await readFile(join(modelDir, 'tokenizer_config.json'), 'utf8').then(
+        (c) => JSON.parse(c) as object,
+        (err: NodeJS.ErrnoException) => {
+          if (err.code === 'ENOENT') return {};
+          throw err;
+        },
+      );
+      hf = new Tokenizer(JSON.parse(text) as object, config);
     } catch (err) {
       throw new EngineError('ERR_MODEL_LOAD', `tokenizer: cannot load ${path}: ${(err as Error).message}`, { cause: err });
     }
-    // A tokenizer.json may carry truncation or padding settings; ids must be exactly the text's.
-    hf.disableTruncation();
-    hf.disablePadding();
-    return new TextTokenizer(hf, path);
+    // Truncation and padding settings in a tokenizer.json are not applied by this tokenizer: ids
+    // are exactly the text's.
+    return new TextTokenizer(hf, path, hf.get_vocab(true).size);
   }
 
   /** Token ids of `text`, with no special tokens added. */
   async encode(text: string): Promise<Int32Array> {
-    const enc = await this.hf.encode(text, null, { addSpecialTokens: false });
-    return Int32Array.from(enc.getIds());
+    return Int32Array.from(this.hf.encode(text, { add_special_tokens: false }).ids);
   }
 
-  /** Text of `ids`, special tokens included. */
+  /** Text of `ids`, special tokens included, spaces as the tokens spell them. */
   async decode(ids: ArrayLike<number>): Promise<string> {
-    return this.hf.decode(Array.from(ids), false);
-  }
-
-  /** Number of ids the tokenizer can produce, added tokens included (may be below the model's embedding rows). */
-  get vocabSize(): number {
-    return this.hf.getVocabSize(true);
+    if (ids.length === 0) return '';
+    return this.hf.decode(Array.from(ids), { skip_special_tokens: false, clean_up_tokenization_spaces: false });
   }
 
   /** Id of a vocabulary entry given in the tokenizer's own spelling (e.g. "Ġyes"), or undefined. */
   tokenToId(token: string): number | undefined {
-    return this.hf.tokenToId(token) ?? undefined;
+    return this.hf.token_to_id(token) ?? undefined;
   }
 
   /** Vocabulary entry of an id in the tokenizer's own spelling, or undefined. */
   idToToken(id: number): string | undefined {
-    return this.hf.idToToken(id) ?? undefined;
+    return this.hf.id_to_token(id) ?? undefined;
   }
 }
