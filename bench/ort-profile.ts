@@ -11,7 +11,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-import type { FloatDtype } from '../src/models/builder/index.js';
+import type { ModelDtype } from '../src/models/builder/index.js';
 import { ModelRuntime } from '../src/runtime/model-runtime.js';
 import { TextTokenizer } from '../src/runtime/tokenizer.js';
 import { ensureModel } from './run.js';
@@ -21,7 +21,7 @@ export interface OrtProfileOptions {
   root: string;
   outFile: string;
   preset: string;
-  dtype: FloatDtype;
+  dtype: ModelDtype;
   provider: 'cpu' | 'cuda';
   threads?: number;
   packing?: boolean;

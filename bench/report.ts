@@ -65,11 +65,18 @@ export interface WorkloadResult {
   engine: SystemResult & { counters: EngineCountersSummary };
   baseline: SystemResult & { stats: BaselineStats };
   /**
+   * With --dtype int8: the fp32 twin's engine, timed in the same repetitions. `speedup` is twin
+   * seconds / int8 engine seconds, paired by repetition.
+   */
+  fp32Twin?: { decisionsPerSecond: Stat; speedup: Stat };
+  /**
    * The check before timing (bench/agreement.ts): the engine against `reference` (and the baseline
    * too when the reference is the fp32 CPU engine). `tolerance` is the probability tolerance.
    */
   check: {
     rows: number;
+    /** Rows whose most probable option is the reference's. */
+    topAgreeing: number;
     reference: 'baseline' | 'fp32 CPU engine';
     maxAbsLogitDiff: number;
     maxAbsProbDiff: number;
@@ -140,9 +147,35 @@ export interface BenchReport {
   targets: TargetResult[];
 }
 
-export function evaluateTargets(workloads: WorkloadResult[]): TargetResult[] {
+/** int8 weights against the fp32 engine (issue 21): decisions/s ratio on these workloads, and the probability bound. */
+export const INT8_SPEEDUP_TARGET = 1.8;
+export const INT8_PROB_TARGET = 2e-2;
+
+export function evaluateTargets(workloads: WorkloadResult[], dtype = 'fp32'): TargetResult[] {
   const out: TargetResult[] = [];
   const by = new Map(workloads.map((w) => [w.workload, w]));
+  if (dtype === 'int8') {
+    for (const name of ['document', 'tickets']) {
+      const twin = by.get(name)?.fp32Twin;
+      if (!twin) continue;
+      out.push({
+        name: `${name}: int8 engine >= ${INT8_SPEEDUP_TARGET}x the fp32 engine's decisions/s`,
+        value: twin.speedup.median,
+        threshold: INT8_SPEEDUP_TARGET,
+        pass: twin.speedup.median >= INT8_SPEEDUP_TARGET,
+        text: `${fx(twin.speedup.median)} (min ${fx(twin.speedup.min)}, max ${fx(twin.speedup.max)})`,
+      });
+    }
+    for (const w of workloads) {
+      out.push({
+        name: `${w.workload}: int8 max |prob diff| against fp32 <= ${INT8_PROB_TARGET}`,
+        value: w.check.maxAbsProbDiff,
+        threshold: INT8_PROB_TARGET,
+        pass: w.check.maxAbsProbDiff <= INT8_PROB_TARGET,
+        text: `${w.check.maxAbsProbDiff.toExponential(2)}; top option agrees on ${w.check.topAgreeing}/${w.check.rows} rows`,
+      });
+    }
+  }
   for (const name of ['document', 'tickets']) {
     const w = by.get(name);
     if (!w) continue;
@@ -216,6 +249,7 @@ export function formatWorkload(w: WorkloadResult): string {
     ['engine', range(e.seconds), range(e.decisionsPerSecond), range(e.tokensPerSecondComputed), range(e.tokensPerSecondEffective), range(e.mfu, pct), mib(e.peakRssBytes), e.coresBusy.median.toFixed(2)],
     ['baseline', range(b.seconds), range(b.decisionsPerSecond), range(b.tokensPerSecondComputed), range(b.tokensPerSecondEffective), range(b.mfu, pct), mib(b.peakRssBytes), b.coresBusy.median.toFixed(2)],
   ];
+  if (w.fp32Twin) rows.push(['fp32 twin engine', '', range(w.fp32Twin.decisionsPerSecond), '', '', '', '', '']);
   const body = table(
     ['  system', 'seconds', 'decisions/s', 'tokens/s computed', 'tokens/s effective', 'MFU', 'peak RSS', 'cores busy'],
     rows.map((r) => [`  ${r[0]}`, ...r.slice(1)]),
@@ -224,7 +258,8 @@ export function formatWorkload(w: WorkloadResult): string {
     `  speedup ${range(w.speedupStat, fx)} | ideal ${fx(w.idealSpeedup)} | ${w.fractionOfIdeal.toFixed(2)} of ideal` +
     ` | check against the ${w.check.reference}: ${w.check.rows} rows, max |logit diff| ${w.check.maxAbsLogitDiff.toExponential(1)}, max |prob diff| ${w.check.maxAbsProbDiff.toExponential(1)}` +
     (w.check.baselineMaxAbsProbDiff === undefined ? '' : ` (baseline ${w.check.baselineMaxAbsProbDiff.toExponential(1)})`) +
-    ` <= ${w.check.tolerance}`;
+    ` <= ${w.check.tolerance}, top option agrees on ${w.check.topAgreeing}/${w.check.rows} rows` +
+    (w.fp32Twin ? `\n  int8 engine vs the fp32 twin engine: ${range(w.fp32Twin.speedup, fx)} the decisions/s` : '');
   return `${head}\n${body}\n${tail}`;
 }
 
@@ -300,6 +335,22 @@ export function formatReport(report: BenchReport, file: string): string {
   lines.push('');
   for (const w of report.workloads) {
     lines.push(formatWorkload(w));
+    lines.push('');
+  }
+  if (report.workloads.some((w) => w.fp32Twin)) {
+    lines.push(
+      table(
+        ['int8 vs fp32', 'int8 engine decisions/s', 'fp32 twin decisions/s', 'int8 / fp32', 'max |prob diff|', 'top option agrees'],
+        report.workloads.map((w) => [
+          w.workload,
+          w.engine.decisionsPerSecond.median.toFixed(2),
+          w.fp32Twin ? w.fp32Twin.decisionsPerSecond.median.toFixed(2) : '-',
+          w.fp32Twin ? fx(w.fp32Twin.speedup.median) : '-',
+          w.check.maxAbsProbDiff.toExponential(2),
+          `${w.check.topAgreeing}/${w.check.rows}`,
+        ]),
+      ),
+    );
     lines.push('');
   }
   if (report.workloads.length > 1) {

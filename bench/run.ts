@@ -23,7 +23,7 @@ import { LabelSet } from '../src/runtime/labels.js';
 import { ModelRuntime } from '../src/runtime/model-runtime.js';
 import { PromptRenderer } from '../src/runtime/prompt.js';
 import { TextTokenizer } from '../src/runtime/tokenizer.js';
-import { GRAPH_VERSION, makeModel, paramCount, PRESETS, type FloatDtype } from '../src/models/builder/index.js';
+import { computeDtype, DEFAULT_INT8_SCHEME, GRAPH_VERSION, int8Record, makeModel, MODEL_DTYPES, paramCount, PRESETS, type ModelDtype } from '../src/models/builder/index.js';
 import { agreementPlan, agrees, baselineRows, compareRows, engineRows, type CheckResult } from './agreement.js';
 import { FreshBaseline } from './baseline.js';
 import { MFU_DEFINITION, shapeOf } from './flops.js';
@@ -42,8 +42,12 @@ export interface BenchOptions {
   /** Builder preset of the generated model; default 'small'. */
   preset?: string;
   provider?: 'cpu' | 'cuda';
-  /** Weights and activations of the generated model; default 'fp32'. */
-  dtype?: FloatDtype;
+  /**
+   * Weights and activations of the generated model; default 'fp32'. 'int8' (int8 weights, fp32
+   * activations) also times the fp32 twin's engine in every repetition and reports the int8
+   * engine's decisions/s against it, with the agreement of their answers.
+   */
+  dtype?: ModelDtype;
   /**
    * The engine's question layout on the packing graph (the bench model is built with segment ids,
    * as make-model and import-model write by default): true packs a state's questions into rows,
@@ -92,7 +96,7 @@ const MODEL_SEED = 1;
  * Builds the bench's own model directory unless it already holds this preset (this dtype, seed
  * MODEL_SEED, the packing graph: make-model's default, on which --packing picks the layout).
  */
-export async function ensureModel(preset: string, dir: string, dtype: FloatDtype, log: (s: string) => void): Promise<void> {
+export async function ensureModel(preset: string, dir: string, dtype: ModelDtype, log: (s: string) => void): Promise<void> {
   const features = { segmentIds: true };
   if (PRESETS[preset] === undefined) throw new Error(`bench: unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
   try {
@@ -100,7 +104,8 @@ export async function ensureModel(preset: string, dir: string, dtype: FloatDtype
     const b = decision.builder ?? {};
     const graph = path.join(dir, 'onnx', 'model.onnx');
     const sameFeatures = JSON.stringify(b.features ?? null) === JSON.stringify(features);
-    if (b.preset === preset && b.seed === MODEL_SEED && b.graphVersion === GRAPH_VERSION && (b.dtype ?? 'fp32') === dtype && b.shapeOverrides === undefined && sameFeatures && existsSync(graph)) return;
+    const sameInt8 = JSON.stringify(b.int8 ?? null) === JSON.stringify(dtype === 'int8' ? int8Record(DEFAULT_INT8_SCHEME) : null);
+    if (sameInt8 && b.preset === preset && b.seed === MODEL_SEED && b.graphVersion === GRAPH_VERSION && (b.dtype ?? 'fp32') === dtype && b.shapeOverrides === undefined && sameFeatures && existsSync(graph)) return;
   } catch {
     // missing or unreadable: build
   }
@@ -125,7 +130,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   const seed = options.seed ?? 1;
   const names = options.workloads ?? [...WORKLOAD_NAMES];
   const dtype = options.dtype ?? 'fp32';
-  if (dtype !== 'fp32' && dtype !== 'fp16') throw new Error(`bench: dtype must be fp32 or fp16, got '${String(dtype)}'`);
+  if (!MODEL_DTYPES.includes(dtype)) throw new Error(`bench: dtype must be ${MODEL_DTYPES.join(', ')}, got '${String(dtype)}'`);
   const packing = options.packing;
   const fp32Dir = path.join(root, 'models', `bench-${preset}`);
   const modelDir = path.resolve(options.modelDir ?? (dtype === 'fp32' ? fp32Dir : `${fp32Dir}-${dtype}`));
@@ -167,7 +172,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     log(`model ${modelDir}: ${shape.numLayers} layers, hidden ${shape.hiddenSize}, ${(params.total / 1e6).toFixed(1)}M params (body ${(params.body / 1e6).toFixed(1)}M); graph ${path.basename(engine.info.graphFile)}, gathered LM head: ${engine.info.hasLogitsIndex}, packed suffix rows: ${engine.info.packsSuffixes}`);
 
     log(`[${elapsed()}] measuring the ${dtype} MatMul peak ...`);
-    const measured = await measurePeak({ threads, provider, dtype, quick }, peakShapes(shape.hiddenSize, shape.intermediateSize));
+    const measured = await measurePeak({ threads, provider, dtype: computeDtype(dtype), quick }, peakShapes(shape.hiddenSize, shape.intermediateSize));
     const peak = measured.result;
     probe = measured.probe;
     log(`  peak ${peak.gflops.toFixed(1)} GFLOP/s (${peak.shapes.map((s) => `${s.label}: ${s.medianGflops.toFixed(1)}`).join('; ')})`);
@@ -197,6 +202,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
       const checks = new Map<Workload, CheckResult>();
       const checkScores = new Map<Workload, SuffixScore[][]>();
       const reference = referenceDir === undefined ? undefined : await Engine.load({ modelDir: referenceDir, provider: 'cpu', threads });
+      // int8: the fp32 twin's engine is timed beside the int8 one (same threads, same calls).
+      const twin = dtype === 'int8' ? reference : undefined;
       try {
         for (const w of workloads) {
           log(`[${elapsed()}] check ${w.spec.name}: engine and baseline on all ${w.tokens.decisions} decisions, against the ${plan.reference} ...`);
@@ -212,7 +219,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
             c = { ...vsEngine, plan, baseline: vsBaseline };
             log(`  baseline vs the fp32 CPU engine: max |prob diff| ${vsBaseline.maxAbsProbDiff.toExponential(2)}`);
           }
-          log(`  max |logit diff| ${c.maxAbsLogitDiff.toExponential(2)}, max |prob diff| ${c.maxAbsProbDiff.toExponential(2)} (engine ${e.seconds.toFixed(1)} s, baseline ${b.seconds.toFixed(1)} s, untimed)`);
+          log(`  max |logit diff| ${c.maxAbsLogitDiff.toExponential(2)}, max |prob diff| ${c.maxAbsProbDiff.toExponential(2)}, top option agrees on ${c.topAgreeing}/${c.rows} rows (engine ${e.seconds.toFixed(1)} s, baseline ${b.seconds.toFixed(1)} s, untimed)`);
           const failed = !agrees(c, plan) ? 'the engine' : c.baseline !== undefined && !agrees(c.baseline, plan) ? 'the baseline' : undefined;
           if (failed !== undefined) {
             const worst = failed === 'the engine' ? c : c.baseline!;
@@ -224,22 +231,31 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
           checks.set(w, c);
           checkScores.set(w, e.scores);
         }
-      } finally {
+      } catch (err) {
         reference?.close();
+        throw err;
       }
+      if (twin === undefined) reference?.close();
 
-      const timed: { w: Workload; engineRuns: EngineRun[]; baselineRuns: BaselineRun[]; enginePeak: number; baselinePeak: number }[] = [];
+      const timed: { w: Workload; engineRuns: EngineRun[]; baselineRuns: BaselineRun[]; twinRuns: EngineRun[]; enginePeak: number; baselinePeak: number }[] = [];
+      try {
       for (const w of workloads) {
         const engineRuns: EngineRun[] = [];
         const baselineRuns: BaselineRun[] = [];
+        const twinRuns: EngineRun[] = [];
         let enginePeak = 0;
         let baselinePeak = 0;
         for (let r = 0; r < repetitions; r++) {
           const engineFirst = r % 2 === 0;
-          for (const which of engineFirst ? ['engine', 'baseline'] : ['baseline', 'engine']) {
+          const order = engineFirst ? ['engine', 'baseline'] : ['baseline', 'engine'];
+          // The twin runs right after (or before) the int8 engine, so both see the same machine.
+          if (twin !== undefined) order.splice(order.indexOf('engine') + (engineFirst ? 1 : 0), 0, 'twin');
+          for (const which of order) {
             const probeGflops = await probe.quickMedian(quick ? 0.2 : 0.3);
             sampler.reset();
-            if (which === 'engine') {
+            if (which === 'twin') {
+              twinRuns.push({ ...(await runEngine(twin!, w)), probeGflops });
+            } else if (which === 'engine') {
               engineRuns.push({ ...(await runEngine(engine, w)), probeGflops });
               enginePeak = Math.max(enginePeak, sampler.peak());
             } else {
@@ -249,13 +265,20 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
           }
           const e = engineRuns[r]!;
           const b = baselineRuns[r]!;
-          log(`[${elapsed()}] ${w.spec.name} repetition ${r + 1}/${repetitions}: engine ${e.seconds.toFixed(2)} s (${e.coresBusy.toFixed(2)} cores busy, peak probe ${e.probeGflops.toFixed(0)} GFLOP/s), baseline ${b.seconds.toFixed(2)} s (${b.coresBusy.toFixed(2)} cores, probe ${b.probeGflops.toFixed(0)})`);
+          const tw = twinRuns[r];
+          log(
+            `[${elapsed()}] ${w.spec.name} repetition ${r + 1}/${repetitions}: engine ${e.seconds.toFixed(2)} s (${e.coresBusy.toFixed(2)} cores busy, peak probe ${e.probeGflops.toFixed(0)} GFLOP/s), baseline ${b.seconds.toFixed(2)} s (${b.coresBusy.toFixed(2)} cores, probe ${b.probeGflops.toFixed(0)})` +
+              (tw === undefined ? '' : `, fp32 twin engine ${tw.seconds.toFixed(2)} s`),
+          );
         }
-        timed.push({ w, engineRuns, baselineRuns, enginePeak, baselinePeak });
+        timed.push({ w, engineRuns, baselineRuns, twinRuns, enginePeak, baselinePeak });
+      }
+      } finally {
+        twin?.close();
       }
       const usedGflops = Math.max(peak.gflops, ...timed.flatMap((t) => [...t.engineRuns, ...t.baselineRuns].map((r) => r.probeGflops)));
       const results: WorkloadResult[] = timed.map((t) =>
-        summarize(t.w, t.engineRuns, t.baselineRuns, t.enginePeak, t.baselinePeak, checks.get(t.w)!, params.body, headFlopParams, usedGflops),
+        summarize(t.w, t.engineRuns, t.baselineRuns, t.enginePeak, t.baselinePeak, checks.get(t.w)!, params.body, headFlopParams, usedGflops, t.twinRuns),
       );
 
       const profile: ProfileResult[] = [];
@@ -292,7 +315,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
         latency = await measureHttpLatency({ modelDir, threads, provider, requests });
       }
 
-      const targets = evaluateTargets(results);
+      const targets = evaluateTargets(results, dtype);
       const addonAtEnd = addonInfo(root);
       if (addonAtEnd.sha256 !== addon.sha256) {
         log(`warning: ${addon.path} was rebuilt during the run (${addon.mtime} -> ${addonAtEnd.mtime}); this process kept the one it loaded, but other work (a build) shared the CPU`);

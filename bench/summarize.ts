@@ -16,6 +16,7 @@ export function summarize(
   bodyParams: number,
   headFlopParams: number,
   peakGflops: number,
+  twinRuns: EngineRun[] = [],
 ): WorkloadResult {
   const t = w.tokens;
   const c = engineRuns[0]!.counters;
@@ -50,6 +51,13 @@ export function summarize(
     stats: bs,
   };
   const speedupStat = stat(engineRuns.map((e, i) => baselineRuns[i]!.seconds / e.seconds));
+  const twin =
+    twinRuns.length === 0
+      ? undefined
+      : {
+          decisionsPerSecond: stat(twinRuns.map((r) => t.decisions / r.seconds)),
+          speedup: stat(engineRuns.map((e, i) => twinRuns[i]!.seconds / e.seconds)),
+        };
   return {
     workload: w.spec.name,
     description: w.spec.description,
@@ -63,8 +71,10 @@ export function summarize(
     decisionsPerSecond: engine.decisionsPerSecond.median,
     engine,
     baseline,
+    ...(twin === undefined ? {} : { fp32Twin: twin }),
     check: {
       rows: check.rows,
+      topAgreeing: check.topAgreeing,
       reference: check.plan.reference,
       maxAbsLogitDiff: check.maxAbsLogitDiff,
       maxAbsProbDiff: check.maxAbsProbDiff,

@@ -1,6 +1,6 @@
 /**
  * `decide bench [--quick] [--workloads tickets,document,single] [--repetitions N] [--threads N]
- *  [--preset small] [--dtype fp32|fp16] [--provider cpu|cuda] [--profile] [--no-micro] [--no-latency] [--seed N] [--model-dir DIR] [--reference-dir DIR]
+ *  [--preset small] [--dtype fp32|fp16|int8] [--provider cpu|cuda] [--profile] [--no-micro] [--no-latency] [--seed N] [--model-dir DIR] [--reference-dir DIR]
  *  [--results-dir DIR] [--ort-profile FILE]`
  * The benchmark itself lives in bench/ (compiled to dist/bench/), loaded only when this runs.
  */
@@ -23,7 +23,9 @@ options:
   --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2)
   --threads N           intra-op threads for every system (default: all cores)
   --preset NAME         model builder preset: tiny, small (default), qwen3-0.6b
-  --dtype D             fp32 (default) or fp16 weights and activations
+  --dtype D             fp32 (default) or fp16 weights and activations, or int8 weights (fp32
+                        activations): then the fp32 twin's engine is timed in the same repetitions,
+                        and the report gives int8 / fp32 decisions/s and their agreement
   --packing on|off      the engine's question layout (the bench model takes segment ids): on packs a
                         state's questions into rows, off forks its KV into a row per question;
                         default the engine's (packed on cuda, forked on cpu)
@@ -77,7 +79,7 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
   if (values.provider !== 'cpu' && values.provider !== 'cuda') throw new Error(`--provider must be cpu or cuda, got '${values.provider}'`);
-  if (values.dtype !== 'fp32' && values.dtype !== 'fp16') throw new Error(`--dtype must be fp32 or fp16, got '${values.dtype}'`);
+  if (values.dtype !== 'fp32' && values.dtype !== 'fp16' && values.dtype !== 'int8') throw new Error(`--dtype must be fp32, fp16 or int8, got '${values.dtype}'`);
   if (values.packing !== undefined && values.packing !== 'on' && values.packing !== 'off') throw new Error(`--packing must be on or off, got '${values.packing}'`);
   let workloads: WorkloadName[] | undefined;
   if (values.workloads !== undefined) {

@@ -1,11 +1,12 @@
-/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]` */
+/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]` */
 import path from 'node:path';
 
 import { BF16_UNSUPPORTED, ImportError, importModel, type ImportDtype } from '../models/import/import-model.js';
 import { commandError, parseCommand } from './args.js';
 import { formatDuration } from './progress.js';
+import { reportInt8Agreement } from './int8-check.js';
 
-const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]
+const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]
 
 Converts a Hugging Face checkpoint folder (config.json, *.safetensors or a sharded
 model.safetensors.index.json, tokenizer.json, tokenizer_config.json) into a model directory the
@@ -15,8 +16,12 @@ gemma. No Python and no network needed.
   --out DIR     the model directory to write (its name is the model id, e.g. models/qwen3-0.6b-2026-11);
                 with --id, the models directory to write NAME into
   --id NAME     the model id: writes DIR/NAME
-  --dtype T     fp32 (default; exact for bf16 checkpoints) or fp16 (half the size). bf16 is refused:
-                ONNX Runtime's CPU provider cannot run a bf16 graph
+  --dtype T     fp32 (default; exact for bf16 checkpoints), fp16 (half the size) or int8 (projection,
+                MLP and LM-head weights as int8 with scales, computed in fp32: faster on a CPU).
+                bf16 is refused: ONNX Runtime's CPU provider cannot run a bf16 graph
+  --no-agreement  with --dtype int8, skip the check that imports the fp32 twin to a temporary
+                directory and prints how far the int8 model's answers are from it on generated
+                prompts (quantization error depends on the checkpoint: run it before serving)
   --attention A ops (default: standard ONNX ops) or fused (ONNX Runtime's MultiHeadAttention, the
                 op its CUDA provider runs in fused kernels; same inputs, outputs and results)
   --packing P   on (default): the graph takes segment ids, with which the engine can pack a state's
@@ -37,6 +42,7 @@ const OPTIONS = {
   attention: { type: 'string', default: 'ops' },
   packing: { type: 'string', default: 'on' },
   force: { type: 'boolean', default: false },
+  'no-agreement': { type: 'boolean', default: false },
 } as const;
 
 export async function run(argv: string[]): Promise<number> {
@@ -55,7 +61,7 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('import-model', `--packing must be on or off, got '${values.packing}'`);
   }
   if (values.dtype === 'bf16') return commandError('import-model', BF16_UNSUPPORTED);
-  if (values.dtype !== 'fp32' && values.dtype !== 'fp16') return commandError('import-model', `--dtype must be fp32 or fp16, got '${values.dtype}'`);
+  if (values.dtype !== 'fp32' && values.dtype !== 'fp16' && values.dtype !== 'int8') return commandError('import-model', `--dtype must be fp32, fp16 or int8, got '${values.dtype}'`);
   if (values.attention !== 'ops' && values.attention !== 'fused') {
     return commandError('import-model', `--attention must be ops or fused, got '${values.attention}'`);
   }
@@ -80,6 +86,11 @@ export async function run(argv: string[]): Promise<number> {
       `decide import-model: wrote ${result.dir} (${result.plan.family}, ${(result.parameters / 1e6).toFixed(1)}M parameters, ${result.dtype}` +
         `${result.hasTokenizer ? '' : ', NO tokenizer'}) in ${secs} s\n`,
     );
+    if (result.dtype === 'int8' && !values['no-agreement']) {
+      await reportInt8Agreement('import-model', result.dir, async (twin) => {
+        await importModel({ hfDir: positionals[0]!, outDir: twin, dtype: 'fp32', attention: values.attention as 'ops' | 'fused', segmentIds: values.packing === 'on' });
+      });
+    }
     return 0;
   } catch (err) {
     if (err instanceof ImportError) {

@@ -1,15 +1,19 @@
-/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off] [--force]` */
+/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--packing on|off] [--force]` */
 import path from 'node:path';
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
 import { ModelOutputError } from '../models/output-dir.js';
 import { newModelIdProblem } from '../models/registry.js';
 import { commandError, parseCommand } from './args.js';
+import { reportInt8Agreement } from './int8-check.js';
 
-const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16] [--attention ops|fused] [--packing on|off] [--force]
+const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--packing on|off] [--force]
 
 Writes a Hugging Face model directory (config.json, tokenizer files, onnx/model.onnx) holding a
 Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PRESETS).join(', ')}.
+--dtype int8 stores the projection, MLP and LM-head weights as int8 with scales (computed in fp32 by
+ONNX Runtime's int8 kernels) and prints their agreement with the fp32 twin on generated prompts
+(--no-agreement skips that check; docs/models.md, int8 weights).
 --attention fused writes each layer's attention as ONNX Runtime's MultiHeadAttention (same weights,
 inputs, outputs and results; docs/models.md).
 --packing on (default) adds the decide_segment_ids input, with which the engine can pack a state's
@@ -28,6 +32,7 @@ const OPTIONS = {
   attention: { type: 'string', default: 'ops' },
   packing: { type: 'string', default: 'on' },
   force: { type: 'boolean', default: false },
+  'no-agreement': { type: 'boolean', default: false },
 } as const;
 
 export async function run(argv: string[]): Promise<number> {
@@ -41,7 +46,8 @@ export async function run(argv: string[]): Promise<number> {
   // Usage errors exit 2 with the command's message, as every command's do.
   const seed = Number(values.seed);
   if (!/^\d+$/.test(values.seed) || !Number.isSafeInteger(seed)) return commandError('make-model', `--seed must be a non-negative integer, got '${values.seed}'`);
-  if (values.dtype !== 'fp32' && values.dtype !== 'fp16') return commandError('make-model', `--dtype must be fp32 or fp16, got '${values.dtype}'`);
+  if (values.dtype !== 'fp32' && values.dtype !== 'fp16' && values.dtype !== 'int8') return commandError('make-model', `--dtype must be fp32, fp16 or int8, got '${values.dtype}'`);
+  const dtype = values.dtype;
   if (values.attention !== 'ops' && values.attention !== 'fused') return commandError('make-model', `--attention must be ops or fused, got '${values.attention}'`);
   if (values.packing !== 'on' && values.packing !== 'off') return commandError('make-model', `--packing must be on or off, got '${values.packing}'`);
   if (!Object.hasOwn(PRESETS, values.preset)) return commandError('make-model', `--preset must be one of ${Object.keys(PRESETS).join(', ')}, got '${values.preset}'`);
@@ -55,11 +61,17 @@ export async function run(argv: string[]): Promise<number> {
   if (idProblem) return commandError('make-model', `--out ${values.out}: the directory's name is its model id: ${idProblem}`, 1);
   let result;
   try {
-    result = await makeModel({ preset: values.preset, outDir: values.out, seed, dtype: values.dtype, features, force: values.force });
+    result = await makeModel({ preset: values.preset, outDir: values.out, seed, dtype, features, force: values.force });
   } catch (err) {
     if (err instanceof ModelOutputError) return commandError('make-model', err.message, 1);
     throw err;
   }
   process.stdout.write(`wrote ${result.dir} (preset ${values.preset}, seed ${seed}, ${values.dtype}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  if (dtype === 'int8' && !values['no-agreement']) {
+    const preset = values.preset;
+    await reportInt8Agreement('make-model', result.dir, async (twin) => {
+      await makeModel({ preset, outDir: twin, seed, dtype: 'fp32', features });
+    });
+  }
   return 0;
 }

@@ -43,13 +43,27 @@ export type LmHeadRewrite =
   | { kind: 'gathers-already' }
   | { kind: 'not-applicable'; reason: string };
 
-/** Finds the MatMul that produces `logits` (directly, or through a Cast as fp16 exports do). */
+/**
+ * The int8 LM heads (make-model/import-model --dtype int8): ONNX Runtime ops whose first input is
+ * the activation, like MatMul's, and whose other inputs are the weight and its scales. The
+ * DynamicQuantizeMatMul head quantizes its input per tensor, so after the gather it sees only the
+ * gathered rows and the rewrite fails its verification against the stock graph (the engine then
+ * runs the stock graph); MatMulNBits quantizes each row on its own and passes.
+ */
+const QUANTIZED_HEADS = new Set(['DynamicQuantizeMatMul', 'MatMulNBits']);
+
+function isLmHeadOp(node: Node | undefined): boolean {
+  if (node?.opType === 'MatMul') return (node.input ?? []).length === 2;
+  return node !== undefined && node.domain === 'com.microsoft' && QUANTIZED_HEADS.has(node.opType ?? '');
+}
+
+/** Finds the MatMul (or int8 head) that produces `logits` (directly, or through a Cast as fp16 exports do). */
 function findLmHead(graph: Graph): Node | undefined {
   const producers = new Map<string, Node>();
   for (const node of graph.node ?? []) for (const out of node.output ?? []) producers.set(out, node);
   let node = producers.get('logits');
   if (node?.opType === 'Cast') node = producers.get(node.input?.[0] ?? '');
-  return node?.opType === 'MatMul' ? node : undefined;
+  return isLmHeadOp(node) ? node : undefined;
 }
 
 function defaultOpset(model: onnxProto.onnx.IModelProto): number {
@@ -65,8 +79,8 @@ export function rewriteLmHead(bytes: Uint8Array): LmHeadRewrite {
   if ((graph.input ?? []).some((i) => i.name === LOGITS_INDEX_INPUT)) return { kind: 'gathers-already' };
   const lmHead = findLmHead(graph);
   const opset = defaultOpset(model);
-  if (!lmHead || !lmHead.input || lmHead.input.length !== 2) {
-    return { kind: 'not-applicable', reason: "no two-input MatMul produces the graph's 'logits' output (directly or through a Cast)" };
+  if (!lmHead || !lmHead.input) {
+    return { kind: 'not-applicable', reason: "no two-input MatMul produces the graph's 'logits' output (directly or through a Cast), nor an int8 MatMulNBits / DynamicQuantizeMatMul head" };
   }
   if (opset < 13) return { kind: 'not-applicable', reason: `the graph's opset is ${opset}; the rewrite needs 13 or later` };
 

@@ -135,7 +135,7 @@ describe('decide import-model', () => {
     // Every bad option value is a usage error: exit 2, the reason, nothing written.
     for (const [args, message] of [
       [['--packing', 'maybe'], /--packing must be on or off, got 'maybe'/],
-      [['--dtype', 'int4'], /--dtype must be fp32 or fp16, got 'int4'/],
+      [['--dtype', 'int4'], /--dtype must be fp32, fp16 or int8, got 'int4'/],
       [['--dtype', 'bf16'], /bf16 output is not supported: .* below ~6\.1e-5 \(fp16 subnormals\) they lose precision/],
       [['--attention', 'flash'], /--attention must be ops or fused, got 'flash'/],
     ] as const) {

@@ -56,7 +56,7 @@ describe('decide make-model --packing', () => {
     const out = path.join(scratch, 'maybe');
     for (const [args, message] of [
       [['--packing', 'maybe'], /--packing must be on or off, got 'maybe'/],
-      [['--dtype', 'bf16'], /--dtype must be fp32 or fp16, got 'bf16'/],
+      [['--dtype', 'bf16'], /--dtype must be fp32, fp16 or int8, got 'bf16'/],
       [['--attention', 'flash'], /--attention must be ops or fused, got 'flash'/],
       [['--seed', '1.5'], /--seed must be a non-negative integer, got '1.5'/],
     ] as const) {

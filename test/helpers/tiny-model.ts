@@ -16,6 +16,7 @@ import { makeModel } from '../../src/models/builder/make-model.js';
 import { onnx } from '../../src/models/builder/onnx-writer.js';
 import { PRESETS } from '../../src/models/builder/presets.js';
 import { Rng } from '../../src/models/builder/rng.js';
+import { DEFAULT_INT8_SCHEME } from '../../src/models/builder/quantize.js';
 
 export const TINY_SEED = 1;
 const MODELS_DIR = fileURLToPath(new URL('../.tmp/models/', import.meta.url));
@@ -25,19 +26,20 @@ const STAMP_FILE = '.builder-hash';
 /** Graph variants the tests use; each has its own directory. */
 export type TinyVariant = Pick<DecoderFeatures, 'segmentIds' | 'attention'>;
 
-export async function tinyModelDir(requested: TinyVariant = {}): Promise<string> {
+/** `dtype` 'int8' is the same weights stored as int8 (make-model --dtype int8, tiny-…-int8). */
+export async function tinyModelDir(requested: TinyVariant = {}, dtype: 'fp32' | 'int8' = 'fp32'): Promise<string> {
   // Only the features that are on: { segmentIds: undefined } is the stock model, stamped as such.
   const variant: TinyVariant = {
     ...(requested.segmentIds ? { segmentIds: true } : {}),
     ...(requested.attention === 'fused' ? { attention: 'fused' as const } : {}),
   };
-  const name = ['tiny', variant.segmentIds ? 'packed' : '', variant.attention === 'fused' ? 'fused' : ''].filter(Boolean).join('-');
+  const name = ['tiny', variant.segmentIds ? 'packed' : '', variant.attention === 'fused' ? 'fused' : '', dtype === 'int8' ? 'int8' : ''].filter(Boolean).join('-');
   const dir = path.join(MODELS_DIR, name);
-  const want = await builderHash(variant);
+  const want = await builderHash(variant, dtype);
   if ((await readStamp(dir)) === want) return dir;
 
   const staging = path.join(MODELS_DIR, `${name}.build-${process.pid}-${randomBytes(4).toString('hex')}`);
-  await makeModel({ preset: 'tiny', outDir: staging, seed: TINY_SEED, ...(Object.keys(variant).length > 0 ? { features: variant } : {}) });
+  await makeModel({ preset: 'tiny', outDir: staging, seed: TINY_SEED, dtype, ...(Object.keys(variant).length > 0 ? { features: variant } : {}) });
   await writeFile(path.join(staging, STAMP_FILE), want);
   try {
     await rename(staging, dir);
@@ -65,12 +67,12 @@ async function readStamp(dir: string): Promise<string | undefined> {
  * The builder sources on disk plus the graph and RNG as this process's loaded modules produce them, so
  * a process that loaded other code than the files now on disk never stamps its model as current.
  */
-async function builderHash(variant: TinyVariant): Promise<string> {
+async function builderHash(variant: TinyVariant, dtype: 'fp32' | 'int8'): Promise<string> {
   const hash = createHash('sha256');
   for (const file of (await readdir(BUILDER_DIR)).sort()) {
     hash.update(file).update(await readFile(path.join(BUILDER_DIR, file)));
   }
-  const { graph, weights } = buildDecoderGraph(PRESETS.tiny!, 'fp32', variant);
+  const { graph, weights } = buildDecoderGraph(PRESETS.tiny!, 'fp32', variant, dtype === 'int8' ? DEFAULT_INT8_SCHEME : undefined);
   hash.update(onnx.GraphProto.encode(graph).finish()).update(JSON.stringify(weights));
   const sample = new Float32Array(64);
   new Rng(TINY_SEED, 'stamp').fillNormal(sample, 1);

@@ -27,6 +27,7 @@ import {
   type GraphProto,
 } from './onnx-writer.js';
 import { fusedAttention } from './fused-attention.js';
+import { int8MatMulNode, type Int8Kernel, type Int8Scheme } from './quantize.js';
 import type { ModelShape } from './presets.js';
 
 export type WeightInit =
@@ -47,6 +48,11 @@ export interface DecoderGraph {
   graph: GraphProto;
   /** Big weights in the order they should be written. MatMul weights are [in, out] (transposed vs PyTorch). */
   weights: WeightDecl[];
+  /**
+   * With an int8 scheme: the weights the graph reads quantized (quantize.ts quantizeWeightSpecs
+   * turns their fp32 values into int8 storage plus a scale initializer). Empty otherwise.
+   */
+  quantized: Map<string, Int8Kernel>;
 }
 
 /** The LM head node and its input (the final RMSNorm output), for graph rewrites that gather rows before it. */
@@ -139,11 +145,18 @@ export function presentValueName(layer: number): string {
   return `present.${layer}.value`;
 }
 
+/**
+ * @param int8 stores the projection and MLP weights (and the LM head if the scheme says so) as
+ *   int8 with scales, multiplied by ONNX Runtime's int8 kernels (quantize.ts); fp32 graphs only.
+ *   Embeddings, norms and biases stay fp32.
+ */
 export function buildDecoderGraph(
   shape: ModelShape,
   dtype: FloatDtype,
   featureOverrides: Partial<DecoderFeatures> = {},
+  int8?: Int8Scheme,
 ): DecoderGraph {
+  if (int8 !== undefined && dtype !== 'fp32') throw new Error('decoder graph: int8 weights compute in fp32; the dtype must be fp32');
   const features: DecoderFeatures = { ...DEFAULT_FEATURES, ...featureOverrides };
   const g = new GraphBuilder();
   const ft = floatElemType(dtype);
@@ -159,8 +172,15 @@ export function buildDecoderGraph(
   const ones = { kind: 'ones' } as const;
   const zeros = { kind: 'zeros' } as const;
   // A projection: x @ W (+ b). W is [in, out].
+  const quantized = new Map<string, Int8Kernel>();
+  /** x @ W by a MatMul, or by an int8 kernel when W is quantized (same weight name and dims: only the storage differs). */
+  const matmul = (node: string, x: string, w: string, dims: [number, number], kernel: Int8Kernel | 'fp32' | undefined, output?: string): string => {
+    if (kernel === undefined || kernel === 'fp32' || int8 === undefined) return g.op1('MatMul', node, [x, w], {}, output);
+    quantized.set(w, kernel);
+    return int8MatMulNode(g, node, x, w, dims, kernel, int8.block, output);
+  };
   const linear = (node: string, x: string, name: string, dims: [number, number], bias: boolean): string => {
-    const y = g.op1('MatMul', `${node}/MatMul`, [x, weight(`${name}.weight`, dims, normal)]);
+    const y = matmul(`${node}/MatMul`, x, weight(`${name}.weight`, dims, normal), dims, int8?.kernel);
     return bias ? g.op1('Add', `${node}/Add`, [y, weight(`${name}.bias`, [dims[1]], zeros)]) : y;
   };
 
@@ -378,10 +398,11 @@ export function buildDecoderGraph(
   const headInit: WeightInit = shape.tieWordEmbeddings
     ? { kind: 'transposeOf', source: embed }
     : { kind: 'normal', std: LOGIT_STD / Math.sqrt(h) };
-  g.op1('MatMul', LM_HEAD_NODE, [finalNorm, weight(LM_HEAD_WEIGHT, [h, vocab], headInit)], {}, 'logits');
+  matmul(LM_HEAD_NODE, finalNorm, weight(LM_HEAD_WEIGHT, [h, vocab], headInit), [h, vocab], int8?.lmHead, 'logits');
 
   return {
     graph: { name: 'main_graph', node: g.nodes, initializer: g.initializers, input: inputs, output: outputs },
     weights,
+    quantized,
   };
 }

@@ -1,4 +1,4 @@
-export { makeModel, hfConfig, EXTERNAL_DATA_THRESHOLD, GRAPH_VERSION, type MakeModelOptions, type MadeModel } from './make-model.js';
+export { makeModel, hfConfig, int8Record, EXTERNAL_DATA_THRESHOLD, GRAPH_VERSION, type MakeModelOptions, type MadeModel } from './make-model.js';
 export { PRESETS, paramCount, validateShape, type ModelShape, type ParamCount } from './presets.js';
 export {
   buildDecoderGraph,
@@ -22,3 +22,11 @@ export {
 } from './decoder-graph.js';
 export { float16ToFloat32, float32ToFloat16, type FloatDtype } from './onnx-writer.js';
 export { readQwen3TokenizerFiles, readSpecialTokenIds, writeTokenizerFiles } from './tokenizer-files.js';
+export {
+  computeDtype,
+  DEFAULT_INT8_SCHEME,
+  MODEL_DTYPES,
+  type Int8Kernel,
+  type Int8Scheme,
+  type ModelDtype,
+} from './quantize.js';

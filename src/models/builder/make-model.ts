@@ -10,6 +10,7 @@ import { checkModelOutput, makeStagingDir, placeModelDir } from '../output-dir.j
 import { buildDecoderGraph, type DecoderFeatures, type WeightDecl } from './decoder-graph.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from './onnx-writer.js';
 import { PRESETS, validateShape, type ModelShape } from './presets.js';
+import { computeDtype, DEFAULT_INT8_SCHEME, MODEL_DTYPES, quantizeWeightSpecs, type Int8Kernel, type Int8Scheme, type ModelDtype } from './quantize.js';
 import { Rng } from './rng.js';
 import { readSpecialTokenIds, writeTokenizerFiles } from './tokenizer-files.js';
 
@@ -19,8 +20,15 @@ export interface MakeModelOptions {
   outDir: string;
   /** Default 0. Same (preset, seed, dtype, shapeOverrides) => byte-identical files. */
   seed?: number;
-  /** 'fp16' stores fp16 weights and makes the graph compute and exchange fp16, as an Optimum fp16 export. */
-  dtype?: FloatDtype;
+  /**
+   * 'fp16' stores fp16 weights and makes the graph compute and exchange fp16, as an Optimum fp16
+   * export. 'int8' stores the projection, MLP and LM-head weights as int8 with per-column scales
+   * (quantize.ts) and computes in fp32; its weights before quantization are the fp32 model's of the
+   * same seed (its "fp32 twin").
+   */
+  dtype?: ModelDtype;
+  /** With dtype 'int8': how (default DEFAULT_INT8_SCHEME; the other kernel is there to be measured). */
+  int8?: Partial<Int8Scheme>;
   shapeOverrides?: Partial<ModelShape>;
   /** Store weights in onnx/model.onnx_data. Default 'auto': only when they exceed EXTERNAL_DATA_THRESHOLD bytes. */
   externalData?: boolean | 'auto';
@@ -66,8 +74,10 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
   validateShape(shape);
   const seed = opts.seed ?? 0;
   if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`seed must be a non-negative integer, got ${seed}`);
-  const dtype: FloatDtype = opts.dtype ?? 'fp32';
-  if (dtype !== 'fp32' && dtype !== 'fp16') throw new Error(`dtype must be fp32 or fp16, got ${String(dtype)}`);
+  const dtype: ModelDtype = opts.dtype ?? 'fp32';
+  if (!MODEL_DTYPES.includes(dtype)) throw new Error(`dtype must be ${MODEL_DTYPES.join(', ')}, got ${String(dtype)}`);
+  const floatDtype = computeDtype(dtype);
+  const int8: Int8Scheme | undefined = dtype === 'int8' ? { ...DEFAULT_INT8_SCHEME, ...definedOnly(opts.int8 ?? {}) } : undefined;
 
   const target = await checkModelOutput(opts.outDir, { force: opts.force === true });
   const outDir = target.outDir;
@@ -76,26 +86,28 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
     await mkdir(path.join(tmpDir, 'onnx'));
     await writeTokenizerFiles(tmpDir, shape.vocabSize);
     const tokens = await readSpecialTokenIds(tmpDir);
-    await writeJson(path.join(tmpDir, 'config.json'), hfConfig(shape, dtype, tokens.bosTokenId, tokens.eosTokenId));
+    await writeJson(path.join(tmpDir, 'config.json'), hfConfig(shape, floatDtype, tokens.bosTokenId, tokens.eosTokenId));
     const builder: Record<string, unknown> = { preset: opts.preset, seed, dtype, graphVersion: GRAPH_VERSION };
     if (opts.shapeOverrides !== undefined && Object.keys(definedOnly(opts.shapeOverrides)).length > 0) {
       builder.shapeOverrides = definedOnly(opts.shapeOverrides);
     }
     if (opts.features !== undefined && Object.keys(opts.features).length > 0) builder.features = opts.features;
+    if (int8 !== undefined) builder.int8 = int8Record(int8);
     await writeJson(path.join(tmpDir, 'decision.json'), {
       builder,
       calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
     });
 
-    const { graph, weights } = buildDecoderGraph(shape, dtype, opts.features);
+    const { graph, weights, quantized } = buildDecoderGraph(shape, floatDtype, opts.features, int8);
     const totalParams = weights.reduce((s, w) => s + numel(w.dims), 0);
     const external =
       opts.externalData === true ||
-      ((opts.externalData ?? 'auto') === 'auto' && totalParams * bytesPerElement(dtype) > EXTERNAL_DATA_THRESHOLD);
+      ((opts.externalData ?? 'auto') === 'auto' && totalParams * bytesPerElement(floatDtype) > EXTERNAL_DATA_THRESHOLD);
+    const specs = weightSpecs(weights, seed, floatDtype, totalParams, opts.onProgress);
     await writeModel({
       path: path.join(tmpDir, 'onnx', 'model.onnx'),
       graph,
-      weights: weightSpecs(weights, seed, dtype, totalParams, opts.onProgress),
+      weights: int8 === undefined ? specs : quantizeWeightSpecs(specs, quantized, int8.block),
       externalData: external,
       sync: true,
     });
@@ -105,6 +117,20 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
     throw err;
   }
   return { dir: outDir, shape };
+}
+
+/** decision.json's record of an int8 model: what is quantized and how (the same for make-model and import-model). */
+export function int8Record(scheme: Int8Scheme): Record<string, unknown> {
+  const describe = (kernel: Int8Kernel) =>
+    kernel === 'dqmm'
+      ? 'com.microsoft.DynamicQuantizeMatMul: int8 symmetric, one scale per output column'
+      : `com.microsoft.MatMulNBits (bits 8): int8 symmetric, one scale per ${scheme.block} rows of a column`;
+  return {
+    projectionsAndMlp: describe(scheme.kernel),
+    lmHead: scheme.lmHead === 'fp32' ? 'fp32 MatMul' : describe(scheme.lmHead),
+    unquantized: 'embeddings, norms, biases (fp32)',
+    scheme: { ...scheme },
+  };
 }
 
 /** The Hugging Face config.json of a Qwen3ForCausalLM with this shape. */

@@ -20,6 +20,8 @@ export type ModelProto = OnnxTypes.IModelProto;
 /** ONNX TensorProto.DataType values used here. */
 export const DataType = {
   FLOAT: 1,
+  UINT8: 2,
+  INT8: 3,
   INT32: 6,
   INT64: 7,
   BOOL: 9,
@@ -32,6 +34,15 @@ export type FloatDtype = 'fp32' | 'fp16';
 
 export function floatElemType(dtype: FloatDtype): ElemType {
   return dtype === 'fp16' ? DataType.FLOAT16 : DataType.FLOAT;
+}
+
+/** Storage type of a large weight: a float type, or bytes (int8 quantized weights, MatMulNBits' packed uint8 blocks). */
+export type WeightDtype = FloatDtype | 'int8' | 'uint8';
+
+export function weightElemType(dtype: WeightDtype): ElemType {
+  if (dtype === 'int8') return DataType.INT8;
+  if (dtype === 'uint8') return DataType.UINT8;
+  return floatElemType(dtype);
 }
 
 /** Integer attributes only: this graph needs no float or string attributes. */
@@ -127,9 +138,13 @@ export class GraphBuilder {
 export interface WeightSpec {
   name: string;
   dims: number[];
-  dtype: FloatDtype;
-  /** Yields float32 chunks whose lengths sum to the product of `dims`. A chunk buffer may be reused once the next one is requested. */
-  chunks(): Iterable<Float32Array>;
+  dtype: WeightDtype;
+  /**
+   * Yields chunks whose lengths sum to the product of `dims`: float32 values for a float dtype
+   * (converted to fp16 on the way out), the stored bytes themselves (Int8Array / Uint8Array) for
+   * int8 / uint8. A chunk buffer may be reused once the next one is requested.
+   */
+  chunks(): Iterable<Float32Array | Int8Array | Uint8Array>;
 }
 
 export interface WriteModelOptions {
@@ -192,7 +207,7 @@ async function writeExternal(opts: WriteModelOptions, header: ModelProto, dataFi
       initializers.push({
         name: w.name,
         dims: w.dims,
-        dataType: floatElemType(w.dtype),
+        dataType: weightElemType(w.dtype),
         dataLocation: onnx.TensorProto.DataLocation.EXTERNAL,
         externalData: [
           { key: 'location', value: dataFileName },
@@ -223,7 +238,7 @@ async function writeInline(opts: WriteModelOptions, header: ModelProto): Promise
   const headerBytes = onnx.ModelProto.encode(header).finish();
   const graphBody = onnx.GraphProto.encode(opts.graph).finish();
   const entries = opts.weights.map((w) => {
-    const tensorHead = onnx.TensorProto.encode({ name: w.name, dims: w.dims, dataType: floatElemType(w.dtype) }).finish();
+    const tensorHead = onnx.TensorProto.encode({ name: w.name, dims: w.dims, dataType: weightElemType(w.dtype) }).finish();
     const dataLen = numel(w.dims) * bytesPerElement(w.dtype);
     const rawPrefix = concat([Uint8Array.of(TAG_TENSOR_RAW_DATA), varint(dataLen)]);
     const tensorLen = tensorHead.length + rawPrefix.length + dataLen;
@@ -256,7 +271,12 @@ async function writeWeightData(sink: FileSink, w: WeightSpec): Promise<void> {
   for (const chunk of w.chunks()) {
     produced += chunk.length;
     if (produced > expected) break;
-    if (w.dtype === 'fp16') {
+    if (!(chunk instanceof Float32Array)) {
+      if (w.dtype !== 'int8' && w.dtype !== 'uint8') throw new Error(`model builder: weight ${w.name} (${w.dtype}) yielded integer data`);
+      await sink.write(bytesOf(chunk));
+    } else if (w.dtype === 'int8' || w.dtype === 'uint8') {
+      throw new Error(`model builder: weight ${w.name} (${w.dtype}) yielded float data`);
+    } else if (w.dtype === 'fp16') {
       if (half === undefined || half.length < chunk.length) half = new Uint16Array(chunk.length);
       const view = half.subarray(0, chunk.length);
       float32ToFloat16(chunk, view);
@@ -353,7 +373,8 @@ export function numel(dims: number[]): number {
   return dims.reduce((a, b) => a * b, 1);
 }
 
-export function bytesPerElement(dtype: FloatDtype): number {
+export function bytesPerElement(dtype: WeightDtype): number {
+  if (dtype === 'int8' || dtype === 'uint8') return 1;
   return dtype === 'fp16' ? 2 : 4;
 }
 

@@ -18,25 +18,30 @@ import { LabelSet } from '../../runtime/labels.js';
 import { PromptRenderer } from '../../runtime/prompt.js';
 import { TextTokenizer } from '../../runtime/tokenizer.js';
 import { buildDecoderGraph, type DecoderFeatures } from '../builder/decoder-graph.js';
-import { GRAPH_VERSION } from '../builder/make-model.js';
+import { GRAPH_VERSION, int8Record } from '../builder/make-model.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from '../builder/onnx-writer.js';
 import { checkpointFile, copySideFile, MAX_SIDE_FILE_BYTES } from './checkpoint-files.js';
 import { ImportError, planFromConfig, type ImportPlan } from './hf-config.js';
 import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed } from './safetensors.js';
 import { checkSizesAgainstTensors, mapWeights, type WeightSource } from './weight-map.js';
+import { computeDtype, DEFAULT_INT8_SCHEME, quantizeWeightSpecs, type ModelDtype } from '../builder/quantize.js';
 import { checkModelOutput, makeStagingDir, ModelOutputError, placeModelDir } from '../output-dir.js';
 import { newModelIdProblem } from '../registry.js';
 
 export { ImportError } from './hf-config.js';
 
-export type ImportDtype = FloatDtype | 'bf16';
+export type ImportDtype = ModelDtype | 'bf16';
 
 export interface ImportModelOptions {
   /** The Hugging Face checkpoint folder. */
   hfDir: string;
   /** The model directory to write; it must not exist yet (or be empty) unless `force`. */
   outDir: string;
-  /** Weight and compute type of the graph; default 'fp32'. 'bf16' is refused (see BF16_UNSUPPORTED). */
+  /**
+   * Weight and compute type of the graph; default 'fp32'. 'bf16' is refused (see BF16_UNSUPPORTED).
+   * 'int8': projection, MLP and LM-head weights stored as int8 with scales, computed in fp32
+   * (make-model's DEFAULT_INT8_SCHEME; docs/models.md, int8 weights).
+   */
   dtype?: ImportDtype;
   /** Replace an existing model directory at outDir (atomically). */
   force?: boolean;
@@ -59,7 +64,7 @@ export interface ImportModelOptions {
 export interface ImportedModel {
   dir: string;
   plan: ImportPlan;
-  dtype: FloatDtype;
+  dtype: ModelDtype;
   /** Parameters of the checkpoint (a tied LM head counted once, though the graph stores its transpose too). */
   parameters: number;
   /** False when the checkpoint lacked tokenizer.json or tokenizer_config.json (the engine scores ids; the service reports the model broken). */
@@ -122,7 +127,9 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   const outDir = path.resolve(opts.outDir);
   const dtype = opts.dtype ?? 'fp32';
   if (dtype === 'bf16') throw new ImportError(BF16_UNSUPPORTED);
-  if (dtype !== 'fp32' && dtype !== 'fp16') throw new ImportError(`dtype must be fp32, fp16 or bf16, got ${String(dtype)}`);
+  if (dtype !== 'fp32' && dtype !== 'fp16' && dtype !== 'int8') throw new ImportError(`dtype must be fp32, fp16, int8 or bf16, got ${String(dtype)}`);
+  const floatDtype = computeDtype(dtype);
+  const int8 = dtype === 'int8' ? DEFAULT_INT8_SCHEME : undefined;
   const attention = opts.attention ?? 'ops';
   if (attention !== 'ops' && attention !== 'fused') throw new ImportError(`attention must be ops or fused, got ${String(attention)}`);
   const warnings: string[] = [];
@@ -161,7 +168,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     ...((opts.segmentIds ?? PACKED_IMPORTS_BY_DEFAULT) ? { segmentIds: true } : {}),
     ...(attention === 'fused' ? { attention } : {}),
   };
-  const { graph, weights } = buildDecoderGraph(plan.shape, dtype, { ...plan.features, ...extraFeatures });
+  const { graph, weights, quantized } = buildDecoderGraph(plan.shape, floatDtype, { ...plan.features, ...extraFeatures }, int8);
   const sources = mapWeights(weights, checkpoint.tensors, plan.shape.tieWordEmbeddings === true);
   const dtypes = [...new Set([...checkpoint.tensors.values()].map((t) => t.dtype))].sort();
   if (dtype === 'fp16' && dtypes.some((d) => d === 'F32' || d === 'BF16' || d === 'F64')) {
@@ -190,6 +197,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
         architectures: rawConfig.architectures ?? null,
         sourceDtypes: dtypes,
         dtype,
+        ...(int8 === undefined ? {} : { int8: int8Record(int8) }),
         tiedEmbeddings: plan.shape.tieWordEmbeddings === true,
         rope: plan.rope,
         maxPositionEmbeddings: plan.shape.maxPositionEmbeddings,
@@ -208,8 +216,8 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     await writeModel({
       path: path.join(staging, 'onnx', 'model.onnx'),
       graph,
-      weights: weightSpecs(sources, dtype, totalParams, opts.onProgress),
-      externalData: totalParams * bytesPerElement(dtype) > EXTERNAL_DATA_BYTES,
+      weights: quantizeWeightSpecs(weightSpecs(sources, floatDtype, totalParams, opts.onProgress), quantized, int8?.block ?? 0),
+      externalData: totalParams * bytesPerElement(floatDtype) > EXTERNAL_DATA_BYTES,
       producerName: 'decision-engine import-model',
       sync: true,
     });

@@ -1,0 +1,201 @@
+/**
+ * Weight quantization for `--dtype int8`: the projection, MLP and LM-head weights of a [K, N]
+ * MatMul stored as 8-bit integers with fp32 scales and multiplied by ONNX Runtime's int8 kernels
+ * (which use AVX-512 VNNI where the CPU has it); the activations stay fp32 between ops.
+ *
+ * Two kernels, chosen by measurement (docs/benchmark.md, "int8 weights"; bench/int8-kernels.ts):
+ * - 'nbits8' (the default): com.microsoft MatMulNBits with bits 8, symmetric blocks of `block`
+ *   rows of a column with a scale each, accuracy_level 4 (the activation quantized to int8 per
+ *   token and block). Each token's result depends on that token alone, so the engine's invariants
+ *   hold as in fp32 (prefix reuse equals a fresh run within 1e-4, batching changes nothing).
+ * - 'dqmm': com.microsoft DynamicQuantizeMatMul, int8 [K, N] with a scale per column; it quantizes
+ *   the activation with one scale per tensor, so a token's result moves with the other tokens of its
+ *   pass (8.7e-2 in logits between a reused prefix and a fresh run on the tiny model), and it is
+ *   further from fp32. Faster in isolation at large M, not in the engine on the bench workloads.
+ */
+import { MS_DOMAIN, type FloatDtype, type GraphBuilder, type WeightSpec } from './onnx-writer.js';
+
+/** What make-model and import-model store: a float type, or int8 weights that compute in fp32. */
+export type ModelDtype = FloatDtype | 'int8';
+
+export const MODEL_DTYPES: readonly ModelDtype[] = ['fp32', 'fp16', 'int8'];
+
+/** The float type the graph computes and exchanges (inputs, KV, logits) in. */
+export function computeDtype(dtype: ModelDtype): FloatDtype {
+  return dtype === 'int8' ? 'fp32' : dtype;
+}
+
+/** int8 weights and their scales: w[k, n] ≈ q[k, n] * scales[n]. */
+export interface Int8Columns {
+  q: Int8Array;
+  scales: Float32Array;
+}
+
+/**
+ * Per-column symmetric int8 of a row-major [rows, cols] matrix: scale = max |w| / 127 per column
+ * (an all-zero column gets scale 1, so dequantization stays exact), values rounded to nearest.
+ */
+export function quantizeColumnsInt8(w: Float32Array, rows: number, cols: number): Int8Columns {
+  if (w.length !== rows * cols) throw new Error(`quantize: ${w.length} values for [${rows}, ${cols}]`);
+  const maxAbs = new Float32Array(cols);
+  for (let r = 0; r < rows; r++) {
+    const base = r * cols;
+    for (let c = 0; c < cols; c++) {
+      const a = Math.abs(w[base + c]!);
+      if (a > maxAbs[c]!) maxAbs[c] = a;
+    }
+  }
+  const scales = new Float32Array(cols);
+  const inverse = new Float32Array(cols);
+  for (let c = 0; c < cols; c++) {
+    if (!Number.isFinite(maxAbs[c]!)) throw new Error(`quantize: column ${c} holds a non-finite value`);
+    scales[c] = maxAbs[c]! > 0 ? maxAbs[c]! / 127 : 1;
+    inverse[c] = 1 / scales[c]!;
+  }
+  const q = new Int8Array(rows * cols);
+  for (let r = 0; r < rows; r++) {
+    const base = r * cols;
+    for (let c = 0; c < cols; c++) {
+      const v = Math.round(w[base + c]! * inverse[c]!);
+      q[base + c] = v > 127 ? 127 : v < -127 ? -127 : v;
+    }
+  }
+  return { q, scales };
+}
+
+/** MatMulNBits (bits 8) blocks: packed uint8 [N, K / block, block] (zero point 128), scales [N * K / block]. */
+export interface NBits8Blocks {
+  packed: Uint8Array;
+  scales: Float32Array;
+}
+
+/** MatMulNBits' 8-bit layout of a row-major [k, n] weight, symmetric per block of `block` rows of one column. */
+export function quantizeBlocksNBits8(w: Float32Array, k: number, n: number, block: number): NBits8Blocks {
+  if (k % block !== 0) throw new Error(`quantize: K ${k} is not a multiple of the block size ${block}`);
+  const blocks = k / block;
+  const packed = new Uint8Array(n * k);
+  const scales = new Float32Array(n * blocks);
+  for (let col = 0; col < n; col++) {
+    for (let b = 0; b < blocks; b++) {
+      let maxAbs = 0;
+      for (let i = 0; i < block; i++) maxAbs = Math.max(maxAbs, Math.abs(w[(b * block + i) * n + col]!));
+      const scale = maxAbs > 0 ? maxAbs / 127 : 1;
+      scales[col * blocks + b] = scale;
+      for (let i = 0; i < block; i++) {
+        const v = Math.round(w[(b * block + i) * n + col]! / scale);
+        packed[(col * blocks + b) * block + i] = Math.max(-127, Math.min(127, v)) + 128;
+      }
+    }
+  }
+  return { packed, scales };
+}
+
+/** The int8 kernels (see the top of this file). */
+export type Int8Kernel = 'dqmm' | 'nbits8';
+
+export interface Int8Scheme {
+  /** The projections' and MLP's kernel. */
+  kernel: Int8Kernel;
+  /**
+   * The LM head's: 'fp32' leaves it a MatMul. The engine's LM-head rewrite gathers the wanted rows
+   * before the head and is verified against the stock graph at 1e-4, which a per-tensor quantized
+   * head ('dqmm') fails (its activation scale then comes from fewer rows): the engine then falls
+   * back to the stock graph's logits for every position. 'nbits8' quantizes rows on their own and
+   * passes.
+   */
+  lmHead: Int8Kernel | 'fp32';
+  /** MatMulNBits' block size along K (a power of two >= 16 dividing K). */
+  block: number;
+}
+
+/** What make-model and import-model write for --dtype int8. */
+export const DEFAULT_INT8_SCHEME: Readonly<Int8Scheme> = { kernel: 'nbits8', lmHead: 'nbits8', block: 128 };
+
+/** The scale initializer of a quantized weight. */
+export function scaleName(weight: string): string {
+  return `${weight}_scale`;
+}
+
+/** One node x [.., K] @ W [K, N] -> [.., N] for a quantized weight `weight` (its scale is scaleName(weight)). */
+export function int8MatMulNode(
+  g: GraphBuilder,
+  node: string,
+  x: string,
+  weight: string,
+  dims: [number, number],
+  kernel: Int8Kernel,
+  block: number,
+  output?: string,
+): string {
+  if (kernel === 'dqmm') {
+    return g.op1('DynamicQuantizeMatMul', node, [x, weight, scaleName(weight)], {}, output, MS_DOMAIN);
+  }
+  const [k, n] = dims;
+  return g.op1('MatMulNBits', node, [x, weight, scaleName(weight)], { K: k, N: n, bits: 8, block_size: blockFor(k, block), accuracy_level: 4 }, output, MS_DOMAIN);
+}
+
+/** The largest power-of-two block <= `wanted` that divides K (at least 16). */
+function blockFor(k: number, wanted: number): number {
+  let block = wanted;
+  while (block > 16 && k % block !== 0) block /= 2;
+  if (k % block !== 0) throw new Error(`int8: K ${k} has no MatMulNBits block size (a power of two >= 16 dividing it)`);
+  return block;
+}
+
+/**
+ * Replaces each fp32 weight spec named in `quantized` ([K, N] values, in order) by its kernel's int8
+ * storage and a scale spec right after it. The fp32 values of one weight are held whole while it is
+ * quantized (per-column scales need every row), one weight at a time.
+ */
+export function quantizeWeightSpecs(specs: WeightSpec[], quantized: ReadonlyMap<string, Int8Kernel>, wantedBlock: number): WeightSpec[] {
+  const out: WeightSpec[] = [];
+  for (const spec of specs) {
+    const kernel = quantized.get(spec.name);
+    if (kernel === undefined) {
+      out.push(spec);
+      continue;
+    }
+    if (spec.dims.length !== 2 || spec.dtype !== 'fp32') throw new Error(`int8: ${spec.name} is not a 2-D fp32 weight`);
+    const [k, n] = spec.dims as [number, number];
+    let scales: Float32Array | undefined;
+    const quantize = (): Int8Array | Uint8Array => {
+      const whole = new Float32Array(k * n);
+      let at = 0;
+      for (const chunk of spec.chunks()) {
+        if (!(chunk instanceof Float32Array) || at + chunk.length > whole.length) throw new Error(`int8: ${spec.name} produced unexpected data`);
+        whole.set(chunk, at);
+        at += chunk.length;
+      }
+      if (at !== whole.length) throw new Error(`int8: ${spec.name} produced ${at} values, expected ${whole.length}`);
+      if (kernel === 'dqmm') {
+        const r = quantizeColumnsInt8(whole, k, n);
+        scales = r.scales;
+        return r.q;
+      }
+      const r = quantizeBlocksNBits8(whole, k, n, block);
+      scales = r.scales;
+      return r.packed;
+    };
+    const block = kernel === 'nbits8' ? blockFor(k, wantedBlock) : 0;
+    out.push({
+      name: spec.name,
+      dims: kernel === 'dqmm' ? [k, n] : [n, k / block, block],
+      dtype: kernel === 'dqmm' ? 'int8' : 'uint8',
+      *chunks() {
+        yield quantize();
+      },
+    });
+    out.push({
+      name: scaleName(spec.name),
+      dims: [kernel === 'dqmm' ? n : n * (k / block)],
+      dtype: 'fp32',
+      *chunks() {
+        if (scales === undefined) throw new Error(`int8: the scales of ${spec.name} were asked for before its values`);
+        const s = scales;
+        scales = undefined;
+        yield s;
+      },
+    });
+  }
+  return out;
+}

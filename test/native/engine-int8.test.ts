@@ -1,0 +1,137 @@
+/**
+ * The engine's properties on an int8 model (make-model --dtype int8: projection, MLP and LM-head
+ * weights as 8-bit MatMulNBits blocks), on the tiny preset's weights:
+ * - prefix reuse equals an independent fresh full-sequence run of the same int8 graph (onnxruntime-node
+ *   JS API) within the int8 graph's own tolerance, which is fp32's: MatMulNBits quantizes each
+ *   token's activation on its own, so a token's result does not depend on the other tokens of its
+ *   pass (DynamicQuantizeMatMul's per-tensor activation scale moved logits by 8.7e-2 between the
+ *   same layouts, the reason it is not the default);
+ * - a group alone and inside a batch, and a prefix-cache hit and miss, agree as in fp32;
+ * - the LM-head rewrite applies (verified against the stock int8 graph) and the files are smaller;
+ * - against the fp32 twin (same weights unquantized): probabilities close, the top option the same.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
+import { measureInt8Agreement } from '../../src/models/import/int8-agreement.js';
+import { onnx } from '../../src/models/builder/onnx-writer.js';
+import { PRESETS } from '../../src/models/builder/presets.js';
+import { lastPositionLogits } from '../helpers/last-position-reference.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
+
+/**
+ * The int8 graph's own tolerance in label logits between two layouts of the same tokens (fresh row,
+ * reused prefix, batched with other groups): fp32's (measured 1e-6 here).
+ */
+const INT8_LAYOUT_TOLERANCE = 1e-4;
+
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomGroups(seed: number, count: number): ScoreGroup[] {
+  const next = rng(seed);
+  const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
+  const ids = (n: number) => Int32Array.from({ length: n }, () => Math.floor(next() * PRESETS.tiny!.vocabSize));
+  return Array.from({ length: count }, () => ({
+    prefix: ids(int(1, 200)),
+    suffixes: Array.from({ length: int(1, 6) }, () => ({ tokens: ids(int(1, 30)), labels: ids(int(2, 12)) })),
+  }));
+}
+
+function maxDiff(a: Float32Array, b: Float32Array): number {
+  expect(a.length).toBe(b.length);
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i]! - b[i]!));
+  return d;
+}
+
+describe('Engine on the tiny int8 model', () => {
+  let int8Dir: string;
+  let fp32Dir: string;
+  let engine: Engine;
+
+  beforeAll(async () => {
+    fp32Dir = await tinyModelDir();
+    int8Dir = await tinyModelDir({}, 'int8');
+    engine = await Engine.load({ modelDir: int8Dir, threads: 1 });
+  });
+  afterAll(() => engine?.close());
+
+  it('stores the projections, MLP and LM head as 8-bit blocks with scales; decision.json says so; the rewrite applies', () => {
+    const model = onnx.ModelProto.decode(readFileSync(path.join(int8Dir, 'onnx', 'model.onnx')));
+    const ops = new Map<string, number>();
+    for (const n of model.graph!.node!) ops.set(n.opType!, (ops.get(n.opType!) ?? 0) + 1);
+    // 2 layers x (q, k, v, o, gate, up, down) + the LM head.
+    expect(ops.get('MatMulNBits')).toBe(15);
+    const { hiddenSize: h, intermediateSize: inter } = PRESETS.tiny!;
+    const byName = new Map(model.graph!.initializer!.map((t) => [t.name!, t]));
+    // [N, K / block, block] bytes (block 64: the largest power of two <= 128 dividing K = 64).
+    expect(byName.get('model.layers.0.mlp.up_proj.weight')!.dataType).toBe(onnx.TensorProto.DataType.UINT8);
+    expect(byName.get('model.layers.0.mlp.up_proj.weight')!.dims!.map(Number)).toEqual([inter, 1, h]);
+    expect(byName.get('model.layers.0.mlp.up_proj.weight_scale')!.dims!.map(Number)).toEqual([inter]);
+    expect(byName.get('model.embed_tokens.weight')!.dataType).toBe(onnx.TensorProto.DataType.FLOAT);
+    const decision = JSON.parse(readFileSync(path.join(int8Dir, 'decision.json'), 'utf8'));
+    expect(decision.builder.dtype).toBe('int8');
+    expect(decision.builder.int8.scheme).toEqual({ kernel: 'nbits8', lmHead: 'nbits8', block: 128 });
+    expect(engine.info.hasLogitsIndex).toBe(true);
+    // The quantized weights take a quarter of their fp32 bytes; the fp32 embedding keeps the rest.
+    const size = (dir: string) => statSync(path.join(dir, 'onnx', 'model.onnx')).size;
+    const embeddingBytes = PRESETS.tiny!.vocabSize * PRESETS.tiny!.hiddenSize * 4;
+    expect(size(int8Dir) - embeddingBytes).toBeLessThan(0.3 * (size(fp32Dir) - embeddingBytes));
+  });
+
+  it('prefix reuse equals a fresh full-sequence run of the int8 graph, within its tolerance', async () => {
+    engine.clearPrefixCache();
+    const groups = randomGroups(1, 3);
+    const scores = await engine.score(groups);
+    let worst = 0;
+    for (let g = 0; g < groups.length; g++) {
+      for (let s = 0; s < groups[g]!.suffixes.length; s++) {
+        const suffix = groups[g]!.suffixes[s]!;
+        const full = Int32Array.from([...groups[g]!.prefix, ...suffix.tokens]);
+        const reference = await lastPositionLogits(int8Dir, full);
+        suffix.labels.forEach((label, k) => (worst = Math.max(worst, Math.abs(scores[g]![s]!.labelLogits[k]! - reference[label]!))));
+      }
+    }
+    expect(worst).toBeLessThan(INT8_LAYOUT_TOLERANCE);
+  });
+
+  it('a group scores the same alone and inside a batch', async () => {
+    const [target, ...others] = randomGroups(11, 4);
+    engine.clearPrefixCache();
+    const alone = await engine.score([target!]);
+    engine.clearPrefixCache();
+    const mixed = await engine.score([others[0]!, target!, others[1]!, others[2]!]);
+    alone[0]!.forEach((score, s) => expect(maxDiff(score.labelLogits, mixed[1]![s]!.labelLogits)).toBeLessThan(1e-5));
+  });
+
+  it('a prefix-cache hit gives the logits of the miss and counts as reused', async () => {
+    const groups = randomGroups(21, 2);
+    engine.clearPrefixCache();
+    const miss = await engine.score(groups);
+    const before = engine.counters();
+    const hit = await engine.score(groups);
+    const after = engine.counters();
+    expect(after.prefixTokensComputed - before.prefixTokensComputed).toBe(0);
+    expect(after.cachedTokens - before.cachedTokens).toBe(groups.reduce((n, g) => n + g.prefix.length, 0));
+    miss.forEach((group, g) => group.forEach((score, s) => expect(maxDiff(score.labelLogits, hit[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
+  });
+
+  it('agrees with its fp32 twin on generated prompts (what make-model/import-model --dtype int8 print)', async () => {
+    const a = await measureInt8Agreement(int8Dir, fp32Dir, { threads: 1, states: 3, questionsPerState: 4, stateTokens: 120 });
+    expect(a.rows).toBe(12);
+    expect(a.maxAbsProbDiff).toBeGreaterThan(0); // really quantized
+    expect(a.maxAbsProbDiff).toBeLessThan(2e-2);
+    expect(a.topAgreeing).toBe(12);
+  });
+});
