@@ -23,6 +23,8 @@ const RANK: Record<string, number> = {
   calibration: 6,
   server: 7,
   cli: 8,
+  // The package's entry points (index.ts and the subpath exports): re-exports only.
+  entry: 9,
   'index.ts': 9,
 };
 
