@@ -159,7 +159,7 @@ export function loadNativeModule(): NativeModule {
       'ERR_MODEL_LOAD',
       `native addon not built: neither ${built} nor ${prebuilt} exists. In this repository run ` +
         '`npm run build:native`; where decision-engine is a dependency run `npm rebuild decision-engine` ' +
-        '(needs a C++17 compiler and cmake; with npm >= 12 first allow its install script: ' +
+        '(needs a C++17 compiler and cmake; where npm blocks install scripts, first allow it: ' +
         '"allowScripts": {"decision-engine": true} in your package.json)',
     );
   }
