@@ -7,12 +7,18 @@
  */
 import { ApiError, isApiError } from '../api/errors.js';
 
-/** The 400 for a parse or limit error raised while reading a multipart body. */
-export function malformedMultipart(err: unknown): ApiError {
+/** The fields of our batch form, named when a form has too many parts. */
+const BATCH_FORM_FIELDS = 'model, file and optionally questions';
+
+/**
+ * The 400 for a parse or limit error raised while reading a multipart body. `fields` names the
+ * form's fields for the too-many-parts message (each multipart route has its own form).
+ */
+export function malformedMultipart(err: unknown, fields: string = BATCH_FORM_FIELDS): ApiError {
   if (isApiError(err)) return err;
   const code = (err as { code?: unknown })?.code;
   if (code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT') {
-    return new ApiError('invalid_question', 'request body: too many form parts; send the fields model, file and optionally questions, once each');
+    return new ApiError('invalid_question', `request body: too many form parts; send the fields ${fields}, once each`);
   }
   // busboy's messages are fixed texts ('Multipart: Boundary not found', 'Unexpected end of
   // multipart data'); they never quote the body.
@@ -20,8 +26,8 @@ export function malformedMultipart(err: unknown): ApiError {
   return new ApiError('invalid_question', `request body: not a complete multipart/form-data body (${reason})`, { cause: err });
 }
 
-/** Iterates `source`, turning every error its iteration raises into malformedMultipart(). */
-export async function* readingMultipart<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
+/** Iterates `source`, turning every error its iteration raises into malformedMultipart(err, fields). */
+export async function* readingMultipart<T>(source: AsyncIterable<T>, fields?: string): AsyncGenerator<T> {
   const iterator = source[Symbol.asyncIterator]();
   let done = false;
   try {
@@ -31,7 +37,7 @@ export async function* readingMultipart<T>(source: AsyncIterable<T>): AsyncGener
         step = await iterator.next();
       } catch (err) {
         done = true;
-        throw malformedMultipart(err);
+        throw malformedMultipart(err, fields);
       }
       if (step.done) {
         done = true;

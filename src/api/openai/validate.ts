@@ -220,7 +220,7 @@ export function parseDecisions(body: unknown, limits: Partial<ValidationLimits> 
       if (!REQUEST_FIELDS.includes(field)) reject(`Unrecognized request argument supplied: ${field.slice(0, 80)}`, field.slice(0, 80));
     }
     const model = body.model;
-    if (typeof model !== 'string' || model === '') reject(`required, a non-empty string, got ${model === undefined ? 'nothing' : jsonType(model)}`, 'model');
+    if (typeof model !== 'string' || model === '') reject(`required, a non-empty string, got ${model === undefined ? 'nothing' : model === '' ? 'an empty string' : jsonType(model)}`, 'model');
     for (const field of ['safety_identifier', 'prompt_cache_key']) {
       const v = body[field];
       if (v !== undefined && v !== null && typeof v !== 'string') reject(`must be a string, got ${jsonType(v)}`, field);

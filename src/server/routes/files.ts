@@ -78,6 +78,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
       try {
         const parts = readingMultipart(
           request.parts({ limits: { files: 1, fields: 4, parts: 6, fieldSize: MAX_FIELD_BYTES, fileSize: maxFileBytes + 1 }, ...({ throwFileSizeLimit: false } as object) }),
+          'file and purpose',
         );
         for await (const part of parts) {
           if (part.type === 'file') {

@@ -2,12 +2,14 @@
  * POST /v1/systemone: TypeSafe's System One format (src/api/systemone), answered by the same
  * service path as /v1/decide. Every response of this path, errors and authentication failures
  * included, carries `x-typesafe-request-id: req_<32 hex>` (the request's id; request-id.ts), which
- * TypeSafe's SDK requires. Other methods on the path get System One's 405.
+ * TypeSafe's SDK requires. Other methods on the path get System One's 405, paths below it its 404.
  */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, HTTPMethods } from 'fastify';
+
+import type { WireError } from '../../api/dialect.js';
 
 import { SystemOneErrorSchema, SystemOneRequestSchema, SystemOneResponseSchema, systemOne } from '../../api/systemone/index.js';
-import { dialectErrorHandler, registerDialectRoute, sendWire, type DialectRouteOptions } from './dialect-route.js';
+import { registerDialectRoute, sendWire, type DialectRouteOptions } from './dialect-route.js';
 
 export const TYPESAFE_REQUEST_ID_HEADER = 'x-typesafe-request-id';
 
@@ -36,15 +38,26 @@ export const systemOneRoutes: FastifyPluginAsync<DialectRouteOptions> = async (a
       },
     },
   });
-  app.route({
-    method: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    url: '/systemone',
-    schema: { hide: true },
-    errorHandler: dialectErrorHandler(systemOne),
-    onSend: async (request, reply, payload) => {
-      onSend(request, reply);
-      return payload;
-    },
-    handler: async (_request, reply) => sendWire(reply, { status: 405, body: { detail: 'Method Not Allowed' }, headers: { allow: 'POST' } }),
-  });
+  // What the vendor's router answers before authentication and before reading the body: another
+  // method on the path is 405, any path below it 404, both in its shape and with its request id. A
+  // route-level onRequest hook answers at once (after the shared hooks, which skip public routes),
+  // so neither a missing key nor an unreadable body can turn them into a 403 or a 422.
+  const routerAnswer = (status: 404 | 405, methods: HTTPMethods[], url: string) =>
+    app.route({
+      method: methods,
+      url,
+      schema: { hide: true },
+      config: { public: true },
+      onRequest: async (request, reply) => {
+        onSend(request, reply);
+        const wire: WireError =
+          status === 405
+            ? { status, body: { detail: 'Method Not Allowed' }, headers: { allow: 'POST' } }
+            : { status, body: { detail: 'Not Found' }, headers: {} };
+        return sendWire(reply, wire);
+      },
+      handler: async () => undefined,
+    });
+  routerAnswer(405, ['GET', 'PUT', 'PATCH', 'DELETE'], '/systemone');
+  routerAnswer(404, ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], '/systemone/*');
 };

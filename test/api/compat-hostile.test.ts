@@ -1,0 +1,127 @@
+/**
+ * The compatibility routes against a hostile client (app.inject on one server, the tiny model):
+ * what a user of /v1/systemone, /v1/decisions and /v1/files sends by mistake gets the dialect's own
+ * documented shape and status (docs/compatibility.md), never ours and never a 500.
+ */
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createServer } from '../../src/server/app.js';
+import { DecisionService } from '../../src/service/decision-service.js';
+import { AUTH, TEST_KEY, tempModels, type TempDirs } from './fixtures.js';
+
+let dirs: TempDirs;
+let service: DecisionService;
+let app: FastifyInstance;
+
+const TYPESAFE_ID = /^req_[0-9a-f]{32}$/;
+const JSON_TYPE = { 'content-type': 'application/json' };
+
+beforeAll(async () => {
+  dirs = await tempModels(['svc-alpha-2026-10']);
+  service = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false });
+  app = await createServer({ service, apiKeys: [TEST_KEY], dataDir: dirs.dataDir, rateLimit: false });
+});
+
+afterAll(async () => {
+  await app?.close();
+  await service?.close();
+  dirs?.cleanup();
+});
+
+describe('/v1/systemone: what the vendor router answers before the key and the body', () => {
+  it('another method is 405 Method Not Allowed with or without a key, and whatever the body', async () => {
+    const cases = [
+      { method: 'PUT' as const, headers: {} },
+      { method: 'GET' as const, headers: { authorization: 'Basic eA==' } },
+      // A JSON Content-Type with an empty body: the body is never read.
+      { method: 'DELETE' as const, headers: { ...AUTH, ...JSON_TYPE } },
+      { method: 'PATCH' as const, headers: { authorization: 'Bearer not-a-key', ...JSON_TYPE }, payload: '{not json' },
+    ];
+    for (const c of cases) {
+      const res = await app.inject({ method: c.method, url: '/v1/systemone', headers: c.headers, payload: c.payload });
+      expect(res.statusCode, c.method).toBe(405);
+      expect(res.json()).toEqual({ detail: 'Method Not Allowed' });
+      expect(res.headers.allow).toBe('POST');
+      expect(res.headers['x-typesafe-request-id'], c.method).toMatch(TYPESAFE_ID);
+    }
+  });
+
+  it('a path below /v1/systemone is 404 {"detail":"Not Found"} with the TypeSafe request id, key or not', async () => {
+    for (const [method, url, headers] of [
+      ['POST', '/v1/systemone/', {}],
+      ['POST', '/v1/systemone/x?y=1', { ...AUTH, ...JSON_TYPE }],
+      ['GET', '/v1/systemone/models', { authorization: 'Bearer not-a-key' }],
+    ] as const) {
+      const res = await app.inject({ method, url, headers, payload: method === 'POST' ? '{}' : undefined });
+      expect(res.statusCode, url).toBe(404);
+      expect(res.json()).toEqual({ detail: 'Not Found' });
+      expect(res.headers['x-typesafe-request-id'], url).toMatch(TYPESAFE_ID);
+    }
+  });
+
+  it('POST still checks the key before the body: 403 without one, 401 for a bad one, 422 for a bad body', async () => {
+    const noKey = await app.inject({ method: 'POST', url: '/v1/systemone', headers: JSON_TYPE, payload: '{bad' });
+    expect(noKey.statusCode).toBe(403);
+    expect(noKey.json().detail.error_type).toBe('authentication_error');
+    const badKey = await app.inject({ method: 'POST', url: '/v1/systemone', headers: { authorization: 'Bearer nope', ...JSON_TYPE }, payload: '{bad' });
+    expect(badKey.statusCode).toBe(401);
+    const badBody = await app.inject({ method: 'POST', url: '/v1/systemone', headers: { ...AUTH, ...JSON_TYPE }, payload: '{bad' });
+    expect(badBody.statusCode).toBe(422);
+    expect(badBody.json().detail[0]).toMatchObject({ type: 'json_invalid', loc: ['body'] });
+    for (const res of [noKey, badKey, badBody]) expect(res.headers['x-typesafe-request-id']).toMatch(TYPESAFE_ID);
+  });
+});
+
+describe('/v1/decisions: messages that say what is wrong', () => {
+  it('an empty model is named as such', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/decisions',
+      headers: { ...AUTH, ...JSON_TYPE },
+      payload: { model: '', input: 'x', questions: [{ type: 'predicate', instructions: 'x' }] },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toMatchObject({ type: 'invalid_request_error', param: 'model', message: 'model: required, a non-empty string, got an empty string' });
+  });
+
+  it('prompt_cache_breakpoint is ignored on a content part and unknown at the top level', async () => {
+    const questions = [{ type: 'predicate', instructions: 'Is it late?' }];
+    const onPart = await app.inject({
+      method: 'POST',
+      url: '/v1/decisions',
+      headers: { ...AUTH, ...JSON_TYPE },
+      payload: { model: 'svc-alpha', input: [{ role: 'user', content: [{ type: 'input_text', text: 'late', prompt_cache_breakpoint: { mode: 'explicit' } }] }], questions },
+    });
+    expect(onPart.statusCode).toBe(200);
+    const plain = await app.inject({ method: 'POST', url: '/v1/decisions', headers: { ...AUTH, ...JSON_TYPE }, payload: { model: 'svc-alpha', input: 'late', questions } });
+    expect(onPart.json().answers[0].probability).toBeCloseTo(plain.json().answers[0].probability, 6);
+    const topLevel = await app.inject({
+      method: 'POST',
+      url: '/v1/decisions',
+      headers: { ...AUTH, ...JSON_TYPE },
+      payload: { model: 'svc-alpha', input: 'late', questions, prompt_cache_breakpoint: { mode: 'explicit' } },
+    });
+    expect(topLevel.statusCode).toBe(400);
+    expect(topLevel.json().error.param).toBe('prompt_cache_breakpoint');
+  });
+});
+
+describe('/v1/files: a form with too many parts', () => {
+  it("names the Files form's fields (file and purpose), not the batch form's", async () => {
+    const boundary = 'hostile-boundary';
+    const part = (name: string, value: string, filename?: string) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${filename ? `; filename="${filename}"` : ''}\r\n\r\n${value}\r\n`;
+    const line = JSON.stringify({ custom_id: 'a', method: 'POST', url: '/v1/decisions', body: { model: 'svc-alpha', input: 'x', questions: [] } });
+    const payload = part('purpose', 'batch') + part('file', line, 'a.jsonl') + part('file', line, 'b.jsonl') + `--${boundary}--\r\n`;
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/files',
+      headers: { ...AUTH, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      payload,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.type).toBe('invalid_request_error');
+    expect(res.json().error.message).toBe('request body: too many form parts; send the fields file and purpose, once each');
+  });
+});
