@@ -25,6 +25,13 @@ export interface StoredFile {
   createdAt: number;
 }
 
+/** A file's row as both stores' SQL returns it (snake_case columns, numbers as numbers). */
+export type StoredFileRow = Omit<StoredFile, 'createdAt'> & { created_at: number };
+
+export function storedFileFromRow(r: StoredFileRow): StoredFile {
+  return { id: r.id, owner: r.owner, filename: r.filename, purpose: r.purpose, bytes: r.bytes, records: r.records, createdAt: r.created_at };
+}
+
 export interface FileStore {
   create(file: StoredFile, upload: StagedUpload): Promise<StoredFile>;
   get(id: string): Promise<StoredFile | undefined>;

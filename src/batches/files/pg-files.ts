@@ -10,32 +10,12 @@ import { Readable } from 'node:stream';
 
 import { inTransaction, openPool, type Pool } from '../pg/database.js';
 import type { StagedUpload } from '../uploads.js';
-import type { FileStore, StoredFile } from './file-store.js';
+import { storedFileFromRow, type FileStore, type StoredFile, type StoredFileRow } from './file-store.js';
 
 /** Bytes per stored part (and the most a part holds in memory, in either direction). */
 export const FILE_PART_BYTES = 1024 * 1024;
 
 const COLUMNS = 'id, owner, filename, purpose, bytes::float8 AS bytes, records, created_at::float8 AS created_at';
-
-interface Row {
-  id: string;
-  owner: string;
-  filename: string;
-  purpose: string;
-  bytes: number;
-  records: number;
-  created_at: number;
-}
-
-const fromRow = (r: Row): StoredFile => ({
-  id: r.id,
-  owner: r.owner,
-  filename: r.filename,
-  purpose: r.purpose,
-  bytes: r.bytes,
-  records: r.records,
-  createdAt: r.created_at,
-});
 
 export class PgFileStore implements FileStore {
   private constructor(private readonly pool: Pool) {}
@@ -72,8 +52,8 @@ export class PgFileStore implements FileStore {
   }
 
   async get(id: string): Promise<StoredFile | undefined> {
-    const { rows } = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM decide_files WHERE id = $1`, [id]);
-    return rows[0] && fromRow(rows[0]);
+    const { rows } = await this.pool.query<StoredFileRow>(`SELECT ${COLUMNS} FROM decide_files WHERE id = $1`, [id]);
+    return rows[0] && storedFileFromRow(rows[0]);
   }
 
   async list(owner: string, limit: number, order: 'asc' | 'desc', after?: string): Promise<StoredFile[]> {
@@ -81,9 +61,9 @@ export class PgFileStore implements FileStore {
     const cmp = order === 'asc' ? '>' : '<';
     const { rows } =
       after === undefined
-        ? await this.pool.query<Row>(`SELECT ${COLUMNS} FROM decide_files WHERE owner = $1 ORDER BY id ${dir} LIMIT $2`, [owner, limit])
-        : await this.pool.query<Row>(`SELECT ${COLUMNS} FROM decide_files WHERE owner = $1 AND id ${cmp} $2 ORDER BY id ${dir} LIMIT $3`, [owner, after, limit]);
-    return rows.map(fromRow);
+        ? await this.pool.query<StoredFileRow>(`SELECT ${COLUMNS} FROM decide_files WHERE owner = $1 ORDER BY id ${dir} LIMIT $2`, [owner, limit])
+        : await this.pool.query<StoredFileRow>(`SELECT ${COLUMNS} FROM decide_files WHERE owner = $1 AND id ${cmp} $2 ORDER BY id ${dir} LIMIT $3`, [owner, after, limit]);
+    return rows.map(storedFileFromRow);
   }
 
   async open(file: StoredFile): Promise<Readable> {

@@ -6,29 +6,14 @@
  * without a row, removed at the next open.
  */
 import { open, readdir, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 
 import { privateDir } from '../private-files.js';
 import { moveUploadInto, type StagedUpload } from '../uploads.js';
-import type { FileStore, StoredFile } from './file-store.js';
+import { openSqlite, type SqliteDatabase } from '../store/sqlite-driver.js';
+import { storedFileFromRow, type FileStore, type StoredFile, type StoredFileRow } from './file-store.js';
 
-interface Statement {
-  run(...params: unknown[]): { changes: number };
-  get(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
-}
-interface Database {
-  prepare(sql: string): Statement;
-  exec(sql: string): void;
-  pragma(sql: string): unknown;
-  close(): void;
-  readonly open: boolean;
-}
-type DatabaseConstructor = new (file: string, options?: { timeout?: number }) => Database;
-
-const require = createRequire(import.meta.url);
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS files (
@@ -43,34 +28,13 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE INDEX IF NOT EXISTS files_by_owner ON files (owner, id);
 `;
 
-interface Row {
-  id: string;
-  owner: string;
-  filename: string;
-  purpose: string;
-  bytes: number;
-  records: number;
-  created_at: number;
-}
-
-const fromRow = (r: Row): StoredFile => ({
-  id: r.id,
-  owner: r.owner,
-  filename: r.filename,
-  purpose: r.purpose,
-  bytes: r.bytes,
-  records: r.records,
-  createdAt: r.created_at,
-});
-
 export class SqliteFileStore implements FileStore {
-  private readonly db: Database;
+  private readonly db: SqliteDatabase;
   private readonly filesDir: string;
 
   private constructor(dataDir: string) {
-    const Sqlite = require('better-sqlite3') as DatabaseConstructor;
     // The job table (sqlite-jobs.ts) created the file 0600 in WAL mode before this opens it.
-    this.db = new Sqlite(path.join(dataDir, 'batches.sqlite'), { timeout: 5000 });
+    this.db = openSqlite(path.join(dataDir, 'batches.sqlite'));
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
     this.filesDir = path.join(dataDir, 'files');
@@ -100,8 +64,8 @@ export class SqliteFileStore implements FileStore {
   }
 
   async get(id: string): Promise<StoredFile | undefined> {
-    const row = this.db.prepare('SELECT * FROM files WHERE id = ?').get(id) as Row | undefined;
-    return row && fromRow(row);
+    const row = this.db.prepare('SELECT * FROM files WHERE id = ?').get(id) as StoredFileRow | undefined;
+    return row && storedFileFromRow(row);
   }
 
   async list(owner: string, limit: number, order: 'asc' | 'desc', after?: string): Promise<StoredFile[]> {
@@ -111,8 +75,8 @@ export class SqliteFileStore implements FileStore {
       after === undefined
         ? this.db.prepare(`SELECT * FROM files WHERE owner = ? ORDER BY id ${dir} LIMIT ?`).all(owner, limit)
         : this.db.prepare(`SELECT * FROM files WHERE owner = ? AND id ${cmp} ? ORDER BY id ${dir} LIMIT ?`).all(owner, after, limit)
-    ) as Row[];
-    return rows.map(fromRow);
+    ) as StoredFileRow[];
+    return rows.map(storedFileFromRow);
   }
 
   async open(file: StoredFile): Promise<Readable> {

@@ -8,29 +8,11 @@
  * Final statuses: completed, failed, cancelled, expired.
  */
 import { closeSync, openSync } from 'node:fs';
-import { createRequire } from 'node:module';
 
 import { openAiFieldsToText } from '../openai/job-fields.js';
 import { PRIVATE_FILE_MODE, privateFile } from '../private-files.js';
 import { batchJobFromColumns, type BatchJob, type BatchJobColumns, type BatchStatus, type NewBatch } from './batch-store.js';
-
-/** The slice of better-sqlite3's API used here (the package ships no TypeScript types). */
-interface Statement {
-  run(...params: unknown[]): { changes: number };
-  get(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
-}
-interface Database {
-  prepare(sql: string): Statement;
-  exec(sql: string): void;
-  pragma(sql: string, options?: { simple?: boolean }): unknown;
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
-  close(): void;
-  readonly open: boolean;
-}
-type DatabaseConstructor = new (file: string, options?: { timeout?: number }) => Database;
-
-const require = createRequire(import.meta.url);
+import { openSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
 
 export interface JobProgress {
   /** Byte offset of the next unread input line. */
@@ -111,17 +93,16 @@ function progressParams(id: string, p: JobProgress) {
 }
 
 export class SqliteJobTable {
-  private readonly db: Database;
-  private readonly stmt: Record<string, Statement>;
+  private readonly db: SqliteDatabase;
+  private readonly stmt: Record<string, SqliteStatement>;
 
   /** Opens (creating if needed) the database file. */
   constructor(readonly file: string) {
-    const Sqlite = require('better-sqlite3') as DatabaseConstructor;
     // Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files the database
     // file's mode. Files an older version left wider are tightened.
     closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
     for (const f of [file, `${file}-wal`, `${file}-shm`]) privateFile(f);
-    this.db = new Sqlite(file, { timeout: 5000 });
+    this.db = openSqlite(file);
     this.db.pragma('journal_mode = WAL');
     // FULL: a committed row survives power loss too, not only a process crash.
     this.db.pragma('synchronous = FULL');

@@ -1,0 +1,34 @@
+/**
+ * better-sqlite3 as the batch stores use it: the slice of its API they call (the package ships no
+ * TypeScript types) and the one way they open the shared `batches.sqlite` (the job table and the
+ * OpenAI file table live in the same file and wait the same time on each other's locks).
+ */
+import { createRequire } from 'node:module';
+
+export interface SqliteStatement {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+
+export interface SqliteDatabase {
+  prepare(sql: string): SqliteStatement;
+  exec(sql: string): void;
+  pragma(sql: string, options?: { simple?: boolean }): unknown;
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
+  close(): void;
+  readonly open: boolean;
+}
+
+type DatabaseConstructor = new (file: string, options?: { timeout?: number }) => SqliteDatabase;
+
+/** How long a statement waits for another connection's write lock before SQLITE_BUSY. */
+const BUSY_TIMEOUT_MS = 5000;
+
+const require = createRequire(import.meta.url);
+
+/** Opens (creating if needed) the SQLite database `file`. */
+export function openSqlite(file: string): SqliteDatabase {
+  const Sqlite = require('better-sqlite3') as DatabaseConstructor;
+  return new Sqlite(file, { timeout: BUSY_TIMEOUT_MS });
+}
