@@ -125,3 +125,15 @@ describe('/v1/files: a form with too many parts', () => {
     expect(res.json().error.message).toBe('request body: too many form parts; send the fields file and purpose, once each');
   });
 });
+
+describe('a JSON POST /v1/batches over the body limit', () => {
+  it('is a 413 in OpenAI shape that points at file uploads, not at a state to trim or a file param', async () => {
+    const payload = JSON.stringify({ input_file_id: 'file-x', endpoint: '/v1/decisions', completion_window: '24h', metadata: { note: 'x'.repeat(2 * 1024 * 1024) } });
+    const res = await app.inject({ method: 'POST', url: '/v1/batches', headers: { ...AUTH, ...JSON_TYPE }, payload });
+    expect(res.statusCode).toBe(413);
+    const { error } = res.json();
+    expect(error).toMatchObject({ type: 'invalid_request_error', param: null, code: null });
+    expect(error.message).toMatch(/^request body is larger than \d+ bytes: .*POST \/v1\/files$/);
+    expect(error.message).not.toMatch(/state/);
+  });
+});

@@ -5,12 +5,27 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
-import { OpenAiWireError, toOpenAiWire } from '../../batches/openai/errors.js';
+import { oaError, OpenAiWireError, toOpenAiWire } from '../../batches/openai/errors.js';
 import { httpError } from '../errors.js';
 import { sendWire } from './dialect-route.js';
 
+/**
+ * A JSON body over the route's limit: on these routes no state or file is in a JSON body (the
+ * requests go in an uploaded file), so it is not the body-limit message /v1/decide and the
+ * decisions dialect give (a state to trim, `param: "input"`), nor a file over the batch limits.
+ */
+function bodyTooLarge(err: unknown, request: FastifyRequest): OpenAiWireError | undefined {
+  if ((err as { code?: unknown })?.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return undefined;
+  const limit = request.routeOptions?.bodyLimit;
+  return oaError(
+    413,
+    `request body is larger than ${limit ? `${limit} bytes` : 'the limit'}: a JSON body here holds only a few fields; the requests go in a JSONL file uploaded with POST /v1/files`,
+  );
+}
+
 export function sendOpenAiError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const wire = toOpenAiWire(err instanceof OpenAiWireError ? err : httpError(err, request), 'id');
+  const known = err instanceof OpenAiWireError ? err : bodyTooLarge(err, request);
+  const wire = toOpenAiWire(known ?? httpError(err, request), 'id');
   if (wire.status >= 500) request.log.error({ err }, 'request failed');
   else request.log.info({ status: wire.status }, 'request rejected');
   return sendWire(reply, wire);
