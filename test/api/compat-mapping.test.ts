@@ -215,6 +215,10 @@ describe('OpenAI decisions -> domain', () => {
     // A string and a boolean with the same text are distinct choices.
     const typed = parsedDecisions({ model: 'm', input: 'x', questions: [{ type: 'choice', instructions: 'x', choices: [{ value: 'true' }, { value: true }] }] });
     expect(typed.questions[0]!.values).toEqual(['true', true]);
+    // ... and the model can tell them apart: the string reads quoted, the boolean bare.
+    expect(typed.request.questions[0]!.options.map((o) => o.description)).toEqual(['"true"', 'true']);
+    const plain = parsedDecisions({ model: 'm', input: 'x', questions: [{ type: 'choice', instructions: 'x', choices: [{ value: 'false' }, { value: 'no', description: 'No.' }, { value: true }] }] });
+    expect(plain.request.questions[0]!.options.map((o) => o.description)).toEqual(['false', 'No.', 'true']);
   });
 });
 

@@ -157,9 +157,15 @@ function choiceOptions(q: Record<string, unknown>, at: string, limits: Validatio
     if (first !== undefined) reject(`duplicates choices[${first}].value; each choice must be unique`, `${where}.value`);
     seen.set(identity, i);
     values.push(value);
-    const description = optionalDescription(item, where, limits) ?? String(value);
-    return { key: String(i), description, criteriaIndex: i };
+    return { key: String(i), description: optionalDescription(item, where, limits), criteriaIndex: i };
   });
+  // Without a description the model reads the value as text. "true" and true are distinct choices,
+  // so a string that reads as a boolean choice of the same question is quoted: "true" vs true.
+  const booleanTexts = new Set(values.filter((v) => typeof v === 'boolean').map(String));
+  for (const [i, option] of options.entries()) {
+    const value = values[i]!;
+    option.description ??= typeof value === 'string' && booleanTexts.has(value) ? JSON.stringify(value) : String(value);
+  }
   return { options, values };
 }
 
