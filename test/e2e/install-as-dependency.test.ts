@@ -73,6 +73,7 @@ function decide(args: string[], env: NodeJS.ProcessEnv = {}) {
 }
 
 let installLog = '';
+let tarball = '';
 
 beforeAll(async () => {
   // dist/ must match src/ (compiled here when stale); the addon built here, the ONNX Runtime library
@@ -84,7 +85,7 @@ beforeAll(async () => {
   const packDir = path.join(tmp, 'pack');
   mkdirSync(packDir);
   execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', packDir], { cwd: root, env: cleanEnv(), stdio: 'ignore' });
-  const tarball = path.join(packDir, readdirSync(packDir).find((f) => f.endsWith('.tgz'))!);
+  tarball = path.join(packDir, readdirSync(packDir).find((f) => f.endsWith('.tgz'))!);
 
   mkdirSync(project);
   writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'some-service', version: '1.0.0', type: 'module', allowScripts: allowScripts(tarball) }));
@@ -247,5 +248,31 @@ console.log(JSON.stringify([typeof e.Engine.load, typeof e.TextTokenizer.load, t
     expect(run.status, run.out).toBe(0);
     expect(JSON.parse(readFileSync(path.join(modelsDir, 'svc-alpha-2026-11', 'decision.json'), 'utf8')).calibration.fit.base_model).toBe('svc-alpha-2026-10');
     expect(readFileSync(path.join(project, 'report', 'reliability-noul.svg'), 'utf8')).toMatch(/^<svg/);
+  }, 240_000);
+  it('with no install scripts run at all, the library and decide batch work, and decide serve names the fix for SQLite', () => {
+    const bare = path.join(tmp, 'no-scripts');
+    mkdirSync(bare);
+    writeFileSync(path.join(bare, 'package.json'), JSON.stringify({ name: 'no-scripts-service', version: '1.0.0', type: 'module' }));
+    const install = spawnSync('npm', ['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: bare, env: cleanEnv(), encoding: 'utf8' });
+    expect(install.status, `${install.stdout}\n${install.stderr}`).toBe(0);
+    expect(existsSync(path.join(bare, 'node_modules', 'better-sqlite3', 'build'))).toBe(false);
+    const bin = path.join(bare, 'node_modules', '.bin', 'decide');
+    const env = { ...cleanEnv(), DECIDE_MODELS_DIR: modelsDir, DECIDE_THREADS: '1' };
+
+    writeFileSync(path.join(bare, 'records.jsonl'), `${JSON.stringify({ custom_id: 'a', state: 'The parcel arrived broken.' })}\n`);
+    writeFileSync(path.join(bare, 'questions.json'), JSON.stringify({ refund: { type: 'noul', instructions: 'Refund?' } }));
+    const batch = spawnSync(process.execPath, [bin, 'batch', 'records.jsonl', '--model', 'svc-alpha', '--out', 'results.jsonl', '--questions', 'questions.json'], { cwd: bare, env, encoding: 'utf8' });
+    expect(batch.status, batch.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(path.join(bare, 'results.jsonl'), 'utf8')).answers.refund.probs.yes).toBeGreaterThan(0);
+
+    const serve = spawnSync(process.execPath, [bin, 'serve', '--port', '0', '--data-dir', path.join(bare, 'data')], {
+      cwd: bare,
+      env: { ...env, DECIDE_API_KEYS: 'k' },
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    expect(serve.status, `${serve.stdout}\n${serve.stderr}`).not.toBe(0);
+    expect(serve.stderr).toContain('npm rebuild better-sqlite3');
+    expect(serve.stderr).toContain('"allowScripts": {"better-sqlite3": true}');
   }, 240_000);
 });

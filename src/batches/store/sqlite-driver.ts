@@ -27,8 +27,23 @@ const BUSY_TIMEOUT_MS = 5000;
 
 const require = createRequire(import.meta.url);
 
-/** Opens (creating if needed) the SQLite database `file`. */
+/**
+ * Opens (creating if needed) the SQLite database `file`. better-sqlite3's compiled binding comes
+ * from its own install script, which does not run under `npm install --ignore-scripts` or an
+ * install-script policy that does not allow it; better-sqlite3 then fails here listing a dozen
+ * paths it tried and naming no fix, so the error says what to do.
+ */
 export function openSqlite(file: string): SqliteDatabase {
   const Sqlite = require('better-sqlite3') as DatabaseConstructor;
-  return new Sqlite(file, { timeout: BUSY_TIMEOUT_MS });
+  try {
+    return new Sqlite(file, { timeout: BUSY_TIMEOUT_MS });
+  } catch (err) {
+    if (!/Could not locate the bindings file/.test(String((err as Error).message))) throw err;
+    throw new Error(
+      'the SQLite batch store needs better-sqlite3 compiled, and its install script has not run ' +
+        '(npm install --ignore-scripts, or an install-script policy without it). Allow it ' +
+        '("allowScripts": {"better-sqlite3": true} in your package.json) and run `npm rebuild better-sqlite3`',
+      { cause: err },
+    );
+  }
 }
