@@ -13,6 +13,7 @@
 import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
+import OpenAI, { toFile } from 'openai';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -254,6 +255,18 @@ describe('the console in a browser', () => {
     await shot('batches-cancelled');
   });
 
+  it("batches: a job created through OpenAI's Batch API is listed like ours and reaches 100%", async () => {
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: TEST_KEY, maxRetries: 0 });
+    const lines = [1, 2, 3].map((i) => JSON.stringify({ custom_id: `oa-${i}`, method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state: `ticket ${i}`, questions: QUESTIONS } }));
+    const file = await client.files.create({ file: await toFile(Buffer.from(`${lines.join('\n')}\n`), 'openai.jsonl'), purpose: 'batch' });
+    const batch = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/decide' as never, completion_window: '24h' });
+    const row = page.locator(`li.batch[data-batch-id="${batch.id}"]`);
+    await expect.poll(() => row.getAttribute('data-status'), { timeout: 60_000 }).toBe('completed');
+    expect(await row.textContent()).toContain('OpenAI Batch API');
+    expect(await row.locator('[data-percent]').getAttribute('data-percent')).toBe('100');
+    expect(await row.textContent()).toContain('3 done of 3');
+  });
+
   it('health: readiness and the numbers /metrics exports, refreshing', async () => {
     await page.click('nav >> text=Health');
     await page.locator('[data-ready="ready"]').waitFor();
@@ -282,10 +295,19 @@ describe('the console in a browser', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
+  it('says so when the server goes away', async () => {
+    await page.click('nav >> text=Health');
+    await page.locator('[data-ready="ready"]').waitFor();
+    expect(await server.stop()).toBe(0);
+    await expect.poll(() => page.locator('[role="alert"]').first().textContent(), { timeout: 15_000 }).toContain('The server cannot be reached');
+  });
+
   it('never puts the key in a URL or the server log, and breaks no CSP rule', async () => {
     expect(requestUrls.length).toBeGreaterThan(10);
     expect(requestUrls.filter((u) => u.includes(TEST_KEY))).toEqual([]);
     expect(requestUrls.filter((u) => !u.startsWith(server.url))).toEqual([]);
+    // No favicon request: it would be a failed authentication counted against this address.
+    expect(requestUrls.filter((u) => u.includes('favicon'))).toEqual([]);
     expect(server.stdout() + server.stderr()).not.toContain(TEST_KEY);
     expect(server.stderr()).toContain('/console');
     expect(cspViolations).toEqual([]);
