@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <regex>
+#include <thread>
 
 #include "errors.h"
 #include "ort_runtime.h"
@@ -13,6 +14,8 @@ namespace {
 
 constexpr const char* kLogitsIndexInput = "decide_logits_index";
 constexpr const char* kSegmentIdsInput = "decide_segment_ids";
+// Below this many bytes a fork is copied on the calling thread (a thread start costs more).
+constexpr size_t kParallelForkBytes = size_t{8} << 20;
 
 size_t ElemSize(ONNXTensorElementDataType type) {
   switch (type) {
@@ -83,6 +86,7 @@ Decoder::Decoder(const DecoderOptions& options) {
   }
   host_info_ = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
   ReadModelInfo(options);
+  fork_threads_ = std::max(1, options.intra_op_threads);
   device_ = options.provider == "cuda" ? MakeCudaDevice(*session_, options.device_id) : MakeCpuDevice();
 }
 
@@ -252,29 +256,18 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
   // The batch past tensors live in buffers kept across calls: a fresh allocation of this size is
   // page-faulted on every call (measured ~0.3 s/GiB here), a reused one is not.
   if (past_pool_.size() != static_cast<size_t>(2 * kv.num_layers)) past_pool_.resize(2 * kv.num_layers);
+  for (int b = 0; b < 2 * kv.num_layers; ++b) {
+    if (past_pool_[b].Bytes() < layer_bytes) past_pool_[b] = DeviceBuffer(device_.get(), layer_bytes);
+  }
+  if (layer_bytes > 0) ForkPast(rows, past_len);
   std::vector<Ort::Value> past_values;
   const std::vector<int64_t> past_shape = {batch, kv.num_kv_heads, past_len, kv.head_dim};
-  for (int l = 0; l < kv.num_layers; ++l) {
-    for (int which = 0; which < 2; ++which) {
-      DeviceBuffer& buffer = past_pool_[2 * l + which];
-      if (buffer.Bytes() < layer_bytes) buffer = DeviceBuffer(device_.get(), layer_bytes);
-      if (layer_bytes > 0) {
-        device_->Zero(buffer.Data(), layer_bytes);
-        for (int r = 0; r < batch; ++r) {
-          const ExtendRow& row = rows[r];
-          if (row.past_len == 0) continue;
-          const DeviceBuffer& src_layer = which == 0 ? row.past->keys[l] : row.past->values[l];
-          char* dst = buffer.Data() + static_cast<size_t>(r) * kv.num_kv_heads * run_bytes;
-          device_->Copy2D(dst, run_bytes, src_layer.Data(), row.past->RunBytes(row.past->length),
-                          row.past->RunBytes(row.past_len), kv.num_kv_heads);
-        }
-      }
-      // A zero-sized past still needs a non-null pointer; it is bound as a host tensor.
-      void* data = layer_bytes > 0 ? static_cast<void*>(buffer.Data()) : static_cast<void*>(empty_past);
-      const OrtMemoryInfo* info = layer_bytes > 0 ? device_->MemoryInfo() : host;
-      past_values.push_back(Ort::Value::CreateTensor(info, data, layer_bytes, past_shape.data(),
-                                                     past_shape.size(), info_.kv_type));
-    }
+  for (int b = 0; b < 2 * kv.num_layers; ++b) {
+    // A zero-sized past still needs a non-null pointer; it is bound as a host tensor.
+    void* data = layer_bytes > 0 ? static_cast<void*>(past_pool_[b].Data()) : static_cast<void*>(empty_past);
+    const OrtMemoryInfo* info = layer_bytes > 0 ? device_->MemoryInfo() : host;
+    past_values.push_back(Ort::Value::CreateTensor(info, data, layer_bytes, past_shape.data(), past_shape.size(),
+                                                   info_.kv_type));
   }
 
   Ort::IoBinding binding(*session_);
@@ -349,6 +342,53 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
     }
   }
   return result;
+}
+
+void Decoder::ForkPast(const std::vector<ExtendRow>& rows, int past_len) {
+  const KvShape& kv = info_.kv;
+  const int batch = static_cast<int>(rows.size());
+  const size_t token_bytes = static_cast<size_t>(kv.head_dim) * kv.elem_size;
+  const size_t run_bytes = static_cast<size_t>(past_len) * token_bytes;
+  // One past buffer (a layer's keys or values): each row's runs copied, and only the padding after
+  // them zeroed (stale KV or fresh memory there could hold NaN, which the mask would not absorb).
+  // Zeroing the whole buffer first wrote every forked byte twice.
+  auto fork_buffer = [&](int b) {
+    const int layer = b / 2;
+    char* base = past_pool_[b].Data();
+    for (int r = 0; r < batch; ++r) {
+      const ExtendRow& row = rows[r];
+      char* dst = base + static_cast<size_t>(r) * kv.num_kv_heads * run_bytes;
+      const size_t copied = static_cast<size_t>(row.past_len) * token_bytes;
+      if (row.past_len > 0) {
+        const DeviceBuffer& src = b % 2 == 0 ? row.past->keys[layer] : row.past->values[layer];
+        device_->Copy2D(dst, run_bytes, src.Data(), row.past->RunBytes(row.past->length), copied, kv.num_kv_heads);
+      }
+      if (copied == run_bytes) continue;
+      if (copied == 0) {
+        device_->Zero(dst, static_cast<size_t>(kv.num_kv_heads) * run_bytes);
+      } else {
+        for (int h = 0; h < kv.num_kv_heads; ++h) device_->Zero(dst + h * run_bytes + copied, run_bytes - copied);
+      }
+    }
+  };
+  const int buffers = 2 * kv.num_layers;
+  // On the CPU the fork is memory-bound work that ORT's threads are idle for: split the buffers
+  // over the session's threads (the document workload forks ~0.5 GB per call; one thread left
+  // the second core idle for it). A device copy is queued on its stream and stays serial.
+  const size_t total_bytes = static_cast<size_t>(buffers) * batch * kv.num_kv_heads * run_bytes;
+  const int workers = device_->IsHost() && total_bytes >= kParallelForkBytes ? std::min(fork_threads_, buffers) : 1;
+  if (workers <= 1) {
+    for (int b = 0; b < buffers; ++b) fork_buffer(b);
+    return;
+  }
+  std::vector<std::thread> helpers;
+  for (int w = 1; w < workers; ++w) {
+    helpers.emplace_back([&, w] {
+      for (int b = w; b < buffers; b += workers) fork_buffer(b);
+    });
+  }
+  for (int b = 0; b < buffers; b += workers) fork_buffer(b);
+  for (std::thread& t : helpers) t.join();
 }
 
 void Decoder::CopyNewKv(const ExtendResult& result, int row, int count, KvBlock& dst, int dst_start) {

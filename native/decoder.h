@@ -109,6 +109,8 @@ class Decoder {
 
  private:
   void ReadModelInfo(const DecoderOptions& options);
+  // Fills the past_pool_ buffers for this pass: each row's past KV, zeros after it up to past_len.
+  void ForkPast(const std::vector<ExtendRow>& rows, int past_len);
 
   std::unique_ptr<Ort::Session> session_;
   std::unique_ptr<Device> device_;
@@ -119,6 +121,7 @@ class Decoder {
   // Batch past tensors (2 per layer), grown on demand and reused by every Extend(); bounded by the
   // scorer's past budget. Safe because Extend() calls never overlap (the Scorer's mutex).
   std::vector<DeviceBuffer> past_pool_;
+  int fork_threads_ = 1;  // threads that share a large fork on the CPU (the session's intra-op threads)
 };
 
 }  // namespace decide
