@@ -28,8 +28,8 @@ interface Shape {
   n: number;
 }
 
-type Variant = 'fp32' | 'dqmm' | 'dql+mmitf' | 'nbits8-b32' | 'nbits8-b128' | 'nbits8-b256';
-const VARIANTS: Variant[] = ['fp32', 'dqmm', 'dql+mmitf', 'nbits8-b32', 'nbits8-b128', 'nbits8-b256'];
+type Variant = 'fp32' | 'dqmm' | 'dql+mmitf' | 'rowq' | 'nbits8-b32' | 'nbits8-b128' | 'nbits8-b256';
+const VARIANTS: Variant[] = (process.env.INT8_VARIANTS?.split(',') as Variant[] | undefined) ?? ['fp32', 'dqmm', 'dql+mmitf', 'rowq', 'nbits8-b32', 'nbits8-b128', 'nbits8-b256'];
 
 function spec(name: string, dims: number[], data: Float32Array | Int8Array | Uint8Array): WeightSpec {
   const dtype = data instanceof Float32Array ? 'fp32' : data instanceof Int8Array ? 'int8' : 'uint8';
@@ -44,6 +44,31 @@ function graphFor(variant: Variant, s: Shape, w: Float32Array): { graph: GraphPr
   if (variant === 'fp32') {
     node = [{ opType: 'MatMul', name: 'MatMul', input: ['A', 'W'], output: ['Y'] }];
     weights = [spec('W', [s.k, s.n], w)];
+  } else if (variant === 'rowq') {
+    // Per-row symmetric activation quantization (uint8 around 128) + MatMulInteger + both scales.
+    const { q, scales } = quantizeColumnsInt8(w, s.k, s.n);
+    weights = [
+      spec('W', [s.k, s.n], q),
+      spec('W_scale', [s.n], scales),
+      spec('inv127', [], Float32Array.of(1 / 127)),
+      spec('tiny', [], Float32Array.of(1e-30)),
+      spec('c128', [], Float32Array.of(128)),
+      spec('zp', [], Uint8Array.of(128)),
+    ];
+    node = [
+      { opType: 'Abs', name: 'abs', input: ['A'], output: ['absA'] },
+      { opType: 'ReduceMax', name: 'rmax', input: ['absA'], output: ['amax'], attribute: [{ name: 'axes', type: 7, ints: [-1] }, { name: 'keepdims', type: 2, i: 1 }] },
+      { opType: 'Mul', name: 'smul', input: ['amax', 'inv127'], output: ['s0'] },
+      { opType: 'Max', name: 'smax', input: ['s0', 'tiny'], output: ['s'] },
+      { opType: 'Div', name: 'div', input: ['A', 's'], output: ['As'] },
+      { opType: 'Round', name: 'round', input: ['As'], output: ['Ar'] },
+      { opType: 'Add', name: 'add', input: ['Ar', 'c128'], output: ['Au'] },
+      { opType: 'Cast', name: 'cast', input: ['Au'], output: ['Aq'], attribute: [{ name: 'to', type: 2, i: 2 }] },
+      { opType: 'MatMulInteger', name: 'mmi', input: ['Aq', 'W', 'zp'], output: ['Y32'] },
+      { opType: 'Cast', name: 'cast2', input: ['Y32'], output: ['Yf'], attribute: [{ name: 'to', type: 2, i: 1 }] },
+      { opType: 'Mul', name: 'mul1', input: ['Yf', 's'], output: ['Y1'] },
+      { opType: 'Mul', name: 'mul2', input: ['Y1', 'W_scale'], output: ['Y'] },
+    ];
   } else if (variant === 'dqmm' || variant === 'dql+mmitf') {
     const { q, scales } = quantizeColumnsInt8(w, s.k, s.n);
     weights = [spec('W', [s.k, s.n], q), spec('W_scale', [s.n], scales)];

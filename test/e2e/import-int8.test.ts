@@ -79,7 +79,7 @@ describe('decide import-model --dtype int8', () => {
     expect(a.agree).toBeGreaterThanOrEqual(20);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.import.dtype).toBe('int8');
-    expect(decision.import.int8.scheme).toEqual({ kernel: 'nbits8', lmHead: 'nbits8', block: 128 });
+    expect(decision.import.int8.scheme).toEqual({ kernel: 'rowq', lmHead: 'nbits8', block: 128 });
   });
 
   it('--no-agreement skips the check; the int8 model is served over HTTP like any other', async () => {

@@ -1,11 +1,11 @@
 /**
- * The engine's properties on an int8 model (make-model --dtype int8: projection, MLP and LM-head
- * weights as 8-bit MatMulNBits blocks), on the tiny preset's weights:
+ * The engine's properties on an int8 model (make-model --dtype int8: projection and MLP weights as
+ * int8 columns for MatMulInteger with each token's activation quantized on its own, the LM head as
+ * 8-bit MatMulNBits blocks), on the tiny preset's weights:
  * - prefix reuse equals an independent fresh full-sequence run of the same int8 graph (onnxruntime-node
- *   JS API) within the int8 graph's own tolerance, which is fp32's: MatMulNBits quantizes each
- *   token's activation on its own, so a token's result does not depend on the other tokens of its
- *   pass (DynamicQuantizeMatMul's per-tensor activation scale moved logits by 8.7e-2 between the
- *   same layouts, the reason it is not the default);
+ *   JS API) within the int8 graph's own tolerance, which is fp32's: a token's result does not depend
+ *   on the other tokens of its pass (DynamicQuantizeMatMul's per-tensor activation scale moved logits
+ *   by 8.7e-2 between the same layouts, the reason it is not the default);
  * - a group alone and inside a batch, and a prefix-cache hit and miss, agree as in fp32;
  * - the LM-head rewrite applies (verified against the stock int8 graph) and the files are smaller;
  * - against the fp32 twin (same weights unquantized): probabilities close, the top option the same.
@@ -67,22 +67,27 @@ describe('Engine on the tiny int8 model', () => {
   });
   afterAll(() => engine?.close());
 
-  it('stores the projections, MLP and LM head as 8-bit blocks with scales; decision.json says so; the rewrite applies', () => {
+  it('stores the projections and MLP as int8 columns, the LM head as 8-bit blocks; decision.json says so; the rewrite applies', () => {
     const model = onnx.ModelProto.decode(readFileSync(path.join(int8Dir, 'onnx', 'model.onnx')));
     const ops = new Map<string, number>();
     for (const n of model.graph!.node!) ops.set(n.opType!, (ops.get(n.opType!) ?? 0) + 1);
-    // 2 layers x (q, k, v, o, gate, up, down) + the LM head.
-    expect(ops.get('MatMulNBits')).toBe(15);
-    const { hiddenSize: h, intermediateSize: inter } = PRESETS.tiny!;
+    // 2 layers x (q, k, v, o, gate, up, down); the LM head is MatMulNBits.
+    expect(ops.get('MatMulInteger')).toBe(14);
+    expect(ops.get('MatMulNBits')).toBe(1);
+    // Activations quantized once per input: q/k/v share one, gate/up another, o and down one each.
+    expect(ops.get('ReduceMax')).toBe(2 * 4);
+    const { hiddenSize: h, intermediateSize: inter, vocabSize: vocab } = PRESETS.tiny!;
     const byName = new Map(model.graph!.initializer!.map((t) => [t.name!, t]));
-    // [N, K / block, block] bytes (block 64: the largest power of two <= 128 dividing K = 64).
-    expect(byName.get('model.layers.0.mlp.up_proj.weight')!.dataType).toBe(onnx.TensorProto.DataType.UINT8);
-    expect(byName.get('model.layers.0.mlp.up_proj.weight')!.dims!.map(Number)).toEqual([inter, 1, h]);
+    expect(byName.get('model.layers.0.mlp.up_proj.weight')!.dataType).toBe(onnx.TensorProto.DataType.INT8);
+    expect(byName.get('model.layers.0.mlp.up_proj.weight')!.dims!.map(Number)).toEqual([h, inter]);
     expect(byName.get('model.layers.0.mlp.up_proj.weight_scale')!.dims!.map(Number)).toEqual([inter]);
+    // The head: [N, K / block, block] bytes (block 64: the largest power of two <= 128 dividing K = 64).
+    expect(byName.get('lm_head.weight')!.dataType).toBe(onnx.TensorProto.DataType.UINT8);
+    expect(byName.get('lm_head.weight')!.dims!.map(Number)).toEqual([vocab, 1, h]);
     expect(byName.get('model.embed_tokens.weight')!.dataType).toBe(onnx.TensorProto.DataType.FLOAT);
     const decision = JSON.parse(readFileSync(path.join(int8Dir, 'decision.json'), 'utf8'));
     expect(decision.builder.dtype).toBe('int8');
-    expect(decision.builder.int8.scheme).toEqual({ kernel: 'nbits8', lmHead: 'nbits8', block: 128 });
+    expect(decision.builder.int8.scheme).toEqual({ kernel: 'rowq', lmHead: 'nbits8', block: 128 });
     expect(engine.info.hasLogitsIndex).toBe(true);
     // The quantized weights take a quarter of their fp32 bytes; the fp32 embedding keeps the rest.
     const size = (dir: string) => statSync(path.join(dir, 'onnx', 'model.onnx')).size;

@@ -1,19 +1,25 @@
 /**
  * Weight quantization for `--dtype int8`: the projection, MLP and LM-head weights of a [K, N]
  * MatMul stored as 8-bit integers with fp32 scales and multiplied by ONNX Runtime's int8 kernels
- * (which use AVX-512 VNNI where the CPU has it); the activations stay fp32 between ops.
+ * (u8 x s8 GEMMs that use AVX-512 VNNI where the CPU has it); the activations stay fp32 between ops.
  *
- * Two kernels, chosen by measurement (docs/benchmark.md, "int8 weights"; bench/int8-kernels.ts):
- * - 'nbits8' (the default): com.microsoft MatMulNBits with bits 8, symmetric blocks of `block`
- *   rows of a column with a scale each, accuracy_level 4 (the activation quantized to int8 per
- *   token and block). Each token's result depends on that token alone, so the engine's invariants
- *   hold as in fp32 (prefix reuse equals a fresh run within 1e-4, batching changes nothing).
- * - 'dqmm': com.microsoft DynamicQuantizeMatMul, int8 [K, N] with a scale per column; it quantizes
- *   the activation with one scale per tensor, so a token's result moves with the other tokens of its
- *   pass (8.7e-2 in logits between a reused prefix and a fresh run on the tiny model), and it is
- *   further from fp32. Faster in isolation at large M, not in the engine on the bench workloads.
+ * Three kernels, chosen by measurement (docs/benchmark.md, "int8 weights"; bench/int8-kernels.ts,
+ * bench/engine-ab.ts):
+ * - 'rowq' (the default for projections and MLP): int8 [K, N] weights with a scale per column;
+ *   each token's activation row is quantized to 8 bits with its own scale (a few standard ops,
+ *   once per activation that several projections read) and multiplied by MatMulInteger, then both
+ *   scales applied. A token's result depends on that token alone, so the engine's invariants hold as
+ *   in fp32 (prefix reuse equals a fresh run within 1e-4, batching changes nothing).
+ * - 'nbits8' (the default for the LM head): com.microsoft MatMulNBits, bits 8, symmetric blocks of
+ *   `block` rows of a column with a scale each, accuracy_level 4 (the activation quantized per token
+ *   and block). Also token-independent; slower than 'rowq' on the projections, and the one int8
+ *   head the LM-head rewrite can gather in front of (it produces `logits` itself).
+ * - 'dqmm': com.microsoft DynamicQuantizeMatMul, the fastest op alone, but it quantizes the
+ *   activation with one scale per tensor, so a token's result moves with the other tokens of its
+ *   pass (8.7e-2 in logits between a reused prefix and a fresh run on the tiny model). Kept to be
+ *   measured, never the default.
  */
-import { MS_DOMAIN, type FloatDtype, type GraphBuilder, type WeightSpec } from './onnx-writer.js';
+import { DataType, makeTensor, MS_DOMAIN, type FloatDtype, type GraphBuilder, type WeightSpec } from './onnx-writer.js';
 
 /** What make-model and import-model store: a float type, or int8 weights that compute in fp32. */
 export type ModelDtype = FloatDtype | 'int8';
@@ -91,7 +97,7 @@ export function quantizeBlocksNBits8(w: Float32Array, k: number, n: number, bloc
 }
 
 /** The int8 kernels (see the top of this file). */
-export type Int8Kernel = 'dqmm' | 'nbits8';
+export type Int8Kernel = 'rowq' | 'dqmm' | 'nbits8';
 
 export interface Int8Scheme {
   /** The projections' and MLP's kernel. */
@@ -109,7 +115,7 @@ export interface Int8Scheme {
 }
 
 /** What make-model and import-model write for --dtype int8. */
-export const DEFAULT_INT8_SCHEME: Readonly<Int8Scheme> = { kernel: 'nbits8', lmHead: 'nbits8', block: 128 };
+export const DEFAULT_INT8_SCHEME: Readonly<Int8Scheme> = { kernel: 'rowq', lmHead: 'nbits8', block: 128 };
 
 /** The scale initializer of a quantized weight. */
 export function scaleName(weight: string): string {
@@ -130,8 +136,40 @@ export function int8MatMulNode(
   if (kernel === 'dqmm') {
     return g.op1('DynamicQuantizeMatMul', node, [x, weight, scaleName(weight)], {}, output, MS_DOMAIN);
   }
+  if (kernel === 'rowq') {
+    const { q, scale, zeroPoint } = quantizedRows(g, x);
+    const acc = g.op1('MatMulInteger', `${node}/MatMulInteger`, [q, weight, zeroPoint]);
+    const y = g.op1('Cast', `${node}/Cast`, [acc], { to: DataType.FLOAT });
+    return g.op1('Mul', `${node}/Mul_weight_scale`, [g.op1('Mul', `${node}/Mul_row_scale`, [y, scale]), scaleName(weight)], {}, output);
+  }
   const [k, n] = dims;
   return g.op1('MatMulNBits', node, [x, weight, scaleName(weight)], { K: k, N: n, bits: 8, block_size: blockFor(k, block), accuracy_level: 4 }, output, MS_DOMAIN);
+}
+
+/** Per graph: the activations already quantized, so projections that read the same input share it. */
+const rowQuantized = new WeakMap<GraphBuilder, Map<string, { q: string; scale: string; zeroPoint: string }>>();
+
+/**
+ * 'rowq' activation quantization, once per activation: scale = max |x| / 127 over each token's
+ * row (at least 1e-30, so a zero row stays 0), q = round(x / scale) + 128 as uint8 (symmetric
+ * around the zero point 128, which MatMulInteger takes as a scalar). Each token is quantized on its
+ * own, so its result does not depend on the other tokens of its pass.
+ */
+function quantizedRows(g: GraphBuilder, x: string): { q: string; scale: string; zeroPoint: string } {
+  let memo = rowQuantized.get(g);
+  if (memo === undefined) rowQuantized.set(g, (memo = new Map()));
+  const found = memo.get(x);
+  if (found !== undefined) return found;
+  const p = `${x.replace(/_output_\d+$/, '')}/int8_rows`;
+  const zeroPoint = '/model/int8/zero_point_128';
+  if (memo.size === 0) g.addInitializer(makeTensor(zeroPoint, DataType.UINT8, [], Uint8Array.of(128)));
+  const absMax = g.op1('ReduceMax', `${p}/ReduceMax`, [g.op1('Abs', `${p}/Abs`, [x])], { axes: [-1], keepdims: 1 });
+  const scale = g.op1('Max', `${p}/Max`, [g.op1('Mul', `${p}/Mul`, [absMax, g.float('fp32', [1 / 127], [])]), g.float('fp32', [1e-30], [])]);
+  const rounded = g.op1('Round', `${p}/Round`, [g.op1('Div', `${p}/Div`, [x, scale])]);
+  const q = g.op1('Cast', `${p}/Cast`, [g.op1('Add', `${p}/Add`, [rounded, g.float('fp32', [128], [])])], { to: DataType.UINT8 });
+  const out = { q, scale, zeroPoint };
+  memo.set(x, out);
+  return out;
 }
 
 /** The largest power-of-two block <= `wanted` that divides K (at least 16). */
@@ -167,7 +205,7 @@ export function quantizeWeightSpecs(specs: WeightSpec[], quantized: ReadonlyMap<
         at += chunk.length;
       }
       if (at !== whole.length) throw new Error(`int8: ${spec.name} produced ${at} values, expected ${whole.length}`);
-      if (kernel === 'dqmm') {
+      if (kernel !== 'nbits8') {
         const r = quantizeColumnsInt8(whole, k, n);
         scales = r.scales;
         return r.q;
@@ -179,15 +217,15 @@ export function quantizeWeightSpecs(specs: WeightSpec[], quantized: ReadonlyMap<
     const block = kernel === 'nbits8' ? blockFor(k, wantedBlock) : 0;
     out.push({
       name: spec.name,
-      dims: kernel === 'dqmm' ? [k, n] : [n, k / block, block],
-      dtype: kernel === 'dqmm' ? 'int8' : 'uint8',
+      dims: kernel !== 'nbits8' ? [k, n] : [n, k / block, block],
+      dtype: kernel !== 'nbits8' ? 'int8' : 'uint8',
       *chunks() {
         yield quantize();
       },
     });
     out.push({
       name: scaleName(spec.name),
-      dims: [kernel === 'dqmm' ? n : n * (k / block)],
+      dims: [kernel !== 'nbits8' ? n : n * (k / block)],
       dtype: 'fp32',
       *chunks() {
         if (scales === undefined) throw new Error(`int8: the scales of ${spec.name} were asked for before its values`);
