@@ -37,6 +37,7 @@ describe('/v1/systemone: what the vendor router answers before the key and the b
       // A JSON Content-Type with an empty body: the body is never read.
       { method: 'DELETE' as const, headers: { ...AUTH, ...JSON_TYPE } },
       { method: 'PATCH' as const, headers: { authorization: 'Bearer not-a-key', ...JSON_TYPE }, payload: '{not json' },
+      { method: 'OPTIONS' as const, headers: {} },
     ];
     for (const c of cases) {
       const res = await app.inject({ method: c.method, url: '/v1/systemone', headers: c.headers, payload: c.payload });
@@ -52,6 +53,7 @@ describe('/v1/systemone: what the vendor router answers before the key and the b
       ['POST', '/v1/systemone/', {}],
       ['POST', '/v1/systemone/x?y=1', { ...AUTH, ...JSON_TYPE }],
       ['GET', '/v1/systemone/models', { authorization: 'Bearer not-a-key' }],
+      ['OPTIONS', '/v1/systemone/x', {}],
     ] as const) {
       const res = await app.inject({ method, url, headers, payload: method === 'POST' ? '{}' : undefined });
       expect(res.statusCode, url).toBe(404);

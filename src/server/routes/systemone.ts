@@ -58,6 +58,6 @@ export const systemOneRoutes: FastifyPluginAsync<DialectRouteOptions> = async (a
       },
       handler: async () => undefined,
     });
-  routerAnswer(405, ['GET', 'PUT', 'PATCH', 'DELETE'], '/systemone');
-  routerAnswer(404, ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], '/systemone/*');
+  routerAnswer(405, ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], '/systemone');
+  routerAnswer(404, ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], '/systemone/*');
 };
