@@ -1,7 +1,7 @@
 // GET /v1/batches answers each job in the dialect it was created in: ours ({progress, ISO times})
 // or, for a job created through OpenAI's Batch API, OpenAI's ({request_counts, Unix times};
 // docs/compatibility.md). The Batches page shows both as ours.
-import type { Batch, BatchStatus } from './types';
+import type { Batch, BatchStatus } from './types.js';
 
 interface OpenAiBatch {
   id: string;

@@ -5,7 +5,7 @@
 //                        ordered list of level descriptions; choice as is)
 //   openai SDK           client.decisions.create() against this server's /v1 (predicate / choice
 //                        with choices / score with levels, in question order)
-import type { DecideRequest, Question } from './types';
+import type { DecideRequest, Question } from './types.js';
 
 /** A string as one single-quoted shell word. */
 export function shellQuote(text: string): string {

@@ -3,14 +3,14 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 
-import { ApiProblem, call, whenKeyRejected } from './api';
-import { Problem } from './components/problem';
-import { clearKey, readKey, storeKey } from './key-store';
-import { Batches } from './pages/batches';
-import { Health } from './pages/health';
-import { Models } from './pages/models';
-import { Playground } from './pages/playground';
-import { navigate, PAGES, usePage, type PageName } from './router';
+import { ApiProblem, call, whenKeyRejected } from './api.js';
+import { Problem } from './components/problem.js';
+import { clearKey, readKey, storeKey } from './key-store.js';
+import { Batches } from './pages/batches.js';
+import { Health } from './pages/health.js';
+import { Models } from './pages/models.js';
+import { Playground } from './pages/playground.js';
+import { navigate, PAGES, usePage, type PageName } from './router.js';
 import './styles.css';
 
 function KeyForm({ onAccepted, notice }: { onAccepted: () => void; notice: string }) {

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 
-import { getJson } from './api';
-import type { ModelListing } from './types';
+import { getJson } from './api.js';
+import type { ModelListing } from './types.js';
 
 /** GET /v1/models, with the error when it fails; `reload` asks again. */
 export function useModels(): { listing?: ModelListing; error?: unknown; reload: () => void } {

@@ -1,4 +1,4 @@
-import type { Answer } from '../types';
+import type { Answer } from '../types.js';
 
 const percent = (p: number) => `${(p * 100).toFixed(1)}%`;
 

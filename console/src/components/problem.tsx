@@ -1,4 +1,4 @@
-import { describe } from '../api';
+import { describe } from '../api.js';
 
 /** An API error shown as what it means (never a blank panel). */
 export function Problem({ error }: { error: unknown }) {

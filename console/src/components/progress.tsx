@@ -1,4 +1,4 @@
-import type { Batch } from '../types';
+import type { Batch } from '../types.js';
 
 /** completed (and failed, in its own colour) out of total. */
 export function BatchProgress({ batch }: { batch: Batch }) {

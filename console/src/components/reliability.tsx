@@ -1,4 +1,4 @@
-import type { HeldOut, ReliabilityBin } from '../types';
+import type { HeldOut, ReliabilityBin } from '../types.js';
 
 const SIZE = 300;
 const PAD = { left: 44, right: 12, top: 12, bottom: 40 };

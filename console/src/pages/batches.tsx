@@ -1,11 +1,11 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 
-import { call, getJson } from '../api';
-import { asBatch } from '../batch-wire';
-import { Problem } from '../components/problem';
-import { BatchProgress } from '../components/progress';
-import type { Batch, BatchValidation } from '../types';
-import { modelChoices, ModelSelect, useModels } from '../use-models';
+import { call, getJson } from '../api.js';
+import { asBatch } from '../batch-wire.js';
+import { Problem } from '../components/problem.js';
+import { BatchProgress } from '../components/progress.js';
+import type { Batch, BatchValidation } from '../types.js';
+import { modelChoices, ModelSelect, useModels } from '../use-models.js';
 
 const FINAL = new Set(['completed', 'failed', 'cancelled', 'expired']);
 const HAS_RESULTS = new Set(['completed', 'failed', 'cancelled']);

@@ -1,8 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 
-import { ApiProblem, call } from '../api';
-import { Problem } from '../components/problem';
-import { healthFigures, parseMetrics, type HealthFigures, type Sample } from '../metrics-text';
+import { ApiProblem, call } from '../api.js';
+import { Problem } from '../components/problem.js';
+import { healthFigures, parseMetrics, type HealthFigures, type Sample } from '../metrics-text.js';
 
 const REFRESH_MS = 2000;
 

@@ -1,9 +1,9 @@
 import { useState } from 'preact/hooks';
 
-import { Problem } from '../components/problem';
-import { ReliabilityDiagram } from '../components/reliability';
-import type { HeldOut, Model } from '../types';
-import { useModels } from '../use-models';
+import { Problem } from '../components/problem.js';
+import { ReliabilityDiagram } from '../components/reliability.js';
+import type { HeldOut, Model } from '../types.js';
+import { useModels } from '../use-models.js';
 
 const f3 = (v: number | undefined) => (v === undefined ? '–' : v.toFixed(3));
 

@@ -1,11 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
 
-import { postJson } from '../api';
-import { AnswerBars } from '../components/bars';
-import { Problem } from '../components/problem';
-import { asCurl, asOpenAi, asSystemOne } from '../copy-as';
-import type { DecideRequest, DecideResponse, Question, QuestionType } from '../types';
-import { modelChoices, ModelSelect, useModels } from '../use-models';
+import { postJson } from '../api.js';
+import { AnswerBars } from '../components/bars.js';
+import { Problem } from '../components/problem.js';
+import { asCurl, asOpenAi, asSystemOne } from '../copy-as.js';
+import type { DecideRequest, DecideResponse, Question, QuestionType } from '../types.js';
+import { modelChoices, ModelSelect, useModels } from '../use-models.js';
 
 interface Option {
   key: string;

@@ -1,0 +1,102 @@
+/**
+ * The console's pure pieces under Node (the browser test drives them through the page): what each
+ * API error is called, the "Copy as" snippets (a state with quotes survives the shell; noul, choice
+ * and score criteria in each dialect's form), and reading /metrics text.
+ */
+import { execFileSync } from 'node:child_process';
+
+import { describe as group, expect, it } from 'vitest';
+
+import { asCurl, asOpenAi, asSystemOne, shellQuote } from '../../console/src/copy-as.js';
+import { healthFigures, parseMetrics } from '../../console/src/metrics-text.js';
+import { ApiProblem, describe } from '../../console/src/problems.js';
+import type { DecideRequest } from '../../console/src/types.js';
+
+const REQUEST: DecideRequest = {
+  model: 'svc-alpha',
+  state: `it's "late" $HOME \`x\` \\ done`,
+  questions: {
+    refund: { type: 'noul', instructions: 'Refund?', criteria: { no: 'keeps it', yes: 'wants money back' } },
+    topic: { type: 'choice', instructions: 'Topic?', criteria: { billing: 'Charges', shipping: '' } },
+    urgency: { type: 'score', instructions: 'Urgent?', criteria: { '10': 'very', '2': 'some', '0': 'not' } },
+  },
+};
+
+group('what an API error is called', () => {
+  it('names each status by what it means, with the message, request id and Retry-After', () => {
+    expect(describe(new ApiProblem(400, 'invalid_question', 'questions["q"].type: unknown', 'req_1'))).toEqual({
+      title: 'The request was refused',
+      detail: 'questions["q"].type: unknown (request req_1)',
+    });
+    expect(describe(new ApiProblem(429, 'rate_limited', 'slow down', 'req_2', 7)).title).toBe('Rate limited: try again in 7 s');
+    expect(describe(new ApiProblem(429, 'rate_limited', 'slow down')).title).toBe('Rate limited: try again shortly');
+    expect(describe(new ApiProblem(503, 'server_error', 'no model is loaded')).title).toMatch(/not ready.*loading/);
+    expect(describe(new ApiProblem(401, 'invalid_key', 'the API key is not valid')).title).toBe('The API key was not accepted');
+    expect(describe(new ApiProblem(500, 'server_error', 'Internal server error')).title).toMatch(/Server error 500: retry with backoff/);
+    expect(describe(new ApiProblem(0, 'unreachable', 'fetch failed')).title).toBe('The server cannot be reached');
+    expect(describe(new Error('boom'))).toEqual({ title: 'Something went wrong in the page', detail: 'boom' });
+  });
+});
+
+group('Copy as', () => {
+  it('curl: the body survives the shell byte for byte, and the key is read from the environment', () => {
+    const curl = asCurl('http://127.0.0.1:8080', REQUEST);
+    expect(curl).toContain('-H "Authorization: Bearer $DECIDE_API_KEY"');
+    const word = /-d ('[\s\S]*')$/.exec(curl)![1]!;
+    expect(word).toBe(shellQuote(JSON.stringify(REQUEST)));
+    expect(execFileSync('bash', ['-c', `printf %s ${word}`], { encoding: 'utf8' })).toBe(JSON.stringify(REQUEST));
+  });
+
+  it('/v1/systemone: noul criteria as {true, false}, score levels in numeric order as a list, choice as is', () => {
+    const body = JSON.parse(asSystemOne(REQUEST));
+    expect(body.questions.refund.criteria).toEqual({ true: 'wants money back', false: 'keeps it' });
+    expect(body.questions.urgency.criteria).toEqual(['not', 'some', 'very']);
+    expect(body.questions.topic.criteria).toEqual({ billing: 'Charges', shipping: '' });
+    expect(body.state).toBe(REQUEST.state);
+  });
+
+  it('openai SDK: predicate / choice with choices / score with levels, in question order', () => {
+    const script = asOpenAi('http://127.0.0.1:8080', REQUEST);
+    expect(script).toContain("baseURL: \"http://127.0.0.1:8080/v1\", apiKey: process.env.DECIDE_API_KEY");
+    const params = JSON.parse(/client\.decisions\.create\(([\s\S]*)\);\nconsole/.exec(script)![1]!);
+    expect(params.questions).toEqual([
+      { type: 'predicate', name: 'refund', instructions: 'Refund?' },
+      { type: 'choice', name: 'topic', instructions: 'Topic?', choices: [{ value: 'billing', description: 'Charges' }, { value: 'shipping' }] },
+      {
+        type: 'score',
+        name: 'urgency',
+        instructions: 'Urgent?',
+        levels: [
+          { label: '0', description: 'not' },
+          { label: '2', description: 'some' },
+          { label: '10', description: 'very' },
+        ],
+      },
+    ]);
+    expect(params.input).toBe(REQUEST.state);
+  });
+});
+
+group('/metrics text', () => {
+  it('reads samples with escaped label values and sums the health figures', () => {
+    const samples = parseMetrics(
+      [
+        '# HELP decide_http_requests_total x',
+        'decide_http_requests_total{method="POST",route="/v1/decide",status="200"} 5',
+        'decide_http_requests_total{method="POST",route="/v1/systemone",status="200"} 2',
+        'decide_http_requests_total{method="POST",route="/v1/decide",status="400"} 9',
+        'decide_engine_cached_tokens_total{model="a \\"quoted\\" id"} 30',
+        'decide_engine_prefix_tokens_computed_total{model="a \\"quoted\\" id"} 10',
+        'decide_engine_queue_depth{model="m",queue="live"} 1',
+        'decide_engine_queue_depth{model="m",queue="batch"} 4',
+        'decide_models_loaded 1',
+      ].join('\n'),
+    );
+    expect(samples.find((s) => s.name === 'decide_engine_cached_tokens_total')!.labels.model).toBe('a "quoted" id');
+    const f = healthFigures(samples);
+    expect(f.decisionsAnswered).toBe(7);
+    expect(f.prefixHitRate).toBe(0.75);
+    expect([f.queueLive, f.queueBatch, f.modelsLoaded]).toEqual([1, 4, 1]);
+    expect(healthFigures(parseMetrics('')).prefixHitRate).toBeNull();
+  });
+});
