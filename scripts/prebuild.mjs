@@ -6,7 +6,7 @@
 //   itself is not a dependency of the package: it installs 288 MB (every platform's binaries) and
 //   its postinstall downloads CUDA files from outside the npm registry.
 // Runs in `prepare`, so `npm pack` and `npm publish` always carry the current build.
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,3 +33,7 @@ if (names.length === 0) {
   process.exit(1);
 }
 for (const name of names) copyFileSync(path.join(ortDir, name), path.join(target, name));
+// Its version, for decide setup-cuda, which links this copy when it is the core it pins
+// (src/engine/native.ts ORT_VERSION_STAMP names the file).
+const ortVersion = JSON.parse(readFileSync(path.join(ortDir, '..', '..', '..', '..', 'package.json'), 'utf8')).version;
+writeFileSync(path.join(target, 'onnxruntime-version'), `${ortVersion}\n`);

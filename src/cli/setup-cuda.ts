@@ -5,7 +5,7 @@
  * provider is 230 MB, so CPU hosts never fetch it.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rename, rm, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -20,7 +20,7 @@ import {
   cudaRuntimeDir,
   missingCudaPieces,
 } from '../engine/cuda-runtime.js';
-import { findPackageRoot, loadNativeModule } from '../engine/native.js';
+import { findPackageRoot, loadNativeModule, ORT_VERSION_STAMP, prebuiltAddonPath } from '../engine/native.js';
 import { commandError, parseCommand } from './args.js';
 
 const HELP = `usage: decide setup-cuda [--from DIR] [--check]
@@ -29,7 +29,9 @@ Makes --provider cuda work on a Linux x64 host with an NVIDIA driver and the CUD
 puts ONNX Runtime's CUDA-capable core (${CUDA_RUNTIME_PACKAGES.core.spec}) and its CUDA provider
 (${CUDA_RUNTIME_PACKAGES.provider.spec}, 180 MB to download) into
 the package's cuda-runtime/ folder (or DECIDE_CUDA_RUNTIME_DIR), taking both from the npm registry
-with \`npm pack\` (no install scripts run). Later engines, servers and workers use that folder by
+with \`npm pack\` (no install scripts run). The core is linked instead of fetched when that exact
+version is already here: the copy the package ships in prebuilds/linux-x64/, or an installed
+onnxruntime-node. Later engines, servers and workers use that folder by
 themselves. Then it checks this host and names any missing CUDA piece with its fix.
 
 options:
@@ -86,7 +88,7 @@ async function assemble(dir: string, fromDir: string | undefined): Promise<void>
     await mkdir(staging);
     const localCore = installedCore();
     if (localCore !== undefined) {
-      // The same file onnxruntime-node's JS API loads: one ORT copy in a process that uses both.
+      // The same file onnxruntime-node's JS API (or the CPU engine) loads: one ORT copy in a process.
       await symlink(localCore, path.join(staging, CORE_LIBRARY));
     } else {
       await extractInto(staging, CUDA_RUNTIME_PACKAGES.core, await tarball(CUDA_RUNTIME_PACKAGES.core.spec, work, fromDir), work);
@@ -100,8 +102,28 @@ async function assemble(dir: string, fromDir: string | undefined): Promise<void>
   }
 }
 
-/** onnxruntime-node's core library when the pinned version is installed beside us (a devDependency here). */
+/**
+ * The pinned core when it is already on disk: onnxruntime-node's when that version is installed
+ * beside us (a devDependency here), else the copy the package ships beside its prebuilt addon
+ * (scripts/prebuild.mjs copies it from onnxruntime-node and stamps its version). Linking it saves
+ * fetching onnxruntime-node's tarball and a second 45 MB copy.
+ */
 function installedCore(): string | undefined {
+  return onnxruntimeNodeCore() ?? shippedCore();
+}
+
+function shippedCore(): string | undefined {
+  const dir = path.dirname(prebuiltAddonPath());
+  try {
+    if (readFileSync(path.join(dir, ORT_VERSION_STAMP), 'utf8').trim() !== CUDA_RUNTIME_PACKAGES.core.version) return undefined;
+  } catch {
+    return undefined;
+  }
+  const lib = path.join(dir, CORE_LIBRARY);
+  return existsSync(lib) ? lib : undefined;
+}
+
+function onnxruntimeNodeCore(): string | undefined {
   try {
     const pkg = require.resolve('onnxruntime-node/package.json');
     if ((require(pkg) as { version: string }).version !== CUDA_RUNTIME_PACKAGES.core.version) return undefined;

@@ -139,6 +139,9 @@ const packageRoot = findPackageRoot(path.dirname(fileURLToPath(import.meta.url))
 
 let cached: NativeModule | undefined;
 
+/** Beside the prebuilt addon: the version of the ONNX Runtime library shipped with it (scripts/prebuild.mjs writes it). */
+export const ORT_VERSION_STAMP = 'onnxruntime-version';
+
 /** The prebuilt addon shipped in the npm package for this platform (see scripts/prebuild.mjs). */
 export function prebuiltAddonPath(root = packageRoot): string {
   return path.join(root, 'prebuilds', `${process.platform}-${process.arch}`, 'decide_native.node');

@@ -249,6 +249,19 @@ console.log(JSON.stringify([typeof e.Engine.load, typeof e.TextTokenizer.load, t
     expect(JSON.parse(readFileSync(path.join(modelsDir, 'svc-alpha-2026-11', 'decision.json'), 'utf8')).calibration.fit.base_model).toBe('svc-alpha-2026-10');
     expect(readFileSync(path.join(project, 'report', 'reliability-noul.svg'), 'utf8')).toMatch(/^<svg/);
   }, 240_000);
+  it('decide setup-cuda links the ONNX Runtime core the package ships instead of fetching onnxruntime-node; only the CUDA provider is asked for', () => {
+    // An empty --from folder: the first tarball setup-cuda looks for is named in the error. It is the
+    // provider's, because the pinned core (onnxruntime-node 1.30.0's) is already in prebuilds/.
+    const empty = path.join(tmp, 'no-tarballs');
+    mkdirSync(empty);
+    const run = decide(['setup-cuda', '--from', empty]);
+    expect(run.status, run.out).toBe(1);
+    expect(run.out).toContain('com.github.asus4.onnxruntime.linux-x64-gpu-0.4.9.tgz is not there');
+    expect(run.out).not.toContain('onnxruntime-node-1.30.0.tgz');
+    expect(readFileSync(path.join(project, 'node_modules', 'decision-engine', 'prebuilds', 'linux-x64', 'onnxruntime-version'), 'utf8').trim()).toBe('1.30.0');
+    expect(existsSync(path.join(project, 'node_modules', 'decision-engine', 'cuda-runtime'))).toBe(false);
+  });
+
   it('with no install scripts run at all, the library and decide batch work, and decide serve names the fix for SQLite', () => {
     const bare = path.join(tmp, 'no-scripts');
     mkdirSync(bare);
