@@ -3,7 +3,7 @@
  * imported only when used, so `decide make-model` does not load the HTTP server and vice versa.
  */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
-  serve: { summary: 'run the HTTP API (/v1/decide, /v1/batches, /v1/models)', load: () => import('./serve.js') },
+  serve: { summary: 'run the HTTP API (/v1/decide, /v1/systemone, /v1/decisions, /v1/batches, /v1/files, /v1/models) and the web console (/console)', load: () => import('./serve.js') },
   worker: { summary: 'work on batch chunks from the Postgres batch store (DECIDE_DATABASE_URL); no HTTP', load: () => import('./worker.js') },
   batch: { summary: 'run a JSONL batch in-process: decide batch IN.jsonl --model ID --out OUT.jsonl', load: () => import('./batch.js') },
   calibrate: {
@@ -12,7 +12,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   },
   bench: { summary: 'benchmark the engine against the fresh-scoring baseline', load: () => import('./bench.js') },
   'gpu-report': { summary: 'everything a GPU host checks, one command, one report folder (also --provider cpu)', load: () => import('./gpu-report.js') },
-  'import-model': { summary: 'convert a Hugging Face checkpoint folder: HF_DIR --out DIR [--dtype fp32|fp16]', load: () => import('./import-model.js') },
+  'import-model': { summary: 'convert a Hugging Face checkpoint folder: HF_DIR --out DIR [--dtype fp32|fp16|int8]', load: () => import('./import-model.js') },
   'setup-cuda': { summary: 'make --provider cuda work: ONNX Runtime for CUDA from the npm registry, and a host check', load: () => import('./setup-cuda.js') },
   'make-model': { summary: 'generate a model directory with random weights: --preset NAME --out DIR', load: () => import('./make-model.js') },
 };
