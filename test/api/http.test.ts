@@ -100,11 +100,11 @@ describe('authentication', () => {
     }
   }
 
-  it('every documented operation, whoever added it, rejects a request without a key (except the probes)', async () => {
+  it('every documented operation, whoever added it, rejects a request without a key (except the probes), and documents that answer, 429 and 500', async () => {
     const doc = (await app.inject({ method: 'GET', url: '/openapi.json', headers: AUTH })).json();
     let open = 0;
     let closed = 0;
-    for (const [route, ops] of Object.entries(doc.paths as Record<string, Record<string, { security?: unknown[] }>>)) {
+    for (const [route, ops] of Object.entries(doc.paths as Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>)) {
       for (const [method, op] of Object.entries(ops)) {
         if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
         const url = route.replace(/\{[^}]+\}/g, 'batch_00000000000000000000000000');
@@ -121,6 +121,10 @@ describe('authentication', () => {
           expect(res.statusCode, `${method} ${route}`).toBe(401);
           expect(res.headers['www-authenticate']).toBe('Bearer');
           closed++;
+        }
+        if (!(Array.isArray(op.security) && op.security.length === 0)) {
+          // A client generated from the document must know every status the route can answer.
+          expect(Object.keys(op.responses), `${method} ${route}`).toEqual(expect.arrayContaining([String(res.statusCode), '429', '500']));
         }
       }
     }

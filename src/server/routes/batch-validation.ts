@@ -37,6 +37,7 @@ export const batchValidationRoutes: FastifyPluginAsync<{ batches: BatchService }
           404: ref('Error', 'not_found: unknown model'),
           413: ref('Error', 'state_too_long: the file is over the size limit or has more records than the limit'),
           429: ref('Error', 'rate_limited'),
+          500: ref('Error', 'server_error'),
         },
       },
       // The multipart body is read by readBatchForm, not by the schema; the answer is sent as built.

@@ -45,6 +45,12 @@ const FileObject = Type.Object(
   { description: "OpenAI's FileObject" },
 );
 const OpenAiError = Type.Object({ error: Type.Object({ message: Type.String(), type: Type.String(), param: Type.Union([Type.String(), Type.Null()]), code: Type.Union([Type.String(), Type.Null()]) }) });
+/** What every /v1/files route can answer besides its own errors (authentication and the rate limit run first). */
+const common = {
+  401: Type.Object(OpenAiError.properties, { description: 'invalid_api_key: missing or unknown key' }),
+  429: Type.Object(OpenAiError.properties, { description: 'rate_limit_exceeded: see Retry-After (seconds)' }),
+  500: Type.Object(OpenAiError.properties, { description: 'server_error: retry with backoff' }),
+};
 
 function ownerOf(request: FastifyRequest): string {
   const keyId = (request as { keyId?: unknown }).keyId;
@@ -65,7 +71,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
         tags,
         consumes: ['multipart/form-data'],
         body: Type.Object({ file: Type.String({ format: 'binary' }), purpose: Type.Literal('batch') }),
-        response: { 200: FileObject, 400: OpenAiError, 413: OpenAiError },
+        response: { 200: FileObject, 400: OpenAiError, 413: OpenAiError, ...common },
       },
       ...asBuilt,
     },
@@ -115,7 +121,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
           order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
           purpose: Type.Optional(Type.String()),
         }),
-        response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(FileObject), has_more: Type.Boolean() }), 400: OpenAiError },
+        response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(FileObject), has_more: Type.Boolean() }), 400: OpenAiError, ...common },
       },
       ...asBuilt,
     },
@@ -124,7 +130,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
 
   app.get(
     '/files/:id',
-    { schema: { summary: 'Get a file object', operationId: 'retrieveFile', tags, params: IdParams, response: { 200: FileObject, 404: OpenAiError } }, ...asBuilt },
+    { schema: { summary: 'Get a file object', operationId: 'retrieveFile', tags, params: IdParams, response: { 200: FileObject, 404: OpenAiError, ...common } }, ...asBuilt },
     async (request) => openai.getFile(ownerOf(request), (request.params as { id: string }).id),
   );
 
@@ -137,7 +143,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
         tags,
         params: IdParams,
         produces: ['application/octet-stream'],
-        response: { 200: { type: 'string', description: 'The bytes.' }, 404: OpenAiError },
+        response: { 200: { type: 'string', description: 'The bytes.' }, 404: OpenAiError, ...common },
       },
       ...asBuilt,
     },
@@ -155,7 +161,12 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
         operationId: 'deleteFile',
         tags,
         params: IdParams,
-        response: { 200: Type.Object({ id: Type.String(), object: Type.Literal('file'), deleted: Type.Boolean() }), 404: OpenAiError },
+        response: {
+          200: Type.Object({ id: Type.String(), object: Type.Literal('file'), deleted: Type.Boolean() }),
+          400: Type.Object(OpenAiError.properties, { description: "a batch's output or error file: it goes with the batch's results (retention)" }),
+          404: OpenAiError,
+          ...common,
+        },
       },
       ...asBuilt,
     },
