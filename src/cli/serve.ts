@@ -17,7 +17,8 @@ const HELP = `usage: decide serve [options]
 options:
   --port N          port to listen on (env PORT; default 8080; 0 = any free port)
   --host HOST       address to bind (default 127.0.0.1; 0.0.0.0 for every interface)
-  --data-dir DIR    service state: generated API key, batch jobs (env DECIDE_DATA_DIR; default ./data)
+  --data-dir DIR    service state: generated API key, batch jobs, uploaded files (env DECIDE_DATA_DIR;
+                    default ./data)
   --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models)
   --threads N       CPU threads per forward pass (default: DECIDE_THREADS, else all cores)
   --provider P      cpu or cuda (default cpu)
@@ -32,6 +33,8 @@ environment:
                            (neither set: a key is created in <data-dir>/api-key and printed once)
   DECIDE_RATE_LIMIT_RPS    requests per second per key (default 100)
   DECIDE_RATE_LIMIT_BURST  burst per key (default 200)
+  DECIDE_INVALID_KEY_RPS, DECIDE_INVALID_KEY_BURST  failed authentications per client address
+                           (default 2 per second, burst 30; docs/api.md, Rate limits)
   DECIDE_DATABASE_URL      postgres://... : batch jobs, input and results in Postgres, shared with
                            other API hosts and \`decide worker\`s (unset: SQLite in <data-dir>)
   DECIDE_BATCH_LEASE_SECONDS  seconds a batch chunk stays taken without a heartbeat (default 30, min 10)
