@@ -76,11 +76,6 @@ export function retryHeaders(retryAfterSeconds: number | undefined): Record<stri
   return { 'retry-after': String(seconds), 'retry-after-ms': String(seconds * 1000) };
 }
 
-/** JSON text for structured caller text (objects, arrays), the text itself for a string. */
-export function textOf(value: unknown): string {
-  return typeof value === 'string' ? value : JSON.stringify(value);
-}
-
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const proto = Object.getPrototypeOf(v);

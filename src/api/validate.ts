@@ -118,12 +118,29 @@ function rejectUnknown(obj: Record<string, unknown>, allowed: readonly string[],
  * Strings are returned unchanged; plain objects become compact JSON.
  */
 export function normalizeState(state: unknown, limits: Partial<ValidationLimits> = {}): string {
-  const lim = { ...DEFAULT_VALIDATION_LIMITS, ...limits };
   if (typeof state === 'string') return state;
   if (state === undefined) fail('state: required (a string or a JSON object)');
   if (!isPlainObject(state)) fail(`state: must be a string or a JSON object, got ${describe(state)}`);
-  checkJsonData(state, lim);
-  return JSON.stringify(state);
+  return structuredText(state, STATE, limits);
+}
+
+/** Where a JSON value sits in a request, for messages: its path, and a noun for the depth message. */
+export interface JsonPlace {
+  path: string;
+  noun?: string;
+}
+
+const STATE: JsonPlace = { path: 'state', noun: 'state' };
+
+/**
+ * The compact JSON text the model reads for structured text (an object or an array: a state, or a
+ * dialect's instructions, descriptions and levels given as JSON), after the checks a state gets
+ * (depth, value count, finite numbers). JSON.stringify alone would overflow the stack on a value
+ * nested a few thousand levels deep (a 500); here it is a 400 that names `place.path`.
+ */
+export function structuredText(value: object, place: JsonPlace, limits: Partial<ValidationLimits> = {}): string {
+  checkJsonData(value, { ...DEFAULT_VALIDATION_LIMITS, ...limits }, place);
+  return JSON.stringify(value);
 }
 
 interface Frame {
@@ -133,17 +150,18 @@ interface Frame {
   key: string | number;
 }
 
-function framePath(f: Frame): string {
+function framePath(f: Frame, root: string): string {
   const parts: string[] = [];
   for (let p: Frame | undefined = f; p?.parent; p = p.parent) {
     parts.push(typeof p.key === 'number' ? `[${p.key}]` : `[${quote(p.key)}]`);
   }
-  return `state${parts.reverse().join('')}`;
+  return `${root}${parts.reverse().join('')}`;
 }
 
 // Iterative so that no input can exhaust the call stack; the depth bound also stops cycles and
 // the value budget stops shared sub-objects from multiplying the work.
-function checkJsonData(root: Record<string, unknown>, lim: ValidationLimits): void {
+function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): void {
+  const framePathOf = (f: Frame) => framePath(f, place.path);
   const stack: Frame[] = [{ value: root, depth: 1, parent: undefined, key: '' }];
   let values = 0;
   while (stack.length > 0) {
@@ -151,7 +169,7 @@ function checkJsonData(root: Record<string, unknown>, lim: ValidationLimits): vo
     if (++values > lim.maxStateValues) {
       throw new ApiError(
         'state_too_long',
-        `state: more than ${lim.maxStateValues} values; trim it or split it across requests`,
+        `${place.path}: more than ${lim.maxStateValues} values; trim it or split it across requests`,
       );
     }
     const v = f.value;
@@ -161,16 +179,16 @@ function checkJsonData(root: Record<string, unknown>, lim: ValidationLimits): vo
       case 'undefined':
         continue;
       case 'number':
-        if (!Number.isFinite(v)) fail(`${framePath(f)}: numbers must be finite, got ${String(v)}`);
+        if (!Number.isFinite(v)) fail(`${framePathOf(f)}: numbers must be finite, got ${String(v)}`);
         continue;
       case 'object':
         break;
       default:
-        fail(`${framePath(f)}: must be JSON data, got ${describe(v)}`);
+        fail(`${framePathOf(f)}: must be JSON data, got ${describe(v)}`);
     }
     if (v === null) continue;
     if (f.depth > lim.maxStateDepth) {
-      fail(`${framePath(f)}: state is nested deeper than ${lim.maxStateDepth} levels`);
+      fail(`${framePathOf(f)}: ${place.noun ? `${place.noun} is nested` : 'nested'} deeper than ${lim.maxStateDepth} levels`);
     }
     if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], depth: f.depth + 1, parent: f, key: i });
@@ -181,7 +199,7 @@ function checkJsonData(root: Record<string, unknown>, lim: ValidationLimits): vo
         stack.push({ value: v[k], depth: f.depth + 1, parent: f, key: k });
       }
     } else {
-      fail(`${framePath(f)}: must be JSON data (object, array, string, number, boolean or null), got ${describe(v)}`);
+      fail(`${framePathOf(f)}: must be JSON data (object, array, string, number, boolean or null), got ${describe(v)}`);
     }
   }
 }

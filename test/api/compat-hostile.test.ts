@@ -139,3 +139,85 @@ describe('a JSON POST /v1/batches over the body limit', () => {
     expect(error.message).not.toMatch(/state/);
   });
 });
+
+describe('structured text nested deeper than a state may be', () => {
+  // Deep enough that JSON.stringify would overflow the stack (it was a 500 on /v1/systemone).
+  const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+  const post = (url: string, payload: string) => app.inject({ method: 'POST', url, headers: { ...AUTH, ...JSON_TYPE }, payload });
+
+  it('System One: instructions, criteria and levels are 400 api_usage_error naming where, not a 500', async () => {
+    const cases: Array<[string, string]> = [
+      [`{"type":"noul","instructions":${deep}}`, 'questions["a"].instructions[0]'],
+      [`{"type":"noul","instructions":"x","criteria":{"true":${deep},"false":"n"}}`, 'questions["a"].criteria.true[0]'],
+      [`{"type":"choice","instructions":"x","criteria":{"p":${deep},"q":null}}`, 'questions["a"].criteria["p"][0]'],
+      [`{"type":"score","instructions":"x","criteria":["low",${deep}]}`, 'questions["a"].criteria[1][0]'],
+    ];
+    for (const [question, where] of cases) {
+      const res = await post('/v1/systemone', `{"model":"svc-alpha","state":"x","questions":{"a":${question}}}`);
+      expect(res.statusCode, where).toBe(400);
+      const { detail } = res.json();
+      expect(detail.error_type).toBe('api_usage_error');
+      expect(detail.message.startsWith(where), detail.message.slice(0, 80)).toBe(true);
+      expect(detail.message).toMatch(/: nested deeper than 64 levels$/);
+      expect(res.headers['x-typesafe-request-id']).toMatch(TYPESAFE_ID);
+    }
+  });
+
+  it('an array state and an input_json part are named by their own paths', async () => {
+    const state = await post('/v1/systemone', `{"model":"svc-alpha","state":${deep},"questions":{"a":{"type":"noul","instructions":"x"}}}`);
+    expect(state.statusCode).toBe(400);
+    expect(state.json().detail.message).toMatch(/^state(\[0\]){64}: state is nested deeper than 64 levels$/);
+    const part = await post('/v1/decisions', `{"model":"svc-alpha","input":[{"role":"user","content":[{"type":"input_json","data":${deep}}]}],"questions":[{"type":"predicate","instructions":"x"}]}`);
+    expect(part.statusCode).toBe(400);
+    expect(part.json().error.message).toMatch(/^input\[0\]\.content\[0\]\.data(\[0\]){64}: nested deeper than 64 levels$/);
+    const instructions = await post('/v1/decisions', `{"model":"svc-alpha","input":"x","questions":[{"type":"predicate","instructions":[{"type":"input_json","data":${deep}}]}]}`);
+    expect(instructions.statusCode).toBe(400);
+    expect(instructions.json().error.message).toMatch(/^questions\[0\]\.instructions\[0\]\.data(\[0\]){64}: nested deeper/);
+  });
+
+  it('structured text within the limits still reads as compact JSON', async () => {
+    const nested = JSON.stringify({ a: [{ b: [1, 2] }] });
+    const res = await post('/v1/systemone', `{"model":"svc-alpha","state":[1,[2]],"questions":{"a":{"type":"score","instructions":${nested},"criteria":[{"d":"low"},["hi"]]}}}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().answers.a.legend).toEqual({ 0: { d: 'low' }, 1: ['hi'] });
+  });
+});
+
+describe('a batch line with structured text nested too deep', () => {
+  it('is that line\'s 400 in the error file; the batch completes and the other line is answered', async () => {
+    const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+    const body = (instructions: string) => `{"model":"svc-alpha","state":"x","questions":{"a":{"type":"noul","instructions":${instructions}}}}`;
+    const jsonl = [
+      `{"custom_id":"ok","method":"POST","url":"/v1/systemone","body":${body('"Is it late?"')}}`,
+      `{"custom_id":"deep","method":"POST","url":"/v1/systemone","body":${body(deep)}}`,
+    ].join('\n');
+    const boundary = 'deep-boundary';
+    const form =
+      `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="deep.jsonl"\r\n\r\n${jsonl}\r\n--${boundary}--\r\n`;
+    const file = await app.inject({ method: 'POST', url: '/v1/files', headers: { ...AUTH, 'content-type': `multipart/form-data; boundary=${boundary}` }, payload: form });
+    expect(file.statusCode).toBe(200);
+    const created = await app.inject({
+      method: 'POST',
+      url: '/v1/batches',
+      headers: { ...AUTH, ...JSON_TYPE },
+      payload: { input_file_id: file.json().id, endpoint: '/v1/systemone', completion_window: '24h' },
+    });
+    expect(created.statusCode).toBe(200);
+    let batch = created.json();
+    while (!['completed', 'failed', 'cancelled'].includes(batch.status)) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      batch = (await app.inject({ method: 'GET', url: `/v1/batches/${batch.id}`, headers: AUTH })).json();
+    }
+    expect(batch.status).toBe('completed');
+    expect(batch.request_counts).toEqual({ total: 2, completed: 1, failed: 1 });
+    const output = (await app.inject({ method: 'GET', url: `/v1/files/${batch.output_file_id}/content`, headers: AUTH })).body.trim().split('\n');
+    expect(output.map((l) => JSON.parse(l).custom_id)).toEqual(['ok']);
+    const [errorLine] = (await app.inject({ method: 'GET', url: `/v1/files/${batch.error_file_id}/content`, headers: AUTH })).body.trim().split('\n');
+    const failed = JSON.parse(errorLine!);
+    expect(failed.custom_id).toBe('deep');
+    expect(failed.response.status_code).toBe(400);
+    expect(failed.response.body.detail.error_type).toBe('api_usage_error');
+    expect(failed.response.body.detail.message).toMatch(/^questions\["a"\]\.instructions(\[0\]){64}: nested deeper than 64 levels$/);
+  });
+});

@@ -17,7 +17,7 @@
 import type { NormalizedDecideRequest, NormalizedOption, NormalizedQuestion } from '../../domain/decision.js';
 import { isApiError } from '../errors.js';
 import { isPlainObject, jsonType, type DialectCall, type DialectParse, type WireError } from '../dialect.js';
-import { DEFAULT_VALIDATION_LIMITS, normalizeState, type ValidationLimits } from '../validate.js';
+import { DEFAULT_VALIDATION_LIMITS, structuredText, type ValidationLimits } from '../validate.js';
 import { invalidRequest, openAiError } from './errors.js';
 import type { DecisionValue } from './schemas.js';
 
@@ -71,9 +71,7 @@ function partText(part: unknown, at: string, limits: Partial<ValidationLimits>):
     case 'input_json': {
       const data = part.data;
       if (!isPlainObject(data) && !Array.isArray(data)) reject(`data must be an object or an array, got ${jsonType(data)}`, `${at}.data`);
-      // normalizeState checks JSON data (depth, finite numbers, size) on objects: wrap an array.
-      normalizeState(isPlainObject(data) ? data : { data }, limits);
-      return JSON.stringify(data);
+      return structuredText(data, { path: `${at}.data` }, limits);
     }
     case 'input_image':
       return reject('input_image parts are not supported: this server scores text only (input_text and input_json parts)', at);

@@ -17,8 +17,8 @@
 //   an array state -> its compact JSON text (an object state as /v1/decide renders it).
 import type { NormalizedDecideRequest, QuestionType } from '../../domain/decision.js';
 import { isApiError } from '../errors.js';
-import { isPlainObject, jsonType, textOf, type DialectCall, type DialectParse, type WireError } from '../dialect.js';
-import { normalizeQuestions, normalizeState, DEFAULT_VALIDATION_LIMITS, type ValidationLimits } from '../validate.js';
+import { isPlainObject, jsonType, type DialectCall, type DialectParse, type WireError } from '../dialect.js';
+import { normalizeQuestions, normalizeState, structuredText, DEFAULT_VALIDATION_LIMITS, type ValidationLimits } from '../validate.js';
 import { limitError, systemOneError, unprocessable, usageError } from './errors.js';
 import type { SystemOneProblem } from './schemas.js';
 
@@ -123,8 +123,14 @@ function quote(key: string): string {
   return JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}...` : key);
 }
 
+/** Text as the model reads it: a string as it is, an object or array (pass 1 checked) as compact JSON. */
+function textAt(value: unknown, path: string, limits: Partial<ValidationLimits>): string {
+  return typeof value === 'string' ? value : structuredText(value as object, { path }, limits);
+}
+
 /** Pass 2 on a body that passed pass 1: our rules, then the decide-shaped question map. */
-function toDecideQuestions(questions: Record<string, Record<string, unknown>>, maxQuestions: number) {
+function toDecideQuestions(questions: Record<string, Record<string, unknown>>, limits: Partial<ValidationLimits>) {
+  const maxQuestions = limits.maxQuestions ?? DEFAULT_VALIDATION_LIMITS.maxQuestions;
   const ids = Object.keys(questions);
   if (ids.length > maxQuestions) reject(limitError(`Too many questions. Must have at most ${maxQuestions} questions.`));
   const legends = new Map<string, unknown[]>();
@@ -142,26 +148,29 @@ function toDecideQuestions(questions: Record<string, Record<string, unknown>>, m
     if (!(TYPES as readonly string[]).includes(type)) {
       reject(usageError(`Invalid request: ${at}.type must be one of ${TYPES.join(', ')}, got ${quote(type)}.`));
     }
-    const instructions = q.instructions === undefined || q.instructions === null ? q.instructions : textOf(q.instructions);
+    const instructions = q.instructions === undefined || q.instructions === null ? q.instructions : textAt(q.instructions, `${at}.instructions`, limits);
     const criteria = q.criteria ?? undefined;
     const out: Record<string, unknown> = { type, instructions };
     if (type === 'noul' && criteria !== undefined) {
       const c = criteria as Record<string, unknown>;
       // Both or neither: /v1/decide's noul criteria name both options; a missing side reads as its key.
       if (c.true != null || c.false != null) {
-        out.criteria = { no: c.false == null ? '' : textOf(c.false), yes: c.true == null ? '' : textOf(c.true) };
+        out.criteria = {
+          no: c.false == null ? '' : textAt(c.false, `${at}.criteria.false`, limits),
+          yes: c.true == null ? '' : textAt(c.true, `${at}.criteria.true`, limits),
+        };
       }
     } else if (type === 'choice') {
       const c = criteria as Record<string, unknown>;
       const n = Object.keys(c).length;
       if (n > SYSTEMONE_LIMITS.maxChoices) reject(limitError(`Too many choices. Must have at most ${SYSTEMONE_LIMITS.maxChoices} choices.`));
       if (n < SYSTEMONE_LIMITS.minChoices) reject(limitError(`Too few choices. Must have at least ${SYSTEMONE_LIMITS.minChoices} choices.`));
-      out.criteria = Object.fromEntries(Object.entries(c).map(([key, d]) => [key, d === null ? '' : textOf(d)]));
+      out.criteria = Object.fromEntries(Object.entries(c).map(([key, d]) => [key, d === null ? '' : textAt(d, `${at}.criteria[${quote(key)}]`, limits)]));
     } else if (type === 'score') {
       const levels = criteria as unknown[];
       if (levels.length > SYSTEMONE_LIMITS.maxLevels) reject(limitError(`Too many score levels. Must have at most ${SYSTEMONE_LIMITS.maxLevels} levels.`));
       if (levels.length < SYSTEMONE_LIMITS.minLevels) reject(limitError(`Too few score levels. Must have at least ${SYSTEMONE_LIMITS.minLevels} levels.`));
-      out.criteria = Object.fromEntries(levels.map((level, i) => [String(i), textOf(level)]));
+      out.criteria = Object.fromEntries(levels.map((level, i) => [String(i), textAt(level, `${at}.criteria[${i}]`, limits)]));
       legends.set(id, levels);
     }
     decide[id] = out;
@@ -171,11 +180,8 @@ function toDecideQuestions(questions: Record<string, Record<string, unknown>>, m
 
 /** The state as the model reads it: a string as it is, an object or array as compact JSON. */
 function stateText(state: unknown, limits: Partial<ValidationLimits>): string {
-  if (!Array.isArray(state)) return normalizeState(state, limits);
-  // normalizeState checks JSON data (depth, finite numbers, size) on objects only: wrap the array
-  // for the checks (one level deeper than it is), render the array itself.
-  normalizeState({ state }, limits);
-  return JSON.stringify(state);
+  // /v1/decide's state is a string or an object; an array gets the same checks as an object.
+  return Array.isArray(state) ? structuredText(state, { path: 'state', noun: 'state' }, limits) : normalizeState(state, limits);
 }
 
 /**
@@ -195,8 +201,7 @@ export function parseSystemOne(body: unknown, limits: Partial<ValidationLimits> 
         reject(usageError(`Invalid request: ${quote(field)} is not a request field (a System One request has ${REQUEST_FIELDS.join(', ')}).`));
       }
     }
-    const maxQuestions = limits.maxQuestions ?? DEFAULT_VALIDATION_LIMITS.maxQuestions;
-    const { decide, legends } = toDecideQuestions(b.questions as Record<string, Record<string, unknown>>, maxQuestions);
+    const { decide, legends } = toDecideQuestions(b.questions as Record<string, Record<string, unknown>>, limits);
     const request: NormalizedDecideRequest = {
       model: b.model as string,
       stateText: stateText(b.state, limits),
