@@ -8,6 +8,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const SLOW_FIRST = [
   'test/e2e/install-as-dependency.test.ts',
+  // A real browser and server; on a fresh machine it first installs Chromium with apt-get.
+  'test/e2e/console.test.ts',
   'test/batches/pg-multiprocess.test.ts',
   'test/batches/crash.test.ts',
   'test/e2e/import-model.test.ts',

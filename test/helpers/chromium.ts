@@ -20,7 +20,7 @@ export function ensureChromium(): string {
     execFileSync('apt-get', ['update'], { stdio: 'pipe', timeout: 180_000 });
     execFileSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], {
       stdio: 'pipe',
-      timeout: 420_000,
+      timeout: 360_000,
       env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
     });
   } catch (err) {
