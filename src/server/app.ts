@@ -51,6 +51,12 @@ export interface LoggerOptions {
   stream?: NodeJS.WritableStream;
 }
 
+/**
+ * How {@link createServer} builds the server; every field is optional (keys then come from the
+ * environment or `<dataDir>/api-key`).
+ * @example
+ * const app = await createServer({ modelsDir: 'models', dataDir: 'data', apiKeys: ['my-key'], rateLimit: false });
+ */
 export interface ServerOptions {
   /** A service to serve; the caller keeps ownership (the server does not close it). */
   service?: DecisionService;
@@ -82,11 +88,23 @@ export interface ServerOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/**
+ * The options of {@link decisionApp}, the API as a plugin: unlike {@link createServer} it takes an
+ * open service and resolved keys, and reads nothing from the environment.
+ * @example
+ * const options: DecisionAppOptions = { service, keys: new ApiKeySet().add('my-key'), rateLimit: false,
+ *   bodyLimitBytes: 1024 * 1024, dataDir: 'data', ownsService: false };
+ */
 export interface DecisionAppOptions {
+  /** The service to serve; closed with the app only when `ownsService`. */
   service: DecisionService;
+  /** The accepted API keys (`new ApiKeySet().add(key)`; `sha256:<hex>` entries too). */
   keys: ApiKeySet;
+  /** Per-key and failed-authentication limits, or false for none. */
   rateLimit: RateLimitOptions | false;
+  /** Largest JSON body accepted (DEFAULT_BODY_LIMIT_BYTES in createServer). */
   bodyLimitBytes: number;
+  /** Where the batch database and uploaded files live. */
   dataDir: string;
   /** Work on batch jobs in this process (default true). */
   batchWorker?: boolean;
@@ -240,6 +258,12 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
 /**
  * The API as a plugin. It shares its context with the instance it is registered on (as
  * fastify-plugin would), so its error handler, 404 handler and hooks cover every route.
+ * @example
+ * const service = await DecisionService.open({ modelsDir: 'models' });
+ * const app = Fastify();
+ * await app.register(decisionApp, { service, keys: new ApiKeySet().add('my-key'), rateLimit: false,
+ *   bodyLimitBytes: 1024 * 1024, dataDir: 'data', ownsService: true });
+ * await app.listen({ port: 8080 });
  */
 export const decisionApp = Object.assign(decisionAppPlugin, {
   [Symbol.for('skip-override')]: true,
