@@ -13,6 +13,12 @@ export const ERROR_CODES = [
   'server_error',
 ] as const;
 
+/**
+ * An API error's `code` (HTTP status in ERROR_STATUS), as the library's ApiError carries it.
+ * @example
+ * const retryable: ErrorCode[] = ['rate_limited', 'server_error'];
+ * if (err instanceof ApiError && retryable.includes(err.code)) await retry();
+ */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** HTTP status for each error code. */

@@ -47,6 +47,11 @@ export const QuestionSchema = Type.Object(
   },
   { additionalProperties: false },
 );
+/**
+ * One question: `noul` (yes/no), `choice` (named options in `criteria`) or `score` (ordered levels).
+ * @example
+ * const topic: Question = { type: 'choice', instructions: 'What is it about?', criteria: { payments: 'Charges', other: 'Anything else' } };
+ */
 export type Question = Static<typeof QuestionSchema>;
 
 export const StateSchema = Type.Union(
@@ -78,6 +83,11 @@ export const DecideRequestSchema = Type.Object(
   },
   { additionalProperties: false },
 );
+/**
+ * The body of POST /v1/decide, and what DecisionService.decide takes.
+ * @example
+ * const req: DecideRequest = { model: 'svc-alpha', state: { ticket: 'Charged twice' }, questions: { refund: { type: 'noul', instructions: 'Refund?' } } };
+ */
 export type DecideRequest = Static<typeof DecideRequestSchema>;
 
 export const AnswerSchema = Type.Object({
@@ -99,6 +109,11 @@ export const AnswerSchema = Type.Object({
     }),
   ),
 });
+/**
+ * One question's answer: a calibrated probability per option, the most probable (`top`) and its probability (`confidence`).
+ * @example
+ * const answer: Answer = res.answers.refund; // { type: 'noul', probs: { no: 0.3, yes: 0.7 }, top: 'yes', confidence: 0.7 }
+ */
 export type Answer = Static<typeof AnswerSchema>;
 
 export const UsageSchema = Type.Object({
@@ -124,6 +139,12 @@ export const DecideResponseSchema = Type.Object({
   }),
   usage: UsageSchema,
 });
+/**
+ * The answer to a DecideRequest: the decision id, the resolved dated model id, one Answer per question id, and usage.
+ * @example
+ * const res: DecideResponse = await svc.decide(req);
+ * console.log(res.model, res.answers.refund.top, res.usage.cached_tokens);
+ */
 export type DecideResponse = Static<typeof DecideResponseSchema>;
 
 export const ErrorCodeSchema = Type.Union(ERROR_CODES.map((c) => Type.Literal(c)));
@@ -203,6 +224,11 @@ export const ModelListingSchema = Type.Object({
     }),
   ),
 });
+/**
+ * GET /v1/models and DecisionService.listModels(): the versions, the aliases and the skipped directories.
+ * @example
+ * const { aliases } = svc.listModels(); // { 'svc-alpha': 'svc-alpha-2026-10' }
+ */
 export type ModelListing = Static<typeof ModelListingSchema>;
 
 // ---- Batches ----

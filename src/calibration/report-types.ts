@@ -38,6 +38,13 @@ export interface TypeReport {
   reliability: Record<'before' | 'after', Array<{ confidence: number; accuracy: number; count: number }>>;
 }
 
+/**
+ * What {@link calibrateModel} returns (and `decide calibrate --json` prints): the new version, and
+ * per question type the fit and its held-out figures before and after.
+ * @example
+ * const report = await calibrateModel({ model: 'svc-alpha', data: 'labelled.jsonl' });
+ * console.log(report.model, report.model_dir);
+ */
 export interface CalibrationReport {
   base_model: string;
   model: string;

@@ -22,6 +22,11 @@ import type { CalibrationReport, Compared, TypeReport } from './report-types.js'
 
 export type { CalibrationReport, TypeReport } from './report-types.js';
 
+/**
+ * What {@link calibrateModel} fits and where the new version goes (`decide calibrate`'s options).
+ * @example
+ * const options: CalibrateOptions = { model: 'svc-alpha', data: 'labelled.jsonl', as: 'svc-alpha-2026-11-22', reportDir: 'calib-report' };
+ */
 export interface CalibrateOptions {
   /** Model id or alias to calibrate. */
   model: string;
@@ -54,6 +59,12 @@ export const MIN_FIT_OBSERVATIONS = 20;
 export const MIN_HELD_OUT_OBSERVATIONS = 5;
 export const HELD_OUT_SHARE = 0.2;
 
+/**
+ * A calibration that was refused (bad data, an existing id, a poor fit) or failed; nothing is written.
+ * @example
+ * try { await calibrateModel({ model: 'svc-alpha', data: 'labelled.jsonl' }); }
+ * catch (err) { if (err instanceof CalibrationError) process.exitCode = err.exitCode; }
+ */
 export class CalibrationError extends Error {
   constructor(
     message: string,

@@ -12,6 +12,11 @@ import type { NativeLoadOptions } from './native.js';
 
 export type Provider = 'cpu' | 'cuda';
 
+/**
+ * How {@link Engine.load} loads a model; only `modelDir` is required.
+ * @example
+ * const engine = await Engine.load({ modelDir: 'models/svc-alpha-2026-10', provider: 'cpu', threads: 4 });
+ */
 export interface EngineLoadOptions {
   /** A Hugging Face model directory with an ONNX decoder-with-past export. */
   modelDir: string;

@@ -23,6 +23,11 @@ export type { ScoreGroup, ScoreSuffix } from './score-groups.js';
 export type { EngineLoadOptions, Provider } from './engine-options.js';
 export type { LmHeadChoice } from './scoring-graph.js';
 
+/**
+ * One suffix's result: softmax over `labelLogits` gives the options' probabilities among themselves.
+ * @example
+ * const p = Array.from(score.labelLogits, (l) => Math.exp(l - score.logSumExp)); // over the whole vocabulary
+ */
 export interface SuffixScore {
   /** Logits of the suffix's label tokens at its last position, in label order. */
   labelLogits: Float32Array;
@@ -30,6 +35,12 @@ export interface SuffixScore {
   logSumExp: number;
 }
 
+/**
+ * What {@link Engine.scoreBatch} returns: the scores, per group how many prefix tokens came from the
+ * cache, and the call's own counters.
+ * @example
+ * const { groups, cachedTokens } = await engine.scoreBatch([{ prefix, suffixes }]);
+ */
 export interface ScoreBatchResult {
   /** Per group, per suffix, in input order. */
   groups: SuffixScore[][];
@@ -39,8 +50,20 @@ export interface ScoreBatchResult {
   counters: NativeCounters;
 }
 
+/**
+ * The engine's running totals (calls, forward passes, computed and cached prefix tokens, prefix
+ * cache bytes and entries, ...), what /metrics exports per model.
+ * @example
+ * const { forwardPasses, cachedTokens } = engine.counters();
+ */
 export type EngineCounters = NativeEngineCounters;
 
+/**
+ * What was loaded: the native model info plus the directory, the graph file used, whether the
+ * LM-head rewrite applies (and why not) and the context length.
+ * @example
+ * if (engine.info.lmHead.graph === 'stock') console.warn(engine.info.lmHead.reason);
+ */
 export interface EngineInfo extends NativeModelInfo {
   modelDir: string;
   graphFile: string;
@@ -72,6 +95,16 @@ function asEngineError(err: unknown, stackFrom: Error): EngineError {
   return wrapped;
 }
 
+/**
+ * The token-level engine over one model directory: token ids in, each label's logit out. Prefixes
+ * are computed once and kept in a byte-bounded prefix cache; questions are batched into few forward
+ * passes on ONNX Runtime's threads, never on the JavaScript thread. Errors are {@link EngineError}s.
+ * @example
+ * const engine = await Engine.load({ modelDir: 'models/tiny', threads: 2 });
+ * const [[refund]] = await engine.score([{ prefix, suffixes: [{ tokens, labels: new Int32Array([no, yes]) }] }]);
+ * console.log(refund.labelLogits, engine.counters().cachedTokens);
+ * engine.close();
+ */
 export class Engine {
   private closed = false;
 

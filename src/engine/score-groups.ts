@@ -4,6 +4,11 @@
  */
 import { EngineError } from '../errors/engine-error.js';
 
+/**
+ * One question: its tokens after the shared prefix and the label tokens to score at its last token.
+ * @example
+ * const suffix: ScoreSuffix = { tokens: await tokenizer.encode('Refund? '), labels: Int32Array.from(['no', 'yes'].map((l) => tokenizer.tokenToId(l))) };
+ */
 export interface ScoreSuffix {
   /** The question's tokens; the label is read at the last of them. */
   tokens: Int32Array;
@@ -11,6 +16,11 @@ export interface ScoreSuffix {
   labels: Int32Array;
 }
 
+/**
+ * One state: a prefix computed once (or found in the prefix cache) and the questions asked about it.
+ * @example
+ * const group: ScoreGroup = { prefix: await tokenizer.encode('State: ...\n'), suffixes: [refundSuffix, topicSuffix] };
+ */
 export interface ScoreGroup {
   /** Tokens shared by every suffix of the group (system text + state). */
   prefix: Int32Array;

@@ -6,7 +6,11 @@
  * without importing the engine.
  */
 
-/** Error codes of the engine, stable across releases (err.code). */
+/**
+ * Error codes of the engine, stable across releases (err.code); the README's table maps each to its API error.
+ * @example
+ * const retryLater: EngineErrorCode[] = ['ERR_QUEUE_FULL'];
+ */
 export type EngineErrorCode =
   /** A model directory (config, graph, tokenizer, template, calibration, labels) cannot be used. */
   | 'ERR_MODEL_LOAD'
@@ -24,7 +28,13 @@ export type EngineErrorCode =
   | 'ERR_OUT_OF_MEMORY'
   | 'ERR_RUNTIME';
 
-/** Every failure of the engine, native or not, surfaces as an EngineError with a stable `.code`. */
+/**
+ * Every failure of the engine, native or not, surfaces as an EngineError with a stable `.code`.
+ * @example
+ * try { await engine.score(groups); } catch (err) {
+ *   if (err instanceof EngineError && err.code === 'ERR_STATE_TOO_LONG') shorten();
+ * }
+ */
 export class EngineError extends Error {
   readonly code: EngineErrorCode;
   constructor(code: EngineErrorCode, message: string, options?: { cause?: unknown }) {

@@ -20,6 +20,11 @@ import { DEFAULT_MODEL_ALIAS, ensureDefaultModel } from '../models/default-model
 import { calibrationSummary } from '../models/model-info.js';
 import { ModelRegistry, type InstalledModel } from '../models/registry.js';
 
+/**
+ * How {@link DecisionService.open} opens the service; every field is optional.
+ * @example
+ * const svc = await DecisionService.open({ modelsDir: '/srv/models', preload: ['svc-alpha'], threads: 4 });
+ */
 export interface DecisionServiceOptions {
   /** Where model directories live; default DECIDE_MODELS_DIR or ./models. */
   modelsDir?: string;
@@ -62,6 +67,16 @@ function decideResponse(id: string, model: string, scored: ScoredRequest): Decid
   };
 }
 
+/**
+ * The decision service in-process: resolves model ids and aliases, validates requests as the API
+ * does, renders the prompts, scores through the engines' scheduler and applies each version's
+ * calibration. HTTP, batches, the CLI and the library all go through it. Bad input throws an ApiError.
+ * @example
+ * const svc = await DecisionService.open({ modelsDir: 'models' });
+ * const res = await svc.decide({ model: 'svc-alpha', state: 'The parcel arrived broken.',
+ *   questions: { refund: { type: 'noul', instructions: 'Does the customer want a refund?' } } });
+ * await svc.close();
+ */
 export class DecisionService {
   private readonly runtimes = new Map<string, Promise<ModelRuntime>>();
   /** The runtimes whose load has finished: what readiness and metrics report, without waiting on a load. */
