@@ -165,6 +165,19 @@ describe('the console in a browser', () => {
     await expect.poll(() => alert.textContent()).toContain('The request was refused');
     expect(await alert.textContent()).toMatch(/instructions/);
     await shot('playground-error');
+    await page.fill('#q0-instructions', 'What is the ticket about?');
+  });
+
+  it('playground: a JSON state is sent as an object; text that is not a JSON object is caught before sending', async () => {
+    await page.check('input[name="state-mode"] >> nth=1');
+    await page.fill('#state', '{"ticket": "charged twice",');
+    await expect.poll(() => page.locator('form [role="alert"]').textContent()).toMatch(/^State: /);
+    expect(await page.locator('#run').isDisabled()).toBe(true);
+    await page.fill('#state', '{"ticket": "charged twice", "order": 1182}');
+    await page.click('#run');
+    await expect.poll(() => page.locator('[data-question="topic"] [data-option]').count()).toBe(3);
+    const curl = (await page.locator('[data-snippet="curl"]').textContent())!;
+    expect(JSON.parse(/-d '([\s\S]*)'$/.exec(curl)![1]!).state).toEqual({ ticket: 'charged twice', order: 1182 });
   });
 
   it('models: a calibrated version with its figures and reliability diagram, a broken one with its reason', async () => {
