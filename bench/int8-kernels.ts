@@ -5,9 +5,12 @@
  *   fp32            MatMul with an fp32 weight (the fp32 model's op)
  *   dqmm            com.microsoft DynamicQuantizeMatMul, int8 weight with a per-column scale
  *   dql+mmitf       DynamicQuantizeLinear + com.microsoft MatMulIntegerToFloat (the unfused pair)
+ *   rowq            each activation row quantized with its own scale + MatMulInteger + both scales
+ *                   (what --dtype int8 builds for the projections and MLP: quantize.ts)
  *   nbits8-bB       com.microsoft MatMulNBits, bits 8, block B (32, 128, 256), accuracy_level 4 (int8 compute)
  *
- *   npx tsc -p tsconfig.json && node dist/bench/int8-kernels.js [--threads 1,2] [--seconds 1]
+ *   npx tsc -p tsconfig.json && [INT8_VARIANTS=fp32,rowq,...] node dist/bench/int8-kernels.js \
+ *     [--threads 1,2] [--seconds 1] [--shapes MxKxN,...]
  *
  * Prints GFLOP/s-equivalents (2·M·K·N per run / median seconds) and each variant's speed relative
  * to fp32 at the same shape and threads.
