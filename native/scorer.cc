@@ -219,6 +219,11 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
     fused[g] = true;
   }
 
+  // A long state is prefilled in chunks, each after the KV of the ones before it (PrefillChunk).
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (!fused[pending[i].group]) PrefillLeadingChunks(in, pending[i].group, pending[i].match, counters);
+  }
+
   // Rows sorted by the tokens they compute (then by past), so that Chunk() can cut the list into
   // passes with little padding.
   auto new_tokens = [&](size_t i) {
@@ -277,6 +282,45 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
     if (same_as[g] >= 0) pasts[g] = pasts[same_as[g]];
   }
   return pasts;
+}
+
+int Scorer::PrefillChunk(int new_tokens) const {
+  // One pass computes every query's scores against every key, the causally hidden half included:
+  // about attention_weight x n^2 token-equivalents for n new tokens. In k chunks that is
+  // attention_weight x n^2 (k + 1) / 2k, plus k - 1 more passes; the best k is
+  // n sqrt(attention_weight / (2 x pass_overhead)). Chunks stay at least kMinPrefillChunk tokens:
+  // shorter ones run the projections and MLP as narrower, less efficient matrix products.
+  if (new_tokens < 2 * kMinPrefillChunk || options_.attention_weight <= 0) return new_tokens;
+  const double overhead = std::max(options_.pass_overhead_tokens, 1.0);
+  const double best = new_tokens * std::sqrt(options_.attention_weight / (2.0 * overhead));
+  const int chunks = std::min(static_cast<int>(std::lround(best)), new_tokens / kMinPrefillChunk);
+  if (chunks <= 1) return new_tokens;
+  return (new_tokens + chunks - 1) / chunks;
+}
+
+void Scorer::PrefillLeadingChunks(const ScoreInput& in, int group, PrefixCache::Match& match, ScoreCounters& counters) {
+  const int count = in.prefix_offsets[group + 1] - in.prefix_offsets[group];
+  const int chunk = PrefillChunk(count - match.length);
+  if (chunk >= count - match.length) return;
+  // The state's block, filled chunk by chunk; each chunk's pass reads the ones before as its past.
+  auto block = std::make_shared<KvBlock>(decoder_->GetDevice(), decoder_->Info().kv, count);
+  if (match.length > 0) decoder_->CopyKvPrefix(*match.block, match.length, *block);
+  const int32_t* ids = in.prefix_tokens + in.prefix_offsets[group];
+  int done = match.length;
+  while (count - done > chunk) {
+    std::vector<ExtendRow> rows(1);
+    rows[0].past = block.get();
+    rows[0].past_len = done;
+    rows[0].tokens = ids + done;
+    rows[0].num_tokens = chunk;
+    ExtendResult result = decoder_->Extend(rows, false);
+    Account(rows, 0, 1, counters);
+    counters.prefix_passes += 1;
+    decoder_->CopyNewKv(result, 0, chunk, *block, done);
+    done += chunk;
+  }
+  // The last chunk runs with the call's other prefix rows, after this partial block as its past.
+  match = PrefixCache::Match{std::move(block), done};
 }
 
 bool Scorer::PacksSuffixes() const {

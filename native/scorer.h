@@ -78,6 +78,9 @@ struct ScoreOutput {
   ScoreCounters counters;           // this call only
 };
 
+// The shortest prefill chunk: below it the chunk's matrix products lose more than its attention saves.
+constexpr int kMinPrefillChunk = 512;
+
 class Scorer {
  public:
   explicit Scorer(const ScorerOptions& options);
@@ -113,6 +116,11 @@ class Scorer {
   // pass as its state is marked in `fused` (its answers are in `output` already).
   std::vector<GroupPast> ResolvePrefixes(const ScoreInput& input, const GroupRows& packed, std::vector<bool>& fused,
                                          ScoreOutput& output);
+  // Tokens per prefill chunk for a state with `new_tokens` to compute (new_tokens: one pass).
+  int PrefillChunk(int new_tokens) const;
+  // Runs a long state's prefill but its last chunk, one pass per chunk, and points `match` at the
+  // partial block, so the last chunk runs with the call's other prefix rows.
+  void PrefillLeadingChunks(const ScoreInput& input, int group, PrefixCache::Match& match, ScoreCounters& counters);
   void RunSuffixes(const ScoreInput& input, const std::vector<GroupPast>& pasts, const GroupRows& packed,
                    const std::vector<bool>& fused, ScoreOutput& output);
   // Reads the answers of `suffixes` (in logits-position order) from row `row` of a pass.
