@@ -1,5 +1,5 @@
 /**
- * `decide import-model --dtype int8` the way a user meets it: the CLI writes the int8 model, imports
+ * `decide import-model --dtype int8` (and make-model's) the way a user meets it: the CLI writes the int8 model, imports
  * the fp32 twin to a temporary directory and prints how far the int8 answers are from it on
  * generated prompts (the check to run on one's own checkpoint before serving); the model is then
  * served like any other by `decide serve` over real HTTP. The hf-tiny fixtures (random weights)
@@ -80,6 +80,18 @@ describe('decide import-model --dtype int8', () => {
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.import.dtype).toBe('int8');
     expect(decision.import.int8.scheme).toEqual({ kernel: 'rowq', lmHead: 'nbits8', block: 128 });
+  });
+
+  it('make-model --dtype int8 prints the agreement with its fp32 twin (same preset and seed) too', async () => {
+    const out = path.join(dirs.root, 'tiny-int8');
+    const res = await decide(['make-model', '--preset', 'tiny', '--out', out, '--dtype', 'int8']);
+    expect(res.code, res.stderr).toBe(0);
+    const a = agreementOf(res.stdout);
+    expect(a.rows).toBe(24);
+    expect(a.maxProbDiff).toBeGreaterThan(0);
+    expect(a.maxProbDiff).toBeLessThanOrEqual(2e-2);
+    const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
+    expect(decision.builder).toMatchObject({ preset: 'tiny', dtype: 'int8', int8: { scheme: { kernel: 'rowq', lmHead: 'nbits8', block: 128 } } });
   });
 
   it('--no-agreement skips the check; the int8 model is served over HTTP like any other', async () => {
