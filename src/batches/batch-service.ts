@@ -137,24 +137,11 @@ export class BatchService {
   /** create() returning the stored job (either dialect renders it: wireBatch()). */
   async createJob(input: CreateBatchInput): Promise<BatchJob> {
     try {
-      this.ensureOpen();
-      if (input.model === undefined || input.model === '') {
-        throw new ApiError('invalid_question', 'model: required (form field "model", a model id such as svc-alpha)');
-      }
-      if (!input.upload) throw new ApiError('invalid_question', 'file: required (form field "file", a JSONL file with one record per line)');
-      const model = this.options.service.resolveModel(input.model);
-      let questions: string | null = null;
-      if (input.questions !== undefined) {
-        parseFormQuestions(input.questions, this.settings.validation);
-        questions = input.questions;
-      }
-      if (input.upload.records === 0) {
-        throw new ApiError('invalid_question', 'file: empty; a batch needs at least one record (one JSON object per line)');
-      }
+      const { model, requestedModel, upload } = this.checkForm(input);
       const id = `batch_${this.newId()}`;
       const job = await this.store.create(
-        { id, owner: input.owner, model, requestedModel: input.model, total: input.upload.records, createdAt: Date.now(), questions, openai: input.openai ?? null },
-        input.upload,
+        { id, owner: input.owner, model, requestedModel, total: upload.records, createdAt: Date.now(), questions: input.questions ?? null, openai: input.openai ?? null },
+        upload,
       );
       this.log(`batch ${id}: created (${job.total} records, model ${model}${input.openai ? `, OpenAI dialect, ${input.openai.endpoint}` : ''})`);
       return job;
@@ -171,18 +158,9 @@ export class BatchService {
    */
   async validate(input: Omit<CreateBatchInput, 'owner'>): Promise<BatchValidation> {
     try {
-      this.ensureOpen();
-      if (input.model === undefined || input.model === '') {
-        throw new ApiError('invalid_question', 'model: required (form field "model", a model id such as svc-alpha)');
-      }
-      if (!input.upload) throw new ApiError('invalid_question', 'file: required (form field "file", a JSONL file with one record per line)');
-      const model = this.options.service.resolveModel(input.model);
-      const formQuestions = input.questions === undefined ? undefined : parseFormQuestions(input.questions, this.settings.validation);
-      if (input.upload.records === 0) {
-        throw new ApiError('invalid_question', 'file: empty; a batch needs at least one record (one JSON object per line)');
-      }
-      const ctx = { model, requestedModel: input.model, formQuestions, seen: new Map(), limits: this.settings.validation, maxRecordBytes: this.settings.maxRecordBytes };
-      return { object: 'batch_validation', model, ...(await validateUploadFile(input.upload.path, ctx)) };
+      const { model, requestedModel, upload, formQuestions } = this.checkForm(input);
+      const ctx = { model, requestedModel, formQuestions, seen: new Map(), limits: this.settings.validation, maxRecordBytes: this.settings.maxRecordBytes };
+      return { object: 'batch_validation', model, ...(await validateUploadFile(upload.path, ctx)) };
     } finally {
       await this.discard(input.upload);
     }
@@ -292,6 +270,24 @@ export class BatchService {
     // Another key's batch is indistinguishable from a missing one.
     if (!job || job.owner !== owner) throw notFound(String(id));
     return job;
+  }
+
+  /**
+   * The form checks create() and validate() share, in the order a caller fixes them: model and file
+   * present, the model known, the questions field valid, the file not empty.
+   */
+  private checkForm(input: Omit<CreateBatchInput, 'owner'>): { model: string; requestedModel: string; upload: StagedUpload; formQuestions: unknown } {
+    this.ensureOpen();
+    if (input.model === undefined || input.model === '') {
+      throw new ApiError('invalid_question', 'model: required (form field "model", a model id such as svc-alpha)');
+    }
+    if (!input.upload) throw new ApiError('invalid_question', 'file: required (form field "file", a JSONL file with one record per line)');
+    const model = this.options.service.resolveModel(input.model);
+    const formQuestions = input.questions === undefined ? undefined : parseFormQuestions(input.questions, this.settings.validation);
+    if (input.upload.records === 0) {
+      throw new ApiError('invalid_question', 'file: empty; a batch needs at least one record (one JSON object per line)');
+    }
+    return { model, requestedModel: input.model, upload: input.upload, formQuestions };
   }
 
   private ensureOpen(): void {
