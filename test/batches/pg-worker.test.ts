@@ -155,16 +155,26 @@ describe('a worker while the database is down', () => {
     try {
       await sql(postgres.url, `ALTER DATABASE worker_outage ALLOW_CONNECTIONS false`);
       await sql(postgres.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'worker_outage' AND pid <> pg_backend_pid()`);
-      const failing = () => log.filter((l) => l.includes('database calls are failing'));
-      await until('the outage line', () => failing().length > 0);
+      // pg_terminate_backend only signals: a backend may finish the query it is running first, so a
+      // call can still succeed right after the first failure (a real flap, logged as one). The
+      // outage is total once no session is left and the last state line says "failing".
+      const stateLines = (from = 0) => log.slice(from).filter((l) => /database calls (are failing|succeed again)/.test(l));
+      await until('no session left on the database', async () => {
+        const [row] = await sql<{ n: number }>(postgres.url, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = 'worker_outage'`);
+        return row!.n === 0;
+      });
+      await until('the outage line', () => stateLines().at(-1)?.includes('database calls are failing') === true);
+      const settled = log.length;
       // The outage goes on: the worker keeps retrying (backing off) without another line.
       await new Promise((r) => setTimeout(r, 1500));
-      expect(failing()).toHaveLength(1);
+      expect(stateLines(settled)).toEqual([]);
       expect(log.filter((l) => /batch (worker|queue):/.test(l))).toEqual([]);
 
+      const outageEnds = log.length;
       await sql(postgres.url, `ALTER DATABASE worker_outage ALLOW_CONNECTIONS true`);
-      await until('the recovery line', () => log.some((l) => l.includes('database calls succeed again')), 60_000);
-      expect(log.filter((l) => l.includes('database calls succeed again'))).toHaveLength(1);
+      await until('the recovery line', () => stateLines(outageEnds).length > 0, 60_000);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(stateLines(outageEnds)).toEqual([expect.stringContaining('database calls succeed again')]);
       const lines = goodLines(5, 3, 'after');
       const job = await worker.create({ owner: 'o', model: 'svc-alpha', upload: await worker.stageUpload(Readable.from([lines.join('\n')])) });
       await until('the job after the outage to complete', async () => (await worker.get('o', job.id)).status === 'completed');
