@@ -1,10 +1,12 @@
 /** Shared pieces of the batch tests: a models dir holding the tiny model, input files, a real server process. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
+import { DecisionService } from '../../src/service/decision-service.js';
 import { decideBin, ROOT } from '../helpers/bin.js';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
 export { ROOT };
@@ -208,4 +210,38 @@ export function client(url: string, key: string) {
       }
     },
   };
+}
+
+/** What the Postgres batch tests share: a temp workspace, the tiny model's service, a Postgres server. */
+export interface PgWorkspace {
+  workDir: string;
+  modelsDir: string;
+  svc: DecisionService;
+  postgres: TestPostgres;
+}
+
+/**
+ * Opens a PgWorkspace: the model loads (one ORT thread: a tiny model's passes are too small for a
+ * pool to pay off) while Postgres starts. Both settle before a failure is thrown, and what did open
+ * is closed again, so a failed beforeAll leaves nothing running.
+ */
+export async function openPgWorkspace(prefix: string): Promise<PgWorkspace> {
+  const { dir: workDir, modelsDir } = await tempWorkspace(prefix);
+  const [svc, postgres] = await Promise.allSettled([DecisionService.open({ modelsDir, preload: [MODEL_ID], threads: 1 }), startPostgres()]);
+  if (svc.status === 'fulfilled' && postgres.status === 'fulfilled') return { workDir, modelsDir, svc: svc.value, postgres: postgres.value };
+  await closePgWorkspace({ workDir, svc: svc.status === 'fulfilled' ? svc.value : undefined, postgres: postgres.status === 'fulfilled' ? postgres.value : undefined });
+  throw svc.status === 'rejected' ? svc.reason : (postgres as PromiseRejectedResult).reason;
+}
+
+export async function closePgWorkspace(ws: Partial<PgWorkspace> | undefined): Promise<void> {
+  await ws?.svc?.close();
+  await ws?.postgres?.stop();
+  if (ws?.workDir) await rm(ws.workDir, { recursive: true, force: true });
+}
+
+/** A results stream (or any text stream) read whole. */
+export async function streamText(stream: AsyncIterable<unknown>): Promise<string> {
+  let out = '';
+  for await (const piece of stream) out += String(piece);
+  return out;
 }

@@ -9,7 +9,6 @@
  * The hold is a gate in front of the real service (real engine, real Postgres, real pg-boss): the
  * one way to make "chunk k+1 commits before chunk k" happen every run rather than sometimes.
  */
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 
@@ -17,9 +16,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchService, type BatchDecisionService } from '../../src/batches/batch-service.js';
-import { DecisionService } from '../../src/service/decision-service.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { goodLines, MODEL_ID, parseRows, tempWorkspace } from './helpers.js';
+import type { DecisionService } from '../../src/service/decision-service.js';
+import type { TestPostgres } from '../helpers/postgres.js';
+import { closePgWorkspace, goodLines, openPgWorkspace, parseRows, streamText } from './helpers.js';
 
 const CHUNK_RECORDS = 4;
 const CHUNKS = 24;
@@ -33,25 +32,12 @@ let svc: DecisionService;
 let postgres: TestPostgres;
 
 beforeAll(async () => {
-  ({ dir: workDir, modelsDir } = await tempWorkspace('batch-pg-prefix'));
-  const opened = await Promise.allSettled([
-    DecisionService.open({ modelsDir, preload: [MODEL_ID], threads: 1 }).then((s) => (svc = s)),
-    startPostgres().then((p) => (postgres = p)),
-  ]);
-  for (const o of opened) if (o.status === 'rejected') throw o.reason;
+  ({ workDir, modelsDir, svc, postgres } = await openPgWorkspace('batch-pg-prefix'));
 }, 120_000);
 
 afterAll(async () => {
-  await svc?.close();
-  await postgres?.stop();
-  await rm(workDir, { recursive: true, force: true });
+  await closePgWorkspace({ workDir, svc, postgres });
 });
-
-async function text(stream: AsyncIterable<unknown>): Promise<string> {
-  let out = '';
-  for await (const piece of stream) out += String(piece);
-  return out;
-}
 
 async function until(what: string, check: () => Promise<boolean>, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;
@@ -124,7 +110,7 @@ describe('Postgres cancel keeps exactly the committed prefix', () => {
       expect(final.status).toBe('cancelled');
       expect(final.progress.completed + final.progress.failed).toBe(prefix);
       const { stream, bytes } = await host.openResults('o', job.id);
-      const body = await text(stream);
+      const body = await streamText(stream);
       expect(Buffer.byteLength(body)).toBe(bytes);
       expect(parseRows(body).map((r) => r.custom_id)).toEqual(lines.slice(0, prefix).map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
     } finally {

@@ -11,7 +11,6 @@
  * which holds for superusers too) and its sessions are ended.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 
@@ -20,9 +19,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchService } from '../../src/batches/batch-service.js';
 import { DecisionService } from '../../src/service/decision-service.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import type { TestPostgres } from '../helpers/postgres.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
-import { goodLines, MODEL_ID, parseRows, startWorker, tempWorkspace } from './helpers.js';
+import { closePgWorkspace, goodLines, MODEL_ID, openPgWorkspace, parseRows, startWorker, streamText } from './helpers.js';
 
 let workDir: string;
 let modelsDir: string;
@@ -30,18 +29,11 @@ let svc: DecisionService;
 let postgres: TestPostgres;
 
 beforeAll(async () => {
-  ({ dir: workDir, modelsDir } = await tempWorkspace('batch-pg-worker'));
-  const opened = await Promise.allSettled([
-    DecisionService.open({ modelsDir, preload: [MODEL_ID], threads: 1 }).then((s) => (svc = s)),
-    startPostgres().then((p) => (postgres = p)),
-  ]);
-  for (const o of opened) if (o.status === 'rejected') throw o.reason;
+  ({ workDir, modelsDir, svc, postgres } = await openPgWorkspace('batch-pg-worker'));
 }, 120_000);
 
 afterAll(async () => {
-  await svc?.close();
-  await postgres?.stop();
-  await rm(workDir, { recursive: true, force: true });
+  await closePgWorkspace({ workDir, svc, postgres });
 });
 
 async function until(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
@@ -50,12 +42,6 @@ async function until(what: string, check: () => boolean | Promise<boolean>, ms =
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
-}
-
-async function text(stream: AsyncIterable<unknown>): Promise<string> {
-  let out = '';
-  for await (const piece of stream) out += String(piece);
-  return out;
 }
 
 async function sql<T extends pg.QueryResultRow>(url: string, query: string, params: unknown[] = []): Promise<T[]> {
@@ -91,7 +77,7 @@ describe('decide worker without the job model', () => {
       // A worker with the model takes the job and completes it.
       helper = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'helper'), databaseUrl: url });
       await until('the job to complete', async () => (await host.get('o', job.id)).status === 'completed');
-      const rows = parseRows(await text((await host.openResults('o', job.id)).stream));
+      const rows = parseRows(await streamText((await host.openResults('o', job.id)).stream));
       expect(rows.map((r) => r.custom_id)).toEqual(lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
       expect(worker.output().match(/cannot be served by this worker/g)).toHaveLength(1);
       expect(await worker.stop()).toBe(0);
@@ -135,7 +121,7 @@ describe('a worker whose copy of the model fails to load', () => {
 
       good = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'good-worker'), databaseUrl: url });
       await until('the job to complete', async () => (await host.get('o', job.id)).status === 'completed');
-      const rows = parseRows(await text((await host.openResults('o', job.id)).stream));
+      const rows = parseRows(await streamText((await host.openResults('o', job.id)).stream));
       expect(rows.map((r) => r.custom_id)).toEqual(lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
       expect(log.filter((l) => l.includes('cannot be served by this worker'))).toHaveLength(1);
     } finally {

@@ -6,7 +6,6 @@
  * cancelled through another on the same database (API hosts keep no state), and several stores
  * opening a fresh database at once apply each migration exactly once.
  */
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 
@@ -14,9 +13,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchService, type BatchServiceOptions } from '../../src/batches/batch-service.js';
-import { DecisionService } from '../../src/service/decision-service.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { goodLines, maxProbDiff, MODEL_ID, mixedFile, parseRows, tempWorkspace, type ResultRow } from './helpers.js';
+import type { DecisionService } from '../../src/service/decision-service.js';
+import type { TestPostgres } from '../helpers/postgres.js';
+import { closePgWorkspace, goodLines, maxProbDiff, mixedFile, openPgWorkspace, parseRows, type ResultRow, streamText } from './helpers.js';
 
 let workDir: string;
 let modelsDir: string;
@@ -25,27 +24,12 @@ let postgres: TestPostgres;
 let dbCount = 0;
 
 beforeAll(async () => {
-  ({ dir: workDir, modelsDir } = await tempWorkspace('batch-store'));
-  // One thread: a tiny model's passes are too small for a thread pool to pay off (its workers spin between ops).
-  // The model loads while Postgres starts; both settle before anything fails, so that afterAll closes what opened.
-  const opened = await Promise.allSettled([
-    DecisionService.open({ modelsDir, preload: [MODEL_ID], threads: 1 }).then((s) => (svc = s)),
-    startPostgres().then((p) => (postgres = p)),
-  ]);
-  for (const o of opened) if (o.status === 'rejected') throw o.reason;
+  ({ workDir, modelsDir, svc, postgres } = await openPgWorkspace('batch-store'));
 }, 120_000);
 
 afterAll(async () => {
-  await svc?.close();
-  await postgres?.stop();
-  await rm(workDir, { recursive: true, force: true });
+  await closePgWorkspace({ workDir, svc, postgres });
 });
-
-async function text(stream: AsyncIterable<unknown>): Promise<string> {
-  let out = '';
-  for await (const piece of stream) out += String(piece);
-  return out;
-}
 
 async function waitFor(batches: BatchService, owner: string, id: string, statuses: string[]) {
   const until = Date.now() + 60_000;
@@ -80,7 +64,7 @@ describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
     const done = await waitFor(batches, 'o', b.id, ['completed']);
     expect(done.progress).toEqual({ total: expected.length, completed: expected.filter((e) => !e.code).length, failed: expected.filter((e) => e.code).length });
     const { stream, bytes } = await batches.openResults('o', b.id);
-    const body = await text(stream);
+    const body = await streamText(stream);
     expect(Buffer.byteLength(body)).toBe(bytes);
     const rows = parseRows(body);
     expect(rows.map((r) => ({ custom_id: r.custom_id, ...(r.error ? { code: r.error.code } : {}) }))).toEqual(expected);
@@ -112,7 +96,7 @@ describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
     const final = await waitFor(batches, 'o', b.id, ['cancelled']);
     expect(final.progress.completed).toBeLessThan(400);
     await batches.whenIdle();
-    const rows = parseRows(await text((await batches.openResults('o', b.id)).stream));
+    const rows = parseRows(await streamText((await batches.openResults('o', b.id)).stream));
     // The rows kept are exactly the first ones, in order, and as many as the progress says.
     expect(rows.map((r) => r.custom_id)).toEqual(lines.slice(0, rows.length).map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
     expect(rows.length).toBe((await batches.get('o', b.id)).progress.completed);
@@ -133,8 +117,8 @@ describe('Postgres: hosts keep no state; migrations', () => {
     try {
       expect((await b.get('o', created.id)).id).toBe(created.id);
       await waitFor(a, 'o', created.id, ['completed']);
-      const fromA = parseRows(await text((await a.openResults('o', created.id)).stream));
-      const fromB = parseRows(await text((await b.openResults('o', created.id)).stream));
+      const fromA = parseRows(await streamText((await a.openResults('o', created.id)).stream));
+      const fromB = parseRows(await streamText((await b.openResults('o', created.id)).stream));
       expect(fromA.map((r) => r.custom_id)).toEqual(lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
       expect(fromB).toEqual(fromA);
       const other = await a.create({ owner: 'o', model: 'svc-alpha', upload: await a.stageUpload(Readable.from([goodLines(300, 4, 'k').join('\n')])) });
