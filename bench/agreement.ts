@@ -32,12 +32,13 @@ export interface AgreementPlan {
  */
 /**
  * int8 weights (make-model --dtype int8) move probabilities further on the small preset's random
- * weights: 2.6e-2 on tickets, and 4.5e-2 to 7.8e-2 on generated prompts whichever int8 kernel and
- * block size (int8 weights with fp32 activations alone give 4.5e-2; docs/benchmark.md). The check
- * refuses at 1.5e-1, which still fails a real error (a wrong row, position or mask moves
- * probabilities by more); the issue's 2e-2 goal is reported as a target (report.ts).
+ * weights: 2.2e-2 on tickets and 2.7e-2 on document, 4.9e-2 on generated prompts (int8 weights
+ * with fp32 activations alone give 4.5e-2; docs/benchmark.md). The check refuses at 8e-2, which
+ * fails a real error: a wrong row, position or mask moves probabilities by 1e-1 and more, and so
+ * did the u8 x s8 kernel's int16 saturation on an AVX2 host (1.3e-1 to 1.5e-1). The issue's 2e-2
+ * goal is reported as a target (report.ts).
  */
-export const PROB_TOLERANCE: Readonly<Record<ModelDtype, number>> = { fp32: 1e-4, fp16: 1e-2, int8: 1.5e-1 };
+export const PROB_TOLERANCE: Readonly<Record<ModelDtype, number>> = { fp32: 1e-4, fp16: 1e-2, int8: 8e-2 };
 /** fp32 on CUDA (TF32 off) sums in another order than the CPU: allowed 1e-3, not 1e-4. */
 const CUDA_FP32_PROB_TOLERANCE = 1e-3;
 

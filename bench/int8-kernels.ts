@@ -1,109 +1,59 @@
 /**
  * Which int8 MatMul kernel to build `--dtype int8` models with, measured in the engine's own ONNX
  * Runtime (the addon's timeMatMul: native/matmul_probe.h): one weight-stationary MatMul graph per
- * variant, activation [M, K] fp32 in, [M, N] fp32 out, at the given thread counts:
+ * variant (bench/int8-graph.ts), activation [M, K] fp32 in, [M, N] fp32 out, at the given thread
+ * counts:
  *   fp32            MatMul with an fp32 weight (the fp32 model's op)
+ *   rowq-u8         each activation row quantized to uint8 with its own scale, uint8 weights with a
+ *                   scale per column, MatMulInteger u8 x u8, both scales (the --dtype int8 default)
+ *   rowq-s8         the same with int8 weights (u8 x s8: saturates in int16 on CPUs without VNNI)
  *   dqmm            com.microsoft DynamicQuantizeMatMul, int8 weight with a per-column scale
  *   dql+mmitf       DynamicQuantizeLinear + com.microsoft MatMulIntegerToFloat (the unfused pair)
- *   rowq            each activation row quantized with its own scale + MatMulInteger + both scales
- *                   (what --dtype int8 builds for the projections and MLP: quantize.ts)
- *   nbits8-bB       com.microsoft MatMulNBits, bits 8, block B (32, 128, 256), accuracy_level 4 (int8 compute)
+ *   nbits8-bB       com.microsoft MatMulNBits, bits 8, block B, accuracy_level 4 (int8 compute)
  *
- *   npx tsc -p tsconfig.json && [INT8_VARIANTS=fp32,rowq,...] node dist/bench/int8-kernels.js \
+ *   npx tsc -p tsconfig.json && [INT8_VARIANTS=fp32,rowq-u8,...] node dist/bench/int8-kernels.js \
  *     [--threads 1,2] [--seconds 1] [--shapes MxKxN,...]
  *
- * Prints GFLOP/s-equivalents (2·M·K·N per run / median seconds) and each variant's speed relative
- * to fp32 at the same shape and threads.
+ * Prints GFLOP/s-equivalents (2·M·K·N per run / median seconds), each variant's speed relative to
+ * fp32 at the same shape and threads, and its error against the fp32 MatMul (onnxruntime-node, the
+ * same ONNX Runtime), as max |error| / rms of the fp32 result on two activations: 'normal' (normal
+ * rows with a few 6x outliers) and 'worst' (every entry at the row's largest magnitude, signed like
+ * the first column's weights: the products add up, which is where an int16 pair sum saturates).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
+import * as ort from 'onnxruntime-node';
+
 import { loadNativeModule, resolveOrtLibrary } from '../src/engine/native.js';
-import { DataType, MS_DOMAIN, makeValueInfo, writeModel, type GraphProto, type NodeProto, type WeightSpec } from '../src/models/builder/onnx-writer.js';
-import { quantizeBlocksNBits8, quantizeColumnsInt8 } from '../src/models/builder/quantize.js';
 import { Rng } from '../src/models/builder/rng.js';
+import { probeActivations, writeInt8ProbeModel, type Int8ProbeVariant, type ProbeShape } from './int8-graph.js';
 
-interface Shape {
-  m: number;
-  k: number;
-  n: number;
-}
+type Variant = Int8ProbeVariant;
+const VARIANTS = (process.env.INT8_VARIANTS?.split(',') as Variant[] | undefined) ?? ['fp32', 'rowq-u8', 'rowq-s8', 'dqmm', 'dql+mmitf', 'nbits8-b128', 'nbits8-b256'];
 
-type Variant = 'fp32' | 'dqmm' | 'dql+mmitf' | 'rowq' | 'nbits8-b32' | 'nbits8-b128' | 'nbits8-b256';
-const VARIANTS: Variant[] = (process.env.INT8_VARIANTS?.split(',') as Variant[] | undefined) ?? ['fp32', 'dqmm', 'dql+mmitf', 'rowq', 'nbits8-b32', 'nbits8-b128', 'nbits8-b256'];
-
-function spec(name: string, dims: number[], data: Float32Array | Int8Array | Uint8Array): WeightSpec {
-  const dtype = data instanceof Float32Array ? 'fp32' : data instanceof Int8Array ? 'int8' : 'uint8';
-  return { name, dims, dtype, *chunks() { yield data; } };
-}
-
-function graphFor(variant: Variant, s: Shape, w: Float32Array): { graph: GraphProto; weights: WeightSpec[] } {
-  const input = [makeValueInfo('A', DataType.FLOAT, [s.m, s.k])];
-  const output = [makeValueInfo('Y', DataType.FLOAT, [s.m, s.n])];
-  let node: NodeProto[];
-  let weights: WeightSpec[];
-  if (variant === 'fp32') {
-    node = [{ opType: 'MatMul', name: 'MatMul', input: ['A', 'W'], output: ['Y'] }];
-    weights = [spec('W', [s.k, s.n], w)];
-  } else if (variant === 'rowq') {
-    // Per-row symmetric activation quantization (uint8 around 128) + MatMulInteger + both scales.
-    const { q, scales } = quantizeColumnsInt8(w, s.k, s.n);
-    weights = [
-      spec('W', [s.k, s.n], q),
-      spec('W_scale', [s.n], scales),
-      spec('inv127', [], Float32Array.of(1 / 127)),
-      spec('tiny', [], Float32Array.of(1e-30)),
-      spec('c128', [], Float32Array.of(128)),
-      spec('zp', [], Uint8Array.of(128)),
-    ];
-    node = [
-      { opType: 'Abs', name: 'abs', input: ['A'], output: ['absA'] },
-      { opType: 'ReduceMax', name: 'rmax', input: ['absA'], output: ['amax'], attribute: [{ name: 'axes', type: 7, ints: [-1] }, { name: 'keepdims', type: 2, i: 1 }] },
-      { opType: 'Mul', name: 'smul', input: ['amax', 'inv127'], output: ['s0'] },
-      { opType: 'Max', name: 'smax', input: ['s0', 'tiny'], output: ['s'] },
-      { opType: 'Div', name: 'div', input: ['A', 's'], output: ['As'] },
-      { opType: 'Round', name: 'round', input: ['As'], output: ['Ar'] },
-      { opType: 'Add', name: 'add', input: ['Ar', 'c128'], output: ['Au'] },
-      { opType: 'Cast', name: 'cast', input: ['Au'], output: ['Aq'], attribute: [{ name: 'to', type: 2, i: 2 }] },
-      { opType: 'MatMulInteger', name: 'mmi', input: ['Aq', 'W', 'zp'], output: ['Y32'] },
-      { opType: 'Cast', name: 'cast2', input: ['Y32'], output: ['Yf'], attribute: [{ name: 'to', type: 2, i: 1 }] },
-      { opType: 'Mul', name: 'mul1', input: ['Yf', 's'], output: ['Y1'] },
-      { opType: 'Mul', name: 'mul2', input: ['Y1', 'W_scale'], output: ['Y'] },
-    ];
-  } else if (variant === 'dqmm' || variant === 'dql+mmitf') {
-    const { q, scales } = quantizeColumnsInt8(w, s.k, s.n);
-    weights = [spec('W', [s.k, s.n], q), spec('W_scale', [s.n], scales)];
-    node =
-      variant === 'dqmm'
-        ? [{ opType: 'DynamicQuantizeMatMul', domain: MS_DOMAIN, name: 'DQMM', input: ['A', 'W', 'W_scale'], output: ['Y'] }]
-        : [
-            { opType: 'DynamicQuantizeLinear', name: 'DQL', input: ['A'], output: ['Aq', 'A_scale', 'A_zp'] },
-            { opType: 'MatMulIntegerToFloat', domain: MS_DOMAIN, name: 'MMITF', input: ['Aq', 'W', 'A_scale', 'W_scale', 'A_zp'], output: ['Y'] },
-          ];
-  } else {
-    const block = Number(variant.slice('nbits8-b'.length));
-    const { packed, scales } = quantizeBlocksNBits8(w, s.k, s.n, block);
-    weights = [spec('W', [s.n, s.k / block, block], packed), spec('W_scale', [s.n * (s.k / block)], scales)];
-    node = [
-      {
-        opType: 'MatMulNBits',
-        domain: MS_DOMAIN,
-        name: 'MatMulNBits',
-        input: ['A', 'W', 'W_scale'],
-        output: ['Y'],
-        attribute: [
-          { name: 'K', type: 2, i: s.k },
-          { name: 'N', type: 2, i: s.n },
-          { name: 'bits', type: 2, i: 8 },
-          { name: 'block_size', type: 2, i: block },
-          { name: 'accuracy_level', type: 2, i: 4 },
-        ],
-      },
-    ];
+async function outputs(file: string, s: ProbeShape, inputs: Float32Array[]): Promise<Float32Array[]> {
+  const session = await ort.InferenceSession.create(file, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+  try {
+    const out: Float32Array[] = [];
+    for (const a of inputs) out.push((await session.run({ A: new ort.Tensor('float32', a, [s.m, s.k]) })).Y!.data as Float32Array);
+    return out;
+  } finally {
+    await session.release();
   }
-  return { graph: { name: 'int8_probe', node, input, output }, weights };
+}
+
+/** max |y - reference| / rms(reference). */
+function relativeMaxError(y: Float32Array, reference: Float32Array): number {
+  let sq = 0;
+  let max = 0;
+  for (let i = 0; i < y.length; i++) {
+    sq += reference[i]! * reference[i]!;
+    max = Math.max(max, Math.abs(y[i]! - reference[i]!));
+  }
+  return max / Math.sqrt(sq / y.length);
 }
 
 function median(xs: number[]): number {
@@ -120,7 +70,7 @@ async function main(): Promise<void> {
     },
   });
   const threads = values.threads.split(',').map(Number);
-  const shapes: Shape[] = values.shapes.split(',').map((t) => {
+  const shapes: ProbeShape[] = values.shapes.split(',').map((t) => {
     const [m, k, n] = t.split('x').map(Number) as [number, number, number];
     return { m, k, n };
   });
@@ -131,12 +81,18 @@ async function main(): Promise<void> {
       const w = new Float32Array(s.k * s.n);
       new Rng(7, 'int8-kernels').fillNormal(w, 0.02);
       const files = new Map<Variant, string>();
+      const activations = probeActivations(s, w);
+      const errors = new Map<Variant, string>();
+      let reference: Float32Array[] = [];
       for (const v of VARIANTS) {
         const file = path.join(dir, `${v}-${s.m}x${s.k}x${s.n}.onnx`);
-        const { graph, weights } = graphFor(v, s, w);
-        await writeModel({ path: file, graph, weights, externalData: false, opsetVersion: 17 });
+        await writeInt8ProbeModel(file, v, s, w);
         files.set(v, file);
+        const ys = await outputs(file, s, [activations.normal, activations.worst]);
+        if (v === 'fp32') reference = ys;
+        else if (reference.length > 0) errors.set(v, `error normal ${relativeMaxError(ys[0]!, reference[0]!).toExponential(1)}, worst ${relativeMaxError(ys[1]!, reference[1]!).toExponential(1)}`);
       }
+      for (const v of VARIANTS) if (errors.has(v)) console.log(`[${s.m} x ${s.k}] x [${s.k} x ${s.n}] ${v}: ${errors.get(v)}`);
       for (const t of threads) {
         const gflops = new Map<Variant, number>();
         for (const v of VARIANTS) {

@@ -18,6 +18,7 @@ import type { Priority } from '../runtime/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
 import { DEFAULT_MODEL_ALIAS, ensureDefaultModel } from '../models/default-model.js';
 import { calibrationSummary } from '../models/model-info.js';
+import { saturatingInt8Warning } from '../models/int8-warning.js';
 import { ModelRegistry, type InstalledModel } from '../models/registry.js';
 
 /**
@@ -255,6 +256,8 @@ export class DecisionService {
           if (lmHead.graph === 'stock' && lmHead.reason === 'fallback') {
             this.options.log?.(`model ${model.id}: scoring with the stock graph (logits at every position, slower): ${lmHead.detail}`);
           }
+          const int8Warning = saturatingInt8Warning(model.dir);
+          if (int8Warning !== undefined) this.options.log?.(`model ${model.id}: ${int8Warning}`);
         },
         () => this.runtimes.delete(model.id),
       );

@@ -79,7 +79,7 @@ describe('decide import-model --dtype int8', () => {
     expect(a.agree).toBeGreaterThanOrEqual(20);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.import.dtype).toBe('int8');
-    expect(decision.import.int8.scheme).toEqual({ kernel: 'rowq', lmHead: 'nbits8', block: 128 });
+    expect(decision.import.int8.scheme).toEqual({ kernel: 'rowq-u8', lmHead: 'nbits8', block: 128 });
   });
 
   it('make-model --dtype int8 prints the agreement with its fp32 twin (same preset and seed) too', async () => {
@@ -91,7 +91,7 @@ describe('decide import-model --dtype int8', () => {
     expect(a.maxProbDiff).toBeGreaterThan(0);
     expect(a.maxProbDiff).toBeLessThanOrEqual(2e-2);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
-    expect(decision.builder).toMatchObject({ preset: 'tiny', dtype: 'int8', int8: { scheme: { kernel: 'rowq', lmHead: 'nbits8', block: 128 } } });
+    expect(decision.builder).toMatchObject({ preset: 'tiny', dtype: 'int8', int8: { scheme: { kernel: 'rowq-u8', lmHead: 'nbits8', block: 128 } } });
   });
 
   it('--no-agreement skips the check; the int8 model is served over HTTP like any other', async () => {

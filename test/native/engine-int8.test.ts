@@ -1,7 +1,7 @@
 /**
  * The engine's properties on an int8 model (make-model --dtype int8: projection and MLP weights as
- * int8 columns for MatMulInteger with each token's activation quantized on its own, the LM head as
- * 8-bit MatMulNBits blocks), on the tiny preset's weights:
+ * 8-bit columns for MatMulInteger (u8 x u8) with each token's activation quantized on its own, the
+ * LM head as 8-bit MatMulNBits blocks), on the tiny preset's weights:
  * - prefix reuse equals an independent fresh full-sequence run of the same int8 graph (onnxruntime-node
  *   JS API) within the int8 graph's own tolerance, which is fp32's: a token's result does not depend
  *   on the other tokens of its pass (DynamicQuantizeMatMul's per-tensor activation scale moved logits
@@ -11,10 +11,13 @@
  * - against the fp32 twin (same weights unquantized): probabilities close, the top option the same.
  */
 import { readFileSync, statSync } from 'node:fs';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
+import { DecisionService } from '../../src/service/decision-service.js';
 import { measureInt8Agreement } from '../../src/models/import/int8-agreement.js';
 import { onnx } from '../../src/models/builder/onnx-writer.js';
 import { PRESETS } from '../../src/models/builder/presets.js';
@@ -67,7 +70,7 @@ describe('Engine on the tiny int8 model', () => {
   });
   afterAll(() => engine?.close());
 
-  it('stores the projections and MLP as int8 columns, the LM head as 8-bit blocks; decision.json says so; the rewrite applies', () => {
+  it('stores the projections and MLP as 8-bit columns (uint8 around 128), the LM head as 8-bit blocks; decision.json says so; the rewrite applies', () => {
     const model = onnx.ModelProto.decode(readFileSync(path.join(int8Dir, 'onnx', 'model.onnx')));
     const ops = new Map<string, number>();
     for (const n of model.graph!.node!) ops.set(n.opType!, (ops.get(n.opType!) ?? 0) + 1);
@@ -78,7 +81,10 @@ describe('Engine on the tiny int8 model', () => {
     expect(ops.get('ReduceMax')).toBe(2 * 4);
     const { hiddenSize: h, intermediateSize: inter, vocabSize: vocab } = PRESETS.tiny!;
     const byName = new Map(model.graph!.initializer!.map((t) => [t.name!, t]));
-    expect(byName.get('model.layers.0.mlp.up_proj.weight')!.dataType).toBe(onnx.TensorProto.DataType.INT8);
+    // uint8 weights: u8 x u8 GEMMs, exact on every CPU (test/native/int8-matmul.test.ts).
+    expect(byName.get('model.layers.0.mlp.up_proj.weight')!.dataType).toBe(onnx.TensorProto.DataType.UINT8);
+    const mmi = model.graph!.node!.find((n) => n.opType === 'MatMulInteger')!;
+    expect(mmi.input).toHaveLength(4);
     expect(byName.get('model.layers.0.mlp.up_proj.weight')!.dims!.map(Number)).toEqual([h, inter]);
     expect(byName.get('model.layers.0.mlp.up_proj.weight_scale')!.dims!.map(Number)).toEqual([inter]);
     // The head: [N, K / block, block] bytes (block 64: the largest power of two <= 128 dividing K = 64).
@@ -87,7 +93,7 @@ describe('Engine on the tiny int8 model', () => {
     expect(byName.get('model.embed_tokens.weight')!.dataType).toBe(onnx.TensorProto.DataType.FLOAT);
     const decision = JSON.parse(readFileSync(path.join(int8Dir, 'decision.json'), 'utf8'));
     expect(decision.builder.dtype).toBe('int8');
-    expect(decision.builder.int8.scheme).toEqual({ kernel: 'rowq', lmHead: 'nbits8', block: 128 });
+    expect(decision.builder.int8.scheme).toEqual({ kernel: 'rowq-u8', lmHead: 'nbits8', block: 128 });
     expect(engine.info.hasLogitsIndex).toBe(true);
     // The quantized weights take a quarter of their fp32 bytes; the fp32 embedding keeps the rest.
     const size = (dir: string) => statSync(path.join(dir, 'onnx', 'model.onnx')).size;
@@ -138,5 +144,33 @@ describe('Engine on the tiny int8 model', () => {
     expect(a.maxAbsProbDiff).toBeGreaterThan(0); // really quantized
     expect(a.maxAbsProbDiff).toBeLessThan(2e-2);
     expect(a.topAgreeing).toBe(12);
+  });
+
+  it('the service warns when it loads an int8 model written with int8 weights (u8 x s8), not for the current kernel', async () => {
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'decide-int8-warning-'));
+    try {
+      const oldDir = path.join(tmp, 'old', 'svc-alpha-2026-10');
+      const newDir = path.join(tmp, 'new', 'svc-alpha-2026-10');
+      await cp(int8Dir, oldDir, { recursive: true });
+      await cp(int8Dir, newDir, { recursive: true });
+      // What --dtype int8 recorded before the u8 x u8 kernel.
+      const decision = JSON.parse(await readFile(path.join(oldDir, 'decision.json'), 'utf8'));
+      decision.builder.int8.scheme.kernel = 'rowq';
+      await writeFile(path.join(oldDir, 'decision.json'), JSON.stringify(decision));
+      for (const [dir, warned] of [[oldDir, true], [newDir, false]] as const) {
+        const lines: string[] = [];
+        const service = await DecisionService.open({ modelsDir: path.dirname(dir), ensureDefaultModel: false, log: (line) => lines.push(line) });
+        try {
+          await service.runtime('svc-alpha-2026-10');
+          const warning = lines.filter((l) => l.includes('u8 x s8'));
+          expect(warning).toHaveLength(warned ? 1 : 0);
+          if (warned) expect(warning[0]).toMatch(/^model svc-alpha-2026-10: int8 weights multiplied as u8 x s8 \(kernel 'rowq'\).*re-create the model/);
+        } finally {
+          await service.close();
+        }
+      }
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
   });
 });

@@ -32,8 +32,8 @@ describe('agreementPlan', () => {
     expect(agreementPlan('fp16', 'cuda')).toEqual({ reference: 'fp32 CPU engine', probTolerance: 1e-2 });
     expect(agreementPlan('fp32', 'cuda')).toEqual({ reference: 'fp32 CPU engine', probTolerance: 1e-3 });
   });
-  it('int8 weights: the fp32 CPU engine on the fp32 twin, probabilities within 1.5e-1 (the 2e-2 goal is a reported target)', () => {
-    expect(agreementPlan('int8', 'cpu')).toEqual({ reference: 'fp32 CPU engine', probTolerance: 1.5e-1 });
+  it('int8 weights: the fp32 CPU engine on the fp32 twin, probabilities within 8e-2 (the 2e-2 goal is a reported target)', () => {
+    expect(agreementPlan('int8', 'cpu')).toEqual({ reference: 'fp32 CPU engine', probTolerance: 8e-2 });
   });
 });
 

@@ -122,11 +122,13 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
 /** decision.json's record of an int8 model: what is quantized and how (the same for make-model and import-model). */
 export function int8Record(scheme: Int8Scheme): Record<string, unknown> {
   const describe = (kernel: Int8Kernel) =>
-    kernel === 'rowq'
-      ? 'MatMulInteger: int8 symmetric weights with one scale per output column; each token quantized to 8 bits with its own scale'
-      : kernel === 'dqmm'
-        ? 'com.microsoft.DynamicQuantizeMatMul: int8 symmetric, one scale per output column'
-        : `com.microsoft.MatMulNBits (bits 8): int8 symmetric, one scale per ${scheme.block} rows of a column`;
+    kernel === 'rowq-u8'
+      ? 'MatMulInteger (u8 x u8): uint8 weights around 128 with one scale per output column; each token quantized to 8 bits with its own scale'
+      : kernel === 'rowq-s8'
+        ? 'MatMulInteger (u8 x s8): int8 weights with one scale per output column; each token quantized to 8 bits with its own scale'
+        : kernel === 'dqmm'
+          ? 'com.microsoft.DynamicQuantizeMatMul: int8 symmetric, one scale per output column'
+          : `com.microsoft.MatMulNBits (bits 8): int8 symmetric, one scale per ${scheme.block} rows of a column`;
   return {
     projectionsAndMlp: describe(scheme.kernel),
     lmHead: scheme.lmHead === 'fp32' ? 'fp32 MatMul' : describe(scheme.lmHead),

@@ -1,23 +1,29 @@
 /**
  * Weight quantization for `--dtype int8`: the projection, MLP and LM-head weights of a [K, N]
- * MatMul stored as 8-bit integers with fp32 scales and multiplied by ONNX Runtime's int8 kernels
- * (u8 x s8 GEMMs that use AVX-512 VNNI where the CPU has it); the activations stay fp32 between ops.
+ * MatMul stored as 8-bit integers with fp32 scales and multiplied by ONNX Runtime's integer GEMMs;
+ * the activations stay fp32 between ops.
  *
- * Three kernels, chosen by measurement (docs/benchmark.md, "int8 weights"; bench/int8-kernels.ts,
+ * The kernels, chosen by measurement (docs/benchmark.md, "int8 weights"; bench/int8-kernels.ts,
  * bench/engine-ab.ts):
- * - 'rowq' (the default for projections and MLP): int8 [K, N] weights with a scale per column;
- *   each token's activation row is quantized to 8 bits with its own scale (a few standard ops,
- *   once per activation that several projections read) and multiplied by MatMulInteger, then both
- *   scales applied. A token's result depends on that token alone, so the engine's invariants hold as
- *   in fp32 (prefix reuse equals a fresh run within 1e-4, batching changes nothing).
+ * - 'rowq-u8' (the default for projections and MLP): weights with a scale per column, stored as
+ *   uint8 around the zero point 128; each token's activation row is quantized to uint8 around 128
+ *   with its own scale (a few standard ops, once per activation that several projections read) and
+ *   multiplied by MatMulInteger (u8 x u8), then both scales applied. A token's result depends on
+ *   that token alone, so the engine's invariants hold as in fp32 (prefix reuse equals a fresh run
+ *   within 1e-4, batching changes nothing), and the u8 x u8 GEMM is exact on every CPU.
+ * - 'rowq-s8': the same with int8 weights (u8 x s8). Exact where the CPU has VNNI, but on CPUs
+ *   without it (AVX2, AVX-512 without VNNI) ONNX Runtime's u8 x s8 GEMM adds pairs of products in a
+ *   saturating int16 (vpmaddubsw): 255 x 127 x 2 overflows it, and an AVX2 host moved answers by
+ *   1.5e-1. What `--dtype int8` wrote before 2026-11-25 (recorded as kernel 'rowq').
  * - 'nbits8' (the default for the LM head): com.microsoft MatMulNBits, bits 8, symmetric blocks of
  *   `block` rows of a column with a scale each, accuracy_level 4 (the activation quantized per token
- *   and block). Also token-independent; slower than 'rowq' on the projections, and the one int8
- *   head the LM-head rewrite can gather in front of (it produces `logits` itself).
- * - 'dqmm': com.microsoft DynamicQuantizeMatMul, the fastest op alone, but it quantizes the
- *   activation with one scale per tensor, so a token's result moves with the other tokens of its
- *   pass (8.7e-2 in logits between a reused prefix and a fresh run on the tiny model). Kept to be
- *   measured, never the default.
+ *   and block, no int16 pair sums). Also token-independent; slower than 'rowq-u8' on the
+ *   projections, and the one int8 head the LM-head rewrite can gather in front of (it produces
+ *   `logits` itself).
+ * - 'dqmm': com.microsoft DynamicQuantizeMatMul, the fastest op alone on VNNI hosts, but it
+ *   quantizes the activation with one scale per tensor, so a token's result moves with the other
+ *   tokens of its pass (8.7e-2 in logits between a reused prefix and a fresh run on the tiny model).
+ *   Kept to be measured, never the default.
  */
 import { DataType, makeTensor, MS_DOMAIN, type FloatDtype, type GraphBuilder, type WeightSpec } from './onnx-writer.js';
 
@@ -97,7 +103,7 @@ export function quantizeBlocksNBits8(w: Float32Array, k: number, n: number, bloc
 }
 
 /** The int8 kernels (see the top of this file). */
-export type Int8Kernel = 'rowq' | 'dqmm' | 'nbits8';
+export type Int8Kernel = 'rowq-u8' | 'rowq-s8' | 'dqmm' | 'nbits8';
 
 export interface Int8Scheme {
   /** The projections' and MLP's kernel. */
@@ -115,7 +121,7 @@ export interface Int8Scheme {
 }
 
 /** What make-model and import-model write for --dtype int8. */
-export const DEFAULT_INT8_SCHEME: Readonly<Int8Scheme> = { kernel: 'rowq', lmHead: 'nbits8', block: 128 };
+export const DEFAULT_INT8_SCHEME: Readonly<Int8Scheme> = { kernel: 'rowq-u8', lmHead: 'nbits8', block: 128 };
 
 /** The scale initializer of a quantized weight. */
 export function scaleName(weight: string): string {
@@ -136,9 +142,11 @@ export function int8MatMulNode(
   if (kernel === 'dqmm') {
     return g.op1('DynamicQuantizeMatMul', node, [x, weight, scaleName(weight)], {}, output, MS_DOMAIN);
   }
-  if (kernel === 'rowq') {
+  if (kernel === 'rowq-u8' || kernel === 'rowq-s8') {
     const { q, scale, zeroPoint } = quantizedRows(g, x);
-    const acc = g.op1('MatMulInteger', `${node}/MatMulInteger`, [q, weight, zeroPoint]);
+    // uint8 weights sit around the same zero point as the activations (quantizeWeightSpecs).
+    const inputs = kernel === 'rowq-u8' ? [q, weight, zeroPoint, zeroPoint] : [q, weight, zeroPoint];
+    const acc = g.op1('MatMulInteger', `${node}/MatMulInteger`, inputs);
     const y = g.op1('Cast', `${node}/Cast`, [acc], { to: DataType.FLOAT });
     return g.op1('Mul', `${node}/Mul_weight_scale`, [g.op1('Mul', `${node}/Mul_row_scale`, [y, scale]), scaleName(weight)], {}, output);
   }
@@ -146,11 +154,14 @@ export function int8MatMulNode(
   return g.op1('MatMulNBits', node, [x, weight, scaleName(weight)], { K: k, N: n, bits: 8, block_size: blockFor(k, block), accuracy_level: 4 }, output, MS_DOMAIN);
 }
 
+/** The uint8 zero point of 'rowq-*' activations and of 'rowq-u8' weights (symmetric: 1..255 hold -127..127). */
+const ROWQ_ZERO_POINT = 128;
+
 /** Per graph: the activations already quantized, so projections that read the same input share it. */
 const rowQuantized = new WeakMap<GraphBuilder, Map<string, { q: string; scale: string; zeroPoint: string }>>();
 
 /**
- * 'rowq' activation quantization, once per activation: scale = max |x| / 127 over each token's
+ * 'rowq-*' activation quantization, once per activation: scale = max |x| / 127 over each token's
  * row (at least 1e-30, so a zero row stays 0), q = round(x / scale) + 128 as uint8 (symmetric
  * around the zero point 128, which MatMulInteger takes as a scalar). Each token is quantized on its
  * own, so its result does not depend on the other tokens of its pass.
@@ -162,11 +173,11 @@ function quantizedRows(g: GraphBuilder, x: string): { q: string; scale: string; 
   if (found !== undefined) return found;
   const p = `${x.replace(/_output_\d+$/, '')}/int8_rows`;
   const zeroPoint = '/model/int8/zero_point_128';
-  if (memo.size === 0) g.addInitializer(makeTensor(zeroPoint, DataType.UINT8, [], Uint8Array.of(128)));
+  if (memo.size === 0) g.addInitializer(makeTensor(zeroPoint, DataType.UINT8, [], Uint8Array.of(ROWQ_ZERO_POINT)));
   const absMax = g.op1('ReduceMax', `${p}/ReduceMax`, [g.op1('Abs', `${p}/Abs`, [x])], { axes: [-1], keepdims: 1 });
   const scale = g.op1('Max', `${p}/Max`, [g.op1('Mul', `${p}/Mul`, [absMax, g.float('fp32', [1 / 127], [])]), g.float('fp32', [1e-30], [])]);
   const rounded = g.op1('Round', `${p}/Round`, [g.op1('Div', `${p}/Div`, [x, scale])]);
-  const q = g.op1('Cast', `${p}/Cast`, [g.op1('Add', `${p}/Add`, [rounded, g.float('fp32', [128], [])])], { to: DataType.UINT8 });
+  const q = g.op1('Cast', `${p}/Cast`, [g.op1('Add', `${p}/Add`, [rounded, g.float('fp32', [ROWQ_ZERO_POINT], [])])], { to: DataType.UINT8 });
   const out = { q, scale, zeroPoint };
   memo.set(x, out);
   return out;
@@ -208,7 +219,7 @@ export function quantizeWeightSpecs(specs: WeightSpec[], quantized: ReadonlyMap<
       if (kernel !== 'nbits8') {
         const r = quantizeColumnsInt8(whole, k, n);
         scales = r.scales;
-        return r.q;
+        return kernel === 'rowq-u8' ? Uint8Array.from(r.q, (v) => v + ROWQ_ZERO_POINT) : r.q;
       }
       const r = quantizeBlocksNBits8(whole, k, n, block);
       scales = r.scales;
@@ -218,7 +229,7 @@ export function quantizeWeightSpecs(specs: WeightSpec[], quantized: ReadonlyMap<
     out.push({
       name: spec.name,
       dims: kernel !== 'nbits8' ? [k, n] : [n, k / block, block],
-      dtype: kernel !== 'nbits8' ? 'int8' : 'uint8',
+      dtype: kernel === 'nbits8' || kernel === 'rowq-u8' ? 'uint8' : 'int8',
       *chunks() {
         yield quantize();
       },

@@ -1,0 +1,72 @@
+/**
+ * One-MatMul models for measuring the int8 kernels on their own: activation A [M, K] fp32 in,
+ * Y [M, N] fp32 out, the weight [K, N] stored as the kernel stores it. The builder's kernels are
+ * built by the builder's own code (quantize.ts int8MatMulNode + quantizeWeightSpecs), so what is
+ * timed and checked here is what `--dtype int8` writes. Used by bench/int8-kernels.ts and
+ * test/native/int8-matmul.test.ts.
+ */
+import { DataType, GraphBuilder, makeValueInfo, MS_DOMAIN, writeModel, type WeightSpec } from '../src/models/builder/onnx-writer.js';
+import { Rng } from '../src/models/builder/rng.js';
+import { int8MatMulNode, quantizeColumnsInt8, quantizeWeightSpecs, scaleName, type Int8Kernel } from '../src/models/builder/quantize.js';
+
+/** fp32 MatMul, a builder kernel ('nbits8' as 'nbits8-bB' with its block), or the unfused DynamicQuantizeLinear + MatMulIntegerToFloat pair. */
+export type Int8ProbeVariant = 'fp32' | 'dql+mmitf' | Exclude<Int8Kernel, 'nbits8'> | `nbits8-b${number}`;
+
+export interface ProbeShape {
+  m: number;
+  k: number;
+  n: number;
+}
+
+/**
+ * Two activations for A [m, k] against the weight `w`: 'normal' rows (standard normal, every 97th
+ * entry 6x) and 'worst' rows, every entry at the row's largest magnitude and signed like the first
+ * column's weights, so that column's products all add up (where an int16 pair sum saturates).
+ */
+export function probeActivations(s: ProbeShape, w: Float32Array): { normal: Float32Array; worst: Float32Array } {
+  const normal = new Float32Array(s.m * s.k);
+  new Rng(8, 'int8-kernels-activations').fillNormal(normal, 1);
+  for (let i = 0; i < normal.length; i += 97) normal[i]! *= 6;
+  const worst = new Float32Array(s.m * s.k);
+  for (let r = 0; r < s.m; r++) for (let k = 0; k < s.k; k++) worst[r * s.k + k] = (r + 1) * (w[k * s.n]! < 0 ? -1 : 1);
+  return { normal, worst };
+}
+
+function fp32Weight(name: string, dims: number[], w: Float32Array): WeightSpec {
+  return { name, dims, dtype: 'fp32', *chunks() { yield w; } };
+}
+
+/** Writes the model of `variant` for A [m, k] x W [k, n] (`w` row-major fp32) to `file`. */
+export async function writeInt8ProbeModel(file: string, variant: Int8ProbeVariant, s: ProbeShape, w: Float32Array): Promise<void> {
+  const g = new GraphBuilder();
+  let weights: WeightSpec[] = [fp32Weight('W', [s.k, s.n], w)];
+  if (variant === 'fp32') {
+    g.op1('MatMul', 'MatMul', ['A', 'W'], {}, 'Y');
+  } else if (variant === 'dql+mmitf') {
+    const { q, scales } = quantizeColumnsInt8(w, s.k, s.n);
+    weights = [
+      { name: 'W', dims: [s.k, s.n], dtype: 'int8', *chunks() { yield q; } },
+      { name: scaleName('W'), dims: [s.n], dtype: 'fp32', *chunks() { yield scales; } },
+    ];
+    const [aq, aScale, aZero] = g.op('DynamicQuantizeLinear', 'DQL', ['A'], {}, 3);
+    g.op1('MatMulIntegerToFloat', 'MMITF', [aq!, 'W', aScale!, scaleName('W'), aZero!], {}, 'Y', MS_DOMAIN);
+  } else {
+    const kernel: Int8Kernel = variant.startsWith('nbits8-b') ? 'nbits8' : (variant as Int8Kernel);
+    const block = kernel === 'nbits8' ? Number(variant.slice('nbits8-b'.length)) : 128;
+    int8MatMulNode(g, 'int8', 'A', 'W', [s.k, s.n], kernel, block, 'Y');
+    weights = quantizeWeightSpecs(weights, new Map([['W', kernel]]), block);
+  }
+  await writeModel({
+    path: file,
+    graph: {
+      name: 'int8_probe',
+      node: g.nodes,
+      initializer: g.initializers,
+      input: [makeValueInfo('A', DataType.FLOAT, [s.m, s.k])],
+      output: [makeValueInfo('Y', DataType.FLOAT, [s.m, s.n])],
+    },
+    weights,
+    externalData: false,
+    opsetVersion: 17,
+  });
+}
