@@ -16,12 +16,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
+import { Engine } from '../../src/engine/engine.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { measureInt8Agreement } from '../../src/models/import/int8-agreement.js';
 import { onnx } from '../../src/models/builder/onnx-writer.js';
 import { PRESETS } from '../../src/models/builder/presets.js';
 import { lastPositionLogits } from '../helpers/last-position-reference.js';
+import { maxLogitDiff, randomGroups } from '../helpers/random-groups.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
 /**
@@ -30,33 +31,8 @@ import { tinyModelDir } from '../helpers/tiny-model.js';
  */
 const INT8_LAYOUT_TOLERANCE = 1e-4;
 
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function randomGroups(seed: number, count: number): ScoreGroup[] {
-  const next = rng(seed);
-  const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
-  const ids = (n: number) => Int32Array.from({ length: n }, () => Math.floor(next() * PRESETS.tiny!.vocabSize));
-  return Array.from({ length: count }, () => ({
-    prefix: ids(int(1, 200)),
-    suffixes: Array.from({ length: int(1, 6) }, () => ({ tokens: ids(int(1, 30)), labels: ids(int(2, 12)) })),
-  }));
-}
-
-function maxDiff(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let d = 0;
-  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i]! - b[i]!));
-  return d;
-}
+/** The sizes of the random groups these tests score. */
+const SIZES = { prefixTokens: 200, suffixes: 6, suffixTokens: 30, labels: 12 };
 
 describe('Engine on the tiny int8 model', () => {
   let int8Dir: string;
@@ -103,7 +79,7 @@ describe('Engine on the tiny int8 model', () => {
 
   it('prefix reuse equals a fresh full-sequence run of the int8 graph, within its tolerance', async () => {
     engine.clearPrefixCache();
-    const groups = randomGroups(1, 3);
+    const groups = randomGroups(1, 3, SIZES);
     const scores = await engine.score(groups);
     let worst = 0;
     for (let g = 0; g < groups.length; g++) {
@@ -118,16 +94,16 @@ describe('Engine on the tiny int8 model', () => {
   });
 
   it('a group scores the same alone and inside a batch', async () => {
-    const [target, ...others] = randomGroups(11, 4);
+    const [target, ...others] = randomGroups(11, 4, SIZES);
     engine.clearPrefixCache();
     const alone = await engine.score([target!]);
     engine.clearPrefixCache();
     const mixed = await engine.score([others[0]!, target!, others[1]!, others[2]!]);
-    alone[0]!.forEach((score, s) => expect(maxDiff(score.labelLogits, mixed[1]![s]!.labelLogits)).toBeLessThan(1e-5));
+    alone[0]!.forEach((score, s) => expect(maxLogitDiff(score.labelLogits, mixed[1]![s]!.labelLogits)).toBeLessThan(1e-5));
   });
 
   it('a prefix-cache hit gives the logits of the miss and counts as reused', async () => {
-    const groups = randomGroups(21, 2);
+    const groups = randomGroups(21, 2, SIZES);
     engine.clearPrefixCache();
     const miss = await engine.score(groups);
     const before = engine.counters();
@@ -135,7 +111,7 @@ describe('Engine on the tiny int8 model', () => {
     const after = engine.counters();
     expect(after.prefixTokensComputed - before.prefixTokensComputed).toBe(0);
     expect(after.cachedTokens - before.cachedTokens).toBe(groups.reduce((n, g) => n + g.prefix.length, 0));
-    miss.forEach((group, g) => group.forEach((score, s) => expect(maxDiff(score.labelLogits, hit[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
+    miss.forEach((group, g) => group.forEach((score, s) => expect(maxLogitDiff(score.labelLogits, hit[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
   });
 
   it('agrees with its fp32 twin on generated prompts (what make-model/import-model --dtype int8 print)', async () => {

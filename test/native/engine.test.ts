@@ -17,35 +17,11 @@ import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
 import { EngineError } from '../../src/errors/engine-error.js';
 import { PRESETS } from '../../src/models/builder/presets.js';
 import { lastPositionLogits } from '../helpers/last-position-reference.js';
+import { maxLogitDiff, randomGroups, randomIds, rng } from '../helpers/random-groups.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
-/** Deterministic PRNG so a failure is reproducible from its seed. */
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function randomIds(next: () => number, length: number, vocab = PRESETS.tiny!.vocabSize): Int32Array {
-  return Int32Array.from({ length }, () => Math.floor(next() * vocab));
-}
-
-function randomGroups(seed: number, count: number): ScoreGroup[] {
-  const next = rng(seed);
-  const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
-  return Array.from({ length: count }, () => ({
-    prefix: randomIds(next, int(1, 300)),
-    suffixes: Array.from({ length: int(1, 8) }, () => ({
-      tokens: randomIds(next, int(1, 40)),
-      labels: randomIds(next, int(2, 26)),
-    })),
-  }));
-}
+/** The sizes of the random groups these tests score. */
+const SIZES = { prefixTokens: 300, suffixes: 8, suffixTokens: 40, labels: 26 };
 
 async function expectMatchesFreshRows(modelDir: string, groups: ScoreGroup[], scores: Awaited<ReturnType<Engine['score']>>) {
   for (let g = 0; g < groups.length; g++) {
@@ -70,12 +46,6 @@ async function expectMatchesFreshRows(modelDir: string, groups: ScoreGroup[], sc
   }
 }
 
-function maxDiff(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let d = 0;
-  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i]! - b[i]!));
-  return d;
-}
 
 describe.each([
   { layout: 'one row per question', variant: {} },
@@ -112,25 +82,25 @@ describe.each([
   it('prefix reuse equals an independent fresh full-sequence run (random groups)', async () => {
     for (const seed of [1, 2, 3]) {
       engine.clearPrefixCache();
-      const groups = randomGroups(seed, 4);
+      const groups = randomGroups(seed, 4, SIZES);
       const scores = await engine.score(groups);
       await expectMatchesReference(groups, scores);
     }
   });
 
   it('a group scores the same alone and inside a batch of other lengths', async () => {
-    const [target, ...others] = randomGroups(11, 5);
+    const [target, ...others] = randomGroups(11, 5, SIZES);
     engine.clearPrefixCache();
     const alone = await engine.score([target!]);
     engine.clearPrefixCache();
     const mixed = await engine.score([others[0]!, others[1]!, target!, others[2]!, others[3]!]);
     alone[0]!.forEach((score, s) => {
-      expect(maxDiff(score.labelLogits, mixed[2]![s]!.labelLogits)).toBeLessThan(1e-5);
+      expect(maxLogitDiff(score.labelLogits, mixed[2]![s]!.labelLogits)).toBeLessThan(1e-5);
     });
   });
 
   it('a prefix-cache hit gives the same logits as a miss, and counts as reused', async () => {
-    const groups = randomGroups(21, 2);
+    const groups = randomGroups(21, 2, SIZES);
     engine.clearPrefixCache();
     const before = engine.counters();
     const miss = await engine.score(groups);
@@ -142,7 +112,7 @@ describe.each([
     expect(afterHit.prefixTokensComputed - afterMiss.prefixTokensComputed).toBe(0);
     expect(afterHit.cachedTokens - afterMiss.cachedTokens).toBe(prefixTokens);
     expect(afterHit.prefixPasses - afterMiss.prefixPasses).toBe(0);
-    miss.forEach((group, g) => group.forEach((score, s) => expect(maxDiff(score.labelLogits, hit[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
+    miss.forEach((group, g) => group.forEach((score, s) => expect(maxLogitDiff(score.labelLogits, hit[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
   });
 
   it('reuses a shared leading part (system prompt) of a different cached prefix', async () => {
@@ -164,13 +134,13 @@ describe.each([
   });
 
   it('computes identical prefixes within one call once', async () => {
-    const [group] = randomGroups(41, 1);
+    const [group] = randomGroups(41, 1, SIZES);
     engine.clearPrefixCache();
     const before = engine.counters();
     const scores = await engine.score([group!, { ...group! }]);
     const after = engine.counters();
     expect(after.prefixTokensComputed - before.prefixTokensComputed).toBe(group!.prefix.length);
-    scores[0]!.forEach((score, s) => expect(maxDiff(score.labelLogits, scores[1]![s]!.labelLogits)).toBe(0));
+    scores[0]!.forEach((score, s) => expect(maxLogitDiff(score.labelLogits, scores[1]![s]!.labelLogits)).toBe(0));
   });
 
   it('a cache bounded to about one prefix evicts the older one and counts the eviction', async () => {
@@ -196,7 +166,7 @@ describe.each([
   it('with pass splitting off, uses one prefix pass and one suffix pass per call within the token budget', async () => {
     const onePass = await load({ passOverheadTokens: Infinity });
     try {
-      const groups = randomGroups(51, 3).map((g) => ({ ...g, prefix: g.prefix.slice(0, 50) }));
+      const groups = randomGroups(51, 3, SIZES).map((g) => ({ ...g, prefix: g.prefix.slice(0, 50) }));
       await onePass.score(groups);
       const counters = onePass.counters();
       expect(counters.prefixPasses).toBe(1);
@@ -209,7 +179,7 @@ describe.each([
   it('splitting passes to avoid padding computes less padding and gives the same logits', async () => {
     const onePass = await load({ passOverheadTokens: Infinity });
     try {
-      const groups = randomGroups(52, 6);
+      const groups = randomGroups(52, 6, SIZES);
       engine.clearPrefixCache();
       const before = engine.counters();
       const split = await engine.score(groups);
@@ -217,7 +187,7 @@ describe.each([
       const merged = await onePass.score(groups);
       expect(after.forwardPasses - before.forwardPasses).toBeGreaterThan(2);
       expect(after.paddedTokens - before.paddedTokens).toBeLessThan(onePass.counters().paddedTokens);
-      split.forEach((group, g) => group.forEach((score, s) => expect(maxDiff(score.labelLogits, merged[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
+      split.forEach((group, g) => group.forEach((score, s) => expect(maxLogitDiff(score.labelLogits, merged[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
     } finally {
       onePass.close();
     }
@@ -226,12 +196,12 @@ describe.each([
   it('a small token budget splits passes without changing results', async () => {
     const small = await load({ tokenBudget: 40, passOverheadTokens: Infinity });
     try {
-      const groups = randomGroups(61, 4);
+      const groups = randomGroups(61, 4, SIZES);
       engine.clearPrefixCache();
       const reference = await engine.score(groups);
       const split = await small.score(groups);
       expect(small.counters().forwardPasses).toBeGreaterThan(2);
-      reference.forEach((group, g) => group.forEach((score, s) => expect(maxDiff(score.labelLogits, split[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
+      reference.forEach((group, g) => group.forEach((score, s) => expect(maxLogitDiff(score.labelLogits, split[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
     } finally {
       small.close();
     }
@@ -241,18 +211,18 @@ describe.each([
     const stock = await load({ gatherLogits: false });
     try {
       expect(stock.info.hasLogitsIndex).toBe(false);
-      const groups = randomGroups(71, 2);
+      const groups = randomGroups(71, 2, SIZES);
       engine.clearPrefixCache();
       const a = await engine.score(groups);
       const b = await stock.score(groups);
-      a.forEach((group, g) => group.forEach((score, s) => expect(maxDiff(score.labelLogits, b[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
+      a.forEach((group, g) => group.forEach((score, s) => expect(maxLogitDiff(score.labelLogits, b[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
     } finally {
       stock.close();
     }
   });
 
   describe('bad input gives a typed error and the engine keeps working', () => {
-    const good = () => randomGroups(81, 1);
+    const good = () => randomGroups(81, 1, SIZES);
     const expectCode = async (promise: Promise<unknown>, code: string, message?: RegExp) => {
       const err = await promise.then(
         () => undefined,

@@ -1,0 +1,53 @@
+/**
+ * Deterministic random score groups for the engine tests (a failure reproduces from its seed), and
+ * the label-logit comparison those tests share.
+ */
+import { expect } from 'vitest';
+
+import type { ScoreGroup } from '../../src/engine/engine.js';
+import { PRESETS } from '../../src/models/builder/presets.js';
+
+/** Uniform [0, 1) stream (mulberry32). */
+export function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function randomIds(next: () => number, length: number, vocab = PRESETS.tiny!.vocabSize): Int32Array {
+  return Int32Array.from({ length }, () => Math.floor(next() * vocab));
+}
+
+/** The largest of each size a random group may have (the smallest: 1 token, 1 suffix, 2 labels). */
+export interface GroupSizes {
+  prefixTokens: number;
+  suffixes: number;
+  suffixTokens: number;
+  labels: number;
+}
+
+/** `count` groups of random tiny-vocabulary ids, sizes drawn up to `max`. */
+export function randomGroups(seed: number, count: number, max: GroupSizes): ScoreGroup[] {
+  const next = rng(seed);
+  const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
+  return Array.from({ length: count }, () => ({
+    prefix: randomIds(next, int(1, max.prefixTokens)),
+    suffixes: Array.from({ length: int(1, max.suffixes) }, () => ({
+      tokens: randomIds(next, int(1, max.suffixTokens)),
+      labels: randomIds(next, int(2, max.labels)),
+    })),
+  }));
+}
+
+/** The largest |difference| between two label-logit rows of the same length. */
+export function maxLogitDiff(a: Float32Array, b: Float32Array): number {
+  expect(a.length).toBe(b.length);
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i]! - b[i]!));
+  return d;
+}
