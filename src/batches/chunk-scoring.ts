@@ -10,6 +10,7 @@ import type { NormalizedDecideRequest } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
 import { parseEndpointLine } from './openai/lines.js';
 import { parseRecord, type RawLine, type RecordContext } from './records.js';
+import { addUsage, zeroUsage, type TokenUsage } from './store/batch-store.js';
 
 /** What the chunk scorer needs of DecisionService. */
 export interface RecordScorer {
@@ -92,14 +93,25 @@ export function resultRow(customId: string | null, outcome: RecordOutcome | { ok
   return `${JSON.stringify({ custom_id: customId, error: { code: outcome.error.code, message: outcome.error.message } })}\n`;
 }
 
-/** The chunk's result rows in line order, with the count of answered and failed ones. */
-export function chunkRows(chunk: ParsedChunk, outcomes: RecordOutcome[]): { rows: string[]; completed: number; failed: number } {
+/** What an answered record adds to its job's usage (BatchJob.usage); a failed one adds nothing. */
+function outcomeUsage(outcome: RecordOutcome | { ok: false; error: ApiError }): TokenUsage {
+  if (!outcome.ok) return zeroUsage();
+  const { usage, answers } = outcome.response;
+  return { inputTokens: usage.input_tokens, cachedTokens: usage.cached_tokens, outputTokens: Object.keys(answers).length };
+}
+
+/** The chunk's result rows in line order, each row's usage, the count of answered and failed ones and their usage. */
+export function chunkRows(chunk: ParsedChunk, outcomes: RecordOutcome[]): { rows: string[]; rowUsage: TokenUsage[]; completed: number; failed: number; usage: TokenUsage } {
   const rows: string[] = [];
+  const rowUsage: TokenUsage[] = [];
   let completed = 0;
+  let usage = zeroUsage();
   for (const item of chunk.items) {
     const outcome = item.error ? { ok: false as const, error: item.error } : outcomes[item.request!]!;
     if (outcome.ok) completed += 1;
     rows.push(item.format ? item.format(outcome) : resultRow(item.customId, outcome));
+    rowUsage.push(outcomeUsage(outcome));
+    usage = addUsage(usage, rowUsage.at(-1)!);
   }
-  return { rows, completed, failed: rows.length - completed };
+  return { rows, rowUsage, completed, failed: rows.length - completed, usage };
 }

@@ -106,7 +106,7 @@ export class JobPump {
         endpoint: job.openai?.endpoint,
         inputPath: path.join(this.dataDir, job.inputPath),
         resultsPath: path.join(this.dataDir, job.resultsPath),
-        start: { inputOffset: job.inputOffset, inputLine: job.inputLine, resultsBytes: job.resultsBytes, completed: job.completed, failed: job.failed },
+        start: { inputOffset: job.inputOffset, inputLine: job.inputLine, resultsBytes: job.resultsBytes, completed: job.completed, failed: job.failed, usage: job.usage },
         maxRecordBytes: this.settings.maxRecordBytes,
         validation: this.settings.validation,
         resultsMode: PRIVATE_FILE_MODE,

@@ -21,6 +21,7 @@ import type { ValidationLimits } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
 import { addLine, chunkRows, emptyChunk, scoreChunk, type ParsedChunk, type RecordScorer } from './chunk-scoring.js';
 import { claimCustomId, DEFAULT_MAX_RECORD_BYTES, readLines, type RawLine, type RecordContext } from './records.js';
+import { addUsage } from './store/batch-store.js';
 import type { JobProgress } from './store/sqlite-jobs.js';
 
 export { resultRow, type RecordScorer } from './chunk-scoring.js';
@@ -87,7 +88,7 @@ async function writeFully(fh: FileHandle, buf: Buffer, position: number): Promis
  * the job's own files reject.
  * @example
  * const result = await runBatch({ scorer: svc, model: 'svc-alpha-2026-10', inputPath: 'in.jsonl', resultsPath: 'out.jsonl',
- *   start: { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0 }, commit: (p) => save(p) });
+ *   start: { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0, usage: zeroUsage() }, commit: (p) => save(p) });
  */
 export async function runBatch(options: RunOptions): Promise<RunResult> {
   const chunking: ChunkOptions = {
@@ -169,7 +170,7 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
         inFlight.unshift(chunk);
         break;
       }
-      const { rows, completed, failed } = chunkRows(chunk, outcomes);
+      const { rows, completed, failed, usage } = chunkRows(chunk, outcomes);
       const text = rows.join('');
       const buf = Buffer.from(text, 'utf8');
       if (buf.length > 0) {
@@ -181,6 +182,7 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
       progress.resultsBytes += buf.length;
       progress.completed += completed;
       progress.failed += failed;
+      progress.usage = addUsage(progress.usage, usage);
       await options.commit({ ...progress });
       options.onProgress?.({ ...progress });
     }

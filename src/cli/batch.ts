@@ -23,6 +23,7 @@ import { parseFormQuestions } from '../batches/query.js';
 import { RecordCounter } from '../batches/records.js';
 import { runBatch } from '../batches/runner.js';
 import { chunkOptionsFromEnv } from '../batches/settings.js';
+import { zeroUsage } from '../batches/store/batch-store.js';
 import type { JobProgress } from '../batches/store/sqlite-jobs.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand, threadsArg } from './args.js';
@@ -113,6 +114,8 @@ async function readState(file: string): Promise<RunState | undefined> {
   try {
     const state = JSON.parse(text) as RunState;
     if (state.version !== STATE_VERSION || typeof state.progress?.inputOffset !== 'number') throw new Error('unknown format');
+    // A state written before usage was counted: the rows before it count none.
+    state.progress.usage ??= zeroUsage();
     return state;
   } catch {
     throw new Error(`${file} is not a state file of this version; delete it (and ${file.replace(/\.state\.json$/, '')}) to start over`);
@@ -246,7 +249,7 @@ export async function run(argv: string[]): Promise<number> {
         total: input.records,
         model,
         questionsSha256,
-        progress: { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0 },
+        progress: { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0, usage: zeroUsage() },
       };
       await writeStateAtomically(statePath, state);
     }

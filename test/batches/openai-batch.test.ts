@@ -138,6 +138,22 @@ async function content(client: OpenAI, fileId: string | null | undefined): Promi
   return parseLines(await (await client.files.content(fileId)).text());
 }
 
+/**
+ * A batch's `usage` must be the sum over its output lines, each counted as the synchronous endpoint
+ * counts it: the bodies' input tokens, one output token per answered question, and (where the body
+ * says, /v1/decide and /v1/decisions) their cached tokens.
+ */
+function expectUsageOfLines(usage: any, output: OutputLine[]): void {
+  const bodies = output.map((l) => l.response!.body);
+  const input = bodies.reduce((n, b) => n + b.usage.input_tokens, 0);
+  const answers = bodies.reduce((n, b) => n + (Array.isArray(b.answers) ? b.answers.length : Object.keys(b.answers).length), 0);
+  expect(input).toBeGreaterThan(0);
+  expect(usage).toMatchObject({ input_tokens: input, output_tokens: answers, total_tokens: input + answers, output_tokens_details: { reasoning_tokens: 0 } });
+  const cached = bodies.map((b) => b.usage.input_tokens_details?.cached_tokens ?? b.usage.cached_tokens);
+  if (cached.every((c) => typeof c === 'number')) expect(usage.input_tokens_details.cached_tokens).toBe(cached.reduce((n, c) => n + c, 0));
+  else expect(usage.input_tokens_details.cached_tokens).toBeLessThanOrEqual(input);
+}
+
 /** Every custom_id of `ids` exactly once across the two files. */
 function expectEachOnce(output: OutputLine[], errors: OutputLine[], ids: string[]): void {
   const seen = [...output, ...errors].map((l) => l.custom_id).sort();
@@ -191,6 +207,8 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
       expect(output).toHaveLength(9);
       expect(errors).toHaveLength(2);
       expectEachOnce(output, errors, lines.map((l) => l.custom_id));
+      expectUsageOfLines(done.usage, output);
+      expect(done.cancelling_at).toBeNull();
       expect((await client.files.retrieve(done.output_file_id!)).bytes).toBe(Buffer.byteLength((await (await client.files.content(done.output_file_id!)).text())));
 
       for (const line of output) {
@@ -293,9 +311,13 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
     const cancelledQueued = await client.batches.cancel(queued.id);
     expect(cancelledQueued).toMatchObject({ id: queued.id, object: 'batch', status: 'cancelled', output_file_id: null, error_file_id: null });
     expect(cancelledQueued.request_counts).toEqual({ total: 600, completed: 0, failed: 0 });
+    expect(cancelledQueued.cancelling_at).toBe(cancelledQueued.cancelled_at);
+    expect(cancelledQueued.usage).toMatchObject({ input_tokens: 0, output_tokens: 0, total_tokens: 0 });
 
+    const asked = Math.floor(Date.now() / 1000);
     const cancelling = await client.batches.cancel(running.id);
     expect(['cancelling', 'cancelled', 'completed']).toContain(cancelling.status);
+    if (cancelling.status !== 'completed') expect(Math.abs(cancelling.cancelling_at! - asked)).toBeLessThanOrEqual(1);
     const done = await untilDone(client, running.id);
     const output = await content(client, done.output_file_id);
     const errors = await content(client, done.error_file_id);
@@ -303,6 +325,8 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
     expect(errors).toEqual([]);
     // The kept lines are a prefix of the input, each once.
     expect(output.map((l) => l.custom_id)).toEqual(Array.from({ length: output.length }, (_, i) => `big-${i}`));
+    if (output.length > 0) expectUsageOfLines(done.usage, output);
+    if (done.status === 'cancelled') expect(done.cancelling_at).toBeLessThanOrEqual(done.cancelled_at!);
     console.log(`cancel: the running job ended ${done.status} with ${output.length} of 600 lines`);
   }, 120_000);
 
@@ -342,6 +366,8 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
     expectEachOnce(output, errors, lines.map((l) => l.custom_id));
     expect(errors.map((l) => l.custom_id)).toEqual(['kill-50']);
     expect(output.map((l) => l.custom_id)).toEqual(lines.map((l) => l.custom_id).filter((id) => id !== 'kill-50'));
+    // The usage counted before the kill was committed with its rows and resumed from there.
+    expectUsageOfLines(done.usage, output);
   }, 180_000);
 });
 
@@ -375,6 +401,7 @@ describe('the openai SDK against two API hosts and a worker on Postgres', () => 
     const output = await content(b, done.output_file_id);
     const errors = await content(a, done.error_file_id);
     expectEachOnce(output, errors, lines.map((l) => l.custom_id));
+    expectUsageOfLines(done.usage, output);
     expect(errors.map((l) => l.custom_id)).toEqual(['pg-7']);
     expect(errors[0]!.response!.status_code).toBe(400);
     BODIES['/v1/decisions'].errorShape(errors[0]!.response!.body);

@@ -112,7 +112,17 @@ describe('Postgres cancel keeps exactly the committed prefix', () => {
       const { stream, bytes } = await host.openResults('o', job.id);
       const body = await streamText(stream);
       expect(Buffer.byteLength(body)).toBe(bytes);
-      expect(parseRows(body).map((r) => r.custom_id)).toEqual(lines.slice(0, prefix).map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
+      const kept = parseRows(body);
+      expect(kept.map((r) => r.custom_id)).toEqual(lines.slice(0, prefix).map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
+      // The dropped rows took their tokens off the job's usage: it is the kept rows' sum.
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      const usage = await client.query('SELECT input_tokens::float8 AS input, output_tokens::float8 AS output FROM decide_batch_jobs WHERE id = $1', [job.id]).finally(() => client.end());
+      const answered = kept.filter((r) => r.answers !== undefined);
+      expect(usage.rows[0]).toEqual({
+        input: answered.reduce((n, r) => n + r.usage!.input_tokens, 0),
+        output: answered.reduce((n, r) => n + Object.keys(r.answers!).length, 0),
+      });
     } finally {
       release();
       for (const w of workers) await w.close();

@@ -17,6 +17,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { MIGRATION_VERSIONS } from '../../src/batches/pg/migrations.js';
 import { decideBin } from '../helpers/bin.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { client, maxProbDiff, mixedFile, parseRows, startServer, startWorker, tempWorkspace, type ResultRow, type ServerProcess } from './helpers.js';
@@ -121,7 +122,7 @@ describe('API host and workers on one Postgres', () => {
   it('survives a SIGKILLed worker and API host: a new host finishes the job, every row once, in order, as one process would', async () => {
     // Three processes migrate a fresh database at once.
     const [hostA, w1, w2] = await Promise.all([apiHost('host-a'), worker(), worker()]);
-    expect((await db.query('SELECT version FROM decide_schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
+    expect((await db.query('SELECT version FROM decide_schema_migrations ORDER BY version')).rows).toEqual(MIGRATION_VERSIONS.map((version) => ({ version })));
 
     const a = client(hostA.url, KEY);
     const created = await a.create({ model: 'svc-alpha', file: fileText });

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.js';
 import type { NormalizedDecideRequest } from '../../src/api/validate.js';
 import { runBatch, type RecordScorer, type RunOptions } from '../../src/batches/runner.js';
+import { zeroUsage, type TokenUsage } from '../../src/batches/store/batch-store.js';
 import type { JobProgress } from '../../src/batches/store/sqlite-jobs.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { goodLines, maxProbDiff, MODEL_ID, mixedFile, parseRows, QUESTIONS, tempWorkspace, type ResultRow } from './helpers.js';
@@ -22,9 +23,11 @@ let reference: ResultRow[];
 /** Chunks (commits) and decideRecords calls of a whole run. */
 let chunks: number;
 let scoreCalls: number;
+/** The whole reference run's usage. */
+let referenceUsage: TokenUsage;
 /** The good records before the mixed ones. */
 const firstLines = goodLines(12, 3, 'p');
-const ZERO: JobProgress = { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0 };
+const ZERO: JobProgress = { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0, usage: zeroUsage() };
 
 function options(resultsPath: string, extra: Partial<RunOptions> = {}): RunOptions {
   return { scorer: svc, model: MODEL_ID, requestedModel: 'svc-alpha', inputPath, resultsPath, start: ZERO, commit: () => undefined, chunkRecords: 8, ...extra };
@@ -46,7 +49,20 @@ beforeAll(async () => {
   expect(chunks).toBeGreaterThanOrEqual(6);
   reference = parseRows(await readFile(out, 'utf8'));
   expect(result.progress.completed + result.progress.failed).toBe(reference.length);
+  referenceUsage = result.progress.usage;
+  expect(referenceUsage).toEqual(usageOfRows(reference));
 });
+
+/** What the answered rows add up to: their input and cached tokens, one output token per answer. */
+function usageOfRows(rows: ResultRow[]): TokenUsage {
+  const answered = rows.filter((r) => r.answers !== undefined) as Array<ResultRow & { usage: { input_tokens: number; cached_tokens: number } }>;
+  expect(answered.length).toBeGreaterThan(0);
+  return {
+    inputTokens: answered.reduce((n, r) => n + r.usage.input_tokens, 0),
+    cachedTokens: answered.reduce((n, r) => n + r.usage.cached_tokens, 0),
+    outputTokens: answered.reduce((n, r) => n + Object.keys(r.answers!).length, 0),
+  };
+}
 
 afterAll(async () => {
   await svc?.close();
@@ -85,6 +101,8 @@ describe('runBatch crash safety', () => {
     expect(resumed.finished).toBe(true);
     expectSameRows(parseRows(await readFile(out, 'utf8')));
     expect(committed.completed + committed.failed).toBe(reference.length);
+    // Resumed from the committed sums: each row counted once (the cached part depends on the cache).
+    expect({ ...committed.usage, cachedTokens: 0 }).toEqual({ ...referenceUsage, cachedTokens: 0 });
   });
 
   it('a stop at a chunk boundary keeps the committed rows; resuming finishes the same output', async () => {

@@ -13,6 +13,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchService, type BatchServiceOptions } from '../../src/batches/batch-service.js';
+import { MIGRATION_VERSIONS } from '../../src/batches/pg/migrations.js';
 import type { DecisionService } from '../../src/service/decision-service.js';
 import type { TestPostgres } from '../helpers/postgres.js';
 import { closePgWorkspace, goodLines, maxProbDiff, mixedFile, openPgWorkspace, parseRows, type ResultRow, streamText } from './helpers.js';
@@ -140,7 +141,7 @@ describe('Postgres: hosts keep no state; migrations', () => {
     await client.connect();
     try {
       const { rows } = await client.query<{ version: number }>('SELECT version FROM decide_schema_migrations ORDER BY version');
-      expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4]);
+      expect(rows.map((r) => r.version)).toEqual(MIGRATION_VERSIONS);
     } finally {
       await client.end();
     }

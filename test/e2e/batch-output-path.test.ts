@@ -3,28 +3,19 @@
  * before anything is opened for writing, even with --force, and the input keeps every byte. The
  * check runs before any model is loaded, so no models are needed here.
  */
-import { execFile } from 'node:child_process';
 import { link, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { decideBin } from '../helpers/bin.js';
+import { runDecide } from '../helpers/bin.js';
 
-const run = promisify(execFile);
 let scratch: string;
 let input: string;
 const INPUT = `${JSON.stringify({ custom_id: 'a', state: 'hello', questions: { q: { type: 'noul', instructions: 'Is it?' } } })}\n`;
 
-async function batch(args: string[]): Promise<{ code: number; stderr: string }> {
-  try {
-    const { stderr } = await run(process.execPath, [await decideBin(), 'batch', ...args]);
-    return { code: 0, stderr };
-  } catch (err) {
-    const e = err as { code: number; stderr: string };
-    return { code: e.code, stderr: e.stderr };
-  }
+function batch(args: string[]): ReturnType<typeof runDecide> {
+  return runDecide(['batch', ...args]);
 }
 
 beforeAll(async () => {

@@ -5,54 +5,22 @@
  * served like any other by `decide serve` over real HTTP. The hf-tiny fixtures (random weights)
  * stay within the issue's 2e-2 in probabilities.
  */
-import { execFile } from 'node:child_process';
 import { copyFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
-import { decideBin } from '../helpers/bin.js';
-import { randomCheckpoint } from '../helpers/hf-checkpoint.js';
+import { ROOT, runDecide } from '../helpers/bin.js';
+import { QWEN3_REAL_VOCAB_CONFIG, randomCheckpoint } from '../helpers/hf-checkpoint.js';
 import { writeSafetensors } from '../helpers/safetensors-file.js';
 import { QWEN3_TOKENIZER_FILES } from '../helpers/tokenizer-dir.js';
 import { postDecide, startServe } from './serve-process.js';
 
-const run = promisify(execFile);
-const ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const FIXTURES = path.join(ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
 
-/** A small Qwen3 with the real Qwen3 vocabulary, so the real tokenizer and chat template apply. */
-const QWEN3_CONFIG = {
-  architectures: ['Qwen3ForCausalLM'],
-  model_type: 'qwen3',
-  hidden_size: 32,
-  num_attention_heads: 2,
-  num_key_value_heads: 1,
-  head_dim: 16,
-  intermediate_size: 64,
-  num_hidden_layers: 1,
-  vocab_size: 151936,
-  max_position_embeddings: 4096,
-  rope_theta: 1000000,
-  rms_norm_eps: 1e-6,
-  hidden_act: 'silu',
-  tie_word_embeddings: true,
-  torch_dtype: 'bfloat16',
-};
 
 let dirs: TempDirs;
 
-async function decide(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [await decideBin(), ...args], { cwd: ROOT });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 /** The agreement line import-model prints: max |prob diff| and top-option agreement. */
 function agreementOf(stdout: string): { maxProbDiff: number; agree: number; rows: number } {
@@ -69,7 +37,7 @@ afterAll(() => dirs?.cleanup());
 describe('decide import-model --dtype int8', () => {
   it.each(['qwen3', 'qwen2', 'llama3'])('hf-tiny %s: prints the agreement with its fp32 twin, within 2e-2', async (name) => {
     const out = path.join(dirs.root, `int8-${name}`);
-    const res = await decide(['import-model', path.join(FIXTURES, name), '--out', out, '--dtype', 'int8']);
+    const res = await runDecide(['import-model', path.join(FIXTURES, name), '--out', out, '--dtype', 'int8']);
     expect(res.code, res.stderr).toBe(0);
     expect(res.stdout).toMatch(/wrote .* int8/);
     const a = agreementOf(res.stdout);
@@ -84,7 +52,7 @@ describe('decide import-model --dtype int8', () => {
 
   it('make-model --dtype int8 prints the agreement with its fp32 twin (same preset and seed) too', async () => {
     const out = path.join(dirs.root, 'tiny-int8');
-    const res = await decide(['make-model', '--preset', 'tiny', '--out', out, '--dtype', 'int8']);
+    const res = await runDecide(['make-model', '--preset', 'tiny', '--out', out, '--dtype', 'int8']);
     expect(res.code, res.stderr).toBe(0);
     const a = agreementOf(res.stdout);
     expect(a.rows).toBe(24);
@@ -97,13 +65,13 @@ describe('decide import-model --dtype int8', () => {
   it('--no-agreement skips the check; the int8 model is served over HTTP like any other', async () => {
     const hfDir = path.join(dirs.root, 'hf', 'Qwen3-Tiny');
     await mkdir(hfDir, { recursive: true });
-    await writeFile(path.join(hfDir, 'config.json'), JSON.stringify(QWEN3_CONFIG));
-    writeSafetensors(path.join(hfDir, 'model.safetensors'), randomCheckpoint(QWEN3_CONFIG, 5, 1), 'BF16');
+    await writeFile(path.join(hfDir, 'config.json'), JSON.stringify(QWEN3_REAL_VOCAB_CONFIG));
+    writeSafetensors(path.join(hfDir, 'model.safetensors'), randomCheckpoint(QWEN3_REAL_VOCAB_CONFIG, 5, 1), 'BF16');
     for (const f of ['tokenizer.json', 'tokenizer_config.json']) await copyFile(path.join(QWEN3_TOKENIZER_FILES, f), path.join(hfDir, f));
-    const res = await decide(['import-model', hfDir, '--out', dirs.modelsDir, '--id', 'qwen3-int8-2026-11', '--dtype', 'int8', '--no-agreement']);
+    const res = await runDecide(['import-model', hfDir, '--out', dirs.modelsDir, '--id', 'qwen3-int8-2026-11', '--dtype', 'int8', '--no-agreement']);
     expect(res.code, res.stderr).toBe(0);
     expect(res.stdout).not.toMatch(/fp32 twin/);
-    const fp32 = await decide(['import-model', hfDir, '--out', path.join(dirs.root, 'qwen3-fp32'), '--no-agreement']);
+    const fp32 = await runDecide(['import-model', hfDir, '--out', path.join(dirs.root, 'qwen3-fp32'), '--no-agreement']);
     expect(fp32.code, fp32.stderr).toBe(0);
     // The tied head's and body's bytes shrink to about a quarter; the fp32 embedding stays.
     const size = async (dir: string) => (await stat(path.join(dir, 'onnx', 'model.onnx'))).size;

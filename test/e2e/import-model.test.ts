@@ -5,66 +5,35 @@
  * refused by the service with an error that says so; a bad checkpoint exits 1 with the reason and
  * leaves nothing in the models directory.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { copyFile, cp, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { describeError } from '../../src/api/errors.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
-import { decideBin } from '../helpers/bin.js';
-import { randomCheckpoint } from '../helpers/hf-checkpoint.js';
+import { decideBin, ROOT, runDecide } from '../helpers/bin.js';
+import { QWEN3_REAL_VOCAB_CONFIG, randomCheckpoint } from '../helpers/hf-checkpoint.js';
 import { writeSafetensors } from '../helpers/safetensors-file.js';
 import { QWEN3_TOKENIZER_FILES } from '../helpers/tokenizer-dir.js';
 import { postDecide, startServe } from './serve-process.js';
 
-const run = promisify(execFile);
-const ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const FIXTURES = path.join(ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
 
-/** A small Qwen3 with the real Qwen3 vocabulary, so the real tokenizer and chat template apply. */
-const QWEN3_CONFIG = {
-  architectures: ['Qwen3ForCausalLM'],
-  model_type: 'qwen3',
-  hidden_size: 32,
-  num_attention_heads: 2,
-  num_key_value_heads: 1,
-  head_dim: 16,
-  intermediate_size: 64,
-  num_hidden_layers: 1,
-  vocab_size: 151936,
-  max_position_embeddings: 4096,
-  rope_theta: 1000000,
-  rms_norm_eps: 1e-6,
-  hidden_act: 'silu',
-  tie_word_embeddings: true,
-  torch_dtype: 'bfloat16',
-};
 
 let dirs: TempDirs;
 let hfDir: string;
 
-async function decide(args: string[], cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [await decideBin(), ...args], { cwd });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 beforeAll(async () => {
   dirs = await tempModels(['svc-alpha-2026-10']);
   hfDir = path.join(dirs.root, 'hf', 'Qwen3-Tiny');
   await mkdir(hfDir, { recursive: true });
-  await writeFile(path.join(hfDir, 'config.json'), JSON.stringify(QWEN3_CONFIG));
-  writeSafetensors(path.join(hfDir, 'model.safetensors'), randomCheckpoint(QWEN3_CONFIG, 5, 1), 'BF16');
+  await writeFile(path.join(hfDir, 'config.json'), JSON.stringify(QWEN3_REAL_VOCAB_CONFIG));
+  writeSafetensors(path.join(hfDir, 'model.safetensors'), randomCheckpoint(QWEN3_REAL_VOCAB_CONFIG, 5, 1), 'BF16');
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) await copyFile(path.join(QWEN3_TOKENIZER_FILES, f), path.join(hfDir, f));
 });
 
@@ -72,7 +41,7 @@ afterAll(() => dirs?.cleanup());
 
 describe('decide import-model', () => {
   it('imports a folder with tokenizer files, and decide serve answers with it over HTTP', async () => {
-    const res = await decide(['import-model', hfDir, '--out', dirs.modelsDir, '--id', 'qwen3-tiny-2026-11']);
+    const res = await runDecide(['import-model', hfDir, '--out', dirs.modelsDir, '--id', 'qwen3-tiny-2026-11']);
     expect(res.code).toBe(0);
     // Not a terminal: plain progress lines as the weights pass each 10% (a tensor may pass several
     // at once), ending at 100%; nothing else.
@@ -103,7 +72,7 @@ describe('decide import-model', () => {
   });
 
   it('without tokenizer files: imports with a warning; the service refuses it saying the tokenizer is missing', async () => {
-    const res = await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', path.join(dirs.modelsDir, 'no-tokenizer-2026-11')]);
+    const res = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', path.join(dirs.modelsDir, 'no-tokenizer-2026-11')]);
     expect(res.code).toBe(0);
     expect(res.stderr).toMatch(/warning: no tokenizer\.json .* imported without a tokenizer/);
     expect(res.stdout).toMatch(/NO tokenizer/);
@@ -128,7 +97,7 @@ describe('decide import-model', () => {
 
   it('--packing off writes the graph without segment ids; a bad --packing, --dtype or --attention value exits 2 and writes nothing', async () => {
     const out = path.join(dirs.modelsDir, 'unpacked-2026-11');
-    const res = await decide(['import-model', hfDir, '--out', out, '--packing', 'off']);
+    const res = await runDecide(['import-model', hfDir, '--out', out, '--packing', 'off']);
     expect(res.code).toBe(0);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.import.features).toBeUndefined();
@@ -139,7 +108,7 @@ describe('decide import-model', () => {
       [['--dtype', 'bf16'], /bf16 output is not supported: .* below ~6\.1e-5 \(fp16 subnormals\) they lose precision/],
       [['--attention', 'flash'], /--attention must be ops or fused, got 'flash'/],
     ] as const) {
-      const bad = await decide(['import-model', hfDir, '--out', path.join(dirs.modelsDir, 'maybe-2026-11'), ...args]);
+      const bad = await runDecide(['import-model', hfDir, '--out', path.join(dirs.modelsDir, 'maybe-2026-11'), ...args]);
       expect(bad.code, args.join(' ')).toBe(2);
       expect(bad.stderr).toMatch(message);
       expect(existsSync(path.join(dirs.modelsDir, 'maybe-2026-11'))).toBe(false);
@@ -149,15 +118,15 @@ describe('decide import-model', () => {
   it('a checkpoint that cannot be imported exits 1 with the reason and writes nothing', async () => {
     const bad = path.join(dirs.root, 'hf', 'bad');
     await mkdir(bad, { recursive: true });
-    await writeFile(path.join(bad, 'config.json'), JSON.stringify({ ...QWEN3_CONFIG, model_type: 'qwen3_moe', num_experts: 8 }));
+    await writeFile(path.join(bad, 'config.json'), JSON.stringify({ ...QWEN3_REAL_VOCAB_CONFIG, model_type: 'qwen3_moe', num_experts: 8 }));
     await copyFile(path.join(hfDir, 'model.safetensors'), path.join(bad, 'model.safetensors'));
     const before = (await readdir(dirs.modelsDir)).sort();
-    const res = await decide(['import-model', bad, '--out', path.join(dirs.modelsDir, 'bad-2026-11')]);
+    const res = await runDecide(['import-model', bad, '--out', path.join(dirs.modelsDir, 'bad-2026-11')]);
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/cannot import .*: config\.json: model_type "qwen3_moe" is a mixture-of-experts model/);
     expect((await readdir(dirs.modelsDir)).sort()).toEqual(before);
 
-    const usage = await decide(['import-model', bad]);
+    const usage = await runDecide(['import-model', bad]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/usage: decide import-model HF_DIR --out DIR/);
   });
@@ -166,21 +135,21 @@ describe('decide import-model', () => {
     // The small fixture checkpoint (no tokenizer: nothing here needs one), copied under the working directory.
     const small = path.join(dirs.root, 'hf', 'qwen3-small');
     await cp(path.join(FIXTURES, 'qwen3'), small, { recursive: true });
-    const res = await decide(['import-model', path.join('hf', 'qwen3-small'), '--out', path.join('rel-models', 'qwen3-rel-2026-11')], dirs.root);
+    const res = await runDecide(['import-model', path.join('hf', 'qwen3-small'), '--out', path.join('rel-models', 'qwen3-rel-2026-11')], dirs.root);
     expect(res.code).toBe(0);
     const out = path.join(dirs.root, 'rel-models', 'qwen3-rel-2026-11');
     expect(res.stdout).toContain(`wrote ${out} `);
     const graph = await readFile(path.join(out, 'onnx', 'model.onnx'));
 
     // The same --out again: refused, the model untouched.
-    const again = await decide(['import-model', path.join(FIXTURES, 'qwen2'), '--out', out]);
+    const again = await runDecide(['import-model', path.join(FIXTURES, 'qwen2'), '--out', out]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/already exists and is a pinned version .* a pinned id never changes/);
     expect((await readFile(path.join(out, 'onnx', 'model.onnx'))).equals(graph)).toBe(true);
 
     // The models directory itself as --out (the --id forgotten): refused with the way to say it.
     const listing = (await readdir(dirs.modelsDir)).sort();
-    const whole = await decide(['import-model', hfDir, '--out', dirs.modelsDir, '--force']);
+    const whole = await runDecide(['import-model', hfDir, '--out', dirs.modelsDir, '--force']);
     expect(whole.code).toBe(1);
     expect(whole.stderr).toMatch(/is not a model directory .*--out names the new model's own directory .* or give the models directory with --id NAME/);
     expect((await readdir(dirs.modelsDir)).sort()).toEqual(listing);
@@ -188,7 +157,7 @@ describe('decide import-model', () => {
 
   it('an import killed mid-way (SIGKILL) leaves nothing the registry sees; the next import clears its remains', async () => {
     // Big enough that writing the weights takes a while: 4M embedding parameters, stored twice (tied head).
-    const cfg = { ...QWEN3_CONFIG, vocab_size: 32000, hidden_size: 128, num_attention_heads: 2, head_dim: 64, intermediate_size: 128 };
+    const cfg = { ...QWEN3_REAL_VOCAB_CONFIG, vocab_size: 32000, hidden_size: 128, num_attention_heads: 2, head_dim: 64, intermediate_size: 128 };
     const big = path.join(dirs.root, 'hf', 'big');
     await mkdir(big, { recursive: true });
     await writeFile(path.join(big, 'config.json'), JSON.stringify(cfg));
@@ -211,7 +180,7 @@ describe('decide import-model', () => {
     const registry = new ModelRegistry(modelsDir);
     expect(registry.list()).toEqual([]);
 
-    const res = await decide(['import-model', big, '--out', path.join(modelsDir, 'big-2026-11')]);
+    const res = await runDecide(['import-model', big, '--out', path.join(modelsDir, 'big-2026-11')]);
     expect(res.code).toBe(0);
     expect(await readdir(modelsDir)).toEqual(['big-2026-11']);
     registry.rescan();
@@ -226,7 +195,7 @@ describe('decide import-model', () => {
     cfg.chat_template = '{{ messages[0].content }}'; // drops the user message
     await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(cfg));
     const before = (await readdir(dirs.modelsDir)).sort();
-    const res = await decide(['import-model', dir, '--out', path.join(dirs.modelsDir, 'bad-template-2026-11')]);
+    const res = await runDecide(['import-model', dir, '--out', path.join(dirs.modelsDir, 'bad-template-2026-11')]);
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/the chat template cannot render the decision prompt/);
     expect((await readdir(dirs.modelsDir)).sort()).toEqual(before);
@@ -257,7 +226,7 @@ describe('decide import-model --out never destroys what is not its own', () => {
       [path.join(src, 'sub-2026-11'), /is inside the input folder/],
       [path.join(dirs.root, 'safety'), /holds the input folder/],
     ] as const) {
-      const res = await decide(['import-model', src, '--out', out, '--force']);
+      const res = await runDecide(['import-model', src, '--out', out, '--force']);
       expect(res.code, `${out}: ${res.stderr}`).toBe(1);
       expect(res.stderr).toMatch(reason);
       expect(await snapshot(path.join(dirs.root, 'safety'))).toEqual(before);
@@ -274,7 +243,7 @@ describe('decide import-model --out never destroys what is not its own', () => {
     await cp(path.join(FIXTURES, 'qwen3'), handInstalled, { recursive: true });
     for (const dir of [project, handInstalled]) {
       const before = await snapshot(dir);
-      const res = await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', dir, '--force']);
+      const res = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', dir, '--force']);
       expect(res.code).toBe(1);
       expect(res.stderr).toMatch(/was not written by decide import-model or make-model .* never replaced, --force or not/);
       expect(await snapshot(dir)).toEqual(before);
@@ -283,15 +252,15 @@ describe('decide import-model --out never destroys what is not its own', () => {
 
   it('an imported model is replaced with --force under an undated id, never under a dated (pinned) one', async () => {
     const undated = path.join(dirs.root, 'force-models', 'scratch-model');
-    expect((await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', undated])).code).toBe(0);
-    const replaced = await decide(['import-model', path.join(FIXTURES, 'qwen2'), '--out', undated, '--force']);
+    expect((await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', undated])).code).toBe(0);
+    const replaced = await runDecide(['import-model', path.join(FIXTURES, 'qwen2'), '--out', undated, '--force']);
     expect(replaced.code).toBe(0);
     expect(JSON.parse(await readFile(path.join(undated, 'decision.json'), 'utf8')).import.family).toBe('qwen2');
 
     const pinned = path.join(dirs.root, 'force-models', 'pinned-2026-11');
-    expect((await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', pinned])).code).toBe(0);
+    expect((await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', pinned])).code).toBe(0);
     const before = await snapshot(pinned);
-    const refused = await decide(['import-model', path.join(FIXTURES, 'qwen2'), '--out', pinned, '--force']);
+    const refused = await runDecide(['import-model', path.join(FIXTURES, 'qwen2'), '--out', pinned, '--force']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/is a pinned version .* a pinned id never changes, --force or not/);
     expect(await snapshot(pinned)).toEqual(before);
@@ -299,21 +268,21 @@ describe('decide import-model --out never destroys what is not its own', () => {
 
   it('an undated --id equal to an alias (svc-alpha beside svc-alpha-2026-10) is refused: it would hijack the alias', async () => {
     const before = (await readdir(dirs.modelsDir)).sort();
-    const res = await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', dirs.modelsDir, '--id', 'svc-alpha']);
+    const res = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', dirs.modelsDir, '--id', 'svc-alpha']);
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/cannot import .*: the output directory's name is its model id: 'svc-alpha' is the alias of the dated version\(s\) svc-alpha-2026-10/);
     expect((await readdir(dirs.modelsDir)).sort()).toEqual(before);
   });
 
   it('--out under /proc fails at once naming the directory (no endless recursive mkdir)', async () => {
-    const res = await decide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', '/proc/decide-test-models/m-2026-11']);
+    const res = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', '/proc/decide-test-models/m-2026-11']);
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/cannot create \/proc\/decide-test-models: ENOENT/);
   });
 
   it('two imports to the same --out at once: exactly one wins, the other fails and leaves its model alone', async () => {
     // Big enough that both are still writing weights when the other checks --out.
-    const cfg = { ...QWEN3_CONFIG, vocab_size: 32000, hidden_size: 128, num_attention_heads: 2, head_dim: 64, intermediate_size: 128 };
+    const cfg = { ...QWEN3_REAL_VOCAB_CONFIG, vocab_size: 32000, hidden_size: 128, num_attention_heads: 2, head_dim: 64, intermediate_size: 128 };
     const big = path.join(dirs.root, 'hf', 'race');
     await mkdir(big, { recursive: true });
     await writeFile(path.join(big, 'config.json'), JSON.stringify(cfg));
@@ -321,8 +290,8 @@ describe('decide import-model --out never destroys what is not its own', () => {
     const modelsDir = path.join(dirs.root, 'race-models');
     const out = path.join(modelsDir, 'race-2026-11');
     const [a, b] = await Promise.all([
-      decide(['import-model', big, '--out', out, '--packing', 'on']),
-      decide(['import-model', big, '--out', out, '--packing', 'off']),
+      runDecide(['import-model', big, '--out', out, '--packing', 'on']),
+      runDecide(['import-model', big, '--out', out, '--packing', 'off']),
     ]);
     const results = [a, b];
     expect(results.map((r) => r.code).sort()).toEqual([0, 1]);

@@ -3,29 +3,17 @@
  * builder.features.segmentIds, and an engine asked to pack can), `--packing off` for the graph
  * without it, and a bad value refused before anything is written.
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
-import { decideBin } from '../helpers/bin.js';
+import { runDecide } from '../helpers/bin.js';
 
-const run = promisify(execFile);
 let scratch: string;
 
-async function decide(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [await decideBin(), ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'decide-make-model-'));
@@ -40,7 +28,7 @@ describe('decide make-model --packing', () => {
     { args: ['--packing', 'off'], packed: false },
   ])('$args: packed graph $packed', async ({ args, packed }) => {
     const out = path.join(scratch, packed ? 'packed' : 'unpacked');
-    const res = await decide(['make-model', '--preset', 'tiny', '--out', out, ...args]);
+    const res = await runDecide(['make-model', '--preset', 'tiny', '--out', out, ...args]);
     expect(res.code).toBe(0);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.builder.features).toEqual(packed ? { segmentIds: true } : undefined);
@@ -60,12 +48,12 @@ describe('decide make-model --packing', () => {
       [['--attention', 'flash'], /--attention must be ops or fused, got 'flash'/],
       [['--seed', '1.5'], /--seed must be a non-negative integer, got '1.5'/],
     ] as const) {
-      const res = await decide(['make-model', '--preset', 'tiny', '--out', out, ...args]);
+      const res = await runDecide(['make-model', '--preset', 'tiny', '--out', out, ...args]);
       expect(res.code, args.join(' ')).toBe(2);
       expect(res.stderr).toMatch(message);
       expect(existsSync(out)).toBe(false);
     }
-    const preset = await decide(['make-model', '--preset', 'huge', '--out', out]);
+    const preset = await runDecide(['make-model', '--preset', 'huge', '--out', out]);
     expect(preset.code).toBe(2);
     expect(preset.stderr).toMatch(/--preset must be one of tiny, small, qwen3-0\.6b, got 'huge'/);
   });
@@ -83,10 +71,10 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
 describe('decide make-model onto an existing model', () => {
   it('a pinned (dated) model is never replaced, --force or not', async () => {
     const pinned = path.join(scratch, 'models', 'svc-alpha-2026-10');
-    expect((await decide(['make-model', '--preset', 'tiny', '--out', pinned, '--packing', 'off'])).code).toBe(0);
+    expect((await runDecide(['make-model', '--preset', 'tiny', '--out', pinned, '--packing', 'off'])).code).toBe(0);
     const before = await snapshot(pinned);
     for (const extra of [[], ['--force']]) {
-      const res = await decide(['make-model', '--preset', 'tiny', '--out', pinned, '--seed', '7', ...extra]);
+      const res = await runDecide(['make-model', '--preset', 'tiny', '--out', pinned, '--seed', '7', ...extra]);
       expect(res.code).toBe(1);
       expect(res.stderr).toMatch(/svc-alpha-2026-10 already exists and is a pinned version .* never changes, --force or not/);
       expect(await snapshot(pinned)).toEqual(before);
@@ -95,12 +83,12 @@ describe('decide make-model onto an existing model', () => {
 
   it('an undated model is replaced only with --force; a model not written by decide never', async () => {
     const out = path.join(scratch, 'models', 'scratch-tiny');
-    expect((await decide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '3'])).code).toBe(0);
-    const refused = await decide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '4']);
+    expect((await runDecide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '3'])).code).toBe(0);
+    const refused = await runDecide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '4']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/already exists; .* pass --force to replace it/);
     expect(JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8')).builder.seed).toBe(3);
-    expect((await decide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '4', '--force'])).code).toBe(0);
+    expect((await runDecide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '4', '--force'])).code).toBe(0);
     expect(JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8')).builder.seed).toBe(4);
     expect((await readdir(path.dirname(out))).filter((n) => n.includes('.tmp-'))).toEqual([]);
 
@@ -109,7 +97,7 @@ describe('decide make-model onto an existing model', () => {
     await cp(out, hand, { recursive: true });
     await rm(path.join(hand, 'decision.json'));
     const before = await snapshot(hand);
-    const res = await decide(['make-model', '--preset', 'tiny', '--out', hand, '--force']);
+    const res = await runDecide(['make-model', '--preset', 'tiny', '--out', hand, '--force']);
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/was not written by decide import-model or make-model/);
     expect(await snapshot(hand)).toEqual(before);

@@ -75,3 +75,21 @@ export function decideBin(): Promise<string> {
   })();
   return ready;
 }
+
+/** What one run of the `decide` CLI printed, and its exit code (non-zero exits do not throw). */
+export interface DecideRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `decide ...args` to its end in `cwd` (the repository root unless given). */
+export async function runDecide(args: string[], cwd = ROOT): Promise<DecideRun> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [await decideBin(), ...args], { cwd });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}

@@ -4,6 +4,25 @@
  */
 import type { Tensor } from './safetensors-file.js';
 
+/** A small Qwen3 with the real Qwen3 vocabulary, so the real tokenizer and chat template apply. */
+export const QWEN3_REAL_VOCAB_CONFIG = {
+  architectures: ['Qwen3ForCausalLM'],
+  model_type: 'qwen3',
+  hidden_size: 32,
+  num_attention_heads: 2,
+  num_key_value_heads: 1,
+  head_dim: 16,
+  intermediate_size: 64,
+  num_hidden_layers: 1,
+  vocab_size: 151936,
+  max_position_embeddings: 4096,
+  rope_theta: 1000000,
+  rms_norm_eps: 1e-6,
+  hidden_act: 'silu',
+  tie_word_embeddings: true,
+  torch_dtype: 'bfloat16',
+};
+
 /** Deterministic normal(0, 1) stream. */
 export function gaussian(seed: number): () => number {
   let s = seed >>> 0;

@@ -44,10 +44,17 @@ export interface OpenAiBatch {
   completed_at: number | null;
   failed_at: number | null;
   expired_at: number | null;
-  cancelling_at: null;
+  cancelling_at: number | null;
   cancelled_at: number | null;
   request_counts: { total: number; completed: number; failed: number };
   metadata: Record<string, string> | null;
+  usage: {
+    input_tokens: number;
+    input_tokens_details: { cached_tokens: number };
+    output_tokens: number;
+    output_tokens_details: { reasoning_tokens: 0 };
+    total_tokens: number;
+  };
 }
 
 export type WireBatch = Batch | OpenAiBatch;
@@ -124,10 +131,18 @@ export function toOpenAiBatch(job: BatchJob): OpenAiBatch {
     completed_at: at('completed'),
     failed_at: at('failed'),
     expired_at: job.status === 'expired' ? seconds(job.expiresAt) : null,
-    cancelling_at: null,
+    cancelling_at: seconds(job.cancellingAt),
     cancelled_at: at('cancelled'),
     request_counts: { total: job.total, completed: job.completed, failed: job.failed },
     metadata: fields.metadata,
+    // Of the answered lines committed so far, counted as the synchronous endpoint counts each.
+    usage: {
+      input_tokens: job.usage.inputTokens,
+      input_tokens_details: { cached_tokens: job.usage.cachedTokens },
+      output_tokens: job.usage.outputTokens,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: job.usage.inputTokens + job.usage.outputTokens,
+    },
   };
 }
 

@@ -200,7 +200,7 @@ export class ChunkWorker {
     const ctx = await this.recordContext(job, task);
     for (const line of ctx.lines) addLine(chunk, line, ctx.records);
     const outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping);
-    const { rows, completed, failed } = chunkRows(chunk, outcomes);
+    const { rows, rowUsage, completed, failed, usage } = chunkRows(chunk, outcomes);
     const bytes = rows.reduce((n, r) => n + Buffer.byteLength(r), 0);
     const now = Date.now();
 
@@ -212,14 +212,17 @@ export class ChunkWorker {
            completed = completed + $2, failed = failed + $3, results_bytes = results_bytes + $4,
            status = CASE WHEN completed + failed + $2 + $3 = total THEN 'completed' ELSE 'in_progress' END,
            completed_at = CASE WHEN completed + failed + $2 + $3 = total THEN $5::bigint END,
-           expires_at = CASE WHEN completed + failed + $2 + $3 = total THEN $6::bigint END
+           expires_at = CASE WHEN completed + failed + $2 + $3 = total THEN $6::bigint END,
+           input_tokens = input_tokens + $7, cached_tokens = cached_tokens + $8, output_tokens = output_tokens + $9
          WHERE id = $1 AND status IN ('queued', 'in_progress') RETURNING status`,
-        [job.id, completed, failed, bytes, now, now + settings.retentionMs],
+        [job.id, completed, failed, bytes, now, now + settings.retentionMs, usage.inputTokens, usage.cachedTokens, usage.outputTokens],
       );
       if (moved.rowCount !== 1) return; // cancelled or failed meanwhile: the queue job completes, the rows are dropped
       await client.query(
-        `INSERT INTO decide_batch_results (job_id, idx, row) SELECT $1, $2::integer + ord - 1, row FROM unnest($3::text[]) WITH ORDINALITY AS t (row, ord)`,
-        [job.id, task.from, rows],
+        `INSERT INTO decide_batch_results (job_id, idx, row, input_tokens, cached_tokens, output_tokens)
+         SELECT $1, $2::integer + ord - 1, row, input_tokens, cached_tokens, output_tokens
+         FROM unnest($3::text[], $4::integer[], $5::integer[], $6::integer[]) WITH ORDINALITY AS t (row, input_tokens, cached_tokens, output_tokens, ord)`,
+        [job.id, task.from, rows, rowUsage.map((u) => u.inputTokens), rowUsage.map((u) => u.cachedTokens), rowUsage.map((u) => u.outputTokens)],
       );
       if (moved.rows[0]!.status === 'completed') {
         await client.query('DELETE FROM decide_batch_inputs WHERE job_id = $1', [job.id]);

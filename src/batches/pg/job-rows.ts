@@ -4,7 +4,7 @@
  * by the status it leaves, so two processes racing on one job cannot both move it.
  */
 import { rowFailed } from '../openai/lines.js';
-import { batchJobFromColumns, type BatchJob, type BatchJobColumns } from '../store/batch-store.js';
+import { addUsage, batchJobFromColumns, zeroUsage, type BatchJob, type BatchJobColumns } from '../store/batch-store.js';
 import type { Client, Pool } from './database.js';
 
 /** A job with the byte length of its committed result rows (the download's Content-Length). */
@@ -15,7 +15,9 @@ export interface PgJob extends BatchJob {
 /** bigint columns come back as numbers (epoch milliseconds and byte counts stay below 2^53). */
 export const JOB_COLUMNS = `id, owner, model, requested_model, status, total, completed, failed,
   created_at::float8 AS created_at, started_at::float8 AS started_at, completed_at::float8 AS completed_at,
-  expires_at::float8 AS expires_at, error_code, error_message, questions, results_bytes::float8 AS results_bytes, openai`;
+  expires_at::float8 AS expires_at, error_code, error_message, questions, results_bytes::float8 AS results_bytes, openai,
+  input_tokens::float8 AS input_tokens, cached_tokens::float8 AS cached_tokens, output_tokens::float8 AS output_tokens,
+  cancelling_at::float8 AS cancelling_at`;
 
 /** Statuses a job can still leave by being worked on or cancelled. */
 export const OPEN_STATUSES = `('queued', 'in_progress', 'cancelling')`;
@@ -49,7 +51,8 @@ export async function closeJob(
   outcome: { status: 'cancelled' | 'failed'; now: number; expiresAt: number; error?: { code: string; message: string } },
 ): Promise<boolean> {
   const { rowCount } = await client.query(
-    `UPDATE decide_batch_jobs SET status = $2, completed_at = $3, expires_at = $4, error_code = $5, error_message = $6
+    `UPDATE decide_batch_jobs SET status = $2, completed_at = $3, expires_at = $4, error_code = $5, error_message = $6,
+       cancelling_at = CASE WHEN $2 = 'cancelled' THEN $3::bigint END
      WHERE id = $1 AND status IN ${OPEN_STATUSES}`,
     [id, outcome.status, outcome.now, outcome.expiresAt, outcome.error?.code ?? null, outcome.error?.message ?? null],
   );
@@ -79,17 +82,21 @@ async function keepCommittedPrefix(client: Client, id: string): Promise<void> {
     [id],
   );
   if (gap.length === 0) return;
-  const { rows: dropped } = await client.query<{ row: string }>('DELETE FROM decide_batch_results WHERE job_id = $1 AND idx >= $2 RETURNING row', [id, gap[0]!.prefix]);
+  const { rows: dropped } = await client.query<{ row: string; input_tokens: number; cached_tokens: number; output_tokens: number }>(
+    'DELETE FROM decide_batch_results WHERE job_id = $1 AND idx >= $2 RETURNING row, input_tokens, cached_tokens, output_tokens',
+    [id, gap[0]!.prefix],
+  );
   let failed = 0;
   let bytes = 0;
-  for (const { row } of dropped) {
+  let usage = zeroUsage();
+  for (const { row, input_tokens, cached_tokens, output_tokens } of dropped) {
     if (rowFailed(row)) failed += 1;
     bytes += Buffer.byteLength(row);
+    usage = addUsage(usage, { inputTokens: input_tokens, cachedTokens: cached_tokens, outputTokens: output_tokens });
   }
-  await client.query('UPDATE decide_batch_jobs SET completed = completed - $2, failed = failed - $3, results_bytes = results_bytes - $4 WHERE id = $1', [
-    id,
-    dropped.length - failed,
-    failed,
-    bytes,
-  ]);
+  await client.query(
+    `UPDATE decide_batch_jobs SET completed = completed - $2, failed = failed - $3, results_bytes = results_bytes - $4,
+       input_tokens = input_tokens - $5, cached_tokens = cached_tokens - $6, output_tokens = output_tokens - $7 WHERE id = $1`,
+    [id, dropped.length - failed, failed, bytes, usage.inputTokens, usage.cachedTokens, usage.outputTokens],
+  );
 }

@@ -112,7 +112,25 @@ const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 5,
+    name: 'token usage and the cancel time of a job',
+    // The job's usage is summed as chunks commit (chunk-worker.ts); each result row keeps its own, so
+    // the rows a cancel drops take theirs off the sums (job-rows.ts keepCommittedPrefix).
+    sql: `
+      ALTER TABLE decide_batch_jobs ADD COLUMN input_tokens bigint NOT NULL DEFAULT 0;
+      ALTER TABLE decide_batch_jobs ADD COLUMN cached_tokens bigint NOT NULL DEFAULT 0;
+      ALTER TABLE decide_batch_jobs ADD COLUMN output_tokens bigint NOT NULL DEFAULT 0;
+      ALTER TABLE decide_batch_jobs ADD COLUMN cancelling_at bigint;
+      ALTER TABLE decide_batch_results ADD COLUMN input_tokens integer NOT NULL DEFAULT 0;
+      ALTER TABLE decide_batch_results ADD COLUMN cached_tokens integer NOT NULL DEFAULT 0;
+      ALTER TABLE decide_batch_results ADD COLUMN output_tokens integer NOT NULL DEFAULT 0;
+    `,
+  },
 ];
+
+/** Every migration's version, in order: what a current database records in decide_schema_migrations. */
+export const MIGRATION_VERSIONS: readonly number[] = MIGRATIONS.map((m) => m.version);
 
 /**
  * Applies the migrations this database lacks. Call with the schema lock held (SCHEMA_LOCK_KEY).

@@ -25,6 +25,26 @@ export function isFinal(status: BatchStatus): boolean {
   return FINAL_STATUSES.includes(status);
 }
 
+/**
+ * The tokens of a job's answered records, summed as their rows are committed: prompt tokens read,
+ * the part of them served from the prefix cache, and one output token per question (the one label
+ * token read, as the synchronous endpoints count it). OpenAI's Batch object reports them as
+ * `usage` (openai/wire.ts).
+ */
+export interface TokenUsage {
+  inputTokens: number;
+  cachedTokens: number;
+  outputTokens: number;
+}
+
+export function zeroUsage(): TokenUsage {
+  return { inputTokens: 0, cachedTokens: 0, outputTokens: 0 };
+}
+
+export function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
+  return { inputTokens: a.inputTokens + b.inputTokens, cachedTokens: a.cachedTokens + b.cachedTokens, outputTokens: a.outputTokens + b.outputTokens };
+}
+
 /** A job as every store keeps it: what the API shows and what ownership checks need. */
 export interface BatchJob {
   id: string;
@@ -48,6 +68,10 @@ export interface BatchJob {
   questions: string | null;
   /** Set for a job created in OpenAI's dialect (JSON body): it answers in that dialect. */
   openai: OpenAiJobFields | null;
+  /** Of the rows committed so far. */
+  usage: TokenUsage;
+  /** When a cancel was asked for (epoch ms), or null. */
+  cancellingAt: number | null;
 }
 
 /** The common job fields as both stores' SQL rows name them (snake_case columns). */
@@ -69,6 +93,10 @@ export interface BatchJobColumns {
   questions: string | null;
   /** OpenAiJobFields as JSON text, or null. */
   openai?: string | null;
+  input_tokens: number;
+  cached_tokens: number;
+  output_tokens: number;
+  cancelling_at: number | null;
 }
 
 export function batchJobFromColumns(r: BatchJobColumns): BatchJob {
@@ -89,6 +117,8 @@ export function batchJobFromColumns(r: BatchJobColumns): BatchJob {
     errorMessage: r.error_message,
     questions: r.questions,
     openai: openAiFieldsFromText(r.openai),
+    usage: { inputTokens: r.input_tokens, cachedTokens: r.cached_tokens, outputTokens: r.output_tokens },
+    cancellingAt: r.cancelling_at,
   };
 }
 

@@ -11,7 +11,7 @@ import { closeSync, openSync } from 'node:fs';
 
 import { openAiFieldsToText } from '../openai/job-fields.js';
 import { PRIVATE_FILE_MODE, privateFile } from '../private-files.js';
-import { batchJobFromColumns, type BatchJob, type BatchJobColumns, type BatchStatus, type NewBatch } from './batch-store.js';
+import { batchJobFromColumns, type BatchJob, type BatchJobColumns, type BatchStatus, type NewBatch, type TokenUsage } from './batch-store.js';
 import { openSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
 
 export interface JobProgress {
@@ -23,6 +23,8 @@ export interface JobProgress {
   resultsBytes: number;
   completed: number;
   failed: number;
+  /** Of the answered records before inputOffset. */
+  usage: TokenUsage;
 }
 
 /** A job row: the common job fields, where its files are and how far its runner got. */
@@ -89,8 +91,18 @@ function fromSql(r: SqlRow): JobRow {
 }
 
 function progressParams(id: string, p: JobProgress) {
-  return { id, inputOffset: p.inputOffset, inputLine: p.inputLine, resultsBytes: p.resultsBytes, completed: p.completed, failed: p.failed };
+  const { inputTokens, cachedTokens, outputTokens } = p.usage;
+  return { id, inputOffset: p.inputOffset, inputLine: p.inputLine, resultsBytes: p.resultsBytes, completed: p.completed, failed: p.failed, inputTokens, cachedTokens, outputTokens };
 }
+
+/** Columns added after the first release: a database created before them gets them at open. */
+const ADDED_COLUMNS: ReadonlyArray<[name: string, definition: string]> = [
+  ['openai', 'TEXT'],
+  ['input_tokens', 'INTEGER NOT NULL DEFAULT 0'],
+  ['cached_tokens', 'INTEGER NOT NULL DEFAULT 0'],
+  ['output_tokens', 'INTEGER NOT NULL DEFAULT 0'],
+  ['cancelling_at', 'INTEGER'],
+];
 
 export class SqliteJobTable {
   private readonly db: SqliteDatabase;
@@ -107,9 +119,10 @@ export class SqliteJobTable {
     // FULL: a committed row survives power loss too, not only a process crash.
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
-    // Added after the first release: a database created before it gets the column here.
     const columns = this.db.prepare('PRAGMA table_info(batches)').all() as Array<{ name: string }>;
-    if (!columns.some((c) => c.name === 'openai')) this.db.exec('ALTER TABLE batches ADD COLUMN openai TEXT');
+    for (const [name, definition] of ADDED_COLUMNS) {
+      if (!columns.some((c) => c.name === name)) this.db.exec(`ALTER TABLE batches ADD COLUMN ${name} ${definition}`);
+    }
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insert: p(`INSERT INTO batches (id, owner, model, requested_model, status, total, created_at, questions, input_path, input_bytes, results_path, openai)
@@ -120,10 +133,13 @@ export class SqliteJobTable {
       unfinished: p(`SELECT * FROM batches WHERE status IN ('queued', 'in_progress', 'cancelling') ORDER BY id ASC`),
       start: p(`UPDATE batches SET status = 'in_progress', started_at = COALESCE(started_at, ?) WHERE id = ? AND status = 'queued'`),
       progress: p(`UPDATE batches SET input_offset = @inputOffset, input_line = @inputLine, results_bytes = @resultsBytes,
-                   completed = @completed, failed = @failed WHERE id = @id AND status IN ('in_progress', 'cancelling')`),
+                   completed = @completed, failed = @failed, input_tokens = @inputTokens, cached_tokens = @cachedTokens,
+                   output_tokens = @outputTokens WHERE id = @id AND status IN ('in_progress', 'cancelling')`),
       finish: p(`UPDATE batches SET status = @status, completed_at = @completedAt, expires_at = @expiresAt,
-                 error_code = @errorCode, error_message = @errorMessage WHERE id = @id AND status IN ('queued', 'in_progress', 'cancelling')`),
-      cancelling: p(`UPDATE batches SET status = 'cancelling' WHERE id = ? AND status = 'in_progress'`),
+                 error_code = @errorCode, error_message = @errorMessage,
+                 cancelling_at = CASE WHEN @status = 'cancelled' THEN COALESCE(cancelling_at, @completedAt) ELSE cancelling_at END
+                 WHERE id = @id AND status IN ('queued', 'in_progress', 'cancelling')`),
+      cancelling: p(`UPDATE batches SET status = 'cancelling', cancelling_at = ? WHERE id = ? AND status = 'in_progress'`),
       due: p(`SELECT * FROM batches WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('completed', 'failed', 'cancelled') ORDER BY expires_at ASC LIMIT ?`),
       expire: p(`UPDATE batches SET status = 'expired' WHERE id = ? AND status IN ('completed', 'failed', 'cancelled')`),
       ids: p('SELECT id, status FROM batches'),
@@ -185,9 +201,9 @@ export class SqliteJobTable {
     })();
   }
 
-  /** in_progress -> cancelling. */
-  markCancelling(id: string): boolean {
-    return this.stmt.cancelling!.run(id).changes === 1;
+  /** in_progress -> cancelling, asked for at `now`. */
+  markCancelling(id: string, now: number): boolean {
+    return this.stmt.cancelling!.run(now, id).changes === 1;
   }
 
   /** Finished jobs whose retention ended at `now`. */

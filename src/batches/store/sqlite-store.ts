@@ -88,7 +88,7 @@ export class SqliteBatchStore implements BatchStore {
     if (job.status === 'queued' && !this.pump.isRunning(id)) {
       this.table.finish(id, { status: 'cancelled', now, expiresAt: now + this.options.settings.retentionMs });
     } else if (job.status === 'in_progress' || job.status === 'queued') {
-      this.table.markCancelling(id);
+      this.table.markCancelling(id, now);
       this.pump.stop(id);
     }
     return this.table.get(id)!;
