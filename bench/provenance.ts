@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { cpuInt8Support } from '../src/engine/cpu-int8.js';
 import type { BenchReport } from './report.js';
 
 export function packageRoot(): string {
@@ -45,6 +46,7 @@ export function addonInfo(root: string): { path: string; sha256: string; mtime: 
 export function machineInfo(loadAverageAtStart: number[]): BenchReport['machine'] {
   return {
     cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    int8DotProduct: cpuInt8Support()?.flags ?? null,
     cores: os.availableParallelism(),
     memoryBytes: os.totalmem(),
     platform: `${os.platform()} ${os.release()} ${os.arch()}`,

@@ -117,7 +117,16 @@ export interface BenchReport {
   durationSeconds: number;
   options: Record<string, unknown>;
   rssAfterLoadBytes: number;
-  machine: { cpuModel: string; cores: number; memoryBytes: number; platform: string; node: string; loadAverageAtStart: number[] };
+  machine: {
+    cpuModel: string;
+    /** The CPU's int8 dot-product flags (src/engine/cpu-int8.ts); null where they cannot be read. */
+    int8DotProduct?: string[] | null;
+    cores: number;
+    memoryBytes: number;
+    platform: string;
+    node: string;
+    loadAverageAtStart: number[];
+  };
   threads: number;
   provider: string;
   git: { commit: string; dirty: boolean | null };
@@ -316,7 +325,9 @@ export function formatReport(report: BenchReport, file: string): string {
   const m = report.model;
   lines.push('');
   lines.push(`decide bench  ${report.startedAt}  commit ${report.git.commit.slice(0, 12)}${report.git.dirty ? ' (dirty tree)' : ''}`);
-  lines.push(`machine: ${report.machine.cpuModel}, ${report.machine.cores} cores, ${(report.machine.memoryBytes / 2 ** 30).toFixed(0)} GiB; ${report.provider}, ${report.threads} thread(s); load average at start ${report.machine.loadAverageAtStart.map((x) => x.toFixed(2)).join(' ')}`);
+  const dot = report.machine.int8DotProduct;
+  const int8Flags = dot === undefined || dot === null ? '' : ` (int8 dot product: ${dot.length > 0 ? dot.join(', ') : 'none'})`;
+  lines.push(`machine: ${report.machine.cpuModel}${int8Flags}, ${report.machine.cores} cores, ${(report.machine.memoryBytes / 2 ** 30).toFixed(0)} GiB; ${report.provider}, ${report.threads} thread(s); load average at start ${report.machine.loadAverageAtStart.map((x) => x.toFixed(2)).join(' ')}`);
   lines.push(
     `model: preset ${m.preset} (${m.shape.numLayers} layers, hidden ${m.shape.hiddenSize}, ${m.shape.numHeads} heads / ${m.shape.numKvHeads} KV heads x ${m.shape.headDim}, MLP ${m.shape.intermediateSize}, vocab ${m.shape.vocabSize}), ${String(report.options.dtype ?? 'fp32')}; ` +
       `params ${(m.params.total / 1e6).toFixed(1)}M = body ${(m.params.body / 1e6).toFixed(1)}M + embedding ${(m.params.embedding / 1e6).toFixed(1)}M + LM head ${(m.params.lmHead / 1e6).toFixed(1)}M`,

@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { loadCalibration } from '../src/runtime/calibrate.js';
+import { cpuInt8Support, int8SpeedNote } from '../src/engine/cpu-int8.js';
 import { Engine, type SuffixScore } from '../src/engine/engine.js';
 import { LabelSet } from '../src/runtime/labels.js';
 import { ModelRuntime } from '../src/runtime/model-runtime.js';
@@ -149,6 +150,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   }
 
   log(`decide bench: preset ${preset} ${dtype}, ${provider}, ${threads} thread(s), ${quick ? 'quick' : 'default'} sizes, ${repetitions} timed repetition(s), workloads ${names.join(', ')}`);
+  if (dtype === 'int8' && provider === 'cpu') {
+    const note = int8SpeedNote(cpuInt8Support());
+    if (note !== undefined) log(`note: ${note}`);
+  }
   if (options.modelDir === undefined) {
     await ensureModel(preset, modelDir, dtype, log);
   } else if (!existsSync(path.join(modelDir, 'config.json'))) {

@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
+import { cpuInt8Support, int8SpeedNote } from '../engine/cpu-int8.js';
 import { measureInt8Agreement, type Int8Agreement } from '../models/import/int8-agreement.js';
 
 /** The issue-21 bound the bench checks too: past it the int8 model is flagged, not refused. */
@@ -25,6 +26,8 @@ export async function reportInt8Agreement(command: string, int8Dir: string, writ
       `int8 vs fp32 twin on ${a.rows} generated questions (${a.states} states, 4 options each): max |prob diff| ${a.maxAbsProbDiff.toExponential(2)} ` +
         `(${verdict} ${INT8_PROB_BOUND}), max |label logit diff| ${a.maxAbsLogitDiff.toExponential(2)}, top option agrees on ${a.topAgreeing}/${a.rows}\n`,
     );
+    const note = int8SpeedNote(cpuInt8Support());
+    if (note !== undefined) process.stdout.write(`note: ${note}\n`);
     return a;
   } finally {
     await rm(tmp, { recursive: true, force: true });

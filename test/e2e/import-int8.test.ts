@@ -9,6 +9,7 @@ import { copyFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { cpuInt8Support, int8SpeedNote } from '../../src/engine/cpu-int8.js';
 import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
 import { ROOT, runDecide } from '../helpers/bin.js';
 import { QWEN3_REAL_VOCAB_CONFIG, randomCheckpoint } from '../helpers/hf-checkpoint.js';
@@ -58,6 +59,9 @@ describe('decide import-model --dtype int8', () => {
     expect(a.rows).toBe(24);
     expect(a.maxProbDiff).toBeGreaterThan(0);
     expect(a.maxProbDiff).toBeLessThanOrEqual(2e-2);
+    // What int8 buys on this host's CPU, from its own flags (src/engine/cpu-int8.ts).
+    const note = int8SpeedNote(cpuInt8Support());
+    if (note !== undefined) expect(res.stdout).toContain(`note: ${note}\n`);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.builder).toMatchObject({ preset: 'tiny', dtype: 'int8', int8: { scheme: { kernel: 'rowq-u8', lmHead: 'nbits8', block: 128 } } });
   });
