@@ -14,7 +14,7 @@
  * - 'rowq-s8': the same with int8 weights (u8 x s8). Exact where the CPU has VNNI, but on CPUs
  *   without it (AVX2, AVX-512 without VNNI) ONNX Runtime's u8 x s8 GEMM adds pairs of products in a
  *   saturating int16 (vpmaddubsw): 255 x 127 x 2 overflows it, and an AVX2 host moved answers by
- *   1.5e-1. What `--dtype int8` wrote before 2026-11-25 (recorded as kernel 'rowq').
+ *   1.5e-1. What `--dtype int8` wrote at first (recorded as kernel 'rowq').
  * - 'nbits8' (the default for the LM head): com.microsoft MatMulNBits, bits 8, symmetric blocks of
  *   `block` rows of a column with a scale each, accuracy_level 4 (the activation quantized per token
  *   and block, no int16 pair sums). Also token-independent; slower than 'rowq-u8' on the
@@ -22,8 +22,9 @@
  *   `logits` itself).
  * - 'dqmm': com.microsoft DynamicQuantizeMatMul, the fastest op alone on VNNI hosts, but it
  *   quantizes the activation with one scale per tensor, so a token's result moves with the other
- *   tokens of its pass (8.7e-2 in logits between a reused prefix and a fresh run on the tiny model).
- *   Kept to be measured, never the default.
+ *   tokens of its pass (8.7e-2 in logits between a reused prefix and a fresh run on the tiny model),
+ *   and its int8 weights saturate like 'rowq-s8' on CPUs without VNNI. Kept to be measured, never
+ *   the default.
  */
 import { DataType, makeTensor, MS_DOMAIN, type FloatDtype, type GraphBuilder, type WeightSpec } from './onnx-writer.js';
 
