@@ -280,6 +280,39 @@ describe('the console in a browser', () => {
     expect(await row.textContent()).toContain('3 done of 3');
   });
 
+  it('batches: past one page of jobs, the newest 50 are listed and "Show 50 older batches" adds the rest', async () => {
+    /** Every batch id of the key, newest first, through the API's own paging. */
+    const allIds = async () => {
+      const ids: string[] = [];
+      for (let after = ''; ; ) {
+        const page = (await (await api(`/v1/batches?limit=100${after}`)).json()) as { data: Array<{ id: string }>; has_more: boolean };
+        ids.push(...page.data.map((b) => b.id));
+        if (!page.has_more) return ids;
+        after = `&after=${page.data.at(-1)!.id}`;
+      }
+    };
+    const record = `${JSON.stringify({ custom_id: 'p', state: 'a short ticket', questions: QUESTIONS })}\n`;
+    for (let n = (await allIds()).length; n < 53; n++) {
+      const form = new FormData();
+      form.append('model', 'svc-alpha');
+      form.append('file', new Blob([record]), 'one.jsonl');
+      expect((await api('/v1/batches', { method: 'POST', body: form })).status).toBe(201);
+    }
+    const ids = await allIds();
+    expect(ids.length).toBeGreaterThanOrEqual(53);
+    await page.click('nav >> text=Playground');
+    await page.click('nav >> text=Batches');
+    const rows = page.locator('li.batch');
+    await expect.poll(() => rows.count()).toBe(50);
+    expect(await page.locator(`li.batch[data-batch-id="${ids[49]}"]`).count()).toBe(1);
+    expect(await page.locator(`li.batch[data-batch-id="${ids.at(-1)}"]`).count()).toBe(0);
+    await page.click('#older-batches');
+    await expect.poll(() => rows.count()).toBe(ids.length);
+    expect(await rows.evaluateAll((els) => els.map((el) => el.getAttribute('data-batch-id')))).toEqual(ids);
+    expect(await page.locator('#older-batches').count()).toBe(0);
+    await shot('batches-paged');
+  });
+
   it('health: readiness and the numbers /metrics exports, refreshing', async () => {
     await page.click('nav >> text=Health');
     await page.locator('[data-ready="ready"]').waitFor();

@@ -12,6 +12,24 @@ const HAS_RESULTS = new Set(['completed', 'failed', 'cancelled']);
 /** Polling while a job moves, and while none does (a job may come from another client). */
 const LIVE_POLL_MS = 1000;
 const IDLE_POLL_MS = 5000;
+/** Batches per page of GET /v1/batches (its limit is at most 100); "Show older" adds a page. */
+const PAGE_SIZE = 50;
+
+type ListedBatch = Parameters<typeof asBatch>[0];
+
+/** The newest `pages` pages of the key's batches, following the list's `after` cursor, and whether older ones exist. */
+async function loadPages(pages: number): Promise<{ batches: ListedBatch[]; hasMore: boolean }> {
+  const batches: ListedBatch[] = [];
+  let after: string | undefined;
+  for (let p = 0; p < pages; p++) {
+    const query = `limit=${PAGE_SIZE}${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`;
+    const list = await getJson<{ data: ListedBatch[]; has_more: boolean }>(`/v1/batches?${query}`);
+    batches.push(...list.data);
+    if (!list.has_more || list.data.length === 0) return { batches, hasMore: false };
+    after = list.data[list.data.length - 1]!.id;
+  }
+  return { batches, hasMore: true };
+}
 
 function throughput(b: Batch, now: number): string {
   const done = b.progress.completed + b.progress.failed;
@@ -266,6 +284,8 @@ export function Batches() {
   const [error, setError] = useState<unknown>();
   const [now, setNow] = useState(Date.now());
   const [tick, setTick] = useState(0);
+  const [pages, setPages] = useState(1);
+  const [hasMore, setHasMore] = useState(false);
   const timer = useRef<number | undefined>(undefined);
 
   useEffect(() => {
@@ -273,10 +293,11 @@ export function Batches() {
     const load = async () => {
       let next = IDLE_POLL_MS;
       try {
-        const list = await getJson<{ data: Array<Parameters<typeof asBatch>[0]> }>('/v1/batches?limit=50');
+        const list = await loadPages(pages);
         if (!live) return;
-        const shown = list.data.map(asBatch);
+        const shown = list.batches.map(asBatch);
         setBatches(shown);
+        setHasMore(list.hasMore);
         setError(undefined);
         setNow(Date.now());
         if (shown.some((b) => !FINAL.has(b.status))) next = LIVE_POLL_MS;
@@ -290,7 +311,7 @@ export function Batches() {
       live = false;
       clearTimeout(timer.current);
     };
-  }, [tick]);
+  }, [tick, pages]);
   const refresh = () => setTick((t) => t + 1);
 
   return (
@@ -308,6 +329,11 @@ export function Batches() {
             <BatchRow key={b.id} batch={b} now={now} onChanged={refresh} />
           ))}
         </ul>
+        {hasMore ? (
+          <button type="button" id="older-batches" onClick={() => setPages((p) => p + 1)}>
+            Show {PAGE_SIZE} older batches
+          </button>
+        ) : null}
       </section>
     </div>
   );
