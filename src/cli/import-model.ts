@@ -18,7 +18,7 @@ gemma. No Python and no network needed.
   --id NAME     the model id: writes DIR/NAME
   --dtype T     fp32 (default; exact for bf16 checkpoints), fp16 (half the size) or int8 (projection,
                 MLP and LM-head weights as 8-bit integers with scales: smaller files, faster on CPUs
-                with VNNI, no faster than fp32 on CPUs without it).
+                with VNNI, about as fast as fp32 on CPUs without it).
                 bf16 is refused: ONNX Runtime's CPU provider cannot run a bf16 graph
   --no-agreement  with --dtype int8, skip the check that imports the fp32 twin to a temporary
                 directory and prints how far the int8 model's answers are from it on generated

@@ -2,8 +2,9 @@
  * Whether this CPU has int8 dot-product instructions. They are what makes ONNX Runtime's integer
  * GEMMs (the MatMulInteger of `--dtype int8` models) faster than fp32: x86 VNNI (`avx512_vnni`,
  * `avx_vnni`) and AMX (`amx_int8`), Arm's dot product (`asimddp`) and int8 matrix multiply
- * (`i8mm`). Without them the integer GEMMs measured at the fp32 MatMul's speed on an AVX2 host
- * (docs/benchmark.md, int8 weights), so an int8 model saves memory and disk there, not time.
+ * (`i8mm`). Without them the integer GEMMs measured at 1.0x-1.1x the fp32 MatMul's speed on two
+ * AVX2 hosts (docs/benchmark.md, int8 weights), so an int8 model saves memory and disk there, and
+ * little or no time.
  */
 import { readFileSync } from 'node:fs';
 
@@ -41,5 +42,5 @@ export function cpuInt8Support(cpuinfo?: string): Int8Support | undefined {
 export function int8SpeedNote(support: Int8Support | undefined): string | undefined {
   if (support === undefined) return undefined;
   if (support.dotProduct) return `this CPU has int8 dot-product instructions (${support.flags.join(', ')}): int8 GEMMs run faster than fp32 here`;
-  return "this CPU has no int8 dot-product instructions (no VNNI): ONNX Runtime's int8 GEMMs run at about fp32's speed here, so an int8 model saves memory and disk, not time";
+  return "this CPU has no int8 dot-product instructions (no VNNI): ONNX Runtime's int8 GEMMs run at about fp32's speed here (measured 1.0x-1.1x on AVX2), so an int8 model saves memory and disk, little or no time";
 }
