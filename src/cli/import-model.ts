@@ -1,8 +1,9 @@
 /** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]` */
 import path from 'node:path';
 
-import { BF16_UNSUPPORTED, ImportError, importModel, type ImportDtype } from '../models/import/import-model.js';
+import { BF16_UNSUPPORTED, ImportError, importModel } from '../models/import/import-model.js';
 import { commandError, parseCommand } from './args.js';
+import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { formatDuration } from './progress.js';
 import { reportInt8Agreement } from './int8-check.js';
 
@@ -39,11 +40,7 @@ See docs/models.md.
 const OPTIONS = {
   out: { type: 'string' },
   id: { type: 'string' },
-  dtype: { type: 'string', default: 'fp32' },
-  attention: { type: 'string', default: 'ops' },
-  packing: { type: 'string', default: 'on' },
-  force: { type: 'boolean', default: false },
-  'no-agreement': { type: 'boolean', default: false },
+  ...GRAPH_OPTIONS,
 } as const;
 
 export async function run(argv: string[]): Promise<number> {
@@ -58,15 +55,11 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('import-model', `--id must be a model id (a directory name), got '${values.id}'`);
   }
   // Usage errors exit 2, as every command's do; a checkpoint that cannot be imported exits 1.
-  if (values.packing !== 'on' && values.packing !== 'off') {
-    return commandError('import-model', `--packing must be on or off, got '${values.packing}'`);
-  }
+  // A bf16 checkpoint's user asks for bf16 output: say why not and what to use instead.
   if (values.dtype === 'bf16') return commandError('import-model', BF16_UNSUPPORTED);
-  if (values.dtype !== 'fp32' && values.dtype !== 'fp16' && values.dtype !== 'int8') return commandError('import-model', `--dtype must be fp32, fp16 or int8, got '${values.dtype}'`);
-  if (values.attention !== 'ops' && values.attention !== 'fused') {
-    return commandError('import-model', `--attention must be ops or fused, got '${values.attention}'`);
-  }
-  const dtype = values.dtype as ImportDtype;
+  const graph = graphChoice('import-model', values);
+  if (typeof graph === 'number') return graph;
+  const { dtype, attention, segmentIds } = graph;
   const outDir = values.id ? path.join(values.out, values.id) : values.out;
   const started = Date.now();
   const progress = new WeightProgress();
@@ -75,8 +68,8 @@ export async function run(argv: string[]): Promise<number> {
       hfDir: positionals[0]!,
       outDir,
       dtype,
-      attention: values.attention as 'ops' | 'fused',
-      segmentIds: values.packing === 'on',
+      attention,
+      segmentIds,
       force: values.force,
       onWarning: (m) => process.stderr.write(`decide import-model: warning: ${m}\n`),
       onProgress: (done, total) => progress.update(done, total),
@@ -89,7 +82,7 @@ export async function run(argv: string[]): Promise<number> {
     );
     if (result.dtype === 'int8' && !values['no-agreement']) {
       await reportInt8Agreement('import-model', result.dir, async (twin) => {
-        await importModel({ hfDir: positionals[0]!, outDir: twin, dtype: 'fp32', attention: values.attention as 'ops' | 'fused', segmentIds: values.packing === 'on' });
+        await importModel({ hfDir: positionals[0]!, outDir: twin, dtype: 'fp32', attention, segmentIds });
       });
     }
     return 0;

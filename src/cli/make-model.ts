@@ -5,6 +5,7 @@ import { makeModel, PRESETS } from '../models/builder/index.js';
 import { ModelOutputError } from '../models/output-dir.js';
 import { newModelIdProblem } from '../models/registry.js';
 import { commandError, parseCommand } from './args.js';
+import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { reportInt8Agreement } from './int8-check.js';
 
 const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--packing on|off] [--force]
@@ -28,11 +29,7 @@ const OPTIONS = {
   preset: { type: 'string' },
   out: { type: 'string' },
   seed: { type: 'string', default: '1' },
-  dtype: { type: 'string', default: 'fp32' },
-  attention: { type: 'string', default: 'ops' },
-  packing: { type: 'string', default: 'on' },
-  force: { type: 'boolean', default: false },
-  'no-agreement': { type: 'boolean', default: false },
+  ...GRAPH_OPTIONS,
 } as const;
 
 export async function run(argv: string[]): Promise<number> {
@@ -46,15 +43,14 @@ export async function run(argv: string[]): Promise<number> {
   // Usage errors exit 2 with the command's message, as every command's do.
   const seed = Number(values.seed);
   if (!/^\d+$/.test(values.seed) || !Number.isSafeInteger(seed)) return commandError('make-model', `--seed must be a non-negative integer, got '${values.seed}'`);
-  if (values.dtype !== 'fp32' && values.dtype !== 'fp16' && values.dtype !== 'int8') return commandError('make-model', `--dtype must be fp32, fp16 or int8, got '${values.dtype}'`);
-  const dtype = values.dtype;
-  if (values.attention !== 'ops' && values.attention !== 'fused') return commandError('make-model', `--attention must be ops or fused, got '${values.attention}'`);
-  if (values.packing !== 'on' && values.packing !== 'off') return commandError('make-model', `--packing must be on or off, got '${values.packing}'`);
+  const graph = graphChoice('make-model', values);
+  if (typeof graph === 'number') return graph;
+  const { dtype } = graph;
   if (!Object.hasOwn(PRESETS, values.preset)) return commandError('make-model', `--preset must be one of ${Object.keys(PRESETS).join(', ')}, got '${values.preset}'`);
   const started = Date.now();
   const features = {
-    ...(values.attention === 'fused' ? { attention: 'fused' as const } : {}),
-    ...(values.packing === 'on' ? { segmentIds: true } : {}),
+    ...(graph.attention === 'fused' ? { attention: 'fused' as const } : {}),
+    ...(graph.segmentIds ? { segmentIds: true } : {}),
   };
   const out = path.resolve(values.out);
   const idProblem = newModelIdProblem(path.dirname(out), path.basename(out));
@@ -66,7 +62,7 @@ export async function run(argv: string[]): Promise<number> {
     if (err instanceof ModelOutputError) return commandError('make-model', err.message, 1);
     throw err;
   }
-  process.stdout.write(`wrote ${result.dir} (preset ${values.preset}, seed ${seed}, ${values.dtype}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  process.stdout.write(`wrote ${result.dir} (preset ${values.preset}, seed ${seed}, ${dtype}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   if (dtype === 'int8' && !values['no-agreement']) {
     const preset = values.preset;
     await reportInt8Agreement('make-model', result.dir, async (twin) => {
