@@ -228,6 +228,7 @@ describe('the console in a browser', () => {
     await page.locator('[data-validation="errors"]').waitFor();
     expect(await page.locator('[data-error-line]').evaluateAll((els) => els.map((e) => e.getAttribute('data-error-line')))).toEqual(['5']);
     expect(((await (await api('/v1/batches')).json()) as { data: unknown[] }).data).toEqual([]); // nothing ran
+    expect(await page.locator('#create-batch').textContent()).toBe('Create anyway (1 row will fail)');
     await shot('batches-validation');
 
     await page.click('#create-batch');

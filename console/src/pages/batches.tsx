@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { call, getJson } from '../api.js';
 import { asBatch } from '../batch-wire.js';
+import { LineProblems, type LineProblem } from '../components/line-problems.js';
 import { Problem } from '../components/problem.js';
 import { BatchProgress } from '../components/progress.js';
 import type { Batch, BatchValidation } from '../types.js';
@@ -38,13 +39,6 @@ function throughput(b: Batch, now: number): string {
   return done > 0 && seconds > 0 ? `${(done / seconds).toFixed(1)} rows/s` : '–';
 }
 
-interface FailedRow {
-  index: number;
-  custom_id: string | null;
-  code: string;
-  message: string;
-}
-
 async function download(batch: Batch): Promise<void> {
   const blob = await (await call(`/v1/batches/${batch.id}/results`)).blob();
   const url = URL.createObjectURL(blob);
@@ -57,20 +51,21 @@ async function download(batch: Batch): Promise<void> {
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
-async function failedRows(batch: Batch): Promise<FailedRow[]> {
+/** The job's failed rows, numbered by their row of the results (1-based). */
+async function failedRows(batch: Batch): Promise<LineProblem[]> {
   const text = await (await call(`/v1/batches/${batch.id}/results`)).text();
-  const rows: FailedRow[] = [];
+  const rows: LineProblem[] = [];
   text.split('\n').forEach((line, index) => {
     if (!line) return;
     const row = JSON.parse(line) as { custom_id: string | null; error?: { code: string; message: string } };
-    if (row.error) rows.push({ index: index + 1, custom_id: row.custom_id, code: row.error.code, message: row.error.message });
+    if (row.error) rows.push({ at: index + 1, custom_id: row.custom_id, code: row.error.code, message: row.error.message });
   });
   return rows;
 }
 
 function BatchRow({ batch, now, onChanged }: { batch: ReturnType<typeof asBatch>; now: number; onChanged: () => void }) {
   const [error, setError] = useState<unknown>();
-  const [failed, setFailed] = useState<FailedRow[]>();
+  const [failed, setFailed] = useState<LineProblem[]>();
   const act = (fn: () => Promise<unknown>) => async () => {
     setError(undefined);
     try {
@@ -114,26 +109,13 @@ function BatchRow({ batch, now, onChanged }: { batch: ReturnType<typeof asBatch>
       </div>
       <Problem error={error} />
       {failed ? (
-        <div class="scroll"><table class="failed-rows">
-          <thead>
-            <tr>
-              <th scope="col">row</th>
-              <th scope="col">custom_id</th>
-              <th scope="col">error</th>
-            </tr>
-          </thead>
-          <tbody>
-            {failed.map((r) => (
-              <tr key={r.index} data-failed-row={r.custom_id ?? ''}>
-                <td>{r.index}</td>
-                <td>{r.custom_id ?? '(none)'}</td>
-                <td>
-                  <code>{r.code}</code> {r.message}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table></div>
+        <LineProblems
+          problems={failed}
+          atLabel="row"
+          problemLabel="error"
+          tableClass="failed-rows"
+          rowAttribute={(p) => ({ 'data-failed-row': p.custom_id ?? '' })}
+        />
       ) : null}
     </li>
   );
@@ -247,30 +229,19 @@ function CreateBatch({ onCreated }: { onCreated: () => void }) {
             . Model {validation.model}.
           </p>
           {validation.errors.length > 0 ? (
-            <div class="scroll"><table class="line-errors">
-              <thead>
-                <tr>
-                  <th scope="col">line</th>
-                  <th scope="col">custom_id</th>
-                  <th scope="col">problem</th>
-                </tr>
-              </thead>
-              <tbody>
-                {validation.errors.map((e) => (
-                  <tr key={e.line} data-error-line={e.line}>
-                    <td>{e.line}</td>
-                    <td>{e.custom_id ?? '–'}</td>
-                    <td>
-                      <code>{e.code}</code> {e.message}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table></div>
+            <LineProblems
+              problems={validation.errors.map((e) => ({ at: e.line, custom_id: e.custom_id, code: e.code, message: e.message }))}
+              atLabel="line"
+              problemLabel="problem"
+              tableClass="line-errors"
+              rowAttribute={(p) => ({ 'data-error-line': String(p.at) })}
+            />
           ) : null}
           {validation.errors_truncated ? <p class="hint">Only the first {validation.errors.length} problems are listed.</p> : null}
           <button type="button" id="create-batch" onClick={create}>
-            {validation.invalid ? `Create anyway (${validation.invalid} rows will fail)` : `Create batch of ${validation.records} records`}
+            {validation.invalid
+              ? `Create anyway (${validation.invalid === 1 ? '1 row' : `${validation.invalid} rows`} will fail)`
+              : `Create batch of ${validation.records === 1 ? '1 record' : `${validation.records} records`}`}
           </button>
         </div>
       ) : null}
