@@ -244,7 +244,7 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
       const batches = await BatchService.open({ service, dataDir: opts.dataDir, resume: opts.batchWorker ?? true, log: (line) => app.log.info(line) });
       v1.addHook('onClose', async () => batches.close());
       // OpenAI's Files + Batch flow on the same jobs (docs/compatibility.md, Batches).
-      const openai = await OpenAiBatchApi.open(batches);
+      const openai = await OpenAiBatchApi.open(batches, (line) => app.log.info(line));
       v1.addHook('onClose', async () => openai.close());
       await v1.register(batchRoutes, { batches, openai });
       await v1.register(fileRoutes, { openai, maxFileBytes: batches.maxFileBytes });

@@ -260,6 +260,25 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
     await expect(other.batches.create({ input_file_id: mine.input_file_id, endpoint: mine.endpoint as any, completion_window: '24h' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   }, 60_000);
 
+  it("sets an upload's expires_at as OpenAI does: expires_after from the SDK, 30 days without it; refuses other anchors and lives", async () => {
+    const client = sdk(server, KEY_A);
+    const bytes = jsonl(requestLines('/v1/decide', 1, 'e'));
+    const day = await client.files.create({ file: await toFile(bytes, 'day.jsonl'), purpose: 'batch', expires_after: { anchor: 'created_at', seconds: 86_400 } });
+    expect(day.expires_at).toBe(day.created_at + 86_400);
+    expect((await client.files.retrieve(day.id)).expires_at).toBe(day.expires_at);
+    const plain = await upload(client, bytes);
+    expect(plain.expires_at).toBe(plain.created_at + 30 * 86_400);
+    for (const [expires_after, param] of [
+      [{ anchor: 'created_at', seconds: 3599 }, 'expires_after[seconds]'],
+      [{ anchor: 'created_at', seconds: 2_592_001 }, 'expires_after[seconds]'],
+      [{ anchor: 'last_active_at', seconds: 3600 }, 'expires_after[anchor]'],
+    ] as const) {
+      const refused = client.files.create({ file: await toFile(bytes, 'x.jsonl'), purpose: 'batch', expires_after: expires_after as any });
+      await expect(refused).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+      await expect(refused).rejects.toMatchObject({ status: 400, param });
+    }
+  }, 60_000);
+
   it('refuses bad input with OpenAI errors: purpose, too many lines, duplicate custom_ids (with their lines), url, metadata; deletes a file', async () => {
     const client = sdk(server, KEY_A);
     const lines = requestLines('/v1/decide', 3, 'r');

@@ -13,6 +13,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchService, type BatchServiceOptions } from '../../src/batches/batch-service.js';
+import { FILE_EXPIRY_SECONDS, OpenAiBatchApi } from '../../src/batches/openai/openai-batches.js';
 import { MIGRATION_VERSIONS } from '../../src/batches/pg/migrations.js';
 import type { DecisionService } from '../../src/service/decision-service.js';
 import type { TestPostgres } from '../helpers/postgres.js';
@@ -104,6 +105,37 @@ describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
     await batches.sweep(Date.now() + batches.retentionMs + 1);
     expect((await batches.get('o', b.id)).status).toBe('expired');
     await expect(batches.openResults('o', b.id)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it("expires uploads as OpenAI's Files API does: hidden once due, swept with their bytes; a batch made from one keeps its input", async () => {
+    const api = await OpenAiBatchApi.open(batches);
+    try {
+      const line = JSON.stringify({ custom_id: 'x', method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state: 'a ticket', questions: { q: { type: 'noul', instructions: 'Is it urgent?' } } } });
+      const stage = async () => batches.stageUpload(Readable.from([`${line}\n`]));
+      const hour = await api.upload('f', { purpose: 'batch', filename: 'hour.jsonl', upload: await stage(), expiresAfter: { anchor: 'created_at', seconds: '3600' } });
+      const month = await api.upload('f', { purpose: 'batch', filename: 'month.jsonl', upload: await stage() });
+      expect(hour.expires_at).toBe(hour.created_at + 3600);
+      expect(month.expires_at).toBe(month.created_at + FILE_EXPIRY_SECONDS.default);
+      const batch = await api.createBatch('f', { input_file_id: hour.id, endpoint: '/v1/decide', completion_window: '24h' });
+
+      const past = (expiresAt: number) => expiresAt * 1000 + 1000;
+      // Listed until due; once due it is gone from the list even before a sweep deletes it.
+      expect((await api.files.list('f', 10, 'asc', Date.now())).map((f) => f.id)).toEqual([hour.id, month.id]);
+      expect((await api.files.list('f', 10, 'asc', past(hour.expires_at!))).map((f) => f.id)).toEqual([month.id]);
+      await api.sweepExpiredFiles(past(hour.expires_at!));
+      expect(await api.files.get(hour.id)).toBeUndefined();
+      await expect(api.getFile('f', hour.id)).rejects.toMatchObject({ wire: { status: 404 } });
+      await expect(api.fileContent('f', hour.id)).rejects.toMatchObject({ wire: { status: 404 } });
+      expect((await api.getFile('f', month.id)).id).toBe(month.id);
+      expect(await streamText(await api.fileContent('f', month.id))).toBe(`${line}\n`);
+
+      const done = await waitFor(batches, 'f', batch.id, ['completed']);
+      expect(done.progress).toEqual({ total: 1, completed: 1, failed: 0 });
+      await api.sweepExpiredFiles(past(month.expires_at!));
+      expect(await api.files.get(month.id)).toBeUndefined();
+    } finally {
+      await api.close();
+    }
   });
 });
 

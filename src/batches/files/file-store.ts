@@ -23,23 +23,44 @@ export interface StoredFile {
   records: number;
   /** Epoch milliseconds. */
   createdAt: number;
+  /** Epoch milliseconds after which the file is gone (OpenAI's `expires_after`); null: kept until deleted. */
+  expiresAt: number | null;
 }
 
 /** A file's row as both stores' SQL returns it (snake_case columns, numbers as numbers). */
-export type StoredFileRow = Omit<StoredFile, 'createdAt'> & { created_at: number };
+export type StoredFileRow = Omit<StoredFile, 'createdAt' | 'expiresAt'> & { created_at: number; expires_at: number | null };
 
 export function storedFileFromRow(r: StoredFileRow): StoredFile {
-  return { id: r.id, owner: r.owner, filename: r.filename, purpose: r.purpose, bytes: r.bytes, records: r.records, createdAt: r.created_at };
+  return {
+    id: r.id,
+    owner: r.owner,
+    filename: r.filename,
+    purpose: r.purpose,
+    bytes: r.bytes,
+    records: r.records,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+  };
+}
+
+/** Whether the file has expired at `now` (the sweep may not have deleted it yet: it is gone all the same). */
+export function isExpired(file: StoredFile, now: number): boolean {
+  return file.expiresAt !== null && file.expiresAt <= now;
 }
 
 export interface FileStore {
   create(file: StoredFile, upload: StagedUpload): Promise<StoredFile>;
   get(id: string): Promise<StoredFile | undefined>;
-  /** The owner's files by id (= upload order): `desc` newest first; `after` is the last id of the previous page. */
-  list(owner: string, limit: number, order: 'asc' | 'desc', after?: string): Promise<StoredFile[]>;
+  /**
+   * The owner's files not expired at `now`, by id (= upload order): `desc` newest first; `after` is
+   * the last id of the previous page.
+   */
+  list(owner: string, limit: number, order: 'asc' | 'desc', now: number, after?: string): Promise<StoredFile[]>;
   /** The file's bytes, streamed. */
   open(file: StoredFile): Promise<Readable>;
   /** False when there was no such file. */
   delete(id: string): Promise<boolean>;
+  /** Deletes the files expired at `now`, bytes and all; returns their ids. */
+  deleteExpired(now: number): Promise<string[]>;
   close(): Promise<void>;
 }

@@ -15,7 +15,10 @@ import { storedFileFromRow, type FileStore, type StoredFile, type StoredFileRow 
 /** Bytes per stored part (and the most a part holds in memory, in either direction). */
 export const FILE_PART_BYTES = 1024 * 1024;
 
-const COLUMNS = 'id, owner, filename, purpose, bytes::float8 AS bytes, records, created_at::float8 AS created_at';
+const COLUMNS = 'id, owner, filename, purpose, bytes::float8 AS bytes, records, created_at::float8 AS created_at, expires_at::float8 AS expires_at';
+
+/** A file is listed while it has not expired at the time given (parameter $2). */
+const LIVE = '(expires_at IS NULL OR expires_at > $2)';
 
 export class PgFileStore implements FileStore {
   private constructor(private readonly pool: Pool) {}
@@ -28,7 +31,7 @@ export class PgFileStore implements FileStore {
     const fh = await openFile(upload.path, 'r');
     try {
       await inTransaction(this.pool, async (client) => {
-        await client.query('INSERT INTO decide_files (id, owner, filename, purpose, bytes, records, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+        await client.query('INSERT INTO decide_files (id, owner, filename, purpose, bytes, records, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
           file.id,
           file.owner,
           file.filename,
@@ -36,6 +39,7 @@ export class PgFileStore implements FileStore {
           file.bytes,
           file.records,
           file.createdAt,
+          file.expiresAt,
         ]);
         const buf = Buffer.allocUnsafe(FILE_PART_BYTES);
         for (let seq = 0, position = 0; ; seq++) {
@@ -56,13 +60,18 @@ export class PgFileStore implements FileStore {
     return rows[0] && storedFileFromRow(rows[0]);
   }
 
-  async list(owner: string, limit: number, order: 'asc' | 'desc', after?: string): Promise<StoredFile[]> {
+  async list(owner: string, limit: number, order: 'asc' | 'desc', now: number, after?: string): Promise<StoredFile[]> {
     const dir = order === 'asc' ? 'ASC' : 'DESC';
     const cmp = order === 'asc' ? '>' : '<';
     const { rows } =
       after === undefined
-        ? await this.pool.query<StoredFileRow>(`SELECT ${COLUMNS} FROM decide_files WHERE owner = $1 ORDER BY id ${dir} LIMIT $2`, [owner, limit])
-        : await this.pool.query<StoredFileRow>(`SELECT ${COLUMNS} FROM decide_files WHERE owner = $1 AND id ${cmp} $2 ORDER BY id ${dir} LIMIT $3`, [owner, after, limit]);
+        ? await this.pool.query<StoredFileRow>(`SELECT ${COLUMNS} FROM decide_files WHERE owner = $1 AND ${LIVE} ORDER BY id ${dir} LIMIT $3`, [owner, now, limit])
+        : await this.pool.query<StoredFileRow>(`SELECT ${COLUMNS} FROM decide_files WHERE owner = $1 AND ${LIVE} AND id ${cmp} $4 ORDER BY id ${dir} LIMIT $3`, [
+            owner,
+            now,
+            limit,
+            after,
+          ]);
     return rows.map(storedFileFromRow);
   }
 
@@ -81,6 +90,12 @@ export class PgFileStore implements FileStore {
   async delete(id: string): Promise<boolean> {
     const { rowCount } = await this.pool.query('DELETE FROM decide_files WHERE id = $1', [id]);
     return rowCount === 1;
+  }
+
+  async deleteExpired(now: number): Promise<string[]> {
+    // Every host sweeps; DELETE ... RETURNING hands each row to one of them. The parts go with it (ON DELETE CASCADE).
+    const { rows } = await this.pool.query<{ id: string }>('DELETE FROM decide_files WHERE expires_at <= $1 RETURNING id', [now]);
+    return rows.map((r) => r.id);
   }
 
   async close(): Promise<void> {

@@ -23,10 +23,17 @@ CREATE TABLE IF NOT EXISTS files (
   purpose    TEXT NOT NULL,
   bytes      INTEGER NOT NULL,
   records    INTEGER NOT NULL,
-  created_at INTEGER NOT NULL
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER
 ) STRICT;
 CREATE INDEX IF NOT EXISTS files_by_owner ON files (owner, id);
 `;
+
+/** Added after the table first shipped: ALTER TABLE on a table made without it. */
+const ADDED_COLUMNS = [{ name: 'expires_at', sql: 'ALTER TABLE files ADD COLUMN expires_at INTEGER' }];
+
+/** A file is listed while it has not expired at the time given. */
+const LIVE = '(expires_at IS NULL OR expires_at > ?)';
 
 export class SqliteFileStore implements FileStore {
   private readonly db: SqliteDatabase;
@@ -37,6 +44,8 @@ export class SqliteFileStore implements FileStore {
     this.db = openSqlite(path.join(dataDir, 'batches.sqlite'));
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
+    const have = new Set((this.db.prepare('PRAGMA table_info(files)').all() as Array<{ name: string }>).map((c) => c.name));
+    for (const column of ADDED_COLUMNS) if (!have.has(column.name)) this.db.exec(column.sql);
     this.filesDir = path.join(dataDir, 'files');
   }
 
@@ -58,8 +67,8 @@ export class SqliteFileStore implements FileStore {
   async create(file: StoredFile, upload: StagedUpload): Promise<StoredFile> {
     await moveUploadInto(upload, this.contentPath(file.id));
     this.db
-      .prepare('INSERT INTO files (id, owner, filename, purpose, bytes, records, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-      .run(file.id, file.owner, file.filename, file.purpose, file.bytes, file.records, file.createdAt);
+      .prepare('INSERT INTO files (id, owner, filename, purpose, bytes, records, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(file.id, file.owner, file.filename, file.purpose, file.bytes, file.records, file.createdAt, file.expiresAt);
     return file;
   }
 
@@ -68,13 +77,13 @@ export class SqliteFileStore implements FileStore {
     return row && storedFileFromRow(row);
   }
 
-  async list(owner: string, limit: number, order: 'asc' | 'desc', after?: string): Promise<StoredFile[]> {
+  async list(owner: string, limit: number, order: 'asc' | 'desc', now: number, after?: string): Promise<StoredFile[]> {
     const dir = order === 'asc' ? 'ASC' : 'DESC';
     const cmp = order === 'asc' ? '>' : '<';
     const rows = (
       after === undefined
-        ? this.db.prepare(`SELECT * FROM files WHERE owner = ? ORDER BY id ${dir} LIMIT ?`).all(owner, limit)
-        : this.db.prepare(`SELECT * FROM files WHERE owner = ? AND id ${cmp} ? ORDER BY id ${dir} LIMIT ?`).all(owner, after, limit)
+        ? this.db.prepare(`SELECT * FROM files WHERE owner = ? AND ${LIVE} ORDER BY id ${dir} LIMIT ?`).all(owner, now, limit)
+        : this.db.prepare(`SELECT * FROM files WHERE owner = ? AND ${LIVE} AND id ${cmp} ? ORDER BY id ${dir} LIMIT ?`).all(owner, now, after, limit)
     ) as StoredFileRow[];
     return rows.map(storedFileFromRow);
   }
@@ -89,6 +98,14 @@ export class SqliteFileStore implements FileStore {
     const { changes } = this.db.prepare('DELETE FROM files WHERE id = ?').run(id);
     await rm(path.join(this.filesDir, id), { recursive: true, force: true });
     return changes === 1;
+  }
+
+  async deleteExpired(now: number): Promise<string[]> {
+    const ids = (this.db.prepare('SELECT id FROM files WHERE expires_at <= ?').all(now) as Array<{ id: string }>).map((r) => r.id);
+    // Row first: from then on the file is not found, so removing its bytes cannot cut a reader short
+    // (a download already streaming holds its file handle open).
+    for (const id of ids) await this.delete(id);
+    return ids;
   }
 
   async close(): Promise<void> {

@@ -21,7 +21,7 @@ import { monotonicFactory } from 'ulid';
 
 import { isApiError } from '../../api/errors.js';
 import type { BatchService, StagedUpload } from '../batch-service.js';
-import type { FileStore, StoredFile } from '../files/file-store.js';
+import { isExpired, type FileStore, type StoredFile } from '../files/file-store.js';
 import { openFileStore } from '../files/open-files.js';
 import { decodeLine, readLines } from '../records.js';
 import type { BatchJob } from '../store/batch-store.js';
@@ -36,6 +36,12 @@ export const COMPLETION_WINDOWS = ['24h'] as const;
 /** OpenAI's metadata limits. */
 export const METADATA_LIMITS = Object.freeze({ keys: 16, keyChars: 64, valueChars: 512 });
 export const DEFAULT_FILE_LIST_LIMIT = 10_000;
+/**
+ * An upload's life, OpenAI's: `expires_after[seconds]` from 1 hour to 30 days after `created_at`;
+ * without it a batch file expires after 30 days, as OpenAI's do. A batch keeps its own copy of its
+ * input, so an expired upload takes nothing from a batch made from it.
+ */
+export const FILE_EXPIRY_SECONDS = Object.freeze({ min: 3600, max: 2_592_000, default: 2_592_000 });
 const MAX_FILENAME_CHARS = 255;
 /** Problems a creation error lists. */
 const MAX_LISTED_PROBLEMS = 20;
@@ -71,21 +77,67 @@ async function* streamLines(stream: AsyncIterable<Buffer | string>): AsyncGenera
   if (rest.length > 0) yield rest;
 }
 
+/** The form fields `expires_after[anchor]` and `expires_after[seconds]` as sent (undefined when absent). */
+export interface ExpiresAfterFields {
+  anchor: string | undefined;
+  seconds: string | undefined;
+}
+
+/** The upload's life in seconds from its form fields (400 naming the field when they are not OpenAI's). */
+function uploadExpirySeconds(fields: ExpiresAfterFields | undefined): number {
+  if (fields === undefined || (fields.anchor === undefined && fields.seconds === undefined)) return FILE_EXPIRY_SECONDS.default;
+  const { min, max } = FILE_EXPIRY_SECONDS;
+  if (fields.anchor !== 'created_at') {
+    throw oaError(400, `expires_after[anchor]: must be 'created_at' (the only anchor), got ${shown(fields.anchor ?? null)}`, 'expires_after[anchor]');
+  }
+  const seconds = fields.seconds !== undefined && /^[0-9]{1,10}$/.test(fields.seconds) ? Number(fields.seconds) : NaN;
+  if (!(seconds >= min && seconds <= max)) {
+    throw oaError(400, `expires_after[seconds]: must be an integer from ${min} (1 hour) to ${max} (30 days), got ${shown(fields.seconds ?? null)}`, 'expires_after[seconds]');
+  }
+  return seconds;
+}
+
 export class OpenAiBatchApi {
   private readonly newId = monotonicFactory();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
 
   private constructor(
     private readonly batches: BatchService,
     readonly files: FileStore,
+    private readonly log: (line: string) => void,
   ) {}
 
-  /** Opens the file store beside the batch store (same database or data dir). */
-  static async open(batches: BatchService): Promise<OpenAiBatchApi> {
-    return new OpenAiBatchApi(batches, await openFileStore(batches.storeSelection, batches.dataDir));
+  /**
+   * Opens the file store beside the batch store (same database or data dir) and sweeps expired
+   * uploads now and every DECIDE_BATCH_SWEEP_SECONDS, as the batch results' retention does.
+   */
+  static async open(batches: BatchService, log: (line: string) => void = () => undefined): Promise<OpenAiBatchApi> {
+    const api = new OpenAiBatchApi(batches, await openFileStore(batches.storeSelection, batches.dataDir), log);
+    await api.sweepExpiredFiles();
+    api.sweepTimer = setInterval(() => void api.sweepExpiredFiles(), batches.settings.sweepIntervalMs);
+    api.sweepTimer.unref();
+    return api;
   }
 
   async close(): Promise<void> {
+    clearInterval(this.sweepTimer);
+    await this.sweeping;
     await this.files.close();
+  }
+
+  /** Deletes the uploads expired by `now`; a failure is logged and retried at the next sweep. */
+  sweepExpiredFiles(now = Date.now()): Promise<void> {
+    this.sweeping ??= this.files
+      .deleteExpired(now)
+      .then(
+        (ids) => ids.forEach((id) => this.log(`file ${id}: expired, deleted`)),
+        (err: unknown) => this.log(`file sweep failed: ${String(err)}`),
+      )
+      .finally(() => {
+        this.sweeping = undefined;
+      });
+    return this.sweeping;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -101,7 +153,10 @@ export class OpenAiBatchApi {
   }
 
   /** Makes a staged upload a file of `owner` (consumed, or removed on error). */
-  async upload(owner: string, input: { purpose: string | undefined; filename: string | undefined; upload: StagedUpload | undefined }): Promise<OpenAiFileObject> {
+  async upload(
+    owner: string,
+    input: { purpose: string | undefined; filename: string | undefined; upload: StagedUpload | undefined; expiresAfter?: ExpiresAfterFields },
+  ): Promise<OpenAiFileObject> {
     try {
       if (input.purpose === undefined) throw oaError(400, "purpose: required (form field 'purpose'; the only purpose served is 'batch')", 'purpose');
       if (!(FILE_PURPOSES as readonly string[]).includes(input.purpose)) {
@@ -109,7 +164,9 @@ export class OpenAiBatchApi {
       }
       if (!input.upload) throw oaError(400, "file: required (form field 'file', a JSONL file with one request per line)", 'file');
       if (input.upload.records === 0) throw oaError(400, 'file: empty; a batch file needs at least one request line', 'file');
+      const expirySeconds = uploadExpirySeconds(input.expiresAfter);
       const filename = (input.filename || 'upload.jsonl').slice(0, MAX_FILENAME_CHARS);
+      const createdAt = Date.now();
       const file: StoredFile = {
         id: `file-${this.newId()}`,
         owner,
@@ -117,7 +174,8 @@ export class OpenAiBatchApi {
         purpose: input.purpose,
         bytes: input.upload.bytes,
         records: input.upload.records,
-        createdAt: Date.now(),
+        createdAt,
+        expiresAt: createdAt + expirySeconds * 1000,
       };
       return uploadFileObject(await this.files.create(file, input.upload));
     } finally {
@@ -140,7 +198,7 @@ export class OpenAiBatchApi {
       throw oaError(400, 'after: must be a file id (the last id of the previous page)', 'after');
     }
     // Only uploads are listed; a batch's output and error files are reached through the batch.
-    const rows = query.purpose !== undefined && query.purpose !== 'batch' ? [] : await this.files.list(owner, limit + 1, order, query.after as string | undefined);
+    const rows = query.purpose !== undefined && query.purpose !== 'batch' ? [] : await this.files.list(owner, limit + 1, order, Date.now(), query.after as string | undefined);
     const data = rows.slice(0, limit).map(uploadFileObject);
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > limit };
   }
@@ -177,8 +235,8 @@ export class OpenAiBatchApi {
 
   private async ownedFile(owner: string, id: string): Promise<StoredFile> {
     const file = isUploadFileId(id) ? await this.files.get(id) : undefined;
-    // Another key's file is indistinguishable from a missing one.
-    if (!file || file.owner !== owner) throw oaError(404, `No such File object: ${id.slice(0, 100)}`, 'id');
+    // Another key's file, and one expired but not swept yet, are indistinguishable from a missing one.
+    if (!file || file.owner !== owner || isExpired(file, Date.now())) throw oaError(404, `No such File object: ${id.slice(0, 100)}`, 'id');
     return file;
   }
 

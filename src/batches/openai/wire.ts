@@ -160,7 +160,7 @@ export function uploadFileObject(file: StoredFile): OpenAiFileObject {
     filename: file.filename,
     purpose: file.purpose,
     status: 'processed',
-    expires_at: null,
+    expires_at: seconds(file.expiresAt),
     status_details: null,
   };
 }

@@ -127,6 +127,15 @@ const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE decide_batch_results ADD COLUMN output_tokens integer NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 6,
+    name: "uploaded files expire (OpenAI's expires_after)",
+    // Null: kept until deleted (files uploaded before this migration).
+    sql: `
+      ALTER TABLE decide_files ADD COLUMN expires_at bigint;
+      CREATE INDEX decide_files_expiring ON decide_files (expires_at) WHERE expires_at IS NOT NULL;
+    `,
+  },
 ];
 
 /** Every migration's version, in order: what a current database records in decide_schema_migrations. */

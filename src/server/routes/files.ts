@@ -16,7 +16,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ApiError } from '../../api/errors.js';
 import type { StagedUpload } from '../../batches/batch-service.js';
 import { oaError } from '../../batches/openai/errors.js';
-import type { OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
+import { FILE_EXPIRY_SECONDS, type ExpiresAfterFields, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
 import { readingMultipart } from '../multipart-body.js';
 import { openAiErrorHandler } from './openai-errors.js';
 
@@ -41,6 +41,7 @@ const FileObject = Type.Object(
     filename: Type.String(),
     purpose: Type.String(),
     status: Type.String(),
+    expires_at: Type.Union([Type.Integer(), Type.Null()], { description: 'Unix seconds; an upload is deleted then (expires_after, 30 days by default)' }),
   },
   { description: "OpenAI's FileObject" },
 );
@@ -70,7 +71,14 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
         operationId: 'createFile',
         tags,
         consumes: ['multipart/form-data'],
-        body: Type.Object({ file: Type.String({ format: 'binary' }), purpose: Type.Literal('batch') }),
+        body: Type.Object({
+          file: Type.String({ format: 'binary' }),
+          purpose: Type.Literal('batch'),
+          'expires_after[anchor]': Type.Optional(Type.Literal('created_at')),
+          'expires_after[seconds]': Type.Optional(
+            Type.Integer({ minimum: FILE_EXPIRY_SECONDS.min, maximum: FILE_EXPIRY_SECONDS.max, description: `default ${FILE_EXPIRY_SECONDS.default} (30 days)` }),
+          ),
+        }),
         response: { 200: FileObject, 400: OpenAiError, 413: OpenAiError, ...common },
       },
       ...asBuilt,
@@ -81,6 +89,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
       let purpose: string | undefined;
       let filename: string | undefined;
       let upload: StagedUpload | undefined;
+      const expiresAfter: ExpiresAfterFields = { anchor: undefined, seconds: undefined };
       try {
         const parts = readingMultipart(
           request.parts({ limits: { files: 1, fields: 4, parts: 6, fieldSize: MAX_FIELD_BYTES, fileSize: maxFileBytes + 1 }, ...({ throwFileSizeLimit: false } as object) }),
@@ -96,15 +105,23 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
             upload = await openai.stage(readingMultipart(part.file));
           } else if (part.fieldname === 'purpose' && typeof part.value === 'string') {
             purpose = part.value;
-          } else if (part.fieldname !== 'expires_after[anchor]' && part.fieldname !== 'expires_after[seconds]') {
-            throw oaError(400, `form field '${part.fieldname.slice(0, 100)}': unknown (allowed: file, purpose)`, part.fieldname.slice(0, 100));
+          } else if (part.fieldname === 'expires_after[anchor]' && typeof part.value === 'string') {
+            expiresAfter.anchor = part.value;
+          } else if (part.fieldname === 'expires_after[seconds]' && typeof part.value === 'string') {
+            expiresAfter.seconds = part.value;
+          } else {
+            throw oaError(
+              400,
+              `form field '${part.fieldname.slice(0, 100)}': unknown (allowed: file, purpose, expires_after[anchor], expires_after[seconds])`,
+              part.fieldname.slice(0, 100),
+            );
           }
         }
       } catch (err) {
         await openai.discard(upload);
         throw err;
       }
-      return openai.upload(owner, { purpose, filename, upload });
+      return openai.upload(owner, { purpose, filename, upload, expiresAfter });
     },
   );
 
