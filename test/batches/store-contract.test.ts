@@ -163,6 +163,30 @@ describe('Postgres: hosts keep no state; migrations', () => {
     }
   });
 
+  it('never makes a batch from an upload cut short while it is read (its parts deleted meanwhile)', async () => {
+    const url = await postgres.database('cut_upload');
+    const batches = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'cut-upload'), databaseUrl: url, resume: false });
+    const api = await OpenAiBatchApi.open(batches);
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    try {
+      const body = { model: 'svc-alpha', state: 'x'.repeat(1000), questions: { q: { type: 'noul', instructions: 'Is it urgent?' } } };
+      const lines = Array.from({ length: 2500 }, (_, i) => JSON.stringify({ custom_id: `c-${i}`, method: 'POST', url: '/v1/decide', body })).join('\n');
+      const file = await api.upload('o', { purpose: 'batch', filename: 'big.jsonl', upload: await batches.stageUpload(Readable.from([lines])) });
+      expect(file.bytes).toBeGreaterThan(2 * 1024 * 1024);
+      // What a reader sees when a delete commits between its part reads: the first part, then nothing.
+      await db.query('DELETE FROM decide_file_parts WHERE file_id = $1 AND seq >= 1', [file.id]);
+      await expect(api.createBatch('o', { input_file_id: file.id, endpoint: '/v1/decide', completion_window: '24h' })).rejects.toMatchObject({
+        wire: { status: 404, body: { error: { param: 'input_file_id', message: expect.stringContaining('deleted while the batch was being created') } } },
+      });
+      expect((await batches.list('o', {})).data).toEqual([]);
+    } finally {
+      await db.end();
+      await api.close();
+      await batches.close();
+    }
+  });
+
   it('applies each migration once when several processes open a fresh database at once', async () => {
     const url = await postgres.database('migrate_race');
     const opened = await Promise.all(

@@ -273,6 +273,9 @@ export class OpenAiBatchApi {
     if (file.purpose !== 'batch') throw oaError(400, `input_file_id: ${file.id} has purpose '${file.purpose}'; a batch reads a file uploaded with purpose 'batch'`, 'input_file_id');
     const upload = await this.batches.stageUpload(await this.files.open(file));
     try {
+      // Postgres reads the bytes part by part: a delete or an expiry meanwhile ends the stream early.
+      // A batch never runs a truncated input.
+      if (upload.bytes !== file.bytes) throw oaError(404, `input_file_id: ${file.id} was deleted while the batch was being created`, 'input_file_id');
       const model = await this.checkInput(upload, fields.endpoint);
       let job: BatchJob;
       try {
