@@ -16,6 +16,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 
 import OpenAI, { toFile } from 'openai';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { decideBin } from '../helpers/bin.js';
@@ -428,5 +429,22 @@ describe('the openai SDK against two API hosts and a worker on Postgres', () => 
     expectSameBody(output[0]!.response!.body, sync.body);
     const other = sdk(hostB, KEY_B);
     await expect(other.files.content(done.output_file_id!)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+
+    // An upload whose parts go while it is downloaded: the download breaks off instead of ending as
+    // a 200 with part of the file, and the host keeps serving.
+    const long = requestLines('/v1/decide', 900, 'big').map((l) => ({ ...l, body: { ...(l.body as object), state: 'x'.repeat(3000) } }));
+    const big = await upload(a, jsonl(long));
+    expect(big.bytes).toBeGreaterThan(2 * 1024 * 1024);
+    const db = new pg.Client({ connectionString: pgEnv.DECIDE_DATABASE_URL });
+    await db.connect();
+    try {
+      await db.query('DELETE FROM decide_file_parts WHERE file_id = $1 AND seq >= 1', [big.id]);
+    } finally {
+      await db.end();
+    }
+    const res = await fetch(`${hostB.url}/v1/files/${big.id}/content`, { headers: { authorization: `Bearer ${KEY_A}` } });
+    await expect(res.arrayBuffer()).rejects.toThrow();
+    expect((await fetch(`${hostB.url}/healthz`)).status).toBe(200);
+    expect((await b.files.retrieve(file.id)).id).toBe(file.id);
   }, 240_000);
 });

@@ -13,6 +13,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchService, type BatchServiceOptions } from '../../src/batches/batch-service.js';
+import { FileGoneError } from '../../src/batches/files/file-store.js';
 import { FILE_EXPIRY_SECONDS, OpenAiBatchApi } from '../../src/batches/openai/openai-batches.js';
 import { MIGRATION_VERSIONS } from '../../src/batches/pg/migrations.js';
 import type { DecisionService } from '../../src/service/decision-service.js';
@@ -163,7 +164,7 @@ describe('Postgres: hosts keep no state; migrations', () => {
     }
   });
 
-  it('never makes a batch from an upload cut short while it is read (its parts deleted meanwhile)', async () => {
+  it('never makes a batch or a download from an upload cut short while it is read (its parts deleted meanwhile)', async () => {
     const url = await postgres.database('cut_upload');
     const batches = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'cut-upload'), databaseUrl: url, resume: false });
     const api = await OpenAiBatchApi.open(batches);
@@ -180,6 +181,8 @@ describe('Postgres: hosts keep no state; migrations', () => {
         wire: { status: 404, body: { error: { param: 'input_file_id', message: expect.stringContaining('deleted while the batch was being created') } } },
       });
       expect((await batches.list('o', {})).data).toEqual([]);
+      // A download fails instead of ending early (a 200 with part of the file would look complete).
+      await expect(streamText(await api.fileContent('o', file.id))).rejects.toBeInstanceOf(FileGoneError);
     } finally {
       await db.end();
       await api.close();

@@ -48,6 +48,16 @@ export function isExpired(file: StoredFile, now: number): boolean {
   return file.expiresAt !== null && file.expiresAt <= now;
 }
 
+/**
+ * A file deleted (or expired and swept) while it was being read: its stream fails with this instead
+ * of ending early, so neither a download nor a batch made from it is ever silently cut short.
+ */
+export class FileGoneError extends Error {
+  constructor(readonly fileId: string) {
+    super(`file ${fileId} was deleted while it was being read`);
+  }
+}
+
 export interface FileStore {
   create(file: StoredFile, upload: StagedUpload): Promise<StoredFile>;
   get(id: string): Promise<StoredFile | undefined>;
@@ -56,7 +66,7 @@ export interface FileStore {
    * the last id of the previous page.
    */
   list(owner: string, limit: number, order: 'asc' | 'desc', now: number, after?: string): Promise<StoredFile[]>;
-  /** The file's bytes, streamed. */
+  /** The file's bytes, streamed; the stream fails with FileGoneError when the file is deleted under it. */
   open(file: StoredFile): Promise<Readable>;
   /** False when there was no such file. */
   delete(id: string): Promise<boolean>;

@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 
 import { inTransaction, openPool, type Pool } from '../pg/database.js';
 import type { StagedUpload } from '../uploads.js';
-import { storedFileFromRow, type FileStore, type StoredFile, type StoredFileRow } from './file-store.js';
+import { FileGoneError, storedFileFromRow, type FileStore, type StoredFile, type StoredFileRow } from './file-store.js';
 
 /** Bytes per stored part (and the most a part holds in memory, in either direction). */
 export const FILE_PART_BYTES = 1024 * 1024;
@@ -78,9 +78,15 @@ export class PgFileStore implements FileStore {
   async open(file: StoredFile): Promise<Readable> {
     const { pool } = this;
     async function* parts(): AsyncGenerator<Buffer> {
+      // One part per query: a delete that commits between two of them leaves the rest missing.
+      let read = 0;
       for (let seq = 0; ; seq++) {
         const { rows } = await pool.query<{ data: Buffer }>('SELECT data FROM decide_file_parts WHERE file_id = $1 AND seq = $2', [file.id, seq]);
-        if (rows.length === 0) return;
+        if (rows.length === 0) {
+          if (read < file.bytes) throw new FileGoneError(file.id);
+          return;
+        }
+        read += rows[0]!.data.length;
         yield rows[0]!.data;
       }
     }

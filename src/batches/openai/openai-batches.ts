@@ -21,7 +21,7 @@ import { monotonicFactory } from 'ulid';
 
 import { isApiError } from '../../api/errors.js';
 import type { BatchService, StagedUpload } from '../batch-service.js';
-import { isExpired, type FileStore, type StoredFile } from '../files/file-store.js';
+import { FileGoneError, isExpired, type FileStore, type StoredFile } from '../files/file-store.js';
 import { openFileStore } from '../files/open-files.js';
 import { decodeLine, readLines } from '../records.js';
 import type { BatchJob } from '../store/batch-store.js';
@@ -271,11 +271,14 @@ export class OpenAiBatchApi {
     const fields = this.createParams(body);
     const file = await this.ownedFileParam(owner, fields.inputFileId);
     if (file.purpose !== 'batch') throw oaError(400, `input_file_id: ${file.id} has purpose '${file.purpose}'; a batch reads a file uploaded with purpose 'batch'`, 'input_file_id');
-    const upload = await this.batches.stageUpload(await this.files.open(file));
+    let upload: StagedUpload;
     try {
-      // Postgres reads the bytes part by part: a delete or an expiry meanwhile ends the stream early.
-      // A batch never runs a truncated input.
-      if (upload.bytes !== file.bytes) throw oaError(404, `input_file_id: ${file.id} was deleted while the batch was being created`, 'input_file_id');
+      upload = await this.batches.stageUpload(await this.files.open(file));
+    } catch (err) {
+      if (err instanceof FileGoneError) throw oaError(404, `input_file_id: ${file.id} was deleted while the batch was being created`, 'input_file_id');
+      throw err;
+    }
+    try {
       const model = await this.checkInput(upload, fields.endpoint);
       let job: BatchJob;
       try {
