@@ -190,6 +190,20 @@ describe('Postgres: hosts keep no state; migrations', () => {
     }
   });
 
+  it('a result download that outlives its job (expired meanwhile) fails instead of ending early', async () => {
+    const url = await postgres.database('expiring_results');
+    const batches = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'expiring-results'), databaseUrl: url, chunk: { chunkRecords: 4 } });
+    try {
+      const b = await batches.create({ owner: 'o', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([goodLines(6, 2, 'r').join('\n')])) });
+      await waitFor(batches, 'o', b.id, ['completed']);
+      const { stream } = await batches.openResults('o', b.id);
+      await batches.sweep(Date.now() + batches.retentionMs + 1);
+      await expect(streamText(stream)).rejects.toThrow(/deleted \(expired\) while they were read/);
+    } finally {
+      await batches.close();
+    }
+  });
+
   it('applies each migration once when several processes open a fresh database at once', async () => {
     const url = await postgres.database('migrate_race');
     const opened = await Promise.all(

@@ -135,14 +135,22 @@ export class PgBatchStore implements BatchStore {
     const { pool } = this;
     const bytes = (job as PgJob).resultsBytes ?? (await getJob(pool, job.id))!.resultsBytes;
     async function* rows(): AsyncGenerator<string> {
+      // A page per query: if the job expires between two of them its rows are gone, and the stream
+      // fails rather than ending early (OpenAI's result files are served without a length to check).
       let after = -1;
+      let read = 0;
       for (;;) {
         const page = await pool.query<{ idx: number; row: string }>(
           'SELECT idx, row FROM decide_batch_results WHERE job_id = $1 AND idx > $2 ORDER BY idx LIMIT $3',
           [job.id, after, RESULT_PAGE_ROWS],
         );
-        if (page.rows.length === 0) return;
-        yield page.rows.map((r) => r.row).join('');
+        if (page.rows.length === 0) {
+          if (read < bytes) throw new Error(`batch ${job.id}: its results were deleted (expired) while they were read`);
+          return;
+        }
+        const text = page.rows.map((r) => r.row).join('');
+        read += Buffer.byteLength(text);
+        yield text;
         after = page.rows.at(-1)!.idx;
       }
     }
