@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 
 import { privateDir } from '../private-files.js';
 import { moveUploadInto, type StagedUpload } from '../uploads.js';
-import { openSqlite, type SqliteDatabase } from '../store/sqlite-driver.js';
+import { addMissingColumns, openSqlite, type SqliteDatabase } from '../store/sqlite-driver.js';
 import { storedFileFromRow, type FileStore, type StoredFile, type StoredFileRow } from './file-store.js';
 
 
@@ -29,8 +29,8 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE INDEX IF NOT EXISTS files_by_owner ON files (owner, id);
 `;
 
-/** Added after the table first shipped: ALTER TABLE on a table made without it. */
-const ADDED_COLUMNS = [{ name: 'expires_at', sql: 'ALTER TABLE files ADD COLUMN expires_at INTEGER' }];
+/** Columns added after the first release: a database created before them gets them at open. */
+const ADDED_COLUMNS: ReadonlyArray<[name: string, definition: string]> = [['expires_at', 'INTEGER']];
 
 /** A file is listed while it has not expired at the time given. */
 const LIVE = '(expires_at IS NULL OR expires_at > ?)';
@@ -44,8 +44,7 @@ export class SqliteFileStore implements FileStore {
     this.db = openSqlite(path.join(dataDir, 'batches.sqlite'));
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
-    const have = new Set((this.db.prepare('PRAGMA table_info(files)').all() as Array<{ name: string }>).map((c) => c.name));
-    for (const column of ADDED_COLUMNS) if (!have.has(column.name)) this.db.exec(column.sql);
+    addMissingColumns(this.db, 'files', ADDED_COLUMNS);
     this.filesDir = path.join(dataDir, 'files');
   }
 

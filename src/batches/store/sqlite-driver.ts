@@ -47,3 +47,12 @@ export function openSqlite(file: string): SqliteDatabase {
     );
   }
 }
+
+/**
+ * Adds the columns a table gained after its first release to a database made before them (each
+ * `[name, definition]`, e.g. `['expires_at', 'INTEGER']`); columns already there are left alone.
+ */
+export function addMissingColumns(db: SqliteDatabase, table: string, columns: ReadonlyArray<readonly [name: string, definition: string]>): void {
+  const have = new Set((db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name));
+  for (const [name, definition] of columns) if (!have.has(name)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${definition}`);
+}

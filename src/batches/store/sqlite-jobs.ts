@@ -12,7 +12,7 @@ import { closeSync, openSync } from 'node:fs';
 import { openAiFieldsToText } from '../openai/job-fields.js';
 import { PRIVATE_FILE_MODE, privateFile } from '../private-files.js';
 import { batchJobFromColumns, type BatchJob, type BatchJobColumns, type BatchStatus, type NewBatch, type TokenUsage } from './batch-store.js';
-import { openSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
+import { addMissingColumns, openSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
 
 export interface JobProgress {
   /** Byte offset of the next unread input line. */
@@ -119,10 +119,7 @@ export class SqliteJobTable {
     // FULL: a committed row survives power loss too, not only a process crash.
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
-    const columns = this.db.prepare('PRAGMA table_info(batches)').all() as Array<{ name: string }>;
-    for (const [name, definition] of ADDED_COLUMNS) {
-      if (!columns.some((c) => c.name === name)) this.db.exec(`ALTER TABLE batches ADD COLUMN ${name} ${definition}`);
-    }
+    addMissingColumns(this.db, 'batches', ADDED_COLUMNS);
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insert: p(`INSERT INTO batches (id, owner, model, requested_model, status, total, created_at, questions, input_path, input_bytes, results_path, openai)
