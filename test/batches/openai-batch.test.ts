@@ -278,6 +278,19 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
       await expect(refused).rejects.toBeInstanceOf(OpenAI.BadRequestError);
       await expect(refused).rejects.toMatchObject({ status: 400, param });
     }
+    // One of the pair without the other (the SDK always sends both; a hand-made form may not).
+    for (const [field, value, param] of [
+      ['expires_after[seconds]', '3600', 'expires_after[anchor]'],
+      ['expires_after[anchor]', 'created_at', 'expires_after[seconds]'],
+    ] as const) {
+      const form = new FormData();
+      form.append('purpose', 'batch');
+      form.append(field, value);
+      form.append('file', new Blob([bytes]), 'x.jsonl');
+      const res = await fetch(`${server.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${KEY_A}` }, body: form });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { param: string; message: string } }).error).toMatchObject({ param, message: expect.stringContaining('required with') });
+    }
   }, 60_000);
 
   it('refuses bad input with OpenAI errors: purpose, too many lines, duplicate custom_ids (with their lines), url, metadata; deletes a file', async () => {

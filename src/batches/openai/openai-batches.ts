@@ -87,13 +87,12 @@ export interface ExpiresAfterFields {
 function uploadExpirySeconds(fields: ExpiresAfterFields | undefined): number {
   if (fields === undefined || (fields.anchor === undefined && fields.seconds === undefined)) return FILE_EXPIRY_SECONDS.default;
   const { min, max } = FILE_EXPIRY_SECONDS;
-  if (fields.anchor !== 'created_at') {
-    throw oaError(400, `expires_after[anchor]: must be 'created_at' (the only anchor), got ${shown(fields.anchor ?? null)}`, 'expires_after[anchor]');
-  }
-  const seconds = fields.seconds !== undefined && /^[0-9]{1,10}$/.test(fields.seconds) ? Number(fields.seconds) : NaN;
-  if (!(seconds >= min && seconds <= max)) {
-    throw oaError(400, `expires_after[seconds]: must be an integer from ${min} (1 hour) to ${max} (30 days), got ${shown(fields.seconds ?? null)}`, 'expires_after[seconds]');
-  }
+  if (fields.anchor === undefined) throw oaError(400, "expires_after[anchor]: required with expires_after[seconds] (send 'created_at')", 'expires_after[anchor]');
+  if (fields.anchor !== 'created_at') throw oaError(400, `expires_after[anchor]: must be 'created_at' (the only anchor), got ${shown(fields.anchor)}`, 'expires_after[anchor]');
+  const range = `an integer from ${min} (1 hour) to ${max} (30 days)`;
+  if (fields.seconds === undefined) throw oaError(400, `expires_after[seconds]: required with expires_after[anchor] (${range})`, 'expires_after[seconds]');
+  const seconds = /^[0-9]{1,10}$/.test(fields.seconds) ? Number(fields.seconds) : NaN;
+  if (!(seconds >= min && seconds <= max)) throw oaError(400, `expires_after[seconds]: must be ${range}, got ${shown(fields.seconds)}`, 'expires_after[seconds]');
   return seconds;
 }
 
