@@ -44,6 +44,12 @@ export interface EngineCountersSummary {
   prefixPasses: number;
   suffixPasses: number;
   paddedTokens: number;
+  /** The host-side counters (src/engine/native.ts NativeCounters), summed over the repetition's calls. */
+  deviceCopies: number;
+  hostToDeviceBytes: number;
+  deviceToHostBytes: number;
+  runMillis: number;
+  hostMillis: number;
 }
 
 export interface WorkloadResult {
@@ -223,6 +229,13 @@ const fx = (x: number) => `${x.toFixed(2)}x`;
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const int = (x: number) => Math.round(x).toLocaleString('en-US');
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
+/** Bytes in the unit that keeps 3 significant digits readable (B, KiB, MiB, GiB). */
+const bytes = (b: number) => {
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let i = 0;
+  while (b >= 1024 && i < units.length - 1) [b, i] = [b / 1024, i + 1];
+  return `${b.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+};
 
 function num(x: number): string {
   if (!Number.isFinite(x)) return String(x);
@@ -253,7 +266,9 @@ export function formatWorkload(w: WorkloadResult): string {
     `${w.workload}: ${w.description}\n` +
     `  ${t.states} states, ${t.decisions} decisions, ${w.engineCalls} engine call(s); mean prefix ${num(t.meanPrefixTokens)} tokens, mean suffix ${num(t.meanSuffixTokens)} tokens; ` +
     `prefix tokens ${int(t.prefixTokens)} (${int(t.prefixTokensDistinct)} distinct), suffix tokens ${int(t.suffixTokens)}\n` +
-    `  tokens per repetition: fresh ${int(t.freshTokens)} | perfect reuse ${int(t.idealTokens)} | engine computed ${int(e.computedTokens)} (+${int(e.paddedTokens)} padding, ${e.forwardPasses} passes) | baseline computed ${int(b.computedTokens)} (+${int(b.paddedTokens)} padding, ${b.forwardPasses} passes of <= ${b.stats.maxRowsPerPass} rows)`;
+    `  tokens per repetition: fresh ${int(t.freshTokens)} | perfect reuse ${int(t.idealTokens)} | engine computed ${int(e.computedTokens)} (+${int(e.paddedTokens)} padding, ${e.forwardPasses} passes) | baseline computed ${int(b.computedTokens)} (+${int(b.paddedTokens)} padding, ${b.forwardPasses} passes of <= ${b.stats.maxRowsPerPass} rows)\n` +
+    `  engine host work per repetition: ${int(e.counters.deviceCopies)} device copies, ${bytes(e.counters.hostToDeviceBytes)} to the device, ${bytes(e.counters.deviceToHostBytes)} back; ` +
+    `${int(e.counters.runMillis)} ms inside ONNX Runtime runs, ${int(e.counters.hostMillis)} ms outside`;
   const rows = [
     ['engine', range(e.seconds), range(e.decisionsPerSecond), range(e.tokensPerSecondComputed), range(e.tokensPerSecondEffective), range(e.mfu, pct), mib(e.peakRssBytes), e.coresBusy.median.toFixed(2)],
     ['baseline', range(b.seconds), range(b.decisionsPerSecond), range(b.tokensPerSecondComputed), range(b.tokensPerSecondEffective), range(b.mfu, pct), mib(b.peakRssBytes), b.coresBusy.median.toFixed(2)],

@@ -22,7 +22,19 @@ export const BASELINE_DEFINITION =
   'rewrite, decide_logits_index = each row\'s last real position), so the speedup measured is prefix reuse and batching, not the LM-head rewrite.';
 
 export function zeroCounters(): EngineCountersSummary {
-  return { prefixTokensComputed: 0, cachedTokens: 0, suffixTokens: 0, prefixPasses: 0, suffixPasses: 0, paddedTokens: 0 };
+  return {
+    prefixTokensComputed: 0,
+    cachedTokens: 0,
+    suffixTokens: 0,
+    prefixPasses: 0,
+    suffixPasses: 0,
+    paddedTokens: 0,
+    deviceCopies: 0,
+    hostToDeviceBytes: 0,
+    deviceToHostBytes: 0,
+    runMillis: 0,
+    hostMillis: 0,
+  };
 }
 
 export function addCounters(into: EngineCountersSummary, c: NativeCounters): void {
@@ -32,6 +44,11 @@ export function addCounters(into: EngineCountersSummary, c: NativeCounters): voi
   into.prefixPasses += c.prefixPasses;
   into.suffixPasses += c.suffixPasses;
   into.paddedTokens += c.paddedTokens;
+  into.deviceCopies += c.deviceCopies;
+  into.hostToDeviceBytes += c.hostToDeviceBytes;
+  into.deviceToHostBytes += c.deviceToHostBytes;
+  into.runMillis += c.runMillis;
+  into.hostMillis += c.hostMillis;
 }
 
 export interface EngineRun {

@@ -1,9 +1,11 @@
 #include "decoder.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
+#include <deque>
 #include <regex>
-#include <thread>
 
 #include "errors.h"
 #include "ort_runtime.h"
@@ -14,8 +16,12 @@ namespace {
 
 constexpr const char* kLogitsIndexInput = "decide_logits_index";
 constexpr const char* kSegmentIdsInput = "decide_segment_ids";
-// Below this many bytes a fork is copied on the calling thread (a thread start costs more).
-constexpr size_t kParallelForkBytes = size_t{8} << 20;
+constexpr const char* kLabelIndexInput = "decide_label_index";
+constexpr const char* kPositionIndexInput = "decide_position_index";
+constexpr const char* kLabelLogitsOutput = "decide_label_logits";
+constexpr const char* kLogSumExpOutput = "decide_log_sum_exp";
+// Each staged input starts at a multiple of this (CUDA kernels want aligned tensors).
+constexpr size_t kInputAlignment = 256;
 
 size_t ElemSize(ONNXTensorElementDataType type) {
   switch (type) {
@@ -56,27 +62,30 @@ float HalfToFloat(uint16_t h) {
   return out;
 }
 
-// Host-side integer input that keeps its storage alive while bound.
-struct IntInput {
-  std::vector<int64_t> i64;
-  std::vector<int32_t> i32;
-  Ort::Value value{nullptr};
-
-  void Bind(const OrtMemoryInfo* host, ONNXTensorElementDataType type, const std::vector<int64_t>& shape) {
-    if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
-      i32.assign(i64.begin(), i64.end());
-      value = Ort::Value::CreateTensor<int32_t>(host, i32.data(), i32.size(), shape.data(), shape.size());
-    } else {
-      value = Ort::Value::CreateTensor<int64_t>(host, i64.data(), i64.size(), shape.data(), shape.size());
-    }
-  }
+// The integer inputs of one pass, laid out in one staging buffer: each at an aligned offset, in
+// the element type its graph input has.
+struct StagedInput {
+  const char* name;
+  ONNXTensorElementDataType type;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> values;
+  size_t offset = 0;
+  size_t Bytes() const { return values.size() * (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32 ? 4 : 8); }
 };
 
 }  // namespace
 
 Decoder::Decoder(const DecoderOptions& options) {
-  Ort::SessionOptions session_options =
-      MakeSessionOptions(options.provider, options.intra_op_threads, options.device_id);
+  SessionSettings settings;
+  settings.provider = options.provider;
+  settings.intra_op_threads = options.intra_op_threads;
+  settings.device_id = options.device_id;
+  settings.log_severity = options.log_severity;
+  if (options.provider == Provider::kCuda) {
+    stream_ = MakeCudaStream(options.device_id);
+    settings.cuda_stream = stream_->Handle();
+  }
+  Ort::SessionOptions session_options = MakeSessionOptions(settings);
   if (!options.profile_prefix.empty()) session_options.EnableProfiling(options.profile_prefix.c_str());
 
   try {
@@ -86,11 +95,23 @@ Decoder::Decoder(const DecoderOptions& options) {
   }
   host_info_ = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
   ReadModelInfo(options);
-  fork_threads_ = std::max(1, options.intra_op_threads);
-  device_ = options.provider == "cuda" ? MakeCudaDevice(*session_, options.device_id) : MakeCpuDevice();
+  device_ = options.provider == Provider::kCuda ? MakeCudaDevice(*session_, stream_, options.device_id)
+                                                : MakeCpuDevice(std::max(1, options.intra_op_threads));
+  kv_ = std::make_unique<KvStore>(device_.get(), info_.kv);
+  staging_ = std::make_unique<HostStaging>(device_.get());
 }
 
-Decoder::~Decoder() = default;
+Decoder::~Decoder() {
+  // Explicit, because the CUDA provider's memory must go back while its allocator, session and
+  // stream exist: buffers, then the Device (and its allocator), then the session, then the stream.
+  if (device_) device_->Synchronize();
+  kv_.reset();
+  staging_.reset();
+  inputs_ = DeviceBuffer();
+  device_.reset();
+  session_.reset();
+  stream_.reset();
+}
 
 void Decoder::ReadModelInfo(const DecoderOptions& options) {
   Ort::AllocatorWithDefaultOptions allocator;
@@ -128,6 +149,11 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
       // [batch, positions]. A 1-D index is a rewrite cached by an engine before stamped rewrites;
       // src/engine/scoring-graph.ts makes such a cache again, so only a hand-made graph gets here.
       if (tensor_info.GetShape().size() != 2) fail("decide_logits_index must be 2-D [batch, positions]");
+    } else if (name == kLabelIndexInput || name == kPositionIndexInput) {
+      if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 || tensor_info.GetShape().size() != 2) {
+        fail(name + " must be a 2-D int64 tensor");
+      }
+      info_.has_label_head = true;
     } else if (name == kSegmentIdsInput) {
       info_.has_segment_ids = true;
       if (!IsIntegerType(type)) fail("decide_segment_ids must be int64 or int32");
@@ -154,7 +180,7 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
     fail("input_ids, attention_mask and position_ids must be int64 or int32");
   }
 
-  bool has_logits = false;
+  bool has_logits = false, has_label_logits = false, has_log_sum_exp = false;
   for (size_t i = 0; i < session_->GetOutputCount(); ++i) {
     std::string name = session_->GetOutputNameAllocated(i, allocator).get();
     auto type_info = session_->GetOutputTypeInfo(i);
@@ -165,11 +191,22 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
       info_.logits_type = tensor_info.GetElementType();
       auto dims = tensor_info.GetShape();
       if (dims.size() == 3 && dims[2] > 0) info_.vocab_size = dims[2];
+    } else if (name == kLabelLogitsOutput) {
+      has_label_logits = tensor_info.GetElementType() == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+    } else if (name == kLogSumExpOutput) {
+      has_log_sum_exp = tensor_info.GetElementType() == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
     } else if (std::regex_match(name, m, present_re)) {
       put(m[2] == "key" ? present_keys : present_values, std::stoul(m[1].str()), name);
     }
   }
-  if (!has_logits) fail("the graph has no 'logits' output");
+  if (info_.has_label_head) {
+    if (!info_.has_logits_index || !has_label_logits || !has_log_sum_exp) {
+      fail("a graph with decide_label_index needs decide_logits_index and float outputs decide_label_logits and "
+           "decide_log_sum_exp");
+    }
+  } else if (!has_logits) {
+    fail("the graph has no 'logits' output");
+  }
 
   size_t layers = past_keys.size();
   if (past_values.size() != layers || present_keys.size() != layers || present_values.size() != layers) {
@@ -190,7 +227,7 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
   info_.kv.num_kv_heads = kv_dims[1] > 0 ? static_cast<int>(kv_dims[1]) : options.num_kv_heads;
   info_.kv.head_dim = kv_dims[3] > 0 ? static_cast<int>(kv_dims[3]) : options.head_dim;
   info_.kv.elem_size = ElemSize(info_.kv_type);
-  ElemSize(info_.logits_type);
+  if (has_logits) ElemSize(info_.logits_type);
   if (info_.kv.num_kv_heads <= 0 || info_.kv.head_dim <= 0) {
     fail("cannot tell num_key_value_heads / head_dim from the graph or config.json");
   }
@@ -198,102 +235,154 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
   if (info_.vocab_size <= 0) fail("cannot tell the vocabulary size from the graph or config.json");
 }
 
-ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logits) {
-  const KvShape& kv = info_.kv;
+void Decoder::BindInputs(const std::vector<ExtendRow>& rows, int past_len, int new_len, bool want_logits,
+                         Ort::IoBinding& binding) {
   const int batch = static_cast<int>(rows.size());
-  int past_len = 0, new_len = 0, logits_per_row = 0;
-  for (const ExtendRow& row : rows) {
-    past_len = std::max(past_len, row.past_len);
-    new_len = std::max(new_len, row.num_tokens);
-    logits_per_row = std::max(logits_per_row, static_cast<int>(row.logits_positions.size()));
-    if (row.segments != nullptr && !info_.has_segment_ids) {
-      throw EngineError(kErrRuntime, "a packed row needs a graph with decide_segment_ids");
-    }
-  }
-  if (!want_logits) logits_per_row = 0;
   const int total_len = past_len + new_len;
+  int logits_per_row = 0;
+  for (const ExtendRow& row : rows) logits_per_row = std::max(logits_per_row, static_cast<int>(row.logits_positions.size()));
   // The index input needs at least one position per row, even when no logits are read.
-  const int index_width = std::max(logits_per_row, 1);
+  const int index_width = std::max(want_logits ? logits_per_row : 0, 1);
 
-  IntInput ids, mask, positions, segments, logits_index;
-  ids.i64.assign(static_cast<size_t>(batch) * new_len, 0);
-  mask.i64.assign(static_cast<size_t>(batch) * total_len, 0);
-  positions.i64.assign(static_cast<size_t>(batch) * new_len, 0);
-  segments.i64.assign(info_.has_segment_ids ? static_cast<size_t>(batch) * total_len : 0, 0);
-  logits_index.i64.assign(static_cast<size_t>(batch) * index_width, 0);
+  std::deque<StagedInput> inputs;  // a deque: add() hands out references that later adds keep valid
+  auto add = [&](const char* name, ONNXTensorElementDataType type, std::vector<int64_t> shape) -> std::vector<int64_t>& {
+    size_t count = 1;
+    for (int64_t d : shape) count *= static_cast<size_t>(d);
+    inputs.push_back(StagedInput{name, type, std::move(shape), std::vector<int64_t>(count, 0)});
+    return inputs.back().values;
+  };
+  auto& ids = add("input_ids", info_.ids_type, {batch, new_len});
+  auto& mask = add("attention_mask", info_.mask_type, {batch, total_len});
+  std::vector<int64_t>* positions = info_.has_position_ids ? &add("position_ids", info_.positions_type, {batch, new_len}) : nullptr;
+  std::vector<int64_t>* segments = info_.has_segment_ids ? &add(kSegmentIdsInput, info_.segments_type, {batch, total_len}) : nullptr;
+  std::vector<int64_t>* logits_index =
+      info_.has_logits_index ? &add(kLogitsIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch, index_width}) : nullptr;
   for (int r = 0; r < batch; ++r) {
     const ExtendRow& row = rows[r];
     for (int i = 0; i < row.num_tokens; ++i) {
-      ids.i64[static_cast<size_t>(r) * new_len + i] = row.tokens[i];
-      positions.i64[static_cast<size_t>(r) * new_len + i] = row.past_len + (row.offsets ? row.offsets[i] : i);
+      ids[static_cast<size_t>(r) * new_len + i] = row.tokens[i];
+      if (positions) (*positions)[static_cast<size_t>(r) * new_len + i] = row.past_len + (row.offsets ? row.offsets[i] : i);
     }
-    int64_t* mask_row = mask.i64.data() + static_cast<size_t>(r) * total_len;
+    int64_t* mask_row = mask.data() + static_cast<size_t>(r) * total_len;
     std::fill(mask_row, mask_row + row.past_len, 1);
     std::fill(mask_row + past_len, mask_row + past_len + row.num_tokens, 1);
-    if (info_.has_segment_ids && row.segments != nullptr) {
+    if (segments && row.segments != nullptr) {
       // The past and the padding stay segment 0; padding is masked anyway.
-      int64_t* segment_row = segments.i64.data() + static_cast<size_t>(r) * total_len + past_len;
+      int64_t* segment_row = segments->data() + static_cast<size_t>(r) * total_len + past_len;
       for (int i = 0; i < row.num_tokens; ++i) segment_row[i] = row.segments[i];
     }
-    // Rows with fewer wanted positions repeat their last one (or read position 0): any valid index.
-    for (int k = 0; k < index_width; ++k) {
+    if (logits_index) {
+      // Rows with fewer wanted positions repeat their last one (or read position 0): any valid index.
       const auto& wanted = row.logits_positions;
-      logits_index.i64[static_cast<size_t>(r) * index_width + k] =
-          wanted.empty() ? 0 : wanted[std::min<size_t>(k, wanted.size() - 1)];
+      for (int k = 0; k < index_width; ++k) {
+        (*logits_index)[static_cast<size_t>(r) * index_width + k] = wanted.empty() ? 0 : wanted[std::min<size_t>(k, wanted.size() - 1)];
+      }
     }
   }
-  const OrtMemoryInfo* host = host_info_;
-  ids.Bind(host, info_.ids_type, {batch, new_len});
-  mask.Bind(host, info_.mask_type, {batch, total_len});
-  positions.Bind(host, info_.positions_type, {batch, new_len});
-  if (info_.has_segment_ids) segments.Bind(host, info_.segments_type, {batch, total_len});
-  logits_index.Bind(host, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch, index_width});
-
-  // Past: each row's prefix KV forked into the batch tensor, padding zero-filled.
-  const size_t run_bytes = static_cast<size_t>(past_len) * kv.head_dim * kv.elem_size;
-  const size_t layer_bytes = static_cast<size_t>(batch) * kv.num_kv_heads * run_bytes;
-  static char empty_past[64];  // ORT wants a non-null pointer even for a zero-sized tensor
-  // The batch past tensors live in buffers kept across calls: a fresh allocation of this size is
-  // page-faulted on every call (measured ~0.3 s/GiB here), a reused one is not.
-  if (past_pool_.size() != static_cast<size_t>(2 * kv.num_layers)) past_pool_.resize(2 * kv.num_layers);
-  for (int b = 0; b < 2 * kv.num_layers; ++b) {
-    if (past_pool_[b].Bytes() < layer_bytes) past_pool_[b] = DeviceBuffer(device_.get(), layer_bytes);
+  if (info_.has_label_head) {
+    // (row, k, token) per wanted label and (row, k) per wanted position, in the result's order;
+    // a pass that wants none reads one dummy entry of each (empty tensors are left out of the way).
+    std::vector<int64_t> label_index, position_index;
+    if (want_logits) {
+      for (int r = 0; r < batch; ++r) {
+        const ExtendRow& row = rows[r];
+        for (size_t k = 0; k < row.logits_positions.size(); ++k) {
+          position_index.insert(position_index.end(), {r, static_cast<int64_t>(k)});
+          const ExtendRow::Labels& labels = row.labels[k];
+          for (int j = 0; j < labels.count; ++j) {
+            label_index.insert(label_index.end(), {r, static_cast<int64_t>(k), labels.ids[j]});
+          }
+        }
+      }
+    }
+    if (position_index.empty()) position_index = {0, 0};
+    if (label_index.empty()) label_index = {0, 0, 0};
+    const int64_t n = static_cast<int64_t>(label_index.size() / 3), m = static_cast<int64_t>(position_index.size() / 2);
+    add(kLabelIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {n, 3}) = std::move(label_index);
+    add(kPositionIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {m, 2}) = std::move(position_index);
   }
-  if (layer_bytes > 0) ForkPast(rows, past_len);
-  std::vector<Ort::Value> past_values;
-  const std::vector<int64_t> past_shape = {batch, kv.num_kv_heads, past_len, kv.head_dim};
-  for (int b = 0; b < 2 * kv.num_layers; ++b) {
-    // A zero-sized past still needs a non-null pointer; it is bound as a host tensor.
-    void* data = layer_bytes > 0 ? static_cast<void*>(past_pool_[b].Data()) : static_cast<void*>(empty_past);
-    const OrtMemoryInfo* info = layer_bytes > 0 ? device_->MemoryInfo() : host;
-    past_values.push_back(Ort::Value::CreateTensor(info, data, layer_bytes, past_shape.data(), past_shape.size(),
-                                                   info_.kv_type));
+
+  size_t total = 0;
+  for (StagedInput& input : inputs) {
+    input.offset = total;
+    total += (input.Bytes() + kInputAlignment - 1) / kInputAlignment * kInputAlignment;
+  }
+  char* host = staging_->Reserve(total);
+  for (const StagedInput& input : inputs) {
+    if (input.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
+      auto* out = reinterpret_cast<int32_t*>(host + input.offset);
+      for (size_t i = 0; i < input.values.size(); ++i) out[i] = static_cast<int32_t>(input.values[i]);
+    } else {
+      std::memcpy(host + input.offset, input.values.data(), input.values.size() * 8);
+    }
+  }
+  if (inputs_.Bytes() < total) inputs_ = DeviceBuffer(device_.get(), total);
+  device_->CopyFromHost(inputs_.Data(), host, total);
+  for (const StagedInput& input : inputs) {
+    Ort::Value value = Ort::Value::CreateTensor(device_->MemoryInfo(), inputs_.Data() + input.offset, input.Bytes(),
+                                                input.shape.data(), input.shape.size(), input.type);
+    binding.BindInput(input.name, value);
+  }
+}
+
+ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logits) {
+  const KvShape& kv = info_.kv;
+  const int batch = static_cast<int>(rows.size());
+  int past_len = 0, new_len = 0;
+  for (const ExtendRow& row : rows) {
+    past_len = std::max(past_len, row.past_len);
+    new_len = std::max(new_len, row.num_tokens);
+    if (row.segments != nullptr && !info_.has_segment_ids) {
+      throw EngineError(kErrRuntime, "a packed row needs a graph with decide_segment_ids");
+    }
+    if (info_.has_label_head && want_logits && row.labels.size() != row.logits_positions.size()) {
+      throw EngineError(kErrRuntime, "every wanted position needs its labels");
+    }
   }
 
   Ort::IoBinding binding(*session_);
-  binding.BindInput("input_ids", ids.value);
-  binding.BindInput("attention_mask", mask.value);
-  if (info_.has_position_ids) binding.BindInput("position_ids", positions.value);
-  if (info_.has_logits_index) binding.BindInput(kLogitsIndexInput, logits_index.value);
-  if (info_.has_segment_ids) binding.BindInput(kSegmentIdsInput, segments.value);
+  BindInputs(rows, past_len, new_len, want_logits, binding);
+
+  // Past: each row's prefix KV forked into the pass past, padding zero-filled, in one batch.
+  std::vector<PastRef> pasts;
+  pasts.reserve(rows.size());
+  for (const ExtendRow& row : rows) pasts.push_back(PastRef{row.past, row.past_len});
+  kv_->ForkPast(pasts, past_len);
+  const size_t buffer_bytes = kv_->PastBytesPerBuffer(batch, past_len);
+  static char empty_past[64];  // ORT wants a non-null pointer even for a zero-sized tensor
+  const std::vector<int64_t> past_shape = {batch, kv.num_kv_heads, past_len, kv.head_dim};
+  std::vector<Ort::Value> past_values;
+  for (int l = 0; l < kv.num_layers; ++l) {
+    for (int which = 0; which < 2; ++which) {
+      // A zero-sized past is bound as a host tensor (it holds no bytes to copy).
+      void* data = buffer_bytes > 0 ? static_cast<void*>(kv_->PastBuffer(l, which == 1)) : static_cast<void*>(empty_past);
+      const OrtMemoryInfo* info = buffer_bytes > 0 ? device_->MemoryInfo() : static_cast<const OrtMemoryInfo*>(host_info_);
+      past_values.push_back(
+          Ort::Value::CreateTensor(info, data, buffer_bytes, past_shape.data(), past_shape.size(), info_.kv_type));
+      binding.BindInput(which == 0 ? past_key_names_[l].c_str() : past_value_names_[l].c_str(), past_values.back());
+    }
+  }
   bool use_cache_branch = true;
   int64_t one = 1;
   Ort::Value cache_branch{nullptr};
   if (info_.has_use_cache_branch) {
-    cache_branch = Ort::Value::CreateTensor<bool>(host, &use_cache_branch, 1, &one, 1);
+    // A scalar the graph reads on the host (an If condition): bound there, never copied.
+    cache_branch = Ort::Value::CreateTensor<bool>(host_info_, &use_cache_branch, 1, &one, 1);
     binding.BindInput("use_cache_branch", cache_branch);
-  }
-  for (int l = 0; l < kv.num_layers; ++l) {
-    binding.BindInput(past_key_names_[l].c_str(), past_values[2 * l]);
-    binding.BindInput(past_value_names_[l].c_str(), past_values[2 * l + 1]);
   }
   for (int l = 0; l < kv.num_layers; ++l) {
     binding.BindOutput(present_key_names_[l].c_str(), device_->MemoryInfo());
     binding.BindOutput(present_value_names_[l].c_str(), device_->MemoryInfo());
   }
-  // The logits stay bound even when unused: an unbound graph output is an error in ORT.
-  binding.BindOutput("logits", host);
+  // Outputs the host reads are bound to it; an unbound graph output is an error in ORT.
+  if (info_.has_label_head) {
+    binding.BindOutput(kLabelLogitsOutput, host_info_);
+    binding.BindOutput(kLogSumExpOutput, host_info_);
+  } else {
+    binding.BindOutput("logits", host_info_);
+  }
 
+  const auto run_start = std::chrono::steady_clock::now();
   try {
     session_->Run(Ort::RunOptions{nullptr}, binding);
     binding.SynchronizeOutputs();
@@ -304,116 +393,86 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
     }
     throw EngineError(kErrRuntime, "forward pass failed: " + what);
   }
+  run_millis_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start).count();
 
   std::vector<Ort::Value> outputs = binding.GetOutputValues();
   ExtendResult result;
   result.batch = batch;
-  result.past_len = past_len;
-  result.new_len = new_len;
+  result.present.past_len = past_len;
+  result.present.new_len = new_len;
   for (int l = 0; l < kv.num_layers; ++l) {
     result.present_keys.push_back(std::move(outputs[2 * l]));
     result.present_values.push_back(std::move(outputs[2 * l + 1]));
+    result.present.keys.push_back(static_cast<const char*>(result.present_keys.back().GetTensorRawData()));
+    result.present.values.push_back(static_cast<const char*>(result.present_values.back().GetTensorRawData()));
   }
-  result.logits_per_row = logits_per_row;
-  if (logits_per_row > 0) {
-    Ort::Value& logits = outputs[2 * kv.num_layers];
-    auto dims = logits.GetTensorTypeAndShapeInfo().GetShape();
-    const int64_t positions_per_row = dims[1];
-    const int64_t vocab = dims[2];
-    if (vocab != info_.vocab_size) {
-      throw EngineError(kErrRuntime, "logits have " + std::to_string(vocab) + " columns, expected " +
-                                         std::to_string(info_.vocab_size));
+  result.wanted_begin.assign(1, 0);
+  result.label_begin.assign(1, 0);
+  for (const ExtendRow& row : rows) {
+    const int wanted = want_logits ? static_cast<int>(row.logits_positions.size()) : 0;
+    result.wanted_begin.push_back(result.wanted_begin.back() + wanted);
+    for (int k = 0; k < wanted; ++k) {
+      result.label_begin.push_back(result.label_begin.back() + (k < static_cast<int>(row.labels.size()) ? row.labels[k].count : 0));
     }
-    result.logits.assign(static_cast<size_t>(batch) * logits_per_row * vocab, 0.0f);
-    for (int r = 0; r < batch; ++r) {
-      const auto& wanted = rows[r].logits_positions;
-      for (size_t k = 0; k < wanted.size(); ++k) {
-        // A gathered head returns the wanted positions in order; a stock one returns them all.
-        int64_t position = info_.has_logits_index ? static_cast<int64_t>(k) : wanted[k];
-        size_t offset = (static_cast<size_t>(r) * positions_per_row + position) * vocab;
-        float* dst = result.logits.data() + (static_cast<size_t>(r) * logits_per_row + k) * vocab;
-        if (info_.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
-          std::memcpy(dst, logits.GetTensorData<float>() + offset, vocab * sizeof(float));
-        } else {
-          const uint16_t* src = reinterpret_cast<const uint16_t*>(logits.GetTensorRawData()) + offset;
-          for (int64_t v = 0; v < vocab; ++v) dst[v] = HalfToFloat(src[v]);
-        }
+  }
+  const size_t head_outputs = 2 * static_cast<size_t>(kv.num_layers);
+  if (info_.has_label_head) {
+    const Ort::Value& labels = outputs[head_outputs];
+    const Ort::Value& lse = outputs[head_outputs + 1];
+    const size_t label_count = labels.GetTensorTypeAndShapeInfo().GetElementCount();
+    const size_t lse_count = lse.GetTensorTypeAndShapeInfo().GetElementCount();
+    device_->CountDeviceToHost((label_count + lse_count) * sizeof(float));
+    if (want_logits) {
+      if (label_count != result.label_begin.back() || lse_count != static_cast<size_t>(result.wanted_begin.back())) {
+        throw EngineError(kErrRuntime, "the scoring head returned " + std::to_string(label_count) + " label logits and " +
+                                           std::to_string(lse_count) + " log-sum-exps for " +
+                                           std::to_string(result.label_begin.back()) + " and " +
+                                           std::to_string(result.wanted_begin.back()));
       }
+      result.label_logits.assign(labels.GetTensorData<float>(), labels.GetTensorData<float>() + label_count);
+      result.log_sum_exp.assign(lse.GetTensorData<float>(), lse.GetTensorData<float>() + lse_count);
     }
+  } else {
+    const Ort::Value& logits = outputs[head_outputs];
+    const size_t elem = info_.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT ? 4 : 2;
+    device_->CountDeviceToHost(logits.GetTensorTypeAndShapeInfo().GetElementCount() * elem);
+    if (want_logits) ReduceHostLogits(rows, logits, result);
   }
   return result;
 }
 
-void Decoder::ForkPast(const std::vector<ExtendRow>& rows, int past_len) {
-  const KvShape& kv = info_.kv;
-  const int batch = static_cast<int>(rows.size());
-  const size_t token_bytes = static_cast<size_t>(kv.head_dim) * kv.elem_size;
-  const size_t run_bytes = static_cast<size_t>(past_len) * token_bytes;
-  // One past buffer (a layer's keys or values): each row's runs copied, and only the padding after
-  // them zeroed (stale KV or fresh memory there could hold NaN, which the mask would not absorb).
-  // Zeroing the whole buffer first wrote every forked byte twice.
-  auto fork_buffer = [&](int b) {
-    const int layer = b / 2;
-    char* base = past_pool_[b].Data();
-    for (int r = 0; r < batch; ++r) {
-      const ExtendRow& row = rows[r];
-      char* dst = base + static_cast<size_t>(r) * kv.num_kv_heads * run_bytes;
-      const size_t copied = static_cast<size_t>(row.past_len) * token_bytes;
-      if (row.past_len > 0) {
-        const DeviceBuffer& src = b % 2 == 0 ? row.past->keys[layer] : row.past->values[layer];
-        device_->Copy2D(dst, run_bytes, src.Data(), row.past->RunBytes(row.past->length), copied, kv.num_kv_heads);
-      }
-      if (copied == run_bytes) continue;
-      if (copied == 0) {
-        device_->Zero(dst, static_cast<size_t>(kv.num_kv_heads) * run_bytes);
+void Decoder::ReduceHostLogits(const std::vector<ExtendRow>& rows, const Ort::Value& logits, ExtendResult& result) const {
+  auto dims = logits.GetTensorTypeAndShapeInfo().GetShape();
+  const int64_t positions_per_row = dims[1];
+  const int64_t vocab = dims[2];
+  if (vocab != info_.vocab_size) {
+    throw EngineError(kErrRuntime, "logits have " + std::to_string(vocab) + " columns, expected " +
+                                       std::to_string(info_.vocab_size));
+  }
+  result.label_logits.assign(result.label_begin.back(), 0.0f);
+  result.log_sum_exp.assign(result.wanted_begin.back(), 0.0f);
+  std::vector<float> row_logits(vocab);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto& wanted = rows[r].logits_positions;
+    for (size_t k = 0; k < wanted.size(); ++k) {
+      // A gathered head returns the wanted positions in order; a stock one returns them all.
+      const int64_t position = info_.has_logits_index ? static_cast<int64_t>(k) : wanted[k];
+      const size_t offset = (r * positions_per_row + position) * vocab;
+      if (info_.logits_type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+        std::memcpy(row_logits.data(), logits.GetTensorData<float>() + offset, vocab * sizeof(float));
       } else {
-        for (int h = 0; h < kv.num_kv_heads; ++h) device_->Zero(dst + h * run_bytes + copied, run_bytes - copied);
+        const uint16_t* src = reinterpret_cast<const uint16_t*>(logits.GetTensorRawData()) + offset;
+        for (int64_t v = 0; v < vocab; ++v) row_logits[v] = HalfToFloat(src[v]);
       }
+      const size_t w = result.wanted_begin[r] + k;
+      double max_logit = -INFINITY;
+      for (int64_t v = 0; v < vocab; ++v) max_logit = std::max<double>(max_logit, row_logits[v]);
+      double sum = 0.0;
+      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row_logits[v]) - max_logit);
+      result.log_sum_exp[w] = static_cast<float>(max_logit + std::log(sum));
+      const ExtendRow::Labels& labels = rows[r].labels[k];
+      for (int j = 0; j < labels.count; ++j) result.label_logits[result.label_begin[w] + j] = row_logits[labels.ids[j]];
     }
-  };
-  const int buffers = 2 * kv.num_layers;
-  // On the CPU the fork is memory-bound work that ORT's threads are idle for: split the buffers
-  // over the session's threads (the document workload forks ~0.5 GB per call; one thread left
-  // the second core idle for it). A device copy is queued on its stream and stays serial.
-  const size_t total_bytes = static_cast<size_t>(buffers) * batch * kv.num_kv_heads * run_bytes;
-  const int workers = device_->IsHost() && total_bytes >= kParallelForkBytes ? std::min(fork_threads_, buffers) : 1;
-  if (workers <= 1) {
-    for (int b = 0; b < buffers; ++b) fork_buffer(b);
-    return;
-  }
-  std::vector<std::thread> helpers;
-  for (int w = 1; w < workers; ++w) {
-    helpers.emplace_back([&, w] {
-      for (int b = w; b < buffers; b += workers) fork_buffer(b);
-    });
-  }
-  for (int b = 0; b < buffers; b += workers) fork_buffer(b);
-  for (std::thread& t : helpers) t.join();
-}
-
-void Decoder::CopyNewKv(const ExtendResult& result, int row, int count, KvBlock& dst, int dst_start) {
-  const KvShape& kv = info_.kv;
-  const size_t token_bytes = static_cast<size_t>(kv.head_dim) * kv.elem_size;
-  const size_t total_len = static_cast<size_t>(result.past_len) + result.new_len;
-  for (int l = 0; l < kv.num_layers; ++l) {
-    for (int which = 0; which < 2; ++which) {
-      const Ort::Value& present = which == 0 ? result.present_keys[l] : result.present_values[l];
-      const char* base = static_cast<const char*>(present.GetTensorRawData());
-      const char* src = base + (static_cast<size_t>(row) * kv.num_kv_heads * total_len + result.past_len) * token_bytes;
-      DeviceBuffer& dst_layer = which == 0 ? dst.keys[l] : dst.values[l];
-      char* out = dst_layer.Data() + static_cast<size_t>(dst_start) * token_bytes;
-      device_->Copy2D(out, dst.RunBytes(dst.length), src, total_len * token_bytes, count * token_bytes, kv.num_kv_heads);
-    }
-  }
-}
-
-void Decoder::CopyKvPrefix(const KvBlock& src, int count, KvBlock& dst) {
-  const KvShape& kv = info_.kv;
-  for (int l = 0; l < kv.num_layers; ++l) {
-    device_->Copy2D(dst.keys[l].Data(), dst.RunBytes(dst.length), src.keys[l].Data(), src.RunBytes(src.length),
-                    src.RunBytes(count), kv.num_kv_heads);
-    device_->Copy2D(dst.values[l].Data(), dst.RunBytes(dst.length), src.values[l].Data(), src.RunBytes(src.length),
-                    src.RunBytes(count), kv.num_kv_heads);
   }
 }
 

@@ -17,9 +17,21 @@
 // token see the past and its own item only, so one row scores all of a state's questions against
 // one copy of the state's KV.
 //
+// Scoring head (graphs rewritten by src/engine/lm-head-rewrite.ts): the graph gathers the wanted
+// positions before the LM head (decide_logits_index [B, K]) and returns only what the scorer reads,
+// in fp32: the wanted labels' logits (decide_label_index [N, 3] of (row, k, token) ->
+// decide_label_logits [N]) and each wanted position's log-sum-exp over the whole vocabulary
+// (decide_position_index [M, 2] -> decide_log_sum_exp [M]). The vocabulary never leaves the device.
+// A stock graph returns `logits` for every position instead, reduced here on the host.
+//
+// Inputs: every integer input of a pass is written into one staging buffer (pinned on CUDA) and
+// sent with one copy; the tensors are bound where the session runs, so ONNX Runtime copies none.
+//
 // Thread: called from AsyncWorker::Execute on the libuv pool, one call at a time (the Scorer's
-// mutex). Ownership: the Decoder owns the session and the Device; ExtendResult owns the present
-// tensors (ORT-allocated, on the Device) until the caller has copied what it keeps.
+// mutex). Ownership and release order (~Decoder): the KV store's buffers and the staging, then the
+// Device (its allocator is the session's), then the session, then the CUDA stream the session ran
+// on. ExtendResult owns the present tensors (ORT-allocated, on the Device) until the caller has
+// copied what it keeps.
 #pragma once
 
 #include <cstdint>
@@ -29,15 +41,16 @@
 
 #include <onnxruntime_cxx_api.h>
 
-#include "device.h"
-#include "kv_block.h"
+#include "device/device.h"
+#include "kv/kv_store.h"
+#include "provider.h"
 
 namespace decide {
 
 // Set by the binding from src/engine/engine-options.ts (the one place for defaults).
 struct DecoderOptions {
   std::string model_path;
-  std::string provider;      // "cpu" | "cuda"
+  Provider provider = Provider::kCpu;
   int intra_op_threads = 0;  // 0: ORT's default (one per physical core); the engine always sets it
   int device_id = 0;
   // Hints from config.json, used only where the graph leaves a dimension symbolic.
@@ -47,6 +60,8 @@ struct DecoderOptions {
   // Non-empty: ONNX Runtime's profiler is on for this session and writes
   // "<profile_prefix>_<date>.json" (chrome-trace events per node) when the session is destroyed.
   std::string profile_prefix;
+  // ONNX Runtime's log severity for the session (session_options.h).
+  int log_severity = 3;
 };
 
 struct ModelInfo {
@@ -63,6 +78,8 @@ struct ModelInfo {
   // of each row before the LM head (an index [B, K]): logits are then [B, K, vocab] instead of
   // [B, S, vocab].
   bool has_logits_index = false;
+  // The graph returns the wanted labels' logits and log-sum-exps itself (the scoring head above).
+  bool has_label_head = false;
   // The graph has decide_segment_ids [B, P + S]: it can run packed rows.
   bool has_segment_ids = false;
   bool has_use_cache_branch = false;  // Optimum "merged" decoders
@@ -77,18 +94,28 @@ struct ExtendRow {
   // item's positions restart at 0) and its segment id (0 is the past's, items count from 1).
   const int32_t* offsets = nullptr;
   const int32_t* segments = nullptr;
-  // Indices into tokens whose logits are wanted, in the order they are returned.
+  // Indices into tokens whose logits are wanted, in the order they are returned, and for each the
+  // label token ids whose logits are read there.
   std::vector<int32_t> logits_positions;
+  struct Labels {
+    const int32_t* ids = nullptr;
+    int count = 0;
+  };
+  std::vector<Labels> labels;
 };
 
 struct ExtendResult {
   int batch = 0;
-  int past_len = 0;  // P
-  int new_len = 0;   // S
   std::vector<Ort::Value> present_keys;    // per layer, [B, kvh, P + S, hd], on the Device
   std::vector<Ort::Value> present_values;  // per layer
-  int logits_per_row = 0;                  // K: the most logits_positions of any row
-  std::vector<float> logits;               // [B, K, vocab], fp32; row r's k-th wanted position at r * K + k
+  PresentKv present;                       // views of the two above
+  // The wanted positions of all rows, row by row in logits_positions order: wanted_begin[r] is
+  // row r's first; per wanted position its labels' logits at label_begin[w] .. label_begin[w + 1]
+  // of label_logits, and its log-sum-exp over the vocabulary.
+  std::vector<int> wanted_begin;  // B + 1
+  std::vector<size_t> label_begin;
+  std::vector<float> label_logits;
+  std::vector<float> log_sum_exp;
 };
 
 class Decoder {
@@ -98,30 +125,34 @@ class Decoder {
 
   const ModelInfo& Info() const { return info_; }
   Device* GetDevice() const { return device_.get(); }
+  KvStore& Kv() { return *kv_; }
+  // Milliseconds spent inside session runs since load.
+  double RunMillis() const { return run_millis_; }
 
   ExtendResult Extend(const std::vector<ExtendRow>& rows, bool want_logits);
 
-  // Copies row `row`'s new-token KV ([P, P + count) of the present tensors) into `dst` at
-  // positions [dst_start, dst_start + count).
-  void CopyNewKv(const ExtendResult& result, int row, int count, KvBlock& dst, int dst_start);
-  // Copies the first `count` positions of `src` into `dst` (same shape, dst->length >= count).
-  void CopyKvPrefix(const KvBlock& src, int count, KvBlock& dst);
-
  private:
   void ReadModelInfo(const DecoderOptions& options);
-  // Fills the past_pool_ buffers for this pass: each row's past KV, zeros after it up to past_len.
-  void ForkPast(const std::vector<ExtendRow>& rows, int past_len);
+  // Writes the pass's integer inputs into the staging buffer, sends them with one copy and binds
+  // them; returns the host tensors a stock graph's zero-sized past needs kept alive.
+  void BindInputs(const std::vector<ExtendRow>& rows, int past_len, int new_len, bool want_logits,
+                  Ort::IoBinding& binding);
+  // A stock graph's logits [B, positions, vocab] on the host, reduced to the result's layout.
+  void ReduceHostLogits(const std::vector<ExtendRow>& rows, const Ort::Value& logits, ExtendResult& result) const;
 
+  // Declaration order is release order reversed; ~Decoder releases explicitly, in this order:
+  // kv_ and staging, device_, session_, stream_.
+  std::shared_ptr<CudaStream> stream_;  // CUDA only: the session's compute stream
   std::unique_ptr<Ort::Session> session_;
   std::unique_ptr<Device> device_;
+  std::unique_ptr<KvStore> kv_;
+  std::unique_ptr<HostStaging> staging_;
+  DeviceBuffer inputs_;  // the staged inputs on the device
   Ort::MemoryInfo host_info_{nullptr};
   ModelInfo info_;
   std::vector<std::string> past_key_names_, past_value_names_;
   std::vector<std::string> present_key_names_, present_value_names_;
-  // Batch past tensors (2 per layer), grown on demand and reused by every Extend(); bounded by the
-  // scorer's past budget. Safe because Extend() calls never overlap (the Scorer's mutex).
-  std::vector<DeviceBuffer> past_pool_;
-  int fork_threads_ = 1;  // threads that share a large fork on the CPU (the session's intra-op threads)
+  double run_millis_ = 0;
 };
 
 }  // namespace decide

@@ -120,6 +120,11 @@ Napi::Object CountersObject(Napi::Env env, const ScoreCounters& c) {
   out.Set("paddedTokens", Napi::Number::New(env, static_cast<double>(c.padded_tokens)));
   out.Set("prefixCacheEvictions", Napi::Number::New(env, static_cast<double>(c.prefix_cache_evictions)));
   out.Set("pastTokensCopied", Napi::Number::New(env, static_cast<double>(c.past_tokens_copied)));
+  out.Set("deviceCopies", Napi::Number::New(env, static_cast<double>(c.device_copies)));
+  out.Set("hostToDeviceBytes", Napi::Number::New(env, static_cast<double>(c.host_to_device_bytes)));
+  out.Set("deviceToHostBytes", Napi::Number::New(env, static_cast<double>(c.device_to_host_bytes)));
+  out.Set("runMillis", Napi::Number::New(env, c.run_millis));
+  out.Set("hostMillis", Napi::Number::New(env, c.host_millis));
   return out;
 }
 
@@ -210,10 +215,9 @@ std::string RequiredString(Napi::Env env, Napi::Object options, const char* key,
 ScorerOptions ReadLoadOptions(Napi::Env env, Napi::Object options) {
   ScorerOptions out;
   out.decoder.model_path = RequiredString(env, options, "modelPath", false);
-  out.decoder.provider = RequiredString(env, options, "provider", false);
-  if (out.decoder.provider != "cpu" && out.decoder.provider != "cuda") {
-    throw MakeError(env, kErrInput, "options.provider must be 'cpu' or 'cuda'");
-  }
+  const std::string provider = RequiredString(env, options, "provider", false);
+  if (provider != "cpu" && provider != "cuda") throw MakeError(env, kErrInput, "options.provider must be 'cpu' or 'cuda'");
+  out.decoder.provider = ParseProvider(provider);
   out.decoder.intra_op_threads = RequiredInt(env, options, "threads", 1);
   out.decoder.device_id = RequiredInt(env, options, "deviceId", 0);
   out.decoder.num_kv_heads = RequiredInt(env, options, "numKvHeads", 1);
@@ -223,11 +227,14 @@ ScorerOptions ReadLoadOptions(Napi::Env env, Napi::Object options) {
   out.prefix_cache_bytes = static_cast<size_t>(RequiredCount(env, options, "prefixCacheBytes", 0));
   out.token_budget = RequiredCount(env, options, "tokenBudget", 1);
   out.past_budget_bytes = RequiredCount(env, options, "pastBudgetBytes", 0);
-  out.attention_budget = RequiredCount(env, options, "attentionBudget", 1);
+  out.attention_budget = RequiredCount(env, options, "attentionBudget", 0);
+  out.num_heads = RequiredInt(env, options, "numHeads", 1);
   out.attention_weight = RequiredNumber(env, options, "attentionWeight", 0, kMaxExactInteger, false);
   out.pass_overhead_tokens = RequiredNumber(env, options, "passOverheadTokens", 0, kMaxExactInteger, false);
   out.max_context = RequiredInt(env, options, "maxContext", 0);
   out.pack_suffixes = RequiredBool(env, options, "packSuffixes");
+  out.prefill_chunks = RequiredBool(env, options, "prefillChunks");
+  out.decoder.log_severity = static_cast<int>(RequiredNumber(env, options, "ortLogSeverity", 0, 4, true));
   return out;
 }
 
@@ -339,7 +346,10 @@ Napi::Value EngineBinding::Info(const Napi::CallbackInfo& info) {
   out.Set("hasLogitsIndex", model.has_logits_index);
   out.Set("hasPositionIds", model.has_position_ids);
   out.Set("packsSuffixes", scorer->PacksSuffixes());
-  out.Set("provider", scorer->Options().decoder.provider);
+  out.Set("provider", ProviderName(scorer->Options().decoder.provider));
+  out.Set("hasLabelHead", model.has_label_head);
+  out.Set("deviceCopyPath", scorer->DeviceCopyPath());
+  out.Set("attentionBudget", Napi::Number::New(env, static_cast<double>(scorer->Options().attention_budget)));
   out.Set("ortLibrary", LoadedOrtLibrary());
   out.Set("kvBytesPerToken", Napi::Number::New(env, static_cast<double>(model.kv.BytesPerToken())));
   return out;

@@ -7,7 +7,7 @@
 
 #include <onnxruntime_cxx_api.h>
 
-#include "device.h"
+#include "device/device.h"
 #include "errors.h"
 #include "ort_runtime.h"
 #include "session_options.h"
@@ -28,8 +28,17 @@ uint16_t FloatToHalf(float value) {
 }  // namespace
 
 std::vector<double> TimeMatMul(const MatMulProbeOptions& options) {
-  Ort::SessionOptions session_options =
-      MakeSessionOptions(options.provider, options.intra_op_threads, options.device_id);
+  SessionSettings settings;
+  settings.provider = ParseProvider(options.provider);
+  settings.intra_op_threads = options.intra_op_threads;
+  settings.device_id = options.device_id;
+  // Declared before the session: the stream outlives it.
+  std::shared_ptr<CudaStream> stream;
+  if (settings.provider == Provider::kCuda) {
+    stream = MakeCudaStream(options.device_id);
+    settings.cuda_stream = stream->Handle();
+  }
+  Ort::SessionOptions session_options = MakeSessionOptions(settings);
   std::unique_ptr<Ort::Session> session;
   try {
     session = std::make_unique<Ort::Session>(OrtEnvironment(), options.model_path.c_str(), session_options);
@@ -63,13 +72,15 @@ std::vector<double> TimeMatMul(const MatMulProbeOptions& options) {
     }
   }
 
-  std::unique_ptr<Device> device =
-      options.provider == "cuda" ? MakeCudaDevice(*session, options.device_id) : MakeCpuDevice();
+  std::unique_ptr<Device> device = settings.provider == Provider::kCuda
+                                       ? MakeCudaDevice(*session, stream, options.device_id)
+                                       : MakeCpuDevice(options.intra_op_threads);
   std::vector<double> seconds;
   {
     // The input's memory comes from the session's allocator: released before the session.
     DeviceBuffer input(device.get(), host.size());
     device->CopyFromHost(input.Data(), host.data(), host.size());
+    device->Synchronize();
     Ort::Value a = Ort::Value::CreateTensor(device->MemoryInfo(), input.Data(), host.size(), dims.data(), dims.size(), type);
     Ort::AllocatorWithDefaultOptions allocator;
     const std::string input_name = session->GetInputNameAllocated(0, allocator).get();

@@ -56,6 +56,7 @@ PackedRow MakePackedRow(const ScoreInput& in, const int32_t* lead, int lead_coun
       row.segments.push_back(static_cast<int32_t>(k + 1));
     }
     row.logits_positions.push_back(static_cast<int32_t>(row.tokens.size() - 1));
+    row.labels.push_back(ExtendRow::Labels{in.label_ids + in.label_offsets[s], in.label_offsets[s + 1] - in.label_offsets[s]});
   }
   return row;
 }
@@ -69,6 +70,7 @@ ExtendRow PackedRow::AsExtendRow(const KvBlock* past, int past_len) const {
   row.offsets = offsets.data();
   row.segments = segments.data();
   row.logits_positions = logits_positions;
+  row.labels = labels;
   return row;
 }
 

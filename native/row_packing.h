@@ -44,6 +44,7 @@ struct PackedRow {
   std::vector<int> suffixes;  // the questions, in the order of their logits positions
   int lead = 0;               // leading segment-0 tokens (the rest of the state), 0 for none
   std::vector<int32_t> tokens, offsets, segments, logits_positions;
+  std::vector<ExtendRow::Labels> labels;  // per logits position: its question's label ids
 
   // The row for Decoder::Extend; points into this object, which must outlive the pass.
   ExtendRow AsExtendRow(const KvBlock* past, int past_len) const;

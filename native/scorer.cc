@@ -35,6 +35,11 @@ void Add(ScoreCounters& into, const ScoreCounters& from) {
   into.padded_tokens += from.padded_tokens;
   into.prefix_cache_evictions += from.prefix_cache_evictions;
   into.past_tokens_copied += from.past_tokens_copied;
+  into.device_copies += from.device_copies;
+  into.host_to_device_bytes += from.host_to_device_bytes;
+  into.device_to_host_bytes += from.device_to_host_bytes;
+  into.run_millis += from.run_millis;
+  into.host_millis += from.host_millis;
 }
 
 // Marks a call as computing for as long as it holds the compute lock.
@@ -49,10 +54,27 @@ class InProgress {
 
 }  // namespace
 
+namespace {
+
+// Without a device that tells its free memory, the CPU's default bound.
+constexpr int64_t kHostAttentionBudget = int64_t{8} << 20;
+
+// Attention scores per pass such that the pass's score tensors ([rows, heads, S, P + S] fp32, with
+// the softmax's copies: about 3 of them) fill at most a quarter of the device's free memory.
+int64_t AttentionBudgetFromDevice(const Device& device, int num_heads) {
+  const size_t free = device.FreeMemoryBytes();
+  if (free == 0 || num_heads <= 0) return kHostAttentionBudget;
+  return std::max<int64_t>(kHostAttentionBudget, static_cast<int64_t>(free / 4 / (static_cast<size_t>(num_heads) * 4 * 3)));
+}
+
+}  // namespace
+
 Scorer::Scorer(const ScorerOptions& options)
     : options_(options),
       decoder_(std::make_unique<Decoder>(options.decoder)),
-      cache_(options.prefix_cache_bytes) {}
+      cache_(options.prefix_cache_bytes) {
+  if (options_.attention_budget == 0) options_.attention_budget = AttentionBudgetFromDevice(*decoder_->GetDevice(), options_.num_heads);
+}
 
 Scorer::~Scorer() {
   // Blocks hold Device memory: free them while the Decoder (and its Device) still exists.
@@ -128,6 +150,9 @@ void Scorer::Validate(const ScoreInput& in) const {
 ScoreOutput Scorer::Score(const ScoreInput& input) {
   std::lock_guard<std::mutex> lock(compute_mu_);
   InProgress in_progress(calls_in_progress_);
+  const auto start = std::chrono::steady_clock::now();
+  const DeviceCounters device_before = decoder_->GetDevice()->Counters();
+  const double run_before = decoder_->RunMillis();
   // A clear asked for after the previous call's end; on any exit, one asked for during this call.
   ApplyPendingClear();
   struct ClearOnExit {
@@ -143,11 +168,25 @@ ScoreOutput Scorer::Score(const ScoreInput& input) {
   std::vector<bool> fused(input.num_groups, false);
   std::vector<GroupPast> pasts = ResolvePrefixes(input, packed, fused, output);
   RunSuffixes(input, pasts, packed, fused, output);
+  // The KV copies of the last pass are queued on the device: done before the call returns.
+  decoder_->GetDevice()->Synchronize();
+  AccountDevice(device_before, run_before, start, output.counters);
   {
     std::lock_guard<std::mutex> stats(stats_mu_);
     Add(totals_, output.counters);
   }
   return output;
+}
+
+void Scorer::AccountDevice(const DeviceCounters& before, double run_millis_before,
+                           std::chrono::steady_clock::time_point start, ScoreCounters& counters) const {
+  const DeviceCounters& now = decoder_->GetDevice()->Counters();
+  counters.device_copies = now.device_copies - before.device_copies;
+  counters.host_to_device_bytes = now.host_to_device_bytes - before.host_to_device_bytes;
+  counters.device_to_host_bytes = now.device_to_host_bytes - before.device_to_host_bytes;
+  counters.run_millis = decoder_->RunMillis() - run_millis_before;
+  const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  counters.host_millis = std::max(0.0, total - counters.run_millis);
 }
 
 PackingLimits Scorer::Limits() const {
@@ -259,15 +298,25 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
     ExtendResult result = decoder_->Extend(chunk, want_logits);
     Account(rows, begin, end, counters);
     counters.prefix_passes += 1;
+    // Every row's new block filled by one batch of copies: its cached part and its new KV.
+    std::vector<std::shared_ptr<KvBlock>> blocks;
+    std::vector<CopyRun> copies;
+    for (size_t i = begin; i < end; ++i) {
+      const Pending& p = pending[order[i]];
+      const int count = prefix_len(p.group);
+      auto block = std::make_shared<KvBlock>(decoder_->GetDevice(), shape, count);
+      if (p.match.length > 0) decoder_->Kv().AddPrefixCopy(copies, *p.match.block, p.match.length, *block);
+      // The row's first state_new new tokens are the state's; fused questions follow them.
+      decoder_->Kv().AddNewKvCopy(copies, result.present, static_cast<int>(i - begin), count - p.match.length, *block,
+                                  p.match.length);
+      blocks.push_back(std::move(block));
+    }
+    decoder_->Kv().Submit(copies);
     for (size_t i = begin; i < end; ++i) {
       const Pending& p = pending[order[i]];
       const int32_t* ids = in.prefix_tokens + in.prefix_offsets[p.group];
       const int count = prefix_len(p.group);
-      const int state_new = count - p.match.length;
-      auto block = std::make_shared<KvBlock>(decoder_->GetDevice(), shape, count);
-      if (p.match.length > 0) decoder_->CopyKvPrefix(*p.match.block, p.match.length, *block);
-      // The row's first state_new new tokens are the state's; fused questions follow them.
-      decoder_->CopyNewKv(result, static_cast<int>(i - begin), state_new, *block, p.match.length);
+      std::shared_ptr<KvBlock> block = std::move(blocks[i - begin]);
       counters.prefix_cache_evictions += cache_.Insert(ids, count, block);
       PublishCacheSize();
       pasts[p.group] = GroupPast{std::move(block), count};
@@ -285,6 +334,7 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
 }
 
 int Scorer::PrefillChunk(int new_tokens) const {
+  if (!options_.prefill_chunks) return new_tokens;
   // One pass computes every query's scores against every key, the causally hidden half included:
   // about attention_weight x n^2 token-equivalents for n new tokens. In k chunks that is
   // attention_weight x n^2 (k + 1) / 2k, plus k - 1 more passes; the best k is
@@ -304,7 +354,9 @@ void Scorer::PrefillLeadingChunks(const ScoreInput& in, int group, PrefixCache::
   if (chunk >= count - match.length) return;
   // The state's block, filled chunk by chunk; each chunk's pass reads the ones before as its past.
   auto block = std::make_shared<KvBlock>(decoder_->GetDevice(), decoder_->Info().kv, count);
-  if (match.length > 0) decoder_->CopyKvPrefix(*match.block, match.length, *block);
+  std::vector<CopyRun> copies;
+  if (match.length > 0) decoder_->Kv().AddPrefixCopy(copies, *match.block, match.length, *block);
+  decoder_->Kv().Submit(copies);
   const int32_t* ids = in.prefix_tokens + in.prefix_offsets[group];
   int done = match.length;
   while (count - done > chunk) {
@@ -316,7 +368,9 @@ void Scorer::PrefillLeadingChunks(const ScoreInput& in, int group, PrefixCache::
     ExtendResult result = decoder_->Extend(rows, false);
     Account(rows, 0, 1, counters);
     counters.prefix_passes += 1;
-    decoder_->CopyNewKv(result, 0, chunk, *block, done);
+    copies.clear();
+    decoder_->Kv().AddNewKvCopy(copies, result.present, 0, chunk, *block, done);
+    decoder_->Kv().Submit(copies);
     done += chunk;
   }
   // The last chunk runs with the call's other prefix rows, after this partial block as its past.
@@ -375,6 +429,7 @@ void Scorer::RunSuffixes(const ScoreInput& in, const std::vector<GroupPast>& pas
       row.tokens = in.suffix_tokens + in.suffix_offsets[s];
       row.num_tokens = suffix_len(s);
       row.logits_positions = {row.num_tokens - 1};
+      row.labels = {ExtendRow::Labels{in.label_ids + in.label_offsets[s], in.label_offsets[s + 1] - in.label_offsets[s]}};
       rows.push_back(row);
     }
     output.counters.suffix_tokens += rows.back().num_tokens;
@@ -392,18 +447,12 @@ void Scorer::RunSuffixes(const ScoreInput& in, const std::vector<GroupPast>& pas
 
 void Scorer::ReadLogits(const ScoreInput& in, const ExtendResult& result, int row, const std::vector<int>& suffixes,
                         ScoreOutput& output) const {
-  const int64_t vocab = decoder_->Info().vocab_size;
   for (size_t k = 0; k < suffixes.size(); ++k) {
     const int s = suffixes[k];
-    const float* logits = result.logits.data() + (static_cast<size_t>(row) * result.logits_per_row + k) * vocab;
-    double max_logit = -INFINITY;
-    for (int64_t v = 0; v < vocab; ++v) max_logit = std::max<double>(max_logit, logits[v]);
-    double sum = 0.0;
-    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) - max_logit);
-    output.log_sum_exp[s] = static_cast<float>(max_logit + std::log(sum));
-    for (int j = in.label_offsets[s]; j < in.label_offsets[s + 1]; ++j) {
-      output.label_logits[j] = logits[in.label_ids[j]];
-    }
+    const size_t w = static_cast<size_t>(result.wanted_begin[row]) + k;
+    output.log_sum_exp[s] = result.log_sum_exp[w];
+    const float* labels = result.label_logits.data() + result.label_begin[w];
+    std::copy(labels, labels + (in.label_offsets[s + 1] - in.label_offsets[s]), output.label_logits.begin() + in.label_offsets[s]);
   }
 }
 

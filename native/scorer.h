@@ -23,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -30,7 +31,7 @@
 #include <vector>
 
 #include "decoder.h"
-#include "prefix_cache.h"
+#include "kv/prefix_cache.h"
 #include "row_packing.h"
 #include "score_input.h"
 
@@ -47,7 +48,9 @@ struct ScorerOptions {
   int64_t past_budget_bytes = 0;
   // Upper bound on attention scores (rows x new x (past + new)) in one forward pass; keeps the
   // [rows, heads, S, P+S] score tensor of long prefixes from exhausting memory.
+  // 0: sized at load from the device's free memory (AttentionBudgetFromDevice).
   int64_t attention_budget = 0;
+  int num_heads = 0;  // query heads, for that sizing
   int max_context = 0;  // 0: unlimited (the graph itself still bounds it)
   // Attention FLOPs per (query token, key) relative to the body FLOPs of one token
   // (2 x heads x head_dim x layers / body params): how much a padded past position costs.
@@ -56,6 +59,9 @@ struct ScorerOptions {
   double pass_overhead_tokens = 0.0;
   // Pack a group's questions into one suffix row when the graph takes segment ids.
   bool pack_suffixes = false;
+  // Prefill a long state in chunks (PrefillChunk): a CPU win, where a pass's attention over the
+  // causally hidden half costs real time; on a GPU the extra passes cost more than they save.
+  bool prefill_chunks = false;
 };
 
 struct ScoreCounters {
@@ -69,6 +75,13 @@ struct ScoreCounters {
   uint64_t padded_tokens = 0;  // tokens of padding the passes computed (waste)
   uint64_t prefix_cache_evictions = 0;  // prefixes the byte bound pushed out of the cache
   uint64_t past_tokens_copied = 0;  // past positions copied into the passes' batch KV (one per row and past token)
+  // Calls into the provider's copy or fill API (a batch of copies issued as one call counts once)
+  // and the bytes that crossed between host and device (device.h).
+  uint64_t device_copies = 0;
+  uint64_t host_to_device_bytes = 0;
+  uint64_t device_to_host_bytes = 0;
+  double run_millis = 0;   // inside ONNX Runtime session runs
+  double host_millis = 0;  // the rest of the call
 };
 
 struct ScoreOutput {
@@ -90,6 +103,7 @@ class Scorer {
 
   const ModelInfo& Info() const { return decoder_->Info(); }
   const ScorerOptions& Options() const { return options_; }
+  std::string DeviceCopyPath() const { return decoder_->GetDevice()->CopyPath(); }
   // Whether suffix rows are packed (the option is on and the graph can run packed rows).
   bool PacksSuffixes() const;
   // Readable from any thread while a call runs (see the thread note above).
@@ -126,6 +140,9 @@ class Scorer {
   // Reads the answers of `suffixes` (in logits-position order) from row `row` of a pass.
   void ReadLogits(const ScoreInput& input, const ExtendResult& result, int row, const std::vector<int>& suffixes,
                   ScoreOutput& output) const;
+  // Counts the call's device operations and time (a snapshot of the Device's counters at its start).
+  void AccountDevice(const DeviceCounters& before, double run_millis_before,
+                     std::chrono::steady_clock::time_point start, ScoreCounters& counters) const;
   // Splits rows (already sorted for similar shapes) into consecutive chunks within the budgets.
   std::vector<std::pair<size_t, size_t>> Chunk(const std::vector<ExtendRow>& rows, bool want_logits) const;
   void Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, ScoreCounters& counters) const;

@@ -1,16 +1,26 @@
 // The ONNX Runtime session options every session of this addon uses (the decoder's and the
 // benchmark's MatMul probe): full graph optimisation, one inter-op thread, the intra-op thread
-// count, and the CUDA provider on device `device_id` with TF32 off when provider is "cuda".
-// Throws EngineError: ERR_PROVIDER_UNAVAILABLE when the CUDA provider cannot be loaded, ERR_INPUT
-// for an unknown provider.
+// count, and for CUDA the provider on device `device_id` with TF32 off and, when given, `stream`
+// (a cudaStream_t from device.h's CudaStream) as its compute stream.
+// Throws EngineError(ERR_PROVIDER_UNAVAILABLE) when the CUDA provider cannot be loaded.
 #pragma once
-
-#include <string>
 
 #include <onnxruntime_cxx_api.h>
 
+#include "provider.h"
+
 namespace decide {
 
-Ort::SessionOptions MakeSessionOptions(const std::string& provider, int intra_op_threads, int device_id);
+struct SessionSettings {
+  Provider provider = Provider::kCpu;
+  int intra_op_threads = 0;
+  int device_id = 0;
+  void* cuda_stream = nullptr;
+  // ONNX Runtime's own log severity for this session (0 verbose .. 4 fatal); 3 (errors) by default.
+  // 1 (warnings) shows whether it placed Memcpy nodes between providers.
+  int log_severity = 3;
+};
+
+Ort::SessionOptions MakeSessionOptions(const SessionSettings& settings);
 
 }  // namespace decide

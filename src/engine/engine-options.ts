@@ -26,16 +26,23 @@ export interface EngineLoadOptions {
   threads?: number;
   /** Bytes of prefix KV kept across calls (LRU); default 1 GiB. 0 keeps none. */
   prefixCacheBytes?: number;
-  /** Padded new tokens per forward pass before a pass is split; default 8192. */
+  /** Padded new tokens per forward pass before a pass is split; default 8192 on 'cpu', 32768 on 'cuda'. */
   tokenBudget?: number;
-  /** Bytes of forked prefix KV per forward pass before a pass is split; default 1 GiB. */
+  /** Bytes of forked prefix KV per forward pass before a pass is split; default 1 GiB on 'cpu', 8 GiB on 'cuda'. */
   pastBudgetBytes?: number;
   /**
-   * The cost of one more forward pass in token-equivalents (default 32). Rows are cut into passes
-   * where the padding a merged pass would compute costs more than this; Infinity keeps one pass
-   * per budget (the padding is then computed).
+   * The cost of one more forward pass in token-equivalents (default 32 on 'cpu', 2048 on 'cuda',
+   * where a run's fixed cost is kernel launches). Rows are cut into passes where the padding a
+   * merged pass would compute costs more than this; Infinity keeps one pass per budget (the
+   * padding is then computed).
    */
   passOverheadTokens?: number;
+  /**
+   * Prefill a long state in several passes, each after the KV of the ones before (a pass computes
+   * attention over the causally hidden half too). Default on for 'cpu', where it measured faster
+   * on long states, off for 'cuda', where a pass's fixed cost outweighs it.
+   */
+  prefillChunks?: boolean;
   /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY, else an installed CPU build (see resolveOrtLibrary). */
   ortLibrary?: string;
   /** CUDA device ordinal; default 0. */
@@ -64,20 +71,49 @@ export interface EngineLoadOptions {
   ortProfilePrefix?: string;
 }
 
-/** The defaults of the options above that do not depend on the host or the model. */
+/** The defaults of the options above that do not depend on the provider, the host or the model. */
 export const ENGINE_DEFAULTS = {
   provider: 'cpu' as Provider,
   deviceId: 0,
   prefixCacheBytes: 2 ** 30,
-  tokenBudget: 8192,
-  pastBudgetBytes: 2 ** 30,
-  /** Attention scores (rows x new x (past + new)) per pass: keeps long prefixes' score tensors bounded. */
-  attentionBudget: 8 * 2 ** 20,
-  passOverheadTokens: 32,
   gatherLogits: true,
   /** Packing is a GPU win only (see packSuffixes). */
-  packSuffixes: (provider: Provider) => provider === 'cuda',
+  packSuffixes: (provider: Provider) => PROVIDER_DEFAULTS[provider].packSuffixes,
 } as const;
+
+/**
+ * The defaults that differ by provider: how a call is cut into forward passes. On the CPU a pass
+ * costs little beyond its arithmetic, so passes stay small and long states are chunked; on a GPU
+ * each pass costs its kernel launches, so a call is one or two large passes.
+ */
+export const PROVIDER_DEFAULTS = {
+  cpu: {
+    tokenBudget: 8192,
+    pastBudgetBytes: 2 ** 30,
+    /** Attention scores (rows x new x (past + new)) per pass: keeps long prefixes' score tensors bounded. */
+    attentionBudget: 8 * 2 ** 20 as number | 'device',
+    passOverheadTokens: 32,
+    packSuffixes: false,
+    prefillChunks: true,
+  },
+  cuda: {
+    tokenBudget: 32768,
+    pastBudgetBytes: 8 * 2 ** 30,
+    /** 'device': sized at load from the device's free memory (the score tensors of a pass fit a quarter of it). */
+    attentionBudget: 'device' as number | 'device',
+    passOverheadTokens: 2048,
+    packSuffixes: true,
+    prefillChunks: false,
+  },
+} satisfies Record<Provider, unknown>;
+
+/** ONNX Runtime's log severity for the engine's session: DECIDE_ORT_LOG_LEVEL (0 verbose .. 4 fatal), else 3 (errors). */
+export function ortLogSeverity(): number {
+  const value = process.env.DECIDE_ORT_LOG_LEVEL;
+  if (value === undefined || value.trim() === '') return 3;
+  if (!/^[0-4]$/.test(value.trim())) throw new EngineError('ERR_INPUT', `DECIDE_ORT_LOG_LEVEL must be 0 to 4, got '${value}'`);
+  return Number(value);
+}
 
 /** What an "Infinity" pass overhead becomes: fewest passes, still finite so that costs add up. */
 const FEWEST_PASSES_OVERHEAD = 1e12;
@@ -144,7 +180,8 @@ export function resolveLoadOptions(
   ortLibrary: string,
 ): Omit<NativeLoadOptions, 'modelPath'> {
   const provider = resolveProvider(options);
-  const passOverhead = options.passOverheadTokens ?? ENGINE_DEFAULTS.passOverheadTokens;
+  const defaults = PROVIDER_DEFAULTS[provider];
+  const passOverhead = options.passOverheadTokens ?? defaults.passOverheadTokens;
   if (typeof passOverhead !== 'number' || Number.isNaN(passOverhead) || passOverhead < 0) {
     invalid('passOverheadTokens', 'a number of at least 0 (Infinity: fewest passes)', passOverhead);
   }
@@ -160,13 +197,17 @@ export function resolveLoadOptions(
     headDim: config.headDim,
     vocabSize: config.vocabSize,
     prefixCacheBytes: integerOption('prefixCacheBytes', options.prefixCacheBytes, ENGINE_DEFAULTS.prefixCacheBytes, 0),
-    tokenBudget: integerOption('tokenBudget', options.tokenBudget, ENGINE_DEFAULTS.tokenBudget, 1),
-    pastBudgetBytes: integerOption('pastBudgetBytes', options.pastBudgetBytes, ENGINE_DEFAULTS.pastBudgetBytes, 0),
-    attentionBudget: ENGINE_DEFAULTS.attentionBudget,
+    tokenBudget: integerOption('tokenBudget', options.tokenBudget, defaults.tokenBudget, 1),
+    pastBudgetBytes: integerOption('pastBudgetBytes', options.pastBudgetBytes, defaults.pastBudgetBytes, 0),
+    // 0 asks the native engine to size it from the device's free memory.
+    attentionBudget: defaults.attentionBudget === 'device' ? 0 : defaults.attentionBudget,
+    numHeads: config.numHeads,
     maxContext: config.maxPositionEmbeddings,
     attentionWeight: attentionWeight(config),
     passOverheadTokens: Math.min(passOverhead, FEWEST_PASSES_OVERHEAD),
-    packSuffixes: booleanOption('packSuffixes', options.packSuffixes, ENGINE_DEFAULTS.packSuffixes(provider)),
+    packSuffixes: booleanOption('packSuffixes', options.packSuffixes, defaults.packSuffixes),
+    prefillChunks: booleanOption('prefillChunks', options.prefillChunks, defaults.prefillChunks),
+    ortLogSeverity: ortLogSeverity(),
     ortProfilePrefix: options.ortProfilePrefix ?? '',
   };
 }

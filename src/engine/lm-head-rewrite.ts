@@ -2,26 +2,37 @@
  * The LM-head rewrite. A stock export computes logits for every position ([rows, seq, vocab]):
  * with a 152k vocabulary that is gigabytes for a batch of suffixes, and more multiply-adds than
  * the transformer body of short suffixes. The engine needs a few positions per row (one per
- * question: a packed row holds several), so this adds a graph input `decide_logits_index`
- * [batch, positions] and gathers those positions of the LM head's input before the LM head
- * MatMul: logits become [batch, positions, vocab]. This file is the graph surgery alone (ONNX
- * protobuf in, protobuf out); src/engine/scoring-graph.ts caches, stamps, verifies and picks the
- * graph the engine loads.
+ * question: a packed row holds several), and at each of them only its labels' logits and the
+ * log-sum-exp over the vocabulary. So the rewrite:
+ * 1. adds a graph input `decide_logits_index` [batch, positions] and gathers those positions of the
+ *    LM head's input before the LM head MatMul: logits become [batch, positions, vocab];
+ * 2. adds the scoring head after it, in fp32: `decide_label_index` [N, 3] (row, position, token)
+ *    gathers `decide_label_logits` [N], and `decide_position_index` [M, 2] (row, position) gathers
+ *    `decide_log_sum_exp` [M] from the log-sum-exp over the vocabulary (max-subtracted, so it is
+ *    exact for any logit range); `logits` stops being an output. The vocabulary never leaves the
+ *    device: a call reads back 4 bytes per label and per position.
+ * This file is the graph surgery alone (ONNX protobuf in, protobuf out);
+ * src/engine/scoring-graph.ts caches, stamps, verifies and picks the graph the engine loads.
  */
 import onnxProto from 'onnx-proto';
 
 const { onnx } = onnxProto;
 
 export const LOGITS_INDEX_INPUT = 'decide_logits_index';
+export const LABEL_INDEX_INPUT = 'decide_label_index';
+export const POSITION_INDEX_INPUT = 'decide_position_index';
+export const LABEL_LOGITS_OUTPUT = 'decide_label_logits';
+export const LOG_SUM_EXP_OUTPUT = 'decide_log_sum_exp';
 const LOGITS_POSITIONS_DIM = 'decide_logits_positions';
 const REWRITE_SUFFIX = '.decide-gather.onnx';
 const STAMP_SUFFIX = '.decide-gather.json';
 
 /**
  * The rewrite's version: a cached rewrite stamped with another one is made again. Bump it whenever
- * the rewrite's output changes (2: a [batch, positions] index; 1 was a [batch] index, unstamped).
+ * the rewrite's output changes (3: the scoring head; 2: a [batch, positions] index; 1 was a
+ * [batch] index, unstamped). A model made before is upgraded at its next load.
  */
-export const LM_HEAD_REWRITE_VERSION = 2;
+export const LM_HEAD_REWRITE_VERSION = 3;
 
 type Graph = onnxProto.onnx.IGraphProto;
 type Node = onnxProto.onnx.INodeProto;
@@ -39,7 +50,7 @@ export function rewriteStampPath(stockGraph: string): string {
 /** The outcome of the surgery: the new graph, or why this graph does not take it. */
 export type LmHeadRewrite =
   | { kind: 'rewritten'; bytes: Uint8Array }
-  /** The graph takes decide_logits_index already: it gathers by itself. */
+  /** The graph takes decide_logits_index and decide_label_index already: it scores by itself. */
   | { kind: 'gathers-already' }
   | { kind: 'not-applicable'; reason: string };
 
@@ -71,34 +82,40 @@ function defaultOpset(model: onnxProto.onnx.IModelProto): number {
   return Number(entry?.version ?? 0);
 }
 
-/** Rewrites a ModelProto (bytes in, bytes out), or says why the graph does not fit the rewrite. */
-export function rewriteLmHead(bytes: Uint8Array): LmHeadRewrite {
-  const model = onnx.ModelProto.decode(bytes);
-  const graph = model.graph;
-  if (!graph) return { kind: 'not-applicable', reason: 'the file holds no graph' };
-  if ((graph.input ?? []).some((i) => i.name === LOGITS_INDEX_INPUT)) return { kind: 'gathers-already' };
-  const lmHead = findLmHead(graph);
-  const opset = defaultOpset(model);
-  if (!lmHead || !lmHead.input) {
-    return { kind: 'not-applicable', reason: "no two-input MatMul produces the graph's 'logits' output (directly or through a Cast), nor an int8 MatMulNBits / DynamicQuantizeMatMul head" };
-  }
-  if (opset < 13) return { kind: 'not-applicable', reason: `the graph's opset is ${opset}; the rewrite needs 13 or later` };
+function int64Tensor(name: string, values: number[]): onnxProto.onnx.ITensorProto {
+  return onnx.TensorProto.create({ name, dataType: onnx.TensorProto.DataType.INT64, dims: [values.length], int64Data: values });
+}
 
-  const hidden = lmHead.input[0]!;
-  const names = {
-    axes: 'decide_gather/axes_2',
-    index3d: 'decide_gather/index_3d',
-    rows: 'decide_gather/rows',
-  };
-  graph.initializer = graph.initializer ?? [];
-  graph.initializer.push(
-    onnx.TensorProto.create({
-      name: names.axes,
-      dataType: onnx.TensorProto.DataType.INT64,
-      dims: [1],
-      int64Data: [2],
+function node(name: string, opType: string, input: string[], output: string[], attribute: onnxProto.onnx.IAttributeProto[] = []): Node {
+  return onnx.NodeProto.create({ name: `/decide_head/${name}`, opType, input, output, attribute });
+}
+
+function intAttribute(name: string, i: number): onnxProto.onnx.IAttributeProto {
+  return onnx.AttributeProto.create({ name, type: onnx.AttributeProto.AttributeType.INT, i });
+}
+
+function tensorValueInfo(name: string, elemType: number, dims: Array<string | number>): onnxProto.onnx.IValueInfoProto {
+  return onnx.ValueInfoProto.create({
+    name,
+    type: onnx.TypeProto.create({
+      tensorType: onnx.TypeProto.Tensor.create({
+        elemType,
+        shape: onnx.TensorShapeProto.create({
+          dim: dims.map((d) => onnx.TensorShapeProto.Dimension.create(typeof d === 'number' ? { dimValue: d } : { dimParam: d })),
+        }),
+      }),
     }),
-  );
+  });
+}
+
+/**
+ * Gathers the LM head's input rows named by decide_logits_index [B, K] before the head, so logits
+ * come out [B, K, vocab].
+ */
+function addPositionGather(graph: Graph, lmHead: Node): void {
+  const hidden = lmHead.input![0]!;
+  const names = { axes: 'decide_gather/axes_2', index3d: 'decide_gather/index_3d', rows: 'decide_gather/rows' };
+  graph.initializer!.push(int64Tensor(names.axes, [2]));
   // hidden [B, S, H] with index [B, K, 1] and batch_dims 1 -> rows [B, K, H].
   const newNodes: Node[] = [
     onnx.NodeProto.create({ name: '/decide_gather/Unsqueeze_index', opType: 'Unsqueeze', input: [LOGITS_INDEX_INPUT, names.axes], output: [names.index3d] }),
@@ -107,37 +124,89 @@ export function rewriteLmHead(bytes: Uint8Array): LmHeadRewrite {
       opType: 'GatherND',
       input: [hidden, names.index3d],
       output: [names.rows],
-      attribute: [onnx.AttributeProto.create({ name: 'batch_dims', type: onnx.AttributeProto.AttributeType.INT, i: 1 })],
+      attribute: [intAttribute('batch_dims', 1)],
     }),
   ];
-  lmHead.input[0] = names.rows;
+  lmHead.input![0] = names.rows;
   // Keep the node list topologically sorted: the new nodes go right before the LM head.
   const nodes = graph.node ?? [];
-  const at = nodes.indexOf(lmHead);
-  nodes.splice(at, 0, ...newNodes);
-
-  graph.input = graph.input ?? [];
-  graph.input.push(
-    onnx.ValueInfoProto.create({
-      name: LOGITS_INDEX_INPUT,
-      type: onnx.TypeProto.create({
-        tensorType: onnx.TypeProto.Tensor.create({
-          elemType: onnx.TensorProto.DataType.INT64,
-          shape: onnx.TensorShapeProto.create({
-            dim: [
-              onnx.TensorShapeProto.Dimension.create({ dimParam: 'batch_size' }),
-              onnx.TensorShapeProto.Dimension.create({ dimParam: LOGITS_POSITIONS_DIM }),
-            ],
-          }),
-        }),
-      }),
-    }),
-  );
+  nodes.splice(nodes.indexOf(lmHead), 0, ...newNodes);
+  graph.input!.push(tensorValueInfo(LOGITS_INDEX_INPUT, onnx.TensorProto.DataType.INT64, ['batch_size', LOGITS_POSITIONS_DIM]));
   // logits: [batch, seq, vocab] -> [batch, positions, vocab]
   for (const info of [...(graph.output ?? []), ...(graph.valueInfo ?? [])]) {
     if (info.name !== 'logits') continue;
     const dims = info.type?.tensorType?.shape?.dim;
     if (dims && dims.length === 3) dims[1] = onnx.TensorShapeProto.Dimension.create({ dimParam: LOGITS_POSITIONS_DIM });
   }
+}
+
+/**
+ * The scoring head over logits [B, K, vocab]: the labels' logits and each position's log-sum-exp,
+ * both fp32 and gathered to flat lists, replace the `logits` output. Reduce ops take their axes as
+ * an attribute before opset 18 (ReduceSum: 13) and as an input from then on.
+ */
+function addScoringHead(graph: Graph, opset: number): void {
+  const fp32 = 'decide_head/logits_fp32';
+  const names = {
+    axes: 'decide_head/axes_2',
+    max: 'decide_head/max',
+    shifted: 'decide_head/shifted',
+    exp: 'decide_head/exp',
+    sum: 'decide_head/sum',
+    log: 'decide_head/log',
+    maxFlat: 'decide_head/max_flat',
+    lse: 'decide_head/lse',
+  };
+  graph.initializer!.push(int64Tensor(names.axes, [2]));
+  const reduce = (op: string, input: string, output: string, keepdims: number, axesAsInput: boolean): Node =>
+    axesAsInput
+      ? node(op, op, [input, names.axes], [output], [intAttribute('keepdims', keepdims)])
+      : node(op, op, [input], [output], [
+          onnx.AttributeProto.create({ name: 'axes', type: onnx.AttributeProto.AttributeType.INTS, ints: [2] }),
+          intAttribute('keepdims', keepdims),
+        ]);
+  const nodes: Node[] = [
+    node('Cast', 'Cast', ['logits'], [fp32], [intAttribute('to', onnx.TensorProto.DataType.FLOAT)]),
+    node('GatherND_labels', 'GatherND', [fp32, LABEL_INDEX_INPUT], [LABEL_LOGITS_OUTPUT]),
+    reduce('ReduceMax', fp32, names.max, 1, opset >= 18),
+    node('Sub', 'Sub', [fp32, names.max], [names.shifted]),
+    node('Exp', 'Exp', [names.shifted], [names.exp]),
+    reduce('ReduceSum', names.exp, names.sum, 0, true),
+    node('Log', 'Log', [names.sum], [names.log]),
+    node('Squeeze_max', 'Squeeze', [names.max, names.axes], [names.maxFlat]),
+    node('Add', 'Add', [names.log, names.maxFlat], [names.lse]),
+    node('GatherND_positions', 'GatherND', [names.lse, POSITION_INDEX_INPUT], [LOG_SUM_EXP_OUTPUT]),
+  ];
+  graph.node!.push(...nodes);
+  const int64 = onnx.TensorProto.DataType.INT64;
+  const float = onnx.TensorProto.DataType.FLOAT;
+  graph.input!.push(tensorValueInfo(LABEL_INDEX_INPUT, int64, ['decide_labels', 3]));
+  graph.input!.push(tensorValueInfo(POSITION_INDEX_INPUT, int64, ['decide_positions', 2]));
+  graph.output = (graph.output ?? []).filter((o) => o.name !== 'logits');
+  graph.output.push(tensorValueInfo(LABEL_LOGITS_OUTPUT, float, ['decide_labels']));
+  graph.output.push(tensorValueInfo(LOG_SUM_EXP_OUTPUT, float, ['decide_positions']));
+}
+
+/** Rewrites a ModelProto (bytes in, bytes out), or says why the graph does not fit the rewrite. */
+export function rewriteLmHead(bytes: Uint8Array): LmHeadRewrite {
+  const model = onnx.ModelProto.decode(bytes);
+  const graph = model.graph;
+  if (!graph) return { kind: 'not-applicable', reason: 'the file holds no graph' };
+  const inputs = new Set((graph.input ?? []).map((i) => i.name));
+  if (inputs.has(LOGITS_INDEX_INPUT) && inputs.has(LABEL_INDEX_INPUT)) return { kind: 'gathers-already' };
+  const opset = defaultOpset(model);
+  if (opset < 13) return { kind: 'not-applicable', reason: `the graph's opset is ${opset}; the rewrite needs 13 or later` };
+  if (!(graph.output ?? []).some((o) => o.name === 'logits')) return { kind: 'not-applicable', reason: "the graph has no 'logits' output" };
+  graph.initializer = graph.initializer ?? [];
+  graph.input = graph.input ?? [];
+  graph.node = graph.node ?? [];
+  if (!inputs.has(LOGITS_INDEX_INPUT)) {
+    const lmHead = findLmHead(graph);
+    if (!lmHead || !lmHead.input) {
+      return { kind: 'not-applicable', reason: "no two-input MatMul produces the graph's 'logits' output (directly or through a Cast), nor an int8 MatMulNBits / DynamicQuantizeMatMul head" };
+    }
+    addPositionGather(graph, lmHead);
+  }
+  addScoringHead(graph, opset);
   return { kind: 'rewritten', bytes: onnx.ModelProto.encode(model).finish() };
 }

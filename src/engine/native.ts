@@ -27,12 +27,19 @@ export interface NativeLoadOptions {
   prefixCacheBytes: number;
   tokenBudget: number;
   pastBudgetBytes: number;
+  /** 0: sized from the device's free memory at load. */
   attentionBudget: number;
+  /** Query heads: what one attention score costs in memory, for sizing attentionBudget from the device. */
+  numHeads: number;
   /** Attention FLOPs per (query, key) relative to one token's body FLOPs; used to cut passes. */
   attentionWeight: number;
   /** Finite: engine-options.ts turns Infinity into a large finite cost. */
   passOverheadTokens: number;
   packSuffixes: boolean;
+  /** Prefill long states in chunks (scorer.h PrefillChunk). */
+  prefillChunks: boolean;
+  /** ONNX Runtime's log severity for the session, 0 (verbose) to 4 (fatal). */
+  ortLogSeverity: number;
   maxContext: number;
   /** '' for none; else ONNX Runtime's profiler writes <prefix>_<date>.json when the session closes. */
   ortProfilePrefix: string;
@@ -67,6 +74,19 @@ export interface NativeCounters {
    * for a state the call computes (its first row rides in its prefill row) and one per further row.
    */
   pastTokensCopied: number;
+  /**
+   * Calls into the provider's copy or fill API (a batch of copies issued as one call counts once),
+   * on the CPU as on CUDA: KV forks and copies are one batch per forward pass, the inputs one copy.
+   */
+  deviceCopies: number;
+  /** Bytes sent from the host to the device (each pass's staged inputs). */
+  hostToDeviceBytes: number;
+  /** Bytes read back from the device: 4 per label logit and per log-sum-exp with the scoring head. */
+  deviceToHostBytes: number;
+  /** Milliseconds inside ONNX Runtime session runs. */
+  runMillis: number;
+  /** Milliseconds of the calls outside session runs (batching, copies queued, results read). */
+  hostMillis: number;
 }
 
 export interface NativeScoreResult {
@@ -84,6 +104,12 @@ export interface NativeModelInfo {
   vocabSize: number;
   kvDtype: 'float32' | 'float16';
   hasLogitsIndex: boolean;
+  /** The graph returns the labels' logits and the log-sum-exps itself: the vocabulary stays on the device. */
+  hasLabelHead: boolean;
+  /** How KV copies reach the device: 'host' (CPU), 'batched' (one driver call per batch), or 'per-run (why)'. */
+  deviceCopyPath: string;
+  /** The attention-score bound per pass in force (sized from the device's memory on CUDA). */
+  attentionBudget: number;
   hasPositionIds: boolean;
   /** A group's questions run packed into rows rather than one forked row each (packSuffixes on a graph with segment ids). */
   packsSuffixes: boolean;

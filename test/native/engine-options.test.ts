@@ -53,7 +53,7 @@ describe('the native binding', () => {
     ['prefixCacheBytes', -1],
     ['prefixCacheBytes', Number.POSITIVE_INFINITY],
     ['pastBudgetBytes', -1],
-    ['attentionBudget', 0],
+    ['attentionBudget', -1],
     ['threads', 0],
     ['threads', 2 ** 31],
     ['deviceId', -1],

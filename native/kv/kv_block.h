@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "device.h"
+#include "../device/device.h"
 
 namespace decide {
 
