@@ -10,7 +10,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { float16ToFloat32, SEGMENT_IDS_INPUT } from '../src/models/builder/index.js';
-import { LOGITS_INDEX_INPUT } from '../src/engine/lm-head-rewrite.js';
+import { LABEL_INDEX_INPUT, LABEL_LOGITS_OUTPUT, LOGITS_INDEX_INPUT, POSITION_INDEX_INPUT } from '../src/engine/lm-head-rewrite.js';
 
 export interface BaselineOptions {
   graphFile: string;
@@ -53,6 +53,8 @@ export class FreshBaseline {
     private readonly indexIs2d: boolean,
     /** A packing graph: every token gets segment 0, which makes it an ordinary causal row. */
     private readonly hasSegmentIds: boolean,
+    /** The graph returns the labels' logits itself (the rewrite's scoring head), not `logits`. */
+    private readonly scoringHead: boolean,
   ) {}
 
   static async load(options: BaselineOptions): Promise<FreshBaseline> {
@@ -73,6 +75,7 @@ export class FreshBaseline {
       session.inputNames.includes('position_ids'),
       index !== undefined && index.isTensor && index.shape.length === 2,
       session.inputNames.includes(SEGMENT_IDS_INPUT),
+      session.inputNames.includes(LABEL_INDEX_INPUT),
     );
   }
 
@@ -87,12 +90,9 @@ export class FreshBaseline {
       let end = begin + 1;
       while (end < order.length && (end + 1 - begin) * rows[order[end]!]!.tokens.length <= this.options.passTokens) end++;
       const pass = order.slice(begin, end);
-      const logits = await this.runPass(pass.map((i) => rows[i]!.tokens));
+      const logits = await this.runPass(pass.map((i) => rows[i]!));
       pass.forEach((rowIndex, b) => {
-        const row = rows[rowIndex]!;
-        const labels = new Float32Array(row.labels.length);
-        for (let k = 0; k < row.labels.length; k++) labels[k] = logits(b, row.tokens.length - 1, row.labels[k]!);
-        out[rowIndex] = labels;
+        out[rowIndex] = logits[b]!;
       });
       const longest = rows[pass[pass.length - 1]!]!.tokens.length;
       for (const i of pass) {
@@ -106,8 +106,9 @@ export class FreshBaseline {
     return { labelLogits: out, stats };
   }
 
-  /** One forward pass; returns a reader (row, position, vocab id) -> logit. */
-  private async runPass(rows: Int32Array[]): Promise<(row: number, position: number, id: number) => number> {
+  /** One forward pass; returns each row's label logits at its last position. */
+  private async runPass(passRows: BaselineRow[]): Promise<Float32Array[]> {
+    const rows = passRows.map((r) => r.tokens);
     const { numLayers, numKvHeads, headDim, vocabSize } = this.options;
     const batch = rows.length;
     const seq = Math.max(...rows.map((r) => r.length));
@@ -138,6 +139,22 @@ export class FreshBaseline {
           this.kvType === 'float16' ? new ort.Tensor('float16', new Uint16Array(0), pastDims) : new ort.Tensor('float32', new Float32Array(0), pastDims);
       }
     }
+    if (this.scoringHead) {
+      // The rewrite's scoring head: (row, 0, label) per label; (row, 0) per row.
+      const labelIndex: bigint[] = [];
+      passRows.forEach((row, b) => row.labels.forEach((label) => labelIndex.push(BigInt(b), 0n, BigInt(label))));
+      const positionIndex = passRows.flatMap((_, b) => [BigInt(b), 0n]);
+      feeds[LABEL_INDEX_INPUT] = new ort.Tensor('int64', BigInt64Array.from(labelIndex), [labelIndex.length / 3, 3]);
+      feeds[POSITION_INDEX_INPUT] = new ort.Tensor('int64', BigInt64Array.from(positionIndex), [batch, 2]);
+      const result = await this.session.run(feeds, [LABEL_LOGITS_OUTPUT]);
+      const flat = result[LABEL_LOGITS_OUTPUT]!.data as Float32Array;
+      let at = 0;
+      return passRows.map((row) => {
+        const labels = flat.slice(at, at + row.labels.length);
+        at += row.labels.length;
+        return labels;
+      });
+    }
     const result = await this.session.run(feeds, ['logits']);
     const logits = result.logits!;
     const positionsPerRow = logits.dims[1]!;
@@ -147,10 +164,10 @@ export class FreshBaseline {
       : logits.type === 'float16' ? float16ToFloat32(logits.data as Uint16Array)
       : undefined;
     if (data === undefined) throw new Error(`baseline: logits are ${logits.type}; expected float32 or float16`);
-    return (row, position, id) => {
-      const p = this.gathered ? 0 : position;
-      return data[(row * positionsPerRow + p) * vocabSize + id]!;
-    };
+    return passRows.map((row, b) => {
+      const p = this.gathered ? 0 : row.tokens.length - 1;
+      return Float32Array.from(row.labels, (id) => data[(b * positionsPerRow + p) * vocabSize + id]!);
+    });
   }
 
   async release(): Promise<void> {

@@ -4,12 +4,15 @@
  * matters most, each as a child process with its own log and time limit, and report.md/report.json
  * are rewritten after every step: a run cut off midway still leaves what it measured.
  *
- * Steps: the CUDA setup check; the benchmark per dtype and packing layout (each run checks its
- * answers against the fp32 CPU engine before timing, so "agreement" is part of every bench step);
- * `test/gpu/` (vitest); an ONNX Runtime profile of one engine call, slowest ops first; the PyTorch
- * peer (../shared/gpu/torch_peer.py) when python3 with torch is there. With `--provider cpu` the
- * same steps run on this machine (CUDA-only steps say why they were skipped), which is how the
- * command is tested and kept from rotting.
+ * Steps: the CUDA setup check; the engine at GPU-loading sizes (`decide bench --size gpu`, with
+ * the host-side counters of each call); the benchmark per dtype and packing layout (each run checks
+ * its answers against the fp32 CPU engine before timing, so "agreement" is part of every bench
+ * step); `test/gpu/` (vitest); an ONNX Runtime profile of one engine call, slowest ops first; the
+ * PyTorch peer (bench/torch_peer.py: the same workloads as the GPU-size step) when python3 with
+ * torch is there, printed beside the engine's figures. The folder is then packed into one archive
+ * beside it (a GPU host may hand back only a few files). With `--provider cpu` the same steps run
+ * on this machine, the GPU-size step on a tiny model at a small scale (CUDA-only steps say why
+ * they were skipped), which is how the command is tested and kept from rotting.
  */
 import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -17,6 +20,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
+import type { GpuScaleReport } from './gpu-scale.js';
 import type { BenchReport } from './report.js';
 
 export type StepStatus = 'passed' | 'failed' | 'skipped' | 'timed out';
@@ -81,7 +85,21 @@ export interface GpuReport {
   git: string | null;
   steps: StepResult[];
   bench: BenchFigures[];
+  /** The engine at GPU-loading sizes (bench/gpu-scale.ts), with each call's counters. */
+  gpuScale: GpuScaleReport | null;
+  /** The PyTorch peer's JSON lines, one per workload. */
+  peer: PeerLine[];
   profile: ProfileSummary | null;
+  /** The report folder packed into one file (tar.gz), relative to the folder's parent. */
+  archive: string | null;
+}
+
+export interface PeerLine {
+  workload: string;
+  decisions: number;
+  fresh?: { decisionsPerSecond: number; tokensPerSecond: number };
+  reuse?: { decisionsPerSecond?: number; maxLogitDiff?: number; error?: string };
+  packed?: { decisionsPerSecond?: number; maxLogitDiff?: number; error?: string };
 }
 
 export interface ProfileSummary {
@@ -90,10 +108,27 @@ export interface ProfileSummary {
   ops: Array<{ opType: string; provider: string; calls: number; micros: number; share: number }>;
 }
 
-/** The PyTorch peer's usual places: beside a checkout (../shared/gpu) and where unpack.sh puts tools. */
+/** The PyTorch peer: the one given, else DECIDE_TORCH_PEER, else the package's own (an empty DECIDE_TORCH_PEER: none). */
 function findTorchPeer(root: string, given?: string): string | undefined {
-  const candidates = [given, process.env.DECIDE_TORCH_PEER, path.join(root, '..', 'shared', 'gpu', 'torch_peer.py'), '/tmp/gpu/tools/torch_peer.py'];
-  return candidates.find((c): c is string => typeof c === 'string' && existsSync(c));
+  if (given) return existsSync(given) ? given : undefined;
+  if (process.env.DECIDE_TORCH_PEER !== undefined) return process.env.DECIDE_TORCH_PEER && existsSync(process.env.DECIDE_TORCH_PEER) ? process.env.DECIDE_TORCH_PEER : undefined;
+  const own = path.join(root, 'bench', 'torch_peer.py');
+  return existsSync(own) ? own : undefined;
+}
+
+/** The peer's JSON lines from its log (other output, such as warnings, is skipped). */
+export function readPeerLines(logFile: string): PeerLine[] {
+  const lines: PeerLine[] = [];
+  for (const line of readFileSync(logFile, 'utf8').split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const parsed = JSON.parse(line) as PeerLine & { peer?: string };
+      if (parsed.peer === 'torch' && typeof parsed.workload === 'string') lines.push(parsed);
+    } catch {
+      // not one of its lines
+    }
+  }
+  return lines;
 }
 
 function shellQuote(argv: string[]): string {
@@ -215,6 +250,29 @@ export function formatGpuReport(r: GpuReport): string {
       }
     }
   }
+  if (r.gpuScale) {
+    const g = r.gpuScale;
+    lines.push('', `## GPU-size workloads: the engine (${g.provider}, ${g.dtype}) beside the PyTorch peer, decisions/s`, '');
+    lines.push(
+      '| workload | engine packed | engine forked | engine fresh rows (tokens/s) | torch fresh (tokens/s) | torch HF reuse | torch packed | engine passes | device copies | to device | to host | run ms | host ms |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    const dps = (x: number | undefined) => (x === undefined ? '–' : x.toFixed(1));
+    for (const w of g.workloads) {
+      const layout = (name: string) => w.layouts.find((l) => l.layout === name);
+      const packed = layout('packed');
+      const fresh = layout('fresh');
+      const peer = r.peer.find((p) => p.workload === w.workload);
+      const c = packed?.counters;
+      lines.push(
+        `| ${w.workload} (${w.states} x ${w.stateTokens}, ${w.questions} x ${w.questionTokens}) | ${dps(packed?.decisionsPerSecond)} | ${dps(layout('forked')?.decisionsPerSecond)} | ` +
+          `${dps(fresh?.decisionsPerSecond)} (${fresh ? `${(fresh.tokensPerSecond / 1000).toFixed(1)}k` : '–'}) | ` +
+          `${dps(peer?.fresh?.decisionsPerSecond)} (${peer?.fresh ? `${(peer.fresh.tokensPerSecond / 1000).toFixed(1)}k` : '–'}) | ${dps(peer?.reuse?.decisionsPerSecond)} | ${dps(peer?.packed?.decisionsPerSecond)} | ` +
+          `${c?.forwardPasses ?? '–'} | ${c?.deviceCopies ?? '–'} | ${c ? `${(c.hostToDeviceBytes / 2 ** 20).toFixed(2)} MiB` : '–'} | ${c ? `${(c.deviceToHostBytes / 2 ** 10).toFixed(1)} KiB` : '–'} | ${c?.runMillis.toFixed(0) ?? '–'} | ${c?.hostMillis.toFixed(0) ?? '–'} |`,
+      );
+    }
+    lines.push('', `Counters are those of the packed call. Engine: ${JSON.stringify(g.engineInfo.lmHead)}, scoring head ${String(g.engineInfo.hasLabelHead)}, KV copies ${String(g.engineInfo.deviceCopyPath)}.`);
+  }
   if (r.profile) {
     lines.push('', `## ONNX Runtime profile of one engine call (${r.profile.file}), slowest op types`, '');
     lines.push('| op type | provider | calls | ms | share |', '|---|---|---|---|---|');
@@ -241,7 +299,10 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     git: git.ok ? git.text : null,
     steps: [],
     bench: [],
+    gpuScale: null,
+    peer: [],
     profile: null,
+    archive: null,
   };
   const save = async () => {
     await writeFile(path.join(outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -250,6 +311,17 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
 
   const cudaOnly = provider === 'cuda' ? undefined : 'CUDA only (--provider cpu)';
   const steps: PlannedStep[] = [{ name: 'cuda-setup-check', argv: [...decide, 'setup-cuda', '--check'], skip: cudaOnly }];
+  const gpuScaleDir = path.join(outDir, 'bench-gpu-size');
+  steps.push({
+    name: 'bench-gpu-size',
+    // On the CPU (how this command is tested) a tiny model at a sliver of the sizes.
+    argv: [...decide, 'bench', '--size', 'gpu', '--provider', provider, '--results-dir', gpuScaleDir,
+      ...(provider === 'cuda' ? ['--preset', options.preset] : ['--preset', 'tiny', '--scale', '0.02', '--repetitions', '1'])],
+    collect: () => {
+      const file = existsSync(gpuScaleDir) ? readdirSync(gpuScaleDir).filter((f) => f.endsWith('.json')).sort().pop() : undefined;
+      if (file) report.gpuScale = JSON.parse(readFileSync(path.join(gpuScaleDir, file), 'utf8')) as GpuScaleReport;
+    },
+  });
   const benchCommon = ['bench', '--provider', provider, '--preset', options.preset, '--no-micro', '--no-latency', ...(options.quick ? ['--quick'] : []), ...(options.workloads ? ['--workloads', options.workloads] : [])];
   // In order of what a short GPU call must not miss: the first dtype's benches (fp16 on a GPU, the
   // figures the targets are stated in; packed first, the CUDA default), the tests, the profile,
@@ -288,7 +360,10 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
   steps.push({
     name: 'torch-peer',
     argv: ['python3', peer ?? 'torch_peer.py'],
-    skip: cudaOnly ?? (!peer ? 'torch_peer.py not found (--torch-peer PATH, DECIDE_TORCH_PEER, ../shared/gpu/, /tmp/gpu/tools/)' : !torch.ok ? `python3 with torch, transformers and CUDA not usable: ${torch.text.split('\n').pop()}` : undefined),
+    collect: () => {
+      report.peer = readPeerLines(path.join(outDir, 'torch-peer.log'));
+    },
+    skip: cudaOnly ?? (!peer ? 'torch_peer.py not found (--torch-peer PATH, DECIDE_TORCH_PEER, bench/torch_peer.py)' : !torch.ok ? `python3 with torch, transformers and CUDA not usable: ${torch.text.split('\n').pop()}` : undefined),
   });
   for (const dtype of otherDtypes) steps.push(...benchSteps(dtype));
 
@@ -327,5 +402,10 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     log(`${step.name}: ${status} in ${seconds.toFixed(1)} s${reason ? ` (${reason})` : ''}`);
     await save();
   }
+  const archive = `${path.basename(outDir)}.tar.gz`;
+  const packed = await probe(['tar', '-czf', path.join(path.dirname(outDir), archive), '-C', path.dirname(outDir), path.basename(outDir)]);
+  report.archive = packed.ok ? archive : null;
+  if (!packed.ok) log(`could not pack the folder into ${archive}: ${packed.text}`);
+  await save();
   return report;
 }

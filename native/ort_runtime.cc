@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <memory>
 #include <mutex>
 
 #include "errors.h"
@@ -12,7 +11,12 @@ namespace {
 
 std::mutex g_mutex;
 std::string g_library_path;
-std::unique_ptr<Ort::Env> g_env;
+// Never destroyed: releasing ORT's environment at process exit unloads the execution providers
+// (the CUDA provider's library and, with it, the CUDA runtime's state) while static destructors and
+// any engine the program did not close may still hold device memory, sessions or streams. On the
+// H100 every process that loaded and closed two CUDA engines died at exit that way ("corrupted
+// double-linked list"). The process's end reclaims it.
+Ort::Env* g_env = nullptr;
 
 using GetApiBaseFn = const OrtApiBase* (*)();
 
@@ -47,7 +51,7 @@ void EnsureOrtLoaded(const std::string& library_path) {
                                        std::to_string(ORT_API_VERSION) + " or newer)");
   }
   Ort::InitApi(api);
-  g_env = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_ERROR, "decide");
+  g_env = new Ort::Env(ORT_LOGGING_LEVEL_ERROR, "decide");
   g_library_path = library_path;
 }
 

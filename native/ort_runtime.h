@@ -2,7 +2,8 @@
 // onnxruntime-node (or the one named by DECIDE_ORT_LIBRARY, e.g. a CUDA-enabled build on GPU hosts)
 // is dlopen'ed once per process and the C++ API is initialised from its OrtGetApiBase().
 // Called on a worker thread (the load AsyncWorker); guarded by a mutex. The Ort::Env lives for the
-// whole process: ORT wants exactly one, and sessions must not outlive it.
+// whole process (never released: ort_runtime.cc says why): ORT wants exactly one, and sessions
+// must not outlive it.
 #pragma once
 
 #include <string>

@@ -6,9 +6,11 @@
  */
 
 import type { WorkloadName } from '../../bench/workloads.js';
+import type { ModelDtype } from '../models/builder/index.js';
 import { commandError, parseCommand } from './args.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['tickets', 'document', 'single'];
+const DEFAULT_PRESET = 'small';
 
 const HELP = `usage: decide bench [options]
 
@@ -18,6 +20,11 @@ every question as one full sequence, same graph file), the ideal speedup, and th
 MatMul peak of this machine; prints a table per workload and writes bench/results/<timestamp>.json.
 
 options:
+  --size gpu            instead of the benchmark above: the engine at GPU-loading sizes, the PyTorch
+                        peer's workloads (64 x 390-token tickets with 8 x 18-token questions, 16 x
+                        1,600-token documents with 13 x 22, 128 x 300-token singles with 1 x 20),
+                        packed, forked and fresh rows, with the host-side counters of each call;
+                        default preset qwen3-0.6b, fp16 on cuda (--scale F shrinks the states)
   --quick               fewer states and repetitions (under 2 minutes on 2 cores)
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(', ')} (default: all)
   --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2)
@@ -53,7 +60,7 @@ const OPTIONS = {
   workloads: { type: 'string' },
   repetitions: { type: 'string' },
   threads: { type: 'string' },
-  preset: { type: 'string', default: 'small' },
+  preset: { type: 'string' },
   provider: { type: 'string', default: 'cpu' },
   profile: { type: 'boolean', default: false },
   'no-micro': { type: 'boolean', default: false },
@@ -61,10 +68,12 @@ const OPTIONS = {
   seed: { type: 'string' },
   'model-dir': { type: 'string' },
   'reference-dir': { type: 'string' },
-  dtype: { type: 'string', default: 'fp32' },
+  dtype: { type: 'string' },
   packing: { type: 'string' },
   'results-dir': { type: 'string' },
   'ort-profile': { type: 'string' },
+  size: { type: 'string' },
+  scale: { type: 'string' },
 } as const;
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
@@ -79,7 +88,7 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
   if (values.provider !== 'cpu' && values.provider !== 'cuda') throw new Error(`--provider must be cpu or cuda, got '${values.provider}'`);
-  if (values.dtype !== 'fp32' && values.dtype !== 'fp16' && values.dtype !== 'int8') throw new Error(`--dtype must be fp32, fp16 or int8, got '${values.dtype}'`);
+  if (values.dtype !== undefined && values.dtype !== 'fp32' && values.dtype !== 'fp16' && values.dtype !== 'int8') throw new Error(`--dtype must be fp32, fp16 or int8, got '${values.dtype}'`);
   if (values.packing !== undefined && values.packing !== 'on' && values.packing !== 'off') throw new Error(`--packing must be on or off, got '${values.packing}'`);
   let workloads: WorkloadName[] | undefined;
   if (values.workloads !== undefined) {
@@ -93,14 +102,32 @@ export async function run(argv: string[]): Promise<number> {
   const seed = values.seed === undefined ? undefined : Number(values.seed);
   if (seed !== undefined && (!Number.isInteger(seed) || seed < 0)) throw new Error(`--seed must be a non-negative integer`);
 
+  if (values.size !== undefined && values.size !== 'gpu') throw new Error(`--size must be gpu, got '${values.size}'`);
+  if (values.size === 'gpu') {
+    const { runGpuScale } = await import('../../bench/gpu-scale.js');
+    const scale = values.scale === undefined ? 1 : Number(values.scale);
+    if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be a number in (0, 1], got '${values.scale}'`);
+    await runGpuScale({
+      provider: values.provider,
+      preset: values.preset,
+      dtype: values.dtype as ModelDtype | undefined,
+      modelDir: values['model-dir'],
+      workloads,
+      repetitions: positiveInt(values.repetitions, 'repetitions'),
+      threads: positiveInt(values.threads, 'threads'),
+      scale,
+      ...(values['results-dir'] === undefined ? {} : { resultsDir: values['results-dir'] }),
+    });
+    return 0;
+  }
   if (values['ort-profile'] !== undefined) {
     const { profileEngineCall } = await import('../../bench/ort-profile.js');
     const { packageRoot } = await import('../../bench/provenance.js');
     const { file, decisions } = await profileEngineCall({
       root: packageRoot(),
       outFile: values['ort-profile'],
-      preset: values.preset,
-      dtype: values.dtype,
+      preset: values.preset ?? DEFAULT_PRESET,
+      dtype: (values.dtype ?? 'fp32') as ModelDtype,
       provider: values.provider,
       threads: positiveInt(values.threads, 'threads'),
       packing: values.packing === undefined ? undefined : values.packing === 'on',
@@ -131,7 +158,7 @@ export async function run(argv: string[]): Promise<number> {
       workloads,
       repetitions: positiveInt(values.repetitions, 'repetitions'),
       threads: positiveInt(values.threads, 'threads'),
-      preset: values.preset,
+      preset: values.preset ?? DEFAULT_PRESET,
       provider: values.provider,
       profile: values.profile,
       micro: !values['no-micro'],
@@ -139,7 +166,7 @@ export async function run(argv: string[]): Promise<number> {
       seed,
       modelDir: values['model-dir'],
       referenceModelDir: values['reference-dir'],
-      dtype: values.dtype,
+      dtype: (values.dtype ?? 'fp32') as ModelDtype,
       packing: values.packing === undefined ? undefined : values.packing === 'on',
       ...(values['results-dir'] === undefined ? {} : { resultsDir: values['results-dir'] }),
     });

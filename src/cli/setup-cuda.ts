@@ -37,7 +37,8 @@ themselves. Then it checks this host and names any missing CUDA piece with its f
 options:
   --from DIR   take the two package tarballs (as \`npm pack\` names them) from DIR instead of the
                registry, for a host without registry access
-  --check      only check: is a runtime assembled, and does this host have what it needs
+  --check      only check: is a runtime assembled (or named by DECIDE_ORT_LIBRARY), and does this
+               host have what it needs
   -h, --help   this text
 
 exit status: 0 when the runtime is assembled and the host has every CUDA piece; 1 when a piece is
@@ -68,8 +69,11 @@ export async function run(argv: string[]): Promise<number> {
     }
     process.stdout.write(`decide setup-cuda: ONNX Runtime for CUDA is in ${dir}\n`);
   }
-  const core = assembledCoreLibrary(dir);
-  if (core === undefined) return commandError('setup-cuda', `no CUDA runtime in ${dir}: run \`npx decide setup-cuda\``, 1);
+  // --check honours DECIDE_ORT_LIBRARY as the engine does: a runtime put in place by hand counts.
+  const named = values.check ? process.env.DECIDE_ORT_LIBRARY?.trim() : undefined;
+  const core = named ? path.resolve(named) : assembledCoreLibrary(dir);
+  if (core === undefined) return commandError('setup-cuda', `no CUDA runtime in ${dir}: run \`npx decide setup-cuda\` (or point DECIDE_ORT_LIBRARY at one)`, 1);
+  if (named && !existsSync(core)) return commandError('setup-cuda', `DECIDE_ORT_LIBRARY names ${core}, which does not exist`, 1);
   const missing = missingCudaPieces(core, (name) => loadNativeModule().probeLibrary(name));
   if (missing.length > 0) {
     return commandError('setup-cuda', `this host cannot run the CUDA provider yet:\n${missing.map((m) => `  - ${m}`).join('\n')}`, 1);

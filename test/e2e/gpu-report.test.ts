@@ -35,17 +35,17 @@ afterAll(async () => {
 
 describe('decide gpu-report --provider cpu', () => {
   it('runs every step in order and skips the CUDA-only ones with their reason', () => {
-    expect(report.steps.map((s) => s.name)).toEqual(['cuda-setup-check', 'bench-fp32-packing-off', 'bench-fp32-packing-on', 'gpu-tests', 'ort-profile', 'torch-peer']);
+    expect(report.steps.map((s) => s.name)).toEqual(['cuda-setup-check', 'bench-gpu-size', 'bench-fp32-packing-off', 'bench-fp32-packing-on', 'gpu-tests', 'ort-profile', 'torch-peer']);
     const by = Object.fromEntries(report.steps.map((s) => [s.name, s]));
     expect(by['cuda-setup-check']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     expect(by['torch-peer']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
-    for (const name of ['bench-fp32-packing-off', 'bench-fp32-packing-on', 'gpu-tests', 'ort-profile']) {
+    for (const name of ['bench-gpu-size', 'bench-fp32-packing-off', 'bench-fp32-packing-on', 'gpu-tests', 'ort-profile']) {
       expect(by[name]!.status, `${name}: ${by[name]!.reason}`).toBe('passed');
       expect(existsSync(path.join(out, by[name]!.log!))).toBe(true);
     }
     // No CUDA here: the GPU tests ran and skipped, and the report says so rather than a bare pass.
     expect(by['gpu-tests']!.reason).toMatch(/skipped/);
-    expect(stdout).toContain(`wrote ${path.join(out, 'report.md')} (6 steps, 0 failed)`);
+    expect(stdout).toContain(`wrote ${path.join(out, 'report.md')} (7 steps, 0 failed)`);
   });
 
   it('keeps the benchmark figures of each layout with the agreement check against the baseline', () => {
@@ -58,6 +58,32 @@ describe('decide gpu-report --provider cpu', () => {
       expect(b.peakGflops).toBeGreaterThan(0);
       expect(existsSync(path.join(out, b.file))).toBe(true);
     }
+  });
+
+  it('runs the GPU-size workloads (scaled down here) with the host-side counters of each call', () => {
+    const g = report.gpuScale!;
+    expect(g.workloads.map((w) => w.workload)).toEqual(['tickets', 'document', 'single']);
+    for (const w of g.workloads) {
+      expect(w.layouts.map((l) => l.layout)).toEqual(['packed', 'forked', 'fresh']);
+      for (const l of w.layouts) {
+        expect(l.decisionsPerSecond).toBeGreaterThan(0);
+        expect(l.counters.deviceCopies).toBeGreaterThan(0);
+        expect(l.counters.deviceCopies).toBeLessThanOrEqual(3 * l.counters.forwardPasses);
+        expect(l.counters.runMillis).toBeGreaterThan(0);
+      }
+      // The same answers whichever layout scored them.
+      expect(w.packedVsForked).toBeLessThan(1e-4);
+    }
+    expect(g.engineInfo).toMatchObject({ hasLabelHead: true, deviceCopyPath: 'host' });
+    const md = readFileSync(path.join(out, 'report.md'), 'utf8');
+    expect(md).toMatch(/\| tickets \(1 x 390, 8 x 18\) \| [0-9.]+ \| [0-9.]+ \|/);
+  });
+
+  it('packs the folder into one archive beside it', async () => {
+    expect(report.archive).toBe('report.tar.gz');
+    const { stdout: listing } = await run('tar', ['-tzf', path.join(path.dirname(out), 'report.tar.gz')]);
+    expect(listing).toContain('report/report.md');
+    expect(listing).toContain('report/bench-gpu-size.log');
   });
 
   it('sums an ONNX Runtime profile of one engine call by op type, slowest first', () => {
