@@ -17,7 +17,7 @@ import { rewriteToU8S8 } from '../src/engine/int8-rewrite.js';
  * DynamicQuantizeLinear + MatMulIntegerToFloat pair, or 'u8s8': the engine's load-time rewrite of
  * the 'rowq-u8' model for CPUs with VNNI or AMX (src/engine/int8-rewrite.ts).
  */
-export type Int8ProbeVariant = 'fp32' | 'dql+mmitf' | 'u8s8' | 'u8u8f' | Exclude<Int8Kernel, 'nbits8'> | `nbits8-b${number}`;
+export type Int8ProbeVariant = 'fp32' | 'dql+mmitf' | 'u8s8' | Exclude<Int8Kernel, 'nbits8'> | `nbits8-b${number}`;
 
 export interface ProbeShape {
   m: number;
@@ -45,12 +45,12 @@ function fp32Weight(name: string, dims: number[], w: Float32Array): WeightSpec {
 
 /** Writes the model of `variant` for A [m, k] x W [k, n] (`w` row-major fp32) to `file`. */
 export async function writeInt8ProbeModel(file: string, variant: Int8ProbeVariant, s: ProbeShape, w: Float32Array): Promise<void> {
-  if (variant === 'u8s8' || variant === 'u8u8f') {
+  if (variant === 'u8s8') {
     // What the engine loads on such a CPU: the stored 'rowq-u8' model, rewritten; the int8 weights
     // in `<file>_data` beside it.
     const stored = `${file}.rowq-u8.onnx`;
     await writeInt8ProbeModel(stored, 'rowq-u8', s, w);
-    const r = rewriteToU8S8(stored, file, `${file}_data`, `${path.basename(file)}_data`, variant === 'u8u8f');
+    const r = rewriteToU8S8(stored, file, `${file}_data`, `${path.basename(file)}_data`);
     if (r.kind !== 'rewritten') throw new Error(`u8s8 probe: ${r.reason}`);
     return;
   }

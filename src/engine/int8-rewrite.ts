@@ -28,6 +28,7 @@ export const U8S8_REWRITE_VERSION = 1;
 
 const MS_DOMAIN = 'com.microsoft';
 const ONE = 'decide_u8s8/one';
+const FLAT = 'decide_u8s8/flat';
 /** Offsets in the data file are multiples of this (as the model builder writes them). */
 const ALIGNMENT = 64;
 
@@ -95,16 +96,45 @@ function tensorBytes(t: Tensor, graphDir: string, files: Set<string>): Uint8Arra
 }
 
 /**
+ * The stored row quantization that produces `q` (quantize.ts quantizedRows):
+ *   q = Cast<uint8>(Add(Round(Div(x, scale)), 128))
+ * Its four elementwise passes (two of them single-threaded in ONNX Runtime) become one
+ * QuantizeLinear over the rows ([rows, K], one scale and zero point per row): the same rounding
+ * (half to even) and the same uint8 values, in one vectorized pass.
+ */
+function rowQuantization(
+  q: string,
+  producers: Map<string, Node>,
+  only: (value: string) => Node | undefined,
+  initializers: Map<string, Tensor>,
+): { cast: Node; add: Node; round: Node; div: Node; x: string; scale: string } | undefined {
+  const cast = producers.get(q);
+  if (cast?.opType !== 'Cast' || attributeInt(cast, 'to') !== onnx.TensorProto.DataType.UINT8) return undefined;
+  const add = producers.get(cast.input![0]!);
+  if (add?.opType !== 'Add' || only(add.output![0]!) !== cast) return undefined;
+  const [rounded, offset] = initializers.has(add.input![1]!) ? [add.input![0]!, add.input![1]!] : [add.input![1]!, add.input![0]!];
+  const c = initializers.get(offset);
+  if (c?.dataType !== onnx.TensorProto.DataType.FLOAT || c.rawData?.length !== 4 || new DataView(c.rawData.buffer, c.rawData.byteOffset, 4).getFloat32(0, true) !== 128) return undefined;
+  const round = producers.get(rounded);
+  if (round?.opType !== 'Round' || only(rounded) !== add) return undefined;
+  const div = producers.get(round.input![0]!);
+  if (div?.opType !== 'Div' || only(div.output![0]!) !== round) return undefined;
+  return { cast, add, round, div, x: div.input![0]!, scale: div.input![1]! };
+}
+
+/**
  * Rewrites the graph in `stockGraph` to `tempGraph`, its int8 weights to `tempData`; the graph
  * names the data file `dataFileName` (its final name, in the same folder). Says why not where the
  * graph holds no projection of the stored form.
  */
-export function rewriteToU8S8(stockGraph: string, tempGraph: string, tempData: string, dataFileName: string, keepU8 = false): U8S8Rewrite {
+export function rewriteToU8S8(stockGraph: string, tempGraph: string, tempData: string, dataFileName: string): U8S8Rewrite {
   const model = onnx.ModelProto.decode(readFileSync(stockGraph));
   const graph = model.graph;
   if (!graph) return { kind: 'not-applicable', reason: 'the file holds no graph' };
   const nodes = graph.node ?? [];
   const initializers = new Map((graph.initializer ?? []).map((t) => [t.name!, t]));
+  const producers = new Map<string, Node>();
+  for (const n of nodes) for (const o of n.output ?? []) producers.set(o, n);
   const consumers = new Map<string, Node[]>();
   for (const n of nodes) for (const i of n.input ?? []) consumers.set(i, [...(consumers.get(i) ?? []), n]);
   const graphOutputs = new Set((graph.output ?? []).map((o) => o.name));
@@ -142,7 +172,7 @@ export function rewriteToU8S8(stockGraph: string, tempGraph: string, tempData: s
   const fd = openSync(tempData, 'w');
   try {
     let position = 0;
-    for (const m of keepU8 ? [] : matches) {
+    for (const m of matches) {
       const w = initializers.get(m.mmi.input![1]!)!;
       const u8 = tensorBytes(w, graphDir, externalFiles);
       // uint8 v around 128 is the int8 v - 128: flipping the top bit is that subtraction.
@@ -168,27 +198,55 @@ export function rewriteToU8S8(stockGraph: string, tempGraph: string, tempData: s
   }
 
   const removed = new Set<Node>();
-  const replaced = new Map<Node, Node>();
+  const replaced = new Map<Node, Node[]>();
   for (const m of matches) {
-    const [q, weight, activationZero, weightZero] = m.mmi.input!;
+    const [q, weight, activationZero] = m.mmi.input!;
     const unscaled = `${m.mulWeight.output![0]}/decide_u8s8`;
-    replaced.set(
-      m.mmi,
+    replaced.set(m.mmi, [
       onnx.NodeProto.create({
         name: `${m.mmi.name ?? weight}/decide_u8s8/MatMulIntegerToFloat`,
         opType: 'MatMulIntegerToFloat',
         domain: MS_DOMAIN,
-        input: keepU8 ? [q!, weight!, ONE, m.weightScale, activationZero!, weightZero!] : [q!, weight!, ONE, m.weightScale, activationZero!],
+        input: [q!, weight!, ONE, m.weightScale, activationZero!],
         output: [unscaled],
       }),
-    );
-    replaced.set(
-      m.mulWeight,
+    ]);
+    replaced.set(m.mulWeight, [
       onnx.NodeProto.create({ name: `${m.mulWeight.name ?? weight}/decide_u8s8/Mul_row_scale`, opType: 'Mul', input: [unscaled, m.rowScale], output: [m.mulWeight.output![0]!] }),
-    );
+    ]);
     removed.add(m.cast).add(m.mulRow);
   }
-  graph.node = nodes.filter((n) => !removed.has(n)).map((n) => replaced.get(n) ?? n);
+  const extraInitializers: Tensor[] = [];
+  const rowQuantizations = new Map<string, Match>();
+  for (const m of matches) rowQuantizations.set(m.mmi.input![0]!, m);
+  for (const [q, m] of rowQuantizations) {
+    const found = rowQuantization(q, producers, only, initializers);
+    if (found === undefined) continue;
+    const k = Number(initializers.get(m.mmi.input![1]!)!.dims![0]);
+    const p = `${found.div.name ?? q}/decide_u8s8`;
+    const rowsShape = `decide_u8s8/rows_of_${k}`;
+    if (!initializers.has(rowsShape)) {
+      const t = onnx.TensorProto.create({ name: rowsShape, dataType: onnx.TensorProto.DataType.INT64, dims: [2], int64Data: [-1, k] });
+      initializers.set(rowsShape, t);
+      extraInitializers.push(t);
+    }
+    const node = (op: string, input: string[], output: string, attribute: onnxProto.onnx.IAttributeProto[] = []) =>
+      onnx.NodeProto.create({ name: `${p}/${op}_${output.split('/').pop()}`, opType: op, input, output: [output], attribute });
+    replaced.set(found.div, [
+      node('Reshape', [found.x, rowsShape], `${p}/x_rows`),
+      node('Reshape', [found.scale, FLAT], `${p}/scale_rows`),
+      node('Shape', [`${p}/scale_rows`], `${p}/rows`),
+      node('Expand', [m.mmi.input![2]!, `${p}/rows`], `${p}/zero_point_rows`),
+      node('QuantizeLinear', [`${p}/x_rows`, `${p}/scale_rows`, `${p}/zero_point_rows`], `${p}/q_rows`, [
+        onnx.AttributeProto.create({ name: 'axis', type: onnx.AttributeProto.AttributeType.INT, i: 0 }),
+      ]),
+      node('Shape', [found.x], `${p}/x_shape`),
+      onnx.NodeProto.create({ name: `${p}/Reshape_q`, opType: 'Reshape', input: [`${p}/q_rows`, `${p}/x_shape`], output: [q] }),
+    ]);
+    removed.add(found.round).add(found.add).add(found.cast);
+  }
+  graph.node = nodes.flatMap((n) => (removed.has(n) ? [] : (replaced.get(n) ?? [n])));
+  graph.initializer!.push(...extraInitializers, onnx.TensorProto.create({ name: FLAT, dataType: onnx.TensorProto.DataType.INT64, dims: [1], int64Data: [-1] }));
   graph.initializer!.push(
     onnx.TensorProto.create({ name: ONE, dataType: onnx.TensorProto.DataType.FLOAT, dims: [], rawData: new Uint8Array(Float32Array.of(1).buffer) }),
   );

@@ -12,7 +12,7 @@
  *   checked only where the CPU has them, and skipped here otherwise.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cpuInt8Support } from '../../src/engine/cpu-int8.js';
 import { Engine } from '../../src/engine/engine.js';
 import { chooseInt8Path } from '../../src/engine/int8-path.js';
-import { u8s8Paths } from '../../src/engine/int8-rewrite.js';
+import { U8S8_REWRITE_VERSION, u8s8Paths } from '../../src/engine/int8-rewrite.js';
 import { onnx } from '../../src/models/builder/onnx-writer.js';
 import { measureInt8Agreement } from '../../src/models/import/int8-agreement.js';
 import { maxLogitDiff, randomGroups } from '../helpers/random-groups.js';
@@ -50,6 +50,8 @@ describe('int8 paths on the tiny int8 model', () => {
     // A private copy: these tests make, remake and block the rewrite beside it.
     int8Dir = path.join(tmp, 'tiny-int8');
     await cp(await tinyModelDir({}, 'int8'), int8Dir, { recursive: true });
+    // Without the shared model's rewrites: these tests make their own.
+    for (const f of await readdir(path.join(int8Dir, 'onnx'))) if (f.includes('.decide-')) await rm(path.join(int8Dir, 'onnx', f));
   });
   afterAll(async () => {
     await rm(tmp, { recursive: true, force: true });
@@ -87,8 +89,12 @@ describe('int8 paths on the tiny int8 model', () => {
     // 2 layers x (q, k, v, o, gate, up, down), each with one Mul by its row scale after it.
     expect(rewritten.get('MatMulIntegerToFloat')).toBe(14);
     expect(rewritten.get('MatMulInteger')).toBeUndefined();
-    expect(rewritten.get('Cast')).toBe(ops(stock).get('Cast')! - 14);
+    expect(rewritten.get('Cast')).toBe(ops(stock).get('Cast')! - 14 - 8);
+    // Each of the 8 row quantizations (q/k/v, o, gate/up, down per layer): Div, Round, Add and Cast
+    // become one QuantizeLinear over the rows; the row scale is computed as stored.
     expect(rewritten.get('ReduceMax')).toBe(8);
+    expect(rewritten.get('QuantizeLinear')).toBe(8);
+    expect(rewritten.get('Round')).toBeUndefined();
     const stored = onnx.ModelProto.decode(readFileSync(stock)).graph!.initializer!.find((t) => t.name === 'model.layers.1.mlp.down_proj.weight')!;
     const converted = onnx.ModelProto.decode(readFileSync(paths.graph)).graph!.initializer!.find((t) => t.name === 'model.layers.1.mlp.down_proj.weight')!;
     expect(converted.dataType).toBe(onnx.TensorProto.DataType.INT8);
@@ -107,7 +113,7 @@ describe('int8 paths on the tiny int8 model', () => {
     await writeFile(stock, onnx.ModelProto.encode(model).finish());
     await load();
     expect(statSync(paths.graph).mtimeMs).not.toBe(madeAt);
-    expect(JSON.parse(await readFile(paths.stamp, 'utf8'))).toMatchObject({ version: 1, external: [] });
+    expect(JSON.parse(await readFile(paths.stamp, 'utf8'))).toMatchObject({ version: U8S8_REWRITE_VERSION, external: [] });
   });
 
   it('u8s8: a group scores the same alone and inside a batch, and a cache hit gives its miss (on any CPU)', async () => {
