@@ -12,7 +12,7 @@
  *   checked only where the CPU has them, and skipped here otherwise.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,10 +21,11 @@ import { cpuInt8Support } from '../../src/engine/cpu-int8.js';
 import { Engine } from '../../src/engine/engine.js';
 import { chooseInt8Path } from '../../src/engine/int8-path.js';
 import { U8S8_REWRITE_VERSION, u8s8Paths } from '../../src/engine/int8-rewrite.js';
+import { makeModel } from '../../src/models/builder/make-model.js';
 import { onnx } from '../../src/models/builder/onnx-writer.js';
 import { measureInt8Agreement } from '../../src/models/import/int8-agreement.js';
 import { maxLogitDiff, randomGroups } from '../helpers/random-groups.js';
-import { tinyModelDir } from '../helpers/tiny-model.js';
+import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
 
 const HOST = chooseInt8Path('auto', cpuInt8Support());
 /** u8 x s8 is exact only where the engine would pick it by itself (VNNI or AMX). */
@@ -114,6 +115,33 @@ describe('int8 paths on the tiny int8 model', () => {
     await load();
     expect(statSync(paths.graph).mtimeMs).not.toBe(madeAt);
     expect(JSON.parse(await readFile(paths.stamp, 'utf8'))).toMatchObject({ version: U8S8_REWRITE_VERSION, external: [] });
+  });
+
+  it('u8s8 of a model with external data: the weights are read from its data file, which the stamp names; a changed data file remakes it', async () => {
+    const dir = path.join(tmp, 'external');
+    await makeModel({ preset: 'tiny', outDir: dir, seed: TINY_SEED, dtype: 'int8', externalData: true });
+    const stock = path.join(dir, 'onnx', 'model.onnx');
+    const paths = u8s8Paths(stock);
+    const groups = randomGroups(7, 2, SIZES);
+    const scoreWith = async (modelDir: string) => {
+      const engine = await Engine.load({ modelDir, threads: 1, int8Path: 'u8s8' });
+      try {
+        expect(engine.info.int8?.path).toBe('u8s8');
+        return await engine.score(groups);
+      } finally {
+        engine.close();
+      }
+    };
+    const external = await scoreWith(dir);
+    const inline = await scoreWith(int8Dir);
+    // The same weights, read from the data file instead of the graph: the same answers.
+    inline.forEach((group, g) => group.forEach((score, s) => expect(maxLogitDiff(score.labelLogits, external[g]![s]!.labelLogits)).toBe(0)));
+    const stamp = JSON.parse(await readFile(paths.stamp, 'utf8'));
+    expect(stamp.external.map((e: { file: string }) => e.file)).toEqual(['model.onnx_data']);
+    const madeAt = statSync(paths.graph).mtimeMs;
+    await utimes(path.join(dir, 'onnx', 'model.onnx_data'), new Date(), new Date(Date.now() + 5000));
+    await scoreWith(dir);
+    expect(statSync(paths.graph).mtimeMs).not.toBe(madeAt);
   });
 
   it('u8s8: a group scores the same alone and inside a batch, and a cache hit gives its miss (on any CPU)', async () => {
