@@ -176,7 +176,8 @@ describe('int8 paths on the tiny int8 model', () => {
     }
   });
 
-  it('a bad DECIDE_INT8_KERNEL refuses the load with ERR_INPUT', async () => {
+  it('a bad DECIDE_INT8_KERNEL or options.int8Path refuses the load with ERR_INPUT naming it', async () => {
+    await expect(Engine.load({ modelDir: int8Dir, threads: 1, int8Path: 's8' as never })).rejects.toMatchObject({ code: 'ERR_INPUT', message: "options.int8Path must be auto, u8u8 or u8s8 (got 's8')" });
     const before = process.env.DECIDE_INT8_KERNEL;
     process.env.DECIDE_INT8_KERNEL = 'vnni';
     try {
