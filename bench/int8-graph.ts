@@ -5,12 +5,19 @@
  * timed and checked here is what `--dtype int8` writes. Used by bench/int8-kernels.ts and
  * test/native/int8-matmul.test.ts.
  */
+import path from 'node:path';
+
 import { DataType, GraphBuilder, makeValueInfo, MS_DOMAIN, writeModel, type WeightSpec } from '../src/models/builder/onnx-writer.js';
 import { Rng } from '../src/models/builder/rng.js';
 import { int8MatMulNode, quantizeColumnsInt8, quantizeWeightSpecs, scaleName, type Int8Kernel } from '../src/models/builder/quantize.js';
+import { rewriteToU8S8 } from '../src/engine/int8-rewrite.js';
 
-/** fp32 MatMul, a builder kernel ('nbits8' as 'nbits8-bB' with its block), or the unfused DynamicQuantizeLinear + MatMulIntegerToFloat pair. */
-export type Int8ProbeVariant = 'fp32' | 'dql+mmitf' | Exclude<Int8Kernel, 'nbits8'> | `nbits8-b${number}`;
+/**
+ * fp32 MatMul, a builder kernel ('nbits8' as 'nbits8-bB' with its block), the unfused
+ * DynamicQuantizeLinear + MatMulIntegerToFloat pair, or 'u8s8': the engine's load-time rewrite of
+ * the 'rowq-u8' model for CPUs with VNNI or AMX (src/engine/int8-rewrite.ts).
+ */
+export type Int8ProbeVariant = 'fp32' | 'dql+mmitf' | 'u8s8' | Exclude<Int8Kernel, 'nbits8'> | `nbits8-b${number}`;
 
 export interface ProbeShape {
   m: number;
@@ -38,6 +45,15 @@ function fp32Weight(name: string, dims: number[], w: Float32Array): WeightSpec {
 
 /** Writes the model of `variant` for A [m, k] x W [k, n] (`w` row-major fp32) to `file`. */
 export async function writeInt8ProbeModel(file: string, variant: Int8ProbeVariant, s: ProbeShape, w: Float32Array): Promise<void> {
+  if (variant === 'u8s8') {
+    // What the engine loads on such a CPU: the stored 'rowq-u8' model, rewritten; the int8 weights
+    // in `<file>_data` beside it.
+    const stored = `${file}.rowq-u8.onnx`;
+    await writeInt8ProbeModel(stored, 'rowq-u8', s, w);
+    const r = rewriteToU8S8(stored, file, `${file}_data`, `${path.basename(file)}_data`);
+    if (r.kind !== 'rewritten') throw new Error(`u8s8 probe: ${r.reason}`);
+    return;
+  }
   const g = new GraphBuilder();
   let weights: WeightSpec[] = [fp32Weight('W', [s.k, s.n], w)];
   if (variant === 'fp32') {

@@ -7,6 +7,10 @@
  *   rowq-u8         each activation row quantized to uint8 with its own scale, uint8 weights with a
  *                   scale per column, MatMulInteger u8 x u8, both scales (the --dtype int8 default)
  *   rowq-s8         the same with int8 weights (u8 x s8: saturates in int16 on CPUs without VNNI)
+ *   u8s8            what the engine loads where the CPU has VNNI or AMX: the rowq-u8 model rewritten
+ *                   to one QuantizeLinear over the rows, int8 weights and MatMulIntegerToFloat, one
+ *                   Mul by the row scale after it (src/engine/int8-rewrite.ts; saturates like
+ *                   rowq-s8 on CPUs without VNNI)
  *   dqmm            com.microsoft DynamicQuantizeMatMul, int8 weight with a per-column scale
  *   dql+mmitf       DynamicQuantizeLinear + com.microsoft MatMulIntegerToFloat (the unfused pair)
  *   nbits8-bB       com.microsoft MatMulNBits, bits 8, block B, accuracy_level 4 (int8 compute)
@@ -32,7 +36,7 @@ import { Rng } from '../src/models/builder/rng.js';
 import { probeActivations, writeInt8ProbeModel, type Int8ProbeVariant, type ProbeShape } from './int8-graph.js';
 
 type Variant = Int8ProbeVariant;
-const VARIANTS = (process.env.INT8_VARIANTS?.split(',') as Variant[] | undefined) ?? ['fp32', 'rowq-u8', 'rowq-s8', 'dqmm', 'dql+mmitf', 'nbits8-b128', 'nbits8-b256'];
+const VARIANTS = (process.env.INT8_VARIANTS?.split(',') as Variant[] | undefined) ?? ['fp32', 'rowq-u8', 'rowq-s8', 'u8s8', 'dqmm', 'dql+mmitf', 'nbits8-b128', 'nbits8-b256'];
 
 async function outputs(file: string, s: ProbeShape, inputs: Float32Array[]): Promise<Float32Array[]> {
   const session = await ort.InferenceSession.create(file, { intraOpNumThreads: 1, interOpNumThreads: 1 });

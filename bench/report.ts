@@ -144,6 +144,8 @@ export interface BenchReport {
     graphFile: string;
     /** The engine scored a state's questions in one packed row (a packing graph). */
     packsSuffixes: boolean;
+    /** int8 models: the integer GEMM path the engine ran and why (EngineInfo.int8, src/engine/int8-path.ts). */
+    int8?: { path: string; forced: boolean; reason: string };
     shape: Record<string, number | boolean | undefined>;
     params: { body: number; embedding: number; lmHead: number; total: number; lmHeadFlopParams: number };
   };
@@ -349,6 +351,7 @@ export function formatReport(report: BenchReport, file: string): string {
   );
   lines.push(`addon: sha256 ${report.addon.sha256.slice(0, 12)} built ${report.addon.mtime}${report.addon.changedDuringRun ? ' (REBUILT during the run: timings shared the CPU with a build)' : ''}`);
   lines.push(`graph: ${m.graphFile}${m.packsSuffixes ? ' (suffix rows packed per state)' : ' (one suffix row per question)'}; RSS after loading the engine: ${(report.rssAfterLoadBytes / 2 ** 20).toFixed(0)} MiB (the baseline session and both ORT arenas stay resident for the whole run, so peak RSS is the process's, per phase)`);
+  if (m.int8 !== undefined) lines.push(`int8 path: ${m.int8.path}${m.int8.forced ? ' (forced)' : ''}: ${m.int8.reason}`);
   const probes = report.workloads.flatMap((w) => [...w.engine.probeGflops.samples, ...w.baseline.probeGflops.samples]);
   lines.push(
     `peak: ${report.peak.usedGflops.toFixed(1)} GFLOP/s ${report.peak.dtype ?? 'fp32'} MatMul via ONNX Runtime (at start: ${report.peak.shapes.map((s) => `${s.label}: median ${s.medianGflops.toFixed(1)}, max ${s.maxGflops.toFixed(1)}`).join('; ')}` +

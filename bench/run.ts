@@ -175,6 +175,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     const headFlopParams = shape.hiddenSize * shape.vocabSize;
     const calibration = await loadCalibration(modelDir);
     log(`model ${modelDir}: ${shape.numLayers} layers, hidden ${shape.hiddenSize}, ${(params.total / 1e6).toFixed(1)}M params (body ${(params.body / 1e6).toFixed(1)}M); graph ${path.basename(engine.info.graphFile)}, gathered LM head: ${engine.info.hasLogitsIndex}, packed suffix rows: ${engine.info.packsSuffixes}`);
+    if (engine.info.int8 !== undefined) log(`int8 path: ${engine.info.int8.path} (${engine.info.int8.reason})`);
 
     log(`[${elapsed()}] measuring the ${dtype} MatMul peak ...`);
     const measured = await measurePeak({ threads, provider, dtype: computeDtype(dtype), quick }, peakShapes(shape.hiddenSize, shape.intermediateSize));
@@ -341,6 +342,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
           dir: modelDir,
           graphFile: engine.info.graphFile,
           packsSuffixes: engine.info.packsSuffixes,
+          ...(engine.info.int8 === undefined ? {} : { int8: engine.info.int8 }),
           shape: { ...shape },
           params: { ...params, lmHeadFlopParams: headFlopParams },
         },

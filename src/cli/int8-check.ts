@@ -20,12 +20,25 @@ export async function reportInt8Agreement(command: string, int8Dir: string, writ
     const twin = path.join(tmp, 'fp32-twin');
     process.stderr.write(`decide ${command}: measuring int8 against its fp32 twin on generated prompts (--no-agreement skips this) ...\n`);
     await writeTwin(twin);
+    const line = (a: Int8Agreement) => {
+      const verdict = a.maxAbsProbDiff <= INT8_PROB_BOUND ? 'within' : 'OVER';
+      const pathName = a.int8 === undefined ? '' : `, path ${a.int8.path}`;
+      process.stdout.write(
+        `int8 vs fp32 twin on ${a.rows} generated questions (${a.states} states, 4 options each${pathName}): max |prob diff| ${a.maxAbsProbDiff.toExponential(2)} ` +
+          `(${verdict} ${INT8_PROB_BOUND}), max |label logit diff| ${a.maxAbsLogitDiff.toExponential(2)}, top option agrees on ${a.topAgreeing}/${a.rows}\n`,
+      );
+    };
+    // This CPU's path first (what `decide serve` runs here), then the other one where it is exact.
     const a = await measureInt8Agreement(int8Dir, twin);
-    const verdict = a.maxAbsProbDiff <= INT8_PROB_BOUND ? 'within' : 'OVER';
-    process.stdout.write(
-      `int8 vs fp32 twin on ${a.rows} generated questions (${a.states} states, 4 options each): max |prob diff| ${a.maxAbsProbDiff.toExponential(2)} ` +
-        `(${verdict} ${INT8_PROB_BOUND}), max |label logit diff| ${a.maxAbsLogitDiff.toExponential(2)}, top option agrees on ${a.topAgreeing}/${a.rows}\n`,
-    );
+    line(a);
+    if (a.int8 !== undefined) process.stdout.write(`int8 path on this CPU: ${a.int8.path} (${a.int8.reason})\n`);
+    if (a.int8?.path === 'u8s8') {
+      line(await measureInt8Agreement(int8Dir, twin, { int8Path: 'u8u8' }));
+    } else if (a.int8?.path === 'u8u8' && !a.int8.forced) {
+      process.stdout.write(
+        'int8 path u8s8 not measured on this CPU (it runs where the CPU has VNNI or AMX, and there computes the same integer products as u8u8)\n',
+      );
+    }
     const note = int8SpeedNote(cpuInt8Support());
     if (note !== undefined) process.stdout.write(`note: ${note}\n`);
     return a;

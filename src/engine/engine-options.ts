@@ -9,6 +9,7 @@ import os from 'node:os';
 import { EngineError } from '../errors/engine-error.js';
 import type { ModelConfig } from './model-dir.js';
 import type { NativeLoadOptions } from './native.js';
+import type { Int8PathRequest } from './int8-path.js';
 
 export type Provider = 'cpu' | 'cuda';
 
@@ -69,6 +70,11 @@ export interface EngineLoadOptions {
    * engine closes (`decide bench --ort-profile` uses it). Slows every call a little; off by default.
    */
   ortProfilePrefix?: string;
+  /**
+   * int8 models: the integer GEMM path, 'auto' (default: from the CPU's flags), 'u8u8' or 'u8s8'
+   * (src/engine/int8-path.ts); default DECIDE_INT8_KERNEL, else 'auto'. EngineInfo.int8 says which ran.
+   */
+  int8Path?: Int8PathRequest;
 }
 
 /** The defaults of the options above that do not depend on the provider, the host or the model. */

@@ -17,6 +17,7 @@ import { missingCudaPieces } from './cuda-runtime.js';
 import { flatten, type ScoreGroup } from './score-groups.js';
 import { prepareScoringGraph, type LmHeadChoice, type ScoringGraph } from './scoring-graph.js';
 import { ENGINE_DEFAULTS, resolveLoadOptions, resolveProvider, type EngineLoadOptions } from './engine-options.js';
+import { prepareInt8Graph, type Int8Info } from './int8-graph.js';
 
 export type { ScoreGroup, ScoreSuffix } from './score-groups.js';
 
@@ -74,6 +75,8 @@ export interface EngineInfo extends NativeModelInfo {
    */
   lmHead: LmHeadChoice;
   maxContext: number;
+  /** int8 models: which integer GEMM path runs on this CPU, and why (src/engine/int8-path.ts). */
+  int8?: Int8Info;
 }
 
 /**
@@ -123,7 +126,7 @@ export class Engine {
     const callSite = new Error();
     try {
       const config = readModelConfig(options.modelDir);
-      const stockGraph = findGraphFile(options.modelDir);
+      const { graphFile: stockGraph, int8 } = await prepareInt8Graph(options.modelDir, findGraphFile(options.modelDir), options);
       const maxContext = config.maxPositionEmbeddings;
       const provider = resolveProvider(options);
       const ortLibrary = resolveOrtLibrary(options.ortLibrary, provider);
@@ -136,7 +139,7 @@ export class Engine {
       const { NativeEngine } = loadNativeModule();
       const native = new NativeEngine();
       await native.load({ ...loadOptions, modelPath: graphFile });
-      const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, lmHead, maxContext };
+      const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, lmHead, maxContext, ...(int8 === undefined ? {} : { int8 }) };
       if (info.numLayers !== config.numLayers) {
         native.close();
         throw new EngineError(

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { cpuInt8Support, int8SpeedNote } from '../../src/engine/cpu-int8.js';
+import { chooseInt8Path } from '../../src/engine/int8-path.js';
 import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
 import { ROOT, runDecide } from '../helpers/bin.js';
 import { QWEN3_REAL_VOCAB_CONFIG, randomCheckpoint } from '../helpers/hf-checkpoint.js';
@@ -59,6 +60,12 @@ describe('decide import-model --dtype int8', () => {
     expect(a.rows).toBe(24);
     expect(a.maxProbDiff).toBeGreaterThan(0);
     expect(a.maxProbDiff).toBeLessThanOrEqual(2e-2);
+    // The path this CPU runs, named in the agreement line and explained after it (src/engine/int8-path.ts);
+    // where that is u8s8, the u8u8 path (other hosts') is measured too.
+    const host = chooseInt8Path('auto', cpuInt8Support());
+    expect(res.stdout).toContain(`4 options each, path ${host.path}): max |prob diff|`);
+    expect(res.stdout).toContain(`int8 path on this CPU: ${host.path} (${host.reason})\n`);
+    expect(res.stdout.match(/int8 vs fp32 twin on/g)).toHaveLength(host.path === 'u8s8' ? 2 : 1);
     // What int8 buys on this host's CPU, from its own flags (src/engine/cpu-int8.ts).
     const note = int8SpeedNote(cpuInt8Support());
     if (note !== undefined) expect(res.stdout).toContain(`note: ${note}\n`);

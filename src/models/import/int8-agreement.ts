@@ -10,6 +10,8 @@
  * Both engines score the same groups in the same calls.
  */
 import { Engine } from '../../engine/engine.js';
+import type { Int8Info } from '../../engine/int8-graph.js';
+import type { Int8PathRequest } from '../../engine/int8-path.js';
 import type { ScoreGroup } from '../../engine/score-groups.js';
 import { Rng } from '../builder/rng.js';
 
@@ -23,6 +25,8 @@ export interface Int8Agreement {
   maxAbsLogitDiff: number;
   /** Questions whose most probable option is the fp32 twin's. */
   topAgreeing: number;
+  /** The int8 engine's integer GEMM path (EngineInfo.int8). */
+  int8?: Int8Info;
 }
 
 export interface Int8AgreementOptions {
@@ -31,6 +35,8 @@ export interface Int8AgreementOptions {
   stateTokens?: number;
   threads?: number;
   seed?: number;
+  /** The int8 model's path (default: DECIDE_INT8_KERNEL, else this CPU's; src/engine/int8-path.ts). */
+  int8Path?: Int8PathRequest;
 }
 
 const OPTIONS_PER_QUESTION = 4;
@@ -61,10 +67,12 @@ function argmax(xs: ArrayLike<number>): number {
 /** Scores the same generated prompts with both models (each loaded, run, closed in turn) and compares. */
 export async function measureInt8Agreement(int8Dir: string, fp32Dir: string, options: Int8AgreementOptions = {}): Promise<Int8Agreement> {
   const opts = { states: options.states ?? 4, questionsPerState: options.questionsPerState ?? 6, stateTokens: options.stateTokens ?? 300, seed: options.seed ?? 1 };
+  let int8: Int8Info | undefined;
   const scoreWith = async (dir: string) => {
-    const engine = await Engine.load({ modelDir: dir, threads: options.threads });
+    const engine = await Engine.load({ modelDir: dir, threads: options.threads, ...(options.int8Path === undefined ? {} : { int8Path: options.int8Path }) });
     try {
       const vocab = engine.config.vocabSize;
+      int8 ??= engine.info.int8;
       return await engine.score(generatedGroups(vocab, { ...opts, stateTokens: Math.min(opts.stateTokens, engine.config.maxPositionEmbeddings - 64) }));
     } finally {
       engine.close();
@@ -89,5 +97,5 @@ export async function measureInt8Agreement(int8Dir: string, fp32Dir: string, opt
       rows += 1;
     }),
   );
-  return { rows, states: opts.states, maxAbsProbDiff, maxAbsLogitDiff, topAgreeing };
+  return { rows, states: opts.states, maxAbsProbDiff, maxAbsLogitDiff, topAgreeing, ...(int8 === undefined ? {} : { int8 }) };
 }

@@ -1,0 +1,260 @@
+/**
+ * The u8 x s8 rewrite of an int8 model (int8-path.ts, path 'u8s8'): the graph surgery and the
+ * weight conversion alone; int8-graph.ts caches, stamps and picks the graph the engine loads.
+ *
+ * `--dtype int8` writes each projection as (quantize.ts, kernel 'rowq-u8')
+ *   q = the row-quantized activation (uint8 around 128), W = uint8 weight around 128
+ *   y = Mul(Mul(Cast<float>(MatMulInteger(q, W, 128, 128)), rowScale), W_scale)
+ * and this rewrites it to
+ *   y = Mul(com.microsoft.MatMulIntegerToFloat(q, W - 128 as int8, 1.0, W_scale, 128), rowScale)
+ * which is the same product: (q - 128) · (W - 128) is what MatMulInteger computes too; only the
+ * order of the two float scalings changes. The activation's row quantization that feeds q
+ * (Div, Round, Add, Cast) becomes one QuantizeLinear over the rows (rowQuantization below): on a
+ * 16-core AMX host the ops around the GEMM, not the GEMM, were what made the stored graph with int8
+ * weights slower than fp32 (docs/benchmark.md). The int8 weights go to one external data file beside the
+ * graph (the stored model keeps its uint8 ones for CPUs without VNNI); every other initializer is
+ * left as it was, inline or pointing at the model's own data file, which resolves the same way from
+ * the same folder.
+ */
+import { closeSync, openSync, readFileSync, readSync, writeFileSync, writeSync } from 'node:fs';
+import path from 'node:path';
+
+import onnxProto from 'onnx-proto';
+
+const { onnx } = onnxProto;
+
+type Node = onnxProto.onnx.INodeProto;
+type Tensor = onnxProto.onnx.ITensorProto;
+
+/** Bump whenever the rewrite's output changes: a cached rewrite with another version is made again. */
+export const U8S8_REWRITE_VERSION = 1;
+
+const MS_DOMAIN = 'com.microsoft';
+const ONE = 'decide_u8s8/one';
+const FLAT = 'decide_u8s8/flat';
+/** Offsets in the data file are multiples of this (as the model builder writes them). */
+const ALIGNMENT = 64;
+
+function beside(stockGraph: string, suffix: string): string {
+  return stockGraph.replace(/\.onnx$/, '') + suffix;
+}
+
+/** The rewritten graph, its int8 weights and its stamp, beside the stock graph. */
+export function u8s8Paths(stockGraph: string): { graph: string; data: string; stamp: string } {
+  return { graph: beside(stockGraph, '.decide-u8s8.onnx'), data: beside(stockGraph, '.decide-u8s8.onnx_data'), stamp: beside(stockGraph, '.decide-u8s8.json') };
+}
+
+export type U8S8Rewrite =
+  | { kind: 'rewritten'; converted: number; externalFiles: string[] }
+  | { kind: 'not-applicable'; reason: string };
+
+function initializerValue(t: Tensor | undefined): number | undefined {
+  if (t === undefined || t.dataType !== onnx.TensorProto.DataType.UINT8 || (t.dims ?? []).some((d) => Number(d) !== 1)) return undefined;
+  if (t.rawData && t.rawData.length === 1) return t.rawData[0];
+  if (t.int32Data && t.int32Data.length === 1) return t.int32Data[0];
+  return undefined;
+}
+
+function attributeInt(node: Node, name: string): number | undefined {
+  const a = (node.attribute ?? []).find((x) => x.name === name);
+  return a === undefined ? undefined : Number(a.i);
+}
+
+/** One matched projection: the four stored nodes and what the new ones read. */
+interface Match {
+  mmi: Node;
+  cast: Node;
+  mulRow: Node;
+  mulWeight: Node;
+  rowScale: string;
+  weightScale: string;
+}
+
+/** Reads a tensor's bytes, inline or from its external data file (relative to the graph's folder). */
+function tensorBytes(t: Tensor, graphDir: string, files: Set<string>): Uint8Array {
+  if (t.dataLocation !== onnx.TensorProto.DataLocation.EXTERNAL) {
+    if (t.rawData && t.rawData.length > 0) return t.rawData;
+    throw new Error(`${t.name}: no raw data (values stored in a typed field)`);
+  }
+  const entry = (key: string) => (t.externalData ?? []).find((e) => e.key === key)?.value ?? undefined;
+  const location = entry('location');
+  if (location === undefined) throw new Error(`${t.name}: external data without a location`);
+  const file = path.resolve(graphDir, location);
+  files.add(location);
+  const offset = Number(entry('offset') ?? 0);
+  const length = Number(entry('length') ?? (t.dims ?? []).reduce((a: number, d) => a * Number(d), 1));
+  const out = new Uint8Array(length);
+  const fd = openSync(file, 'r');
+  try {
+    let done = 0;
+    while (done < length) {
+      const n = readSync(fd, out, done, length - done, offset + done);
+      if (n === 0) throw new Error(`${t.name}: ${location} ends before byte ${offset + length}`);
+      done += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return out;
+}
+
+/**
+ * The stored row quantization that produces `q` (quantize.ts quantizedRows):
+ *   q = Cast<uint8>(Add(Round(Div(x, scale)), 128))
+ * Its four elementwise passes (two of them single-threaded in ONNX Runtime) become one
+ * QuantizeLinear over the rows ([rows, K], one scale and zero point per row): the same rounding
+ * (half to even) and the same uint8 values, in one vectorized pass.
+ */
+function rowQuantization(
+  q: string,
+  producers: Map<string, Node>,
+  only: (value: string) => Node | undefined,
+  initializers: Map<string, Tensor>,
+): { cast: Node; add: Node; round: Node; div: Node; x: string; scale: string } | undefined {
+  const cast = producers.get(q);
+  if (cast?.opType !== 'Cast' || attributeInt(cast, 'to') !== onnx.TensorProto.DataType.UINT8) return undefined;
+  const add = producers.get(cast.input![0]!);
+  if (add?.opType !== 'Add' || only(add.output![0]!) !== cast) return undefined;
+  const [rounded, offset] = initializers.has(add.input![1]!) ? [add.input![0]!, add.input![1]!] : [add.input![1]!, add.input![0]!];
+  const c = initializers.get(offset);
+  if (c?.dataType !== onnx.TensorProto.DataType.FLOAT || c.rawData?.length !== 4 || new DataView(c.rawData.buffer, c.rawData.byteOffset, 4).getFloat32(0, true) !== 128) return undefined;
+  const round = producers.get(rounded);
+  if (round?.opType !== 'Round' || only(rounded) !== add) return undefined;
+  const div = producers.get(round.input![0]!);
+  if (div?.opType !== 'Div' || only(div.output![0]!) !== round) return undefined;
+  return { cast, add, round, div, x: div.input![0]!, scale: div.input![1]! };
+}
+
+/**
+ * Rewrites the graph in `stockGraph` to `tempGraph`, its int8 weights to `tempData`; the graph
+ * names the data file `dataFileName` (its final name, in the same folder). Says why not where the
+ * graph holds no projection of the stored form.
+ */
+export function rewriteToU8S8(stockGraph: string, tempGraph: string, tempData: string, dataFileName: string): U8S8Rewrite {
+  const model = onnx.ModelProto.decode(readFileSync(stockGraph));
+  const graph = model.graph;
+  if (!graph) return { kind: 'not-applicable', reason: 'the file holds no graph' };
+  const nodes = graph.node ?? [];
+  const initializers = new Map((graph.initializer ?? []).map((t) => [t.name!, t]));
+  const producers = new Map<string, Node>();
+  for (const n of nodes) for (const o of n.output ?? []) producers.set(o, n);
+  const consumers = new Map<string, Node[]>();
+  for (const n of nodes) for (const i of n.input ?? []) consumers.set(i, [...(consumers.get(i) ?? []), n]);
+  const graphOutputs = new Set((graph.output ?? []).map((o) => o.name));
+  const only = (value: string): Node | undefined => {
+    const c = consumers.get(value) ?? [];
+    return c.length === 1 && !graphOutputs.has(value) ? c[0] : undefined;
+  };
+
+  const matches: Match[] = [];
+  for (const mmi of nodes) {
+    if (mmi.opType !== 'MatMulInteger' || (mmi.domain ?? '') !== '' || (mmi.input ?? []).length !== 4) continue;
+    const [, weight, , weightZero] = mmi.input!;
+    const w = initializers.get(weight!);
+    if (w === undefined || w.dataType !== onnx.TensorProto.DataType.UINT8 || (w.dims ?? []).length !== 2) continue;
+    if (initializerValue(initializers.get(weightZero!)) !== 128 || (consumers.get(weight!) ?? []).length !== 1) continue;
+    const cast = only(mmi.output![0]!);
+    if (cast?.opType !== 'Cast' || attributeInt(cast, 'to') !== onnx.TensorProto.DataType.FLOAT) continue;
+    const mulRow = only(cast.output![0]!);
+    if (mulRow?.opType !== 'Mul') continue;
+    const rowScale = mulRow.input!.find((i) => i !== cast.output![0]);
+    const mulWeight = only(mulRow.output![0]!);
+    if (rowScale === undefined || mulWeight?.opType !== 'Mul') continue;
+    const weightScale = mulWeight.input!.find((i) => i !== mulRow.output![0]);
+    const s = initializers.get(weightScale ?? '');
+    if (s === undefined || s.dataType !== onnx.TensorProto.DataType.FLOAT || (s.dims ?? []).length !== 1 || Number(s.dims![0]) !== Number(w.dims![1])) continue;
+    matches.push({ mmi, cast, mulRow, mulWeight, rowScale, weightScale: weightScale! });
+  }
+  if (matches.length === 0) {
+    return { kind: 'not-applicable', reason: 'no MatMulInteger of uint8 weights around 128 followed by the row and weight scales (the form --dtype int8 writes)' };
+  }
+
+  // The int8 weights, one after the other, each at an aligned offset.
+  const graphDir = path.dirname(stockGraph);
+  const externalFiles = new Set<string>();
+  const fd = openSync(tempData, 'w');
+  try {
+    let position = 0;
+    for (const m of matches) {
+      const w = initializers.get(m.mmi.input![1]!)!;
+      const u8 = tensorBytes(w, graphDir, externalFiles);
+      // uint8 v around 128 is the int8 v - 128: flipping the top bit is that subtraction.
+      const s8 = new Uint8Array(u8.length);
+      for (let i = 0; i < u8.length; i++) s8[i] = u8[i]! ^ 0x80;
+      const pad = (ALIGNMENT - (position % ALIGNMENT)) % ALIGNMENT;
+      if (pad > 0) writeSync(fd, new Uint8Array(pad), 0, pad, position);
+      const offset = position + pad;
+      let done = 0;
+      while (done < s8.length) done += writeSync(fd, s8, done, s8.length - done, offset + done);
+      position = offset + s8.length;
+      w.dataType = onnx.TensorProto.DataType.INT8;
+      w.rawData = new Uint8Array(0);
+      w.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
+      w.externalData = [
+        onnx.StringStringEntryProto.create({ key: 'location', value: dataFileName }),
+        onnx.StringStringEntryProto.create({ key: 'offset', value: String(offset) }),
+        onnx.StringStringEntryProto.create({ key: 'length', value: String(s8.length) }),
+      ];
+    }
+  } finally {
+    closeSync(fd);
+  }
+
+  const removed = new Set<Node>();
+  const replaced = new Map<Node, Node[]>();
+  for (const m of matches) {
+    const [q, weight, activationZero] = m.mmi.input!;
+    const unscaled = `${m.mulWeight.output![0]}/decide_u8s8`;
+    replaced.set(m.mmi, [
+      onnx.NodeProto.create({
+        name: `${m.mmi.name ?? weight}/decide_u8s8/MatMulIntegerToFloat`,
+        opType: 'MatMulIntegerToFloat',
+        domain: MS_DOMAIN,
+        input: [q!, weight!, ONE, m.weightScale, activationZero!],
+        output: [unscaled],
+      }),
+    ]);
+    replaced.set(m.mulWeight, [
+      onnx.NodeProto.create({ name: `${m.mulWeight.name ?? weight}/decide_u8s8/Mul_row_scale`, opType: 'Mul', input: [unscaled, m.rowScale], output: [m.mulWeight.output![0]!] }),
+    ]);
+    removed.add(m.cast).add(m.mulRow);
+  }
+  const extraInitializers: Tensor[] = [];
+  const rowQuantizations = new Map<string, Match>();
+  for (const m of matches) rowQuantizations.set(m.mmi.input![0]!, m);
+  for (const [q, m] of rowQuantizations) {
+    const found = rowQuantization(q, producers, only, initializers);
+    if (found === undefined) continue;
+    const k = Number(initializers.get(m.mmi.input![1]!)!.dims![0]);
+    const p = `${found.div.name ?? q}/decide_u8s8`;
+    const rowsShape = `decide_u8s8/rows_of_${k}`;
+    if (!initializers.has(rowsShape)) {
+      const t = onnx.TensorProto.create({ name: rowsShape, dataType: onnx.TensorProto.DataType.INT64, dims: [2], int64Data: [-1, k] });
+      initializers.set(rowsShape, t);
+      extraInitializers.push(t);
+    }
+    const node = (op: string, input: string[], output: string, attribute: onnxProto.onnx.IAttributeProto[] = []) =>
+      onnx.NodeProto.create({ name: `${p}/${op}_${output.split('/').pop()}`, opType: op, input, output: [output], attribute });
+    replaced.set(found.div, [
+      node('Reshape', [found.x, rowsShape], `${p}/x_rows`),
+      node('Reshape', [found.scale, FLAT], `${p}/scale_rows`),
+      node('Shape', [`${p}/scale_rows`], `${p}/rows`),
+      node('Expand', [m.mmi.input![2]!, `${p}/rows`], `${p}/zero_point_rows`),
+      node('QuantizeLinear', [`${p}/x_rows`, `${p}/scale_rows`, `${p}/zero_point_rows`], `${p}/q_rows`, [
+        onnx.AttributeProto.create({ name: 'axis', type: onnx.AttributeProto.AttributeType.INT, i: 0 }),
+      ]),
+      node('Shape', [found.x], `${p}/x_shape`),
+      onnx.NodeProto.create({ name: `${p}/Reshape_q`, opType: 'Reshape', input: [`${p}/q_rows`, `${p}/x_shape`], output: [q] }),
+    ]);
+    removed.add(found.round).add(found.add).add(found.cast);
+  }
+  graph.node = nodes.flatMap((n) => (removed.has(n) ? [] : (replaced.get(n) ?? [n])));
+  graph.initializer!.push(...extraInitializers, onnx.TensorProto.create({ name: FLAT, dataType: onnx.TensorProto.DataType.INT64, dims: [1], int64Data: [-1] }));
+  graph.initializer!.push(
+    onnx.TensorProto.create({ name: ONE, dataType: onnx.TensorProto.DataType.FLOAT, dims: [], rawData: new Uint8Array(Float32Array.of(1).buffer) }),
+  );
+  model.opsetImport = model.opsetImport ?? [];
+  if (!model.opsetImport.some((o) => o.domain === MS_DOMAIN)) model.opsetImport.push(onnx.OperatorSetIdProto.create({ domain: MS_DOMAIN, version: 1 }));
+  writeFileSync(tempGraph, onnx.ModelProto.encode(model).finish());
+  return { kind: 'rewritten', converted: matches.length, externalFiles: [...externalFiles].sort() };
+}

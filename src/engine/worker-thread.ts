@@ -1,0 +1,39 @@
+/**
+ * Runs one of src/engine's worker scripts (a file that reads workerData and posts one message) in a
+ * worker thread and resolves with that message. Run from the TypeScript sources (tests, tsx), the
+ * worker loads them through tsx, as the caller's process does; from dist/, the compiled file.
+ */
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+
+/** tsx's ESM API (its `import` build, beside the `require` one that require.resolve finds). */
+function tsxEsmApi(): string {
+  return createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs');
+}
+
+/** `name` is the script's base name in this folder, without its extension ('int8-rewrite-worker'). */
+export function runEngineWorker<T>(name: string, workerData: unknown): Promise<T> {
+  const here = fileURLToPath(import.meta.url);
+  const fromSource = here.endsWith('.ts');
+  const script = path.join(path.dirname(here), `${name}${fromSource ? '.ts' : '.js'}`);
+  return new Promise((resolve, reject) => {
+    const worker = fromSource
+      ? new Worker(
+          `import(${JSON.stringify(pathToFileURL(tsxEsmApi()).href)})` +
+            `.then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(script).href)}); });`,
+          { eval: true, workerData },
+        )
+      : new Worker(script, { workerData });
+    let answered = false;
+    worker.once('message', (message: T) => {
+      answered = true;
+      resolve(message);
+    });
+    worker.once('error', reject);
+    worker.once('exit', (code) => {
+      if (!answered) reject(new Error(`the worker thread ${name} stopped (exit code ${code}) without an answer`));
+    });
+  });
+}
