@@ -323,9 +323,9 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     },
   });
   const benchCommon = ['bench', '--provider', provider, '--preset', options.preset, '--no-micro', '--no-latency', ...(options.quick ? ['--quick'] : []), ...(options.workloads ? ['--workloads', options.workloads] : [])];
-  // In order of what a short GPU call must not miss: the first dtype's benches (fp16 on a GPU, the
-  // figures the targets are stated in; packed first, the CUDA default), the tests, the profile,
-  // the peer, then the other dtypes.
+  // In order of what a short GPU call must not miss: the GPU-size figures (above), the tests, the
+  // PyTorch peer beside them, the first dtype's benches (fp16 on a GPU; packed first, the CUDA
+  // default; each checks its answers against the fp32 CPU engine), the profile, then the other dtypes.
   const benchSteps = (dtype: 'fp16' | 'fp32'): PlannedStep[] =>
     options.packings.map((packing) => {
       const name = `bench-${dtype}-packing-${packing}`;
@@ -340,20 +340,11 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
       };
     });
   const [firstDtype, ...otherDtypes] = options.dtypes;
-  if (firstDtype) steps.push(...benchSteps(firstDtype));
   const vitest = path.join(root, 'node_modules', 'vitest', 'vitest.mjs');
   steps.push({
     name: 'gpu-tests',
     argv: [process.execPath, vitest, 'run', 'test/gpu/', '--reporter=verbose'],
     skip: !options.tests ? 'not asked for (--no-tests)' : !existsSync(vitest) ? 'vitest is not installed (a devDependency: run from a clone after npm ci)' : undefined,
-  });
-  const profileFile = path.join(outDir, 'ort-profile.json');
-  steps.push({
-    name: 'ort-profile',
-    argv: [...decide, 'bench', '--provider', provider, '--preset', options.preset, '--dtype', firstDtype ?? 'fp32', '--ort-profile', profileFile],
-    collect: () => {
-      if (existsSync(profileFile)) report.profile = summarizeOrtProfile(profileFile);
-    },
   });
   const peer = findTorchPeer(root, options.torchPeer);
   const torch = provider === 'cuda' && peer ? await probe(['python3', '-c', 'import torch, transformers; assert torch.cuda.is_available()']) : { ok: false, text: '' };
@@ -364,6 +355,15 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
       report.peer = readPeerLines(path.join(outDir, 'torch-peer.log'));
     },
     skip: cudaOnly ?? (!peer ? 'torch_peer.py not found (--torch-peer PATH, DECIDE_TORCH_PEER, bench/torch_peer.py)' : !torch.ok ? `python3 with torch, transformers and CUDA not usable: ${torch.text.split('\n').pop()}` : undefined),
+  });
+  if (firstDtype) steps.push(...benchSteps(firstDtype));
+  const profileFile = path.join(outDir, 'ort-profile.json');
+  steps.push({
+    name: 'ort-profile',
+    argv: [...decide, 'bench', '--provider', provider, '--preset', options.preset, '--dtype', firstDtype ?? 'fp32', '--ort-profile', profileFile],
+    collect: () => {
+      if (existsSync(profileFile)) report.profile = summarizeOrtProfile(profileFile);
+    },
   });
   for (const dtype of otherDtypes) steps.push(...benchSteps(dtype));
 
