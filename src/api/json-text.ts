@@ -5,7 +5,12 @@
  *   "{"state": "secret…" is not valid JSON`); ours give only a position.
  * - A key given twice in one object is an error. JSON.parse keeps the last value silently, so a
  *   request with two questions of the same id would lose one without anyone noticing.
+ * - Every object keeps the order its keys were written in (src/domain/key-order.ts): JavaScript
+ *   lists integer-like keys ("0", "10") first, so criteria {"0", "1", "10", "2"} would reach the
+ *   model as 0, 1, 2, 10. keysInOrder() and jsonInOrder() read the written order back.
  */
+import { recordKeyOrder } from '../domain/key-order.js';
+
 
 export type JsonTextResult = { ok: true; value: unknown } | { ok: false; reason: string };
 
@@ -22,16 +27,41 @@ export function parseJsonText(text: string): JsonTextResult {
   } catch (err) {
     return { ok: false, reason: `not valid JSON${syntaxErrorPlace(text, String((err as Error)?.message))}` };
   }
-  // Only objects can repeat a key; a scalar body needs no scan.
+  // Only objects can repeat a key or have an order; a scalar body needs no scan.
   if (typeof value === 'object' && value !== null) {
-    const duplicate = findDuplicateKey(text);
-    if (duplicate) {
-      const path = duplicate.path.map((name, i) => (name === '[]' || i === 0 ? name : `.${name}`)).join('');
+    const scan = scanKeys(text);
+    if (scan.duplicate) {
+      const path = scan.duplicate.path.map((name, i) => (name === '[]' || i === 0 ? name : `.${name}`)).join('');
       const where = path ? ` in ${path}` : '';
-      return { ok: false, reason: `duplicate key ${JSON.stringify(duplicate.key.slice(0, 128))}${where}; each key may appear once` };
+      return { ok: false, reason: `duplicate key ${JSON.stringify(scan.duplicate.key.slice(0, 128))}${where}; each key may appear once` };
     }
+    recordWrittenOrder(value, scan.objects);
   }
   return { ok: true, value };
+}
+
+/**
+ * Records each object's written key order. `objects[i]` holds the keys of the i-th object opened
+ * in the text; a walk of the parsed value in text order (an object's values in written key order,
+ * an array's items in order) meets the objects in the same order. Iterative: JSON.parse accepts
+ * nesting far deeper than the call stack. Only an order JavaScript would not keep is recorded.
+ */
+function recordWrittenOrder(root: object, objects: readonly string[][]): void {
+  let next = 0;
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push(v[i]);
+      continue;
+    }
+    const keys = objects[next++]!;
+    const own = Object.keys(v);
+    if (own.some((k, i) => k !== keys[i])) recordKeyOrder(v, keys);
+    const obj = v as Record<string, unknown>;
+    for (let i = keys.length - 1; i >= 0; i--) stack.push(obj[keys[i]!]);
+  }
 }
 
 /** Where V8's message says the error is, as ' (at line L, column C)'; never any of the text. */
@@ -54,6 +84,8 @@ function syntaxErrorPlace(text: string, message: string): string {
 interface Container {
   /** The keys seen so far; null for an array. */
   keys: Set<string> | null;
+  /** The keys in written order; null for an array. */
+  written: string[] | null;
   /** In an object: the next string is a key (after `{` or `,`). */
   expectKey: boolean;
   /** The last key read in this object: the name of a container that follows it. */
@@ -62,11 +94,18 @@ interface Container {
   name: string;
 }
 
-/**
- * The first key that appears twice in one object, and the path of keys to that object. `text` must
- * be valid JSON (JSON.parse accepted it), so the scan only tracks strings and brackets.
- */
+/** The first key that appears twice in one object, and the path of keys to that object. */
 export function findDuplicateKey(text: string): { key: string; path: string[] } | undefined {
+  return scanKeys(text).duplicate;
+}
+
+/**
+ * One pass over valid JSON text (JSON.parse accepted it), tracking only strings and brackets: the
+ * keys of every object in the order the objects open and the keys are written, and the first key
+ * that appears twice in one object with the path of keys to that object (the scan stops there).
+ */
+function scanKeys(text: string): { duplicate?: { key: string; path: string[] }; objects: string[][] } {
+  const objects: string[][] = [];
   const stack: Container[] = [];
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -77,8 +116,9 @@ export function findDuplicateKey(text: string): { key: string; path: string[] } 
         const raw = text.slice(i + 1, end);
         // Escapes make "a" and "\u0061" the same key: decode those the way JSON.parse does.
         const key = raw.includes('\\') ? (JSON.parse(text.slice(i, end + 1)) as string) : raw;
-        if (top.keys.has(key)) return { key, path: stack.slice(1).map((frame) => frame.name) };
+        if (top.keys.has(key)) return { duplicate: { key, path: stack.slice(1).map((frame) => frame.name) }, objects };
         top.keys.add(key);
+        top.written!.push(key);
         top.expectKey = false;
         top.lastKey = key;
       }
@@ -86,7 +126,9 @@ export function findDuplicateKey(text: string): { key: string; path: string[] } 
     } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       const parent = stack[stack.length - 1];
       const name = parent ? (parent.keys ? parent.lastKey : '[]') : '';
-      stack.push({ keys: c === 0x7b ? new Set() : null, expectKey: c === 0x7b, lastKey: '', name });
+      const written = c === 0x7b ? [] : null;
+      if (written) objects.push(written);
+      stack.push({ keys: c === 0x7b ? new Set() : null, written, expectKey: c === 0x7b, lastKey: '', name });
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
       stack.pop();
     } else if (c === 0x2c /* , */) {
@@ -94,7 +136,7 @@ export function findDuplicateKey(text: string): { key: string; path: string[] } 
       if (top?.keys) top.expectKey = true;
     }
   }
-  return undefined;
+  return { objects };
 }
 
 /** Index of the quote that closes the string opened at `open` (one not escaped by a backslash). */
