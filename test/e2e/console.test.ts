@@ -269,16 +269,26 @@ describe('the console in a browser', () => {
     await shot('batches-cancelled');
   });
 
-  it("batches: a job created through OpenAI's Batch API is listed like ours and reaches 100%", async () => {
+  it("batches: a job created through OpenAI's Batch API is listed like ours, reaches 100% and lists its failed row", async () => {
     const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: TEST_KEY, maxRetries: 0 });
     const lines = [1, 2, 3].map((i) => JSON.stringify({ custom_id: `oa-${i}`, method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state: `ticket ${i}`, questions: QUESTIONS } }));
+    // A request the endpoint refuses: its row has response.status_code 400 and our error body.
+    lines.splice(1, 0, JSON.stringify({ custom_id: 'oa-bad', method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state: 'x', questions: { q: { type: 'bogus', instructions: '?' } } } }));
     const file = await client.files.create({ file: await toFile(Buffer.from(`${lines.join('\n')}\n`), 'openai.jsonl'), purpose: 'batch' });
     const batch = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/decide' as never, completion_window: '24h' });
     const row = page.locator(`li.batch[data-batch-id="${batch.id}"]`);
     await expect.poll(() => row.getAttribute('data-status'), { timeout: 60_000 }).toBe('completed');
     expect(await row.textContent()).toContain('OpenAI Batch API');
     expect(await row.locator('[data-percent]').getAttribute('data-percent')).toBe('100');
-    expect(await row.textContent()).toContain('3 done of 3');
+    expect(await row.textContent()).toMatch(/3 done.* of 4/);
+
+    await row.locator('[data-action="failed"]').click();
+    const failed = row.locator('[data-failed-row]');
+    await failed.first().waitFor();
+    expect(await failed.count()).toBe(1);
+    expect(await failed.first().getAttribute('data-failed-row')).toBe('oa-bad');
+    expect(await failed.first().textContent()).toMatch(/HTTP 400 invalid_question.*questions\["q"\]\.type/);
+    await shot('batches-openai-failed');
   });
 
   it('batches: past one page of jobs, the newest 50 are listed and "Show 50 older batches" adds the rest', async () => {

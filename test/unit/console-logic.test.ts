@@ -10,7 +10,12 @@ import { describe as group, expect, it } from 'vitest';
 import { asCurl, asOpenAi, asSystemOne, shellQuote } from '../../console/src/copy-as.js';
 import { healthFigures, parseMetrics } from '../../console/src/metrics-text.js';
 import { ApiProblem, describe } from '../../console/src/problems.js';
+import { rowFailure } from '../../console/src/result-rows.js';
 import type { DecideRequest } from '../../console/src/types.js';
+import { ApiError } from '../../src/api/errors.js';
+import { resultRow } from '../../src/batches/chunk-scoring.js';
+import { parseEndpointLine } from '../../src/batches/openai/lines.js';
+import type { RawLine } from '../../src/batches/records.js';
 
 const REQUEST: DecideRequest = {
   model: 'svc-alpha',
@@ -98,5 +103,43 @@ group('/metrics text', () => {
     expect(f.prefixHitRate).toBe(0.75);
     expect([f.queueLive, f.queueBatch, f.modelsLoaded]).toEqual([1, 4, 1]);
     expect(healthFigures(parseMetrics('')).prefixHitRate).toBeNull();
+  });
+});
+
+group("a job's failed rows, in either dialect", () => {
+  const rawLine = (value: unknown): RawLine => {
+    const bytes = Buffer.from(JSON.stringify(value));
+    return { start: 0, end: bytes.length + 1, lineNo: 1, bytes, length: bytes.length, blank: false };
+  };
+  /** The result row the batch runner writes for one OpenAI-dialect line (lines.ts), parsed. */
+  const openAiRow = (value: unknown, endpoint: string) => {
+    const parsed = parseEndpointLine(rawLine(value), { model: 'm', seen: new Map(), endpoint });
+    return JSON.parse(parsed.format({ ok: false, error: parsed.error ?? new ApiError('server_error', 'x') })) as unknown;
+  };
+
+  it("reads a refused request's status and its endpoint's error body, for each endpoint", () => {
+    const bad: Record<string, unknown> = {
+      '/v1/decide': { model: 'm', state: 'x', questions: { q: { type: 'bogus', instructions: '?' } } },
+      '/v1/systemone': { model: 'm', state: 'x', questions: { q: { type: 'bogus', instructions: '?' } } },
+      '/v1/decisions': { model: 'm', input: 'x', questions: [{ type: 'bogus', instructions: '?' }] },
+    };
+    for (const [endpoint, body] of Object.entries(bad)) {
+      const failure = rowFailure(openAiRow({ custom_id: 'c', method: 'POST', url: endpoint, body }, endpoint));
+      expect(failure?.code, endpoint).toMatch(/^HTTP 400\b/);
+      expect(failure?.message, endpoint).toMatch(/type/);
+    }
+    const shape = rowFailure(openAiRow({ custom_id: 'c', method: 'POST', url: '/v1/systemone', body: { model: 'm', state: 'x', questions: {} } }, '/v1/systemone'));
+    expect(shape).toEqual({ code: 'HTTP 422 validation_error', message: expect.stringMatching(/body\.questions: /) });
+  });
+
+  it('reads a line that was no request, our failed rows, and passes answered rows', () => {
+    const broken = rowFailure(openAiRow({ custom_id: 'c', method: 'GET', url: '/v1/decide', body: {} }, '/v1/decide'));
+    expect(broken).toEqual({ code: 'invalid_question', message: expect.stringMatching(/method/) });
+    expect(rowFailure(JSON.parse(resultRow('r1', { ok: false, error: new ApiError('invalid_question', 'line 5: not valid JSON') })))).toEqual({
+      code: 'invalid_question',
+      message: 'line 5: not valid JSON',
+    });
+    expect(rowFailure({ id: 'batch_req_1', custom_id: 'c', response: { status_code: 200, request_id: 'dec_1', body: {} }, error: null })).toBeUndefined();
+    expect(rowFailure({ custom_id: 'c', id: 'dec_1', answers: {}, usage: {} })).toBeUndefined();
   });
 });
