@@ -204,6 +204,10 @@ describe('the console in a browser', () => {
 
     expect(await page.locator('[data-model-id="other-2026-10"] [data-broken]').textContent()).toMatch(/Broken: .+/);
     expect(await page.locator('[data-incomplete="svc-alpha-2026-12"]').textContent()).toContain('svc-alpha-2026-12');
+    // The broken version is shown once, as broken; no file is named by the server's absolute path.
+    expect(await page.locator('[data-incomplete="other-2026-10"]').count()).toBe(0);
+    expect(await page.locator('[data-broken]').textContent()).toContain('other-2026-10/onnx/');
+    expect(await page.locator('body').textContent()).not.toContain(dirs.root);
     await shot('models');
   });
 
