@@ -183,7 +183,7 @@ describe('GET /v1/models: incomplete directories', () => {
     expect(body.data[0]!.status).toBe('broken');
     expect(body.incomplete.map((d) => d.id)).toEqual(['svc-alpha-2026-12']);
     expect(body.incomplete[0]!.reason.length).toBeGreaterThan(5);
-    expect((await (await get('/v1/models/other-2026-10', AUTH)).json()).error).toBe(body.data[0]!.error);
+    expect(((await (await get('/v1/models/other-2026-10', AUTH)).json()) as { error?: string }).error).toBe(body.data[0]!.error);
   });
 
   it('name files relative to the models directory, never by the server\'s absolute path', async () => {
