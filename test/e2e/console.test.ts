@@ -10,8 +10,10 @@
  * cancelled; health shows readiness and the /metrics numbers. No CSP violation, no request URL and
  * no server log line carries the key. Screenshots of each page go to test/.tmp/console-screenshots.
  */
+import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 
 import OpenAI, { toFile } from 'openai';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -154,7 +156,8 @@ describe('the console in a browser', () => {
     const openai = (await page.locator('[data-snippet="openai"]').textContent())!;
     const params = JSON.parse(/client\.decisions\.create\(([\s\S]*)\);\nconsole/.exec(openai)![1]!);
     expect(params.questions.map((q: { type: string; name: string }) => `${q.type}:${q.name}`)).toEqual(['choice:topic', 'predicate:refund', 'score:urgency']);
-    expect(params.questions[2].levels.map((l: { label: string }) => l.label)).toEqual(['0', '1', '2']);
+    // The model reads a level's description (ours) or "label: description" (OpenAI's): the description is the label.
+    expect(params.questions[2].levels.map((l: { label: string }) => l.label)).toEqual(['not urgent', 'somewhat urgent', 'urgent']);
     expect(openai).toContain('process.env.DECIDE_API_KEY');
   });
 
@@ -178,6 +181,72 @@ describe('the console in a browser', () => {
     await expect.poll(() => page.locator('[data-question="topic"] [data-option]').count()).toBe(3);
     const curl = (await page.locator('[data-snippet="curl"]').textContent())!;
     expect(JSON.parse(/-d '([\s\S]*)'$/.exec(curl)![1]!).state).toEqual({ ticket: 'charged twice', order: 1182 });
+  });
+
+  it('playground: each "Copy as" snippet, sent, answers what the bars show; one a dialect cannot say is not offered', async () => {
+    const SNIPPET = path.join(ROOT, 'test', '.tmp', `copy-as-openai-${process.pid}.mjs`);
+    /** Probabilities are rounded to 6 decimals: one rounding step is the most two scorings may differ by. */
+    const near = (got: number, want: number, what: string) => expect(Math.abs(got - want), what).toBeLessThanOrEqual(1e-6 + 1e-12);
+    /** Runs the playground and returns its bars as question -> option -> probability. */
+    const runAndRead = async () => {
+      const before = await page.locator('[data-result]').getAttribute('data-result');
+      await page.click('#run');
+      await expect.poll(() => page.locator('[data-result]').getAttribute('data-result')).not.toBe(before);
+      const shown: Record<string, Record<string, number>> = {};
+      for (const id of ['topic', 'refund', 'urgency']) shown[id] = Object.fromEntries(await bars(id));
+      return shown;
+    };
+    const snippet = async (dialect: string) => {
+      await page.click(`[data-dialect="${dialect}"]`);
+      return (await page.locator(`[data-snippet="${dialect}"]`).textContent())!;
+    };
+    const sendSystemOne = async (shown: Record<string, Record<string, number>>) => {
+      const res = await api('/v1/systemone', { method: 'POST', headers: { 'content-type': 'application/json' }, body: await snippet('systemone') });
+      expect(res.status).toBe(200);
+      const { answers } = (await res.json()) as { answers: Record<string, { noul?: number; probabilities?: Record<string, number> }> };
+      near(answers.refund!.noul!, shown.refund!.yes!, 'refund');
+      for (const id of ['topic', 'urgency']) {
+        expect(Object.keys(answers[id]!.probabilities!).sort()).toEqual(Object.keys(shown[id]!).sort());
+        for (const [key, p] of Object.entries(answers[id]!.probabilities!)) near(p, shown[id]![key]!, `${id} ${key}`);
+      }
+    };
+
+    // Descriptions of no and yes: System One can say them, OpenAI's predicate cannot.
+    await page.fill('[aria-label="refund option 1 description"]', 'keeps the money as it is');
+    await page.fill('[aria-label="refund option 2 description"]', 'wants the money back');
+    let shown = await runAndRead();
+    await sendSystemOne(shown);
+    await page.click('[data-dialect="openai"]');
+    expect(await page.locator('[data-snippet-unavailable="openai"]').textContent()).toMatch(/predicate questions take no descriptions .*"refund"/);
+    expect(await page.locator('[data-snippet="openai"]').count()).toBe(0);
+
+    // Without them, the openai snippet runs as a Node script with the official client.
+    await page.fill('[aria-label="refund option 1 description"]', '');
+    await page.fill('[aria-label="refund option 2 description"]', '');
+    shown = await runAndRead();
+    await sendSystemOne(shown);
+    writeFileSync(SNIPPET, await snippet('openai'));
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, [SNIPPET], { env: { ...process.env, DECIDE_API_KEY: TEST_KEY } });
+      const answers = JSON.parse(stdout) as Array<{ name: string; probability?: number; probabilities?: Array<{ value: string | number; probability: number }> }>;
+      expect(answers.map((a) => a.name)).toEqual(['topic', 'refund', 'urgency']);
+      near(answers[1]!.probability!, shown.refund!.yes!, 'refund');
+      for (const p of answers[0]!.probabilities!) near(p.probability, shown.topic![String(p.value)]!, `topic ${p.value}`);
+      for (const p of answers[2]!.probabilities!) near(p.probability, shown.urgency![String(p.value)]!, `urgency ${p.value}`);
+    } finally {
+      rmSync(SNIPPET, { force: true });
+    }
+
+    // Levels 1, 2, 3: neither dialect can number them so; curl still can.
+    for (const [i, key] of ['1', '2', '3'].entries()) await page.fill(`[aria-label="urgency option ${i + 1} key"]`, key);
+    for (const dialect of ['systemone', 'openai']) {
+      await page.click(`[data-dialect="${dialect}"]`);
+      expect(await page.locator(`[data-snippet-unavailable="${dialect}"]`).textContent()).toMatch(/"urgency" with levels 1, 2, 3 .* use levels 0, 1, 2/);
+    }
+    expect(await snippet('curl')).toContain('"urgency"');
+    await shot('playground-copy-as');
+    for (const [i, key] of ['0', '1', '2'].entries()) await page.fill(`[aria-label="urgency option ${i + 1} key"]`, key);
+    await page.focus('#run'); // where the earlier tests leave the keyboard (the models test tabs on from there)
   });
 
   it('models: a calibrated version with its figures and reliability diagram, a broken one with its reason', async () => {
@@ -333,7 +402,8 @@ describe('the console in a browser', () => {
     await page.locator('[data-ready="ready"]').waitFor();
     await expect.poll(() => page.locator('[data-figure="rate"]').textContent(), { timeout: 10_000 }).not.toBe('…');
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
-    const answered = metricValue(metrics, 'decide_http_requests_total', 'route="/v1/decide",status="200"');
+    // Decisions answered through every door (the playground's, and the Copy-as snippets sent above).
+    const answered = ['/v1/decide', '/v1/systemone', '/v1/decisions'].reduce((n, route) => n + metricValue(metrics, 'decide_http_requests_total', `route="${route}",status="200"`), 0);
     expect(answered).toBeGreaterThanOrEqual(2);
     expect(Number(await page.locator('[data-figure="answered"]').textContent())).toBe(answered);
     const cached = metricValue(metrics, 'decide_engine_cached_tokens_total');

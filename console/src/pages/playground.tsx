@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { postJson } from '../api.js';
 import { AnswerBars } from '../components/bars.js';
 import { Problem } from '../components/problem.js';
-import { asCurl, asOpenAi, asSystemOne } from '../copy-as.js';
+import { asCurl, asOpenAi, asSystemOne, copyAsProblem } from '../copy-as.js';
 import type { DecideRequest, DecideResponse, Question, QuestionType } from '../types.js';
 import { modelChoices, ModelSelect, useModels } from '../use-models.js';
 
@@ -162,7 +162,9 @@ function CopyAs({ request }: { request: DecideRequest }) {
   const [dialect, setDialect] = useState<Dialect>('curl');
   const [copied, setCopied] = useState('');
   const origin = location.origin;
-  const text = dialect === 'curl' ? asCurl(origin, request) : dialect === 'systemone' ? asSystemOne(request) : asOpenAi(origin, request);
+  // A dialect that cannot ask this very question offers no snippet, only the reason.
+  const problem = dialect === 'curl' ? undefined : copyAsProblem(dialect, request);
+  const text = problem ?? (dialect === 'curl' ? asCurl(origin, request) : dialect === 'systemone' ? asSystemOne(request) : asOpenAi(origin, request));
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(text);
@@ -180,14 +182,20 @@ function CopyAs({ request }: { request: DecideRequest }) {
             {d.label}
           </button>
         ))}
-        <button type="button" onClick={copy}>
+        <button type="button" onClick={copy} disabled={problem !== undefined}>
           Copy
         </button>
         <span role="status">{copied}</span>
       </div>
-      <pre class="snippet" data-snippet={dialect} tabIndex={0}>
-        {text}
-      </pre>
+      {problem ? (
+        <p class="hint" data-snippet-unavailable={dialect}>
+          {problem}
+        </p>
+      ) : (
+        <pre class="snippet" data-snippet={dialect} tabIndex={0}>
+          {text}
+        </pre>
+      )}
     </section>
   );
 }
