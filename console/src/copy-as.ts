@@ -12,6 +12,7 @@
 // position, and the level is the label the model writes); descriptions of no and yes (OpenAI's
 // predicate has none); a score level description over 128 characters (OpenAI's level label, which
 // is what the model reads, is at most 128).
+import { entriesInOrder, jsonInOrder, objectInOrder } from '../../src/domain/key-order.js';
 import type { DecideRequest, Question } from './types.js';
 
 /** A string as one single-quoted shell word. */
@@ -21,7 +22,7 @@ export function shellQuote(text: string): string {
 
 /** Score levels ordered by numeric value, as the server orders them. */
 function levelsInOrder(criteria: Record<string, string>): Array<[string, string]> {
-  return Object.entries(criteria).sort(([a], [b]) => Number(a) - Number(b));
+  return entriesInOrder(criteria).sort(([a], [b]) => Number(a) - Number(b));
 }
 
 /** A level's text as the model reads it on /v1/decide: its description, else its key. */
@@ -38,7 +39,7 @@ export type SnippetDialect = 'systemone' | 'openai';
  */
 export function copyAsProblem(dialect: SnippetDialect, request: DecideRequest): string | undefined {
   const name = dialect === 'systemone' ? 'System One' : 'OpenAI';
-  for (const [id, q] of Object.entries(request.questions)) {
+  for (const [id, q] of entriesInOrder(request.questions)) {
     if (q.type === 'score') {
       const levels = levelsInOrder(q.criteria ?? {});
       if (levels.some(([key], i) => key !== String(i))) {
@@ -60,7 +61,7 @@ export function asCurl(origin: string, request: DecideRequest): string {
     `curl -sS ${origin}/v1/decide \\`,
     `  -H "Authorization: Bearer $DECIDE_API_KEY" \\`,
     `  -H 'Content-Type: application/json' \\`,
-    `  -d ${shellQuote(JSON.stringify(request))}`,
+    `  -d ${shellQuote(jsonInOrder(request))}`,
   ].join('\n');
 }
 
@@ -79,8 +80,8 @@ function systemOneQuestion(q: Question): Record<string, unknown> {
 
 /** The body of POST /v1/systemone for the same request. */
 export function asSystemOne(request: DecideRequest): string {
-  const questions = Object.fromEntries(Object.entries(request.questions).map(([id, q]) => [id, systemOneQuestion(q)]));
-  return JSON.stringify({ model: request.model, state: request.state, questions }, null, 2);
+  const questions = objectInOrder(entriesInOrder(request.questions).map(([id, q]) => [id, systemOneQuestion(q)] as const));
+  return jsonInOrder({ model: request.model, state: request.state, questions }, 2);
 }
 
 function openAiQuestion(name: string, q: Question): Record<string, unknown> {
@@ -92,7 +93,7 @@ function openAiQuestion(name: string, q: Question): Record<string, unknown> {
         type: 'choice',
         name,
         instructions: q.instructions,
-        choices: Object.entries(q.criteria ?? {}).map(([value, description]) => (description ? { value, description } : { value })),
+        choices: entriesInOrder(q.criteria ?? {}).map(([value, description]) => (description ? { value, description } : { value })),
       };
     case 'score':
       // The model reads an OpenAI level as "label: description", ours as the description alone:
@@ -103,13 +104,13 @@ function openAiQuestion(name: string, q: Question): Record<string, unknown> {
 
 /** A Node script with the official `openai` package calling POST /v1/decisions on this server. */
 export function asOpenAi(origin: string, request: DecideRequest): string {
-  const input = typeof request.state === 'string' ? request.state : JSON.stringify(request.state);
+  const input = typeof request.state === 'string' ? request.state : jsonInOrder(request.state);
   const params = {
     model: request.model,
     input,
-    questions: Object.entries(request.questions).map(([name, q]) => openAiQuestion(name, q)),
+    questions: entriesInOrder(request.questions).map(([name, q]) => openAiQuestion(name, q)),
   };
-  const body = JSON.stringify(params, null, 2);
+  const body = jsonInOrder(params, 2);
   return [
     `import OpenAI from 'openai';`,
     ``,

@@ -51,17 +51,18 @@ export function entriesInOrder<V>(obj: Record<string, V>): Array<[string, V]> {
 }
 
 /**
- * JSON text of `value` as JSON.stringify(value) writes it (compact), except that every object's
+ * JSON text of `value` as JSON.stringify(value, null, indent) writes it, except that every object's
  * keys come in keysInOrder() order. For data: plain objects, arrays, strings, numbers, booleans,
- * null, and values with toJSON(); a cycle throws a TypeError as JSON.stringify does.
+ * null, and values with toJSON(); a cycle throws a TypeError as JSON.stringify does. `indent`: the
+ * number of spaces per level (0, the default: compact).
  * @example
  * jsonInOrder(parsedCriteria); // '{"0":"a","10":"b","2":"c"}' when the text wrote them so
  */
-export function jsonInOrder(value: unknown): string {
-  return write(value, '', new Set()) ?? 'null';
+export function jsonInOrder(value: unknown, indent = 0): string {
+  return write(value, '', new Set(), ' '.repeat(Math.min(10, Math.max(0, indent))), '') ?? 'null';
 }
 
-function write(value: unknown, key: string, open: Set<object>): string | undefined {
+function write(value: unknown, key: string, open: Set<object>, step: string, at: string): string | undefined {
   if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
     value = (value as { toJSON(key: string): unknown }).toJSON(key);
   }
@@ -69,17 +70,21 @@ function write(value: unknown, key: string, open: Set<object>): string | undefin
   if (value instanceof Number || value instanceof String || value instanceof Boolean) return JSON.stringify(value);
   if (open.has(value)) throw new TypeError('Converting circular structure to JSON');
   open.add(value);
+  const inner = at + step;
+  // Members one per line, indented, when indenting; empty containers stay [] and {}.
+  const wrap = (parts: string[], [left, right]: string) =>
+    parts.length === 0 ? `${left}${right}` : step ? `${left}\n${inner}${parts.join(`,\n${inner}`)}\n${at}${right}` : `${left}${parts.join(',')}${right}`;
   let text: string;
   if (Array.isArray(value)) {
-    text = `[${value.map((item, i) => write(item, String(i), open) ?? 'null').join(',')}]`;
+    text = wrap(value.map((item, i) => write(item, String(i), open, step, inner) ?? 'null'), '[]');
   } else {
     const parts: string[] = [];
     const obj = value as Record<string, unknown>;
     for (const k of keysInOrder(obj)) {
-      const item = write(obj[k], k, open);
-      if (item !== undefined) parts.push(`${JSON.stringify(k)}:${item}`);
+      const item = write(obj[k], k, open, step, inner);
+      if (item !== undefined) parts.push(`${JSON.stringify(k)}:${step ? ' ' : ''}${item}`);
     }
-    text = `{${parts.join(',')}}`;
+    text = wrap(parts, '{}');
   }
   open.delete(value);
   return text;

@@ -114,6 +114,8 @@ describe('integer-like keys keep the written order', () => {
     expect(jsonInOrder(value)).toBe('{"b":[{"2":1,"1":{"z":null,"0":true}},"x"],"10":0,"a":"A","0":1.5e-7}');
     const plain = { a: 1, 2: [undefined, () => 1], u: undefined, d: new Date(0), n: { toJSON: () => 'j' } };
     expect(jsonInOrder(plain)).toBe(JSON.stringify(plain));
+    expect(jsonInOrder({ ...plain, e: [], o: {} }, 2)).toBe(JSON.stringify({ ...plain, e: [], o: {} }, null, 2));
+    expect(jsonInOrder(value, 2)).toBe('{\n  "b": [\n    {\n      "2": 1,\n      "1": {\n        "z": null,\n        "0": true\n      }\n    },\n    "x"\n  ],\n  "10": 0,\n  "a": "A",\n  "0": 1.5e-7\n}');
     expect(parse('{"__proto__":{"0":1},"1":2}').__proto__).toEqual({ 0: 1 });
     expect(jsonInOrder(parse('{"__proto__":{"5":1,"4":2},"1":2}'))).toBe('{"__proto__":{"5":1,"4":2},"1":2}');
   });

@@ -19,7 +19,9 @@ import OpenAI, { toFile } from 'openai';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { parseJsonText } from '../../src/api/json-text.js';
 import { calibrateModel } from '../../src/calibration/run.js';
+import { keysInOrder } from '../../src/domain/key-order.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { AUTH, TEST_KEY, tempModels, type TempDirs } from '../api/fixtures.js';
 import { QUESTIONS, rawLogits, states, writeSharpenedData } from '../calibration/helpers.js';
@@ -247,6 +249,40 @@ describe('the console in a browser', () => {
     await shot('playground-copy-as');
     for (const [i, key] of ['0', '1', '2'].entries()) await page.fill(`[aria-label="urgency option ${i + 1} key"]`, key);
     await page.focus('#run'); // where the earlier tests leave the keyboard (the models test tabs on from there)
+  });
+
+  it('playground: option keys keep the order of the rows, integer-like ones included, in the request and every snippet', async () => {
+    const keys = ['2', '10', '1'];
+    for (const [i, key] of keys.entries()) await page.fill(`[aria-label="topic option ${i + 1} key"]`, key);
+    const before = await page.locator('[data-result]').getAttribute('data-result');
+    await page.click('#run');
+    await expect.poll(() => page.locator('[data-result]').getAttribute('data-result')).not.toBe(before);
+    const shown = Object.fromEntries(await bars('topic'));
+
+    await page.click('[data-dialect="curl"]');
+    const curl = (await page.locator('[data-snippet="curl"]').textContent())!;
+    const ordered = (text: string) => {
+      const parsed = parseJsonText(text);
+      if (!parsed.ok) throw new Error(parsed.reason);
+      return parsed.value as any;
+    };
+    const body = ordered(/-d '([\s\S]*)'$/.exec(curl)![1]!.replace(/'\\''/g, "'"));
+    expect(keysInOrder(body.questions.topic.criteria)).toEqual(keys);
+    await page.click('[data-dialect="systemone"]');
+    expect(keysInOrder(ordered((await page.locator('[data-snippet="systemone"]').textContent())!).questions.topic.criteria)).toEqual(keys);
+    await page.click('[data-dialect="openai"]');
+    const params = JSON.parse(/client\.decisions\.create\(([\s\S]*)\);\nconsole/.exec((await page.locator('[data-snippet="openai"]').textContent())!)![1]!);
+    expect(params.questions[0].choices.map((c: { value: string }) => c.value)).toEqual(keys);
+
+    // OpenAI's choices are an array, their order never in doubt: the bars are its answer.
+    const res = await api('/v1/decisions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(params) });
+    expect(res.status).toBe(200);
+    const answer = ((await res.json()) as { answers: Array<{ probabilities?: Array<{ value: string; probability: number }> }> }).answers[0]!;
+    for (const p of answer.probabilities!) expect(Math.abs(p.probability - shown[p.value]!), p.value).toBeLessThanOrEqual(1e-6 + 1e-12);
+
+    for (const [i, key] of ['shipping', 'billing', 'other'].entries()) await page.fill(`[aria-label="topic option ${i + 1} key"]`, key);
+    await page.click('[data-dialect="curl"]');
+    await page.focus('#run');
   });
 
   it('models: a calibrated version with its figures and reliability diagram, a broken one with its reason', async () => {
