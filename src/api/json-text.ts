@@ -35,7 +35,8 @@ export function parseJsonText(text: string): JsonTextResult {
       const where = path ? ` in ${path}` : '';
       return { ok: false, reason: `duplicate key ${JSON.stringify(scan.duplicate.key.slice(0, 128))}${where}; each key may appear once` };
     }
-    recordWrittenOrder(value, scan.objects);
+    // JavaScript keeps the written order of every object without an integer-like key.
+    if (scan.indexKeys) recordWrittenOrder(value, scan.objects);
   }
   return { ok: true, value };
 }
@@ -46,7 +47,7 @@ export function parseJsonText(text: string): JsonTextResult {
  * an array's items in order) meets the objects in the same order. Iterative: JSON.parse accepts
  * nesting far deeper than the call stack. Only an order JavaScript would not keep is recorded.
  */
-function recordWrittenOrder(root: object, objects: readonly string[][]): void {
+function recordWrittenOrder(root: object, objects: ReadonlyArray<ReadonlySet<string>>): void {
   let next = 0;
   const stack: unknown[] = [root];
   while (stack.length > 0) {
@@ -56,7 +57,7 @@ function recordWrittenOrder(root: object, objects: readonly string[][]): void {
       for (let i = v.length - 1; i >= 0; i--) stack.push(v[i]);
       continue;
     }
-    const keys = objects[next++]!;
+    const keys = [...objects[next++]!];
     const own = Object.keys(v);
     if (own.some((k, i) => k !== keys[i])) recordKeyOrder(v, keys);
     const obj = v as Record<string, unknown>;
@@ -84,8 +85,6 @@ function syntaxErrorPlace(text: string, message: string): string {
 interface Container {
   /** The keys seen so far; null for an array. */
   keys: Set<string> | null;
-  /** The keys in written order; null for an array. */
-  written: string[] | null;
   /** In an object: the next string is a key (after `{` or `,`). */
   expectKey: boolean;
   /** The last key read in this object: the name of a container that follows it. */
@@ -101,11 +100,13 @@ export function findDuplicateKey(text: string): { key: string; path: string[] } 
 
 /**
  * One pass over valid JSON text (JSON.parse accepted it), tracking only strings and brackets: the
- * keys of every object in the order the objects open and the keys are written, and the first key
- * that appears twice in one object with the path of keys to that object (the scan stops there).
+ * keys of every object in the order the objects open and the keys are written (a Set keeps that
+ * order), whether any key is integer-like, and the first key that appears twice in one object with
+ * the path of keys to that object (the scan stops there).
  */
-function scanKeys(text: string): { duplicate?: { key: string; path: string[] }; objects: string[][] } {
-  const objects: string[][] = [];
+function scanKeys(text: string): { duplicate?: { key: string; path: string[] }; objects: Array<Set<string>>; indexKeys: boolean } {
+  const objects: Array<Set<string>> = [];
+  let indexKeys = false;
   const stack: Container[] = [];
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -116,9 +117,9 @@ function scanKeys(text: string): { duplicate?: { key: string; path: string[] }; 
         const raw = text.slice(i + 1, end);
         // Escapes make "a" and "\u0061" the same key: decode those the way JSON.parse does.
         const key = raw.includes('\\') ? (JSON.parse(text.slice(i, end + 1)) as string) : raw;
-        if (top.keys.has(key)) return { duplicate: { key, path: stack.slice(1).map((frame) => frame.name) }, objects };
+        if (top.keys.has(key)) return { duplicate: { key, path: stack.slice(1).map((frame) => frame.name) }, objects, indexKeys };
         top.keys.add(key);
-        top.written!.push(key);
+        if (!indexKeys && isIndexKey(key)) indexKeys = true;
         top.expectKey = false;
         top.lastKey = key;
       }
@@ -126,9 +127,9 @@ function scanKeys(text: string): { duplicate?: { key: string; path: string[] }; 
     } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       const parent = stack[stack.length - 1];
       const name = parent ? (parent.keys ? parent.lastKey : '[]') : '';
-      const written = c === 0x7b ? [] : null;
-      if (written) objects.push(written);
-      stack.push({ keys: c === 0x7b ? new Set() : null, written, expectKey: c === 0x7b, lastKey: '', name });
+      const keys = c === 0x7b ? new Set<string>() : null;
+      if (keys) objects.push(keys);
+      stack.push({ keys, expectKey: c === 0x7b, lastKey: '', name });
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
       stack.pop();
     } else if (c === 0x2c /* , */) {
@@ -136,7 +137,13 @@ function scanKeys(text: string): { duplicate?: { key: string; path: string[] }; 
       if (top?.keys) top.expectKey = true;
     }
   }
-  return { objects };
+  return { objects, indexKeys };
+}
+
+/** A key JavaScript lists before the others: an array index ("0", "12"; not "01", "-1" or "1.5"). */
+function isIndexKey(key: string): boolean {
+  const first = key.charCodeAt(0);
+  return first >= 0x30 && first <= 0x39 && /^(?:0|[1-9][0-9]*)$/.test(key) && Number(key) < 4294967295;
 }
 
 /** Index of the quote that closes the string opened at `open` (one not escaped by a backslash). */

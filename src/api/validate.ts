@@ -23,7 +23,7 @@
 // - An object state with more values than `maxStateValues` is 413 state_too_long (it could only
 //   exceed the token limit anyway); this also bounds objects that share sub-objects.
 import { quote, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../domain/decision.js';
-import { jsonInOrder, keysInOrder } from '../domain/key-order.js';
+import { hasKeyOrder, jsonInOrder, keysInOrder } from '../domain/key-order.js';
 import { ApiError } from './errors.js';
 import {
   CriteriaSchema,
@@ -140,8 +140,9 @@ const STATE: JsonPlace = { path: 'state', noun: 'state' };
  * nested a few thousand levels deep (a 500); here it is a 400 that names `place.path`.
  */
 export function structuredText(value: object, place: JsonPlace, limits: Partial<ValidationLimits> = {}): string {
-  checkJsonData(value, { ...DEFAULT_VALIDATION_LIMITS, ...limits }, place);
-  return jsonInOrder(value);
+  const ordered = checkJsonData(value, { ...DEFAULT_VALIDATION_LIMITS, ...limits }, place);
+  // JSON.stringify writes the same text, faster, when no object has an order JavaScript would not keep.
+  return ordered ? jsonInOrder(value) : JSON.stringify(value);
 }
 
 interface Frame {
@@ -160,8 +161,10 @@ function framePath(f: Frame, root: string): string {
 }
 
 // Iterative so that no input can exhaust the call stack; the depth bound also stops cycles and
-// the value budget stops shared sub-objects from multiplying the work.
-function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): void {
+// the value budget stops shared sub-objects from multiplying the work. Returns whether an object
+// in it has a recorded key order (key-order.ts).
+function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): boolean {
+  let ordered = false;
   const framePathOf = (f: Frame) => framePath(f, place.path);
   const stack: Frame[] = [{ value: root, depth: 1, parent: undefined, key: '' }];
   let values = 0;
@@ -194,6 +197,7 @@ function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): v
     if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], depth: f.depth + 1, parent: f, key: i });
     } else if (isPlainObject(v)) {
+      if (!ordered && hasKeyOrder(v)) ordered = true;
       const keys = Object.keys(v);
       for (let i = keys.length - 1; i >= 0; i--) {
         const k = keys[i]!;
@@ -203,6 +207,7 @@ function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): v
       fail(`${framePathOf(f)}: must be JSON data (object, array, string, number, boolean or null), got ${describe(v)}`);
     }
   }
+  return ordered;
 }
 
 /** Checks the `questions` map and returns the questions in the caller's order. */

@@ -20,6 +20,11 @@ export function recordKeyOrder<T extends object>(obj: T, keys: readonly string[]
   return obj;
 }
 
+/** Whether `obj` has a recorded key order (else its keys are listed as JavaScript lists them). */
+export function hasKeyOrder(obj: object): boolean {
+  return WRITTEN_ORDER.has(obj);
+}
+
 /**
  * A plain object with these entries whose keys keep this order (keysInOrder, jsonInOrder). Built as
  * Object.fromEntries builds it, so a key "__proto__" is an own key, not the prototype.
