@@ -1,6 +1,7 @@
 // The console's only way to the server: the public HTTP API, with the key from key-store.ts as a
 // Bearer header (never in a URL, never a cookie: `credentials: 'omit'`). A non-2xx answer becomes
 // an ApiProblem (problems.ts) carrying the API's code, message, request id and Retry-After.
+import { jsonInOrder } from '../../src/domain/key-order.js';
 import { clearKey, readKey } from './key-store.js';
 import { ApiProblem } from './problems.js';
 
@@ -60,5 +61,6 @@ export async function getJson<T>(path: string, init?: Parameters<typeof call>[1]
 }
 
 export async function postJson<T>(path: string, body: unknown): Promise<T> {
-  return getJson<T>(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  // Keys in the order the page recorded (the playground's rows), integer-like ones included.
+  return getJson<T>(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: jsonInOrder(body) });
 }

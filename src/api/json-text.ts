@@ -5,7 +5,12 @@
  *   "{"state": "secret…" is not valid JSON`); ours give only a position.
  * - A key given twice in one object is an error. JSON.parse keeps the last value silently, so a
  *   request with two questions of the same id would lose one without anyone noticing.
+ * - Every object keeps the order its keys were written in (src/domain/key-order.ts): JavaScript
+ *   lists integer-like keys ("0", "10") first, so criteria {"0", "1", "10", "2"} would reach the
+ *   model as 0, 1, 2, 10. keysInOrder() and jsonInOrder() read the written order back.
  */
+import { recordKeyOrder } from '../domain/key-order.js';
+
 
 export type JsonTextResult = { ok: true; value: unknown } | { ok: false; reason: string };
 
@@ -22,16 +27,42 @@ export function parseJsonText(text: string): JsonTextResult {
   } catch (err) {
     return { ok: false, reason: `not valid JSON${syntaxErrorPlace(text, String((err as Error)?.message))}` };
   }
-  // Only objects can repeat a key; a scalar body needs no scan.
+  // Only objects can repeat a key or have an order; a scalar body needs no scan.
   if (typeof value === 'object' && value !== null) {
-    const duplicate = findDuplicateKey(text);
-    if (duplicate) {
-      const path = duplicate.path.map((name, i) => (name === '[]' || i === 0 ? name : `.${name}`)).join('');
+    const scan = scanKeys(text);
+    if (scan.duplicate) {
+      const path = scan.duplicate.path.map((name, i) => (name === '[]' || i === 0 ? name : `.${name}`)).join('');
       const where = path ? ` in ${path}` : '';
-      return { ok: false, reason: `duplicate key ${JSON.stringify(duplicate.key.slice(0, 128))}${where}; each key may appear once` };
+      return { ok: false, reason: `duplicate key ${JSON.stringify(scan.duplicate.key.slice(0, 128))}${where}; each key may appear once` };
     }
+    // JavaScript keeps the written order of every object without an integer-like key.
+    if (scan.indexKeys) recordWrittenOrder(value, scan.objects);
   }
   return { ok: true, value };
+}
+
+/**
+ * Records each object's written key order. `objects[i]` holds the keys of the i-th object opened
+ * in the text; a walk of the parsed value in text order (an object's values in written key order,
+ * an array's items in order) meets the objects in the same order. Iterative: JSON.parse accepts
+ * nesting far deeper than the call stack. Only an order JavaScript would not keep is recorded.
+ */
+function recordWrittenOrder(root: object, objects: ReadonlyArray<ReadonlySet<string>>): void {
+  let next = 0;
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push(v[i]);
+      continue;
+    }
+    const keys = [...objects[next++]!];
+    const own = Object.keys(v);
+    if (own.some((k, i) => k !== keys[i])) recordKeyOrder(v, keys);
+    const obj = v as Record<string, unknown>;
+    for (let i = keys.length - 1; i >= 0; i--) stack.push(obj[keys[i]!]);
+  }
 }
 
 /** Where V8's message says the error is, as ' (at line L, column C)'; never any of the text. */
@@ -62,11 +93,20 @@ interface Container {
   name: string;
 }
 
-/**
- * The first key that appears twice in one object, and the path of keys to that object. `text` must
- * be valid JSON (JSON.parse accepted it), so the scan only tracks strings and brackets.
- */
+/** The first key that appears twice in one object, and the path of keys to that object. */
 export function findDuplicateKey(text: string): { key: string; path: string[] } | undefined {
+  return scanKeys(text).duplicate;
+}
+
+/**
+ * One pass over valid JSON text (JSON.parse accepted it), tracking only strings and brackets: the
+ * keys of every object in the order the objects open and the keys are written (a Set keeps that
+ * order), whether any key is integer-like, and the first key that appears twice in one object with
+ * the path of keys to that object (the scan stops there).
+ */
+function scanKeys(text: string): { duplicate?: { key: string; path: string[] }; objects: Array<Set<string>>; indexKeys: boolean } {
+  const objects: Array<Set<string>> = [];
+  let indexKeys = false;
   const stack: Container[] = [];
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -77,8 +117,9 @@ export function findDuplicateKey(text: string): { key: string; path: string[] } 
         const raw = text.slice(i + 1, end);
         // Escapes make "a" and "\u0061" the same key: decode those the way JSON.parse does.
         const key = raw.includes('\\') ? (JSON.parse(text.slice(i, end + 1)) as string) : raw;
-        if (top.keys.has(key)) return { key, path: stack.slice(1).map((frame) => frame.name) };
+        if (top.keys.has(key)) return { duplicate: { key, path: stack.slice(1).map((frame) => frame.name) }, objects, indexKeys };
         top.keys.add(key);
+        if (!indexKeys && isIndexKey(key)) indexKeys = true;
         top.expectKey = false;
         top.lastKey = key;
       }
@@ -86,7 +127,9 @@ export function findDuplicateKey(text: string): { key: string; path: string[] } 
     } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       const parent = stack[stack.length - 1];
       const name = parent ? (parent.keys ? parent.lastKey : '[]') : '';
-      stack.push({ keys: c === 0x7b ? new Set() : null, expectKey: c === 0x7b, lastKey: '', name });
+      const keys = c === 0x7b ? new Set<string>() : null;
+      if (keys) objects.push(keys);
+      stack.push({ keys, expectKey: c === 0x7b, lastKey: '', name });
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
       stack.pop();
     } else if (c === 0x2c /* , */) {
@@ -94,7 +137,13 @@ export function findDuplicateKey(text: string): { key: string; path: string[] } 
       if (top?.keys) top.expectKey = true;
     }
   }
-  return undefined;
+  return { objects, indexKeys };
+}
+
+/** A key JavaScript lists before the others: an array index ("0", "12"; not "01", "-1" or "1.5"). */
+function isIndexKey(key: string): boolean {
+  const first = key.charCodeAt(0);
+  return first >= 0x30 && first <= 0x39 && /^(?:0|[1-9][0-9]*)$/.test(key) && Number(key) < 4294967295;
 }
 
 /** Index of the quote that closes the string opened at `open` (one not escaped by a backslash). */

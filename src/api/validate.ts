@@ -14,15 +14,16 @@
 //   No "+", no exponent ("1e3"), no surrounding spaces, no ".5" or "1.". Values are compared as
 //   float64, so "1", "01" and "1.0" are duplicates.
 // - Option order: noul [no, yes]; choice in criteria order; score by ascending level. "Criteria
-//   order" is the order in which the parsed JSON object enumerates its keys (JavaScript order:
-//   integer-like keys such as "0" or "12" first, ascending, then the others as written); it
-//   decides ties for `top`.
+//   order" is the order the client wrote the keys in (JSON text parsed by json-text.ts keeps it,
+//   integer-like keys such as "0" or "12" included; an object built in JavaScript lists them as
+//   JavaScript does); it decides ties for `top`. Question ids keep the written order too.
 // - `state` may be an empty string. An object state must be JSON data (plain objects, arrays,
 //   strings, finite numbers, booleans, null; `undefined` is dropped as JSON.stringify drops it),
-//   at most 64 levels deep; it becomes compact JSON (JSON.stringify, no spaces, key order kept).
+//   at most 64 levels deep; it becomes compact JSON (no spaces, keys in written order).
 // - An object state with more values than `maxStateValues` is 413 state_too_long (it could only
 //   exceed the token limit anyway); this also bounds objects that share sub-objects.
 import { quote, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../domain/decision.js';
+import { hasKeyOrder, jsonInOrder, keysInOrder } from '../domain/key-order.js';
 import { ApiError } from './errors.js';
 import {
   CriteriaSchema,
@@ -139,8 +140,9 @@ const STATE: JsonPlace = { path: 'state', noun: 'state' };
  * nested a few thousand levels deep (a 500); here it is a 400 that names `place.path`.
  */
 export function structuredText(value: object, place: JsonPlace, limits: Partial<ValidationLimits> = {}): string {
-  checkJsonData(value, { ...DEFAULT_VALIDATION_LIMITS, ...limits }, place);
-  return JSON.stringify(value);
+  const ordered = checkJsonData(value, { ...DEFAULT_VALIDATION_LIMITS, ...limits }, place);
+  // JSON.stringify writes the same text, faster, when no object has an order JavaScript would not keep.
+  return ordered ? jsonInOrder(value) : JSON.stringify(value);
 }
 
 interface Frame {
@@ -159,8 +161,10 @@ function framePath(f: Frame, root: string): string {
 }
 
 // Iterative so that no input can exhaust the call stack; the depth bound also stops cycles and
-// the value budget stops shared sub-objects from multiplying the work.
-function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): void {
+// the value budget stops shared sub-objects from multiplying the work. Returns whether an object
+// in it has a recorded key order (key-order.ts).
+function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): boolean {
+  let ordered = false;
   const framePathOf = (f: Frame) => framePath(f, place.path);
   const stack: Frame[] = [{ value: root, depth: 1, parent: undefined, key: '' }];
   let values = 0;
@@ -193,6 +197,7 @@ function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): v
     if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], depth: f.depth + 1, parent: f, key: i });
     } else if (isPlainObject(v)) {
+      if (!ordered && hasKeyOrder(v)) ordered = true;
       const keys = Object.keys(v);
       for (let i = keys.length - 1; i >= 0; i--) {
         const k = keys[i]!;
@@ -202,6 +207,7 @@ function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): v
       fail(`${framePathOf(f)}: must be JSON data (object, array, string, number, boolean or null), got ${describe(v)}`);
     }
   }
+  return ordered;
 }
 
 /** Checks the `questions` map and returns the questions in the caller's order. */
@@ -214,7 +220,7 @@ export function normalizeQuestions(
   if (!isPlainObject(questions)) {
     fail(`questions: must be an object mapping question ids to questions, got ${describe(questions)}`);
   }
-  const ids = Object.keys(questions);
+  const ids = keysInOrder(questions);
   if (ids.length === 0) fail('questions: must contain at least 1 question');
   if (ids.length > lim.maxQuestions) {
     fail(`questions: at most ${lim.maxQuestions} questions per request, got ${ids.length}`);
@@ -253,7 +259,7 @@ function normalizeQuestion(id: string, q: unknown, lim: ValidationLimits): Norma
   if (!isPlainObject(criteria)) {
     fail(`${at}.criteria: must be an object mapping option keys to descriptions, got ${describe(criteria)}`);
   }
-  const keys = Object.keys(criteria);
+  const keys = keysInOrder(criteria);
 
   if (qtype === 'noul') {
     if (keys.length !== 2 || !has(criteria, 'no') || !has(criteria, 'yes')) {

@@ -7,6 +7,7 @@
  */
 import { ApiError, toApiError } from '../api/errors.js';
 import type { NormalizedDecideRequest } from '../api/validate.js';
+import { jsonInOrder } from '../domain/key-order.js';
 import type { RecordOutcome } from '../service/decision-service.js';
 import { parseEndpointLine } from './openai/lines.js';
 import { parseRecord, type RawLine, type RecordContext } from './records.js';
@@ -88,7 +89,8 @@ export async function scoreChunk(scorer: RecordScorer, model: string, chunk: Par
 export function resultRow(customId: string | null, outcome: RecordOutcome | { ok: false; error: ApiError }): string {
   if (outcome.ok) {
     const r = outcome.response;
-    return `${JSON.stringify({ custom_id: customId, id: r.id, answers: r.answers, usage: r.usage })}\n`;
+    // Keys in the caller's order, as POST /v1/decide writes them.
+    return `${jsonInOrder({ custom_id: customId, id: r.id, answers: r.answers, usage: r.usage })}\n`;
   }
   return `${JSON.stringify({ custom_id: customId, error: { code: outcome.error.code, message: outcome.error.message } })}\n`;
 }

@@ -10,6 +10,7 @@ import { toApiError } from '../api/errors.js';
 import type { NormalizedDecideRequest } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
 import { PRIVATE_FILE_MODE } from './private-files.js';
+import { storedFormQuestions } from './query.js';
 import { runBatch } from './runner.js';
 import type { BatchSettings } from './settings.js';
 import type { JobProgress, JobRow, SqliteJobTable } from './store/sqlite-jobs.js';
@@ -102,7 +103,7 @@ export class JobPump {
         scorer: service,
         model: job.model,
         requestedModel: job.requestedModel,
-        formQuestions: job.questions === null ? undefined : JSON.parse(job.questions),
+        formQuestions: storedFormQuestions(job.questions),
         endpoint: job.openai?.endpoint,
         inputPath: path.join(this.dataDir, job.inputPath),
         resultsPath: path.join(this.dataDir, job.resultsPath),

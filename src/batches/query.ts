@@ -51,3 +51,14 @@ export function parseFormQuestions(text: string, limits?: Partial<ValidationLimi
   normalizeQuestions(parsed.value, limits);
   return parsed.value;
 }
+
+/**
+ * A job's stored form questions (the text parseFormQuestions() accepted at creation), parsed as
+ * the form was: JSON.parse would put integer-like question ids and option keys first.
+ */
+export function storedFormQuestions(text: string | null): unknown {
+  if (text === null) return undefined;
+  const parsed = parseJsonText(text);
+  if (!parsed.ok) throw new ApiError('server_error', `the batch's stored questions are not JSON (${parsed.reason})`);
+  return parsed.value;
+}

@@ -19,6 +19,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 
 import { ApiError, describeError } from '../api/errors.js';
+import { PRIVATE_FILE_MODE } from '../batches/private-files.js';
 import { parseFormQuestions } from '../batches/query.js';
 import { RecordCounter } from '../batches/records.js';
 import { runBatch } from '../batches/runner.js';
@@ -46,7 +47,9 @@ options:
 
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
 kept in <out>.state.json, which is removed when the run completes. An existing --out with no
-unfinished run is overwritten only after a yes on a terminal, or with --force.
+unfinished run is overwritten only after a yes on a terminal, or with --force. The results hold
+customer data: --out and its state file are created with mode 0600 (owner only), whatever the
+umask, as the server keeps batch results; an existing --out keeps its mode.
 
 environment:
   DECIDE_BATCH_CHUNK_RECORDS, DECIDE_BATCH_CHUNK_BYTES  rows written and committed together
@@ -88,7 +91,7 @@ async function fingerprint(file: string): Promise<{ sha256: string; bytes: numbe
 
 async function writeStateAtomically(file: string, state: RunState): Promise<void> {
   const tmp = `${file}.tmp`;
-  const fh = await open(tmp, 'w');
+  const fh = await open(tmp, 'w', PRIVATE_FILE_MODE);
   try {
     await fh.writeFile(`${JSON.stringify(state)}\n`);
     await fh.sync();
@@ -159,7 +162,8 @@ export async function run(argv: string[]): Promise<number> {
   if (inputPath === outPath) return commandError('batch', '--out must not be the input file');
   const inputs = [{ label: 'the input file', path: inputPath }, ...(values.questions === undefined ? [] : [{ label: '--questions', path: values.questions }])];
   for (const [written, label] of [[outPath, '--out'], [statePath, 'the state file'], [`${statePath}.tmp`, 'the state file']] as const) {
-    const clash = outputClash(written, inputs, label);
+    // The state file is named after --out: another --out is the way out of either clash.
+    const clash = outputClash(written, inputs, label, '--out');
     if (clash) return commandError('batch', clash);
   }
 
@@ -267,6 +271,8 @@ export async function run(argv: string[]): Promise<number> {
       formQuestions,
       inputPath,
       resultsPath: outPath,
+      // Customer data, as the server's results: owner only, whatever the umask.
+      resultsMode: PRIVATE_FILE_MODE,
       start: state.progress,
       commit: async (progress) => {
         state.progress = progress;

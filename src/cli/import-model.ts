@@ -31,7 +31,8 @@ gemma. No Python and no network needed.
                 off: the graph without that input
   --force       replace a model directory that import-model or make-model wrote (atomically);
                 a dated id (NAME-YYYY-MM) is pinned and never replaced, and nothing else is
-                ever deleted (the input checkpoint least of all)
+                ever deleted (the input checkpoint least of all): a model directory holding
+                files decide did not write (a notes file, a checkpoint) is refused, naming them
 
 Nothing is written when the checkpoint cannot be imported; the directory appears complete or not at all.
 See docs/models.md.

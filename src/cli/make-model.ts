@@ -22,7 +22,8 @@ questions into rows instead of forking its KV into each (its default on CUDA); o
 without it (docs/models.md).
 An existing --out is refused unless --force is given and it is a model that make-model or
 import-model wrote under an undated id; a dated id (NAME-YYYY-MM) is a pinned version and is never
-replaced, and nothing else is ever deleted.
+replaced, and nothing else is ever deleted: --force refuses a model directory that holds files
+decide did not write (a notes file, a checkpoint) and names them; move them out first.
 `;
 
 const OPTIONS = {

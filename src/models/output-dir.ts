@@ -5,6 +5,10 @@
  * - An existing --out is replaced only when it is one of our model directories: its decision.json
  *   carries the `import` record of import-model or the `builder` record of make-model. Anything else
  *   (a project folder, a checkpoint, a model installed by hand) is never deleted, --force or not.
+ * - Nor is anything a person put inside one of ours (notes, a checkpoint): --force replaces it only
+ *   when every file in it is one decide wrote (listed in its `.decide-files` manifest, or for a
+ *   directory written before the manifest, one of the names our writers use) or one the engine
+ *   derives from the graph (`*.decide-gather.onnx` / `.json`); else it refuses and names the others.
  * - A dated id (`svc-alpha-2026-10`) is a pinned version that clients rely on: it is never replaced,
  *   --force or not. Remove it yourself first if you really mean to change what it answers.
  * - The input checkpoint is never the output, nor inside it, nor around it. Directories are compared
@@ -18,7 +22,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { lstat, mkdir, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { parseDatedId } from './registry.js';
@@ -41,6 +45,50 @@ export interface ModelOutputPlan {
   outDir: string;
   /** True when --out holds one of our models that the new one replaces. */
   replaces: boolean;
+}
+
+/** The list of files decide wrote into a model directory (relative paths, '/'-separated, as JSON). */
+export const FILES_MANIFEST = '.decide-files';
+/** For a directory written before the manifest: the names import-model and make-model write. */
+const LEGACY_FILES = new Set([
+  'config.json',
+  'decision.json',
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'generation_config.json',
+  'onnx/model.onnx',
+  'onnx/model.onnx_data',
+]);
+/** Files the engine derives from a model's graph when it loads it (src/engine/lm-head-rewrite.ts). */
+const DERIVED_FILE = /\.decide-gather\.(onnx|json)$/;
+/** At most this many foreign files are named in a refusal. */
+const NAMED_FOREIGN_FILES = 10;
+
+/** Every file (and link) under `dir`, relative, '/'-separated; links are not followed. */
+async function filesUnder(dir: string, prefix = ''): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(path.join(dir, prefix), { withFileTypes: true })) {
+    const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) out.push(...(await filesUnder(dir, rel)));
+    else out.push(rel);
+  }
+  return out.sort();
+}
+
+/**
+ * The files in our model directory `dir` that decide did not write: what replacing it would delete
+ * of someone else's. Empty when the whole directory is ours.
+ */
+export async function foreignFiles(dir: string): Promise<string[]> {
+  let ours: Set<string> = LEGACY_FILES;
+  try {
+    const listed = JSON.parse(await readFile(path.join(dir, FILES_MANIFEST), 'utf8')) as unknown;
+    if (Array.isArray(listed)) ours = new Set(listed.filter((f): f is string => typeof f === 'string'));
+  } catch {
+    // No manifest (written by an older version) or unreadable: the names our writers use.
+  }
+  return (await filesUnder(dir)).filter((f) => f !== FILES_MANIFEST && !ours.has(f) && !DERIVED_FILE.test(f));
 }
 
 /** What our commands write into decision.json; its presence marks a directory as ours to replace. */
@@ -90,7 +138,19 @@ export async function checkModelOutput(outDir: string, opts: ModelOutputOptions)
     );
   }
   if (!opts.force) throw new ModelOutputError(`${out} already exists; choose another --out (a new dated id) or pass --force to replace it`);
+  await assertOnlyOurFiles(out);
   return { outDir: out, replaces: true };
+}
+
+/** Refuses to replace a directory of ours that holds files decide did not write, naming them. */
+async function assertOnlyOurFiles(dir: string): Promise<void> {
+  const foreign = await foreignFiles(dir);
+  if (foreign.length === 0) return;
+  const named = foreign.slice(0, NAMED_FOREIGN_FILES).join(', ') + (foreign.length > NAMED_FOREIGN_FILES ? `, and ${foreign.length - NAMED_FOREIGN_FILES} more` : '');
+  throw new ModelOutputError(
+    `${dir} holds ${foreign.length === 1 ? 'a file' : `${foreign.length} files`} that decide did not write (${named}); ` +
+      '--force replaces only what decide wrote and never deletes anything else: move them out of the directory, or choose another --out',
+  );
 }
 
 /** The hidden staging directory for `outDir` (created, with its parents): the model is assembled in it. */
@@ -113,6 +173,9 @@ export async function makeStagingDir(outDir: string): Promise<string> {
  */
 export async function placeModelDir(staging: string, plan: ModelOutputPlan): Promise<void> {
   const { outDir } = plan;
+  // What this write put there: a later --force replaces these and refuses to delete anything else.
+  const written = await filesUnder(staging);
+  await writeFile(path.join(staging, FILES_MANIFEST), `${JSON.stringify(written)}\n`);
   try {
     await rename(staging, outDir);
     return;
@@ -125,6 +188,7 @@ export async function placeModelDir(staging: string, plan: ModelOutputPlan): Pro
   }
   // Replacing our own model (--force): check again that what is there now is ours, then swap.
   if (!writtenByUs(outDir)) throw new ModelOutputError(`${outDir} changed while this model was written and is no longer one of ours; left as it is`);
+  await assertOnlyOurFiles(outDir);
   const old = path.join(path.dirname(outDir), `.${path.basename(outDir)}.tmp-old-${process.pid}-${randomBytes(4).toString('hex')}`);
   await rename(outDir, old);
   try {

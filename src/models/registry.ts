@@ -19,7 +19,7 @@
  * at the newest version that is not broken. A broken version is tried again once its files change.
  * Names starting with '.' are ignored, so copying to `models/.NAME` and renaming is atomic.
  */
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { EngineError } from '../errors/engine-error.js';
@@ -101,6 +101,8 @@ export class ModelRegistry {
   private scanned: { mtimeNs: bigint; ino: bigint } | undefined;
   /** Incomplete directories seen by the last scan, with their signature then. */
   private readonly incomplete = new Map<string, string>();
+  /** Broken versions seen by the last scan, with their signature then: mended inside their own directory. */
+  private readonly brokenSeen = new Map<string, string>();
   /** Versions that failed to load, with the directory signature at the time. */
   private readonly brokenVersions = new Map<string, { error: string; signature: string }>();
   /** The last reason logged per skipped directory, so a copy in progress is logged once per change. */
@@ -121,6 +123,7 @@ export class ModelRegistry {
     const dirStat = statSync(this.modelsDir, { bigint: true, throwIfNoEntry: false });
     this.scanned = dirStat && started - Number(dirStat.mtimeMs) > RACY_SCAN_MS ? { mtimeNs: dirStat.mtimeNs, ino: dirStat.ino } : undefined;
     this.incomplete.clear();
+    this.brokenSeen.clear();
     if (existsSync(this.modelsDir)) {
       for (const name of readdirSync(this.modelsDir).sort()) {
         const dir = path.join(this.modelsDir, name);
@@ -145,8 +148,9 @@ export class ModelRegistry {
         else if (broken) model.broken = broken.error;
         model.broken ??= knownLoadProblem(dir);
         // A broken version is mended inside its own directory (a tokenizer added), which the models
-        // directory's mtime does not show: watch its files as an incomplete one's.
-        if (model.broken) this.incomplete.set(name, directorySignature(dir));
+        // directory's mtime does not show: watch its files as an incomplete one's. It is listed
+        // once, as broken, not also as incomplete.
+        if (model.broken) this.brokenSeen.set(name, directorySignature(dir));
         found.set(name, model);
       }
     }
@@ -175,9 +179,35 @@ export class ModelRegistry {
     this.options.log?.(`models: ${id} cannot be loaded and is marked broken: ${error}`);
   }
 
-  /** Directories the last scan skipped as incomplete, with the reason (ids sorted). */
+  /**
+   * Directories the last scan skipped as incomplete, with the reason (ids sorted); paths in the
+   * reason are relative to the models directory (shownText).
+   */
   incompleteDirs(): Array<{ id: string; reason: string }> {
-    return [...this.incomplete.keys()].sort().map((id) => ({ id, reason: this.reported.get(id) ?? 'incomplete' }));
+    return [...this.incomplete.keys()].sort().map((id) => ({ id, reason: this.shownText(this.reported.get(id) ?? 'incomplete') }));
+  }
+
+  /**
+   * A reason or load error as API clients see it: the models directory's absolute path (as given,
+   * and as the system resolves it) left out, so `/srv/decide/models/x-2026-10/config.json` reads
+   * `x-2026-10/config.json`. The server's log keeps the whole path.
+   */
+  shownText(text: string): string {
+    let shown = text;
+    for (const dir of this.modelsDirSpellings()) shown = shown.split(`${dir}${path.sep}`).join('');
+    return shown;
+  }
+
+  private modelsDirSpellings(): string[] {
+    const given = path.resolve(this.modelsDir);
+    let real = given;
+    try {
+      real = realpathSync(given);
+    } catch {
+      // gone: the given spelling is all there is
+    }
+    // The longer spelling first, so that neither leaves a piece of the other behind.
+    return [...new Set([given, real])].sort((a, b) => b.length - a.length);
   }
 
   /** Installed models, ids sorted. */
@@ -240,7 +270,7 @@ export class ModelRegistry {
     if (!this.scanned) return true;
     const now = statSync(this.modelsDir, { bigint: true, throwIfNoEntry: false });
     if (!now || now.mtimeNs !== this.scanned.mtimeNs || now.ino !== this.scanned.ino) return true;
-    for (const [name, signature] of this.incomplete) {
+    for (const [name, signature] of [...this.incomplete, ...this.brokenSeen]) {
       if (directorySignature(path.join(this.modelsDir, name)) !== signature) return true;
     }
     return false;

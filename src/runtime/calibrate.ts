@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { QUESTION_TYPES, type DecisionAnswer, type QuestionType } from '../domain/decision.js';
+import { objectInOrder } from '../domain/key-order.js';
 import { EngineError } from '../errors/engine-error.js';
 
 /** Probabilities are integers of this many units: 6 decimals. */
@@ -86,7 +87,8 @@ export function answerFromLogits(
       top = i;
     }
   }
-  const probs = Object.fromEntries(options.map((o, i) => [o.key, units[i]! / UNITS]));
+  // In option order, integer-like keys included, when written as JSON (jsonInOrder).
+  const probs = objectInOrder(options.map((o, i) => [o.key, units[i]! / UNITS] as const));
   return { type: question.type, probs, top: options[top]!.key, confidence: units[top]! / UNITS };
 }
 

@@ -5,6 +5,7 @@
  * answers() turns label logits into calibrated answers.
  */
 import { quote, type DecisionAnswer, type NormalizedDecideRequest, type NormalizedQuestion } from '../domain/decision.js';
+import { objectInOrder } from '../domain/key-order.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { answerFromLogits, labelBiasFor, loadCalibration, type Calibration } from './calibrate.js';
 import { Engine, type EngineLoadOptions, type ScoreGroup, type SuffixScore } from '../engine/engine.js';
@@ -182,14 +183,15 @@ export class ModelRuntime {
 
   /** Calibrated answers: this version's temperature and label bias for each question's type. */
   answers(prepared: PreparedRequest, scores: SuffixScore[]): Record<string, DecisionAnswer> {
-    const out: Record<string, DecisionAnswer> = {};
-    prepared.questions.forEach((q, i) => {
-      const { labelLogits, logSumExp } = scores[i]!;
-      const bias = labelBiasFor(this.calibration, q.type, prepared.labels[i]!);
-      const answer = answerFromLogits(q, labelLogits, this.calibration.temperature[q.type], bias);
-      out[q.id] = prepared.labelMass ? { ...answer, label_mass: roundMass(labelMass(labelLogits, logSumExp)) } : answer;
-    });
-    return out;
+    // Keyed by question id in request order, integer-like ids included (jsonInOrder writes it so).
+    return objectInOrder(
+      prepared.questions.map((q, i) => {
+        const { labelLogits, logSumExp } = scores[i]!;
+        const bias = labelBiasFor(this.calibration, q.type, prepared.labels[i]!);
+        const answer = answerFromLogits(q, labelLogits, this.calibration.temperature[q.type], bias);
+        return [q.id, prepared.labelMass ? { ...answer, label_mass: roundMass(labelMass(labelLogits, logSumExp)) } : answer] as const;
+      }),
+    );
   }
 
   /** The calibration this version answers with (from its decision.json). */

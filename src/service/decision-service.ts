@@ -217,7 +217,8 @@ export class DecisionService {
       ...(m.alias ? { alias: m.alias } : {}),
       loaded: this.runtimes.has(m.id),
       status: m.broken ? ('broken' as const) : ('ok' as const),
-      ...(m.broken ? { error: m.broken } : {}),
+      // Paths relative to the models directory: the listing is for every key holder, not the operator.
+      ...(m.broken ? { error: this.registry.shownText(m.broken) } : {}),
       ...calibrationSummary(m.dir),
     };
   }

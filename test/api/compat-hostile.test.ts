@@ -29,6 +29,45 @@ afterAll(async () => {
   dirs?.cleanup();
 });
 
+describe('/v1/decisions: another method or a path below it, in OpenAI\'s error shape', () => {
+  const expectOpenAiError = (res: { statusCode: number; json(): any }, status: number, what: string) => {
+    expect(res.statusCode, what).toBe(status);
+    const body = res.json();
+    expect(Object.keys(body), what).toEqual(['error']);
+    expect(body.error).toMatchObject({ type: 'invalid_request_error', param: null, code: null });
+    expect(body.error.message, what).toMatch(/^Invalid URL \((GET|PUT|PATCH|DELETE|OPTIONS|POST) \/v1\/decisions/);
+  };
+
+  it('another method is 405 with Allow: POST', async () => {
+    for (const method of ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const) {
+      const res = await app.inject({ method, url: '/v1/decisions', headers: AUTH });
+      expectOpenAiError(res, 405, method);
+      expect(res.headers.allow).toBe('POST');
+    }
+  });
+
+  it('a path below it is 404, the trailing slash included; the query string is never repeated', async () => {
+    for (const [method, url] of [
+      ['POST', '/v1/decisions/'],
+      ['POST', '/v1/decisions/x?key=secret'],
+      ['GET', '/v1/decisions/dec_1'],
+    ] as const) {
+      const res = await app.inject({ method, url, headers: { ...AUTH, ...JSON_TYPE }, payload: method === 'POST' ? '{}' : undefined });
+      expectOpenAiError(res, 404, url);
+      expect(res.body).not.toContain('secret');
+    }
+  });
+
+  it('without a valid key, or with a body that does not parse, it is still OpenAI\'s shape', async () => {
+    const noKey = await app.inject({ method: 'GET', url: '/v1/decisions' });
+    expect(noKey.statusCode).toBe(401);
+    expect(noKey.json().error).toMatchObject({ code: 'invalid_api_key' });
+    const badBody = await app.inject({ method: 'POST', url: '/v1/decisions/', headers: { ...AUTH, ...JSON_TYPE }, payload: '{bad' });
+    expect(badBody.statusCode).toBe(400);
+    expect(badBody.json().error).toMatchObject({ type: 'invalid_request_error' });
+  });
+});
+
 describe('/v1/systemone: what the vendor router answers before the key and the body', () => {
   it('another method is 405 Method Not Allowed with or without a key, and whatever the body', async () => {
     const cases = [

@@ -5,7 +5,7 @@
  * /v1/batches/validate (the bad lines of a file by number, nothing created) and the `incomplete`
  * directories of GET /v1/models. The browser drives the rest in test/e2e/console.test.ts.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { FastifyInstance } from 'fastify';
@@ -17,8 +17,21 @@ import { CONSOLE_CSP, consoleRoutes } from '../../src/server/console.js';
 import { registerErrorHandling } from '../../src/server/errors.js';
 import { AUTH, TEST_KEY, tempModels, type TempDirs } from './fixtures.js';
 import { consoleBuilt } from '../helpers/console-build.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
 
 let dirs: TempDirs;
+
+/** A model directory that is complete on disk but cannot load: its config names more layers than its graph has. */
+async function brokenVersion(modelsDir: string): Promise<void> {
+  const tiny = await tinyModelDir();
+  const dir = path.join(modelsDir, 'other-2026-10');
+  mkdirSync(dir);
+  for (const name of ['tokenizer.json', 'tokenizer_config.json', 'decision.json']) cpSync(path.join(tiny, name), path.join(dir, name));
+  symlinkSync(path.join(tiny, 'onnx'), path.join(dir, 'onnx'), 'dir');
+  const config = JSON.parse(readFileSync(path.join(tiny, 'config.json'), 'utf8')) as Record<string, number>;
+  writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ ...config, num_hidden_layers: config.num_hidden_layers! + 3 }));
+}
+
 let app: FastifyInstance;
 let url: string;
 
@@ -28,6 +41,7 @@ beforeAll(async () => {
   // A version still being copied: config.json only.
   mkdirSync(path.join(dirs.modelsDir, 'svc-alpha-2026-12'));
   writeFileSync(path.join(dirs.modelsDir, 'svc-alpha-2026-12', 'config.json'), '{}');
+  await brokenVersion(dirs.modelsDir);
   app = await createServer({ modelsDir: dirs.modelsDir, apiKeys: [TEST_KEY], dataDir: dirs.dataDir, rateLimit: false, logger: false });
   url = await app.listen({ port: 0, host: '127.0.0.1' });
 }, 120_000);
@@ -155,12 +169,32 @@ describe('POST /v1/batches/validate', () => {
 });
 
 describe('GET /v1/models: incomplete directories', () => {
-  it('are listed with the reason, apart from the models', async () => {
+  it('are listed with the reason, apart from the models; a broken version only as broken', async () => {
+    // Asked for once: its load fails and marks it broken (it may already be known broken from its files).
+    const asked = await fetch(`${url}/v1/decide`, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'other-2026-10', state: 'x', questions: { q: { type: 'noul', instructions: 'ok?' } } }),
+    });
+    expect(asked.status).toBe(500);
     const res = await get('/v1/models', AUTH);
-    const body = (await res.json()) as { data: Array<{ id: string }>; incomplete: Array<{ id: string; reason: string }> };
-    expect(body.data.map((m) => m.id)).toEqual(['svc-alpha-2026-10']);
-    expect(body.incomplete).toHaveLength(1);
-    expect(body.incomplete[0]!.id).toBe('svc-alpha-2026-12');
+    const body = (await res.json()) as { data: Array<{ id: string; status: string; error?: string }>; incomplete: Array<{ id: string; reason: string }> };
+    expect(body.data.map((m) => m.id)).toEqual(['other-2026-10', 'svc-alpha-2026-10']);
+    expect(body.data[0]!.status).toBe('broken');
+    expect(body.incomplete.map((d) => d.id)).toEqual(['svc-alpha-2026-12']);
     expect(body.incomplete[0]!.reason.length).toBeGreaterThan(5);
+    expect(((await (await get('/v1/models/other-2026-10', AUTH)).json()) as { error?: string }).error).toBe(body.data[0]!.error);
+  });
+
+  it('name files relative to the models directory, never by the server\'s absolute path', async () => {
+    const body = (await (await get('/v1/models', AUTH)).json()) as { data: Array<{ id: string; error?: string }>; incomplete: Array<{ id: string; reason: string }> };
+    const error = body.data.find((m) => m.id === 'other-2026-10')!.error!;
+    const reason = body.incomplete[0]!.reason;
+    expect(error).toMatch(/^other-2026-10\/onnx\/\S+\.onnx: /);
+    expect(reason).toMatch(/^svc-alpha-2026-12\/config\.json: /);
+    for (const text of [error, reason, JSON.stringify(body)]) {
+      expect(text).not.toContain(dirs.root);
+      expect(text).not.toMatch(/(^|[\s"(])\/(tmp|home|work|var|srv|private)\//);
+    }
   });
 });

@@ -1,13 +1,16 @@
 /**
  * `decide batch --out` naming the input under another path (a symbolic link, a hard link): refused
  * before anything is opened for writing, even with --force, and the input keeps every byte. The
- * check runs before any model is loaded, so no models are needed here.
+ * check runs before any model is loaded, so no models are needed there. And the files a run writes
+ * (results, state) are mode 0600 whatever the umask, as the server keeps batch results.
  */
+import { statSync } from 'node:fs';
 import { link, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { tempModels } from '../api/fixtures.js';
 import { runDecide } from '../helpers/bin.js';
 
 let scratch: string;
@@ -46,5 +49,31 @@ describe('decide batch --out is never the input under another name', () => {
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/--out .* is --questions .* under another name/);
     expect(JSON.parse(await readFile(questions, 'utf8'))).toEqual({ q: { type: 'noul', instructions: 'Is it?' } });
+  });
+});
+
+describe('the files decide batch writes', () => {
+  it('the state file named after --out clashing with the input says to choose another --out', async () => {
+    const out = path.join(scratch, 'clash.jsonl');
+    await link(input, `${out}.state.json`);
+    const res = await batch([input, '--model', 'svc-alpha', '--models-dir', path.join(scratch, 'no-models'), '--out', out, '--force']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/the state file .* is the input file .* under another name \(a link\); writing it would destroy the input\. Choose another --out\n/);
+    expect(await readFile(input, 'utf8')).toBe(INPUT);
+  });
+
+  it('results are created 0600 under umask 000', async () => {
+    const dirs = await tempModels(['svc-alpha-2026-10']);
+    const before = process.umask(0o000);
+    try {
+      const out = path.join(scratch, 'private.jsonl');
+      const res = await batch([input, '--model', 'svc-alpha', '--models-dir', dirs.modelsDir, '--threads', '1', '--out', out]);
+      expect(res.code, res.stderr).toBe(0);
+      expect(statSync(out).mode & 0o777).toBe(0o600);
+      expect(JSON.parse(await readFile(out, 'utf8')).custom_id).toBe('a');
+    } finally {
+      process.umask(before);
+      dirs.cleanup();
+    }
   });
 });

@@ -10,14 +10,18 @@
  * cancelled; health shows readiness and the /metrics numbers. No CSP violation, no request URL and
  * no server log line carries the key. Screenshots of each page go to test/.tmp/console-screenshots.
  */
+import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 
 import OpenAI, { toFile } from 'openai';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { parseJsonText } from '../../src/api/json-text.js';
 import { calibrateModel } from '../../src/calibration/run.js';
+import { keysInOrder } from '../../src/domain/key-order.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { AUTH, TEST_KEY, tempModels, type TempDirs } from '../api/fixtures.js';
 import { QUESTIONS, rawLogits, states, writeSharpenedData } from '../calibration/helpers.js';
@@ -154,7 +158,8 @@ describe('the console in a browser', () => {
     const openai = (await page.locator('[data-snippet="openai"]').textContent())!;
     const params = JSON.parse(/client\.decisions\.create\(([\s\S]*)\);\nconsole/.exec(openai)![1]!);
     expect(params.questions.map((q: { type: string; name: string }) => `${q.type}:${q.name}`)).toEqual(['choice:topic', 'predicate:refund', 'score:urgency']);
-    expect(params.questions[2].levels.map((l: { label: string }) => l.label)).toEqual(['0', '1', '2']);
+    // The model reads a level's description (ours) or "label: description" (OpenAI's): the description is the label.
+    expect(params.questions[2].levels.map((l: { label: string }) => l.label)).toEqual(['not urgent', 'somewhat urgent', 'urgent']);
     expect(openai).toContain('process.env.DECIDE_API_KEY');
   });
 
@@ -178,6 +183,106 @@ describe('the console in a browser', () => {
     await expect.poll(() => page.locator('[data-question="topic"] [data-option]').count()).toBe(3);
     const curl = (await page.locator('[data-snippet="curl"]').textContent())!;
     expect(JSON.parse(/-d '([\s\S]*)'$/.exec(curl)![1]!).state).toEqual({ ticket: 'charged twice', order: 1182 });
+  });
+
+  it('playground: each "Copy as" snippet, sent, answers what the bars show; one a dialect cannot say is not offered', async () => {
+    const SNIPPET = path.join(ROOT, 'test', '.tmp', `copy-as-openai-${process.pid}.mjs`);
+    /** Probabilities are rounded to 6 decimals: one rounding step is the most two scorings may differ by. */
+    const near = (got: number, want: number, what: string) => expect(Math.abs(got - want), what).toBeLessThanOrEqual(1e-6 + 1e-12);
+    /** Runs the playground and returns its bars as question -> option -> probability. */
+    const runAndRead = async () => {
+      const before = await page.locator('[data-result]').getAttribute('data-result');
+      await page.click('#run');
+      await expect.poll(() => page.locator('[data-result]').getAttribute('data-result')).not.toBe(before);
+      const shown: Record<string, Record<string, number>> = {};
+      for (const id of ['topic', 'refund', 'urgency']) shown[id] = Object.fromEntries(await bars(id));
+      return shown;
+    };
+    const snippet = async (dialect: string) => {
+      await page.click(`[data-dialect="${dialect}"]`);
+      return (await page.locator(`[data-snippet="${dialect}"]`).textContent())!;
+    };
+    const sendSystemOne = async (shown: Record<string, Record<string, number>>) => {
+      const res = await api('/v1/systemone', { method: 'POST', headers: { 'content-type': 'application/json' }, body: await snippet('systemone') });
+      expect(res.status).toBe(200);
+      const { answers } = (await res.json()) as { answers: Record<string, { noul?: number; probabilities?: Record<string, number> }> };
+      near(answers.refund!.noul!, shown.refund!.yes!, 'refund');
+      for (const id of ['topic', 'urgency']) {
+        expect(Object.keys(answers[id]!.probabilities!).sort()).toEqual(Object.keys(shown[id]!).sort());
+        for (const [key, p] of Object.entries(answers[id]!.probabilities!)) near(p, shown[id]![key]!, `${id} ${key}`);
+      }
+    };
+
+    // Descriptions of no and yes: System One can say them, OpenAI's predicate cannot.
+    await page.fill('[aria-label="refund option 1 description"]', 'keeps the money as it is');
+    await page.fill('[aria-label="refund option 2 description"]', 'wants the money back');
+    let shown = await runAndRead();
+    await sendSystemOne(shown);
+    await page.click('[data-dialect="openai"]');
+    expect(await page.locator('[data-snippet-unavailable="openai"]').textContent()).toMatch(/predicate questions take no descriptions .*"refund"/);
+    expect(await page.locator('[data-snippet="openai"]').count()).toBe(0);
+
+    // Without them, the openai snippet runs as a Node script with the official client.
+    await page.fill('[aria-label="refund option 1 description"]', '');
+    await page.fill('[aria-label="refund option 2 description"]', '');
+    shown = await runAndRead();
+    await sendSystemOne(shown);
+    writeFileSync(SNIPPET, await snippet('openai'));
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, [SNIPPET], { env: { ...process.env, DECIDE_API_KEY: TEST_KEY } });
+      const answers = JSON.parse(stdout) as Array<{ name: string; probability?: number; probabilities?: Array<{ value: string | number; probability: number }> }>;
+      expect(answers.map((a) => a.name)).toEqual(['topic', 'refund', 'urgency']);
+      near(answers[1]!.probability!, shown.refund!.yes!, 'refund');
+      for (const p of answers[0]!.probabilities!) near(p.probability, shown.topic![String(p.value)]!, `topic ${p.value}`);
+      for (const p of answers[2]!.probabilities!) near(p.probability, shown.urgency![String(p.value)]!, `urgency ${p.value}`);
+    } finally {
+      rmSync(SNIPPET, { force: true });
+    }
+
+    // Levels 1, 2, 3: neither dialect can number them so; curl still can.
+    for (const [i, key] of ['1', '2', '3'].entries()) await page.fill(`[aria-label="urgency option ${i + 1} key"]`, key);
+    for (const dialect of ['systemone', 'openai']) {
+      await page.click(`[data-dialect="${dialect}"]`);
+      expect(await page.locator(`[data-snippet-unavailable="${dialect}"]`).textContent()).toMatch(/"urgency" with levels 1, 2, 3 .* use levels 0, 1, 2/);
+    }
+    expect(await snippet('curl')).toContain('"urgency"');
+    await shot('playground-copy-as');
+    for (const [i, key] of ['0', '1', '2'].entries()) await page.fill(`[aria-label="urgency option ${i + 1} key"]`, key);
+    await page.focus('#run'); // where the earlier tests leave the keyboard (the models test tabs on from there)
+  });
+
+  it('playground: option keys keep the order of the rows, integer-like ones included, in the request and every snippet', async () => {
+    const keys = ['2', '10', '1'];
+    for (const [i, key] of keys.entries()) await page.fill(`[aria-label="topic option ${i + 1} key"]`, key);
+    const before = await page.locator('[data-result]').getAttribute('data-result');
+    await page.click('#run');
+    await expect.poll(() => page.locator('[data-result]').getAttribute('data-result')).not.toBe(before);
+    const shown = Object.fromEntries(await bars('topic'));
+
+    await page.click('[data-dialect="curl"]');
+    const curl = (await page.locator('[data-snippet="curl"]').textContent())!;
+    const ordered = (text: string) => {
+      const parsed = parseJsonText(text);
+      if (!parsed.ok) throw new Error(parsed.reason);
+      return parsed.value as any;
+    };
+    const body = ordered(/-d '([\s\S]*)'$/.exec(curl)![1]!.replace(/'\\''/g, "'"));
+    expect(keysInOrder(body.questions.topic.criteria)).toEqual(keys);
+    await page.click('[data-dialect="systemone"]');
+    expect(keysInOrder(ordered((await page.locator('[data-snippet="systemone"]').textContent())!).questions.topic.criteria)).toEqual(keys);
+    await page.click('[data-dialect="openai"]');
+    const params = JSON.parse(/client\.decisions\.create\(([\s\S]*)\);\nconsole/.exec((await page.locator('[data-snippet="openai"]').textContent())!)![1]!);
+    expect(params.questions[0].choices.map((c: { value: string }) => c.value)).toEqual(keys);
+
+    // OpenAI's choices are an array, their order never in doubt: the bars are its answer.
+    const res = await api('/v1/decisions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(params) });
+    expect(res.status).toBe(200);
+    const answer = ((await res.json()) as { answers: Array<{ probabilities?: Array<{ value: string; probability: number }> }> }).answers[0]!;
+    for (const p of answer.probabilities!) expect(Math.abs(p.probability - shown[p.value]!), p.value).toBeLessThanOrEqual(1e-6 + 1e-12);
+
+    for (const [i, key] of ['shipping', 'billing', 'other'].entries()) await page.fill(`[aria-label="topic option ${i + 1} key"]`, key);
+    await page.click('[data-dialect="curl"]');
+    await page.focus('#run');
   });
 
   it('models: a calibrated version with its figures and reliability diagram, a broken one with its reason', async () => {
@@ -204,6 +309,10 @@ describe('the console in a browser', () => {
 
     expect(await page.locator('[data-model-id="other-2026-10"] [data-broken]').textContent()).toMatch(/Broken: .+/);
     expect(await page.locator('[data-incomplete="svc-alpha-2026-12"]').textContent()).toContain('svc-alpha-2026-12');
+    // The broken version is shown once, as broken; no file is named by the server's absolute path.
+    expect(await page.locator('[data-incomplete="other-2026-10"]').count()).toBe(0);
+    expect(await page.locator('[data-broken]').textContent()).toContain('other-2026-10/onnx/');
+    expect(await page.locator('body').textContent()).not.toContain(dirs.root);
     await shot('models');
   });
 
@@ -269,16 +378,26 @@ describe('the console in a browser', () => {
     await shot('batches-cancelled');
   });
 
-  it("batches: a job created through OpenAI's Batch API is listed like ours and reaches 100%", async () => {
+  it("batches: a job created through OpenAI's Batch API is listed like ours, reaches 100% and lists its failed row", async () => {
     const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: TEST_KEY, maxRetries: 0 });
     const lines = [1, 2, 3].map((i) => JSON.stringify({ custom_id: `oa-${i}`, method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state: `ticket ${i}`, questions: QUESTIONS } }));
+    // A request the endpoint refuses: its row has response.status_code 400 and our error body.
+    lines.splice(1, 0, JSON.stringify({ custom_id: 'oa-bad', method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state: 'x', questions: { q: { type: 'bogus', instructions: '?' } } } }));
     const file = await client.files.create({ file: await toFile(Buffer.from(`${lines.join('\n')}\n`), 'openai.jsonl'), purpose: 'batch' });
     const batch = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/decide' as never, completion_window: '24h' });
     const row = page.locator(`li.batch[data-batch-id="${batch.id}"]`);
     await expect.poll(() => row.getAttribute('data-status'), { timeout: 60_000 }).toBe('completed');
     expect(await row.textContent()).toContain('OpenAI Batch API');
     expect(await row.locator('[data-percent]').getAttribute('data-percent')).toBe('100');
-    expect(await row.textContent()).toContain('3 done of 3');
+    expect(await row.textContent()).toMatch(/3 done.* of 4/);
+
+    await row.locator('[data-action="failed"]').click();
+    const failed = row.locator('[data-failed-row]');
+    await failed.first().waitFor();
+    expect(await failed.count()).toBe(1);
+    expect(await failed.first().getAttribute('data-failed-row')).toBe('oa-bad');
+    expect(await failed.first().textContent()).toMatch(/HTTP 400 invalid_question.*questions\["q"\]\.type/);
+    await shot('batches-openai-failed');
   });
 
   it('batches: past one page of jobs, the newest 50 are listed and "Show 50 older batches" adds the rest', async () => {
@@ -319,7 +438,8 @@ describe('the console in a browser', () => {
     await page.locator('[data-ready="ready"]').waitFor();
     await expect.poll(() => page.locator('[data-figure="rate"]').textContent(), { timeout: 10_000 }).not.toBe('…');
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
-    const answered = metricValue(metrics, 'decide_http_requests_total', 'route="/v1/decide",status="200"');
+    // Decisions answered through every door (the playground's, and the Copy-as snippets sent above).
+    const answered = ['/v1/decide', '/v1/systemone', '/v1/decisions'].reduce((n, route) => n + metricValue(metrics, 'decide_http_requests_total', `route="${route}",status="200"`), 0);
     expect(answered).toBeGreaterThanOrEqual(2);
     expect(Number(await page.locator('[data-figure="answered"]').textContent())).toBe(answered);
     const cached = metricValue(metrics, 'decide_engine_cached_tokens_total');

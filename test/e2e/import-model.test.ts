@@ -52,7 +52,7 @@ describe('decide import-model', () => {
     expect([...percents].sort((a, b) => a - b)).toEqual(percents);
     expect(res.stdout).toMatch(/wrote .*qwen3-tiny-2026-11 \(qwen3, .*M parameters, fp32\) in/);
     const out = path.join(dirs.modelsDir, 'qwen3-tiny-2026-11');
-    expect((await readdir(out)).sort()).toEqual(['config.json', 'decision.json', 'onnx', 'tokenizer.json', 'tokenizer_config.json']);
+    expect((await readdir(out)).sort()).toEqual(['.decide-files', 'config.json', 'decision.json', 'onnx', 'tokenizer.json', 'tokenizer_config.json']);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.import).toMatchObject({ family: 'qwen3', sourceDtypes: ['BF16'], dtype: 'fp32', tokenizer: true, tiedEmbeddings: true });
     // Packed by default: the engine scores a state's questions in one row.

@@ -4,7 +4,7 @@
  * without it, and a bad value refused before anything is written.
  */
 import { existsSync } from 'node:fs';
-import { cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,5 +101,32 @@ describe('decide make-model onto an existing model', () => {
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/was not written by decide import-model or make-model/);
     expect(await snapshot(hand)).toEqual(before);
+  });
+
+  it('--force refuses, naming them, when someone put files of their own in the model directory; they are kept', async () => {
+    const out = path.join(scratch, 'models', 'notes-tiny');
+    expect((await runDecide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '3'])).code).toBe(0);
+    // What the engine derives from the graph at load is ours; a note and a checkpoint are not.
+    await writeFile(path.join(out, 'onnx', 'model.decide-gather.onnx'), 'derived');
+    await writeFile(path.join(out, 'NOTES.md'), 'my notes');
+    await mkdir(path.join(out, 'ckpt'));
+    await writeFile(path.join(out, 'ckpt', 'model.safetensors'), 'weights');
+    const before = await snapshot(out);
+    const refused = await runDecide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '4', '--force']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/holds 2 files that decide did not write \(NOTES\.md, ckpt\/model\.safetensors\); --force replaces only what decide wrote/);
+    expect(await snapshot(out)).toEqual(before);
+
+    // Written before the manifest existed: the names our writers use are ours, the note is not.
+    await rm(path.join(out, '.decide-files'));
+    await rm(path.join(out, 'ckpt'), { recursive: true });
+    const legacy = await runDecide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '4', '--force']);
+    expect(legacy.code).toBe(1);
+    expect(legacy.stderr).toMatch(/holds a file that decide did not write \(NOTES\.md\)/);
+
+    await rm(path.join(out, 'NOTES.md'));
+    expect((await runDecide(['make-model', '--preset', 'tiny', '--out', out, '--seed', '4', '--force'])).code).toBe(0);
+    expect(JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8')).builder.seed).toBe(4);
+    expect(JSON.parse(await readFile(path.join(out, '.decide-files'), 'utf8'))).toEqual(expect.arrayContaining(['config.json', 'decision.json', 'onnx/model.onnx']));
   });
 });

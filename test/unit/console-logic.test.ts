@@ -7,10 +7,40 @@ import { execFileSync } from 'node:child_process';
 
 import { describe as group, expect, it } from 'vitest';
 
-import { asCurl, asOpenAi, asSystemOne, shellQuote } from '../../console/src/copy-as.js';
+import { asCurl, asOpenAi, asSystemOne, copyAsProblem, shellQuote } from '../../console/src/copy-as.js';
 import { healthFigures, parseMetrics } from '../../console/src/metrics-text.js';
 import { ApiProblem, describe } from '../../console/src/problems.js';
+import { rowFailure } from '../../console/src/result-rows.js';
 import type { DecideRequest } from '../../console/src/types.js';
+import { ApiError } from '../../src/api/errors.js';
+import { parseDecisions } from '../../src/api/openai/validate.js';
+import { parseSystemOne } from '../../src/api/systemone/validate.js';
+import { validateDecideRequest, type NormalizedQuestion } from '../../src/api/validate.js';
+import { resultRow } from '../../src/batches/chunk-scoring.js';
+import { parseEndpointLine } from '../../src/batches/openai/lines.js';
+import type { RawLine } from '../../src/batches/records.js';
+
+/** A question as the model reads it: type, instructions, each option's label (score: its key) and text. */
+function asTheModelReadsIt(q: NormalizedQuestion) {
+  const shown = (o: { key: string; description?: string }) => (o.description !== undefined && o.description.trim() !== '' ? o.description : o.key);
+  return {
+    type: q.type,
+    instructions: q.instructions,
+    described: q.options.some((o) => o.description !== undefined && o.description.trim() !== ''),
+    options: q.options.map((o) => ({ label: q.type === 'score' ? o.key : undefined, text: shown(o) })),
+  };
+}
+
+/** Levels 0..n-1 (one without a description), descriptions of no and yes: System One can say it all. */
+const EXPRESSIBLE: DecideRequest = {
+  model: 'svc-alpha',
+  state: 'where is my parcel',
+  questions: {
+    refund: { type: 'noul', instructions: 'Refund?', criteria: { no: 'keeps it', yes: 'wants money back' } },
+    topic: { type: 'choice', instructions: 'Topic?', criteria: { billing: 'Charges', shipping: '' } },
+    urgency: { type: 'score', instructions: 'Urgent?', criteria: { '2': 'very', '1': '', '0': 'not' } },
+  },
+};
 
 const REQUEST: DecideRequest = {
   model: 'svc-alpha',
@@ -47,33 +77,50 @@ group('Copy as', () => {
     expect(execFileSync('bash', ['-c', `printf %s ${word}`], { encoding: 'utf8' })).toBe(JSON.stringify(REQUEST));
   });
 
-  it('/v1/systemone: noul criteria as {true, false}, score levels in numeric order as a list, choice as is', () => {
-    const body = JSON.parse(asSystemOne(REQUEST));
+  it('/v1/systemone: noul criteria as {true, false}, score levels 0..n-1 as the list of their texts, choice as is', () => {
+    const body = JSON.parse(asSystemOne(EXPRESSIBLE));
     expect(body.questions.refund.criteria).toEqual({ true: 'wants money back', false: 'keeps it' });
-    expect(body.questions.urgency.criteria).toEqual(['not', 'some', 'very']);
+    expect(body.questions.urgency.criteria).toEqual(['not', '1', 'very']);
     expect(body.questions.topic.criteria).toEqual({ billing: 'Charges', shipping: '' });
-    expect(body.state).toBe(REQUEST.state);
+    expect(body.state).toBe(EXPRESSIBLE.state);
   });
 
-  it('openai SDK: predicate / choice with choices / score with levels, in question order', () => {
-    const script = asOpenAi('http://127.0.0.1:8080', REQUEST);
+  it('openai SDK: predicate / choice with choices / score with levels labelled by their text, in question order', () => {
+    const plain = { ...EXPRESSIBLE, questions: { ...EXPRESSIBLE.questions, refund: { type: 'noul' as const, instructions: 'Refund?' } } };
+    const script = asOpenAi('http://127.0.0.1:8080', plain);
     expect(script).toContain("baseURL: \"http://127.0.0.1:8080/v1\", apiKey: process.env.DECIDE_API_KEY");
     const params = JSON.parse(/client\.decisions\.create\(([\s\S]*)\);\nconsole/.exec(script)![1]!);
     expect(params.questions).toEqual([
       { type: 'predicate', name: 'refund', instructions: 'Refund?' },
       { type: 'choice', name: 'topic', instructions: 'Topic?', choices: [{ value: 'billing', description: 'Charges' }, { value: 'shipping' }] },
-      {
-        type: 'score',
-        name: 'urgency',
-        instructions: 'Urgent?',
-        levels: [
-          { label: '0', description: 'not' },
-          { label: '2', description: 'some' },
-          { label: '10', description: 'very' },
-        ],
-      },
+      { type: 'score', name: 'urgency', instructions: 'Urgent?', levels: [{ label: 'not' }, { label: '1' }, { label: 'very' }] },
     ]);
-    expect(params.input).toBe(REQUEST.state);
+    expect(params.input).toBe(plain.state);
+  });
+
+  it('each snippet asks the model what /v1/decide asks it (the server\'s own parsers read all three)', () => {
+    const plain = { ...EXPRESSIBLE, questions: { ...EXPRESSIBLE.questions, refund: { type: 'noul' as const, instructions: 'Refund?' } } };
+    for (const request of [EXPRESSIBLE, plain]) {
+      const decide = validateDecideRequest(request).questions.map(asTheModelReadsIt);
+      expect(copyAsProblem('systemone', request)).toBeUndefined();
+      const systemOne = parseSystemOne(JSON.parse(asSystemOne(request)));
+      if (!systemOne.ok) throw new Error(JSON.stringify(systemOne.error.body));
+      expect(systemOne.call.request.questions.map(asTheModelReadsIt)).toEqual(decide);
+    }
+    expect(copyAsProblem('openai', plain)).toBeUndefined();
+    const params = JSON.parse(/client\.decisions\.create\(([\s\S]*)\);\nconsole/.exec(asOpenAi('http://x', plain))![1]!);
+    const decisions = parseDecisions(params);
+    if (!decisions.ok) throw new Error(JSON.stringify(decisions.error.body));
+    expect(decisions.call.request.questions.map(asTheModelReadsIt)).toEqual(validateDecideRequest(plain).questions.map(asTheModelReadsIt));
+  });
+
+  it('a request a dialect cannot ask as it is offers no snippet there, and says why', () => {
+    expect(copyAsProblem('systemone', REQUEST)).toMatch(/question "urgency" with levels 0, 2, 10 .* use levels 0, 1, 2/);
+    expect(copyAsProblem('openai', { ...REQUEST, questions: { urgency: REQUEST.questions.urgency! } })).toMatch(/question "urgency" with levels 0, 2, 10/);
+    expect(copyAsProblem('openai', EXPRESSIBLE)).toMatch(/predicate questions take no descriptions .* "refund"/);
+    const long = { ...EXPRESSIBLE, questions: { urgency: { type: 'score' as const, instructions: 'Urgent?', criteria: { '0': 'x'.repeat(129), '1': 'y' } } } };
+    expect(copyAsProblem('openai', long)).toMatch(/at most 128 characters/);
+    expect(copyAsProblem('systemone', long)).toBeUndefined();
   });
 });
 
@@ -98,5 +145,43 @@ group('/metrics text', () => {
     expect(f.prefixHitRate).toBe(0.75);
     expect([f.queueLive, f.queueBatch, f.modelsLoaded]).toEqual([1, 4, 1]);
     expect(healthFigures(parseMetrics('')).prefixHitRate).toBeNull();
+  });
+});
+
+group("a job's failed rows, in either dialect", () => {
+  const rawLine = (value: unknown): RawLine => {
+    const bytes = Buffer.from(JSON.stringify(value));
+    return { start: 0, end: bytes.length + 1, lineNo: 1, bytes, length: bytes.length, blank: false };
+  };
+  /** The result row the batch runner writes for one OpenAI-dialect line (lines.ts), parsed. */
+  const openAiRow = (value: unknown, endpoint: string) => {
+    const parsed = parseEndpointLine(rawLine(value), { model: 'm', seen: new Map(), endpoint });
+    return JSON.parse(parsed.format({ ok: false, error: parsed.error ?? new ApiError('server_error', 'x') })) as unknown;
+  };
+
+  it("reads a refused request's status and its endpoint's error body, for each endpoint", () => {
+    const bad: Record<string, unknown> = {
+      '/v1/decide': { model: 'm', state: 'x', questions: { q: { type: 'bogus', instructions: '?' } } },
+      '/v1/systemone': { model: 'm', state: 'x', questions: { q: { type: 'bogus', instructions: '?' } } },
+      '/v1/decisions': { model: 'm', input: 'x', questions: [{ type: 'bogus', instructions: '?' }] },
+    };
+    for (const [endpoint, body] of Object.entries(bad)) {
+      const failure = rowFailure(openAiRow({ custom_id: 'c', method: 'POST', url: endpoint, body }, endpoint));
+      expect(failure?.code, endpoint).toMatch(/^HTTP 400\b/);
+      expect(failure?.message, endpoint).toMatch(/type/);
+    }
+    const shape = rowFailure(openAiRow({ custom_id: 'c', method: 'POST', url: '/v1/systemone', body: { model: 'm', state: 'x', questions: {} } }, '/v1/systemone'));
+    expect(shape).toEqual({ code: 'HTTP 422 validation_error', message: expect.stringMatching(/body\.questions: /) });
+  });
+
+  it('reads a line that was no request, our failed rows, and passes answered rows', () => {
+    const broken = rowFailure(openAiRow({ custom_id: 'c', method: 'GET', url: '/v1/decide', body: {} }, '/v1/decide'));
+    expect(broken).toEqual({ code: 'invalid_question', message: expect.stringMatching(/method/) });
+    expect(rowFailure(JSON.parse(resultRow('r1', { ok: false, error: new ApiError('invalid_question', 'line 5: not valid JSON') })))).toEqual({
+      code: 'invalid_question',
+      message: 'line 5: not valid JSON',
+    });
+    expect(rowFailure({ id: 'batch_req_1', custom_id: 'c', response: { status_code: 200, request_id: 'dec_1', body: {} }, error: null })).toBeUndefined();
+    expect(rowFailure({ custom_id: 'c', id: 'dec_1', answers: {}, usage: {} })).toBeUndefined();
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.js';
+import { parseJsonText } from '../../src/api/json-text.js';
 import { normalizeQuestions, normalizeState, validateDecideRequest } from '../../src/api/validate.js';
 
 const noul = { type: 'noul', instructions: 'Is it urgent?' };
@@ -250,9 +251,21 @@ describe('validateDecideRequest: questions', () => {
     const q = { type: 'score', instructions: 'How much?', criteria: { '2.5': 'high', '-1': 'negative', '0': 'none', '10': 'max' } };
     const opts = validateDecideRequest(withQuestion(q)).questions[0]!.options;
     expect(opts.map((o) => o.key)).toEqual(['-1', '0', '2.5', '10']);
-    // JavaScript enumerates integer-like keys first: criteria order is 0, 10, 2.5, -1.
+    // An object built in JavaScript enumerates integer-like keys first: criteria order is 0, 10, 2.5, -1.
     expect(opts.map((o) => o.criteriaIndex)).toEqual([3, 0, 2, 1]);
     expect(() => validateDecideRequest(withQuestion({ ...q, criteria: { '007': 'a', '1': 'b' } }))).not.toThrow();
+  });
+
+  it('JSON text keeps the written order of question ids and criteria, integer-like keys included', () => {
+    const parsed = parseJsonText(
+      '{"model":"m","state":"s","questions":{"b":{"type":"choice","instructions":"i","criteria":{"2":"x","10":"y","a":"z","0":"w"}},' +
+        '"3":{"type":"score","instructions":"i","criteria":{"2.5":"high","-1":"negative","0":"none","10":"max"}}}}',
+    );
+    if (!parsed.ok) throw new Error(parsed.reason);
+    const req = validateDecideRequest(parsed.value);
+    expect(req.questions.map((q) => q.id)).toEqual(['b', '3']);
+    expect(req.questions[0]!.options.map((o) => [o.key, o.criteriaIndex])).toEqual([['2', 0], ['10', 1], ['a', 2], ['0', 3]]);
+    expect(req.questions[1]!.options.map((o) => [o.key, o.criteriaIndex])).toEqual([['-1', 1], ['0', 2], ['2.5', 0], ['10', 3]]);
   });
 
   it('score: rejects keys that are not plain decimal numbers', () => {

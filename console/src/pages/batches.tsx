@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { call, getJson } from '../api.js';
 import { asBatch } from '../batch-wire.js';
 import { LineProblems, type LineProblem } from '../components/line-problems.js';
+import { rowFailure } from '../result-rows.js';
 import { Problem } from '../components/problem.js';
 import { BatchProgress } from '../components/progress.js';
 import type { Batch, BatchValidation } from '../types.js';
@@ -51,14 +52,15 @@ async function download(batch: Batch): Promise<void> {
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
-/** The job's failed rows, numbered by their row of the results (1-based). */
+/** The job's failed rows, numbered by their row of the results (1-based), in either dialect (result-rows.ts). */
 async function failedRows(batch: Batch): Promise<LineProblem[]> {
   const text = await (await call(`/v1/batches/${batch.id}/results`)).text();
   const rows: LineProblem[] = [];
   text.split('\n').forEach((line, index) => {
     if (!line) return;
-    const row = JSON.parse(line) as { custom_id: string | null; error?: { code: string; message: string } };
-    if (row.error) rows.push({ at: index + 1, custom_id: row.custom_id, code: row.error.code, message: row.error.message });
+    const row = JSON.parse(line) as { custom_id?: string | null };
+    const failure = rowFailure(row);
+    if (failure) rows.push({ at: index + 1, custom_id: row.custom_id, code: failure.code, message: failure.message });
   });
   return rows;
 }

@@ -1,9 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
 
+import { parseJsonText } from '../../../src/api/json-text.js';
+import { entriesInOrder, objectInOrder } from '../../../src/domain/key-order.js';
 import { postJson } from '../api.js';
 import { AnswerBars } from '../components/bars.js';
 import { Problem } from '../components/problem.js';
-import { asCurl, asOpenAi, asSystemOne } from '../copy-as.js';
+import { asCurl, asOpenAi, asSystemOne, copyAsProblem } from '../copy-as.js';
 import type { DecideRequest, DecideResponse, Question, QuestionType } from '../types.js';
 import { modelChoices, ModelSelect, useModels } from '../use-models.js';
 
@@ -64,7 +66,8 @@ function toQuestion(d: Draft): Question {
       ? { type: 'noul', instructions: d.instructions }
       : { type: 'noul', instructions: d.instructions, criteria: { no: d.options[0]!.description, yes: d.options[1]!.description } };
   }
-  return { type: d.type, instructions: d.instructions, criteria: Object.fromEntries(d.options.map((o) => [o.key, o.description])) };
+  // In the rows' order, integer-like keys included (JavaScript would list "0", "7" first).
+  return { type: d.type, instructions: d.instructions, criteria: objectInOrder(d.options.map((o) => [o.key, o.description] as const)) };
 }
 
 function QuestionEditor({ draft, index, onChange, onRemove }: { draft: Draft; index: number; onChange: (d: Draft) => void; onRemove: () => void }) {
@@ -162,7 +165,9 @@ function CopyAs({ request }: { request: DecideRequest }) {
   const [dialect, setDialect] = useState<Dialect>('curl');
   const [copied, setCopied] = useState('');
   const origin = location.origin;
-  const text = dialect === 'curl' ? asCurl(origin, request) : dialect === 'systemone' ? asSystemOne(request) : asOpenAi(origin, request);
+  // A dialect that cannot ask this very question offers no snippet, only the reason.
+  const problem = dialect === 'curl' ? undefined : copyAsProblem(dialect, request);
+  const text = problem ?? (dialect === 'curl' ? asCurl(origin, request) : dialect === 'systemone' ? asSystemOne(request) : asOpenAi(origin, request));
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(text);
@@ -180,14 +185,20 @@ function CopyAs({ request }: { request: DecideRequest }) {
             {d.label}
           </button>
         ))}
-        <button type="button" onClick={copy}>
+        <button type="button" onClick={copy} disabled={problem !== undefined}>
           Copy
         </button>
         <span role="status">{copied}</span>
       </div>
-      <pre class="snippet" data-snippet={dialect} tabIndex={0}>
-        {text}
-      </pre>
+      {problem ? (
+        <p class="hint" data-snippet-unavailable={dialect}>
+          {problem}
+        </p>
+      ) : (
+        <pre class="snippet" data-snippet={dialect} tabIndex={0}>
+          {text}
+        </pre>
+      )}
     </section>
   );
 }
@@ -211,11 +222,13 @@ export function Playground() {
   try {
     let state: DecideRequest['state'] = stateText;
     if (stateMode === 'json') {
-      const parsed: unknown = JSON.parse(stateText);
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the state must be a JSON object');
-      state = parsed as Record<string, unknown>;
+      // Parsed as the server parses it: keys keep the order they were typed in.
+      const parsed = parseJsonText(stateText);
+      if (!parsed.ok) throw new Error(parsed.reason);
+      if (typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) throw new Error('the state must be a JSON object');
+      state = parsed.value as Record<string, unknown>;
     }
-    request = { model, state, questions: Object.fromEntries(drafts.map((d) => [d.id, toQuestion(d)])) };
+    request = { model, state, questions: objectInOrder(drafts.map((d) => [d.id, toQuestion(d)] as const)) };
   } catch (err) {
     formProblem = `State: ${(err as Error).message}`;
   }
@@ -314,8 +327,9 @@ export function Playground() {
                 </dd>
               </div>
             </dl>
-            {Object.entries(result.response.answers).map(([id, answer]) => (
-              <AnswerBars key={id} id={id} answer={answer} descriptions={descriptions(id)} />
+            {/* In the request's question order: the browser's JSON.parse lists integer-like ids first. */}
+            {entriesInOrder(result.request.questions).map(([id]) => (
+              <AnswerBars key={id} id={id} answer={result.response.answers[id]!} descriptions={descriptions(id)} />
             ))}
           </>
         ) : !error ? (

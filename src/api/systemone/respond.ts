@@ -6,6 +6,7 @@
 // confidence = (p_max - 1/N) / (1 - 1/N): the vendor does not publish its formula, but every real
 // example in its docs fits this one (1.5); it is 0 for a flat distribution and 1 for a certain one.
 import type { DecisionAnswer } from '../../domain/decision.js';
+import { objectInOrder } from '../../domain/key-order.js';
 import type { DecideResponse } from '../schemas.js';
 import { expectedLevel, round6 } from '../dialect.js';
 import type { SystemOneAnswer, SystemOneResponse } from './schemas.js';
@@ -46,11 +47,8 @@ function answer(answer: DecisionAnswer, legend: unknown[] | undefined): SystemOn
  * const body = respondSystemOne(parsed.call, await service.decideNormalized(parsed.call.request));
  */
 export function respondSystemOne(call: SystemOneCall, response: DecideResponse): SystemOneResponse {
-  const answers: Record<string, SystemOneAnswer> = {};
-  for (const q of call.request.questions) {
-    // Ids are never "__proto__" (the normalizer rejects it), so plain assignment keeps every key.
-    answers[q.id] = answer(response.answers[q.id]!, call.legends.get(q.id));
-  }
+  // In request order, integer-like ids included; a choice's probabilities keep criteria order (the runtime's probs).
+  const answers = objectInOrder(call.request.questions.map((q) => [q.id, answer(response.answers[q.id]!, call.legends.get(q.id))] as const));
   return {
     model: response.model,
     answers,

@@ -16,6 +16,7 @@
 //   instructions, descriptions, levels given as objects or arrays -> their compact JSON text;
 //   an array state -> its compact JSON text (an object state as /v1/decide renders it).
 import type { NormalizedDecideRequest, QuestionType } from '../../domain/decision.js';
+import { entriesInOrder, keysInOrder, objectInOrder } from '../../domain/key-order.js';
 import { isApiError } from '../errors.js';
 import { isPlainObject, jsonType, type DialectCall, type DialectParse, type WireError } from '../dialect.js';
 import { normalizeQuestions, normalizeState, structuredText, DEFAULT_VALIDATION_LIMITS, type ValidationLimits } from '../validate.js';
@@ -59,7 +60,7 @@ function shapeProblems(body: unknown): SystemOneProblem[] {
   else if (!isPlainObject(questions)) add('dict_type', ['questions'], 'Input should be a valid dictionary');
   else if (Object.keys(questions).length === 0) add('too_short', ['questions'], 'Dictionary should have at least 1 item after validation, not 0');
   else {
-    for (const [id, q] of Object.entries(questions)) questionShape(id, q, add);
+    for (const [id, q] of entriesInOrder(questions)) questionShape(id, q, add);
   }
   return problems;
 }
@@ -80,7 +81,7 @@ function questionShape(id: string, q: unknown, add: (type: string, loc: Loc, msg
       if (!hasCriteria) break;
       if (!isPlainObject(criteria)) add('dict_type', [...at, 'criteria'], 'Input should be a valid dictionary with the keys "true" and "false"');
       else {
-        for (const [key, value] of Object.entries(criteria)) {
+        for (const [key, value] of entriesInOrder(criteria)) {
           if (key !== 'true' && key !== 'false') add('extra_forbidden', [...at, 'criteria', key], 'Extra inputs are not permitted (noul criteria take "true" and "false")');
           else if (value !== null && !isText(value)) add('string_type', [...at, 'criteria', key], 'Input should be a string, an object or an array');
         }
@@ -90,7 +91,7 @@ function questionShape(id: string, q: unknown, add: (type: string, loc: Loc, msg
       if (!hasCriteria) add('missing', [...at, 'criteria'], 'Field required');
       else if (!isPlainObject(criteria)) add('dict_type', [...at, 'criteria'], 'Input should be a valid dictionary of option -> description');
       else {
-        for (const [key, value] of Object.entries(criteria)) {
+        for (const [key, value] of entriesInOrder(criteria)) {
           if (value !== null && !isText(value)) add('string_type', [...at, 'criteria', key], 'Input should be a string, an object, an array or null');
         }
       }
@@ -131,11 +132,11 @@ function textAt(value: unknown, path: string, limits: Partial<ValidationLimits>)
 /** Pass 2 on a body that passed pass 1: our rules, then the decide-shaped question map. */
 function toDecideQuestions(questions: Record<string, Record<string, unknown>>, limits: Partial<ValidationLimits>) {
   const maxQuestions = limits.maxQuestions ?? DEFAULT_VALIDATION_LIMITS.maxQuestions;
-  const ids = Object.keys(questions);
+  const ids = keysInOrder(questions);
   if (ids.length > maxQuestions) reject(limitError(`Too many questions. Must have at most ${maxQuestions} questions.`));
   const legends = new Map<string, unknown[]>();
-  // No prototype: a question id "__proto__" must stay a key (normalizeQuestions then rejects it by name).
-  const decide: Record<string, unknown> = Object.create(null);
+  // In the caller's order; a question id "__proto__" stays a key (normalizeQuestions then rejects it by name).
+  const decide: Array<[string, unknown]> = [];
   for (const id of ids) {
     const q = questions[id]!;
     const at = `questions[${quote(id)}]`;
@@ -162,10 +163,10 @@ function toDecideQuestions(questions: Record<string, Record<string, unknown>>, l
       }
     } else if (type === 'choice') {
       const c = criteria as Record<string, unknown>;
-      const n = Object.keys(c).length;
+      const n = keysInOrder(c).length;
       if (n > SYSTEMONE_LIMITS.maxChoices) reject(limitError(`Too many choices. Must have at most ${SYSTEMONE_LIMITS.maxChoices} choices.`));
       if (n < SYSTEMONE_LIMITS.minChoices) reject(limitError(`Too few choices. Must have at least ${SYSTEMONE_LIMITS.minChoices} choices.`));
-      out.criteria = Object.fromEntries(Object.entries(c).map(([key, d]) => [key, d === null ? '' : textAt(d, `${at}.criteria[${quote(key)}]`, limits)]));
+      out.criteria = objectInOrder(entriesInOrder(c).map(([key, d]) => [key, d === null ? '' : textAt(d, `${at}.criteria[${quote(key)}]`, limits)]));
     } else if (type === 'score') {
       const levels = criteria as unknown[];
       if (levels.length > SYSTEMONE_LIMITS.maxLevels) reject(limitError(`Too many score levels. Must have at most ${SYSTEMONE_LIMITS.maxLevels} levels.`));
@@ -173,9 +174,9 @@ function toDecideQuestions(questions: Record<string, Record<string, unknown>>, l
       out.criteria = Object.fromEntries(levels.map((level, i) => [String(i), textAt(level, `${at}.criteria[${i}]`, limits)]));
       legends.set(id, levels);
     }
-    decide[id] = out;
+    decide.push([id, out]);
   }
-  return { decide, legends };
+  return { decide: objectInOrder(decide), legends };
 }
 
 /** The state as the model reads it: a string as it is, an object or array as compact JSON. */

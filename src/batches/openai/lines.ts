@@ -15,6 +15,7 @@ import type { WireError } from '../../api/dialect.js';
 import { ApiError } from '../../api/errors.js';
 import type { DecideResponse } from '../../api/schemas.js';
 import type { NormalizedDecideRequest } from '../../api/validate.js';
+import { jsonInOrder } from '../../domain/key-order.js';
 import { decodeLine, DEFAULT_MAX_RECORD_BYTES, MAX_CUSTOM_ID_LENGTH, type RawLine, type RecordContext } from '../records.js';
 import { batchEndpoint } from './endpoints.js';
 
@@ -38,7 +39,8 @@ function typeName(v: unknown): string {
 }
 
 function row(customId: string | null, response: { status_code: number; request_id: string; body: unknown } | null, error: { code: string; message: string } | null): string {
-  return `${JSON.stringify({ id: `batch_req_${ulid()}`, custom_id: customId, response, error })}\n`;
+  // The body's keys in the caller's order, as the endpoint writes them synchronously.
+  return `${jsonInOrder({ id: `batch_req_${ulid()}`, custom_id: customId, response, error })}\n`;
 }
 
 function wireRow(customId: string | null, wire: WireError, requestId: string): string {

@@ -28,6 +28,7 @@ import { toApiError } from '../../api/errors.js';
 import { addLine, chunkRows, emptyChunk, scoreChunk } from '../chunk-scoring.js';
 import type { BatchDecisionService } from '../job-pump.js';
 import { claimedCustomId, type RawLine, type RecordContext } from '../records.js';
+import { storedFormQuestions } from '../query.js';
 import type { BatchSettings } from '../settings.js';
 import type { ConnectionState } from './connection-state.js';
 import { inTransaction, queueDb, type Pool } from './database.js';
@@ -257,7 +258,7 @@ export class ChunkWorker {
       records: {
         model: job.model,
         requestedModel: job.requestedModel,
-        formQuestions: job.questions === null ? undefined : JSON.parse(job.questions),
+        formQuestions: storedFormQuestions(job.questions),
         endpoint: job.openai?.endpoint,
         seen,
         limits: this.o.settings.validation,

@@ -2,11 +2,13 @@
  * POST /v1/decide. The route schema documents the contract (OpenAPI) but does not validate: the body
  * goes as parsed to DecisionService.decide(), whose validator (src/api/validate.ts) is the one
  * source of the rules and of the `invalid_question` messages, for HTTP, batches and library alike.
- * The response is serialized with JSON.stringify, exactly as the service produced it.
+ * The response is serialized as the service produced it, with keys in the order it recorded
+ * (jsonInOrder: answers by question id and probs by option in the caller's order, integer-like keys included).
  */
 import type { FastifyPluginAsync } from 'fastify';
 
 import { ref } from '../../api/schemas.js';
+import { jsonInOrder } from '../../domain/key-order.js';
 import type { DecisionService } from '../../service/decision-service.js';
 
 export interface DecideRouteOptions {
@@ -39,7 +41,7 @@ export const decideRoutes: FastifyPluginAsync<DecideRouteOptions> = async (app, 
       },
       // The schema above is for the OpenAPI document only (see the file comment).
       validatorCompiler: () => () => true,
-      serializerCompiler: () => (data) => JSON.stringify(data),
+      serializerCompiler: () => (data) => jsonInOrder(data),
     },
     async (request) => service.decide(request.body, { requestId: request.id }),
   );

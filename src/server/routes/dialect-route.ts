@@ -8,6 +8,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
 
 import type { AuthFailure, Dialect, DialectCall, WireError } from '../../api/dialect.js';
+import { jsonInOrder } from '../../domain/key-order.js';
 import type { DecisionService } from '../../service/decision-service.js';
 import { httpError } from '../errors.js';
 
@@ -61,7 +62,8 @@ export function registerDialectRoute<Call extends DialectCall>(
       schema: route.schema,
       // The schema is for the OpenAPI document only: dialect.parse() is the one validator.
       validatorCompiler: () => () => true,
-      serializerCompiler: () => (data) => JSON.stringify(data),
+      // Keys in the caller's order (answers by question id, a choice's probabilities by option).
+      serializerCompiler: () => (data) => jsonInOrder(data),
       errorHandler: dialectErrorHandler(dialect as Dialect),
       onSend: async (request, reply, payload) => {
         route.onSend?.(request, reply);

@@ -1,0 +1,96 @@
+/**
+ * Object keys in the order a client wrote them. A JavaScript object lists integer-like keys
+ * ("0", "12": array indices) first, in ascending order, whatever order they were written in, so
+ * criteria `{"0": ..., "1": ..., "10": ..., "2": ...}` would become 0, 1, 2, 10, and every
+ * JSON.stringify of it too. The options of a question are shown to the model in that order, so the
+ * same question asked as an array (OpenAI's choices) and as an object (criteria) would differ.
+ *
+ * An object's written key order is remembered beside it (a WeakMap: the object itself is not
+ * changed): the JSON text parser (src/api/json-text.ts) records it for every object it makes, and
+ * code that builds an object in a meaningful order (answers by question id, probs by option)
+ * records it with objectInOrder(). keysInOrder() reads it back, and jsonInOrder() writes JSON text
+ * in it. An object without a recorded order lists its keys as JavaScript does.
+ */
+
+const WRITTEN_ORDER = new WeakMap<object, readonly string[]>();
+
+/** Records `keys` (each an own key of `obj`, each once) as the order of `obj`'s keys; returns `obj`. */
+export function recordKeyOrder<T extends object>(obj: T, keys: readonly string[]): T {
+  WRITTEN_ORDER.set(obj, keys);
+  return obj;
+}
+
+/** Whether `obj` has a recorded key order (else its keys are listed as JavaScript lists them). */
+export function hasKeyOrder(obj: object): boolean {
+  return WRITTEN_ORDER.has(obj);
+}
+
+/**
+ * A plain object with these entries whose keys keep this order (keysInOrder, jsonInOrder). Built as
+ * Object.fromEntries builds it, so a key "__proto__" is an own key, not the prototype.
+ * @example
+ * jsonInOrder(objectInOrder([['10', 1], ['2', 2]])); // '{"10":1,"2":2}'
+ */
+export function objectInOrder<V>(entries: Iterable<readonly [string, V]>): Record<string, V> {
+  const list = [...entries];
+  const obj = Object.fromEntries(list) as Record<string, V>;
+  return recordKeyOrder(obj, [...new Set(list.map(([key]) => key))]);
+}
+
+/**
+ * `obj`'s own enumerable string keys in the order they were written (recorded), else as
+ * Object.keys lists them. Keys added after the order was recorded follow the recorded ones.
+ */
+export function keysInOrder(obj: object): string[] {
+  const own = Object.keys(obj);
+  const written = WRITTEN_ORDER.get(obj);
+  if (!written) return own;
+  if (written.length === own.length && written.every((k) => Object.prototype.propertyIsEnumerable.call(obj, k))) return [...written];
+  const known = new Set(written);
+  return [...written.filter((k) => Object.prototype.propertyIsEnumerable.call(obj, k)), ...own.filter((k) => !known.has(k))];
+}
+
+/** [key, value] pairs of `obj` in keysInOrder() order. */
+export function entriesInOrder<V>(obj: Record<string, V>): Array<[string, V]> {
+  return keysInOrder(obj).map((k) => [k, obj[k]!]);
+}
+
+/**
+ * JSON text of `value` as JSON.stringify(value, null, indent) writes it, except that every object's
+ * keys come in keysInOrder() order. For data: plain objects, arrays, strings, numbers, booleans,
+ * null, and values with toJSON(); a cycle throws a TypeError as JSON.stringify does. `indent`: the
+ * number of spaces per level (0, the default: compact).
+ * @example
+ * jsonInOrder(parsedCriteria); // '{"0":"a","10":"b","2":"c"}' when the text wrote them so
+ */
+export function jsonInOrder(value: unknown, indent = 0): string {
+  return write(value, '', new Set(), ' '.repeat(Math.min(10, Math.max(0, indent))), '') ?? 'null';
+}
+
+function write(value: unknown, key: string, open: Set<object>, step: string, at: string): string | undefined {
+  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    value = (value as { toJSON(key: string): unknown }).toJSON(key);
+  }
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (value instanceof Number || value instanceof String || value instanceof Boolean) return JSON.stringify(value);
+  if (open.has(value)) throw new TypeError('Converting circular structure to JSON');
+  open.add(value);
+  const inner = at + step;
+  // Members one per line, indented, when indenting; empty containers stay [] and {}.
+  const wrap = (parts: string[], [left, right]: string) =>
+    parts.length === 0 ? `${left}${right}` : step ? `${left}\n${inner}${parts.join(`,\n${inner}`)}\n${at}${right}` : `${left}${parts.join(',')}${right}`;
+  let text: string;
+  if (Array.isArray(value)) {
+    text = wrap(value.map((item, i) => write(item, String(i), open, step, inner) ?? 'null'), '[]');
+  } else {
+    const parts: string[] = [];
+    const obj = value as Record<string, unknown>;
+    for (const k of keysInOrder(obj)) {
+      const item = write(obj[k], k, open, step, inner);
+      if (item !== undefined) parts.push(`${JSON.stringify(k)}:${step ? ' ' : ''}${item}`);
+    }
+    text = wrap(parts, '{}');
+  }
+  open.delete(value);
+  return text;
+}
