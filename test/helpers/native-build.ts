@@ -6,28 +6,14 @@
  * stops the run with the reason instead of testing the old addon.
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const ADDON = path.join(ROOT, 'build', 'Release', 'decide_native.node');
-const STAMP = path.join(ROOT, 'build', 'Release', 'decide_native.sources-sha256');
+import { ADDON, nativeSourcesHash, ROOT, STAMP } from '../../scripts/native-stamp.mjs';
 
-/** SHA-256 over the native sources: every file under native/ (sorted by path) and CMakeLists.txt. */
-export function nativeSourcesHash(): string {
-  const hash = createHash('sha256');
-  const files = [
-    'CMakeLists.txt',
-    ...readdirSync(path.join(ROOT, 'native'), { recursive: true, withFileTypes: true })
-      .filter((e) => e.isFile())
-      .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name))),
-  ].sort();
-  for (const file of files) hash.update(file).update('\0').update(readFileSync(path.join(ROOT, file))).update('\0');
-  return hash.digest('hex');
-}
+// The hash and the stamp's place are shared with `npm run build:native`, which writes the stamp.
+export { nativeSourcesHash };
 
 /** Why the addon needs a build, or undefined when it matches the sources. */
 export function staleAddonReason(want = nativeSourcesHash()): string | undefined {

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { cpuInt8Support } from '../../src/engine/cpu-int8.js';
-import { Engine } from '../../src/engine/engine.js';
+import { Engine, type SuffixScore } from '../../src/engine/engine.js';
 import { chooseInt8Path } from '../../src/engine/int8-path.js';
 import { U8S8_REWRITE_VERSION, u8s8Paths } from '../../src/engine/int8-rewrite.js';
 import { makeModel } from '../../src/models/builder/make-model.js';
@@ -204,7 +204,7 @@ describe('int8 paths on the tiny int8 model', () => {
     expect(a.maxAbsProbDiff).toBeLessThan(2e-2);
     expect(a.topAgreeing).toBe(a.rows);
     const groups = randomGroups(5, 3, SIZES);
-    const scores = [];
+    const scores: SuffixScore[][][] = [];
     for (const int8Path of ['u8u8', 'u8s8'] as const) {
       const engine = await Engine.load({ modelDir: int8Dir, threads: 1, int8Path });
       scores.push(await engine.score(groups));
