@@ -26,8 +26,8 @@ void KvStore::ForkPast(const std::vector<PastRef>& rows, int past_len) {
       char* dst = base + r * shape_.num_kv_heads * run_bytes;
       const size_t copied = static_cast<size_t>(row.length) * token_bytes;
       if (row.length > 0) {
-        const DeviceBuffer& src = b % 2 == 0 ? row.block->keys[layer] : row.block->values[layer];
-        runs.push_back(CopyRun{dst, run_bytes, src.Data(), row.block->RunBytes(row.block->length), copied,
+        const char* src = b % 2 == 0 ? row.block->keys[layer] : row.block->values[layer];
+        runs.push_back(CopyRun{dst, run_bytes, src, row.block->RunBytes(row.block->length), copied,
                                static_cast<size_t>(shape_.num_kv_heads)});
       }
       if (copied == run_bytes) continue;
@@ -46,9 +46,9 @@ void KvStore::ForkPast(const std::vector<PastRef>& rows, int past_len) {
 void KvStore::AddPrefixCopy(std::vector<CopyRun>& runs, const KvBlock& src, int count, KvBlock& dst) const {
   if (count <= 0) return;
   for (int l = 0; l < shape_.num_layers; ++l) {
-    runs.push_back(CopyRun{dst.keys[l].Data(), dst.RunBytes(dst.length), src.keys[l].Data(), src.RunBytes(src.length),
+    runs.push_back(CopyRun{dst.keys[l], dst.RunBytes(dst.length), src.keys[l], src.RunBytes(src.length),
                            src.RunBytes(count), static_cast<size_t>(shape_.num_kv_heads)});
-    runs.push_back(CopyRun{dst.values[l].Data(), dst.RunBytes(dst.length), src.values[l].Data(),
+    runs.push_back(CopyRun{dst.values[l], dst.RunBytes(dst.length), src.values[l],
                            src.RunBytes(src.length), src.RunBytes(count), static_cast<size_t>(shape_.num_kv_heads)});
   }
 }
@@ -62,8 +62,8 @@ void KvStore::AddNewKvCopy(std::vector<CopyRun>& runs, const PresentKv& present,
   for (int l = 0; l < shape_.num_layers; ++l) {
     for (int which = 0; which < 2; ++which) {
       const char* src = (which == 0 ? present.keys[l] : present.values[l]) + offset;
-      const DeviceBuffer& out = which == 0 ? dst.keys[l] : dst.values[l];
-      runs.push_back(CopyRun{out.Data() + static_cast<size_t>(dst_start) * token_bytes, dst.RunBytes(dst.length), src,
+      char* out = which == 0 ? dst.keys[l] : dst.values[l];
+      runs.push_back(CopyRun{out + static_cast<size_t>(dst_start) * token_bytes, dst.RunBytes(dst.length), src,
                              total_len * token_bytes, static_cast<size_t>(count) * token_bytes,
                              static_cast<size_t>(shape_.num_kv_heads)});
     }

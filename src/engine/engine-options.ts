@@ -27,7 +27,7 @@ export interface EngineLoadOptions {
   threads?: number;
   /** Bytes of prefix KV kept across calls (LRU); default 1 GiB. 0 keeps none. */
   prefixCacheBytes?: number;
-  /** Padded new tokens per forward pass before a pass is split; default 8192 on 'cpu', 32768 on 'cuda'. */
+  /** Padded new tokens per forward pass before a pass is split; default 8192 on 'cpu', 65536 on 'cuda' (a GPU-size call of 64 states is one pass). */
   tokenBudget?: number;
   /** Bytes of forked prefix KV per forward pass before a pass is split; default 1 GiB on 'cpu', 8 GiB on 'cuda'. */
   pastBudgetBytes?: number;
@@ -103,7 +103,7 @@ export const PROVIDER_DEFAULTS = {
     prefillChunks: true,
   },
   cuda: {
-    tokenBudget: 32768,
+    tokenBudget: 65536,
     pastBudgetBytes: 8 * 2 ** 30,
     /** 'device': sized at load from the device's free memory (the score tensors of a pass fit a quarter of it). */
     attentionBudget: 'device' as number | 'device',

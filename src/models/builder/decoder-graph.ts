@@ -247,17 +247,17 @@ export function buildDecoderGraph(
 
   // Visibility mask [B, 1, group * S, T], shared by all layers; row r is query r mod S.
   const m = '/model/attn_mask';
-  const seqLen = g.op1('Shape', `${m}/Shape`, ['input_ids'], { start: 1, end: 2 });
+  // The lengths are shape scalars, which ONNX Runtime keeps on the CPU: they feed only ops that
+  // take them there (Range's bounds, Tile's repeats, Slice's starts), never arithmetic that runs on
+  // a GPU, which would make it copy them over in every run (a Memcpy node).
   const pastLen = g.op1('Shape', `${m}/Shape_1`, [pastKeyName(0)], { start: 2, end: 3 });
   const totalLen = g.op1('Shape', `${m}/Shape_2`, ['attention_mask'], { start: 1, end: 2 });
   const axis0 = g.int64([0]);
-  const seqLenS = g.op1('Squeeze', `${m}/Squeeze`, [seqLen, axis0]);
   const pastLenS = g.op1('Squeeze', `${m}/Squeeze_1`, [pastLen, axis0]);
   const totalLenS = g.op1('Squeeze', `${m}/Squeeze_2`, [totalLen, axis0]);
   const keyIdx = g.op1('Range', `${m}/Range`, [i64(0), totalLenS, i64(1)]);
-  const rowCount = g.op1('Mul', `${m}/Mul`, [seqLenS, i64(groups)]);
-  const rows = g.op1('Range', `${m}/Range_1`, [i64(0), rowCount, i64(1)]);
-  const queryIdx = g.op1('Add', `${m}/Add`, [g.op1('Mod', `${m}/Mod`, [rows, seqLenS]), pastLenS]);
+  // Row r of the group-stacked rows is query r mod S, at position past + (r mod S).
+  const queryIdx = g.op1('Tile', `${m}/Tile`, [g.op1('Range', `${m}/Range_1`, [pastLenS, totalLenS, i64(1)]), g.int64([groups])]);
   const causal = g.op1('LessOrEqual', `${m}/LessOrEqual`, [
     g.op1('Unsqueeze', `${m}/Unsqueeze`, [keyIdx, g.int64([0])]),
     g.op1('Unsqueeze', `${m}/Unsqueeze_1`, [queryIdx, g.int64([1])]),
