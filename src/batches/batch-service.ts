@@ -1,11 +1,11 @@
 /**
  * BatchService: batch jobs over JSONL files, the one object the HTTP routes talk to. It validates
  * and owns the API's side (model, questions, record count, ownership, errors) and leaves where jobs
- * live and who works on them to a BatchStore, chosen by DECIDE_DATABASE_URL (store/open-store.ts):
+ * live and who works on them to a BatchStore (ports.ts), chosen by DECIDE_DATABASE_URL (open-stores.ts):
  *   settings.ts          limits, retention, concurrency, chunk sizes (options, DECIDE_BATCH_*, defaults)
  *   uploads.ts           uploads streamed to a local staging file, fsynced, then handed to the store
  *   query.ts             batch ids, ?limit/?after, the questions field
- *   store/               the BatchStore interface; SQLite (files + job pump) or Postgres (pg-boss chunks)
+ *   sqlite/, pg/         the two BatchStores: SQLite (files + job pump) or Postgres (pg-boss chunks)
  *   wire.ts              jobs as the API's Batch resource
  *
  * - ownership: every read goes through the owner (the caller's API key id); another owner's job
@@ -18,19 +18,17 @@ import { monotonicFactory } from 'ulid';
 
 import { ApiError } from '../api/errors.js';
 import type { BatchValidation } from '../api/schemas.js';
-import type { BatchDecisionService } from './job-pump.js';
 import { isBatchId, parseFormQuestions, parseListQuery } from './query.js';
 import { resolveBatchSettings, type BatchSettings, type BatchSettingsOptions } from './settings.js';
-import { RESULT_STATUSES, type BatchJob, type BatchStore } from './store/batch-store.js';
-import { openBatchStore, type StoreSelection } from './store/open-store.js';
-import { UploadStaging, type StagedUpload } from './uploads.js';
+import { openBatchStore, type StoreSelection } from './open-stores.js';
+import { RESULT_STATUSES, type BatchDecisionService, type BatchJob, type BatchStore, type ResultRows, type StagedUpload } from './ports.js';
+import { UploadStaging } from './uploads.js';
 import type { OpenAiJobFields } from './openai/job-fields.js';
 import { wireBatch, type WireBatch, type WireBatchList } from './openai/wire.js';
 import { validateUploadFile } from './validate-upload.js';
 import { formatRetention, toBatch, toBatchList, type Batch, type BatchList } from './wire.js';
 
-export type { BatchDecisionService } from './job-pump.js';
-export type { StagedUpload } from './uploads.js';
+export type { BatchDecisionService, StagedUpload } from './ports.js';
 export type { Batch, BatchList } from './wire.js';
 export { DEFAULT_CONCURRENCY, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_RECORDS, DEFAULT_RETENTION_MS, DEFAULT_SWEEP_INTERVAL_MS } from './settings.js';
 export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './query.js';
@@ -208,11 +206,11 @@ export class BatchService {
   }
 
   /**
-   * The result rows of a finished job as a stream of JSONL rows, in input order. 404 not_found when
-   * the job is not the caller's, not finished yet (the message gives the status and says to poll)
-   * or expired.
+   * The result rows of a finished job as a stream of JSONL rows, in input order: all of them, or
+   * those of one status (`rows`: OpenAI's output and error files). 404 not_found when the job is
+   * not the caller's, not finished yet (the message gives the status and says to poll) or expired.
    */
-  async openResults(owner: string, id: string): Promise<{ stream: Readable; bytes: number; batch: Batch }> {
+  async openResults(owner: string, id: string, rows: ResultRows = 'all'): Promise<{ stream: Readable; bytes: number; batch: Batch }> {
     const job = await this.owned(owner, id);
     if (job.status === 'expired') {
       throw new ApiError(
@@ -227,7 +225,7 @@ export class BatchService {
           `poll GET /v1/batches/${id} until the status is completed, failed or cancelled`,
       );
     }
-    const { stream, bytes } = await this.store.openResults(job);
+    const { stream, bytes } = await this.store.openResults(job, rows);
     return { stream, bytes, batch: toBatch(job) };
   }
 

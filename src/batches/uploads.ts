@@ -9,15 +9,11 @@ import path from 'node:path';
 import { monotonicFactory } from 'ulid';
 
 import { ApiError } from '../api/errors.js';
+import type { StagedUpload } from './ports.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir } from './private-files.js';
 import { RecordCounter } from './records.js';
 
-/** An upload on disk, fsynced, not yet a job. */
-export interface StagedUpload {
-  path: string;
-  bytes: number;
-  records: number;
-}
+export type { StagedUpload };
 
 export async function fsyncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r');

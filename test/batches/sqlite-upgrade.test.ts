@@ -10,8 +10,8 @@ import { Readable } from 'node:stream';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { SqliteFileStore } from '../../src/batches/files/sqlite-files.js';
-import { addMissingColumns, openSqlite } from '../../src/batches/store/sqlite-driver.js';
+import { SqliteFileStore } from '../../src/batches/sqlite/sqlite-files.js';
+import { addMissingColumns, openSqlite } from '../../src/batches/sqlite/sqlite-driver.js';
 import { UploadStaging } from '../../src/batches/uploads.js';
 
 let dir: string;

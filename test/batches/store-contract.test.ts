@@ -13,7 +13,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchService, type BatchServiceOptions } from '../../src/batches/batch-service.js';
-import { FileGoneError } from '../../src/batches/files/file-store.js';
+import { FileGoneError } from '../../src/batches/ports.js';
 import { FILE_EXPIRY_SECONDS, OpenAiBatchApi } from '../../src/batches/openai/openai-batches.js';
 import { MIGRATION_VERSIONS } from '../../src/batches/pg/migrations.js';
 import type { DecisionService } from '../../src/service/decision-service.js';

@@ -3,7 +3,8 @@
  * `POST /v1/batches` call. Files are kept by a FileStore (SQLite or Postgres, as the jobs); a batch
  * is an ordinary job of BatchService (the same store, runners, crash-resume and live-before-batch
  * priority as our multipart batches) that carries its OpenAI fields and so answers in OpenAI's
- * dialect; its output and error files are views of its result rows, split by status.
+ * dialect; its output and error files are views of its result rows, split by the status the store
+ * keeps with each row (their byte counts too, so a file object costs no read of its rows).
  *
  * Decisions (docs/compatibility.md, "Batches"):
  * - Creation reads the whole input file: a line that is not `{custom_id, method: "POST", url:
@@ -15,20 +16,19 @@
  * - Files belong to the uploading key; another key's file is 404, as a missing one.
  */
 import { open } from 'node:fs/promises';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 
 import { monotonicFactory } from 'ulid';
 
 import { isApiError } from '../../api/errors.js';
 import type { BatchService, StagedUpload } from '../batch-service.js';
-import { FileGoneError, isExpired, type FileStore, type StoredFile } from '../files/file-store.js';
-import { openFileStore } from '../files/open-files.js';
+import { openFileStore } from '../open-stores.js';
+import { FileGoneError, isExpired, resultRowsBytes, type BatchJob, type FileStore, type StoredFile } from '../ports.js';
 import { decodeLine, readLines } from '../records.js';
-import type { BatchJob } from '../store/batch-store.js';
 import { BATCH_ENDPOINTS } from './endpoints.js';
 import { oaError } from './errors.js';
 import type { OpenAiJobFields } from './job-fields.js';
-import { envelopeProblem, rowFailed } from './lines.js';
+import { envelopeProblem } from './lines.js';
 import { isUploadFileId, resultFileObject, resultFileOf, toOpenAiBatch, uploadFileObject, type OpenAiBatch, type OpenAiFileObject } from './wire.js';
 
 export const FILE_PURPOSES = ['batch'] as const;
@@ -60,22 +60,6 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v.slice(0, 100)) : v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
-
-/** Splits a byte stream into lines (each with its newline, the last one maybe without). */
-async function* streamLines(stream: AsyncIterable<Buffer | string>): AsyncGenerator<Buffer> {
-  let rest: Buffer = Buffer.alloc(0);
-  for await (const piece of stream) {
-    let buf = typeof piece === 'string' ? Buffer.from(piece) : piece;
-    if (rest.length > 0) buf = Buffer.concat([rest, buf]);
-    let at = 0;
-    for (let nl = buf.indexOf(0x0a, at); nl !== -1; nl = buf.indexOf(0x0a, at)) {
-      yield buf.subarray(at, nl + 1);
-      at = nl + 1;
-    }
-    rest = Buffer.from(buf.subarray(at));
-  }
-  if (rest.length > 0) yield rest;
-}
 
 /** The form fields `expires_after[anchor]` and `expires_after[seconds]` as sent (undefined when absent). */
 export interface ExpiresAfterFields {
@@ -206,8 +190,7 @@ export class OpenAiBatchApi {
     const result = resultFileOf(id);
     if (result) {
       const job = await this.resultJob(owner, id, result);
-      const bytes = await this.resultBytes(owner, job, result.kind);
-      return resultFileObject(job, result.kind, bytes);
+      return resultFileObject(job, result.kind, resultRowsBytes(job, result.kind === 'errors' ? 'failed' : 'answered'));
     }
     return uploadFileObject(await this.ownedFile(owner, id));
   }
@@ -217,12 +200,8 @@ export class OpenAiBatchApi {
     const result = resultFileOf(id);
     if (!result) return this.files.open(await this.ownedFile(owner, id));
     await this.resultJob(owner, id, result);
-    const { stream } = await this.batches.openResults(owner, result.batchId);
-    const failed = result.kind === 'errors';
-    async function* rows(): AsyncGenerator<Buffer> {
-      for await (const line of streamLines(stream)) if (rowFailed(line.toString('utf8')) === failed) yield line;
-    }
-    return Readable.from(rows(), { objectMode: false });
+    const { stream } = await this.batches.openResults(owner, result.batchId, result.kind === 'errors' ? 'failed' : 'answered');
+    return stream;
   }
 
   async deleteFile(owner: string, id: string): Promise<{ id: string; object: 'file'; deleted: true }> {
@@ -252,14 +231,6 @@ export class OpenAiBatchApi {
     const batch = job.openai ? toOpenAiBatch(job) : undefined;
     if (!batch || (result.kind === 'output' ? batch.output_file_id : batch.error_file_id) !== id) throw missing();
     return job;
-  }
-
-  /** Bytes of one of a finished job's result files (its rows are read once to count them). */
-  private async resultBytes(owner: string, job: BatchJob, kind: 'output' | 'errors'): Promise<number> {
-    const { stream } = await this.batches.openResults(owner, job.id);
-    let bytes = 0;
-    for await (const line of streamLines(stream)) if (rowFailed(line.toString('utf8')) === (kind === 'errors')) bytes += line.length;
-    return bytes;
   }
 
   // ------------------------------------------------------------------------------------------

@@ -12,8 +12,7 @@
 import { open } from 'node:fs/promises';
 
 import { claimedCustomId, readLines } from '../records.js';
-import type { ChunkOptions } from '../runner.js';
-import type { StagedUpload } from '../uploads.js';
+import type { ChunkOptions, StagedUpload } from '../ports.js';
 import type { Client } from './database.js';
 import type { ChunkTask } from './queue.js';
 

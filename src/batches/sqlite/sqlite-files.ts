@@ -9,11 +9,11 @@ import { open, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 
+import type { FileStore, StagedUpload, StoredFile } from '../ports.js';
 import { privateDir } from '../private-files.js';
-import { moveUploadInto, type StagedUpload } from '../uploads.js';
-import { addMissingColumns, openSqlite, type SqliteDatabase } from '../store/sqlite-driver.js';
-import { storedFileFromRow, type FileStore, type StoredFile, type StoredFileRow } from './file-store.js';
-
+import { storedFileFromRow, type StoredFileRow } from '../sql-rows.js';
+import { moveUploadInto } from '../uploads.js';
+import { addMissingColumns, openSqlite, type SqliteDatabase } from './sqlite-driver.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS files (

@@ -9,16 +9,14 @@
  * - cancel: queued -> cancelled at once; in_progress -> cancelling -> cancelled at the next chunk
  *   boundary, keeping the rows finished before it.
  */
-import { open } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 
-import { JobPump, type BatchDecisionService } from '../job-pump.js';
-import { RetentionSweeper } from '../retention.js';
+import type { BatchDecisionService, BatchJob, BatchResults, BatchSettings, BatchStore, NewBatch, ResultRows, StagedUpload } from '../ports.js';
 import { prepareDataDir, privateDir } from '../private-files.js';
-import type { BatchSettings } from '../settings.js';
-import { moveUploadInto, type StagedUpload } from '../uploads.js';
-import type { BatchJob, BatchResults, BatchStore, NewBatch } from './batch-store.js';
+import { moveUploadInto } from '../uploads.js';
+import { JobPump } from './job-pump.js';
+import { openResultRows, reindexOldJobs } from './result-rows.js';
+import { RetentionSweeper } from './retention.js';
 import { SqliteJobTable, type JobRow } from './sqlite-jobs.js';
 
 export interface SqliteStoreOptions {
@@ -57,6 +55,7 @@ export class SqliteBatchStore implements BatchStore {
     try {
       await store.retention.removeOrphans();
       await store.retention.sweep();
+      await reindexOldJobs(table, options.dataDir, options.log);
     } catch (err) {
       table.close();
       throw err;
@@ -94,13 +93,10 @@ export class SqliteBatchStore implements BatchStore {
     return this.table.get(id)!;
   }
 
-  async openResults(job: BatchJob): Promise<BatchResults> {
+  async openResults(job: BatchJob, rows: ResultRows = 'all'): Promise<BatchResults> {
     // The row the caller checked (a final job's results no longer change), else a fresh read.
     const row = 'resultsPath' in job ? (job as JobRow) : this.table.get(job.id)!;
-    if (row.resultsBytes === 0) return { stream: Readable.from([]), bytes: 0 };
-    // Opened before streaming, so a sweep that deletes the file meanwhile cannot cut the download.
-    const fh = await open(path.join(this.options.dataDir, row.resultsPath), 'r');
-    return { stream: fh.createReadStream({ start: 0, end: row.resultsBytes - 1, autoClose: true }), bytes: row.resultsBytes };
+    return openResultRows(this.options.dataDir, row, rows);
   }
 
   async sweep(now: number): Promise<void> {

@@ -8,9 +8,9 @@
 import { open as openFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 
-import { inTransaction, openPool, type Pool } from '../pg/database.js';
-import type { StagedUpload } from '../uploads.js';
-import { FileGoneError, storedFileFromRow, type FileStore, type StoredFile, type StoredFileRow } from './file-store.js';
+import { FileGoneError, type FileStore, type StagedUpload, type StoredFile } from '../ports.js';
+import { storedFileFromRow, type StoredFileRow } from '../sql-rows.js';
+import { inTransaction, openPool, type Pool } from './database.js';
 
 /** Bytes per stored part (and the most a part holds in memory, in either direction). */
 export const FILE_PART_BYTES = 1024 * 1024;

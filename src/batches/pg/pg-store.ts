@@ -15,17 +15,15 @@ import { Readable } from 'node:stream';
 
 import type { PgBoss } from 'pg-boss';
 
-import { ChunkWorker } from '../pg/chunk-worker.js';
-import { ConnectionState } from '../pg/connection-state.js';
-import { inTransaction, openPool, queueDb, type Pool } from '../pg/database.js';
-import { insertInputRows } from '../pg/input-rows.js';
-import { closeJob, getJob, JOB_COLUMNS, toJob, type PgJob } from '../pg/job-rows.js';
-import { migrate, withSchemaLock } from '../pg/migrations.js';
-import { CHUNK_QUEUE, chunkPriorities, leaseSeconds, startQueue } from '../pg/queue.js';
+import { ChunkWorker } from './chunk-worker.js';
+import { ConnectionState } from './connection-state.js';
+import { inTransaction, openPool, queueDb, type Pool } from './database.js';
+import { insertInputRows } from './input-rows.js';
+import { closeJob, getJob, JOB_COLUMNS, toJob } from './job-rows.js';
+import { migrate, withSchemaLock } from './migrations.js';
+import { CHUNK_QUEUE, chunkPriorities, leaseSeconds, startQueue } from './queue.js';
 import { openAiFieldsToText } from '../openai/job-fields.js';
-import type { StagedUpload } from '../uploads.js';
-import type { BatchJob, BatchResults, BatchStore, NewBatch } from './batch-store.js';
-import type { StoreContext } from './store-context.js';
+import { resultRowsBytes, type BatchJob, type BatchResults, type BatchStore, type NewBatch, type ResultRows, type StagedUpload, type StoreContext } from '../ports.js';
 
 /** Result rows per query while streaming a download. */
 const RESULT_PAGE_ROWS = 1000;
@@ -131,9 +129,11 @@ export class PgBatchStore implements BatchStore {
     });
   }
 
-  async openResults(job: BatchJob): Promise<BatchResults> {
+  async openResults(job: BatchJob, which: ResultRows = 'all'): Promise<BatchResults> {
     const { pool } = this;
-    const bytes = (job as PgJob).resultsBytes ?? (await getJob(pool, job.id))!.resultsBytes;
+    const bytes = resultRowsBytes(job, which);
+    // Rows of one status: OpenAI's output or error file, picked by the status stored with each row.
+    const status = which === 'all' ? '' : `AND failed = ${which === 'failed' ? 'true' : 'false'}`;
     async function* rows(): AsyncGenerator<string> {
       // A page per query: if the job expires between two of them its rows are gone, and the stream
       // fails rather than ending early (OpenAI's result files are served without a length to check).
@@ -141,7 +141,7 @@ export class PgBatchStore implements BatchStore {
       let read = 0;
       for (;;) {
         const page = await pool.query<{ idx: number; row: string }>(
-          'SELECT idx, row FROM decide_batch_results WHERE job_id = $1 AND idx > $2 ORDER BY idx LIMIT $3',
+          `SELECT idx, row FROM decide_batch_results WHERE job_id = $1 AND idx > $2 ${status} ORDER BY idx LIMIT $3`,
           [job.id, after, RESULT_PAGE_ROWS],
         );
         if (page.rows.length === 0) {
