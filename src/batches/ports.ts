@@ -170,6 +170,38 @@ export interface StagedUpload {
   records: number;
 }
 
+/** One non-blank line of a job's input as a store keeps it (Postgres: a decide_batch_inputs row). */
+export interface InputLine {
+  /** 1-based line number in the file, blank lines included. */
+  lineNo: number;
+  /** Bytes of the line without its newline. */
+  length: number;
+  /** The line as uploaded; null when over the record size limit (its row fails). */
+  bytes: Buffer | null;
+  /** The line that claimed this line's custom_id first, when an earlier one did (its row fails). */
+  dupOfLine: number | null;
+}
+
+/**
+ * A job's input as a store takes it at creation: a staged upload (our multipart form) or an
+ * uploaded file (OpenAI's input_file_id), read where it is, never staged again.
+ */
+export interface BatchInput {
+  bytes: number;
+  /** Non-blank lines. */
+  records: number;
+  /** Whether creation checks the lines (an OpenAI batch): a store that keeps no lines reads lines() then all the same. */
+  readonly checked: boolean;
+  /**
+   * The non-blank lines, read once from the start and each decoded once; creation's check runs on
+   * them as they are read and throws, after the last, when it refuses the input: the store then
+   * creates nothing.
+   */
+  lines(): AsyncIterable<InputLine>;
+  /** Puts the input at `target`, a file in a new directory, durably: a staged upload is moved there, an uploaded file linked (or copied). */
+  placeAt(target: string): Promise<void>;
+}
+
 /** Which of a job's result rows to read: every row, the answered ones (OpenAI's output file) or the failed ones (its error file). */
 export type ResultRows = 'all' | 'answered' | 'failed';
 
@@ -181,8 +213,11 @@ export interface BatchResults {
 export interface BatchStore {
   /** 'sqlite' or 'postgres', for logs and tests. */
   readonly kind: 'sqlite' | 'postgres';
-  /** Makes the job exist with its input; the staged upload is consumed (moved or copied, then removed). */
-  create(job: NewBatch, upload: StagedUpload): Promise<BatchJob>;
+  /**
+   * Makes the job exist with its input, whole or not at all: its checks (BatchInput.lines) pass
+   * before the job row commits. A staged upload is consumed (moved, or read then removed).
+   */
+  create(job: NewBatch, input: BatchInput): Promise<BatchJob>;
   get(id: string): Promise<BatchJob | undefined>;
   /** The owner's jobs, newest first; `after` is the id of the last job of the previous page. */
   list(owner: string, limit: number, after?: string): Promise<BatchJob[]>;
@@ -270,6 +305,12 @@ export interface FileStore {
   list(owner: string, limit: number, order: 'asc' | 'desc', now: number, after?: string): Promise<StoredFile[]>;
   /** The file's bytes, streamed; the stream fails with FileGoneError when the file is deleted under it. */
   open(file: StoredFile): Promise<Readable>;
+  /**
+   * A copy of the file's bytes at `target` (a file in a new directory), durable and private to its
+   * new owner: a batch's own input, kept when the upload is deleted. FileGoneError when the file is
+   * gone. The SQLite store links it (uploads never change).
+   */
+  copyTo(file: StoredFile, target: string): Promise<void>;
   /** False when there was no such file. */
   delete(id: string): Promise<boolean>;
   /** Deletes the files expired at `now`, bytes and all; returns their ids. */

@@ -48,6 +48,7 @@ const BATCH_FLOOR: Record<string, number> = {
   'wire.ts': 1,
   'validate-upload.ts': 1,
   'sql-rows.ts': 1,
+  'input-lines.ts': 1,
   openai: 1,
   sqlite: 2,
   pg: 2,

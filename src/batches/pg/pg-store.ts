@@ -6,7 +6,9 @@
  * lock (pg/migrations.ts).
  *
  * - create: the job row, every input row and every chunk's queue job commit in one transaction:
- *   a job exists whole or not at all, whatever host dies when.
+ *   a job exists whole or not at all, whatever host dies when. The input rows are read in one pass
+ *   from where the input is (a staged upload, or an uploaded file's parts), and creation's checks
+ *   run in the same pass: a refused input rolls the transaction back.
  * - cancel: queued or in_progress -> cancelled at once, keeping the rows committed before it; a chunk
  *   in flight on a worker is discarded at its commit (its transaction checks the status).
  * - retention: every process sweeps; expiring a job deletes its rows.
@@ -23,7 +25,7 @@ import { closeJob, getJob, JOB_COLUMNS, toJob } from './job-rows.js';
 import { migrate, withSchemaLock } from './migrations.js';
 import { CHUNK_QUEUE, chunkPriorities, leaseSeconds, startQueue } from './queue.js';
 import { openAiFieldsToText } from '../openai/job-fields.js';
-import { resultRowsBytes, type BatchJob, type BatchResults, type BatchStore, type NewBatch, type ResultRows, type StagedUpload, type StoreContext } from '../ports.js';
+import { resultRowsBytes, type BatchJob, type BatchResults, type BatchStore, type NewBatch, type ResultRows, type BatchInput, type StoreContext } from '../ports.js';
 
 /** Result rows per query while streaming a download. */
 const RESULT_PAGE_ROWS = 1000;
@@ -88,7 +90,7 @@ export class PgBatchStore implements BatchStore {
     return store;
   }
 
-  async create(job: NewBatch, upload: StagedUpload): Promise<BatchJob> {
+  async create(job: NewBatch, input: BatchInput): Promise<BatchJob> {
     const { settings } = this.options;
     return inTransaction(this.pool, async (client) => {
       await client.query(
@@ -96,7 +98,7 @@ export class PgBatchStore implements BatchStore {
          VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8)`,
         [job.id, job.owner, job.model, job.requestedModel, job.total, job.createdAt, job.questions, openAiFieldsToText(job.openai)],
       );
-      const { chunks, records } = await insertInputRows(client, job.id, upload, { maxRecordBytes: settings.maxRecordBytes, chunk: settings.chunk });
+      const { chunks, records } = await insertInputRows(client, job.id, input.lines(), settings.chunk);
       if (records !== job.total) throw new Error(`batch ${job.id}: ${records} records read back of the ${job.total} counted at upload`);
       // One queue job per chunk, fetched in creation order (chunkPriorities).
       const priorities = await chunkPriorities(client, chunks.length);

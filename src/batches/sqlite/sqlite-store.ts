@@ -5,15 +5,15 @@
  * retention sweep (retention.ts). One process owns the data dir. Everything there is private to
  * the service's user: directories 0700, files 0600 (private-files.ts).
  *
- * - create: the upload is durable in the job's directory before the job row is committed (queued).
+ * - create: the input is durable in the job's directory (a staged upload moved there, an uploaded
+ *   file linked) before the job row is committed (queued).
  * - cancel: queued -> cancelled at once; in_progress -> cancelling -> cancelled at the next chunk
  *   boundary, keeping the rows finished before it.
  */
 import path from 'node:path';
 
-import type { BatchDecisionService, BatchJob, BatchResults, BatchSettings, BatchStore, NewBatch, ResultRows, StagedUpload } from '../ports.js';
+import type { BatchDecisionService, BatchInput, BatchJob, BatchResults, BatchSettings, BatchStore, NewBatch, ResultRows } from '../ports.js';
 import { prepareDataDir, privateDir } from '../private-files.js';
-import { moveUploadInto } from '../uploads.js';
 import { JobPump } from './job-pump.js';
 import { openResultRows, reindexOldJobs } from './result-rows.js';
 import { RetentionSweeper } from './retention.js';
@@ -65,11 +65,14 @@ export class SqliteBatchStore implements BatchStore {
     return store;
   }
 
-  async create(job: NewBatch, upload: StagedUpload): Promise<BatchJob> {
+  async create(job: NewBatch, input: BatchInput): Promise<BatchJob> {
+    // Creation's checks throw from the reading, before anything exists; the lines themselves are
+    // read again from the job's file by its runner.
+    if (input.checked) for await (const _ of input.lines());
     const inputPath = path.join('batches', job.id, 'input.jsonl');
-    await moveUploadInto(upload, path.join(this.options.dataDir, inputPath));
+    await input.placeAt(path.join(this.options.dataDir, inputPath));
     // The input is durable; committing the row makes the job exist.
-    const row = this.table.insert({ ...job, inputPath, inputBytes: upload.bytes, resultsPath: path.join('batches', job.id, 'results.jsonl') });
+    const row = this.table.insert({ ...job, inputPath, inputBytes: input.bytes, resultsPath: path.join('batches', job.id, 'results.jsonl') });
     if (this.options.work) this.pump.pump();
     return row;
   }
