@@ -8,6 +8,8 @@
  * - http: files.create -> batches.create (/v1/decisions lines) -> poll until completed ->
  *   files.retrieve + files.content of the output file: records/s from upload to download, and the
  *   time of one GET /v1/files/{output id} (the object with its byte count).
+ * - results: a batch of R lines the endpoint refuses (no scoring, so its error file grows large
+ *   fast): the median time of GET /v1/files/{error file id} and of downloading that file.
  * - upload: POST /v1/files of an M MB file (records of ~1 KB), then a batch created from it (and
  *   cancelled at once): the server's peak RSS over its RSS before, sampled every 10 ms from
  *   /proc/<pid>/status, and each call's time.
@@ -129,7 +131,7 @@ async function writeLines(file: string, n: number, line: (i: number) => string):
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { records: { type: 'string', default: '2000' }, 'upload-mb': { type: 'string', default: '100' }, package: { type: 'string' }, json: { type: 'string' } },
+    options: { records: { type: 'string', default: '2000' }, 'refused-records': { type: 'string', default: '40000' }, 'upload-mb': { type: 'string', default: '100' }, package: { type: 'string' }, json: { type: 'string' } },
   });
   const records = Number(values.records);
   const uploadMb = Number(values['upload-mb']);
@@ -186,6 +188,33 @@ async function main(): Promise<void> {
         recordsPerSecond: Math.round(records / (flowMs / 1000)),
         outputBytes: outputObject.bytes,
         retrieveOutputFileMedianMs: Number(retrieveMs[10]!.toFixed(2)),
+      };
+
+      // A large error file: every line refused by the endpoint.
+      const refused = Number(values['refused-records']);
+      const refusedFile = path.join(dir, 'refused.jsonl');
+      await writeLines(refusedFile, refused, (i) => JSON.stringify({ custom_id: `e-${i}`, method: 'POST', url: '/v1/decisions', body: { model: 'svc-alpha', input: `x ${i}`, questions: [] } }));
+      const refusedUpload = await client.files.create({ file: new File([await readFile(refusedFile)], 'refused.jsonl'), purpose: 'batch' });
+      const refusedBatch = await client.batches.create({ input_file_id: refusedUpload.id, endpoint: '/v1/decisions' as never, completion_window: '24h' });
+      const refusedDone = await until(
+        () => client.batches.retrieve(refusedBatch.id),
+        (b) => ['completed', 'failed', 'cancelled', 'expired'].includes(b.status),
+      );
+      const median = async (fn: () => Promise<unknown>, n: number) => {
+        const ms: number[] = [];
+        for (let i = 0; i < n; i++) {
+          const s = performance.now();
+          await fn();
+          ms.push(performance.now() - s);
+        }
+        return Number(ms.sort((a, b) => a - b)[Math.floor(n / 2)]!.toFixed(2));
+      };
+      const errorFileId = refusedDone.error_file_id!;
+      result.results = {
+        lines: refused,
+        errorFileBytes: (await client.files.retrieve(errorFileId)).bytes,
+        retrieveErrorFileMedianMs: await median(() => client.files.retrieve(errorFileId), 20),
+        downloadErrorFileMedianMs: await median(async () => (await client.files.content(errorFileId)).arrayBuffer(), 5),
       };
 
       // A large upload, then a batch made from it (cancelled at once: only creation is measured).
