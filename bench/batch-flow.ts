@@ -9,10 +9,11 @@
  *   files.retrieve + files.content of the output file: records/s from upload to download, and the
  *   time of one GET /v1/files/{output id} (the object with its byte count).
  * - results: a batch of R lines the endpoint refuses (no scoring, so its error file grows large
- *   fast): the median time of GET /v1/files/{error file id} and of downloading that file.
+ *   fast): the median time of GET /v1/files/{error file id} and of downloading that file, and the
+ *   server's CPU time per call (from /proc/<pid>/stat, which other load on the machine barely moves).
  * - upload: POST /v1/files of an M MB file (records of ~1 KB), then a batch created from it (and
  *   cancelled at once): the server's peak RSS over its RSS before, sampled every 10 ms from
- *   /proc/<pid>/status, and each call's time.
+ *   /proc/<pid>/status, and each call's time and server CPU time.
  * The model is the tiny random-weight preset (make-model --preset tiny --seed 1), so scoring is
  * cheap and the batch machinery's own costs show. `--package DIR` runs another checkout's
  * bin/decide.js (a build before a change). Prints one JSON object. Asserts nothing.
@@ -94,8 +95,16 @@ function rssOf(pid: number): number {
   }
 }
 
-/** Peak RSS of `pid` while `fn` runs, sampled every 10 ms. */
-async function peakRss<T>(pid: number, fn: () => Promise<T>): Promise<{ result: T; before: number; peak: number; ms: number }> {
+/** CPU time (user + system) `pid` has used, in milliseconds: unlike wall time, it barely moves with other load on the machine. */
+function cpuMsOf(pid: number): number {
+  const fields = spawnSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' }).stdout.split(') ')[1]!.split(' ');
+  // utime and stime are fields 14 and 15 of the line, in clock ticks (100 per second on Linux).
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Peak RSS of `pid` while `fn` runs, sampled every 10 ms, and the CPU time it used meanwhile. */
+async function peakRss<T>(pid: number, fn: () => Promise<T>): Promise<{ result: T; before: number; peak: number; ms: number; cpuMs: number }> {
+  const cpu0 = cpuMsOf(pid);
   const before = rssOf(pid);
   let peak = before;
   let sampling = true;
@@ -108,7 +117,7 @@ async function peakRss<T>(pid: number, fn: () => Promise<T>): Promise<{ result: 
   const t0 = performance.now();
   try {
     const result = await fn();
-    return { result, before, peak: Math.max(peak, rssOf(pid)), ms: performance.now() - t0 };
+    return { result, before, peak: Math.max(peak, rssOf(pid)), ms: performance.now() - t0, cpuMs: cpuMsOf(pid) - cpu0 };
   } finally {
     sampling = false;
     await loop;
@@ -210,11 +219,18 @@ async function main(): Promise<void> {
         return Number(ms.sort((a, b) => a - b)[Math.floor(n / 2)]!.toFixed(2));
       };
       const errorFileId = refusedDone.error_file_id!;
+      const cpuPerCall = async (fn: () => Promise<unknown>, n: number) => {
+        const cpu0 = cpuMsOf(server.pid);
+        for (let i = 0; i < n; i++) await fn();
+        return Number(((cpuMsOf(server.pid) - cpu0) / n).toFixed(1));
+      };
       result.results = {
         lines: refused,
         errorFileBytes: (await client.files.retrieve(errorFileId)).bytes,
         retrieveErrorFileMedianMs: await median(() => client.files.retrieve(errorFileId), 20),
+        retrieveErrorFileServerCpuMs: await cpuPerCall(() => client.files.retrieve(errorFileId), 20),
         downloadErrorFileMedianMs: await median(async () => (await client.files.content(errorFileId)).arrayBuffer(), 5),
+        downloadErrorFileServerCpuMs: await cpuPerCall(async () => (await client.files.content(errorFileId)).arrayBuffer(), 5),
       };
 
       // A large upload, then a batch made from it (cancelled at once: only creation is measured).
@@ -241,9 +257,11 @@ async function main(): Promise<void> {
         bytes: upload.result.bytes,
         lines,
         uploadMs: Math.round(upload.ms),
+        uploadServerCpuMs: upload.cpuMs,
         rssBeforeMb: mb(upload.before),
         uploadPeakRssMb: mb(upload.peak),
         createBatchMs: Math.round(create.ms),
+        createBatchServerCpuMs: create.cpuMs,
         createPeakRssMb: mb(create.peak),
       };
     } finally {

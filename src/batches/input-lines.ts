@@ -8,7 +8,11 @@
 import type { InputLine } from './ports.js';
 import { claimedCustomIdOf, decodeLine, splitLines, type DecodedLine, type RawLine } from './records.js';
 
-/** What creation checks of every line (openai/openai-batches.ts). */
+/**
+ * What creation checks of every line (openai/input-check.ts). A check refuses every input in which
+ * a custom_id repeats, so no line of an input it accepts is a duplicate: inputLines() then claims
+ * no custom_ids itself.
+ */
 export interface LineCheck {
   /** Sees every non-blank line with its decoded record (or why it is none). */
   line(line: RawLine, decoded: DecodedLine): void;
@@ -23,7 +27,7 @@ export async function* inputLines(source: AsyncIterable<Buffer | string>, option
     if (line.blank) continue;
     const decoded = decodeLine(line, options.maxRecordBytes);
     options.check?.line(line, decoded);
-    const id = claimedCustomIdOf(decoded);
+    const id = options.check ? undefined : claimedCustomIdOf(decoded);
     let dupOfLine: number | null = null;
     if (id !== undefined) {
       const first = claims.get(id);
