@@ -18,8 +18,8 @@ import { parseArgs } from 'node:util';
 
 import type { NormalizedDecideRequest } from '../src/api/validate.js';
 import { runBatch } from '../src/batches/runner.js';
-import { zeroUsage } from '../src/batches/store/batch-store.js';
-import { SqliteJobTable, type JobProgress } from '../src/batches/store/sqlite-jobs.js';
+import { zeroUsage, type JobProgress } from '../src/batches/ports.js';
+import { SqliteJobTable } from '../src/batches/sqlite/sqlite-jobs.js';
 import type { PreparedRequest } from '../src/runtime/model-runtime.js';
 import { DecisionService } from '../src/service/decision-service.js';
 
@@ -57,7 +57,7 @@ export interface BenchResult {
   ratio: number;
 }
 
-const ZERO: JobProgress = { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0, usage: zeroUsage() };
+const ZERO: JobProgress = { inputOffset: 0, inputLine: 0, resultsBytes: 0, failedBytes: 0, completed: 0, failed: 0, usage: zeroUsage() };
 
 /** One runner measurement; returns the seconds and the request groups it scored. */
 async function timeRunner(modelsDir: string, model: string, inputPath: string, workDir: string, round: number) {

@@ -31,6 +31,9 @@ export interface ReliabilityBin {
   confidence: number;
   accuracy: number;
   count: number;
+  /** The 95% interval of the accuracy (absent in versions calibrated before it was recorded). */
+  low?: number;
+  high?: number;
 }
 
 export interface HeldOut {

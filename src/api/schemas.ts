@@ -162,6 +162,8 @@ const ReliabilityBinSchema = Type.Object({
   confidence: Type.Number({ description: 'Mean top probability of the answers in the bin.' }),
   accuracy: Type.Number({ description: 'Share of those answers that were right.' }),
   count: Type.Integer({ description: 'Answers in the bin.' }),
+  low: Type.Optional(Type.Number({ description: 'Lower end of the Wilson 95% interval of the accuracy.' })),
+  high: Type.Optional(Type.Number({ description: 'Upper end of that interval.' })),
 });
 
 export const HeldOutFiguresSchema = Type.Object(
@@ -179,7 +181,10 @@ export const HeldOutFiguresSchema = Type.Object(
     reliability: Type.Optional(
       Type.Object(
         { before: Type.Array(ReliabilityBinSchema), after: Type.Array(ReliabilityBinSchema) },
-        { description: 'The reliability diagram: accuracy against confidence per bin, before and after (versions calibrated since this field exists).' },
+        {
+          description:
+            'The reliability diagram: accuracy against confidence per equal-mass bin (20+ answers each, at most 10), in order of confidence, before and after (versions calibrated since this field exists).',
+        },
       ),
     ),
   },

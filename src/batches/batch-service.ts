@@ -1,11 +1,11 @@
 /**
  * BatchService: batch jobs over JSONL files, the one object the HTTP routes talk to. It validates
  * and owns the API's side (model, questions, record count, ownership, errors) and leaves where jobs
- * live and who works on them to a BatchStore, chosen by DECIDE_DATABASE_URL (store/open-store.ts):
+ * live and who works on them to a BatchStore (ports.ts), chosen by DECIDE_DATABASE_URL (open-stores.ts):
  *   settings.ts          limits, retention, concurrency, chunk sizes (options, DECIDE_BATCH_*, defaults)
  *   uploads.ts           uploads streamed to a local staging file, fsynced, then handed to the store
  *   query.ts             batch ids, ?limit/?after, the questions field
- *   store/               the BatchStore interface; SQLite (files + job pump) or Postgres (pg-boss chunks)
+ *   sqlite/, pg/         the two BatchStores: SQLite (files + job pump) or Postgres (pg-boss chunks)
  *   wire.ts              jobs as the API's Batch resource
  *
  * - ownership: every read goes through the owner (the caller's API key id); another owner's job
@@ -18,19 +18,17 @@ import { monotonicFactory } from 'ulid';
 
 import { ApiError } from '../api/errors.js';
 import type { BatchValidation } from '../api/schemas.js';
-import type { BatchDecisionService } from './job-pump.js';
 import { isBatchId, parseFormQuestions, parseListQuery } from './query.js';
 import { resolveBatchSettings, type BatchSettings, type BatchSettingsOptions } from './settings.js';
-import { RESULT_STATUSES, type BatchJob, type BatchStore } from './store/batch-store.js';
-import { openBatchStore, type StoreSelection } from './store/open-store.js';
-import { UploadStaging, type StagedUpload } from './uploads.js';
+import { openBatchStore, type StoreSelection } from './open-stores.js';
+import { RESULT_STATUSES, type BatchDecisionService, type BatchInput, type BatchJob, type BatchStore, type ResultRows, type StagedUpload } from './ports.js';
+import { stagedInput, UploadStaging } from './uploads.js';
 import type { OpenAiJobFields } from './openai/job-fields.js';
 import { wireBatch, type WireBatch, type WireBatchList } from './openai/wire.js';
 import { validateUploadFile } from './validate-upload.js';
 import { formatRetention, toBatch, toBatchList, type Batch, type BatchList } from './wire.js';
 
-export type { BatchDecisionService } from './job-pump.js';
-export type { StagedUpload } from './uploads.js';
+export type { BatchDecisionService, StagedUpload } from './ports.js';
 export type { Batch, BatchList } from './wire.js';
 export { DEFAULT_CONCURRENCY, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_RECORDS, DEFAULT_RETENTION_MS, DEFAULT_SWEEP_INTERVAL_MS } from './settings.js';
 export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './query.js';
@@ -51,6 +49,8 @@ export interface CreateBatchInput {
   /** The form's questions field (JSON text), if any. */
   questions?: string;
   upload: StagedUpload | undefined;
+  /** Instead of an upload: an input read where it is (an uploaded file, OpenAI's input_file_id). */
+  input?: BatchInput;
   /** A job created in OpenAI's dialect (src/batches/openai/): it answers in that dialect. */
   openai?: OpenAiJobFields;
 }
@@ -126,7 +126,8 @@ export class BatchService {
   }
 
   /**
-   * Creates a job from a staged upload (consumed: handed to the store, or removed on error).
+   * Creates a job from a staged upload (consumed: handed to the store, or removed on error), or from
+   * an input read where it is (`input`: the store reads it once, checks included).
    * Errors: 400 invalid_question (missing model or file, empty file, bad questions field),
    * 404 not_found (unknown model).
    */
@@ -137,11 +138,12 @@ export class BatchService {
   /** create() returning the stored job (either dialect renders it: wireBatch()). */
   async createJob(input: CreateBatchInput): Promise<BatchJob> {
     try {
-      const { model, requestedModel, upload } = this.checkForm(input);
+      const { model, requestedModel } = this.checkForm(input);
+      const source = input.input ?? stagedInput(input.upload!, this.settings.maxRecordBytes);
       const id = `batch_${this.newId()}`;
       const job = await this.store.create(
-        { id, owner: input.owner, model, requestedModel, total: upload.records, createdAt: Date.now(), questions: input.questions ?? null, openai: input.openai ?? null },
-        upload,
+        { id, owner: input.owner, model, requestedModel, total: source.records, createdAt: Date.now(), questions: input.questions ?? null, openai: input.openai ?? null },
+        source,
       );
       this.log(`batch ${id}: created (${job.total} records, model ${model}${input.openai ? `, OpenAI dialect, ${input.openai.endpoint}` : ''})`);
       return job;
@@ -158,9 +160,9 @@ export class BatchService {
    */
   async validate(input: Omit<CreateBatchInput, 'owner'>): Promise<BatchValidation> {
     try {
-      const { model, requestedModel, upload, formQuestions } = this.checkForm(input);
+      const { model, requestedModel, formQuestions } = this.checkForm(input);
       const ctx = { model, requestedModel, formQuestions, seen: new Map(), limits: this.settings.validation, maxRecordBytes: this.settings.maxRecordBytes };
-      return { object: 'batch_validation', model, ...(await validateUploadFile(upload.path, ctx)) };
+      return { object: 'batch_validation', model, ...(await validateUploadFile(input.upload!.path, ctx)) };
     } finally {
       await this.discard(input.upload);
     }
@@ -208,11 +210,11 @@ export class BatchService {
   }
 
   /**
-   * The result rows of a finished job as a stream of JSONL rows, in input order. 404 not_found when
-   * the job is not the caller's, not finished yet (the message gives the status and says to poll)
-   * or expired.
+   * The result rows of a finished job as a stream of JSONL rows, in input order: all of them, or
+   * those of one status (`rows`: OpenAI's output and error files). 404 not_found when the job is
+   * not the caller's, not finished yet (the message gives the status and says to poll) or expired.
    */
-  async openResults(owner: string, id: string): Promise<{ stream: Readable; bytes: number; batch: Batch }> {
+  async openResults(owner: string, id: string, rows: ResultRows = 'all'): Promise<{ stream: Readable; bytes: number; batch: Batch }> {
     const job = await this.owned(owner, id);
     if (job.status === 'expired') {
       throw new ApiError(
@@ -227,7 +229,7 @@ export class BatchService {
           `poll GET /v1/batches/${id} until the status is completed, failed or cancelled`,
       );
     }
-    const { stream, bytes } = await this.store.openResults(job);
+    const { stream, bytes } = await this.store.openResults(job, rows);
     return { stream, bytes, batch: toBatch(job) };
   }
 
@@ -276,18 +278,19 @@ export class BatchService {
    * The form checks create() and validate() share, in the order a caller fixes them: model and file
    * present, the model known, the questions field valid, the file not empty.
    */
-  private checkForm(input: Omit<CreateBatchInput, 'owner'>): { model: string; requestedModel: string; upload: StagedUpload; formQuestions: unknown } {
+  private checkForm(input: Omit<CreateBatchInput, 'owner'>): { model: string; requestedModel: string; formQuestions: unknown } {
     this.ensureOpen();
     if (input.model === undefined || input.model === '') {
       throw new ApiError('invalid_question', 'model: required (form field "model", a model id such as svc-alpha)');
     }
-    if (!input.upload) throw new ApiError('invalid_question', 'file: required (form field "file", a JSONL file with one record per line)');
+    const records = (input.input ?? input.upload)?.records;
+    if (records === undefined) throw new ApiError('invalid_question', 'file: required (form field "file", a JSONL file with one record per line)');
     const model = this.options.service.resolveModel(input.model);
     const formQuestions = input.questions === undefined ? undefined : parseFormQuestions(input.questions, this.settings.validation);
-    if (input.upload.records === 0) {
+    if (records === 0) {
       throw new ApiError('invalid_question', 'file: empty; a batch needs at least one record (one JSON object per line)');
     }
-    return { model, requestedModel: input.model, upload: input.upload, formQuestions };
+    return { model, requestedModel: input.model, formQuestions };
   }
 
   private ensureOpen(): void {

@@ -10,13 +10,8 @@ import type { NormalizedDecideRequest } from '../api/validate.js';
 import { jsonInOrder } from '../domain/key-order.js';
 import type { RecordOutcome } from '../service/decision-service.js';
 import { parseEndpointLine } from './openai/lines.js';
+import { addUsage, zeroUsage, type RecordScorer, type TokenUsage } from './ports.js';
 import { parseRecord, type RawLine, type RecordContext } from './records.js';
-import { addUsage, zeroUsage, type TokenUsage } from './store/batch-store.js';
-
-/** What the chunk scorer needs of DecisionService. */
-export interface RecordScorer {
-  decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch'): Promise<RecordOutcome[]>;
-}
 
 interface Item {
   customId: string | null;
@@ -102,18 +97,37 @@ function outcomeUsage(outcome: RecordOutcome | { ok: false; error: ApiError }): 
   return { inputTokens: usage.input_tokens, cachedTokens: usage.cached_tokens, outputTokens: Object.keys(answers).length };
 }
 
-/** The chunk's result rows in line order, each row's usage, the count of answered and failed ones and their usage. */
-export function chunkRows(chunk: ParsedChunk, outcomes: RecordOutcome[]): { rows: string[]; rowUsage: TokenUsage[]; completed: number; failed: number; usage: TokenUsage } {
-  const rows: string[] = [];
-  const rowUsage: TokenUsage[] = [];
-  let completed = 0;
-  let usage = zeroUsage();
+/** A chunk's result rows, in line order, with what the stores keep beside them. */
+export interface ChunkRows {
+  rows: string[];
+  /** Each row's status: true for a failed row (our `error` rows, OpenAI's error-file rows). */
+  rowFailed: boolean[];
+  rowUsage: TokenUsage[];
+  completed: number;
+  failed: number;
+  /** UTF-8 bytes of the failed rows (what the chunk adds to OpenAI's error file). */
+  failedBytes: number;
+  usage: TokenUsage;
+}
+
+/**
+ * The chunk's result rows and each row's status, counted here, where the outcome is known: the
+ * stores keep the status with the row, so a download split by status never parses a row again.
+ */
+export function chunkRows(chunk: ParsedChunk, outcomes: RecordOutcome[]): ChunkRows {
+  const out: ChunkRows = { rows: [], rowFailed: [], rowUsage: [], completed: 0, failed: 0, failedBytes: 0, usage: zeroUsage() };
   for (const item of chunk.items) {
     const outcome = item.error ? { ok: false as const, error: item.error } : outcomes[item.request!]!;
-    if (outcome.ok) completed += 1;
-    rows.push(item.format ? item.format(outcome) : resultRow(item.customId, outcome));
-    rowUsage.push(outcomeUsage(outcome));
-    usage = addUsage(usage, rowUsage.at(-1)!);
+    const row = item.format ? item.format(outcome) : resultRow(item.customId, outcome);
+    out.rows.push(row);
+    out.rowFailed.push(!outcome.ok);
+    if (outcome.ok) out.completed += 1;
+    else {
+      out.failed += 1;
+      out.failedBytes += Buffer.byteLength(row);
+    }
+    out.rowUsage.push(outcomeUsage(outcome));
+    out.usage = addUsage(out.usage, out.rowUsage.at(-1)!);
   }
-  return { rows, rowUsage, completed, failed: rows.length - completed, usage };
+  return out;
 }

@@ -67,9 +67,32 @@ export async function* readLines(
   fh: FileHandle,
   options: { from?: number; firstLineNo?: number; maxLineBytes?: number; chunkBytes?: number } = {},
 ): AsyncGenerator<RawLine> {
+  const from = options.from ?? 0;
+  async function* pieces(): AsyncGenerator<Buffer> {
+    // One buffer, reused: splitLines() copies what it keeps.
+    const buf = Buffer.allocUnsafe(options.chunkBytes ?? 1 << 20);
+    for (let position = from; ; ) {
+      const { bytesRead } = await fh.read(buf, 0, buf.length, position);
+      if (bytesRead === 0) return;
+      position += bytesRead;
+      yield buf.subarray(0, bytesRead);
+    }
+  }
+  yield* splitLines(pieces(), { start: from, firstLineNo: options.firstLineNo, maxLineBytes: options.maxLineBytes });
+}
+
+/**
+ * The lines of a byte stream (a file read from `start`, or an upload streamed from a store), as
+ * readLines() gives them: exact offsets counted from `start`, at most `maxLineBytes` of a line held,
+ * a byte order mark skipped when `start` is 0. The pieces may be reused by the source once the next
+ * one is asked for.
+ */
+export async function* splitLines(
+  source: AsyncIterable<Buffer | string>,
+  options: { start?: number; firstLineNo?: number; maxLineBytes?: number } = {},
+): AsyncGenerator<RawLine> {
   const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_RECORD_BYTES;
-  const buf = Buffer.allocUnsafe(options.chunkBytes ?? 1 << 20);
-  let position = options.from ?? 0;
+  let position = options.start ?? 0;
   let lineNo = options.firstLineNo ?? 1;
   let lineStart = position;
   let parts: Buffer[] = [];
@@ -77,6 +100,8 @@ export async function* readLines(
   let length = 0;
   let overflow = false;
   let blank = true;
+  // At the start of the file, the first bytes are held until they tell whether a BOM begins it.
+  let head: Buffer | undefined = position === 0 ? Buffer.alloc(0) : undefined;
 
   const finish = (end: number): RawLine => {
     let bytes: Buffer | null = null;
@@ -96,13 +121,6 @@ export async function* readLines(
     return line;
   };
 
-  if (position === 0) {
-    // A byte order mark belongs to no line.
-    const head = Buffer.alloc(3);
-    const { bytesRead } = await fh.read(head, 0, 3, 0);
-    if (bytesRead === 3 && head.equals(BOM)) position = 3;
-  }
-
   const take = (piece: Buffer): void => {
     length += piece.length;
     if (overflow) {
@@ -117,28 +135,48 @@ export async function* readLines(
       held = 0;
       return;
     }
-    // Copy: `buf` is reused by the next read.
+    // Copy: the source may reuse its buffer for the next piece.
     parts.push(Buffer.from(piece));
     held += piece.length;
   };
 
-  for (;;) {
-    const { bytesRead } = await fh.read(buf, 0, buf.length, position);
-    if (bytesRead === 0) break;
+  function* lines(buf: Buffer): Generator<RawLine> {
     let at = 0;
-    while (at < bytesRead) {
+    while (at < buf.length) {
       const nl = buf.indexOf(NEWLINE, at);
-      if (nl === -1 || nl >= bytesRead) {
-        take(buf.subarray(at, bytesRead));
-        at = bytesRead;
+      if (nl === -1) {
+        take(buf.subarray(at));
+        at = buf.length;
       } else {
         take(buf.subarray(at, nl));
         at = nl + 1;
         yield finish(position + at);
       }
     }
-    position += bytesRead;
+    position += buf.length;
   }
+
+  /** The held head once it is known: without its BOM (a line offset counts it all the same). */
+  const afterHead = (h: Buffer): Buffer => {
+    if (h.length >= 3 && h.subarray(0, 3).equals(BOM)) {
+      position += 3;
+      lineStart = position;
+      return h.subarray(3);
+    }
+    return h;
+  };
+
+  for await (const piece of source) {
+    let buf = typeof piece === 'string' ? Buffer.from(piece) : piece;
+    if (head !== undefined) {
+      head = Buffer.concat([head, buf]);
+      if (head.length < 3) continue;
+      buf = afterHead(head);
+      head = undefined;
+    }
+    yield* lines(buf);
+  }
+  if (head !== undefined) yield* lines(afterHead(head));
   if (length > 0 || parts.length > 0 || overflow) yield finish(position);
 }
 
@@ -231,8 +269,11 @@ function codePoints(s: string, cap: number): number {
   return n;
 }
 
+/** A line's JSON object, or why it is none. */
+export type DecodedLine = { value: Record<string, unknown> } | { error: ApiError };
+
 /** The record's JSON value, or a failed row's error when the line is not a JSON object. */
-export function decodeLine(line: RawLine, maxRecordBytes: number): { value: Record<string, unknown> } | { error: ApiError } {
+export function decodeLine(line: RawLine, maxRecordBytes: number): DecodedLine {
   if (line.bytes === null) {
     return {
       error: new ApiError(
@@ -275,7 +316,11 @@ function readCustomId(record: Record<string, unknown>): { id: string } | { error
  */
 export function claimedCustomId(line: RawLine, maxRecordBytes = DEFAULT_MAX_RECORD_BYTES): string | undefined {
   if (line.blank) return undefined;
-  const decoded = decodeLine(line, maxRecordBytes);
+  return claimedCustomIdOf(decodeLine(line, maxRecordBytes));
+}
+
+/** claimedCustomId() of a line already decoded. */
+export function claimedCustomIdOf(decoded: DecodedLine): string | undefined {
   if ('error' in decoded) return undefined;
   const cid = readCustomId(decoded.value);
   return 'id' in cid ? cid.id : undefined;

@@ -1,15 +1,15 @@
 /**
  * The batch runner: streams a JSONL input from a byte offset, scores its records in large
  * `decideRecords` calls (one scheduler job each) and appends one result row per non-blank input
- * line, in input order. Used by the SQLite job store (store/sqlite-store.ts) and by `decide batch`
+ * line, in input order. Used by the SQLite job store (sqlite/sqlite-store.ts) and by `decide batch`
  * (CLI); the chunk itself is parsed, scored and formatted by chunk-scoring.ts, shared with Postgres.
  *
  * Crash safety: rows are written chunk by chunk. For each chunk the runner appends its rows to the
- * results file, fsyncs it, and only then calls `commit()` with the new input offset, results length
- * and counts; the caller stores them atomically (one SQLite transaction, or an atomically replaced
+ * results file (and their statuses to the status file, when it keeps one), fsyncs them, and only then
+ * calls `commit()` with the new input offset, results length and counts; the caller stores them atomically (one SQLite transaction, or an atomically replaced
  * sidecar file). A run that starts from a committed checkpoint first truncates the results file to
- * the committed length, so rows written after the last commit are dropped and written again: every
- * input row ends up in the results exactly once.
+ * the committed length (the status file to one byte per committed row), so rows written after the
+ * last commit are dropped and written again: every input row ends up in the results exactly once.
  *
  * Throughput: reading and validating the next chunk and tokenizing it (inside decideRecords) overlap
  * with the engine scoring the previous one (`pipelineDepth` chunks in flight); rows are still written
@@ -19,21 +19,12 @@ import { open, type FileHandle } from 'node:fs/promises';
 
 import type { ValidationLimits } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
-import { addLine, chunkRows, emptyChunk, scoreChunk, type ParsedChunk, type RecordScorer } from './chunk-scoring.js';
+import { addLine, chunkRows, emptyChunk, scoreChunk, type ParsedChunk } from './chunk-scoring.js';
+import { addUsage, type ChunkOptions, type JobProgress, type RecordScorer } from './ports.js';
 import { claimCustomId, DEFAULT_MAX_RECORD_BYTES, readLines, type RawLine, type RecordContext } from './records.js';
-import { addUsage } from './store/batch-store.js';
-import type { JobProgress } from './store/sqlite-jobs.js';
 
-export { resultRow, type RecordScorer } from './chunk-scoring.js';
-
-export interface ChunkOptions {
-  /** Valid records per decideRecords call (one scheduler job, scored in short engine calls). Default 128. */
-  chunkRecords: number;
-  /** Bytes of valid records per call, a stand-in for a token budget. Default 64 KiB (~16k tokens). */
-  chunkBytes: number;
-  /** Chunks in flight: one scoring while the next is read and tokenized. Default 2. */
-  pipelineDepth: number;
-}
+export { resultRow } from './chunk-scoring.js';
+export type { ChunkOptions, JobProgress, RecordScorer } from './ports.js';
 
 export const DEFAULT_CHUNK_OPTIONS: Readonly<ChunkOptions> = Object.freeze({ chunkRecords: 128, chunkBytes: 64 * 1024, pipelineDepth: 2 });
 
@@ -49,6 +40,11 @@ export interface RunOptions extends Partial<ChunkOptions> {
   endpoint?: string;
   inputPath: string;
   resultsPath: string;
+  /**
+   * Where each row's status goes, one byte per row in row order (ROW_FAILED or ROW_ANSWERED), so a
+   * download split by status reads no row's JSON (sqlite/result-rows.ts). Omitted: not kept.
+   */
+  statusPath?: string;
   /** Where to continue: a committed checkpoint, or all zeros for a new run. */
   start: JobProgress;
   /** Stores a checkpoint durably. Called after the rows it covers are fsynced. */
@@ -102,18 +98,12 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
 
   const input = await open(options.inputPath, 'r');
   let results: FileHandle | undefined;
+  let statuses: FileHandle | undefined;
   const inFlight: Chunk[] = [];
   try {
-    results = await open(options.resultsPath, progress.resultsBytes === 0 ? 'w+' : 'r+', options.resultsMode);
-    const { size } = await results.stat();
-    if (size < progress.resultsBytes) {
-      throw new Error(`${options.resultsPath} holds ${size} bytes but ${progress.resultsBytes} were committed; the results file was damaged`);
-    }
     // Rows written after the last commit are dropped; their records are read again below.
-    if (size > progress.resultsBytes) {
-      await results.truncate(progress.resultsBytes);
-      await results.datasync();
-    }
+    results = await openCommitted(options.resultsPath, progress.resultsBytes, options.resultsMode);
+    if (options.statusPath !== undefined) statuses = await openCommitted(options.statusPath, progress.completed + progress.failed, options.resultsMode);
 
     const ctx: RecordContext = {
       model: options.model,
@@ -170,16 +160,20 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
         inFlight.unshift(chunk);
         break;
       }
-      const { rows, completed, failed, usage } = chunkRows(chunk, outcomes);
-      const text = rows.join('');
-      const buf = Buffer.from(text, 'utf8');
+      const { rows, rowFailed, completed, failed, failedBytes, usage } = chunkRows(chunk, outcomes);
+      const buf = Buffer.from(rows.join(''), 'utf8');
       if (buf.length > 0) {
         await writeFully(results, buf, progress.resultsBytes);
+        if (statuses) {
+          await writeFully(statuses, Buffer.from(rowFailed.map((f) => (f ? ROW_FAILED : ROW_ANSWERED))), progress.completed + progress.failed);
+          await statuses.datasync();
+        }
         await results.datasync();
       }
       progress.inputOffset = chunk.endOffset;
       progress.inputLine = chunk.endLine;
       progress.resultsBytes += buf.length;
+      progress.failedBytes += failedBytes;
       progress.completed += completed;
       progress.failed += failed;
       progress.usage = addUsage(progress.usage, usage);
@@ -191,6 +185,31 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
     await settle(inFlight);
     await input.close().catch(() => undefined);
     await results?.close().catch(() => undefined);
+    await statuses?.close().catch(() => undefined);
+  }
+}
+
+/** Status bytes of the status file (RunOptions.statusPath). */
+export const ROW_ANSWERED = 0x30; // '0'
+export const ROW_FAILED = 0x31; // '1'
+
+/**
+ * Opens a file the run appends to, cut back to its committed length: what was written after the
+ * last commit goes. Shorter than that is damage, never repaired silently.
+ */
+async function openCommitted(file: string, committed: number, mode: number | undefined): Promise<FileHandle> {
+  const fh = await open(file, committed === 0 ? 'w+' : 'r+', mode);
+  try {
+    const { size } = await fh.stat();
+    if (size < committed) throw new Error(`${file} holds ${size} bytes but ${committed} were committed; the file was damaged`);
+    if (size > committed) {
+      await fh.truncate(committed);
+      await fh.datasync();
+    }
+    return fh;
+  } catch (err) {
+    await fh.close().catch(() => undefined);
+    throw err;
   }
 }
 

@@ -4,8 +4,11 @@
  * A malformed environment value is an error at start, never a silent fallback.
  */
 import type { ValidationLimits } from '../api/validate.js';
+import type { BatchSettings, ChunkOptions } from './ports.js';
 import { DEFAULT_MAX_RECORD_BYTES } from './records.js';
-import { DEFAULT_CHUNK_OPTIONS, type ChunkOptions } from './runner.js';
+import { DEFAULT_CHUNK_OPTIONS } from './runner.js';
+
+export type { BatchSettings };
 
 export const DEFAULT_MAX_FILE_BYTES = 200 * 1024 * 1024;
 export const DEFAULT_MAX_RECORDS = 100_000;
@@ -32,17 +35,6 @@ export interface BatchSettingsOptions {
   validation?: Partial<ValidationLimits>;
   /** Environment read for the defaults; default process.env. */
   env?: NodeJS.ProcessEnv;
-}
-
-export interface BatchSettings {
-  maxFileBytes: number;
-  maxRecords: number;
-  maxRecordBytes: number;
-  retentionMs: number;
-  sweepIntervalMs: number;
-  concurrency: number;
-  chunk: ChunkOptions;
-  validation: Partial<ValidationLimits> | undefined;
 }
 
 /** A number from the environment; `fallback` when unset or empty, an Error naming the variable when malformed. */

@@ -1,23 +1,22 @@
 /**
  * Uploads: a JSONL upload streamed to a staging file under `<jobsDir>/.staging`, counted and
- * fsynced, then moved into its job's directory. A crash before the move leaves only a staging file,
- * removed at the next start (clear()). Staged files are 0600 in a 0700 dir (private-files.ts).
+ * fsynced, then moved into its job's directory (or its file's). A crash before the move leaves only
+ * a staging file, removed at the next start (clear()). Staged files are 0600 in a 0700 dir
+ * (private-files.ts).
  */
+import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 
 import { monotonicFactory } from 'ulid';
 
 import { ApiError } from '../api/errors.js';
+import { inputLines } from './input-lines.js';
+import type { BatchInput, StagedUpload } from './ports.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir } from './private-files.js';
 import { RecordCounter } from './records.js';
 
-/** An upload on disk, fsynced, not yet a job. */
-export interface StagedUpload {
-  path: string;
-  bytes: number;
-  records: number;
-}
+export type { StagedUpload };
 
 export async function fsyncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r');
@@ -93,14 +92,33 @@ export class UploadStaging {
 }
 
 /**
+ * Makes `target` exist in a new private directory, durably: `put` writes it (the file's own bytes
+ * durable), then the new directory and its parent are fsynced.
+ */
+export async function placeInNewDir(target: string, put: () => Promise<void>): Promise<void> {
+  const dir = path.dirname(target);
+  await mkdir(dir, { mode: PRIVATE_DIR_MODE });
+  await put();
+  await fsyncDir(dir);
+  await fsyncDir(path.dirname(dir));
+}
+
+/**
  * Moves a staged upload to `target` (in a new directory) durably: the file, and the directories it
  * left and entered, fsynced.
  */
 export async function moveUploadInto(upload: StagedUpload, target: string): Promise<void> {
-  const dir = path.dirname(target);
-  await mkdir(dir, { mode: PRIVATE_DIR_MODE });
-  await rename(upload.path, target);
-  await fsyncDir(dir);
-  await fsyncDir(path.dirname(dir));
+  await placeInNewDir(target, () => rename(upload.path, target));
   await fsyncDir(path.dirname(upload.path));
+}
+
+/** A staged upload as a job's input (our multipart form: creation checks no line). */
+export function stagedInput(upload: StagedUpload, maxRecordBytes: number): BatchInput {
+  return {
+    bytes: upload.bytes,
+    records: upload.records,
+    checked: false,
+    lines: () => inputLines(createReadStream(upload.path, { highWaterMark: 1 << 20 }), { maxRecordBytes }),
+    placeAt: (target) => moveUploadInto(upload, target),
+  };
 }

@@ -3,7 +3,7 @@
  * that describe a job's timing to a client.
  */
 import type { Batch, BatchList } from '../api/schemas.js';
-import { isFinal, type BatchJob } from './store/batch-store.js';
+import { isFinal, type BatchJob } from './ports.js';
 
 /** The Batch resource and the list page: their one definition is the schema in src/api/schemas.ts. */
 export type { Batch, BatchList };

@@ -7,6 +7,11 @@
  * size (sizes differ by at most one); ECE = sum over groups of (group size / N) * |accuracy -
  * mean confidence|. Equal-mass bins keep every bin populated, so the figure is not dominated by a
  * few sparse high-confidence bins.
+ *
+ * The reliability diagram uses the same equal-mass cut, but only as many bins as the rows support
+ * (at least RELIABILITY_MIN_BIN_ROWS answers each, at most RELIABILITY_MAX_BINS bins): 15 bins of 30
+ * held-out answers hold two each, and their accuracies can only be 0, 0.5 or 1. Each point carries
+ * the Wilson 95% interval of its accuracy, so a reader sees how little a small bin says.
  */
 import { seededRandom } from './observations.js';
 
@@ -32,6 +37,12 @@ export interface Estimate {
 export type FiguresWithIntervals = Record<keyof Figures, Estimate>;
 
 export const ECE_BINS = 15;
+/** Fewest answers a reliability diagram's bin holds (when there are that many at all). */
+export const RELIABILITY_MIN_BIN_ROWS = 20;
+/** Most bins a reliability diagram draws. */
+export const RELIABILITY_MAX_BINS = 10;
+/** The normal quantile of a two-sided 95% interval. */
+const Z95 = 1.959963984540054;
 /** Probabilities are clipped here for the log-loss so that one confident miss is large, not infinite. */
 const MIN_PROB = 1e-12;
 
@@ -147,11 +158,40 @@ export function figuresWithIntervals(
   return out;
 }
 
-/** Points of a reliability diagram: per equal-mass bin, mean confidence, accuracy and size. */
-export function reliabilityBins(predictions: readonly Prediction[], bins = ECE_BINS): Array<{ confidence: number; accuracy: number; count: number }> {
-  return equalMassBins(predictions.map(rowOf), bins).map((bin) => ({
-    confidence: bin.confidence / bin.count,
-    accuracy: bin.correct / bin.count,
-    count: bin.count,
-  }));
+/** One point of a reliability diagram: an equal-mass bin's mean confidence, its accuracy with a 95% interval, and its size. */
+export interface ReliabilityPoint {
+  confidence: number;
+  accuracy: number;
+  count: number;
+  /** Wilson 95% interval of the accuracy. */
+  low: number;
+  high: number;
+}
+
+/** Bins a reliability diagram of `rows` answers draws: as many as hold RELIABILITY_MIN_BIN_ROWS each, 1 to RELIABILITY_MAX_BINS. */
+export function reliabilityBinCount(rows: number): number {
+  return Math.max(1, Math.min(RELIABILITY_MAX_BINS, Math.floor(rows / RELIABILITY_MIN_BIN_ROWS)));
+}
+
+/**
+ * The Wilson score 95% interval of a proportion `successes / n` (successes may be fractional: a
+ * prediction with every option tied counts 1/k). Unlike p ± 1.96·se it stays inside [0, 1] and is
+ * not zero-width at 0 or 1, which small bins reach often.
+ */
+export function wilsonInterval(successes: number, n: number): [number, number] {
+  if (n <= 0) return [0, 1];
+  const p = successes / n;
+  const z2 = Z95 * Z95;
+  const denominator = 1 + z2 / n;
+  const center = (p + z2 / (2 * n)) / denominator;
+  const half = (Z95 * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / denominator;
+  return [Math.max(0, center - half), Math.min(1, center + half)];
+}
+
+/** The points of a reliability diagram, in order of confidence (see reliabilityBinCount for how many). */
+export function reliabilityBins(predictions: readonly Prediction[], bins = reliabilityBinCount(predictions.length)): ReliabilityPoint[] {
+  return equalMassBins(predictions.map(rowOf), bins).map((bin) => {
+    const [low, high] = wilsonInterval(bin.correct, bin.count);
+    return { confidence: bin.confidence / bin.count, accuracy: bin.correct / bin.count, count: bin.count, low, high };
+  });
 }

@@ -1,8 +1,9 @@
 /**
  * One reliability diagram as a standalone SVG, written by hand: accuracy against confidence per
- * equal-mass bin, before and after the correction, with the diagonal of perfect calibration. The
- * figure is a few lines, circles and text, so it needs no plotting library (Vega drew it before and
- * brought 11 MB of dependencies for it).
+ * equal-mass bin (as many as the answers support, metrics.ts reliabilityBins), each with its 95%
+ * interval, drawn in order of confidence, before and after the correction, with the diagonal of
+ * perfect calibration. The figure is a few lines, circles and text, so it needs no plotting library
+ * (Vega drew it before and brought 11 MB of dependencies for it).
  */
 import type { TypeReport } from './report-types.js';
 
@@ -21,6 +22,14 @@ const escapeXml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '
 const px = (v: number) => String(Math.round(v * 10) / 10);
 const x = (confidence: number) => px(MARGIN.left + Math.min(1, Math.max(0, confidence)) * PLOT);
 const y = (accuracy: number) => px(MARGIN.top + (1 - Math.min(1, Math.max(0, accuracy))) * PLOT);
+
+/** What the points are: "4 equal-mass bins of 20+ answers, 95% intervals". */
+export function binsLegend(bins: ReadonlyArray<{ count: number; low?: number }>): string {
+  if (bins.length === 0) return 'no held-out answers';
+  const fewest = Math.min(...bins.map((b) => b.count));
+  const what = `${bins.length} equal-mass bin${bins.length === 1 ? '' : 's'} of ${fewest}+ answers`;
+  return bins.every((b) => b.low !== undefined) ? `${what}, 95% intervals` : what;
+}
 
 /** The SVG of `type`'s reliability diagram from its report (held-out bins, ECE before and after). */
 export function reliabilitySvg(type: string, report: TypeReport): string {
@@ -49,15 +58,24 @@ export function reliabilitySvg(type: string, report: TypeReport): string {
     `<line x1="${x(0)}" y1="${y(0)}" x2="${x(1)}" y2="${y(1)}" stroke="#999" stroke-dasharray="4 4"/>`,
   );
   for (const { key, color } of SERIES) {
-    const bins = report.reliability[key];
+    // In order of confidence, so the line joins neighbours whatever order the report lists them in.
+    const bins = [...report.reliability[key]].sort((a, b) => a.confidence - b.confidence);
     if (bins.length > 0) {
       const points = bins.map((b) => `${x(b.confidence)},${y(b.accuracy)}`).join(' ');
       out.push(`<polyline class="${key}" points="${points}" fill="none" stroke="${color}" stroke-width="2"/>`);
     }
     for (const b of bins) {
+      const interval = b.low === undefined || b.high === undefined ? '' : `, 95% interval ${b.low.toFixed(3)} to ${b.high.toFixed(3)}`;
+      if (interval) {
+        // The interval of the bin's accuracy: a vertical bar with short caps.
+        const cap = (v: number) => `<line x1="${px(Number(x(b.confidence)) - 3)}" y1="${y(v)}" x2="${px(Number(x(b.confidence)) + 3)}" y2="${y(v)}" stroke="${color}"/>`;
+        out.push(
+          `<g class="${key}-interval" opacity="0.6"><line x1="${x(b.confidence)}" y1="${y(b.high!)}" x2="${x(b.confidence)}" y2="${y(b.low!)}" stroke="${color}" stroke-width="1.5"/>${cap(b.low!)}${cap(b.high!)}</g>`,
+        );
+      }
       out.push(
         `<circle class="${key}" cx="${x(b.confidence)}" cy="${y(b.accuracy)}" r="3.6" fill="${color}"><title>${escapeXml(
-          `${key}: confidence ${b.confidence.toFixed(3)}, accuracy ${b.accuracy.toFixed(3)}, ${b.count} answers`,
+          `${key}: confidence ${b.confidence.toFixed(3)}, accuracy ${b.accuracy.toFixed(3)}${interval}, ${b.count} answers`,
         )}</title></circle>`,
       );
     }
@@ -65,7 +83,7 @@ export function reliabilitySvg(type: string, report: TypeReport): string {
   // Legend, top left inside the plot.
   const lx = MARGIN.left + 10;
   const ly = MARGIN.top + 16;
-  out.push(`<text x="${lx}" y="${ly}" font-weight="bold">15 equal-mass bins</text>`);
+  out.push(`<text x="${lx}" y="${ly}" font-weight="bold">${escapeXml(binsLegend(report.reliability.after))}</text>`);
   SERIES.forEach(({ key, color }, i) => {
     const rowY = ly + 16 * (i + 1);
     out.push(

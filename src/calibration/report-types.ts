@@ -5,7 +5,7 @@
 import type { QuestionType } from '../api/schemas.js';
 import type { Unusable } from './data.js';
 import type { CandidateName } from './fit.js';
-import type { Estimate } from './metrics.js';
+import type { Estimate, ReliabilityPoint } from './metrics.js';
 
 /** A figure before and after the correction, and for uniform probabilities. */
 export type Compared = Record<'before' | 'after' | 'uniform', Estimate>;
@@ -35,7 +35,8 @@ export interface TypeReport {
   nll: Compared;
   brier: Compared;
   ece: Compared;
-  reliability: Record<'before' | 'after', Array<{ confidence: number; accuracy: number; count: number }>>;
+  /** The reliability diagram's points (metrics.ts reliabilityBins): up to 10 equal-mass bins of at least 20 answers, each with its 95% interval. */
+  reliability: Record<'before' | 'after', ReliabilityPoint[]>;
 }
 
 /**

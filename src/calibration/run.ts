@@ -298,7 +298,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
           observations: r.held_out_observations,
           kept: r.kept,
           ...(r.poor_fit ? { poor_fit: r.poor_fit } : {}),
-          // The diagram's points (15 bins each), so GET /v1/models/{id} and the console can draw it.
+          // The diagram's points (each bin with its interval), so GET /v1/models/{id} and the console can draw it.
           reliability: r.reliability,
         },
       ]),

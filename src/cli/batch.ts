@@ -24,8 +24,7 @@ import { parseFormQuestions } from '../batches/query.js';
 import { RecordCounter } from '../batches/records.js';
 import { runBatch } from '../batches/runner.js';
 import { chunkOptionsFromEnv } from '../batches/settings.js';
-import { zeroUsage } from '../batches/store/batch-store.js';
-import type { JobProgress } from '../batches/store/sqlite-jobs.js';
+import { zeroUsage, type JobProgress } from '../batches/ports.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand, threadsArg } from './args.js';
 import { outputClash } from './output-path.js';
@@ -119,6 +118,7 @@ async function readState(file: string): Promise<RunState | undefined> {
     if (state.version !== STATE_VERSION || typeof state.progress?.inputOffset !== 'number') throw new Error('unknown format');
     // A state written before usage was counted: the rows before it count none.
     state.progress.usage ??= zeroUsage();
+    state.progress.failedBytes ??= 0;
     return state;
   } catch {
     throw new Error(`${file} is not a state file of this version; delete it (and ${file.replace(/\.state\.json$/, '')}) to start over`);
@@ -253,7 +253,7 @@ export async function run(argv: string[]): Promise<number> {
         total: input.records,
         model,
         questionsSha256,
-        progress: { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0, usage: zeroUsage() },
+        progress: { inputOffset: 0, inputLine: 0, resultsBytes: 0, failedBytes: 0, completed: 0, failed: 0, usage: zeroUsage() },
       };
       await writeStateAtomically(statePath, state);
     }

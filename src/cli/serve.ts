@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 
-import { databaseUrl } from '../batches/store/open-store.js';
+import { databaseUrl } from '../batches/open-stores.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
 import { commandError, intArg, parseCommand, providerArg, threadsArg } from './args.js';

@@ -14,7 +14,7 @@
 import path from 'node:path';
 
 import { resolveBatchSettings } from '../batches/settings.js';
-import { databaseUrl, openBatchStore } from '../batches/store/open-store.js';
+import { databaseUrl, openBatchStore } from '../batches/open-stores.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand, providerArg, threadsArg } from './args.js';
 

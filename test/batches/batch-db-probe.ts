@@ -1,7 +1,7 @@
 /**
  * The test's own connection to a server's `<data-dir>/batches.sqlite`: reads a job's committed
  * progress, and holds the database's write lock. The server commits every chunk in a transaction
- * (src/batches/store/sqlite-jobs.ts), so while the test holds the lock the server can still score
+ * (src/batches/sqlite/sqlite-jobs.ts), so while the test holds the lock the server can still score
  * and write rows but commits nothing and cannot finish the job: a SIGKILL sent then lands mid-job
  * for certain, whatever the machine's speed. WAL mode lets both sides read meanwhile.
  */

@@ -11,8 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.js';
 import type { NormalizedDecideRequest } from '../../src/api/validate.js';
 import { runBatch, type RecordScorer, type RunOptions } from '../../src/batches/runner.js';
-import { zeroUsage, type TokenUsage } from '../../src/batches/store/batch-store.js';
-import type { JobProgress } from '../../src/batches/store/sqlite-jobs.js';
+import { zeroUsage, type JobProgress, type TokenUsage } from '../../src/batches/ports.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { goodLines, maxProbDiff, MODEL_ID, mixedFile, parseRows, QUESTIONS, tempWorkspace, type ResultRow } from './helpers.js';
 
@@ -27,7 +26,7 @@ let scoreCalls: number;
 let referenceUsage: TokenUsage;
 /** The good records before the mixed ones. */
 const firstLines = goodLines(12, 3, 'p');
-const ZERO: JobProgress = { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0, usage: zeroUsage() };
+const ZERO: JobProgress = { inputOffset: 0, inputLine: 0, resultsBytes: 0, failedBytes: 0, completed: 0, failed: 0, usage: zeroUsage() };
 
 function options(resultsPath: string, extra: Partial<RunOptions> = {}): RunOptions {
   return { scorer: svc, model: MODEL_ID, requestedModel: 'svc-alpha', inputPath, resultsPath, start: ZERO, commit: () => undefined, chunkRecords: 8, ...extra };

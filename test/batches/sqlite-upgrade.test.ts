@@ -1,18 +1,24 @@
 /**
  * A `batches.sqlite` written by an earlier release opens: the OpenAI file table made before uploads
  * expired gains `expires_at`, its rows read as kept until deleted (never swept), and new uploads
- * store their expiry; addMissingColumns leaves existing columns and rows alone.
+ * store their expiry; a job table made before row statuses were kept gains `failed_bytes`, and each
+ * job's status file is written once at open from its rows; addMissingColumns leaves existing columns
+ * and rows alone.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { SqliteFileStore } from '../../src/batches/files/sqlite-files.js';
-import { addMissingColumns, openSqlite } from '../../src/batches/store/sqlite-driver.js';
+import { resolveBatchSettings } from '../../src/batches/settings.js';
+import { SqliteFileStore } from '../../src/batches/sqlite/sqlite-files.js';
+import { addMissingColumns, openSqlite } from '../../src/batches/sqlite/sqlite-driver.js';
+import { SqliteBatchStore } from '../../src/batches/sqlite/sqlite-store.js';
 import { UploadStaging } from '../../src/batches/uploads.js';
+import { streamText } from './helpers.js';
 
 let dir: string;
 
@@ -66,5 +72,63 @@ describe('an older batches.sqlite', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('records the row statuses of jobs written before they were kept, once, at open', async () => {
+    // The job table as the release before row statuses made it, with one finished OpenAI-dialect job.
+    const db = openSqlite(path.join(dir, 'batches.sqlite'));
+    db.exec(`CREATE TABLE batches (id TEXT PRIMARY KEY, owner TEXT NOT NULL, model TEXT NOT NULL, requested_model TEXT NOT NULL,
+             status TEXT NOT NULL, total INTEGER NOT NULL, completed INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+             created_at INTEGER NOT NULL, started_at INTEGER, completed_at INTEGER, expires_at INTEGER, error_code TEXT,
+             error_message TEXT, questions TEXT, input_path TEXT NOT NULL, input_bytes INTEGER NOT NULL, results_path TEXT NOT NULL,
+             input_offset INTEGER NOT NULL DEFAULT 0, input_line INTEGER NOT NULL DEFAULT 0, results_bytes INTEGER NOT NULL DEFAULT 0,
+             openai TEXT, input_tokens INTEGER NOT NULL DEFAULT 0, cached_tokens INTEGER NOT NULL DEFAULT 0,
+             output_tokens INTEGER NOT NULL DEFAULT 0, cancelling_at INTEGER) STRICT`);
+    const id = 'batch_01JOLDOLDOLDOLDOLDOLDOLDOL';
+    const row = (customId: string, status: number | null) =>
+      `${JSON.stringify({ id: `batch_req_${customId}`, custom_id: customId, response: status === null ? null : { status_code: status, request_id: 'r', body: {} }, error: status === null ? { code: 'invalid_question', message: 'bad' } : null })}\n`;
+    const rows = [row('a', 200), row('b', 400), row('c', 200), row('d', null), row('e', 200)];
+    // A row written after the last commit (a crash): not committed, never served.
+    const results = rows.join('') + row('f', 200);
+    const committed = Buffer.byteLength(rows.join(''));
+    await mkdir(path.join(dir, 'batches', id), { recursive: true });
+    await writeFile(path.join(dir, 'batches', id, 'input.jsonl'), 'x\n'.repeat(6));
+    await writeFile(path.join(dir, 'batches', id, 'results.jsonl'), results);
+    const now = Date.now();
+    db.prepare(
+      `INSERT INTO batches (id, owner, model, requested_model, status, total, completed, failed, created_at, completed_at, expires_at,
+       input_path, input_bytes, results_path, input_offset, input_line, results_bytes, openai)
+       VALUES (?, 'k', 'm', 'm', 'completed', 5, 3, 2, ?, ?, ?, ?, 12, ?, 12, 6, ?, ?)`,
+    ).run(id, now, now, now + 3_600_000, path.join('batches', id, 'input.jsonl'), path.join('batches', id, 'results.jsonl'), committed, JSON.stringify({ endpoint: '/v1/decide', inputFileId: 'file-x', completionWindow: '24h', metadata: null }));
+    db.close();
+
+    const open = () =>
+      SqliteBatchStore.open({
+        dataDir: dir,
+        settings: resolveBatchSettings({ env: {} }),
+        service: { decideRecords: async () => [], resolveModel: (m) => m, runtime: async () => undefined },
+        work: false,
+        log: () => undefined,
+      });
+    const store = await open();
+    try {
+      const job = (await store.get(id))!;
+      const failedRows = rows[1]! + rows[3]!;
+      expect(job.failedBytes).toBe(Buffer.byteLength(failedRows));
+      const answered = await store.openResults(job, 'answered');
+      expect(answered.bytes).toBe(committed - Buffer.byteLength(failedRows));
+      expect(await streamText(answered.stream)).toBe(rows[0]! + rows[2]! + rows[4]!);
+      const failed = await store.openResults(job, 'failed');
+      expect([failed.bytes, await streamText(failed.stream)]).toEqual([Buffer.byteLength(failedRows), failedRows]);
+      expect(await streamText((await store.openResults(job, 'all')).stream)).toBe(rows.join(''));
+      expect(await readFile(path.join(dir, 'batches', id, 'row-status'), 'latin1')).toBe('01010');
+    } finally {
+      await store.close();
+    }
+    // Once: a second open finds every job indexed and leaves the status file alone.
+    await rm(path.join(dir, 'batches', id, 'row-status'));
+    const again = await open();
+    await again.close();
+    expect(existsSync(path.join(dir, 'batches', id, 'row-status'))).toBe(false);
   });
 });

@@ -6,6 +6,7 @@
  * cancelled through another on the same database (API hosts keep no state), and several stores
  * opening a fresh database at once apply each migration exactly once.
  */
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 
@@ -13,7 +14,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchService, type BatchServiceOptions } from '../../src/batches/batch-service.js';
-import { FileGoneError } from '../../src/batches/files/file-store.js';
+import { FileGoneError } from '../../src/batches/ports.js';
 import { FILE_EXPIRY_SECONDS, OpenAiBatchApi } from '../../src/batches/openai/openai-batches.js';
 import { MIGRATION_VERSIONS } from '../../src/batches/pg/migrations.js';
 import type { DecisionService } from '../../src/service/decision-service.js';
@@ -54,8 +55,11 @@ const outputs = new Map<string, ResultRow[]>();
 
 describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
   let batches: BatchService;
+  let databaseUrl: string | undefined;
   beforeAll(async () => {
-    batches = await BatchService.open({ service: svc, dataDir: path.join(workDir, kind), chunk: { chunkRecords: 4 }, ...(await options()) });
+    const opened = await options();
+    databaseUrl = opened.databaseUrl || undefined;
+    batches = await BatchService.open({ service: svc, dataDir: path.join(workDir, kind), chunk: { chunkRecords: 4 }, ...opened });
     expect(batches.store.kind).toBe(kind);
   });
   afterAll(async () => batches?.close());
@@ -106,6 +110,50 @@ describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
     await batches.sweep(Date.now() + batches.retentionMs + 1);
     expect((await batches.get('o', b.id)).status).toBe('expired');
     await expect(batches.openResults('o', b.id)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it("serves an OpenAI batch's output and error files by the status stored with each row: no row is read to count or split them", async () => {
+    const api = await OpenAiBatchApi.open(batches);
+    try {
+      const questions = { q: { type: 'noul', instructions: 'Is it urgent?' } };
+      const lines = Array.from({ length: 10 }, (_, i) =>
+        JSON.stringify({ custom_id: `s-${i}`, method: 'POST', url: '/v1/decide', body: i % 3 === 2 ? { model: 'svc-alpha', state: 'x', questions: { q: { type: 'bogus', instructions: '?' } } } : { model: 'svc-alpha', state: `ticket ${i}`, questions } }),
+      );
+      const file = await api.upload('s', { purpose: 'batch', filename: 's.jsonl', upload: await batches.stageUpload(Readable.from([`${lines.join('\n')}\n`])) });
+      const batch = await api.createBatch('s', { input_file_id: file.id, endpoint: '/v1/decide', completion_window: '24h' });
+      if (kind === 'sqlite') {
+        // The batch's input is the upload itself, linked, not a second copy staged from it.
+        const dataDir = path.join(workDir, kind);
+        expect((await stat(path.join(dataDir, 'batches', batch.id, 'input.jsonl'))).ino).toBe((await stat(path.join(dataDir, 'files', file.id, 'content.jsonl'))).ino);
+      }
+      expect((await waitFor(batches, 's', batch.id, ['completed'])).progress).toEqual({ total: 10, completed: 7, failed: 3 });
+      const ids = { output: `file-output-${batch.id.slice('batch_'.length)}`, errors: `file-errors-${batch.id.slice('batch_'.length)}` };
+      const served = { output: await streamText(await api.fileContent('s', ids.output)), errors: await streamText(await api.fileContent('s', ids.errors)) };
+      for (const kindOf of ['output', 'errors'] as const) expect((await api.getFile('s', ids[kindOf])).bytes).toBe(Buffer.byteLength(served[kindOf]));
+      const statusOf = (text: string) => text.trim().split('\n').map((l) => [(JSON.parse(l) as { custom_id: string }).custom_id, (JSON.parse(l) as { response: { status_code: number } }).response.status_code]);
+      expect(statusOf(served.output)).toEqual(['s-0', 's-1', 's-3', 's-4', 's-6', 's-7', 's-9'].map((id) => [id, 200]));
+      expect(statusOf(served.errors)).toEqual(['s-2', 's-5', 's-8'].map((id) => [id, 400]));
+
+      // Every row's bytes replaced (same lengths) by text that is no JSON at all: the file objects
+      // and the split are unchanged, so neither reads a row (the split and the counts were worked out
+      // again from each row's JSON on every call before).
+      const blank = (row: string) => `${'x'.repeat(Buffer.byteLength(row) - 1)}\n`;
+      if (kind === 'sqlite') {
+        const results = path.join(workDir, kind, 'batches', batch.id, 'results.jsonl');
+        const rows = (await readFile(results, 'utf8')).split(/(?<=\n)/);
+        await writeFile(results, rows.map(blank).join(''));
+      } else {
+        const db = new pg.Client({ connectionString: databaseUrl });
+        await db.connect();
+        await db.query(`UPDATE decide_batch_results SET row = repeat('x', octet_length(row) - 1) || E'\\n' WHERE job_id = $1`, [batch.id]).finally(() => db.end());
+      }
+      for (const kindOf of ['output', 'errors'] as const) {
+        expect((await api.getFile('s', ids[kindOf])).bytes).toBe(Buffer.byteLength(served[kindOf]));
+        expect(await streamText(await api.fileContent('s', ids[kindOf]))).toBe(served[kindOf].split(/(?<=\n)/).map(blank).join(''));
+      }
+    } finally {
+      await api.close();
+    }
   });
 
   it("expires uploads as OpenAI's Files API does: hidden once due, swept with their bytes; a batch made from one keeps its input", async () => {
@@ -200,6 +248,54 @@ describe('Postgres: hosts keep no state; migrations', () => {
       await batches.sweep(Date.now() + batches.retentionMs + 1);
       await expect(streamText(stream)).rejects.toThrow(/deleted \(expired\) while they were read/);
     } finally {
+      await batches.close();
+    }
+  });
+
+  it('migration 7 works out the status of every row written before it, and the failed rows\' bytes', async () => {
+    const url = await postgres.database('row_status');
+    const open = () => BatchService.open({ service: svc, dataDir: path.join(workDir, 'row-status'), databaseUrl: url, chunk: { chunkRecords: 4 } });
+    let batches = await open();
+    let api = await OpenAiBatchApi.open(batches);
+    const questions = { q: { type: 'noul', instructions: 'Is it urgent?' } };
+    const lines = Array.from({ length: 9 }, (_, i) =>
+      JSON.stringify({ custom_id: `m-${i}`, method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state: `t ${i}`, questions: i % 4 === 1 ? { q: { type: 'bogus', instructions: '?' } } : questions } }),
+    );
+    const file = await api.upload('o', { purpose: 'batch', filename: 'm.jsonl', upload: await batches.stageUpload(Readable.from([lines.join('\n')])) });
+    const openaiJob = await api.createBatch('o', { input_file_id: file.id, endpoint: '/v1/decide', completion_window: '24h' });
+    const mixed = await batches.create({ owner: 'o', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([mixedFile().text])) });
+    await waitFor(batches, 'o', openaiJob.id, ['completed']);
+    await waitFor(batches, 'o', mixed.id, ['completed']);
+    const suffix = openaiJob.id.slice('batch_'.length);
+    const read = async () => ({
+      output: await streamText(await api.fileContent('o', `file-output-${suffix}`)),
+      errors: await streamText(await api.fileContent('o', `file-errors-${suffix}`)),
+      errorBytes: (await api.getFile('o', `file-errors-${suffix}`)).bytes,
+      jobs: (await batches.store.get(openaiJob.id))!.failedBytes + (await batches.store.get(mixed.id))!.failedBytes,
+    });
+    const before = await read();
+    expect(before.errors.trim().split('\n').map((l) => (JSON.parse(l) as { custom_id: string }).custom_id)).toEqual(['m-1', 'm-5']);
+    await api.close();
+    await batches.close();
+
+    // The database as migration 6 left it: rows without a status, jobs without failed bytes.
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    try {
+      await db.query('ALTER TABLE decide_batch_results DROP COLUMN failed');
+      await db.query('ALTER TABLE decide_batch_jobs DROP COLUMN failed_bytes');
+      await db.query('DELETE FROM decide_schema_migrations WHERE version = 7');
+    } finally {
+      await db.end();
+    }
+    batches = await open();
+    api = await OpenAiBatchApi.open(batches);
+    try {
+      expect(await read()).toEqual(before);
+      const mixedErrors = parseRows(await streamText((await batches.openResults('o', mixed.id)).stream)).filter((r) => r.error);
+      expect(mixedErrors.length).toBe((await batches.get('o', mixed.id)).progress.failed);
+    } finally {
+      await api.close();
       await batches.close();
     }
   });

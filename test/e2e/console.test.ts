@@ -4,7 +4,8 @@
  * page, in order: a wrong key is refused, a right one kept in sessionStorage; the playground's bars
  * equal POST /v1/decide's numbers for the request its "Copy as curl" snippet shows; a 400 is shown
  * as what it means; the models page shows a calibrated version's figures and draws its reliability
- * diagram from GET /v1/models' points, a broken version with its reason and an incomplete
+ * diagram from GET /v1/models' points (as many bins as its 82 held-out answers support, each point
+ * with its interval, in order of confidence), a broken version with its reason and an incomplete
  * directory; a dropped JSONL file's bad lines are listed by number before anything runs, the batch
  * reaches 100% and its results download byte for byte, its failed row is listed; a large batch is
  * cancelled; health shows readiness and the /metrics numbers. No CSP violation, no request URL and
@@ -46,7 +47,8 @@ const requestUrls: string[] = [];
 
 async function calibratedVersion(modelsDir: string, root: string): Promise<void> {
   const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
-  const texts = states(150, 3);
+  // 410 rows: 82 held out (20%), one answer of each type per row: 4 bins of at least 20 answers.
+  const texts = states(410, 3);
   const file = path.join(root, 'labelled.jsonl');
   try {
     await writeSharpenedData(file, texts, await rawLogits(service, 'svc-alpha-2026-10', texts), 0.5, 5);
@@ -287,7 +289,10 @@ describe('the console in a browser', () => {
 
   it('models: a calibrated version with its figures and reliability diagram, a broken one with its reason', async () => {
     expect((await api('/v1/decide', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'other', state: 'x', questions: { q: { type: 'noul', instructions: 'ok?' } } }) })).status).toBe(500);
-    const listing = (await (await api('/v1/models')).json()) as { data: Array<{ id: string; held_out?: Record<string, { ece: number; reliability: { before: unknown[]; after: unknown[] } }> }> };
+    type Bin = { confidence: number; accuracy: number; count: number; low: number; high: number };
+    const listing = (await (await api('/v1/models')).json()) as {
+      data: Array<{ id: string; held_out?: Record<string, { ece: number; observations: number; reliability: { before: Bin[]; after: Bin[] } }> }>;
+    };
     const calibrated = listing.data.find((m) => m.id === CALIBRATED)!;
     const type = 'choice';
     const figures = calibrated.held_out![type]!;
@@ -303,9 +308,35 @@ describe('the console in a browser', () => {
     await page.click(`[data-diagram-button="${CALIBRATED}:${type}"]`);
     const diagram = page.locator(`figure.reliability[data-type="${type}"]`);
     await diagram.waitFor();
-    expect(await diagram.locator('[data-series="after"] circle').count()).toBe(figures.reliability.after.length);
-    expect(await diagram.locator('[data-series="before"] circle').count()).toBe(figures.reliability.before.length);
-    expect(figures.reliability.after.length).toBeGreaterThan(1);
+    // As many bins as the held-out answers support at 20 or more each (at most 10), not 15 bins of a few.
+    expect(figures.observations).toBe(82);
+    expect(figures.reliability.after.map((b) => b.count)).toEqual([20, 21, 20, 21]);
+    for (const series of ['before', 'after'] as const) {
+      const drawn = await diagram.locator(`[data-series="${series}"]`).evaluate((g) => {
+        const el = g as unknown as { querySelectorAll(s: string): ArrayLike<{ getAttribute(a: string): string | null }> };
+        const attrs = (selector: string, names: string[]) => Array.from(el.querySelectorAll(selector), (e) => names.map((n) => Number(e.getAttribute(n))));
+        return {
+          points: attrs(':scope > circle', ['cx', 'cy', 'data-count']),
+          bars: attrs(':scope > .interval > line:first-child', ['x1', 'y1', 'y2']),
+          line: String(el.querySelectorAll(':scope > polyline')[0]!.getAttribute('points')),
+        };
+      });
+      const bins = figures.reliability[series];
+      expect(drawn.points).toHaveLength(bins.length);
+      // In order of confidence, left to right, and the line joins them in that order.
+      for (let i = 1; i < drawn.points.length; i++) expect(drawn.points[i]![0]).toBeGreaterThanOrEqual(drawn.points[i - 1]![0]!);
+      expect(drawn.line.split(' ').map((p) => Number(p.split(',')[0]))).toEqual(drawn.points.map(([cx]) => Number(cx!.toFixed(1))));
+      // Each point has its interval: a bar at its x from its high to its low end, around it.
+      expect(drawn.bars).toHaveLength(bins.length);
+      drawn.bars.forEach(([x, top, bottom], i) => {
+        const [cx, cy] = drawn.points[i]!;
+        expect(x).toBeCloseTo(cx!, 6);
+        expect(top).toBeLessThanOrEqual(cy! + 1e-9);
+        expect(bottom).toBeGreaterThanOrEqual(cy! - 1e-9);
+        expect(bottom! - top!).toBeGreaterThan(0);
+      });
+    }
+    expect(await diagram.locator('[data-bins-caption]').textContent()).toBe('82 held-out answers, 4 equal-mass bins of 20+ answers, 95% intervals');
 
     expect(await page.locator('[data-model-id="other-2026-10"] [data-broken]').textContent()).toMatch(/Broken: .+/);
     expect(await page.locator('[data-incomplete="svc-alpha-2026-12"]').textContent()).toContain('svc-alpha-2026-12');

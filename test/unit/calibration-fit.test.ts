@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { estimateLabelBias, fitTemperature, fitType } from '../../src/calibration/fit.js';
-import { figures, figuresWithIntervals, reliabilityBins } from '../../src/calibration/metrics.js';
+import { figures, figuresWithIntervals, reliabilityBinCount, reliabilityBins, wilsonInterval } from '../../src/calibration/metrics.js';
 import { correctedProbs, IDENTITY, seededRandom, uniformProbs, type Observation } from '../../src/calibration/observations.js';
 
 function normal(random: () => number): number {
@@ -128,9 +128,44 @@ describe('figures', () => {
     expect(f.accuracy).toBeCloseTo(14 / 30, 12);
     expect(f.nll).toBeCloseTo((14 * -Math.log(0.6) + 16 * -Math.log(0.1)) / 30, 12);
     expect(f.brier).toBeCloseTo((14 * (0.16 + 0.16) + 16 * (0.81 + 0.81)) / 30, 12);
-    const bins = reliabilityBins(preds);
-    expect(bins).toHaveLength(15);
-    expect(bins.reduce((n, b) => n + b.count, 0)).toBe(30);
+    expect(reliabilityBins(preds, 15)).toHaveLength(15);
+  });
+
+  it('the reliability diagram draws as many bins as hold 20 answers each (1 to 10), each with its Wilson 95% interval', () => {
+    expect([1, 19, 30, 39, 40, 59, 60, 199, 200, 5000].map(reliabilityBinCount)).toEqual([1, 1, 1, 1, 2, 2, 3, 9, 10, 10]);
+    // 30 held-out answers (the case that drew 15 bins of two): one bin of all 30.
+    const thirty = [
+      ...Array.from({ length: 14 }, () => ({ probs: [0.6, 0.4], expected: 0 })),
+      ...Array.from({ length: 16 }, () => ({ probs: [0.9, 0.1], expected: 1 })),
+    ];
+    const [only, ...rest] = reliabilityBins(thirty);
+    expect(rest).toEqual([]);
+    expect(only).toMatchObject({ count: 30, accuracy: 14 / 30 });
+    expect(only!.confidence).toBeCloseTo((14 * 0.6 + 16 * 0.9) / 30, 12);
+    expect(only!.low).toBeLessThan(only!.accuracy);
+    expect(only!.high).toBeGreaterThan(only!.accuracy);
+
+    // 100 answers: five bins of 20 in order of confidence, each interval around its accuracy.
+    const random = seededRandom(3);
+    const hundred = Array.from({ length: 100 }, () => {
+      const p = 0.5 + random() / 2;
+      return { probs: [p, 1 - p], expected: random() < p ? 0 : 1 };
+    });
+    const bins = reliabilityBins(hundred);
+    expect(bins.map((b) => b.count)).toEqual([20, 20, 20, 20, 20]);
+    for (let i = 1; i < bins.length; i++) expect(bins[i]!.confidence).toBeGreaterThanOrEqual(bins[i - 1]!.confidence);
+    for (const b of bins) expect([b.low, b.high]).toEqual(wilsonInterval(b.accuracy * b.count, b.count));
+
+    // Wilson's interval: published values, inside [0, 1] and not zero-width at the ends.
+    const [low5, high5] = wilsonInterval(5, 10);
+    expect(low5).toBeCloseTo(0.2366, 4);
+    expect(high5).toBeCloseTo(0.7634, 4);
+    const [low0, high0] = wilsonInterval(0, 10);
+    expect(low0).toBe(0);
+    expect(high0).toBeCloseTo(0.2775, 4);
+    const [low20, high20] = wilsonInterval(20, 20);
+    expect(low20).toBeCloseTo(0.8389, 4);
+    expect(high20).toBe(1);
   });
 
   it('the uniform predictor: accuracy 1/k, log-loss log k, Brier 1 - 1/k, ECE 0', () => {

@@ -134,8 +134,8 @@ function withRequestId(wire: WireError, requestId: string): WireError {
 
 /**
  * Whether a stored result row (either dialect) is a failure: ours has `error`, OpenAI's has a
- * response whose status is not 200 (or none). Decides which file an OpenAI row belongs to and
- * what a dropped row takes off the counts.
+ * response whose status is not 200 (or none). New rows carry their status beside them (chunkRows);
+ * this reads it back from the row of a job written before that (sqlite/result-rows.ts).
  */
 export function rowFailed(text: string): boolean {
   const value = JSON.parse(text) as { response?: { status_code?: number } | null; error?: unknown };

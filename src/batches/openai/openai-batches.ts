@@ -3,32 +3,32 @@
  * `POST /v1/batches` call. Files are kept by a FileStore (SQLite or Postgres, as the jobs); a batch
  * is an ordinary job of BatchService (the same store, runners, crash-resume and live-before-batch
  * priority as our multipart batches) that carries its OpenAI fields and so answers in OpenAI's
- * dialect; its output and error files are views of its result rows, split by status.
+ * dialect; its output and error files are views of its result rows, split by the status the store
+ * keeps with each row (their byte counts too, so a file object costs no read of its rows).
  *
  * Decisions (docs/compatibility.md, "Batches"):
- * - Creation reads the whole input file: a line that is not `{custom_id, method: "POST", url:
- *   <endpoint>, body: {...}}`, or a custom_id used twice, makes creation a 400 that lists the lines
- *   (up to 20), and no batch exists. A line whose body the endpoint refuses is not a creation error:
+ * - Creation reads the whole input file, once, where it is (openai/input-check.ts, in the store's
+ *   own pass over the lines): a line that is not `{custom_id, method: "POST", url: <endpoint>,
+ *   body: {...}}`, or a custom_id used twice, makes creation a 400 that lists the lines (up to 20),
+ *   and no batch exists. A line whose body the endpoint refuses is not a creation error:
  *   it gets its error-file row, with the endpoint's status and error body, as OpenAI does.
  * - The batch's model is its first line's `body.model`; a line naming another model is refused (400
  *   in the error file): one job runs one model.
  * - Files belong to the uploading key; another key's file is 404, as a missing one.
  */
-import { open } from 'node:fs/promises';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 
 import { monotonicFactory } from 'ulid';
 
 import { isApiError } from '../../api/errors.js';
 import type { BatchService, StagedUpload } from '../batch-service.js';
-import { FileGoneError, isExpired, type FileStore, type StoredFile } from '../files/file-store.js';
-import { openFileStore } from '../files/open-files.js';
-import { decodeLine, readLines } from '../records.js';
-import type { BatchJob } from '../store/batch-store.js';
+import { openFileStore } from '../open-stores.js';
+import { inputLines } from '../input-lines.js';
+import { FileGoneError, isExpired, resultRowsBytes, type BatchInput, type BatchJob, type FileStore, type StoredFile } from '../ports.js';
 import { BATCH_ENDPOINTS } from './endpoints.js';
 import { oaError } from './errors.js';
 import type { OpenAiJobFields } from './job-fields.js';
-import { envelopeProblem, rowFailed } from './lines.js';
+import { EnvelopeCheck, firstLineModel } from './input-check.js';
 import { isUploadFileId, resultFileObject, resultFileOf, toOpenAiBatch, uploadFileObject, type OpenAiBatch, type OpenAiFileObject } from './wire.js';
 
 export const FILE_PURPOSES = ['batch'] as const;
@@ -43,8 +43,6 @@ export const DEFAULT_FILE_LIST_LIMIT = 10_000;
  */
 export const FILE_EXPIRY_SECONDS = Object.freeze({ min: 3600, max: 2_592_000, default: 2_592_000 });
 const MAX_FILENAME_CHARS = 255;
-/** Problems a creation error lists. */
-const MAX_LISTED_PROBLEMS = 20;
 const CREATE_FIELDS = ['input_file_id', 'endpoint', 'completion_window', 'metadata', 'output_expires_after'];
 
 export interface FileListPage {
@@ -60,22 +58,6 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v.slice(0, 100)) : v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
-
-/** Splits a byte stream into lines (each with its newline, the last one maybe without). */
-async function* streamLines(stream: AsyncIterable<Buffer | string>): AsyncGenerator<Buffer> {
-  let rest: Buffer = Buffer.alloc(0);
-  for await (const piece of stream) {
-    let buf = typeof piece === 'string' ? Buffer.from(piece) : piece;
-    if (rest.length > 0) buf = Buffer.concat([rest, buf]);
-    let at = 0;
-    for (let nl = buf.indexOf(0x0a, at); nl !== -1; nl = buf.indexOf(0x0a, at)) {
-      yield buf.subarray(at, nl + 1);
-      at = nl + 1;
-    }
-    rest = Buffer.from(buf.subarray(at));
-  }
-  if (rest.length > 0) yield rest;
-}
 
 /** The form fields `expires_after[anchor]` and `expires_after[seconds]` as sent (undefined when absent). */
 export interface ExpiresAfterFields {
@@ -206,8 +188,7 @@ export class OpenAiBatchApi {
     const result = resultFileOf(id);
     if (result) {
       const job = await this.resultJob(owner, id, result);
-      const bytes = await this.resultBytes(owner, job, result.kind);
-      return resultFileObject(job, result.kind, bytes);
+      return resultFileObject(job, result.kind, resultRowsBytes(job, result.kind === 'errors' ? 'failed' : 'answered'));
     }
     return uploadFileObject(await this.ownedFile(owner, id));
   }
@@ -217,12 +198,8 @@ export class OpenAiBatchApi {
     const result = resultFileOf(id);
     if (!result) return this.files.open(await this.ownedFile(owner, id));
     await this.resultJob(owner, id, result);
-    const { stream } = await this.batches.openResults(owner, result.batchId);
-    const failed = result.kind === 'errors';
-    async function* rows(): AsyncGenerator<Buffer> {
-      for await (const line of streamLines(stream)) if (rowFailed(line.toString('utf8')) === failed) yield line;
-    }
-    return Readable.from(rows(), { objectMode: false });
+    const { stream } = await this.batches.openResults(owner, result.batchId, result.kind === 'errors' ? 'failed' : 'answered');
+    return stream;
   }
 
   async deleteFile(owner: string, id: string): Promise<{ id: string; object: 'file'; deleted: true }> {
@@ -254,14 +231,6 @@ export class OpenAiBatchApi {
     return job;
   }
 
-  /** Bytes of one of a finished job's result files (its rows are read once to count them). */
-  private async resultBytes(owner: string, job: BatchJob, kind: 'output' | 'errors'): Promise<number> {
-    const { stream } = await this.batches.openResults(owner, job.id);
-    let bytes = 0;
-    for await (const line of streamLines(stream)) if (rowFailed(line.toString('utf8')) === (kind === 'errors')) bytes += line.length;
-    return bytes;
-  }
-
   // ------------------------------------------------------------------------------------------
   // Batches
 
@@ -270,27 +239,33 @@ export class OpenAiBatchApi {
     const fields = this.createParams(body);
     const file = await this.ownedFileParam(owner, fields.inputFileId);
     if (file.purpose !== 'batch') throw oaError(400, `input_file_id: ${file.id} has purpose '${file.purpose}'; a batch reads a file uploaded with purpose 'batch'`, 'input_file_id');
-    let upload: StagedUpload;
+    const { maxRecordBytes } = this.batches.settings;
+    const { files } = this;
+    const checkedLines = async function* (check: EnvelopeCheck) {
+      yield* inputLines(await files.open(file), { maxRecordBytes, check });
+    };
     try {
-      upload = await this.batches.stageUpload(await this.files.open(file));
+      const model = await firstLineModel(await files.open(file), fields.endpoint, maxRecordBytes);
+      if (model === undefined) {
+        // The first line is refused: the whole file is read only to list every bad line (the check throws).
+        for await (const _ of checkedLines(new EnvelopeCheck(fields.endpoint)));
+        throw oaError(400, 'input_file_id: the input file has no request lines', 'input_file_id');
+      }
+      // Read where it is, once: the store checks the lines as it reads them and copies (links) the file.
+      const input: BatchInput = {
+        bytes: file.bytes,
+        records: file.records,
+        checked: true,
+        lines: () => checkedLines(new EnvelopeCheck(fields.endpoint)),
+        placeAt: (target) => files.copyTo(file, target),
+      };
+      return toOpenAiBatch(await this.batches.createJob({ owner, model, upload: undefined, input, openai: fields }));
     } catch (err) {
       if (err instanceof FileGoneError) throw oaError(404, `input_file_id: ${file.id} was deleted while the batch was being created`, 'input_file_id');
-      throw err;
-    }
-    try {
-      const model = await this.checkInput(upload, fields.endpoint);
-      let job: BatchJob;
-      try {
-        job = await this.batches.createJob({ owner, model, upload, openai: fields });
-      } catch (err) {
-        if (isApiError(err) && err.code === 'not_found') {
-          throw oaError(404, `body.model: ${err.message} (the batch's model is its first line's body.model)`, 'model', 'model_not_found');
-        }
-        throw err;
+      if (isApiError(err) && err.code === 'not_found') {
+        throw oaError(404, `body.model: ${err.message} (the batch's model is its first line's body.model)`, 'model', 'model_not_found');
       }
-      return toOpenAiBatch(job);
-    } finally {
-      await this.batches.discard(upload);
+      throw err;
     }
   }
 
@@ -330,65 +305,5 @@ export class OpenAiBatchApi {
       if (v.length > valueChars) throw oaError(400, `metadata.${k.slice(0, 64)}: longer than ${valueChars} characters`, 'metadata');
     }
     return Object.fromEntries(entries) as Record<string, string>;
-  }
-
-  /**
-   * Reads the staged input once: every non-blank line must be a request envelope for `endpoint`
-   * with a custom_id not used before. Returns the batch's model (the first line's body.model);
-   * a 400 listing the bad lines otherwise.
-   */
-  private async checkInput(upload: StagedUpload, endpoint: string): Promise<string> {
-    const maxRecordBytes = this.batches.settings.maxRecordBytes;
-    const problems: string[] = [];
-    let count = 0;
-    let duplicates = 0;
-    const note = (text: string) => {
-      count += 1;
-      if (problems.length < MAX_LISTED_PROBLEMS) problems.push(text);
-    };
-    const seen = new Map<string, number>();
-    let model: string | undefined;
-    const fh = await open(upload.path, 'r');
-    try {
-      for await (const line of readLines(fh, { maxLineBytes: maxRecordBytes })) {
-        if (line.blank) continue;
-        const decoded = decodeLine(line, maxRecordBytes);
-        if ('error' in decoded) {
-          note(decoded.error.message);
-          continue;
-        }
-        const problem = envelopeProblem(decoded.value, endpoint);
-        if (problem) {
-          note(`line ${line.lineNo}: ${problem}`);
-          continue;
-        }
-        const id = decoded.value.custom_id as string;
-        const first = seen.get(id);
-        if (first !== undefined) {
-          duplicates += 1;
-          note(`line ${line.lineNo}: custom_id ${JSON.stringify(id.slice(0, 100))} is a duplicate of line ${first}`);
-          continue;
-        }
-        seen.set(id, line.lineNo);
-        if (model === undefined) {
-          const m = (decoded.value.body as Record<string, unknown>).model;
-          if (typeof m !== 'string' || m === '') note(`line ${line.lineNo}: body.model: required, the model that runs the batch (got ${shown(m)})`);
-          else model = m;
-        }
-      }
-    } finally {
-      await fh.close();
-    }
-    if (count > 0) {
-      const more = count > problems.length ? `; and ${count - problems.length} more` : '';
-      throw oaError(
-        400,
-        `input_file_id: the input file has ${count} invalid line${count === 1 ? '' : 's'}, so no batch was created: ${problems.join('; ')}${more}`,
-        'input_file_id',
-        duplicates === count ? 'duplicate_custom_id' : 'invalid_input_file',
-      );
-    }
-    if (model === undefined) throw oaError(400, 'input_file_id: the input file has no request lines', 'input_file_id');
-    return model;
   }
 }

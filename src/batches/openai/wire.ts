@@ -5,8 +5,7 @@
  * docs/compatibility.md ("Batches"); this file is that table in code.
  */
 import type { Batch } from '../../api/schemas.js';
-import type { StoredFile } from '../files/file-store.js';
-import type { BatchJob, BatchStatus } from '../store/batch-store.js';
+import type { BatchJob, BatchStatus, StoredFile } from '../ports.js';
 import { toBatch } from '../wire.js';
 
 export type OpenAiBatchStatus = 'validating' | 'failed' | 'in_progress' | 'finalizing' | 'completed' | 'expired' | 'cancelling' | 'cancelled';

@@ -26,10 +26,9 @@ import type { PgBoss } from 'pg-boss';
 
 import { toApiError } from '../../api/errors.js';
 import { addLine, chunkRows, emptyChunk, scoreChunk } from '../chunk-scoring.js';
-import type { BatchDecisionService } from '../job-pump.js';
 import { claimedCustomId, type RawLine, type RecordContext } from '../records.js';
 import { storedFormQuestions } from '../query.js';
-import type { BatchSettings } from '../settings.js';
+import type { BatchDecisionService, BatchSettings } from '../ports.js';
 import type { ConnectionState } from './connection-state.js';
 import { inTransaction, queueDb, type Pool } from './database.js';
 import { closeJob, getJob, type PgJob } from './job-rows.js';
@@ -201,7 +200,7 @@ export class ChunkWorker {
     const ctx = await this.recordContext(job, task);
     for (const line of ctx.lines) addLine(chunk, line, ctx.records);
     const outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping);
-    const { rows, rowUsage, completed, failed, usage } = chunkRows(chunk, outcomes);
+    const { rows, rowFailed, rowUsage, completed, failed, failedBytes, usage } = chunkRows(chunk, outcomes);
     const bytes = rows.reduce((n, r) => n + Buffer.byteLength(r), 0);
     const now = Date.now();
 
@@ -210,20 +209,20 @@ export class ChunkWorker {
       if ((done as { affected?: number }).affected !== 1) throw new LeaseLost();
       const moved = await client.query<{ status: string }>(
         `UPDATE decide_batch_jobs SET
-           completed = completed + $2, failed = failed + $3, results_bytes = results_bytes + $4,
+           completed = completed + $2, failed = failed + $3, results_bytes = results_bytes + $4, failed_bytes = failed_bytes + $10,
            status = CASE WHEN completed + failed + $2 + $3 = total THEN 'completed' ELSE 'in_progress' END,
            completed_at = CASE WHEN completed + failed + $2 + $3 = total THEN $5::bigint END,
            expires_at = CASE WHEN completed + failed + $2 + $3 = total THEN $6::bigint END,
            input_tokens = input_tokens + $7, cached_tokens = cached_tokens + $8, output_tokens = output_tokens + $9
          WHERE id = $1 AND status IN ('queued', 'in_progress') RETURNING status`,
-        [job.id, completed, failed, bytes, now, now + settings.retentionMs, usage.inputTokens, usage.cachedTokens, usage.outputTokens],
+        [job.id, completed, failed, bytes, now, now + settings.retentionMs, usage.inputTokens, usage.cachedTokens, usage.outputTokens, failedBytes],
       );
       if (moved.rowCount !== 1) return; // cancelled or failed meanwhile: the queue job completes, the rows are dropped
       await client.query(
-        `INSERT INTO decide_batch_results (job_id, idx, row, input_tokens, cached_tokens, output_tokens)
-         SELECT $1, $2::integer + ord - 1, row, input_tokens, cached_tokens, output_tokens
-         FROM unnest($3::text[], $4::integer[], $5::integer[], $6::integer[]) WITH ORDINALITY AS t (row, input_tokens, cached_tokens, output_tokens, ord)`,
-        [job.id, task.from, rows, rowUsage.map((u) => u.inputTokens), rowUsage.map((u) => u.cachedTokens), rowUsage.map((u) => u.outputTokens)],
+        `INSERT INTO decide_batch_results (job_id, idx, row, failed, input_tokens, cached_tokens, output_tokens)
+         SELECT $1, $2::integer + ord - 1, row, failed, input_tokens, cached_tokens, output_tokens
+         FROM unnest($3::text[], $4::boolean[], $5::integer[], $6::integer[], $7::integer[]) WITH ORDINALITY AS t (row, failed, input_tokens, cached_tokens, output_tokens, ord)`,
+        [job.id, task.from, rows, rowFailed, rowUsage.map((u) => u.inputTokens), rowUsage.map((u) => u.cachedTokens), rowUsage.map((u) => u.outputTokens)],
       );
       if (moved.rows[0]!.status === 'completed') {
         await client.query('DELETE FROM decide_batch_inputs WHERE job_id = $1', [job.id]);

@@ -1,46 +1,33 @@
 /**
- * A staged upload into Postgres at create time: every non-blank line becomes one row of
+ * A job's input into Postgres at create time: every non-blank line becomes one row of
  * decide_batch_inputs (its bytes as uploaded, so a line that is not UTF-8 or JSON still gets its
  * failed result row from the worker), numbered by record index, and the records are cut into chunks
  * of the configured size. The API host that created the job keeps nothing: any worker can take any
  * chunk.
  *
  * custom_id uniqueness spans the whole file, not one chunk: each row records the line that first
- * claimed its custom_id when an earlier line did (dup_of_line), so a worker can rebuild exactly the
- * claims parseRecord() would have seen from the lines before its chunk.
+ * claimed its custom_id when an earlier line did (dup_of_line, from input-lines.ts), so a worker can
+ * rebuild exactly the claims parseRecord() would have seen from the lines before its chunk.
  */
-import { open } from 'node:fs/promises';
-
-import { claimedCustomId, readLines } from '../records.js';
-import type { ChunkOptions } from '../runner.js';
-import type { StagedUpload } from '../uploads.js';
+import type { ChunkOptions, InputLine } from '../ports.js';
 import type { Client } from './database.js';
 import type { ChunkTask } from './queue.js';
 
 /** Rows per INSERT statement. */
 const INSERT_ROWS = 1000;
 
-interface InputRow {
-  lineNo: number;
-  length: number;
-  body: Buffer | null;
-  dupOfLine: number | null;
-}
-
 /**
- * Inserts the upload's records as input rows of `jobId` (inside the caller's transaction) and
- * returns its chunks, in input order, and the number of records.
+ * Inserts the input's lines as input rows of `jobId` (inside the caller's transaction) and returns
+ * its chunks, in input order, and the number of records.
  */
 export async function insertInputRows(
   client: Client,
   jobId: string,
-  upload: StagedUpload,
-  limits: { maxRecordBytes: number; chunk: ChunkOptions },
+  lines: AsyncIterable<InputLine>,
+  chunking: Pick<ChunkOptions, 'chunkRecords' | 'chunkBytes'>,
 ): Promise<{ chunks: ChunkTask[]; records: number }> {
-  const fh = await open(upload.path, 'r');
   const chunks: ChunkTask[] = [];
-  const claims = new Map<string, number>();
-  let pending: InputRow[] = [];
+  let pending: InputLine[] = [];
   let idx = 0;
   let chunkStart = 0;
   let chunkBytes = 0;
@@ -51,7 +38,7 @@ export async function insertInputRows(
       `INSERT INTO decide_batch_inputs (job_id, idx, line_no, length, body, dup_of_line)
        SELECT $1, $2::integer + ord - 1, line_no, length, body, dup_of_line
        FROM unnest($3::integer[], $4::integer[], $5::bytea[], $6::integer[]) WITH ORDINALITY AS t (line_no, length, body, dup_of_line, ord)`,
-      [jobId, first, pending.map((r) => r.lineNo), pending.map((r) => r.length), pending.map((r) => r.body), pending.map((r) => r.dupOfLine)],
+      [jobId, first, pending.map((r) => r.lineNo), pending.map((r) => r.length), pending.map((r) => r.bytes), pending.map((r) => r.dupOfLine)],
     );
     pending = [];
   };
@@ -60,26 +47,14 @@ export async function insertInputRows(
     chunkStart = idx;
     chunkBytes = 0;
   };
-  try {
-    for await (const line of readLines(fh, { maxLineBytes: limits.maxRecordBytes })) {
-      if (line.blank) continue;
-      const id = claimedCustomId(line, limits.maxRecordBytes);
-      let dupOfLine: number | null = null;
-      if (id !== undefined) {
-        const first = claims.get(id);
-        if (first === undefined) claims.set(id, line.lineNo);
-        else dupOfLine = first;
-      }
-      pending.push({ lineNo: line.lineNo, length: line.length, body: line.bytes, dupOfLine });
-      idx += 1;
-      chunkBytes += line.length;
-      if (idx - chunkStart >= limits.chunk.chunkRecords || chunkBytes >= limits.chunk.chunkBytes) closeChunk();
-      if (pending.length >= INSERT_ROWS) await flush();
-    }
-    closeChunk();
-    await flush();
-  } finally {
-    await fh.close();
+  for await (const line of lines) {
+    pending.push(line);
+    idx += 1;
+    chunkBytes += line.length;
+    if (idx - chunkStart >= chunking.chunkRecords || chunkBytes >= chunking.chunkBytes) closeChunk();
+    if (pending.length >= INSERT_ROWS) await flush();
   }
+  closeChunk();
+  await flush();
   return { chunks, records: idx };
 }

@@ -3,35 +3,30 @@
  * the same way (API hosts cancel, workers start, fail and finish jobs). A status change is guarded
  * by the status it leaves, so two processes racing on one job cannot both move it.
  */
-import { rowFailed } from '../openai/lines.js';
-import { addUsage, batchJobFromColumns, zeroUsage, type BatchJob, type BatchJobColumns } from '../store/batch-store.js';
+import { addUsage, zeroUsage, type BatchJob } from '../ports.js';
+import { batchJobFromColumns, type BatchJobColumns } from '../sql-rows.js';
 import type { Client, Pool } from './database.js';
 
-/** A job with the byte length of its committed result rows (the download's Content-Length). */
-export interface PgJob extends BatchJob {
-  resultsBytes: number;
-}
+/** A job row of decide_batch_jobs. */
+export type PgJob = BatchJob;
 
 /** bigint columns come back as numbers (epoch milliseconds and byte counts stay below 2^53). */
 export const JOB_COLUMNS = `id, owner, model, requested_model, status, total, completed, failed,
   created_at::float8 AS created_at, started_at::float8 AS started_at, completed_at::float8 AS completed_at,
-  expires_at::float8 AS expires_at, error_code, error_message, questions, results_bytes::float8 AS results_bytes, openai,
+  expires_at::float8 AS expires_at, error_code, error_message, questions, openai,
+  results_bytes::float8 AS results_bytes, failed_bytes::float8 AS failed_bytes,
   input_tokens::float8 AS input_tokens, cached_tokens::float8 AS cached_tokens, output_tokens::float8 AS output_tokens,
   cancelling_at::float8 AS cancelling_at`;
 
 /** Statuses a job can still leave by being worked on or cancelled. */
 export const OPEN_STATUSES = `('queued', 'in_progress', 'cancelling')`;
 
-interface SqlJob extends BatchJobColumns {
-  results_bytes: number;
-}
-
-export function toJob(r: SqlJob): PgJob {
-  return { ...batchJobFromColumns(r), resultsBytes: r.results_bytes };
+export function toJob(r: BatchJobColumns): PgJob {
+  return batchJobFromColumns(r);
 }
 
 export async function getJob(db: Pool | Client, id: string): Promise<PgJob | undefined> {
-  const { rows } = await db.query<SqlJob>(`SELECT ${JOB_COLUMNS} FROM decide_batch_jobs WHERE id = $1`, [id]);
+  const { rows } = await db.query<BatchJobColumns>(`SELECT ${JOB_COLUMNS} FROM decide_batch_jobs WHERE id = $1`, [id]);
   return rows[0] && toJob(rows[0]);
 }
 
@@ -82,21 +77,25 @@ async function keepCommittedPrefix(client: Client, id: string): Promise<void> {
     [id],
   );
   if (gap.length === 0) return;
-  const { rows: dropped } = await client.query<{ row: string; input_tokens: number; cached_tokens: number; output_tokens: number }>(
-    'DELETE FROM decide_batch_results WHERE job_id = $1 AND idx >= $2 RETURNING row, input_tokens, cached_tokens, output_tokens',
+  const { rows: dropped } = await client.query<{ failed: boolean; bytes: number; input_tokens: number; cached_tokens: number; output_tokens: number }>(
+    'DELETE FROM decide_batch_results WHERE job_id = $1 AND idx >= $2 RETURNING failed, octet_length(row) AS bytes, input_tokens, cached_tokens, output_tokens',
     [id, gap[0]!.prefix],
   );
   let failed = 0;
   let bytes = 0;
+  let failedBytes = 0;
   let usage = zeroUsage();
-  for (const { row, input_tokens, cached_tokens, output_tokens } of dropped) {
-    if (rowFailed(row)) failed += 1;
-    bytes += Buffer.byteLength(row);
-    usage = addUsage(usage, { inputTokens: input_tokens, cachedTokens: cached_tokens, outputTokens: output_tokens });
+  for (const row of dropped) {
+    bytes += row.bytes;
+    if (row.failed) {
+      failed += 1;
+      failedBytes += row.bytes;
+    }
+    usage = addUsage(usage, { inputTokens: row.input_tokens, cachedTokens: row.cached_tokens, outputTokens: row.output_tokens });
   }
   await client.query(
-    `UPDATE decide_batch_jobs SET completed = completed - $2, failed = failed - $3, results_bytes = results_bytes - $4,
-       input_tokens = input_tokens - $5, cached_tokens = cached_tokens - $6, output_tokens = output_tokens - $7 WHERE id = $1`,
-    [id, dropped.length - failed, failed, bytes, usage.inputTokens, usage.cachedTokens, usage.outputTokens],
+    `UPDATE decide_batch_jobs SET completed = completed - $2, failed = failed - $3, results_bytes = results_bytes - $4, failed_bytes = failed_bytes - $5,
+       input_tokens = input_tokens - $6, cached_tokens = cached_tokens - $7, output_tokens = output_tokens - $8 WHERE id = $1`,
+    [id, dropped.length - failed, failed, bytes, failedBytes, usage.inputTokens, usage.cachedTokens, usage.outputTokens],
   );
 }

@@ -7,11 +7,12 @@
  * its connection.
  *
  * Tables (every timestamp is epoch milliseconds):
- *   decide_batch_jobs     one row per job: status, counts, bytes of committed result rows
+ *   decide_batch_jobs     one row per job: status, counts, bytes of committed result rows (and of
+ *                         the failed ones among them)
  *   decide_batch_inputs   the job's non-blank input lines by record index (bytes as uploaded),
  *                         kept until the job is final
- *   decide_batch_results  one result row (JSONL text) per record index; the primary key makes a
- *                         second insert of the same record impossible
+ *   decide_batch_results  one result row (JSONL text) per record index, with its status and usage;
+ *                         the primary key makes a second insert of the same record impossible
  *   decide_chunk_order    a sequence: each chunk's fetch priority (queue.ts, chunkPriorities)
  * The chunks themselves are pg-boss jobs (queue.ts), in pg-boss's own schema.
  */
@@ -91,7 +92,7 @@ const MIGRATIONS: readonly Migration[] = [
     name: "OpenAI's Files + Batch dialect",
     // openai: the OpenAI-dialect fields of a job (src/batches/openai/job-fields.ts), null for ours.
     // decide_files: uploaded files (purpose batch), their bytes in parts of at most 1 MiB so that
-    // neither an upload nor a download is ever held whole in memory (src/batches/files/pg-files.ts).
+    // neither an upload nor a download is ever held whole in memory (src/batches/pg/pg-files.ts).
     sql: `
       ALTER TABLE decide_batch_jobs ADD COLUMN openai text;
       CREATE TABLE decide_files (
@@ -134,6 +135,23 @@ const MIGRATIONS: readonly Migration[] = [
     sql: `
       ALTER TABLE decide_files ADD COLUMN expires_at bigint;
       CREATE INDEX decide_files_expiring ON decide_files (expires_at) WHERE expires_at IS NOT NULL;
+    `,
+  },
+  {
+    version: 7,
+    name: 'result row status and the failed rows bytes',
+    // Each row's status is written with it (chunk-worker.ts), so OpenAI's output and error files are
+    // read by status and their lengths are counts, not parses. Rows written before: worked out once
+    // here from their JSON (ours fail with "error", OpenAI's without a 200 response).
+    sql: `
+      ALTER TABLE decide_batch_results ADD COLUMN failed boolean NOT NULL DEFAULT false;
+      ALTER TABLE decide_batch_jobs ADD COLUMN failed_bytes bigint NOT NULL DEFAULT 0;
+      UPDATE decide_batch_results SET failed = CASE
+          WHEN row::jsonb ? 'response' THEN (row::jsonb #>> '{response,status_code}') IS DISTINCT FROM '200'
+          ELSE row::jsonb ? 'error' END;
+      UPDATE decide_batch_jobs j SET failed_bytes = f.bytes
+        FROM (SELECT job_id, sum(octet_length(row)) AS bytes FROM decide_batch_results WHERE failed GROUP BY job_id) f
+        WHERE j.id = f.job_id;
     `,
   },
 ];

@@ -2,30 +2,21 @@
  * SqliteJobTable: the batch jobs in an embedded SQLite database (`<dataDir>/batches.sqlite`, WAL mode,
  * synchronous=FULL). Every state change is one transaction, so after a crash the row says exactly
  * which input bytes have their result rows on disk: `input_offset` (the next unread input byte),
- * `results_bytes` (the valid length of the results file) and the counts move together.
+ * `results_bytes` (the valid length of the results file), `failed_bytes` (the failed rows' share of
+ * it) and the counts move together. Each row's status is one byte of the job's status file
+ * (`row-status` beside the results, RunOptions.statusPath): `completed + failed` bytes are valid.
  *
  * Statuses: queued -> in_progress -> completed; failed; cancelling -> cancelled; expired.
  * Final statuses: completed, failed, cancelled, expired.
  */
 import { closeSync, openSync } from 'node:fs';
+import path from 'node:path';
 
 import { openAiFieldsToText } from '../openai/job-fields.js';
 import { PRIVATE_FILE_MODE, privateFile } from '../private-files.js';
-import { batchJobFromColumns, type BatchJob, type BatchJobColumns, type BatchStatus, type NewBatch, type TokenUsage } from './batch-store.js';
+import type { BatchJob, BatchStatus, JobProgress, NewBatch } from '../ports.js';
+import { batchJobFromColumns, type BatchJobColumns } from '../sql-rows.js';
 import { addMissingColumns, openSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
-
-export interface JobProgress {
-  /** Byte offset of the next unread input line. */
-  inputOffset: number;
-  /** Input lines (blank ones included) before inputOffset. */
-  inputLine: number;
-  /** Bytes of the results file that hold committed rows. */
-  resultsBytes: number;
-  completed: number;
-  failed: number;
-  /** Of the answered records before inputOffset. */
-  usage: TokenUsage;
-}
 
 /** A job row: the common job fields, where its files are and how far its runner got. */
 export interface JobRow extends BatchJob, JobProgress {
@@ -33,6 +24,8 @@ export interface JobRow extends BatchJob, JobProgress {
   inputPath: string;
   inputBytes: number;
   resultsPath: string;
+  /** Each row's status, one byte per row (runner.ts ROW_FAILED); relative to the data dir. */
+  statusPath: string;
 }
 
 export interface NewJob extends NewBatch {
@@ -69,30 +62,47 @@ CREATE INDEX IF NOT EXISTS batches_by_owner ON batches (owner, id);
 CREATE INDEX IF NOT EXISTS batches_by_status ON batches (status);
 `;
 
-interface SqlRow extends BatchJobColumns {
+interface SqlRow extends Omit<BatchJobColumns, 'failed_bytes'> {
   input_path: string;
   input_bytes: number;
   results_path: string;
   input_offset: number;
   input_line: number;
-  results_bytes: number;
+  /** Null for a job written before row statuses were kept, until reindexed (result-rows.ts). */
+  failed_bytes: number | null;
+}
+
+/** The status file of a job whose results are at `resultsPath`. */
+export function statusPathOf(resultsPath: string): string {
+  return path.join(path.dirname(resultsPath), 'row-status');
 }
 
 function fromSql(r: SqlRow): JobRow {
   return {
-    ...batchJobFromColumns(r),
+    ...batchJobFromColumns({ ...r, failed_bytes: r.failed_bytes ?? 0 }),
     inputPath: r.input_path,
     inputBytes: r.input_bytes,
     resultsPath: r.results_path,
+    statusPath: statusPathOf(r.results_path),
     inputOffset: r.input_offset,
     inputLine: r.input_line,
-    resultsBytes: r.results_bytes,
   };
 }
 
 function progressParams(id: string, p: JobProgress) {
   const { inputTokens, cachedTokens, outputTokens } = p.usage;
-  return { id, inputOffset: p.inputOffset, inputLine: p.inputLine, resultsBytes: p.resultsBytes, completed: p.completed, failed: p.failed, inputTokens, cachedTokens, outputTokens };
+  return {
+    id,
+    inputOffset: p.inputOffset,
+    inputLine: p.inputLine,
+    resultsBytes: p.resultsBytes,
+    failedBytes: p.failedBytes,
+    completed: p.completed,
+    failed: p.failed,
+    inputTokens,
+    cachedTokens,
+    outputTokens,
+  };
 }
 
 /** Columns added after the first release: a database created before them gets them at open. */
@@ -102,6 +112,8 @@ const ADDED_COLUMNS: ReadonlyArray<[name: string, definition: string]> = [
   ['cached_tokens', 'INTEGER NOT NULL DEFAULT 0'],
   ['output_tokens', 'INTEGER NOT NULL DEFAULT 0'],
   ['cancelling_at', 'INTEGER'],
+  // Null on the jobs of a database made before it: their statuses are worked out once at open (result-rows.ts).
+  ['failed_bytes', 'INTEGER'],
 ];
 
 export class SqliteJobTable {
@@ -122,14 +134,14 @@ export class SqliteJobTable {
     addMissingColumns(this.db, 'batches', ADDED_COLUMNS);
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
-      insert: p(`INSERT INTO batches (id, owner, model, requested_model, status, total, created_at, questions, input_path, input_bytes, results_path, openai)
-                 VALUES (@id, @owner, @model, @requestedModel, 'queued', @total, @createdAt, @questions, @inputPath, @inputBytes, @resultsPath, @openai)`),
+      insert: p(`INSERT INTO batches (id, owner, model, requested_model, status, total, created_at, questions, input_path, input_bytes, results_path, openai, failed_bytes)
+                 VALUES (@id, @owner, @model, @requestedModel, 'queued', @total, @createdAt, @questions, @inputPath, @inputBytes, @resultsPath, @openai, 0)`),
       get: p('SELECT * FROM batches WHERE id = ?'),
       listFirst: p('SELECT * FROM batches WHERE owner = ? ORDER BY id DESC LIMIT ?'),
       listAfter: p('SELECT * FROM batches WHERE owner = ? AND id < ? ORDER BY id DESC LIMIT ?'),
       unfinished: p(`SELECT * FROM batches WHERE status IN ('queued', 'in_progress', 'cancelling') ORDER BY id ASC`),
       start: p(`UPDATE batches SET status = 'in_progress', started_at = COALESCE(started_at, ?) WHERE id = ? AND status = 'queued'`),
-      progress: p(`UPDATE batches SET input_offset = @inputOffset, input_line = @inputLine, results_bytes = @resultsBytes,
+      progress: p(`UPDATE batches SET input_offset = @inputOffset, input_line = @inputLine, results_bytes = @resultsBytes, failed_bytes = @failedBytes,
                    completed = @completed, failed = @failed, input_tokens = @inputTokens, cached_tokens = @cachedTokens,
                    output_tokens = @outputTokens WHERE id = @id AND status IN ('in_progress', 'cancelling')`),
       finish: p(`UPDATE batches SET status = @status, completed_at = @completedAt, expires_at = @expiresAt,
@@ -140,6 +152,8 @@ export class SqliteJobTable {
       due: p(`SELECT * FROM batches WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('completed', 'failed', 'cancelled') ORDER BY expires_at ASC LIMIT ?`),
       expire: p(`UPDATE batches SET status = 'expired' WHERE id = ? AND status IN ('completed', 'failed', 'cancelled')`),
       ids: p('SELECT id, status FROM batches'),
+      withoutStatuses: p('SELECT * FROM batches WHERE failed_bytes IS NULL'),
+      setFailedBytes: p('UPDATE batches SET failed_bytes = ? WHERE id = ?'),
     };
   }
 
@@ -216,6 +230,16 @@ export class SqliteJobTable {
   allIds(): Map<string, BatchStatus> {
     const rows = this.stmt.ids!.all() as Array<{ id: string; status: BatchStatus }>;
     return new Map(rows.map((r) => [r.id, r.status]));
+  }
+
+  /** Jobs of an older database whose row statuses were never kept (failed_bytes null). */
+  withoutRowStatuses(): JobRow[] {
+    return (this.stmt.withoutStatuses!.all() as SqlRow[]).map(fromSql);
+  }
+
+  /** Records a job's failed bytes once its status file is written (result-rows.ts). */
+  setFailedBytes(id: string, bytes: number): void {
+    this.stmt.setFailedBytes!.run(bytes, id);
   }
 
   /** Idempotent. */

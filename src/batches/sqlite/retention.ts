@@ -6,7 +6,7 @@
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 
-import type { SqliteJobTable } from './store/sqlite-jobs.js';
+import type { SqliteJobTable } from './sqlite-jobs.js';
 
 export class RetentionSweeper {
   private timer: NodeJS.Timeout | undefined;

@@ -1,12 +1,12 @@
 /**
- * Which BatchStore a process opens: Postgres when a database URL is given (the option, else
- * DECIDE_DATABASE_URL), else the embedded SQLite store under the data dir. The Postgres code is
+ * Which backend a process opens, the one file that names both: Postgres (pg/) when a database URL
+ * is given (the option, else DECIDE_DATABASE_URL), else the embedded SQLite store under the data dir
+ * (sqlite/), for the batch jobs and the uploaded files alike. The Postgres code is
  * loaded only when used, and its packages (pg, pg-boss) are optional peer dependencies: a service
  * that keeps the SQLite default installs neither (pg-boss declares Node >= 22.12; it runs on the
  * Node 20 this package supports, tested here).
  */
-import type { BatchStore } from './batch-store.js';
-import type { StoreContext } from './store-context.js';
+import type { BatchStore, FileStore, StoreContext } from './ports.js';
 
 export interface StoreSelection {
   /** postgres://... ; default DECIDE_DATABASE_URL; neither: SQLite under the data dir. */
@@ -44,16 +44,27 @@ function databaseUrlProblem(url: string): string | undefined {
 export async function openBatchStore(selection: StoreSelection, context: StoreContext): Promise<BatchStore> {
   const url = databaseUrl(selection);
   if (url === undefined) {
-    const { SqliteBatchStore } = await import('./sqlite-store.js');
+    const { SqliteBatchStore } = await import('./sqlite/sqlite-store.js');
     return SqliteBatchStore.open(context);
   }
-  let pgStore: typeof import('./pg-store.js');
+  let pgStore: typeof import('./pg/pg-store.js');
   try {
-    pgStore = await import('./pg-store.js');
+    pgStore = await import('./pg/pg-store.js');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err;
     throw new Error(`DECIDE_DATABASE_URL is set, but the Postgres batch store needs the packages pg and pg-boss: npm install pg pg-boss (${(err as Error).message})`);
   }
   const { PgBatchStore } = pgStore;
   return PgBatchStore.open({ ...context, url, env: selection.env ?? process.env });
+}
+
+/** The file store beside the batch store (same database, or the same data dir). */
+export async function openFileStore(selection: StoreSelection, dataDir: string): Promise<FileStore> {
+  const url = databaseUrl(selection);
+  if (url === undefined) {
+    const { SqliteFileStore } = await import('./sqlite/sqlite-files.js');
+    return SqliteFileStore.open(dataDir);
+  }
+  const { PgFileStore } = await import('./pg/pg-files.js');
+  return PgFileStore.open(url);
 }

@@ -6,23 +6,12 @@
  */
 import path from 'node:path';
 
-import { toApiError } from '../api/errors.js';
-import type { NormalizedDecideRequest } from '../api/validate.js';
-import type { RecordOutcome } from '../service/decision-service.js';
-import { PRIVATE_FILE_MODE } from './private-files.js';
-import { storedFormQuestions } from './query.js';
-import { runBatch } from './runner.js';
-import type { BatchSettings } from './settings.js';
-import type { JobProgress, JobRow, SqliteJobTable } from './store/sqlite-jobs.js';
-
-/** What the batch service needs of DecisionService. */
-export interface BatchDecisionService {
-  decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch'): Promise<RecordOutcome[]>;
-  resolveModel(id: string): string;
-  runtime(id: string): Promise<unknown>;
-  /** False once the service is closed: runners stop rather than fail rows. */
-  isReady?(): boolean;
-}
+import { toApiError } from '../../api/errors.js';
+import type { BatchDecisionService, BatchSettings, JobProgress } from '../ports.js';
+import { PRIVATE_FILE_MODE } from '../private-files.js';
+import { storedFormQuestions } from '../query.js';
+import { runBatch } from '../runner.js';
+import type { JobRow, SqliteJobTable } from './sqlite-jobs.js';
 
 interface RunningJob {
   /** Set by stop() or close(); the runner stops at its next chunk boundary. */
@@ -107,7 +96,16 @@ export class JobPump {
         endpoint: job.openai?.endpoint,
         inputPath: path.join(this.dataDir, job.inputPath),
         resultsPath: path.join(this.dataDir, job.resultsPath),
-        start: { inputOffset: job.inputOffset, inputLine: job.inputLine, resultsBytes: job.resultsBytes, completed: job.completed, failed: job.failed, usage: job.usage },
+        statusPath: path.join(this.dataDir, job.statusPath),
+        start: {
+          inputOffset: job.inputOffset,
+          inputLine: job.inputLine,
+          resultsBytes: job.resultsBytes,
+          failedBytes: job.failedBytes,
+          completed: job.completed,
+          failed: job.failed,
+          usage: job.usage,
+        },
         maxRecordBytes: this.settings.maxRecordBytes,
         validation: this.settings.validation,
         resultsMode: PRIVATE_FILE_MODE,

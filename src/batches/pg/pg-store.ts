@@ -6,7 +6,9 @@
  * lock (pg/migrations.ts).
  *
  * - create: the job row, every input row and every chunk's queue job commit in one transaction:
- *   a job exists whole or not at all, whatever host dies when.
+ *   a job exists whole or not at all, whatever host dies when. The input rows are read in one pass
+ *   from where the input is (a staged upload, or an uploaded file's parts), and creation's checks
+ *   run in the same pass: a refused input rolls the transaction back.
  * - cancel: queued or in_progress -> cancelled at once, keeping the rows committed before it; a chunk
  *   in flight on a worker is discarded at its commit (its transaction checks the status).
  * - retention: every process sweeps; expiring a job deletes its rows.
@@ -15,17 +17,15 @@ import { Readable } from 'node:stream';
 
 import type { PgBoss } from 'pg-boss';
 
-import { ChunkWorker } from '../pg/chunk-worker.js';
-import { ConnectionState } from '../pg/connection-state.js';
-import { inTransaction, openPool, queueDb, type Pool } from '../pg/database.js';
-import { insertInputRows } from '../pg/input-rows.js';
-import { closeJob, getJob, JOB_COLUMNS, toJob, type PgJob } from '../pg/job-rows.js';
-import { migrate, withSchemaLock } from '../pg/migrations.js';
-import { CHUNK_QUEUE, chunkPriorities, leaseSeconds, startQueue } from '../pg/queue.js';
+import { ChunkWorker } from './chunk-worker.js';
+import { ConnectionState } from './connection-state.js';
+import { inTransaction, openPool, queueDb, type Pool } from './database.js';
+import { insertInputRows } from './input-rows.js';
+import { closeJob, getJob, JOB_COLUMNS, toJob } from './job-rows.js';
+import { migrate, withSchemaLock } from './migrations.js';
+import { CHUNK_QUEUE, chunkPriorities, leaseSeconds, startQueue } from './queue.js';
 import { openAiFieldsToText } from '../openai/job-fields.js';
-import type { StagedUpload } from '../uploads.js';
-import type { BatchJob, BatchResults, BatchStore, NewBatch } from './batch-store.js';
-import type { StoreContext } from './store-context.js';
+import { resultRowsBytes, type BatchJob, type BatchResults, type BatchStore, type NewBatch, type ResultRows, type BatchInput, type StoreContext } from '../ports.js';
 
 /** Result rows per query while streaming a download. */
 const RESULT_PAGE_ROWS = 1000;
@@ -90,7 +90,7 @@ export class PgBatchStore implements BatchStore {
     return store;
   }
 
-  async create(job: NewBatch, upload: StagedUpload): Promise<BatchJob> {
+  async create(job: NewBatch, input: BatchInput): Promise<BatchJob> {
     const { settings } = this.options;
     return inTransaction(this.pool, async (client) => {
       await client.query(
@@ -98,7 +98,7 @@ export class PgBatchStore implements BatchStore {
          VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8)`,
         [job.id, job.owner, job.model, job.requestedModel, job.total, job.createdAt, job.questions, openAiFieldsToText(job.openai)],
       );
-      const { chunks, records } = await insertInputRows(client, job.id, upload, { maxRecordBytes: settings.maxRecordBytes, chunk: settings.chunk });
+      const { chunks, records } = await insertInputRows(client, job.id, input.lines(), settings.chunk);
       if (records !== job.total) throw new Error(`batch ${job.id}: ${records} records read back of the ${job.total} counted at upload`);
       // One queue job per chunk, fetched in creation order (chunkPriorities).
       const priorities = await chunkPriorities(client, chunks.length);
@@ -131,9 +131,11 @@ export class PgBatchStore implements BatchStore {
     });
   }
 
-  async openResults(job: BatchJob): Promise<BatchResults> {
+  async openResults(job: BatchJob, which: ResultRows = 'all'): Promise<BatchResults> {
     const { pool } = this;
-    const bytes = (job as PgJob).resultsBytes ?? (await getJob(pool, job.id))!.resultsBytes;
+    const bytes = resultRowsBytes(job, which);
+    // Rows of one status: OpenAI's output or error file, picked by the status stored with each row.
+    const status = which === 'all' ? '' : `AND failed = ${which === 'failed' ? 'true' : 'false'}`;
     async function* rows(): AsyncGenerator<string> {
       // A page per query: if the job expires between two of them its rows are gone, and the stream
       // fails rather than ending early (OpenAI's result files are served without a length to check).
@@ -141,7 +143,7 @@ export class PgBatchStore implements BatchStore {
       let read = 0;
       for (;;) {
         const page = await pool.query<{ idx: number; row: string }>(
-          'SELECT idx, row FROM decide_batch_results WHERE job_id = $1 AND idx > $2 ORDER BY idx LIMIT $3',
+          `SELECT idx, row FROM decide_batch_results WHERE job_id = $1 AND idx > $2 ${status} ORDER BY idx LIMIT $3`,
           [job.id, after, RESULT_PAGE_ROWS],
         );
         if (page.rows.length === 0) {

@@ -5,20 +5,18 @@
  * retention sweep (retention.ts). One process owns the data dir. Everything there is private to
  * the service's user: directories 0700, files 0600 (private-files.ts).
  *
- * - create: the upload is durable in the job's directory before the job row is committed (queued).
+ * - create: the input is durable in the job's directory (a staged upload moved there, an uploaded
+ *   file linked) before the job row is committed (queued).
  * - cancel: queued -> cancelled at once; in_progress -> cancelling -> cancelled at the next chunk
  *   boundary, keeping the rows finished before it.
  */
-import { open } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 
-import { JobPump, type BatchDecisionService } from '../job-pump.js';
-import { RetentionSweeper } from '../retention.js';
+import type { BatchDecisionService, BatchInput, BatchJob, BatchResults, BatchSettings, BatchStore, NewBatch, ResultRows } from '../ports.js';
 import { prepareDataDir, privateDir } from '../private-files.js';
-import type { BatchSettings } from '../settings.js';
-import { moveUploadInto, type StagedUpload } from '../uploads.js';
-import type { BatchJob, BatchResults, BatchStore, NewBatch } from './batch-store.js';
+import { JobPump } from './job-pump.js';
+import { openResultRows, reindexOldJobs } from './result-rows.js';
+import { RetentionSweeper } from './retention.js';
 import { SqliteJobTable, type JobRow } from './sqlite-jobs.js';
 
 export interface SqliteStoreOptions {
@@ -57,6 +55,7 @@ export class SqliteBatchStore implements BatchStore {
     try {
       await store.retention.removeOrphans();
       await store.retention.sweep();
+      await reindexOldJobs(table, options.dataDir, options.log);
     } catch (err) {
       table.close();
       throw err;
@@ -66,11 +65,14 @@ export class SqliteBatchStore implements BatchStore {
     return store;
   }
 
-  async create(job: NewBatch, upload: StagedUpload): Promise<BatchJob> {
+  async create(job: NewBatch, input: BatchInput): Promise<BatchJob> {
+    // Creation's checks throw from the reading, before anything exists; the lines themselves are
+    // read again from the job's file by its runner.
+    if (input.checked) for await (const _ of input.lines());
     const inputPath = path.join('batches', job.id, 'input.jsonl');
-    await moveUploadInto(upload, path.join(this.options.dataDir, inputPath));
+    await input.placeAt(path.join(this.options.dataDir, inputPath));
     // The input is durable; committing the row makes the job exist.
-    const row = this.table.insert({ ...job, inputPath, inputBytes: upload.bytes, resultsPath: path.join('batches', job.id, 'results.jsonl') });
+    const row = this.table.insert({ ...job, inputPath, inputBytes: input.bytes, resultsPath: path.join('batches', job.id, 'results.jsonl') });
     if (this.options.work) this.pump.pump();
     return row;
   }
@@ -94,13 +96,10 @@ export class SqliteBatchStore implements BatchStore {
     return this.table.get(id)!;
   }
 
-  async openResults(job: BatchJob): Promise<BatchResults> {
+  async openResults(job: BatchJob, rows: ResultRows = 'all'): Promise<BatchResults> {
     // The row the caller checked (a final job's results no longer change), else a fresh read.
     const row = 'resultsPath' in job ? (job as JobRow) : this.table.get(job.id)!;
-    if (row.resultsBytes === 0) return { stream: Readable.from([]), bytes: 0 };
-    // Opened before streaming, so a sweep that deletes the file meanwhile cannot cut the download.
-    const fh = await open(path.join(this.options.dataDir, row.resultsPath), 'r');
-    return { stream: fh.createReadStream({ start: 0, end: row.resultsBytes - 1, autoClose: true }), bytes: row.resultsBytes };
+    return openResultRows(this.options.dataDir, row, rows);
   }
 
   async sweep(now: number): Promise<void> {

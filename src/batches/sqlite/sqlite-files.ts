@@ -5,15 +5,15 @@
  * The bytes are moved in, fsynced, before the row commits; a crash between leaves a directory
  * without a row, removed at the next open.
  */
-import { open, readdir, rm } from 'node:fs/promises';
+import { copyFile, link, open, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 
+import { FileGoneError, type FileStore, type StagedUpload, type StoredFile } from '../ports.js';
 import { privateDir } from '../private-files.js';
-import { moveUploadInto, type StagedUpload } from '../uploads.js';
-import { addMissingColumns, openSqlite, type SqliteDatabase } from '../store/sqlite-driver.js';
-import { storedFileFromRow, type FileStore, type StoredFile, type StoredFileRow } from './file-store.js';
-
+import { storedFileFromRow, type StoredFileRow } from '../sql-rows.js';
+import { moveUploadInto, placeInNewDir } from '../uploads.js';
+import { addMissingColumns, openSqlite, type SqliteDatabase } from './sqlite-driver.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS files (
@@ -91,6 +91,30 @@ export class SqliteFileStore implements FileStore {
     // Opened before streaming, so a delete meanwhile cannot cut the download.
     const fh = await open(this.contentPath(file.id), 'r');
     return fh.createReadStream({ autoClose: true });
+  }
+
+  /**
+   * A hard link: an upload's bytes never change, and deleting the upload removes only its own name.
+   * Copied where a link cannot be made (the two directories on different file systems).
+   */
+  async copyTo(file: StoredFile, target: string): Promise<void> {
+    const source = this.contentPath(file.id);
+    try {
+      await placeInNewDir(target, async () => {
+        try {
+          await link(source, target);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'EMLINK') throw err;
+          await copyFile(source, target);
+          const fh = await open(target, 'r+');
+          await fh.sync().finally(() => fh.close());
+        }
+      });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && (err as NodeJS.ErrnoException).path === source) throw new FileGoneError(file.id);
+      throw err;
+    }
   }
 
   async delete(id: string): Promise<boolean> {

@@ -8,9 +8,12 @@
 import { open as openFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 
-import { inTransaction, openPool, type Pool } from '../pg/database.js';
-import type { StagedUpload } from '../uploads.js';
-import { FileGoneError, storedFileFromRow, type FileStore, type StoredFile, type StoredFileRow } from './file-store.js';
+import { PRIVATE_FILE_MODE } from '../private-files.js';
+import { placeInNewDir } from '../uploads.js';
+
+import { FileGoneError, type FileStore, type StagedUpload, type StoredFile } from '../ports.js';
+import { storedFileFromRow, type StoredFileRow } from '../sql-rows.js';
+import { inTransaction, openPool, type Pool } from './database.js';
 
 /** Bytes per stored part (and the most a part holds in memory, in either direction). */
 export const FILE_PART_BYTES = 1024 * 1024;
@@ -91,6 +94,27 @@ export class PgFileStore implements FileStore {
       }
     }
     return Readable.from(parts(), { objectMode: false });
+  }
+
+  /** The parts, one at a time, into a private file, fsynced. */
+  async copyTo(file: StoredFile, target: string): Promise<void> {
+    await placeInNewDir(target, async () => {
+      const out = await openFile(target, 'wx', PRIVATE_FILE_MODE);
+      try {
+        let position = 0;
+        for await (const part of await this.open(file)) {
+          const buf = part as Buffer;
+          for (let done = 0; done < buf.length; ) {
+            const { bytesWritten } = await out.write(buf, done, buf.length - done, position);
+            done += bytesWritten;
+            position += bytesWritten;
+          }
+        }
+        await out.sync();
+      } finally {
+        await out.close();
+      }
+    });
   }
 
   async delete(id: string): Promise<boolean> {
