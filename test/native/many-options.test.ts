@@ -10,7 +10,7 @@
  * order sensitivity under reversed options is printed (a random model's; not asserted).
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -252,6 +252,31 @@ describe('more than 26 options on the tiny preset', () => {
     const expected = Array.from(scored!.raw[0]!.labelLogits).reduce((s, l) => s + Math.exp(l), 0);
     expect(mass).toBeGreaterThan(0);
     expect(Math.abs(mass - Number(expected.toPrecision(6)))).toBeLessThan(1e-12);
+  });
+
+  it('a tokenizer that breaks a code: the model loads, serves 26 options, and refuses 27 naming the model and the code', async () => {
+    const scratch = await mkdtemp(path.join(os.tmpdir(), 'many-options-broken-'));
+    try {
+      const broken = path.join(scratch, 'tiny-broken');
+      await cp(dir, broken, { recursive: true });
+      // "B7" as an added token: the tokenizer then reads it as one token before any merge.
+      const file = path.join(broken, 'tokenizer.json');
+      const tokenizer = JSON.parse(await readFile(file, 'utf8')) as { added_tokens: Array<Record<string, unknown>> };
+      tokenizer.added_tokens.push({ id: 300, content: 'B7', single_word: false, lstrip: false, rstrip: false, normalized: false, special: false });
+      await writeFile(file, JSON.stringify(tokenizer));
+      const runtime = await ModelRuntime.load('tiny-broken', broken);
+      try {
+        const [ok] = await runtime.score([await runtime.prepare(request(STATE, [choice('q', 26)]))]);
+        expect(Object.keys(ok!.answers.q!.probs)).toHaveLength(26);
+        const refused = runtime.prepare(request(STATE, [choice('q', 27)]));
+        await expect(refused).rejects.toMatchObject({ code: 'ERR_INPUT' });
+        await expect(refused).rejects.toThrow(/^questions\["q"\]: model tiny-broken takes at most 26 options per question: .*breaks the code "B7"/);
+      } finally {
+        runtime.close();
+      }
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
   });
 
   it('reports the order sensitivity: the same options reversed (printed, not asserted)', async () => {
