@@ -146,12 +146,17 @@ export class ModelRuntime {
    */
   async prepare(request: NormalizedDecideRequest): Promise<PreparedRequest> {
     const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText));
-    for (const q of request.questions) {
-      if (q.options.length > LETTERS.length && this.labels.codeProblem !== undefined) {
-        throw new EngineError('ERR_INPUT', `questions[${quote(q.id)}]: model ${this.id} takes at most ${LETTERS.length} options per question: ${this.labels.codeProblem}`);
-      }
-    }
-    const suffixes = await Promise.all(request.questions.map((q) => this.suffixFor(q)));
+    const suffixes = await Promise.all(
+      request.questions.map((q) =>
+        this.suffixFor(q).catch((err: unknown) => {
+          // The only input error of labelling: the codes a tokenizer breaks (LabelSet.codeProblem).
+          if (isEngineError(err) && err.code === 'ERR_INPUT') {
+            throw new EngineError('ERR_INPUT', `questions[${quote(q.id)}]: model ${this.id} takes at most ${LETTERS.length} options per question: ${this.labels.codeProblem}`);
+          }
+          throw err;
+        }),
+      ),
+    );
     const context = this.engine.info.maxContext;
     // A question that does not fit even with an empty state is the question's fault, not the state's.
     request.questions.forEach((q, i) => {
