@@ -95,7 +95,9 @@ async function codeOracleGap(engine: Engine, dir: string, state: number, questio
   const suffix = Int32Array.from(tokenIds(2, question, vocab));
   const [scores] = await engine.score([codeGroup(prefix, suffix, codes)]);
   const onePass = softmax(codeLogProbs(scores!, codes));
-  return maxAbsDiff(onePass, await bruteForceProbs(dir, Int32Array.from([...prefix, ...suffix]), codes));
+  const gap = maxAbsDiff(onePass, await bruteForceProbs(dir, Int32Array.from([...prefix, ...suffix]), codes));
+  console.log(`${path.basename(dir)}: codeGroup vs brute force, 255 codes after ${state + question} tokens: max |p - p_oracle| = ${gap.toExponential(2)}`);
+  return gap;
 }
 
 function choice(id: string, n: number, order: 'forward' | 'reversed' = 'forward'): NormalizedQuestion {
@@ -165,6 +167,7 @@ async function oracleGap(runtime: ModelRuntime, dir: string, sizes: number[]): P
     const answer = scored!.answers.q!;
     worst = Math.max(worst, maxAbsDiff(q.options.map((o) => answer.probs[o.key]!), oracle) - 5e-7);
   }
+  console.log(`${runtime.id}: one pass vs brute force, ${sizes.join(' and ')} options: max |p - p_oracle| = ${worst.toExponential(2)}`);
   return worst;
 }
 
