@@ -25,10 +25,11 @@ export const OptionDescriptionSchema = Type.String({ maxLength: 2000 });
 
 export const CriteriaSchema = Type.Record(Type.String(), OptionDescriptionSchema, {
   minProperties: 2,
-  maxProperties: 26,
+  maxProperties: 255,
   propertyNames: KeyNameSchema,
   description:
-    'Option key -> option description. Required for choice and score (2 to 26 options). ' +
+    'Option key -> option description. Required for choice and score (2 to 255 options; past 26 the ' +
+    'model reads two-token codes A0..Z4 instead of the letters A..Z). ' +
     'For noul optional; when given its keys are exactly "no" and "yes". ' +
     'For score every key is a numeric level written as a string ("0", "2.5", "-1").',
 });

@@ -9,7 +9,8 @@ import { objectInOrder } from '../domain/key-order.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { answerFromLogits, labelBiasFor, loadCalibration, type Calibration } from './calibrate.js';
 import { Engine, type EngineLoadOptions, type ScoreGroup, type SuffixScore } from '../engine/engine.js';
-import { LabelSet } from './labels.js';
+import { codeGroup, codeLogProbs } from './code-scoring.js';
+import { LabelSet, LETTERS, type CodeIds } from './labels.js';
 import { PromptRenderer } from './prompt.js';
 import { Scheduler, type Priority, type SchedulerOptions } from './scheduler.js';
 import { TextTokenizer } from './tokenizer.js';
@@ -22,7 +23,12 @@ export interface ModelRuntimeOptions {
 }
 
 export interface PreparedRequest {
+  /** The state's prefix and the suffixes of its questions of up to 26 options (possibly none). */
   group: ScoreGroup;
+  /** One group per question of more than 26 options, in question order (code-scoring.ts). */
+  codeGroups: ScoreGroup[];
+  /** Per question, in request order: where its scores are read. */
+  reads: QuestionRead[];
   questions: NormalizedQuestion[];
   /** Per question, the label shown to the model for each option (what the label bias is keyed by). */
   labels: string[][];
@@ -30,6 +36,14 @@ export interface PreparedRequest {
   labelMass: boolean;
   /** Prompt tokens the model reads: the prefix once plus every suffix. */
   inputTokens: number;
+}
+
+/** A question's scores: suffix `suffix` of the state group, or code group `codeGroup` read as codes. */
+export type QuestionRead = { suffix: number } | { codeGroup: number; codes: CodeIds };
+
+/** The engine groups of a prepared request: the state group when it has questions, then the code groups. */
+export function engineGroups(prepared: PreparedRequest): ScoreGroup[] {
+  return prepared.group.suffixes.length > 0 ? [prepared.group, ...prepared.codeGroups] : prepared.codeGroups;
 }
 
 export interface ScoredRequest {
@@ -44,9 +58,12 @@ export interface RawQuestionScore {
   questionId: string;
   /** Label shown for each option, in option order. */
   labels: string[];
-  /** The engine's label-token logits, in option order, before any calibration. */
-  labelLogits: Float32Array;
-  /** log-sum-exp over the whole vocabulary at the answer position. */
+  /**
+   * The engine's label-token logits, in option order, before any calibration (more than 26
+   * options: each code's joint log-probability, code-scoring.ts).
+   */
+  labelLogits: Float32Array | Float64Array;
+  /** log-sum-exp over the whole vocabulary at the answer position (0 for codes: already log-probabilities). */
   logSumExp: number;
 }
 
@@ -54,6 +71,7 @@ interface SuffixTokens {
   tokens: Int32Array;
   labels: Int32Array;
   shown: string[];
+  codes?: CodeIds;
 }
 
 /** Share of the next-token probability that falls on the option labels: sum of exp(logit - logSumExp). */
@@ -129,11 +147,21 @@ export class ModelRuntime {
    */
   async prepare(request: NormalizedDecideRequest): Promise<PreparedRequest> {
     const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText));
-    const suffixes = await Promise.all(request.questions.map((q) => this.suffixFor(q)));
+    const suffixes = await Promise.all(
+      request.questions.map((q) =>
+        this.suffixFor(q).catch((err: unknown) => {
+          // The only input error of labelling: the codes a tokenizer breaks (LabelSet.codeProblem).
+          if (isEngineError(err) && err.code === 'ERR_INPUT') {
+            throw new EngineError('ERR_INPUT', `questions[${quote(q.id)}]: model ${this.id} takes at most ${LETTERS.length} options per question: ${this.labels.codeProblem}`);
+          }
+          throw err;
+        }),
+      ),
+    );
     const context = this.engine.info.maxContext;
     // A question that does not fit even with an empty state is the question's fault, not the state's.
     request.questions.forEach((q, i) => {
-      const alone = this.prefixOverhead + suffixes[i]!.tokens.length;
+      const alone = this.prefixOverhead + suffixes[i]!.tokens.length + (suffixes[i]!.codes ? 1 : 0);
       if (alone > context) {
         throw new EngineError(
           'ERR_INPUT',
@@ -141,7 +169,8 @@ export class ModelRuntime {
         );
       }
     });
-    const longestSuffix = Math.max(...suffixes.map((s) => s.tokens.length));
+    // A code question's rows also read one letter after its prompt.
+    const longestSuffix = Math.max(...suffixes.map((s) => s.tokens.length + (s.codes ? 1 : 0)));
     const stateTokens = Math.max(0, prefix.length - this.prefixOverhead);
     const contextRoom = this.engine.info.maxContext - longestSuffix - this.prefixOverhead;
     const limit = Math.min(this.maxStateTokens, contextRoom);
@@ -153,8 +182,20 @@ export class ModelRuntime {
       );
     }
     const inputTokens = prefix.length + suffixes.reduce((n, s) => n + s.tokens.length, 0);
+    const group: ScoreGroup = { prefix, suffixes: [] };
+    const codeGroups: ScoreGroup[] = [];
+    const reads = suffixes.map((s): QuestionRead => {
+      if (s.codes) {
+        codeGroups.push(codeGroup(prefix, s.tokens, s.codes));
+        return { codeGroup: codeGroups.length - 1, codes: s.codes };
+      }
+      group.suffixes.push({ tokens: s.tokens, labels: s.labels });
+      return { suffix: group.suffixes.length - 1 };
+    });
     return {
-      group: { prefix, suffixes: suffixes.map((s) => ({ tokens: s.tokens, labels: s.labels })) },
+      group,
+      codeGroups,
+      reads,
       questions: request.questions,
       labels: suffixes.map((s) => s.shown),
       labelMass: request.labelMass ?? false,
@@ -164,25 +205,29 @@ export class ModelRuntime {
 
   /** Scores prepared requests through the scheduler (one job: they share an engine call). */
   async score(prepared: PreparedRequest[], priority: Priority = 'live'): Promise<ScoredRequest[]> {
-    const result = await this.scheduler.submit(
-      prepared.map((p) => p.group),
-      priority,
-    );
-    return prepared.map((p, i) => ({
-      answers: this.answers(p, result.groups[i]!),
-      inputTokens: p.inputTokens,
-      cachedTokens: result.cachedTokens[i]!,
-      raw: p.questions.map((q, j) => ({
-        questionId: q.id,
-        labels: p.labels[j]!,
-        labelLogits: result.groups[i]![j]!.labelLogits,
-        logSumExp: result.groups[i]![j]!.logSumExp,
-      })),
-    }));
+    const perRequest = prepared.map(engineGroups);
+    const result = await this.scheduler.submit(perRequest.flat(), priority);
+    let at = 0;
+    return prepared.map((p, i) => {
+      const n = perRequest[i]!.length;
+      const groups = result.groups.slice(at, at + n);
+      const cached = Array.from(result.cachedTokens.slice(at, at + n));
+      at += n;
+      const scores = questionScores(p, groups);
+      return {
+        answers: this.answers(p, scores),
+        inputTokens: p.inputTokens,
+        cachedTokens: requestCachedTokens(p, cached),
+        raw: p.questions.map((q, j) => ({ questionId: q.id, labels: p.labels[j]!, ...scores[j]! })),
+      };
+    });
   }
 
-  /** Calibrated answers: this version's temperature and label bias for each question's type. */
-  answers(prepared: PreparedRequest, scores: SuffixScore[]): Record<string, DecisionAnswer> {
+  /**
+   * Calibrated answers: this version's temperature and label bias for each question's type.
+   * `scores`: per question in request order (questionScores).
+   */
+  answers(prepared: PreparedRequest, scores: ReadonlyArray<{ labelLogits: ArrayLike<number>; logSumExp: number }>): Record<string, DecisionAnswer> {
     // Keyed by question id in request order, integer-like ids included (jsonInOrder writes it so).
     return objectInOrder(
       prepared.questions.map((q, i) => {
@@ -206,11 +251,36 @@ export class ModelRuntime {
   private suffixFor(q: NormalizedQuestion): Promise<SuffixTokens> {
     const key = JSON.stringify([q.type, q.instructions, q.options.map((o) => [o.key, o.description])]);
     return this.suffixes.get(key, async () => {
-      const { labels, labelIds } = await this.labels.forQuestion(q);
+      const { labels, labelIds, codes } = await this.labels.forQuestion(q);
       const tokens = await this.tokenizer.encode(this.renderer.renderSuffix(q, labels));
-      return { tokens, labels: labelIds, shown: labels };
+      return codes ? { tokens, labels: labelIds, shown: labels, codes } : { tokens, labels: labelIds, shown: labels };
     });
   }
+}
+
+/**
+ * Per question in request order, the label scores behind its answer, from the scores of the
+ * request's engine groups (engineGroups order): a suffix's label logits as the engine gave them,
+ * or a code question's joint log-probabilities (log-sum-exp 0).
+ */
+export function questionScores(prepared: PreparedRequest, groups: readonly SuffixScore[][]): Array<{ labelLogits: Float32Array | Float64Array; logSumExp: number }> {
+  const first = prepared.group.suffixes.length > 0 ? 1 : 0;
+  return prepared.reads.map((read) =>
+    'suffix' in read ? groups[0]![read.suffix]! : { labelLogits: codeLogProbs(groups[first + read.codeGroup]!, read.codes), logSumExp: 0 },
+  );
+}
+
+/**
+ * The request's prompt tokens served from the prefix cache: the state's cached part once (every
+ * group starts with it), plus for each code group the question tokens past the state that were
+ * cached too (the same question about the same state asked before).
+ */
+function requestCachedTokens(prepared: PreparedRequest, cached: readonly number[]): number {
+  const state = prepared.group.prefix.length;
+  let total = Math.min(cached[0] ?? 0, state);
+  const first = prepared.group.suffixes.length > 0 ? 1 : 0;
+  for (let g = first; g < cached.length; g++) total += Math.max(0, cached[g]! - state);
+  return total;
 }
 
 /** label_mass as reported: 6 significant digits (a tiny mass is the signal, so not 6 decimals). */

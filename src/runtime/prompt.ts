@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import type { QuestionType } from '../domain/decision.js';
 import { EngineError } from '../errors/engine-error.js';
+import { LETTERS } from './labels.js';
 import { renderBounded } from './template-limits.js';
 
 /** The system message of every decision prompt. */
@@ -218,7 +219,10 @@ export class PromptRenderer {
         lines.push(`${labels[i]}. ${this.neutralize(oneLine(text))}`);
       });
     }
-    lines.push('', `Answer with one of: ${labels.join(', ')}`);
+    // Codes (more than 26 options) are listed on the option lines only: naming all of them again
+    // would add three tokens per option to every such prompt.
+    if (labels.length > LETTERS.length) lines.push('', `Answer with the code of one option, a letter and a digit: one of ${labels[0]} to ${labels.at(-1)}`);
+    else lines.push('', `Answer with one of: ${labels.join(', ')}`);
     return lines.join('\n');
   }
 

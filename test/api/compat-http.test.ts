@@ -197,9 +197,9 @@ describe('POST /v1/systemone (plain fetch, the docs examples)', () => {
       [{ ...QUICKSTART, questions: { q: { type: 'rank', instructions: 'x' } } }, 400, (b) => expect(b.detail.error_type).toBe('api_usage_error')],
       [{ ...QUICKSTART, model: 'jev-latest' }, 400, (b) => expect(b.detail.message).toMatch(/^Unknown model: .*jev-latest.*svc-alpha-2026-10/)],
       [
-        { ...QUICKSTART, questions: { q: { type: 'choice', instructions: 'x', criteria: Object.fromEntries(Array.from({ length: 27 }, (_, i) => [`o${i}`, null])) } } },
+        { ...QUICKSTART, questions: { q: { type: 'choice', instructions: 'x', criteria: Object.fromEntries(Array.from({ length: 256 }, (_, i) => [`o${i}`, null])) } } },
         400,
-        (b) => expect(b.detail).toBe('Too many choices. Must have at most 26 choices.'),
+        (b) => expect(b.detail).toBe('Too many choices. Must have at most 255 choices.'),
       ],
       [{ ...QUICKSTART, state: longState(5000) }, 400, (b) => expect(b.detail.error_type).toBe('max_tokens_exceeded')],
       [{ ...QUICKSTART, state: 'x'.repeat(1024 * 1024) }, 400, (b) => expect(b.detail.message).toContain('1048576 bytes')],
@@ -273,11 +273,11 @@ describe('POST /v1/decisions (the official openai client)', () => {
   it("the SDK raises its typed errors: AuthenticationError, BadRequestError (param named), NotFoundError", async () => {
     await expect(openai(url, 'wrong-key').decisions.create(DECISION_PARAMS)).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
 
-    const tooMany = { ...DECISION_PARAMS, questions: [{ type: 'choice' as const, instructions: 'x', choices: Array.from({ length: 27 }, (_, i) => ({ value: `v${i}` })) }] };
+    const tooMany = { ...DECISION_PARAMS, questions: [{ type: 'choice' as const, instructions: 'x', choices: Array.from({ length: 256 }, (_, i) => ({ value: `v${i}` })) }] };
     const err = await openai().decisions.create(tooMany).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('questions[0].choices');
-    expect((err as InstanceType<typeof OpenAI.BadRequestError>).message).toContain('at most 26 choices');
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).message).toContain('at most 255 choices');
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).type).toBe('invalid_request_error');
 
     const image = await openai()

@@ -118,11 +118,13 @@ describe('System One -> domain', () => {
   });
 
   it('our limits are 400 with a bare-string detail naming the limit', () => {
-    const choices = Object.fromEntries(Array.from({ length: 27 }, (_, i) => [`o${i}`, null]));
+    const choices = Object.fromEntries(Array.from({ length: 256 }, (_, i) => [`o${i}`, null]));
     expect(rejected(systemOne, { model: 'm', state: 's', questions: { q: { type: 'choice', instructions: 'x', criteria: choices } } })).toMatchObject({
       status: 400,
-      body: { detail: 'Too many choices. Must have at most 26 choices.' },
+      body: { detail: 'Too many choices. Must have at most 255 choices.' },
     });
+    const allowed = Object.fromEntries(Array.from({ length: 255 }, (_, i) => [`o${i}`, null]));
+    expect(systemOne.parse({ model: 'm', state: 's', questions: { q: { type: 'choice', instructions: 'x', criteria: allowed } } }).ok).toBe(true);
     const levels = Array.from({ length: 11 }, (_, i) => `level ${i}`);
     expect(rejected(systemOne, { model: 'm', state: 's', questions: { q: { type: 'score', instructions: 'x', criteria: levels } } })).toMatchObject({
       status: 400,
@@ -200,12 +202,13 @@ describe('OpenAI decisions -> domain', () => {
     expect(tool.body.error.message).toContain('"function_call" items are not supported');
   });
 
-  it('limits and typed values: 27 choices, 11 levels, 65 questions, duplicate values are 400 naming the field', () => {
-    const choices = Array.from({ length: 27 }, (_, i) => ({ value: `v${i}` }));
+  it('limits and typed values: 256 choices, 11 levels, 65 questions, duplicate values are 400 naming the field', () => {
+    const choices = Array.from({ length: 256 }, (_, i) => ({ value: `v${i}` }));
     expect(rejected(openAiDecisions, { model: 'm', input: 'x', questions: [{ type: 'choice', instructions: 'x', choices }] }).body.error).toMatchObject({
       param: 'questions[0].choices',
-      message: 'questions[0].choices: at most 26 choices per question, got 27',
+      message: 'questions[0].choices: at most 255 choices per question, got 256',
     });
+    expect(openAiDecisions.parse({ model: 'm', input: 'x', questions: [{ type: 'choice', instructions: 'x', choices: choices.slice(0, 255) }] }).ok).toBe(true);
     const levels = Array.from({ length: 11 }, (_, i) => ({ label: `l${i}` }));
     expect(rejected(openAiDecisions, { model: 'm', input: 'x', questions: [{ type: 'score', instructions: 'x', levels }] }).body.error.param).toBe('questions[0].levels');
     const many = Array.from({ length: 65 }, () => ({ type: 'predicate', instructions: 'x' }));

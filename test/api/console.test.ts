@@ -147,7 +147,7 @@ describe('POST /v1/batches/validate', () => {
     expect(body.errors.map((e: { line: number }) => e.line)).toEqual([3, 4, 5, 7]);
     expect(body.errors[1]).toMatchObject({ custom_id: 'a', code: 'invalid_question' });
     expect(body.errors[1].message).toMatch(/duplicate of line 1/);
-    expect(body.errors[2].message).toMatch(/2 to 26|at least 2/);
+    expect(body.errors[2].message).toMatch(/2 to 255|at least 2/);
     expect(body.errors[3].custom_id).toBeNull();
 
     const list = await fetch(`${url}/v1/batches`, { headers: AUTH });

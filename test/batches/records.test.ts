@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { claimCustomId, parseRecord, readLines, RecordCounter, type RawLine, type RecordContext } from '../../src/batches/records.js';
+import { parseEndpointLine } from '../../src/batches/openai/lines.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -118,6 +119,37 @@ describe('parseRecord', () => {
     expect(plain.request).toEqual(envelope.request);
     expect(plain.request.stateText).toBe('{"t":"x"}');
     expect(plain.request.model).toBe('svc-alpha-2026-10');
+  });
+
+  it('takes 255 options per question in every dialect\'s lines; 256 fails in that dialect\'s own shape', () => {
+    const criteria = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`o${i}`, `option ${i}`]));
+    const decideLine = (n: number) => parseRecord(line(JSON.stringify({ custom_id: `d${n}`, state: 's', questions: { q: { type: 'choice', instructions: 'Which?', criteria: criteria(n) } } })), ctx());
+    const ok = decideLine(255);
+    expect(ok.ok && ok.request.questions[0]!.options).toHaveLength(255);
+    const refused = decideLine(256);
+    expect(refused.ok).toBe(false);
+    if (!refused.ok) expect(refused.error).toMatchObject({ code: 'invalid_question', message: expect.stringMatching(/must have 2 to 255 options, got 256/) });
+
+    const bodies = {
+      '/v1/systemone': (n: number) => ({ model: 'svc-alpha', state: 's', questions: { q: { type: 'choice', instructions: 'Which?', criteria: criteria(n) } } }),
+      '/v1/decisions': (n: number) => ({ model: 'svc-alpha', input: 's', questions: [{ type: 'choice', instructions: 'Which?', choices: Array.from({ length: n }, (_, i) => ({ value: `v${i}` })) }] }),
+    };
+    const errorRow = {
+      '/v1/systemone': { detail: 'Too many choices. Must have at most 255 choices.' },
+      '/v1/decisions': { error: { param: 'questions[0].choices', message: 'questions[0].choices: at most 255 choices per question, got 256' } },
+    };
+    for (const [endpoint, body] of Object.entries(bodies)) {
+      const parse = (n: number) =>
+        parseEndpointLine(line(JSON.stringify({ custom_id: `c${n}`, method: 'POST', url: endpoint, body: body(n) })), { ...ctx(), endpoint });
+      const accepted = parse(255);
+      expect('request' in accepted && accepted.request!.questions[0]!.options, endpoint).toHaveLength(255);
+      // A refused line's row is its endpoint's error, whatever the scoring outcome would have been.
+      const refusedLine = parse(256);
+      expect(refusedLine.request).toBeUndefined();
+      const row = JSON.parse(refusedLine.format({ ok: false, error: refusedLine.error! })) as { response: { status_code: number; body: unknown } };
+      expect(row.response.status_code, endpoint).toBe(400);
+      expect(row.response.body, endpoint).toMatchObject(errorRow[endpoint as keyof typeof errorRow]);
+    }
   });
 
   it('applies the form questions only to records without their own', () => {

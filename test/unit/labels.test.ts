@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LabelSet, LETTERS, type LabelTokenizer } from '../../src/runtime/labels.js';
+import { codeLabels, DIGITS, LabelSet, LETTERS, type LabelTokenizer } from '../../src/runtime/labels.js';
 import { PromptRenderer } from '../../src/runtime/prompt.js';
 import { TextTokenizer } from '../../src/runtime/tokenizer.js';
 import { makeTokenizerDir, type TokenizerDir } from '../helpers/tokenizer-dir.js';
@@ -81,6 +81,25 @@ describe('LabelSet on the Qwen3 tokenizer', () => {
     }
   });
 
+  it('labels 27 to 255 options with the two-token codes A0..Z4, letter ids and digit ids', async () => {
+    expect(labels.codeProblem).toBeUndefined();
+    const options = (n: number) => Array.from({ length: n }, (_, i) => ({ key: `o${i}` }));
+    const l27 = await labels.forQuestion({ type: 'choice', options: options(27) });
+    expect(l27.labels).toEqual(codeLabels(27));
+    expect(l27.labels.slice(-3)).toEqual(['C4', 'C5', 'C6']);
+    expect(Array.from(l27.codes!.letterIds)).toEqual(['A', 'B', 'C'].map((c) => tok.tokenToId(c)));
+    expect(Array.from(l27.codes!.digitIds)).toEqual(DIGITS.map((d) => tok.tokenToId(d)));
+    expect(l27.codes!.count).toBe(27);
+    const l255 = await labels.forQuestion({ type: 'choice', options: options(255) });
+    expect(l255.labels.at(-1)).toBe('Z4');
+    expect(new Set(l255.labels).size).toBe(255);
+    expect(l255.codes!.letterIds).toHaveLength(26);
+    // Score levels past 26 that are not single tokens get codes too; 26 and fewer never do.
+    expect((await labels.forQuestion(score(...Array.from({ length: 30 }, (_, i) => String(i * 10))))).labels).toEqual(codeLabels(30));
+    expect((await labels.forQuestion({ type: 'choice', options: options(26) })).codes).toBeUndefined();
+    await expect(labels.forQuestion({ type: 'choice', options: options(256) })).rejects.toThrow(/256 options; labels cover 1 to 255/);
+  });
+
   it('returns copies: callers cannot change the shared ids', async () => {
     const l = await labels.forQuestion({ type: 'noul', options: [{ key: 'no' }, { key: 'yes' }] });
     l.labelIds[0] = -1;
@@ -107,6 +126,18 @@ describe('LabelSet.build checks the tokenizer', () => {
   it('names no or yes when neither spelling is a single token', async () => {
     await expect(LabelSet.build(fakeTokenizer({ no: 5 }))).rejects.toThrow(/the label "yes" is not a single token/);
     await expect(LabelSet.build(fakeTokenizer({}))).rejects.toThrow(/the label "no" is not a single token/);
+  });
+
+  it('names the code a tokenizer breaks, keeps serving 26 options and refuses more', async () => {
+    const merged = await LabelSet.build(fakeTokenizer({ no: 5, yes: 6, B7: 7 }));
+    expect(merged.codeProblem).toMatch(/breaks the code "B7": it encodes to 1 tokens after the prompt \(7\)/);
+    const options = (n: number) => Array.from({ length: n }, (_, i) => ({ key: `o${i}` }));
+    expect((await merged.forQuestion({ type: 'choice', options: options(26) })).labels).toEqual([...LETTERS]);
+    await expect(merged.forQuestion({ type: 'choice', options: options(27) })).rejects.toThrow(/"B7"/);
+    const split = await LabelSet.build(fakeTokenizer({ no: 5, yes: 6 }, ['3']));
+    expect(split.codeProblem).toMatch(/breaks the code "A3": it encodes to 3 tokens/);
+    expect((await LabelSet.build(fakeTokenizer({ no: 5, yes: 6, Z9: 99 }))).codeProblem).toMatch(/"Z9"/);
+    expect((await LabelSet.build(fakeTokenizer({ no: 5, yes: 6 }))).codeProblem).toBeUndefined();
   });
 
   it('checks labels in context: a token that merges with the context does not count', async () => {

@@ -203,15 +203,16 @@ describe('validateDecideRequest: questions', () => {
     expectInvalid(withQuestion({ ...choice, criteria: null }), /\.criteria: must be an object .*got null/);
   });
 
-  it('requires 2 to 26 options for choice and score', () => {
-    expectInvalid(withQuestion({ ...choice, criteria: { a: 'x' } }), /^questions\["q1"\]\.criteria: must have 2 to 26 options, got 1/);
-    expectInvalid(withQuestion({ ...choice, criteria: {} }), /must have 2 to 26 options, got 0/);
-    const letters = 'abcdefghijklmnopqrstuvwxyz'.split('');
-    const c26 = Object.fromEntries(letters.map((l) => [l, l]));
-    expect(validateDecideRequest(withQuestion({ ...choice, criteria: c26 })).questions[0]!.options).toHaveLength(26);
-    expectInvalid(withQuestion({ ...choice, criteria: { ...c26, extra: 'x' } }), /must have 2 to 26 options, got 27/);
-    const s27 = Object.fromEntries(Array.from({ length: 27 }, (_, i) => [String(i), 'x']));
-    expectInvalid(withQuestion({ type: 'score', instructions: 'i', criteria: s27 }), /must have 2 to 26 options, got 27/);
+  it('requires 2 to 255 options for choice and score', () => {
+    expectInvalid(withQuestion({ ...choice, criteria: { a: 'x' } }), /^questions\["q1"\]\.criteria: must have 2 to 255 options, got 1/);
+    expectInvalid(withQuestion({ ...choice, criteria: {} }), /must have 2 to 255 options, got 0/);
+    const c255 = Object.fromEntries(Array.from({ length: 255 }, (_, i) => [`o${i}`, `option ${i}`]));
+    expect(validateDecideRequest(withQuestion({ ...choice, criteria: c255 })).questions[0]!.options).toHaveLength(255);
+    expectInvalid(withQuestion({ ...choice, criteria: { ...c255, extra: 'x' } }), /must have 2 to 255 options, got 256/);
+    const s256 = Object.fromEntries(Array.from({ length: 256 }, (_, i) => [String(i), 'x']));
+    expectInvalid(withQuestion({ type: 'score', instructions: 'i', criteria: s256 }), /must have 2 to 255 options, got 256/);
+    const s255 = Object.fromEntries(Array.from({ length: 255 }, (_, i) => [String(i), 'x']));
+    expect(validateDecideRequest(withQuestion({ type: 'score', instructions: 'i', criteria: s255 })).questions[0]!.options).toHaveLength(255);
   });
 
   it('requires string descriptions of at most 2000 characters', () => {

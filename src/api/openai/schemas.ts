@@ -31,7 +31,7 @@ export const DecisionQuestionSchema = Type.Union([
       name: Name,
       choices: Type.Array(
         Type.Object({ value: Type.Union([Type.String(), Type.Boolean()]), description: Type.Optional(Type.String()) }, { additionalProperties: false }),
-        { minItems: 2, maxItems: 26 },
+        { minItems: 2, maxItems: 255 },
       ),
     },
     { additionalProperties: false },

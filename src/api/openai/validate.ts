@@ -1,5 +1,5 @@
 // An OpenAI `POST /v1/decisions` body -> the domain request, or OpenAI's 400 naming the field in
-// `param`. Every rule and limit is ours (src/api/validate.ts): 1..64 questions, 2..26 choices,
+// `param`. Every rule and limit is ours (src/api/validate.ts): 1..64 questions, 2..255 choices,
 // 2..10 score levels, instructions 1..4000 characters, descriptions up to 2000.
 // Mapping (docs/compatibility.md has the table):
 //   input   a string -> the state text as it is (the same state /v1/decide reads from a string);
@@ -21,8 +21,8 @@ import { DEFAULT_VALIDATION_LIMITS, structuredText, type ValidationLimits } from
 import { invalidRequest, openAiError } from './errors.js';
 import type { DecisionValue } from './schemas.js';
 
-/** Our limits where OpenAI has its own (200 questions, 255 choices). */
-export const DECISIONS_LIMITS = Object.freeze({ minChoices: 2, maxChoices: 26, minLevels: 2, maxLevels: 10 });
+/** Our limits where OpenAI has its own (200 questions, 255 choices, 10 levels). */
+export const DECISIONS_LIMITS = Object.freeze({ minChoices: 2, maxChoices: 255, minLevels: 2, maxLevels: 10 });
 
 const REQUEST_FIELDS = ['model', 'input', 'questions', 'safety_identifier', 'prompt_cache_key', 'prompt_cache_options'];
 const QUESTION_FIELDS: Record<string, string[]> = {

@@ -19,8 +19,8 @@ export const SystemOneQuestionSchema = Type.Object(
         ),
         Type.Record(Type.String(), Type.Union([StructuredText, Type.Null()]), {
           minProperties: 2,
-          maxProperties: 26,
-          description: 'choice: option name -> description or null (2 to 26 options).',
+          maxProperties: 255,
+          description: 'choice: option name -> description or null (2 to 255 options).',
         }),
         Type.Array(StructuredText, {
           minItems: 2,

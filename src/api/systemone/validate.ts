@@ -4,7 +4,7 @@
 //      object, `model` a non-empty string, `state` a string/object/array, `questions` a non-empty
 //      object of objects, each with a string `type`, and for a known type criteria of the right
 //      JSON type (choice: object, score: array, noul: object with only "true"/"false");
-//   2. rules (400): unknown fields, an unknown type and our limits (64 questions, 2..26 choices,
+//   2. rules (400): unknown fields, an unknown type and our limits (64 questions, 2..255 choices,
 //      2..10 score levels; a bare-string detail naming the limit, as the vendor words it), then
 //      every rule of /v1/decide through the same normalizer (src/api/validate.ts), so a question
 //      asked here becomes exactly the domain question /v1/decide would make of it.
@@ -23,8 +23,8 @@ import { normalizeQuestions, normalizeState, structuredText, DEFAULT_VALIDATION_
 import { limitError, systemOneError, unprocessable, usageError } from './errors.js';
 import type { SystemOneProblem } from './schemas.js';
 
-/** Our limits where the System One format has its own (the vendor allows 255 choices). */
-export const SYSTEMONE_LIMITS = Object.freeze({ minChoices: 2, maxChoices: 26, minLevels: 2, maxLevels: 10 });
+/** Our limits where the System One format has its own (the vendor's: 255 choices, 10 levels). */
+export const SYSTEMONE_LIMITS = Object.freeze({ minChoices: 2, maxChoices: 255, minLevels: 2, maxLevels: 10 });
 
 const REQUEST_FIELDS = ['model', 'state', 'questions'] as const;
 const QUESTION_FIELDS = ['type', 'instructions', 'criteria'] as const;
