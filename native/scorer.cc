@@ -298,17 +298,23 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
     ExtendResult result = decoder_->Extend(chunk, want_logits);
     Account(rows, begin, end, counters);
     counters.prefix_passes += 1;
-    // Every row's new block filled by one batch of copies: its cached part and its new KV.
+    // Each row's state as a block: where the row's past is the pass's whole past, its slice of the
+    // pass's present tensors (no copy); else a new block filled by one batch of copies for all such
+    // rows (its cached part and its new KV). The row's first state_new new tokens are the state's;
+    // fused questions follow them.
     std::vector<std::shared_ptr<KvBlock>> blocks;
     std::vector<CopyRun> copies;
     for (size_t i = begin; i < end; ++i) {
       const Pending& p = pending[order[i]];
       const int count = prefix_len(p.group);
-      auto block = std::make_shared<KvBlock>(decoder_->GetDevice(), shape, count);
-      if (p.match.length > 0) decoder_->Kv().AddPrefixCopy(copies, *p.match.block, p.match.length, *block);
-      // The row's first state_new new tokens are the state's; fused questions follow them.
-      decoder_->Kv().AddNewKvCopy(copies, result.present, static_cast<int>(i - begin), count - p.match.length, *block,
-                                  p.match.length);
+      const int row = static_cast<int>(i - begin);
+      std::shared_ptr<KvBlock> block;
+      if (p.match.length == result.present.past_len) block = decoder_->Kv().ViewRow(result.present, row, count);
+      if (!block) {
+        block = std::make_shared<KvBlock>(decoder_->GetDevice(), shape, count);
+        if (p.match.length > 0) decoder_->Kv().AddPrefixCopy(copies, *p.match.block, p.match.length, *block);
+        decoder_->Kv().AddNewKvCopy(copies, result.present, row, count - p.match.length, *block, p.match.length);
+      }
       blocks.push_back(std::move(block));
     }
     decoder_->Kv().Submit(copies);
