@@ -4,7 +4,7 @@
 // Immutable after it is filled; shared (shared_ptr) by the prefix cache and by in-flight score calls,
 // so eviction never frees a block that a running forward pass still reads. One allocation holds
 // every layer's keys and values (a call makes a block per state: one allocator call each, not one
-// per layer and kind, which on CUDA cost ~1 ms of host time per 100 blocks).
+// per layer and kind, since on CUDA each allocator call costs host time: docs/benchmark.md).
 #pragma once
 
 #include <cstddef>

@@ -8,8 +8,8 @@
 // the same batch), and, after a pass, the copy of a row's new KV (and of a cached prefix it
 // extends) into the row's new KvBlock.
 // Thread: used under the Scorer's compute lock. Ownership: the pass past buffers are owned here,
-// grown on demand and reused by every pass (a fresh allocation of that size is page-faulted on
-// every call on the CPU, measured ~0.3 s/GiB), and released before the Device (Release()).
+// grown on demand and reused by every pass (a fresh allocation of that size would be page-faulted
+// again on every call on the CPU: docs/benchmark.md), and released before the Device (Release()).
 #pragma once
 
 #include <vector>
