@@ -4,7 +4,8 @@
 // Immutable after it is filled; shared (shared_ptr) by the prefix cache and by in-flight score calls,
 // so eviction never frees a block that a running forward pass still reads.
 // Two kinds, read alike (keys[l] / values[l] and a head pitch):
-//   - owned: one allocation holds every layer's keys and values (one allocator call per block);
+//   - owned: one allocation holds every layer's keys and values (one allocator call per block:
+//     on CUDA each allocator call costs host time, docs/benchmark.md);
 //   - a view of the forward pass that computed it: row r's slice of the pass's present tensors,
 //     heads `head_pitch` positions apart (the pass's P + S), kept alive by `owner`. A state computed
 //     in a pass is then stored with no copy at all; the pass's memory is held until every view of

@@ -9,8 +9,8 @@
 // extends) into the row's new KvBlock, where the row cannot simply keep its slice of the pass's
 // present tensors as its block (ViewRow: no copy at all).
 // Thread: used under the Scorer's compute lock. Ownership: the pass past buffers are owned here,
-// grown on demand and reused by every pass (a fresh allocation of that size is page-faulted on
-// every call on the CPU, measured ~0.3 s/GiB), and released before the Device (Release()).
+// grown on demand and reused by every pass (a fresh allocation of that size would be page-faulted
+// again on every call on the CPU: docs/benchmark.md), and released before the Device (Release()).
 #pragma once
 
 #include <memory>

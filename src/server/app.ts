@@ -1,14 +1,9 @@
 /**
  * The HTTP API as one fastify plugin (`decisionApp`), and createServer() which builds a fastify
- * instance around it. Routes:
- *   POST /v1/decide        routes/decide.ts        GET /healthz, /readyz   routes/health.ts
- *   GET  /v1/models        routes/models.ts        GET /metrics            metrics.ts
- *   GET  /openapi.json     (generated from the route schemas by @fastify/swagger)
- *   POST /v1/systemone     routes/systemone.ts     POST /v1/decisions      routes/decisions.ts
- *   /v1/batches...         routes/batches.ts, routes/batch-validation.ts (in the /v1 scope below)
- *   GET  /console...       console.ts (the web console's static files, public)
- * Cross-cutting, in hook order: request id (request-id.ts) -> authentication (auth.ts) ->
- * rate limit (rate-limit.ts) -> no Content-Encoding (415); every error goes through errors.ts.
+ * instance around it: it registers every route (one file per path in routes/; the map is in the
+ * README, "Where things are") and `GET /openapi.json`, generated from the route schemas by
+ * @fastify/swagger. Cross-cutting hooks run in this order: request id, authentication, rate limit,
+ * no Content-Encoding (415); every error goes through one handler.
  */
 import { isUtf8 } from 'node:buffer';
 import http from 'node:http';
