@@ -119,6 +119,7 @@ export async function run(argv: string[]): Promise<number> {
       workloads,
       repetitions: positiveInt(values.repetitions, 'repetitions'),
       threads,
+      engine,
       scale,
       ...(values['results-dir'] === undefined ? {} : { resultsDir: values['results-dir'] }),
     });
