@@ -12,13 +12,14 @@ import os from 'node:os';
 import { EngineError } from '../errors/engine-error.js';
 import type { ModelConfig } from './model-dir.js';
 import type { NativeLoadOptions } from './native.js';
-import { INT8_KERNEL_ENV, type Int8PathRequest } from './int8-path.js';
+import { INT8_KERNEL_ENV, INT8_PATHS, type Int8PathRequest } from './int8-path.js';
 import { accepts, parseText, ruleOf, type OptionCheck, type OptionValue } from './option-checks.js';
 
 export type Provider = 'cpu' | 'cuda';
 
 /**
- * How {@link Engine.load} loads a model; only `modelDir` is required.
+ * How {@link Engine.load} loads a model; only `modelDir` is required. An option left out is taken
+ * from its DECIDE_* variable where that is set, else its default (ENGINE_OPTIONS below).
  * @example
  * const engine = await Engine.load({ modelDir: 'models/svc-alpha-2026-10', provider: 'cpu', threads: 4 });
  */
@@ -213,7 +214,7 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
     help: "diagnostics: ONNX Runtime's profiler writes every node's kernel time to `<prefix>_<date>.json` when the engine closes (slows every call a little)",
   },
   int8Path: {
-    flag: '--int8-path', env: INT8_KERNEL_ENV as `DECIDE_${string}`, check: { kind: 'choice', values: ['auto', 'u8u8', 'u8s8'] },
+    flag: '--int8-path', env: INT8_KERNEL_ENV as `DECIDE_${string}`, check: { kind: 'choice', values: ['auto', ...INT8_PATHS] },
     default: () => 'auto',
     help: "int8 models: the integer GEMM path; auto picks by the CPU's flags (u8s8 with VNNI or AMX; docs/models.md)",
   },
@@ -226,7 +227,7 @@ export const ENGINE_OPTION_NAMES = Object.keys(ENGINE_OPTIONS) as Array<keyof En
 const FEWEST_PASSES_OVERHEAD = 1e12;
 
 function invalid(name: string, rule: string, value: unknown): never {
-  throw new EngineError('ERR_INPUT', `options.${name} must be ${rule} (got ${String(value)})`);
+  throw new EngineError('ERR_INPUT', `options.${name} must be ${rule} (got ${typeof value === 'string' ? `'${value}'` : String(value)})`);
 }
 
 /**

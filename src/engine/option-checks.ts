@@ -15,7 +15,7 @@ export type OptionCheck =
 
 export type OptionValue = number | boolean | string;
 
-/** The rule in words: "an integer from 1 to 1024", "on or off", ... */
+/** The rule in words: "an integer from 1 to 1024", "on or off", "cpu or cuda", ... */
 export function ruleOf(check: OptionCheck): string {
   switch (check.kind) {
     case 'integer':
@@ -25,7 +25,7 @@ export function ruleOf(check: OptionCheck): string {
     case 'boolean':
       return 'on or off';
     case 'choice':
-      return `one of ${check.values.join(', ')}`;
+      return `${check.values.slice(0, -1).join(', ')} or ${check.values.at(-1)}`;
     case 'path':
       return 'a non-empty path';
   }
