@@ -332,7 +332,7 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
       const dir = path.join(outDir, name);
       return {
         name,
-        argv: [...decide, ...benchCommon, '--dtype', dtype, '--packing', packing, '--results-dir', dir],
+        argv: [...decide, ...benchCommon, '--dtype', dtype, '--pack-suffixes', packing, '--results-dir', dir],
         collect: () => {
           const figures = benchFigures(dir, dtype, packing);
           if (figures) report.bench.push(figures);

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { Engine, type ScoreGroup, type SuffixScore } from '../src/engine/engine.js';
-import type { Provider } from '../src/engine/engine-options.js';
+import type { EngineOptions, Provider } from '../src/engine/engine-options.js';
 import type { NativeCounters } from '../src/engine/native.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
 import { gitInfo, machineInfo, packageRoot } from './provenance.js';
@@ -43,6 +43,8 @@ export interface GpuScaleOptions {
   /** Multiplies the number of states (at least 1 each); default 1. */
   scale?: number;
   threads?: number;
+  /** The other engine options (`decide bench`'s engine flags); provider, threads and the layout (both are run) win. */
+  engine?: EngineOptions;
   /** Skip the fresh-rows run. */
   noFresh?: boolean;
   resultsDir?: string;
@@ -148,7 +150,7 @@ export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuSca
   const names = options.workloads ?? (Object.keys(GPU_WORKLOADS) as GpuWorkloadName[]);
 
   const loadAverage = os.loadavg();
-  const load = (packSuffixes: boolean) => Engine.load({ modelDir, provider, packSuffixes, ...(options.threads ? { threads: options.threads } : {}) });
+  const load = (packSuffixes: boolean) => Engine.load({ ...options.engine, modelDir, provider, packSuffixes, ...(options.threads ? { threads: options.threads } : {}) });
   const engines = { packed: await load(true), forked: await load(false) };
   const results: GpuWorkloadResult[] = [];
   try {

@@ -11,6 +11,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
+import type { EngineOptions } from '../src/engine/engine-options.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
 import { ModelRuntime } from '../src/runtime/model-runtime.js';
 import { TextTokenizer } from '../src/runtime/tokenizer.js';
@@ -25,6 +26,8 @@ export interface OrtProfileOptions {
   provider: 'cpu' | 'cuda';
   threads?: number;
   packing?: boolean;
+  /** The other engine options; provider, threads, packing and the profile prefix above win. */
+  engine?: EngineOptions;
   workload: WorkloadName;
   modelDir?: string;
   seed: number;
@@ -39,6 +42,7 @@ export async function profileEngineCall(options: OrtProfileOptions): Promise<{ f
   try {
     const runtime = await ModelRuntime.load(BENCH_MODEL_ID, modelDir, {
       engine: {
+        ...options.engine,
         provider: options.provider,
         ortProfilePrefix: path.join(scratch, 'ort'),
         ...(options.threads === undefined ? {} : { threads: options.threads }),

@@ -5,6 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
+import type { CounterValues } from '../src/engine/engine-counters.js';
 import type { BaselineStats } from './baseline.js';
 import type { LatencyResult } from './http-latency.js';
 import type { MicroResult } from './micro.js';
@@ -37,20 +38,8 @@ export interface SystemResult {
   maxEventLoopDelayMs: number;
 }
 
-export interface EngineCountersSummary {
-  prefixTokensComputed: number;
-  cachedTokens: number;
-  suffixTokens: number;
-  prefixPasses: number;
-  suffixPasses: number;
-  paddedTokens: number;
-  /** The host-side counters (src/engine/native.ts NativeCounters), summed over the repetition's calls. */
-  deviceCopies: number;
-  hostToDeviceBytes: number;
-  deviceToHostBytes: number;
-  runMillis: number;
-  hostMillis: number;
-}
+/** Every engine counter (src/engine/engine-counters.ts ENGINE_COUNTERS), summed over a repetition's calls. */
+export type EngineCountersSummary = CounterValues;
 
 export interface WorkloadResult {
   workload: string;

@@ -18,7 +18,7 @@ import path from 'node:path';
 
 import { loadCalibration } from '../src/runtime/calibrate.js';
 import { cpuInt8Support, int8SpeedNote } from '../src/engine/cpu-int8.js';
-import { Engine, type SuffixScore } from '../src/engine/engine.js';
+import { Engine, type EngineOptions, type SuffixScore } from '../src/engine/engine.js';
 import { LabelSet } from '../src/runtime/labels.js';
 import { ModelRuntime } from '../src/runtime/model-runtime.js';
 import { PromptRenderer } from '../src/runtime/prompt.js';
@@ -55,6 +55,8 @@ export interface BenchOptions {
    * forked on the CPU; EngineLoadOptions.packSuffixes).
    */
   packing?: boolean;
+  /** The other engine options (`decide bench`'s engine flags) for the engine under test; provider, threads and packing above win. */
+  engine?: EngineOptions;
   /**
    * The fp32 twin the check compares a non-fp32 or CUDA run with (see agreement.ts); default
    * <package>/models/bench-<preset>, built when missing. Needed with modelDir in such runs.
@@ -163,7 +165,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
 
   const tokenizer = await TextTokenizer.load(modelDir);
   const addon = addonInfo(root);
-  const runtime = await ModelRuntime.load(BENCH_MODEL_ID, modelDir, { engine: { threads, provider, ...(packing === undefined ? {} : { packSuffixes: packing }) } });
+  const runtime = await ModelRuntime.load(BENCH_MODEL_ID, modelDir, { engine: { ...options.engine, threads, provider, ...(packing === undefined ? {} : { packSuffixes: packing }) } });
   const sampler = new RssSampler();
   const rssAfterLoad = process.memoryUsage.rss();
   let probe: PeakProbe | undefined;

@@ -5,7 +5,7 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 
 import type { Engine, SuffixScore } from '../src/engine/engine.js';
-import type { NativeCounters } from '../src/engine/native.js';
+import { addCounters, zeroCounters } from '../src/engine/engine-counters.js';
 import type { BaselineRow, BaselineStats, FreshBaseline } from './baseline.js';
 import type { EngineCountersSummary } from './report.js';
 import { freshRows, groupsOf, type BenchItem, type Workload } from './workloads.js';
@@ -21,35 +21,8 @@ export const BASELINE_DEFINITION =
   'default tokenBudget), label logits read at each row\'s last real position. It runs the SAME graph file as the engine (the LM-head-gathered ' +
   'rewrite, decide_logits_index = each row\'s last real position), so the speedup measured is prefix reuse and batching, not the LM-head rewrite.';
 
-export function zeroCounters(): EngineCountersSummary {
-  return {
-    prefixTokensComputed: 0,
-    cachedTokens: 0,
-    suffixTokens: 0,
-    prefixPasses: 0,
-    suffixPasses: 0,
-    paddedTokens: 0,
-    deviceCopies: 0,
-    hostToDeviceBytes: 0,
-    deviceToHostBytes: 0,
-    runMillis: 0,
-    hostMillis: 0,
-  };
-}
-
-export function addCounters(into: EngineCountersSummary, c: NativeCounters): void {
-  into.prefixTokensComputed += c.prefixTokensComputed;
-  into.cachedTokens += c.cachedTokens;
-  into.suffixTokens += c.suffixTokens;
-  into.prefixPasses += c.prefixPasses;
-  into.suffixPasses += c.suffixPasses;
-  into.paddedTokens += c.paddedTokens;
-  into.deviceCopies += c.deviceCopies;
-  into.hostToDeviceBytes += c.hostToDeviceBytes;
-  into.deviceToHostBytes += c.deviceToHostBytes;
-  into.runMillis += c.runMillis;
-  into.hostMillis += c.hostMillis;
-}
+/** The counter sums of a repetition start at 0 and add each call's counters (src/engine/engine-counters.ts). */
+export { addCounters, zeroCounters } from '../src/engine/engine-counters.js';
 
 export interface EngineRun {
   seconds: number;

@@ -12,6 +12,7 @@ import { QUESTION_TYPES, type QuestionType } from '../api/schemas.js';
 import { loadCalibration } from '../runtime/calibrate.js';
 import { checkNewModelId, defaultVersionId, writeModelVersion } from '../models/model-version.js';
 import { parseDatedId } from '../models/registry.js';
+import type { EngineOptions } from '../engine/engine-options.js';
 import { DecisionService } from '../service/decision-service.js';
 import { readCalibrationData } from './data.js';
 import { fitType, TEMPERATURE_RANGE, type CandidateName } from './fit.js';
@@ -42,6 +43,8 @@ export interface CalibrateOptions {
   /** Bootstrap resamples for figure intervals (default 1000) and parameter intervals (default 200). */
   resamples?: { figures?: number; parameters?: number };
   threads?: number;
+  /** Engine options (src/engine/engine-options.ts) for the engines this run loads. */
+  engine?: EngineOptions;
   /** Today, for the default id and the provenance (tests pin it). */
   now?: Date;
   log?: (line: string) => void;
@@ -129,7 +132,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
   const log = options.log ?? (() => undefined);
   let service: DecisionService;
   try {
-    service = await DecisionService.open({ modelsDir: options.modelsDir, threads: options.threads, preload: [] });
+    service = await DecisionService.open({ modelsDir: options.modelsDir, threads: options.threads, runtime: { engine: options.engine }, preload: [] });
   } catch (err) {
     throw new CalibrationError(`cannot open the models: ${(err as Error).message}`);
   }

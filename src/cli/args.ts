@@ -1,7 +1,7 @@
 /**
  * Argument parsing shared by the commands: parseCommand() (strict options, --help, the usage
- * error), and one parser per option value that several commands take, so every command accepts
- * and rejects the same values with the same message.
+ * error), commandError() and intArg(), so every command accepts and rejects the same values with
+ * the same message. The engine options' flags are in engine-flags.ts.
  */
 import { parseArgs } from 'node:util';
 
@@ -65,16 +65,4 @@ export function intArg(value: string, name: string, min: number, max: number): n
     return `${name} must be an integer from ${min} to ${max}, got '${value}'`;
   }
   return n;
-}
-
-/** --threads N: CPU threads per forward pass (undefined: the engine's default, every core). */
-export function threadsArg(value: string | undefined): number | undefined | string {
-  return value === undefined ? undefined : intArg(value, '--threads', 1, 1024);
-}
-
-/** --provider cpu|cuda (default cpu). */
-export function providerArg(value: string | undefined): 'cpu' | 'cuda' | string {
-  const provider = value ?? 'cpu';
-  if (provider !== 'cpu' && provider !== 'cuda') return `--provider must be cpu or cuda, got '${provider}'`;
-  return provider;
 }

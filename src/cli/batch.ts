@@ -26,7 +26,8 @@ import { runBatch } from '../batches/runner.js';
 import { chunkOptionsFromEnv } from '../batches/settings.js';
 import { zeroUsage, type JobProgress } from '../batches/ports.js';
 import { DecisionService } from '../service/decision-service.js';
-import { commandError, parseCommand, threadsArg } from './args.js';
+import { commandError, parseCommand } from './args.js';
+import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { outputClash } from './output-path.js';
 import { ProgressReporter } from './progress.js';
 
@@ -40,10 +41,10 @@ options:
   --out FILE         where the result rows go                                   (required)
   --questions FILE   JSON questions for records without their own
   --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models)
-  --threads N        CPU threads per forward pass (default: DECIDE_THREADS, else all cores)
   --force            overwrite an existing --out without asking
   -h, --help         this text
 
+${ENGINE_FLAGS_HELP}
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
 kept in <out>.state.json, which is removed when the run completes. An existing --out with no
 unfinished run is overwritten only after a yes on a terminal, or with --force. The results hold
@@ -60,7 +61,7 @@ const OPTIONS = {
   out: { type: 'string' },
   questions: { type: 'string' },
   'models-dir': { type: 'string' },
-  threads: { type: 'string' },
+  ...ENGINE_FLAGS,
   force: { type: 'boolean' },
 } as const;
 
@@ -147,8 +148,8 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   if (positionals.length !== 1 || !values.model || !values.out) return commandError('batch', `give one INPUT file, --model and --out\n\n${HELP}`);
-  const threads = threadsArg(values.threads);
-  if (typeof threads === 'string') return commandError('batch', threads);
+  const engine = engineOptionsFromFlags(values);
+  if (typeof engine === 'string') return commandError('batch', engine);
   let chunking;
   try {
     chunking = chunkOptionsFromEnv();
@@ -203,7 +204,7 @@ export async function run(argv: string[]): Promise<number> {
   process.on('SIGTERM', onSignal);
   let service: DecisionService;
   try {
-    service = await DecisionService.open({ modelsDir: values['models-dir'], threads, preload: [] });
+    service = await DecisionService.open({ modelsDir: values['models-dir'], runtime: { engine }, preload: [] });
   } catch (err) {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

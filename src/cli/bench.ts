@@ -1,13 +1,16 @@
 /**
- * `decide bench [--quick] [--workloads tickets,document,single] [--repetitions N] [--threads N]
- *  [--preset small] [--dtype fp32|fp16|int8] [--provider cpu|cuda] [--profile] [--no-micro] [--no-latency] [--seed N] [--model-dir DIR] [--reference-dir DIR]
- *  [--results-dir DIR] [--ort-profile FILE]`
+ * `decide bench [--quick] [--workloads tickets,document,single] [--repetitions N] [--preset small]
+ *  [--dtype fp32|fp16|int8] [--profile] [--no-micro] [--no-latency] [--seed N] [--model-dir DIR] [--reference-dir DIR]
+ *  [--results-dir DIR] [--ort-profile FILE] [engine options: --threads N, --provider cpu|cuda, --pack-suffixes on|off, ...]`
  * The benchmark itself lives in bench/ (compiled to dist/bench/), loaded only when this runs.
  */
 
 import type { WorkloadName } from '../../bench/workloads.js';
 import type { ModelDtype } from '../models/builder/index.js';
+import { withEnvironment } from '../engine/engine-options.js';
 import { commandError, parseCommand } from './args.js';
+import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
+import { renamedFlag } from './renamed-flags.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['tickets', 'document', 'single'];
 const DEFAULT_PRESET = 'small';
@@ -28,15 +31,10 @@ options:
   --quick               fewer states and repetitions (under 2 minutes on 2 cores)
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(', ')} (default: all)
   --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2)
-  --threads N           intra-op threads for every system (default: all cores)
   --preset NAME         model builder preset: tiny, small (default), qwen3-0.6b
   --dtype D             fp32 (default) or fp16 weights and activations, or int8 weights (fp32
                         activations): then the fp32 twin's engine is timed in the same repetitions,
                         and the report gives int8 / fp32 decisions/s and their agreement
-  --packing on|off      the engine's question layout (the bench model takes segment ids): on packs a
-                        state's questions into rows, off forks its KV into a row per question;
-                        default the engine's (packed on cuda, forked on cpu)
-  --provider P          cpu (default) or cuda (after \`npx decide setup-cuda\`)
   --profile             also time the engine's prefix and suffix passes apart
   --no-micro            skip the TypeScript micro-benchmarks
   --no-latency          skip the latency of POST /v1/decide over HTTP
@@ -48,7 +46,12 @@ options:
   --ort-profile FILE    instead of the benchmark: ONNX Runtime's profile of one warm engine call
                         (the first call of the first --workloads entry, default document) written
                         to FILE as chrome-trace JSON; \`decide gpu-report\` sums it by op type
+  --packing on|off      the old name of --pack-suffixes (still taken, with a notice)
 
+\`--threads\` also sets the baseline's and the peak probe's threads. The bench model takes segment
+ids, so \`--pack-suffixes\` picks the engine's question layout on it.
+
+${ENGINE_FLAGS_HELP}
 Before anything is timed, the answers are checked: fp32 on the CPU, the engine against the
 baseline (logits and probabilities within 1e-4); an fp16 or cuda run, the engine and the baseline
 against the fp32 CPU engine on the fp32 twin, in probabilities (1e-2 for fp16, 1e-3 for fp32 on
@@ -59,9 +62,8 @@ const OPTIONS = {
   quick: { type: 'boolean', default: false },
   workloads: { type: 'string' },
   repetitions: { type: 'string' },
-  threads: { type: 'string' },
   preset: { type: 'string' },
-  provider: { type: 'string', default: 'cpu' },
+  ...ENGINE_FLAGS,
   profile: { type: 'boolean', default: false },
   'no-micro': { type: 'boolean', default: false },
   'no-latency': { type: 'boolean', default: false },
@@ -87,9 +89,11 @@ export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('bench', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  if (values.provider !== 'cpu' && values.provider !== 'cuda') throw new Error(`--provider must be cpu or cuda, got '${values.provider}'`);
   if (values.dtype !== undefined && values.dtype !== 'fp32' && values.dtype !== 'fp16' && values.dtype !== 'int8') throw new Error(`--dtype must be fp32, fp16 or int8, got '${values.dtype}'`);
-  if (values.packing !== undefined && values.packing !== 'on' && values.packing !== 'off') throw new Error(`--packing must be on or off, got '${values.packing}'`);
+  const flags = engineOptionsFromFlags(renamedFlag('bench', values, 'packing', 'pack-suffixes'));
+  if (typeof flags === 'string') return commandError('bench', flags);
+  // The variables too: the baseline and the peak probe run on the engine's provider and threads.
+  const { provider = 'cpu', threads, packSuffixes: packing, ...engine } = withEnvironment(flags);
   let workloads: WorkloadName[] | undefined;
   if (values.workloads !== undefined) {
     const list = values.workloads.split(',').map((s) => s.trim()).filter(Boolean);
@@ -108,13 +112,14 @@ export async function run(argv: string[]): Promise<number> {
     const scale = values.scale === undefined ? 1 : Number(values.scale);
     if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be a number in (0, 1], got '${values.scale}'`);
     await runGpuScale({
-      provider: values.provider,
+      provider,
       preset: values.preset,
       dtype: values.dtype as ModelDtype | undefined,
       modelDir: values['model-dir'],
       workloads,
       repetitions: positiveInt(values.repetitions, 'repetitions'),
-      threads: positiveInt(values.threads, 'threads'),
+      threads,
+      engine,
       scale,
       ...(values['results-dir'] === undefined ? {} : { resultsDir: values['results-dir'] }),
     });
@@ -128,9 +133,10 @@ export async function run(argv: string[]): Promise<number> {
       outFile: values['ort-profile'],
       preset: values.preset ?? DEFAULT_PRESET,
       dtype: (values.dtype ?? 'fp32') as ModelDtype,
-      provider: values.provider,
-      threads: positiveInt(values.threads, 'threads'),
-      packing: values.packing === undefined ? undefined : values.packing === 'on',
+      provider,
+      threads,
+      packing,
+      engine,
       workload: workloads?.[0] ?? 'document',
       modelDir: values['model-dir'],
       seed: seed ?? 1,
@@ -157,9 +163,9 @@ export async function run(argv: string[]): Promise<number> {
       quick: values.quick,
       workloads,
       repetitions: positiveInt(values.repetitions, 'repetitions'),
-      threads: positiveInt(values.threads, 'threads'),
+      threads,
       preset: values.preset ?? DEFAULT_PRESET,
-      provider: values.provider,
+      provider,
       profile: values.profile,
       micro: !values['no-micro'],
       latency: !values['no-latency'],
@@ -167,7 +173,8 @@ export async function run(argv: string[]): Promise<number> {
       modelDir: values['model-dir'],
       referenceModelDir: values['reference-dir'],
       dtype: (values.dtype ?? 'fp32') as ModelDtype,
-      packing: values.packing === undefined ? undefined : values.packing === 'on',
+      packing,
+      engine,
       ...(values['results-dir'] === undefined ? {} : { resultsDir: values['results-dir'] }),
     });
   } catch (err) {

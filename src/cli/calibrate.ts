@@ -5,7 +5,8 @@
  */
 
 import { calibrateModel, CalibrationError, type CalibrationReport } from '../calibration/run.js';
-import { commandError, intArg, parseCommand, threadsArg } from './args.js';
+import { commandError, intArg, parseCommand } from './args.js';
+import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { ProgressReporter } from './progress.js';
 
 const HELP = `usage: decide calibrate --model ID --data FILE.jsonl [options]
@@ -27,10 +28,10 @@ options:
   --seed N           seed of the split and of the bootstrap (default 1)
   --accept-poor-fit  install a fit whose temperature ended at a bound (0.02 or 50) or whose
                      held-out log-loss is no better than uniform (refused by default)
-  --threads N        CPU threads per forward pass (default: DECIDE_THREADS, else all cores)
   --json             print the whole report as one JSON object
   -h, --help         this text
-`;
+
+${ENGINE_FLAGS_HELP}`;
 
 const OPTIONS = {
   model: { type: 'string' },
@@ -39,7 +40,7 @@ const OPTIONS = {
   'models-dir': { type: 'string' },
   report: { type: 'string' },
   seed: { type: 'string' },
-  threads: { type: 'string' },
+  ...ENGINE_FLAGS,
   json: { type: 'boolean' },
   'accept-poor-fit': { type: 'boolean' },
 } as const;
@@ -79,8 +80,8 @@ export async function run(argv: string[]): Promise<number> {
   if (!values.model || !values.data) return commandError('calibrate', `give --model and --data\n\n${HELP}`, 2);
   const seed = values.seed === undefined ? undefined : intArg(values.seed, '--seed', 0, 2 ** 31 - 1);
   if (typeof seed === 'string') return commandError('calibrate', seed, 2);
-  const threads = threadsArg(values.threads);
-  if (typeof threads === 'string') return commandError('calibrate', threads, 2);
+  const engine = engineOptionsFromFlags(values);
+  if (typeof engine === 'string') return commandError('calibrate', engine, 2);
 
   let progress: ProgressReporter | undefined;
   try {
@@ -91,7 +92,7 @@ export async function run(argv: string[]): Promise<number> {
       modelsDir: values['models-dir'],
       reportDir: values.report,
       seed,
-      threads,
+      engine,
       acceptPoorFit: values['accept-poor-fit'],
       log: (line) => process.stderr.write(`decide calibrate: ${line}\n`),
       onProgress: (done, total) => {

@@ -5,9 +5,10 @@
 import path from 'node:path';
 
 import { commandError, parseCommand } from './args.js';
+import { renamedFlag } from './renamed-flags.js';
 
 const HELP = `usage: decide gpu-report [--out DIR] [--provider cuda|cpu] [--preset NAME] [--dtypes LIST]
-                          [--packing LIST] [--full] [--workloads LIST] [--no-tests]
+                          [--pack-suffixes LIST] [--full] [--workloads LIST] [--no-tests]
                           [--torch-peer FILE] [--budget SECONDS]
 
 Everything a GPU host must check, in one command that writes one report folder (report.md,
@@ -20,7 +21,7 @@ measured. Steps, in order of what a short GPU call must not miss:
   torch-peer          bench/torch_peer.py (PyTorch eager on the same card, the GPU-size step's
                       workloads), when python3 with torch, transformers and CUDA is there (CUDA only)
   bench-<dtype>-packing-<on|off>
-                      decide bench for the first dtype, packing on then off; every run checks its
+                      decide bench for the first dtype, --pack-suffixes on then off; every run checks its
                       answers against the fp32 CPU engine before timing (the agreement)
   ort-profile         ONNX Runtime's profile of one warm engine call, op types slowest first
   the other dtypes' bench steps
@@ -31,7 +32,8 @@ options:
   --provider P        cuda (default) or cpu
   --preset NAME       the bench model (default qwen3-0.6b on cuda, small on cpu)
   --dtypes LIST       comma-separated, first one first (default fp16,fp32)
-  --packing LIST      comma-separated on/off (default on,off)
+  --pack-suffixes LIST  the engine's question layouts to bench, comma-separated on/off (default
+                      on,off); --packing is its old name
   --full              the benchmark's full sizes (default: --quick sizes, to fit a short GPU call)
   --workloads LIST    passed to decide bench (default: all)
   --no-tests          skip test/gpu/
@@ -46,7 +48,8 @@ const OPTIONS = {
   provider: { type: 'string', default: 'cuda' },
   preset: { type: 'string' },
   dtypes: { type: 'string', default: 'fp16,fp32' },
-  packing: { type: 'string', default: 'on,off' },
+  'pack-suffixes': { type: 'string' },
+  packing: { type: 'string' },
   full: { type: 'boolean', default: false },
   workloads: { type: 'string' },
   'no-tests': { type: 'boolean', default: false },
@@ -69,7 +72,8 @@ export async function run(argv: string[]): Promise<number> {
   if (provider !== 'cuda' && provider !== 'cpu') return commandError('gpu-report', `--provider must be cuda or cpu, got '${provider}'`);
   const dtypes = list(values.dtypes, 'dtypes', ['fp16', 'fp32'] as const);
   if (typeof dtypes === 'string') return commandError('gpu-report', dtypes);
-  const packings = list(values.packing, 'packing', ['on', 'off'] as const);
+  const layouts = renamedFlag('gpu-report', values, 'packing', 'pack-suffixes')['pack-suffixes'] ?? 'on,off';
+  const packings = list(layouts, 'pack-suffixes', ['on', 'off'] as const);
   if (typeof packings === 'string') return commandError('gpu-report', packings);
   const budget = Number(values.budget);
   if (!Number.isFinite(budget) || budget < 10) return commandError('gpu-report', `--budget must be a number of seconds >= 10, got '${values.budget}'`);

@@ -1,4 +1,4 @@
-/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]` */
+/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--segment-ids on|off] [--id NAME] [--force]` */
 import path from 'node:path';
 
 import { BF16_UNSUPPORTED, ImportError, importModel } from '../models/import/import-model.js';
@@ -7,7 +7,7 @@ import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { formatDuration } from './progress.js';
 import { reportInt8Agreement } from './int8-check.js';
 
-const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--packing on|off] [--id NAME] [--force]
+const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--segment-ids on|off] [--id NAME] [--force]
 
 Converts a Hugging Face checkpoint folder (config.json, *.safetensors or a sharded
 model.safetensors.index.json, tokenizer.json, tokenizer_config.json) into a model directory the
@@ -26,9 +26,11 @@ gemma. No Python and no network needed.
                 prompts (quantization error depends on the checkpoint: run it before serving)
   --attention A ops (default: standard ONNX ops) or fused (ONNX Runtime's MultiHeadAttention, the
                 op its CUDA provider runs in fused kernels; same inputs, outputs and results)
-  --packing P   on (default): the graph takes segment ids, with which the engine can pack a state's
-                questions into rows instead of forking its KV into each (its default on CUDA);
-                off: the graph without that input
+  --segment-ids on|off
+                on (default): the graph takes segment ids, with which the engine can pack a
+                state's questions into rows instead of forking its KV into each (the engine
+                option --pack-suffixes, on by default on CUDA); off: the graph without that
+                input. --packing is its old name
   --force       replace a model directory that import-model or make-model wrote (atomically);
                 a dated id (NAME-YYYY-MM) is pinned and never replaced, and nothing else is
                 ever deleted (the input checkpoint least of all): a model directory holding

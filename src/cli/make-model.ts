@@ -1,4 +1,4 @@
-/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--packing on|off] [--force]` */
+/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--segment-ids on|off] [--force]` */
 import path from 'node:path';
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
@@ -8,7 +8,7 @@ import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { reportInt8Agreement } from './int8-check.js';
 
-const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--packing on|off] [--force]
+const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--segment-ids on|off] [--force]
 
 Writes a Hugging Face model directory (config.json, tokenizer files, onnx/model.onnx) holding a
 Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PRESETS).join(', ')}.
@@ -17,9 +17,9 @@ ONNX Runtime's int8 kernels) and prints their agreement with the fp32 twin on ge
 (--no-agreement skips that check; docs/models.md, int8 weights).
 --attention fused writes each layer's attention as ONNX Runtime's MultiHeadAttention (same weights,
 inputs, outputs and results; docs/models.md).
---packing on (default) adds the decide_segment_ids input, with which the engine can pack a state's
-questions into rows instead of forking its KV into each (its default on CUDA); off writes the graph
-without it (docs/models.md).
+--segment-ids on (default) adds the decide_segment_ids input, with which the engine can pack a
+state's questions into rows instead of forking its KV into each (the engine option --pack-suffixes,
+on by default on CUDA); off writes the graph without it (docs/models.md). --packing is its old name.
 An existing --out is refused unless --force is given and it is a model that make-model or
 import-model wrote under an undated id; a dated id (NAME-YYYY-MM) is a pinned version and is never
 replaced, and nothing else is ever deleted: --force refuses a model directory that holds files

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { databaseUrl } from '../batches/open-stores.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
-import { commandError, intArg, parseCommand, providerArg, threadsArg } from './args.js';
+import { commandError, intArg, parseCommand } from './args.js';
+import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 
 const HELP = `usage: decide serve [options]
 
@@ -20,13 +21,12 @@ options:
   --data-dir DIR    service state: generated API key, batch jobs, uploaded files (env DECIDE_DATA_DIR;
                     default ./data)
   --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models)
-  --threads N       CPU threads per forward pass (default: DECIDE_THREADS, else all cores)
-  --provider P      cpu or cuda (default cpu)
   --log-level L     fatal, error, warn, info, debug, trace or silent (default info)
   --no-worker       serve only: this process works on no batch chunk (needs DECIDE_DATABASE_URL;
                     \`decide worker\` processes do the work)
   -h, --help        this text
 
+${ENGINE_FLAGS_HELP}
 environment:
   DECIDE_API_KEYS          comma-separated API keys (or sha256:<hex> hashes)
   DECIDE_API_KEYS_FILE     file with one key (or sha256:<hex>) per line, # comments
@@ -45,8 +45,7 @@ const OPTIONS = {
   host: { type: 'string' },
   'data-dir': { type: 'string' },
   'models-dir': { type: 'string' },
-  threads: { type: 'string' },
-  provider: { type: 'string' },
+  ...ENGINE_FLAGS,
   'log-level': { type: 'string' },
   'no-worker': { type: 'boolean' },
 } as const;
@@ -61,10 +60,8 @@ export async function run(argv: string[]): Promise<number> {
   const port = intArg(values.port ?? process.env.PORT ?? '8080', '--port', 0, 65535);
   if (typeof port === 'string') return commandError('serve', port);
   const host = values.host ?? '127.0.0.1';
-  const threads = threadsArg(values.threads);
-  if (typeof threads === 'string') return commandError('serve', threads);
-  const provider = providerArg(values.provider);
-  if (provider !== 'cpu' && provider !== 'cuda') return commandError('serve', provider);
+  const engine = engineOptionsFromFlags(values);
+  if (typeof engine === 'string') return commandError('serve', engine);
   const logLevel = values['log-level'] ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) return commandError('serve', `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const dataDir = path.resolve(values['data-dir'] ?? process.env.DECIDE_DATA_DIR ?? 'data');
@@ -101,8 +98,7 @@ export async function run(argv: string[]): Promise<number> {
     app = await createServer({
       modelsDir,
       dataDir,
-      threads,
-      provider,
+      engine,
       batchWorker,
       keys: resolved.keys,
       logger: { level: logLevel, stream: process.stderr },

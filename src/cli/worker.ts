@@ -16,7 +16,8 @@ import path from 'node:path';
 import { resolveBatchSettings } from '../batches/settings.js';
 import { databaseUrl, openBatchStore } from '../batches/open-stores.js';
 import { DecisionService } from '../service/decision-service.js';
-import { commandError, parseCommand, providerArg, threadsArg } from './args.js';
+import { commandError, parseCommand } from './args.js';
+import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 
 const HELP = `usage: decide worker [options]
 
@@ -26,10 +27,9 @@ options:
   --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models). The worker takes
                     the chunks of the models installed here (it says which at start); chunks of
                     other models wait for a worker that has them. Nothing is ever created here
-  --threads N       CPU threads per forward pass (default: DECIDE_THREADS, else all cores)
-  --provider P      cpu or cuda (default cpu)
   -h, --help        this text
 
+${ENGINE_FLAGS_HELP}
 environment:
   DECIDE_DATABASE_URL         postgres://user:password@host:port/database (required)
   DECIDE_BATCH_LEASE_SECONDS  seconds a chunk stays taken without a heartbeat from its worker
@@ -39,8 +39,7 @@ environment:
 
 const OPTIONS = {
   'models-dir': { type: 'string' },
-  threads: { type: 'string' },
-  provider: { type: 'string' },
+  ...ENGINE_FLAGS,
 } as const;
 
 /** The log line naming the models this worker serves (or saying it serves none yet). */
@@ -61,10 +60,8 @@ export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('worker', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  const threads = threadsArg(values.threads);
-  if (typeof threads === 'string') return commandError('worker', threads);
-  const provider = providerArg(values.provider);
-  if (provider !== 'cpu' && provider !== 'cuda') return commandError('worker', provider);
+  const engine = engineOptionsFromFlags(values);
+  if (typeof engine === 'string') return commandError('worker', engine);
   let url;
   try {
     url = databaseUrl({});
@@ -81,7 +78,7 @@ export async function run(argv: string[]): Promise<number> {
   let store;
   try {
     // No default model, no preload: a worker serves what is installed, and loads a model with its first chunk.
-    service = await DecisionService.open({ modelsDir, threads, provider, log, ensureDefaultModel: false, preload: [] });
+    service = await DecisionService.open({ modelsDir, runtime: { engine }, log, ensureDefaultModel: false, preload: [] });
     log(servedModels(service, modelsDir));
     store = await openBatchStore({}, { dataDir: modelsDir, settings: resolveBatchSettings(), service, work: true, log });
   } catch (err) {

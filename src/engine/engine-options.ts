@@ -1,5 +1,8 @@
 /**
- * The engine's load options: their defaults and their validation live here and nowhere else. The
+ * The engine's load options, declared once in ENGINE_OPTIONS: each option's name, its `decide`
+ * flag, its DECIDE_* environment variable, its default and its check. The CLI flags of every
+ * command that loads an engine (src/cli/engine-flags.ts), the environment, the validation below
+ * and the README's table (test/unit/engine-tables-docs.test.ts) all derive from that table. The
  * native binding requires every field and refuses a missing, non-finite, negative or out-of-range
  * value (ERR_INPUT), and the C++ structs carry no defaults of their own, so a default changed here
  * is the default everywhere.
@@ -9,12 +12,14 @@ import os from 'node:os';
 import { EngineError } from '../errors/engine-error.js';
 import type { ModelConfig } from './model-dir.js';
 import type { NativeLoadOptions } from './native.js';
-import type { Int8PathRequest } from './int8-path.js';
+import { INT8_KERNEL_ENV, INT8_PATHS, type Int8PathRequest } from './int8-path.js';
+import { accepts, parseText, ruleOf, type OptionCheck, type OptionValue } from './option-checks.js';
 
 export type Provider = 'cpu' | 'cuda';
 
 /**
- * How {@link Engine.load} loads a model; only `modelDir` is required.
+ * How {@link Engine.load} loads a model; only `modelDir` is required. An option left out is taken
+ * from its DECIDE_* variable where that is set, else its default (ENGINE_OPTIONS below).
  * @example
  * const engine = await Engine.load({ modelDir: 'models/svc-alpha-2026-10', provider: 'cpu', threads: 4 });
  */
@@ -46,6 +51,8 @@ export interface EngineLoadOptions {
   prefillChunks?: boolean;
   /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY, else an installed CPU build (see resolveOrtLibrary). */
   ortLibrary?: string;
+  /** ONNX Runtime's log severity for the session, 0 (verbose) to 4 (fatal); default DECIDE_ORT_LOG_LEVEL, else 3 (errors). */
+  ortLogLevel?: number;
   /** CUDA device ordinal; default 0. */
   deviceId?: number;
   /**
@@ -55,7 +62,7 @@ export interface EngineLoadOptions {
    */
   gatherLogits?: boolean;
   /**
-   * With a graph that takes segment ids (`--packing on`, the default of make-model and
+   * With a graph that takes segment ids (`--segment-ids on`, the default of make-model and
    * import-model), score a group's questions packed into rows: in the state's own prefill row when
    * the call computes the state, else after one copy of its KV, instead of one row per question
    * with the state's KV forked into each. Default: on for 'cuda', off for 'cpu'. On the CPU the
@@ -76,6 +83,9 @@ export interface EngineLoadOptions {
    */
   int8Path?: Int8PathRequest;
 }
+
+/** Every load option but the model directory: what a command or a service passes to each engine it loads. */
+export type EngineOptions = Omit<EngineLoadOptions, 'modelDir'>;
 
 /** The defaults of the options above that do not depend on the provider, the host or the model. */
 export const ENGINE_DEFAULTS = {
@@ -113,48 +123,137 @@ export const PROVIDER_DEFAULTS = {
   },
 } satisfies Record<Provider, unknown>;
 
-/** ONNX Runtime's log severity for the engine's session: DECIDE_ORT_LOG_LEVEL (0 verbose .. 4 fatal), else 3 (errors). */
-export function ortLogSeverity(): number {
-  const value = process.env.DECIDE_ORT_LOG_LEVEL;
-  if (value === undefined || value.trim() === '') return 3;
-  if (!/^[0-4]$/.test(value.trim())) throw new EngineError('ERR_INPUT', `DECIDE_ORT_LOG_LEVEL must be 0 to 4, got '${value}'`);
-  return Number(value);
+/** One engine option, declared once: everything else (flags, environment, checks, docs) derives from it. */
+export interface EngineOptionSpec {
+  /** The flag of every `decide` command that loads an engine: the option's name in kebab case. */
+  flag: `--${string}`;
+  /** The environment variable read when neither the caller nor a flag gives the option. */
+  env: `DECIDE_${string}`;
+  check: OptionCheck;
+  /** The default on a provider; undefined where it is worked out at load (`defaultText` says how). */
+  default: (provider: Provider) => OptionValue | undefined;
+  /** The default in words, where it is not one plain value. */
+  defaultText?: string;
+  /** One sentence for --help and the docs. */
+  help: string;
 }
+
+const MAX_INT32 = 2 ** 31 - 1;
+const perProvider = (key: keyof (typeof PROVIDER_DEFAULTS)['cpu']) => (provider: Provider) => PROVIDER_DEFAULTS[provider][key] as OptionValue;
+
+/**
+ * Every engine option, in the order --help and the docs list them. Flags are the option's name
+ * in kebab case and variables DECIDE_ + its name in capitals, except DECIDE_INT8_KERNEL (the name
+ * users have). Keyed by EngineOptions, so an option cannot be added without its row.
+ */
+export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: EngineOptionSpec } = {
+  provider: {
+    flag: '--provider', env: 'DECIDE_PROVIDER', check: { kind: 'choice', values: ['cpu', 'cuda'] },
+    default: () => ENGINE_DEFAULTS.provider,
+    help: "where the forward passes run: cpu, or cuda (after `npx decide setup-cuda`)",
+  },
+  threads: {
+    flag: '--threads', env: 'DECIDE_THREADS', check: { kind: 'integer', min: 1, max: 1024 },
+    default: () => os.availableParallelism(), defaultText: 'every core',
+    help: 'ONNX Runtime intra-op threads per forward pass; set it where several engine processes share a host',
+  },
+  deviceId: {
+    flag: '--device-id', env: 'DECIDE_DEVICE_ID', check: { kind: 'integer', min: 0, max: MAX_INT32 },
+    default: () => ENGINE_DEFAULTS.deviceId,
+    help: 'CUDA device ordinal',
+  },
+  prefixCacheBytes: {
+    flag: '--prefix-cache-bytes', env: 'DECIDE_PREFIX_CACHE_BYTES', check: { kind: 'integer', min: 0, max: Number.MAX_SAFE_INTEGER },
+    default: () => ENGINE_DEFAULTS.prefixCacheBytes,
+    help: "bytes of states' prefix KV kept across calls (least recently used out first); 0 keeps none",
+  },
+  tokenBudget: {
+    flag: '--token-budget', env: 'DECIDE_TOKEN_BUDGET', check: { kind: 'integer', min: 1, max: Number.MAX_SAFE_INTEGER },
+    default: perProvider('tokenBudget'),
+    help: 'padded new tokens per forward pass before a pass is split',
+  },
+  pastBudgetBytes: {
+    flag: '--past-budget-bytes', env: 'DECIDE_PAST_BUDGET_BYTES', check: { kind: 'integer', min: 0, max: Number.MAX_SAFE_INTEGER },
+    default: perProvider('pastBudgetBytes'),
+    help: 'bytes of forked prefix KV per forward pass before a pass is split',
+  },
+  passOverheadTokens: {
+    flag: '--pass-overhead-tokens', env: 'DECIDE_PASS_OVERHEAD_TOKENS', check: { kind: 'number', min: 0 },
+    default: perProvider('passOverheadTokens'),
+    help: 'the cost of one more forward pass in tokens: rows are cut into passes where padding would cost more; Infinity keeps one pass per budget',
+  },
+  prefillChunks: {
+    flag: '--prefill-chunks', env: 'DECIDE_PREFILL_CHUNKS', check: { kind: 'boolean' },
+    default: perProvider('prefillChunks'),
+    help: 'prefill a long state in several passes, each after the KV of the ones before',
+  },
+  packSuffixes: {
+    flag: '--pack-suffixes', env: 'DECIDE_PACK_SUFFIXES', check: { kind: 'boolean' },
+    default: perProvider('packSuffixes'),
+    help: "the question layout on a graph with segment ids (make-model's `--segment-ids on`): on packs a state's questions into rows, off forks the state's KV into a row per question",
+  },
+  gatherLogits: {
+    flag: '--gather-logits', env: 'DECIDE_GATHER_LOGITS', check: { kind: 'boolean' },
+    default: () => ENGINE_DEFAULTS.gatherLogits,
+    help: "compute the LM head at each row's answer position only (a graph rewrite cached beside the model); off runs the stock graph",
+  },
+  ortLibrary: {
+    flag: '--ort-library', env: 'DECIDE_ORT_LIBRARY', check: { kind: 'path' },
+    default: () => undefined,
+    defaultText: "the runtime `decide setup-cuda` assembled, else onnxruntime-node's build when installed, else the one shipped in `prebuilds/<platform>-<arch>/`",
+    help: 'the ONNX Runtime library to load',
+  },
+  ortLogLevel: {
+    flag: '--ort-log-level', env: 'DECIDE_ORT_LOG_LEVEL', check: { kind: 'integer', min: 0, max: 4 },
+    default: () => 3,
+    help: "ONNX Runtime's log severity for the session: 0 verbose, 3 errors, 4 fatal only",
+  },
+  ortProfilePrefix: {
+    flag: '--ort-profile-prefix', env: 'DECIDE_ORT_PROFILE_PREFIX', check: { kind: 'path' },
+    default: () => undefined, defaultText: 'none',
+    help: "diagnostics: ONNX Runtime's profiler writes every node's kernel time to `<prefix>_<date>.json` when the engine closes (slows every call a little)",
+  },
+  int8Path: {
+    flag: '--int8-path', env: INT8_KERNEL_ENV as `DECIDE_${string}`, check: { kind: 'choice', values: ['auto', ...INT8_PATHS] },
+    default: () => 'auto',
+    help: "int8 models: the integer GEMM path; auto picks by the CPU's flags (u8s8 with VNNI or AMX; docs/models.md)",
+  },
+};
+
+/** The option names, in the table's order. */
+export const ENGINE_OPTION_NAMES = Object.keys(ENGINE_OPTIONS) as Array<keyof EngineOptions>;
 
 /** What an "Infinity" pass overhead becomes: fewest passes, still finite so that costs add up. */
 const FEWEST_PASSES_OVERHEAD = 1e12;
-const MAX_INT32 = 2 ** 31 - 1;
 
 function invalid(name: string, rule: string, value: unknown): never {
-  throw new EngineError('ERR_INPUT', `options.${name} must be ${rule} (got ${String(value)})`);
-}
-
-function integerOption(name: string, value: number | undefined, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    invalid(name, `an integer from ${min} to ${max}`, value);
-  }
-  return value;
-}
-
-function booleanOption(name: string, value: boolean | undefined, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') invalid(name, 'true or false', value);
-  return value;
+  throw new EngineError('ERR_INPUT', `options.${name} must be ${rule} (got ${typeof value === 'string' ? `'${value}'` : String(value)})`);
 }
 
 /**
- * Threads per forward pass when the caller names none: DECIDE_THREADS (for hosts that run several
- * engine processes side by side, which would otherwise each spin a thread per core), else every core.
+ * The options given, with each one missing taken from its DECIDE_* variable where that is set
+ * (the caller's value wins). A variable the option's check refuses is ERR_INPUT naming it.
  */
-export function defaultThreads(): number {
-  const value = process.env.DECIDE_THREADS;
-  if (value === undefined || value.trim() === '') return os.availableParallelism();
-  const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || n < 1 || n > 1024) {
-    throw new EngineError('ERR_INPUT', `DECIDE_THREADS must be an integer from 1 to 1024, got '${value}'`);
+export function withEnvironment<T extends EngineOptions>(options: T, env: NodeJS.ProcessEnv = process.env): T {
+  const out: Record<string, unknown> = { ...options };
+  for (const name of ENGINE_OPTION_NAMES) {
+    const spec = ENGINE_OPTIONS[name];
+    const text = env[spec.env];
+    if (out[name] !== undefined || text === undefined || text.trim() === '') continue;
+    const value = parseText(spec.check, text);
+    if (value === undefined) throw new EngineError('ERR_INPUT', `${spec.env} must be ${ruleOf(spec.check)}, got '${text}'`);
+    out[name] = value;
   }
-  return n;
+  return out as T;
+}
+
+/** Checks every option given against its row (ERR_INPUT naming the first refused). */
+export function checkEngineOptions(options: EngineOptions): void {
+  for (const name of ENGINE_OPTION_NAMES) {
+    const value = options[name];
+    const { check } = ENGINE_OPTIONS[name];
+    if (value !== undefined && !accepts(check, value)) invalid(name, check.kind === 'boolean' ? 'true or false' : ruleOf(check), value);
+  }
 }
 
 /**
@@ -172,48 +271,44 @@ export function attentionWeight(config: ModelConfig): number {
 /** The provider named, checked; the default when none is. */
 export function resolveProvider(options: Pick<EngineLoadOptions, 'provider'>): Provider {
   const provider = options.provider ?? ENGINE_DEFAULTS.provider;
-  if (provider !== 'cpu' && provider !== 'cuda') invalid('provider', "'cpu' or 'cuda'", provider);
+  if (!accepts(ENGINE_OPTIONS.provider.check, provider)) invalid('provider', ruleOf(ENGINE_OPTIONS.provider.check), provider);
   return provider;
 }
 
 /**
- * Every native load option but the graph path, each either the caller's (validated: ERR_INPUT
- * names the option) or its default.
+ * Every native load option but the graph path, each the caller's, else its DECIDE_* variable's,
+ * else its default; each checked against its ENGINE_OPTIONS row (ERR_INPUT names the option).
  */
 export function resolveLoadOptions(
-  options: EngineLoadOptions,
+  given: EngineLoadOptions,
   config: ModelConfig,
   ortLibrary: string,
 ): Omit<NativeLoadOptions, 'modelPath'> {
+  const options = withEnvironment(given);
+  checkEngineOptions(options);
   const provider = resolveProvider(options);
+  const value = <K extends keyof EngineOptions>(name: K) => (options[name] ?? ENGINE_OPTIONS[name].default(provider)) as NonNullable<EngineOptions[K]>;
   const defaults = PROVIDER_DEFAULTS[provider];
-  const passOverhead = options.passOverheadTokens ?? defaults.passOverheadTokens;
-  if (typeof passOverhead !== 'number' || Number.isNaN(passOverhead) || passOverhead < 0) {
-    invalid('passOverheadTokens', 'a number of at least 0 (Infinity: fewest passes)', passOverhead);
-  }
-  if (options.ortProfilePrefix !== undefined && (typeof options.ortProfilePrefix !== 'string' || options.ortProfilePrefix === '')) {
-    invalid('ortProfilePrefix', 'a non-empty path prefix', options.ortProfilePrefix);
-  }
   return {
     ortLibrary,
     provider,
-    threads: options.threads === undefined ? defaultThreads() : integerOption('threads', options.threads, 0, 1, 1024),
-    deviceId: integerOption('deviceId', options.deviceId, ENGINE_DEFAULTS.deviceId, 0, MAX_INT32),
+    threads: value('threads'),
+    deviceId: value('deviceId'),
     numKvHeads: config.numKvHeads,
     headDim: config.headDim,
     vocabSize: config.vocabSize,
-    prefixCacheBytes: integerOption('prefixCacheBytes', options.prefixCacheBytes, ENGINE_DEFAULTS.prefixCacheBytes, 0),
-    tokenBudget: integerOption('tokenBudget', options.tokenBudget, defaults.tokenBudget, 1),
-    pastBudgetBytes: integerOption('pastBudgetBytes', options.pastBudgetBytes, defaults.pastBudgetBytes, 0),
+    prefixCacheBytes: value('prefixCacheBytes'),
+    tokenBudget: value('tokenBudget'),
+    pastBudgetBytes: value('pastBudgetBytes'),
     // 0 asks the native engine to size it from the device's free memory.
     attentionBudget: defaults.attentionBudget === 'device' ? 0 : defaults.attentionBudget,
     numHeads: config.numHeads,
     maxContext: config.maxPositionEmbeddings,
     attentionWeight: attentionWeight(config),
-    passOverheadTokens: Math.min(passOverhead, FEWEST_PASSES_OVERHEAD),
-    packSuffixes: booleanOption('packSuffixes', options.packSuffixes, defaults.packSuffixes),
-    prefillChunks: booleanOption('prefillChunks', options.prefillChunks, defaults.prefillChunks),
-    ortLogSeverity: ortLogSeverity(),
+    passOverheadTokens: Math.min(value('passOverheadTokens'), FEWEST_PASSES_OVERHEAD),
+    packSuffixes: value('packSuffixes'),
+    prefillChunks: value('prefillChunks'),
+    ortLogSeverity: value('ortLogLevel'),
     ortProfilePrefix: options.ortProfilePrefix ?? '',
   };
 }

@@ -16,12 +16,12 @@ import { findGraphFile, readModelConfig, type ModelConfig } from './model-dir.js
 import { missingCudaPieces } from './cuda-runtime.js';
 import { flatten, type ScoreGroup } from './score-groups.js';
 import { prepareScoringGraph, type LmHeadChoice, type ScoringGraph } from './scoring-graph.js';
-import { ENGINE_DEFAULTS, resolveLoadOptions, resolveProvider, type EngineLoadOptions } from './engine-options.js';
+import { checkEngineOptions, ENGINE_DEFAULTS, resolveLoadOptions, resolveProvider, withEnvironment, type EngineLoadOptions } from './engine-options.js';
 import { prepareInt8Graph, type Int8Info } from './int8-graph.js';
 
 export type { ScoreGroup, ScoreSuffix } from './score-groups.js';
 
-export type { EngineLoadOptions, Provider } from './engine-options.js';
+export type { EngineLoadOptions, EngineOptions, Provider } from './engine-options.js';
 export type { LmHeadChoice } from './scoring-graph.js';
 
 /**
@@ -122,9 +122,11 @@ export class Engine {
    * @example
    * const engine = await Engine.load({ modelDir: 'models/tiny' });
    */
-  static async load(options: EngineLoadOptions): Promise<Engine> {
+  static async load(given: EngineLoadOptions): Promise<Engine> {
     const callSite = new Error();
     try {
+      const options = withEnvironment(given);
+      checkEngineOptions(options);
       const config = readModelConfig(options.modelDir);
       const { graphFile: stockGraph, int8 } = await prepareInt8Graph(options.modelDir, findGraphFile(options.modelDir), options);
       const maxContext = config.maxPositionEmbeddings;

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 import { EngineError } from '../errors/engine-error.js';
 import { assembledCoreLibrary, cudaRuntimeDir } from './cuda-runtime.js';
+import type { CounterValues, EngineGaugeName } from './engine-counters.js';
 
 /**
  * Every field is required: the defaults and the validation live in src/engine/engine-options.ts,
@@ -56,38 +57,8 @@ export interface NativeScoreBatch {
   labelOffsets: Int32Array; // suffixes + 1
 }
 
-export interface NativeCounters {
-  calls: number;
-  prefixTokensComputed: number;
-  /** Prefix tokens served from the prefix cache or an identical group of the call (the API's cached_tokens). */
-  cachedTokens: number;
-  suffixTokens: number;
-  forwardPasses: number;
-  prefixPasses: number;
-  suffixPasses: number;
-  paddedTokens: number;
-  /** Prefixes the cache's byte bound pushed out. */
-  prefixCacheEvictions: number;
-  /**
-   * Past (prefix KV) positions copied into the forward passes' batch tensors, one per row and
-   * past token: with forked suffix rows each question copies its state's KV; packed rows copy none
-   * for a state the call computes (its first row rides in its prefill row) and one per further row.
-   */
-  pastTokensCopied: number;
-  /**
-   * Calls into the provider's copy or fill API (a batch of copies issued as one call counts once),
-   * on the CPU as on CUDA: KV forks and copies are one batch per forward pass, the inputs one copy.
-   */
-  deviceCopies: number;
-  /** Bytes sent from the host to the device (each pass's staged inputs). */
-  hostToDeviceBytes: number;
-  /** Bytes read back from the device: 4 per label logit and per log-sum-exp with the scoring head. */
-  deviceToHostBytes: number;
-  /** Milliseconds inside ONNX Runtime session runs. */
-  runMillis: number;
-  /** Milliseconds of the calls outside session runs (batching, copies queued, results read). */
-  hostMillis: number;
-}
+/** The binding's counters object: one number per row of ENGINE_COUNTERS (engine-counters.ts). */
+export type NativeCounters = CounterValues;
 
 export interface NativeScoreResult {
   labelLogits: Float32Array;
@@ -118,13 +89,11 @@ export interface NativeModelInfo {
   kvBytesPerToken: number;
 }
 
-/** Cumulative counters since load plus the engine's state now; read without waiting for a running call. */
-export interface NativeEngineCounters extends NativeCounters {
-  prefixCacheBytes: number;
-  prefixCacheEntries: number;
-  /** 1 while a score call is computing (it holds the engine's compute lock), else 0. */
-  callsInProgress: number;
-}
+/**
+ * Cumulative counters since load plus the engine's state now (ENGINE_GAUGES); read without waiting
+ * for a running call.
+ */
+export type NativeEngineCounters = NativeCounters & Record<EngineGaugeName, number>;
 
 /**
  * The JS-thread methods (info, counters, clearPrefixCache, close) never wait for a running score

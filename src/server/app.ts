@@ -17,6 +17,7 @@ import { ulid } from 'ulid';
 import { ApiError } from '../api/errors.js';
 import { parseJsonText } from '../api/json-text.js';
 import { NAMED_SCHEMAS } from '../api/schemas.js';
+import type { EngineOptions } from '../engine/engine-options.js';
 import { DecisionService } from '../service/decision-service.js';
 import { resolveApiKeys, type ApiKeySet } from './api-keys.js';
 import { registerAuth } from './auth.js';
@@ -59,6 +60,8 @@ export interface ServerOptions {
   modelsDir?: string;
   threads?: number;
   provider?: 'cpu' | 'cuda';
+  /** Every other engine option (src/engine/engine-options.ts) for the service opened here; wins over threads and provider. */
+  engine?: EngineOptions;
   /** Work on batch jobs in this process (default true); false with the Postgres store only serves them. */
   batchWorker?: boolean;
   /** Service state (generated API key, batch jobs); default DECIDE_DATA_DIR or ./data. */
@@ -304,6 +307,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
       modelsDir: options.modelsDir ?? env.DECIDE_MODELS_DIR,
       threads: options.threads,
       provider: options.provider,
+      runtime: { engine: options.engine },
       log: (line) => app.log.info(line),
     });
   }

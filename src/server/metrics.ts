@@ -8,10 +8,13 @@
  * DecisionService.metrics() at scrape time. None of it waits for a running engine call (the engine
  * reads its counters without the compute lock), so a scrape answers at once during a long call.
  *
- * Written by hand rather than with prom-client: a dozen series, no dependency.
+ * The engine series derive from the counter table (src/engine/engine-counters.ts): a counter added
+ * there is exported here with no edit. Written by hand rather than with prom-client: a few dozen
+ * series, no dependency.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
+import { ENGINE_COUNTERS, ENGINE_GAUGES, type EngineCounterSpec } from '../engine/engine-counters.js';
 import type { DecisionService } from '../service/decision-service.js';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -84,25 +87,36 @@ export class HttpMetrics {
 
 /** Engine series: name, help, type, and how to read the value from one model's metrics. */
 type ModelMetrics = Awaited<ReturnType<DecisionService['metrics']>>['models'][number];
-const ENGINE_SERIES: Array<{ name: string; help: string; type: 'counter' | 'gauge'; value: (m: ModelMetrics) => number }> = [
-  { name: 'decide_engine_forward_passes_total', help: 'Forward passes run by the engine (prefix and suffix passes).', type: 'counter', value: (m) => m.counters.forwardPasses },
-  { name: 'decide_engine_prefix_passes_total', help: 'Prefix forward passes.', type: 'counter', value: (m) => m.counters.prefixPasses },
-  { name: 'decide_engine_suffix_passes_total', help: 'Suffix forward passes.', type: 'counter', value: (m) => m.counters.suffixPasses },
-  { name: 'decide_engine_calls_total', help: 'Score calls into the native engine (each one coalesced batch).', type: 'counter', value: (m) => m.counters.calls },
-  { name: 'decide_engine_prefix_tokens_computed_total', help: 'Prefix tokens run through the model.', type: 'counter', value: (m) => m.counters.prefixTokensComputed },
-  { name: 'decide_engine_cached_tokens_total', help: 'Prefix tokens served from the prefix KV cache instead of being computed (the sum of usage.cached_tokens).', type: 'counter', value: (m) => m.counters.cachedTokens },
-  { name: 'decide_engine_suffix_tokens_total', help: 'Question suffix tokens run through the model.', type: 'counter', value: (m) => m.counters.suffixTokens },
-  { name: 'decide_engine_padded_tokens_total', help: 'Padding tokens added to batch rows of unequal length.', type: 'counter', value: (m) => m.counters.paddedTokens },
-  { name: 'decide_engine_past_tokens_copied_total', help: 'Prefix KV positions copied into forward passes: per question when rows are forked, per packed row after a cached state.', type: 'counter', value: (m) => m.counters.pastTokensCopied },
-  { name: 'decide_engine_device_copies_total', help: "Calls into the provider's copy or fill API (a batch of copies issued as one call counts once): KV forks and copies are one batch per forward pass.", type: 'counter', value: (m) => m.counters.deviceCopies },
-  { name: 'decide_engine_host_to_device_bytes_total', help: 'Bytes sent from the host to the device (the passes\' staged inputs).', type: 'counter', value: (m) => m.counters.hostToDeviceBytes },
-  { name: 'decide_engine_device_to_host_bytes_total', help: 'Bytes read back from the device (label logits and log-sum-exps).', type: 'counter', value: (m) => m.counters.deviceToHostBytes },
-  { name: 'decide_engine_run_seconds_total', help: 'Seconds inside ONNX Runtime session runs.', type: 'counter', value: (m) => m.counters.runMillis / 1000 },
-  { name: 'decide_engine_host_seconds_total', help: 'Seconds of engine calls outside session runs (batching, copies queued, results read).', type: 'counter', value: (m) => m.counters.hostMillis / 1000 },
-  { name: 'decide_engine_prefix_cache_bytes', help: 'Bytes held by the prefix KV cache.', type: 'gauge', value: (m) => m.counters.prefixCacheBytes },
-  { name: 'decide_engine_prefix_cache_entries', help: 'Prefixes held by the prefix KV cache.', type: 'gauge', value: (m) => m.counters.prefixCacheEntries },
-  { name: 'decide_engine_calls_in_progress', help: 'Score calls computing right now (0 or 1: one call at a time per model).', type: 'gauge', value: (m) => m.counters.callsInProgress },
-  { name: 'decide_engine_prefix_cache_evictions_total', help: 'Prefixes the prefix KV cache evicted to stay within its byte bound.', type: 'counter', value: (m) => m.counters.prefixCacheEvictions },
+interface EngineSeries {
+  name: string;
+  help: string;
+  type: 'counter' | 'gauge';
+  value: (m: ModelMetrics) => number;
+}
+
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/**
+ * The series of one engine counter or gauge: `decide_engine_<name in snake case>`, `_total` for a
+ * counter; milliseconds are exported in seconds, as Prometheus's base unit (runMillis:
+ * decide_engine_run_seconds_total).
+ */
+export function engineSeries(spec: EngineCounterSpec, type: 'counter' | 'gauge'): EngineSeries {
+  const inSeconds = spec.unit === 'milliseconds';
+  const base = snake(inSeconds ? spec.name.replace(/Millis$/, 'Seconds') : spec.name);
+  const help = inSeconds ? spec.help.replace(/^Time/, 'Seconds') : spec.help;
+  const key = spec.name as keyof ModelMetrics['counters'];
+  return {
+    name: `decide_engine_${base}${type === 'counter' ? '_total' : ''}`,
+    help,
+    type,
+    value: inSeconds ? (m) => m.counters[key] / 1000 : (m) => m.counters[key],
+  };
+}
+
+const ENGINE_SERIES: EngineSeries[] = [
+  ...ENGINE_COUNTERS.map((c) => engineSeries(c, 'counter')),
+  ...ENGINE_GAUGES.map((g) => engineSeries(g, 'gauge')),
   { name: 'decide_scheduler_calls_total', help: 'Engine calls made by the scheduler.', type: 'counter', value: (m) => m.calls },
 ];
 

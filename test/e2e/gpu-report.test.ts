@@ -23,7 +23,7 @@ let stdout: string;
 beforeAll(async () => {
   out = path.join(await mkdtemp(path.join(os.tmpdir(), 'decide-gpu-report-')), 'report');
   const bin = await decideBin();
-  ({ stdout } = await run(process.execPath, [bin, 'gpu-report', '--provider', 'cpu', '--preset', 'tiny', '--dtypes', 'fp32', '--packing', 'off,on', '--workloads', 'single', '--out', out], {
+  ({ stdout } = await run(process.execPath, [bin, 'gpu-report', '--provider', 'cpu', '--preset', 'tiny', '--dtypes', 'fp32', '--pack-suffixes', 'off,on', '--workloads', 'single', '--out', out], {
     env: { ...process.env, DECIDE_TORCH_PEER: '' },
   }));
   report = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as GpuReport;

@@ -95,15 +95,16 @@ describe('decide import-model', () => {
     }
   });
 
-  it('--packing off writes the graph without segment ids; a bad --packing, --dtype or --attention value exits 2 and writes nothing', async () => {
+  it('--segment-ids off writes the graph without segment ids; a bad --segment-ids, --dtype or --attention value exits 2 and writes nothing', async () => {
     const out = path.join(dirs.modelsDir, 'unpacked-2026-11');
-    const res = await runDecide(['import-model', hfDir, '--out', out, '--packing', 'off']);
+    const res = await runDecide(['import-model', hfDir, '--out', out, '--segment-ids', 'off']);
     expect(res.code).toBe(0);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.import.features).toBeUndefined();
     // Every bad option value is a usage error: exit 2, the reason, nothing written.
     for (const [args, message] of [
-      [['--packing', 'maybe'], /--packing must be on or off, got 'maybe'/],
+      [['--segment-ids', 'maybe'], /--segment-ids must be on or off, got 'maybe'/],
+      [['--packing', 'maybe'], /--packing is now --segment-ids[^]*--segment-ids must be on or off, got 'maybe'/],
       [['--dtype', 'int4'], /--dtype must be fp32, fp16 or int8, got 'int4'/],
       [['--dtype', 'bf16'], /bf16 output is not supported: .* below ~6\.1e-5 \(fp16 subnormals\) they lose precision/],
       [['--attention', 'flash'], /--attention must be ops or fused, got 'flash'/],
@@ -290,8 +291,8 @@ describe('decide import-model --out never destroys what is not its own', () => {
     const modelsDir = path.join(dirs.root, 'race-models');
     const out = path.join(modelsDir, 'race-2026-11');
     const [a, b] = await Promise.all([
-      runDecide(['import-model', big, '--out', out, '--packing', 'on']),
-      runDecide(['import-model', big, '--out', out, '--packing', 'off']),
+      runDecide(['import-model', big, '--out', out, '--segment-ids', 'on']),
+      runDecide(['import-model', big, '--out', out, '--segment-ids', 'off']),
     ]);
     const results = [a, b];
     expect(results.map((r) => r.code).sort()).toEqual([0, 1]);

@@ -1,7 +1,8 @@
 /**
  * `decide make-model` as a user runs it: the packing graph by default (decision.json records
- * builder.features.segmentIds, and an engine asked to pack can), `--packing off` for the graph
- * without it, and a bad value refused before anything is written.
+ * builder.features.segmentIds, and an engine asked to pack can), `--segment-ids off` for the graph
+ * without it (and `--packing off`, its old name, with a notice), and a bad value refused before
+ * anything is written.
  */
 import { existsSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -22,14 +23,16 @@ afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
-describe('decide make-model --packing', () => {
+describe('decide make-model --segment-ids', () => {
   it.each([
     { args: [], packed: true },
-    { args: ['--packing', 'off'], packed: false },
-  ])('$args: packed graph $packed', async ({ args, packed }) => {
-    const out = path.join(scratch, packed ? 'packed' : 'unpacked');
+    { args: ['--segment-ids', 'off'], packed: false },
+    { args: ['--packing', 'off'], packed: false, notice: /--packing is now --segment-ids \(whether the graph takes segment ids\); taking --packing off as --segment-ids/ },
+  ])('$args: packed graph $packed', async ({ args, packed, notice }) => {
+    const out = path.join(scratch, `${packed ? 'packed' : 'unpacked'}-${args.join('')}`);
     const res = await runDecide(['make-model', '--preset', 'tiny', '--out', out, ...args]);
     expect(res.code).toBe(0);
+    if (notice) expect(res.stderr).toMatch(notice);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.builder.features).toEqual(packed ? { segmentIds: true } : undefined);
     const engine = await Engine.load({ modelDir: out, threads: 1, packSuffixes: true });
@@ -43,7 +46,7 @@ describe('decide make-model --packing', () => {
   it('a bad value of any option is a usage error (exit 2) and writes nothing', async () => {
     const out = path.join(scratch, 'maybe');
     for (const [args, message] of [
-      [['--packing', 'maybe'], /--packing must be on or off, got 'maybe'/],
+      [['--segment-ids', 'maybe'], /--segment-ids must be on or off, got 'maybe'/],
       [['--dtype', 'bf16'], /--dtype must be fp32, fp16 or int8, got 'bf16'/],
       [['--attention', 'flash'], /--attention must be ops or fused, got 'flash'/],
       [['--seed', '1.5'], /--seed must be a non-negative integer, got '1.5'/],
@@ -71,7 +74,7 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
 describe('decide make-model onto an existing model', () => {
   it('a pinned (dated) model is never replaced, --force or not', async () => {
     const pinned = path.join(scratch, 'models', 'svc-alpha-2026-10');
-    expect((await runDecide(['make-model', '--preset', 'tiny', '--out', pinned, '--packing', 'off'])).code).toBe(0);
+    expect((await runDecide(['make-model', '--preset', 'tiny', '--out', pinned, '--segment-ids', 'off'])).code).toBe(0);
     const before = await snapshot(pinned);
     for (const extra of [[], ['--force']]) {
       const res = await runDecide(['make-model', '--preset', 'tiny', '--out', pinned, '--seed', '7', ...extra]);

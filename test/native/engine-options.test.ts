@@ -1,12 +1,14 @@
 /**
- * Engine load options: one place for defaults and validation (src/engine/engine-options.ts), and a
- * native binding that requires every field and refuses what would be undefined behaviour in a C++
- * cast (NaN, infinities, negatives, fractions, out of range), each with ERR_INPUT naming the field.
+ * Engine load options: one table for names, flags, variables, defaults and checks
+ * (ENGINE_OPTIONS in src/engine/engine-options.ts), and a native binding that requires every field
+ * and refuses what would be undefined behaviour in a C++ cast (NaN, infinities, negatives,
+ * fractions, out of range), each with ERR_INPUT naming the field.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
-import { ENGINE_DEFAULTS, resolveLoadOptions } from '../../src/engine/engine-options.js';
+import { ENGINE_DEFAULTS, ENGINE_OPTION_NAMES, ENGINE_OPTIONS, resolveLoadOptions, withEnvironment } from '../../src/engine/engine-options.js';
+import { accepts, parseText } from '../../src/engine/option-checks.js';
 import { readModelConfig } from '../../src/engine/model-dir.js';
 import { loadNativeModule, resolveOrtLibrary, type NativeLoadOptions } from '../../src/engine/native.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
@@ -116,5 +118,81 @@ describe('Engine.load', () => {
     } finally {
       engine.close();
     }
+  });
+});
+
+describe('ENGINE_OPTIONS, the one table', () => {
+  const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  const upperSnake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
+
+  it('names each flag after its option, and each variable DECIDE_ + its name (int8Path: DECIDE_INT8_KERNEL, the name users have)', () => {
+    for (const name of ENGINE_OPTION_NAMES) {
+      const spec = ENGINE_OPTIONS[name];
+      expect(spec.flag, name).toBe(`--${kebab(name)}`);
+      expect(spec.env, name).toBe(name === 'int8Path' ? 'DECIDE_INT8_KERNEL' : `DECIDE_${upperSnake(name)}`);
+    }
+  });
+
+  it("gives every option a default its own check accepts, on either provider (or says how it is found at load)", () => {
+    for (const name of ENGINE_OPTION_NAMES) {
+      const spec = ENGINE_OPTIONS[name];
+      for (const provider of ['cpu', 'cuda'] as const) {
+        const value = spec.default(provider);
+        if (value === undefined) expect(spec.defaultText, name).toBeTruthy();
+        else expect(accepts(spec.check, value), `${name} on ${provider}: ${String(value)}`).toBe(true);
+      }
+    }
+  });
+
+  it('reads a flag or a variable by the same check: on/off, Infinity, integers only where integers go', () => {
+    expect(parseText(ENGINE_OPTIONS.packSuffixes.check, 'on')).toBe(true);
+    expect(parseText(ENGINE_OPTIONS.packSuffixes.check, 'off')).toBe(false);
+    expect(parseText(ENGINE_OPTIONS.packSuffixes.check, 'yes')).toBeUndefined();
+    expect(parseText(ENGINE_OPTIONS.passOverheadTokens.check, 'Infinity')).toBe(Number.POSITIVE_INFINITY);
+    expect(parseText(ENGINE_OPTIONS.passOverheadTokens.check, '2.5')).toBe(2.5);
+    expect(parseText(ENGINE_OPTIONS.tokenBudget.check, '2.5')).toBeUndefined();
+    expect(parseText(ENGINE_OPTIONS.tokenBudget.check, '0')).toBeUndefined();
+    expect(parseText(ENGINE_OPTIONS.threads.check, '1025')).toBeUndefined();
+    expect(parseText(ENGINE_OPTIONS.provider.check, 'tpu')).toBeUndefined();
+  });
+});
+
+describe('the DECIDE_* variables', () => {
+  it("fill the options the caller leaves out; the caller's value wins", () => {
+    const env = { DECIDE_TOKEN_BUDGET: '512', DECIDE_PACK_SUFFIXES: 'on', DECIDE_PASS_OVERHEAD_TOKENS: 'Infinity', DECIDE_THREADS: '3' };
+    expect(withEnvironment({ threads: 2 }, env)).toEqual({ threads: 2, tokenBudget: 512, packSuffixes: true, passOverheadTokens: Number.POSITIVE_INFINITY });
+  });
+
+  it('refuse a bad value with ERR_INPUT naming the variable', () => {
+    expect(() => withEnvironment({}, { DECIDE_PREFILL_CHUNKS: 'maybe' })).toThrow(
+      expect.objectContaining({ code: 'ERR_INPUT', message: "DECIDE_PREFILL_CHUNKS must be on or off, got 'maybe'" }),
+    );
+    // Given by the caller, the variable is not read at all.
+    expect(withEnvironment({ prefillChunks: false }, { DECIDE_PREFILL_CHUNKS: 'maybe' })).toEqual({ prefillChunks: false });
+  });
+
+  it('reach Engine.load: DECIDE_PACK_SUFFIXES=on packs on the CPU, a bad DECIDE_TOKEN_BUDGET is refused', async () => {
+    const saved = { pack: process.env.DECIDE_PACK_SUFFIXES, budget: process.env.DECIDE_TOKEN_BUDGET };
+    try {
+      process.env.DECIDE_PACK_SUFFIXES = 'on';
+      const engine = await Engine.load({ modelDir: packedDir });
+      try {
+        expect(engine.info.packsSuffixes).toBe(true);
+      } finally {
+        engine.close();
+      }
+      process.env.DECIDE_TOKEN_BUDGET = '-5';
+      await expect(Engine.load({ modelDir })).rejects.toMatchObject({ code: 'ERR_INPUT', message: "DECIDE_TOKEN_BUDGET must be an integer of at least 1, got '-5'" });
+    } finally {
+      for (const [key, value] of [['DECIDE_PACK_SUFFIXES', saved.pack], ['DECIDE_TOKEN_BUDGET', saved.budget]] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
+  });
+
+  it('ortLogLevel is an option like the others (it was a variable only)', async () => {
+    await expect(Engine.load({ modelDir, ortLogLevel: 7 })).rejects.toMatchObject({ code: 'ERR_INPUT', message: expect.stringContaining('options.ortLogLevel') });
+    expect(resolveLoadOptions({ modelDir, ortLogLevel: 1 }, readModelConfig(modelDir), resolveOrtLibrary()).ortLogSeverity).toBe(1);
   });
 });

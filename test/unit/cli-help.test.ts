@@ -2,11 +2,14 @@
 // themselves: `decide --help` (src/cli/main.ts summaries), each `decide <command> --help`, and the
 // README's command table. Every option named in a summary or in a README row must be one the
 // command's own help lists, with the same values (`--dtype fp32|fp16` beside a command that also
-// takes int8 is drift). Runs the CLI's entry point in this process: --help loads no model.
+// takes int8 is drift). Every command that loads an engine takes every engine option of
+// ENGINE_OPTIONS as a flag, with the same check, and the renamed --packing keeps working. Runs
+// the CLI's entry point in this process: --help and a refused value load no model.
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it, vi } from 'vitest';
 
 import { main } from '../../src/cli/main.js';
+import { ENGINE_OPTION_NAMES, ENGINE_OPTIONS } from '../../src/engine/engine-options.js';
 
 async function runHere(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const captured = { stdout: '', stderr: '' };
@@ -84,5 +87,63 @@ describe('decide --help, decide <command> --help and the README agree', async ()
         expect(helpNames(help, fragment), `README decide ${name}: ${fragment}`).toBe(true);
       }
     }
+  });
+});
+
+describe('every command that loads an engine takes every engine option, from one table', () => {
+  const loaders: Array<[string, string[]]> = [
+    ['serve', []],
+    ['worker', []],
+    ['batch', ['in.jsonl', '--model', 'm', '--out', 'out.jsonl']],
+    ['calibrate', ['--model', 'm', '--data', 'd.jsonl']],
+    ['bench', []],
+  ];
+
+  it.each(loaders)('decide %s --help lists each flag with its variable', async (name) => {
+    const { stdout } = await runHere([name, '--help']);
+    for (const option of ENGINE_OPTION_NAMES) {
+      const { flag, env } = ENGINE_OPTIONS[option];
+      expect(stdout, `${name}: ${flag}`).toMatch(new RegExp(`^  ${flag} `, 'm'));
+      expect(stdout, `${name}: ${env}`).toContain(env);
+    }
+  });
+
+  it.each(loaders)('decide %s refuses a bad engine flag or variable before loading anything (exit 2, named)', async (name, required) => {
+    const bad = await runHere([name, ...required, '--token-budget', '0']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`decide ${name}: --token-budget must be an integer of at least 1, got '0'`);
+    const saved = process.env.DECIDE_PACK_SUFFIXES;
+    process.env.DECIDE_PACK_SUFFIXES = 'sometimes';
+    try {
+      const badEnv = await runHere([name, ...required]);
+      expect(badEnv.code).toBe(2);
+      expect(badEnv.stderr).toContain(`decide ${name}: DECIDE_PACK_SUFFIXES must be on or off, got 'sometimes'`);
+    } finally {
+      if (saved === undefined) delete process.env.DECIDE_PACK_SUFFIXES;
+      else process.env.DECIDE_PACK_SUFFIXES = saved;
+    }
+  });
+});
+
+describe('--packing, the old name of two options, still works where users have it', () => {
+  it('bench: the engine layout, now --pack-suffixes (a notice says so, the value is checked as that)', async () => {
+    const res = await runHere(['bench', '--packing', 'maybe']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain("decide bench: --packing is now --pack-suffixes (the engine's question layout); taking --packing maybe as --pack-suffixes");
+    expect(res.stderr).toContain("decide bench: --pack-suffixes must be on or off, got 'maybe'");
+  });
+
+  it('gpu-report: the layouts to bench, now --pack-suffixes', async () => {
+    const res = await runHere(['gpu-report', '--provider', 'cpu', '--packing', 'on,sideways']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('decide gpu-report: --packing is now --pack-suffixes');
+    expect(res.stderr).toContain("--pack-suffixes: 'on,sideways' is not a comma-separated list of on, off");
+  });
+
+  it('make-model: the graph feature, now --segment-ids', async () => {
+    const res = await runHere(['make-model', '--preset', 'tiny', '--out', 'never-written', '--packing', 'maybe']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('decide make-model: --packing is now --segment-ids (whether the graph takes segment ids)');
+    expect(res.stderr).toContain("--segment-ids must be on or off, got 'maybe'");
   });
 });

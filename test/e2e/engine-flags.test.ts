@@ -1,0 +1,34 @@
+/**
+ * An engine flag of a `decide` command reaches the engines it loads (the flags derive from
+ * ENGINE_OPTIONS; test/unit/cli-help.test.ts checks that every command lists and checks them).
+ * Observed through the ONNX Runtime profile prefix, whose file appears when the engine closes, for
+ * `decide batch`, which loads its engines through DecisionService as worker and calibrate do.
+ */
+import { readdirSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { tempModels, type TempDirs } from '../api/fixtures.js';
+import { runDecide } from '../helpers/bin.js';
+
+let dirs: TempDirs;
+
+beforeAll(async () => {
+  dirs = await tempModels(['svc-alpha-2026-10']);
+});
+afterAll(() => dirs?.cleanup());
+
+describe('decide batch with engine flags', () => {
+  it('--ort-profile-prefix and --gather-logits off reach the engine: the run succeeds and the profile is written', async () => {
+    const input = path.join(dirs.root, 'input.jsonl');
+    await writeFile(input, `${JSON.stringify({ custom_id: 'a', state: 'hello', questions: { q: { type: 'noul', instructions: 'Is it?' } } })}\n`);
+    const out = path.join(dirs.root, 'out.jsonl');
+    const res = await runDecide([
+      'batch', input, '--model', 'svc-alpha', '--models-dir', dirs.modelsDir, '--out', out,
+      '--threads', '1', '--gather-logits', 'off', '--ort-profile-prefix', path.join(dirs.root, 'ort'),
+    ]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(readdirSync(dirs.root).filter((name) => /^ort_.*\.json$/.test(name))).toHaveLength(1);
+  });
+});
