@@ -1,10 +1,10 @@
 /**
  * The HTTP API as one fastify plugin (`decisionApp`), and createServer() which builds a fastify
  * instance around it. Routes:
- *   POST /v1/decide        routes/decide.ts        GET /healthz, /readyz   routes/health.ts
- *   GET  /v1/models        routes/models.ts        GET /metrics            metrics.ts
+ *   POST /v1/decide, /v1/systemone, /v1/decisions   routes/dialect-routes.ts (each dialect of src/api/dialects.ts)
+ *   GET  /v1/models        routes/models.ts        GET /healthz, /readyz   routes/health.ts
  *   GET  /openapi.json     (generated from the route schemas by @fastify/swagger)
- *   POST /v1/systemone     routes/systemone.ts     POST /v1/decisions      routes/decisions.ts
+ *   GET  /metrics          metrics.ts
  *   /v1/batches...         routes/batches.ts, routes/batch-validation.ts (in the /v1 scope below)
  *   GET  /console...       console.ts (the web console's static files, public)
  * Cross-cutting, in hook order: request id (request-id.ts) -> authentication (auth.ts) ->
@@ -35,11 +35,9 @@ import { batchValidationRoutes } from './routes/batch-validation.js';
 import { batchRoutes } from './routes/batches.js';
 import { fileRoutes } from './routes/files.js';
 import { consoleRoutes } from './console.js';
-import { decideRoutes } from './routes/decide.js';
-import { decisionsRoutes } from './routes/decisions.js';
+import { dialectRoutes } from './routes/dialect-routes.js';
 import { healthRoutes } from './routes/health.js';
 import { modelRoutes } from './routes/models.js';
-import { systemOneRoutes } from './routes/systemone.js';
 
 /** Default request body limit of POST /v1/decide (docs/api.md). */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -231,11 +229,10 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
 
   await app.register(
     async (v1) => {
-      await v1.register(decideRoutes, { service, bodyLimit: opts.bodyLimitBytes });
+      // Every dialect (ours, System One, OpenAI's decisions; docs/compatibility.md): one service
+      // path, each in its own wire shape.
+      await v1.register(dialectRoutes, { service, bodyLimit: opts.bodyLimitBytes });
       await v1.register(modelRoutes, { service });
-      // The foreign dialects (docs/compatibility.md): same service path, their own wire shapes.
-      await v1.register(systemOneRoutes, { service, bodyLimit: opts.bodyLimitBytes });
-      await v1.register(decisionsRoutes, { service, bodyLimit: opts.bodyLimitBytes });
 
       // ---- Batch routes (src/server/routes/batches.ts) are registered HERE, in this /v1 scope, so
       // they get authentication (request.keyId), the rate limit, the error shape and the OpenAPI doc.
