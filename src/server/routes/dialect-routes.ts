@@ -94,7 +94,10 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
     [404, ['POST', ...OTHER_METHODS], `${url}/*`],
   ];
   for (const [status, methods, at] of strays) {
-    const answer = (request: FastifyRequest, reply: FastifyReply) => sendWire(reply, stray.answer(status, request.method, request.url.split('?')[0]!));
+    const answer = (request: FastifyRequest, reply: FastifyReply) => {
+      if (requestIdHeader) reply.header(requestIdHeader, request.id); // first, as the vendor's router sends it
+      return sendWire(reply, stray.answer(status, request.method, request.url.split('?')[0]!));
+    };
     app.route({
       method: methods,
       url: at,
