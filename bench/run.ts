@@ -5,9 +5,8 @@
  *   3. the ideal speedup (fresh tokens / perfect-reuse tokens);
  *   4. the machine's limit (bench/peak.ts), from which the MFU of both systems follows;
  *   5. the latency of one POST /v1/decide over real HTTP (bench/http-latency.ts).
- * This file orchestrates; the pieces are bench/systems.ts (running and checking both systems),
- * summarize.ts and flops.ts (the numbers), rss-sampler.ts, provenance.ts, and report.ts (the JSON
- * shape and the text).
+ * This file orchestrates: the order of work, the options and the output; each piece has its own
+ * file (README, "Where things are").
  * Both systems' answers are checked before anything is timed (bench/agreement.ts: fp32 on the CPU,
  * engine against baseline within 1e-4; otherwise both against the fp32 CPU engine, in probabilities,
  * within the dtype's tolerance); a mismatch ends the run without a report. Repetitions alternate which system runs first, so bursts

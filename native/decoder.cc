@@ -400,12 +400,13 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
   result.batch = batch;
   result.present.past_len = past_len;
   result.present.new_len = new_len;
+  auto present = std::make_shared<std::vector<Ort::Value>>();
+  for (int l = 0; l < 2 * kv.num_layers; ++l) present->push_back(std::move(outputs[l]));
   for (int l = 0; l < kv.num_layers; ++l) {
-    result.present_keys.push_back(std::move(outputs[2 * l]));
-    result.present_values.push_back(std::move(outputs[2 * l + 1]));
-    result.present.keys.push_back(static_cast<const char*>(result.present_keys.back().GetTensorRawData()));
-    result.present.values.push_back(static_cast<const char*>(result.present_values.back().GetTensorRawData()));
+    result.present.keys.push_back(static_cast<const char*>((*present)[2 * l].GetTensorRawData()));
+    result.present.values.push_back(static_cast<const char*>((*present)[2 * l + 1].GetTensorRawData()));
   }
+  result.present.owner = std::move(present);
   result.wanted_begin.assign(1, 0);
   result.label_begin.assign(1, 0);
   for (const ExtendRow& row : rows) {

@@ -30,8 +30,8 @@
 // Thread: called from AsyncWorker::Execute on the libuv pool, one call at a time (the Scorer's
 // mutex). Ownership and release order (~Decoder): the KV store's buffers and the staging, then the
 // Device (its allocator is the session's), then the session, then the CUDA stream the session ran
-// on. ExtendResult owns the present tensors (ORT-allocated, on the Device) until the caller has
-// copied what it keeps.
+// on. ExtendResult shares the present tensors (ORT-allocated, on the Device) with the KvBlock
+// views made of them; they are released with the last of those.
 #pragma once
 
 #include <cstdint>
@@ -106,9 +106,9 @@ struct ExtendRow {
 
 struct ExtendResult {
   int batch = 0;
-  std::vector<Ort::Value> present_keys;    // per layer, [B, kvh, P + S, hd], on the Device
-  std::vector<Ort::Value> present_values;  // per layer
-  PresentKv present;                       // views of the two above
+  // The present tensors (per layer, keys then values, [B, kvh, P + S, hd], on the Device), shared
+  // so that KvBlock views of them outlive the result; `present` points into them.
+  PresentKv present;
   // The wanted positions of all rows, row by row in logits_positions order: wanted_begin[r] is
   // row r's first; per wanted position its labels' logits at label_begin[w] .. label_begin[w + 1]
   // of label_logits, and its log-sum-exp over the vocabulary.

@@ -1,9 +1,9 @@
 // The benchmark's peak probe, device-resident: times one MatMul graph (input A, a weight
 // initializer, output Y) with A copied to the session's device once and bound there, and Y bound to
-// device memory, so a timed run is the GEMM and one synchronisation of its outputs. The probe it
-// replaces ran through onnxruntime-node's JS API, which copies the input to the device and the
-// output back on every run: on a GPU it timed those copies (2.2 TFLOP/s printed on a card that does
-// about 790 dense fp16). On the CPU both are the same GEMM.
+// device memory, so a timed run is the GEMM and one synchronisation of its outputs. Not through
+// onnxruntime-node's JS API, which copies the input to the device and the output back on every
+// run: on a GPU that times the copies, a small fraction of the card's GEMM throughput
+// (docs/benchmark.md). On the CPU both are the same GEMM.
 // Synchronous: the benchmark calls it between its timed runs, on the main thread.
 #pragma once
 

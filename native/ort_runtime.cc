@@ -13,9 +13,9 @@ std::mutex g_mutex;
 std::string g_library_path;
 // Never destroyed: releasing ORT's environment at process exit unloads the execution providers
 // (the CUDA provider's library and, with it, the CUDA runtime's state) while static destructors and
-// any engine the program did not close may still hold device memory, sessions or streams. On the
-// H100 every process that loaded and closed two CUDA engines died at exit that way ("corrupted
-// double-linked list"). The process's end reclaims it.
+// any engine the program did not close may still hold device memory, sessions or streams: a
+// process that loaded and closed two CUDA engines then dies at exit ("corrupted double-linked
+// list"). The process's end reclaims it.
 Ort::Env* g_env = nullptr;
 
 using GetApiBaseFn = const OrtApiBase* (*)();

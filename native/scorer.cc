@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "errors.h"
+#include "pass_planner.h"
 #include "row_packing.h"
 
 namespace decide {
@@ -298,17 +299,23 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
     ExtendResult result = decoder_->Extend(chunk, want_logits);
     Account(rows, begin, end, counters);
     counters.prefix_passes += 1;
-    // Every row's new block filled by one batch of copies: its cached part and its new KV.
+    // Each row's state as a block: where the row's past is the pass's whole past, its slice of the
+    // pass's present tensors (no copy); else a new block filled by one batch of copies for all such
+    // rows (its cached part and its new KV). The row's first state_new new tokens are the state's;
+    // fused questions follow them.
     std::vector<std::shared_ptr<KvBlock>> blocks;
     std::vector<CopyRun> copies;
     for (size_t i = begin; i < end; ++i) {
       const Pending& p = pending[order[i]];
       const int count = prefix_len(p.group);
-      auto block = std::make_shared<KvBlock>(decoder_->GetDevice(), shape, count);
-      if (p.match.length > 0) decoder_->Kv().AddPrefixCopy(copies, *p.match.block, p.match.length, *block);
-      // The row's first state_new new tokens are the state's; fused questions follow them.
-      decoder_->Kv().AddNewKvCopy(copies, result.present, static_cast<int>(i - begin), count - p.match.length, *block,
-                                  p.match.length);
+      const int row = static_cast<int>(i - begin);
+      std::shared_ptr<KvBlock> block;
+      if (p.match.length == result.present.past_len) block = decoder_->Kv().ViewRow(result.present, row, count);
+      if (!block) {
+        block = std::make_shared<KvBlock>(decoder_->GetDevice(), shape, count);
+        if (p.match.length > 0) decoder_->Kv().AddPrefixCopy(copies, *p.match.block, p.match.length, *block);
+        decoder_->Kv().AddNewKvCopy(copies, result.present, row, count - p.match.length, *block, p.match.length);
+      }
       blocks.push_back(std::move(block));
     }
     decoder_->Kv().Submit(copies);
@@ -457,51 +464,19 @@ void Scorer::ReadLogits(const ScoreInput& in, const ExtendResult& result, int ro
 }
 
 std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow>& rows, bool want_logits) const {
-  // Optimal contiguous split of the (sorted) rows into passes, by dynamic programming over the end
-  // of the last pass. The cost of a pass, in token-equivalents of body compute, is
-  //   rows x S x (1 + attention_weight x (P + S)) + pass_overhead_tokens
-  // (S, P: its longest new run and longest past; padding included, since padding is computed),
-  // and a pass must fit the token, past-bytes, attention and logits budgets. One pass when the
-  // rows are alike; several when merging long and short rows would compute more padding than a
-  // pass costs.
   const ModelInfo& info = decoder_->Info();
-  const size_t n = rows.size();
-  std::vector<std::pair<size_t, size_t>> chunks;
-  if (n == 0) return chunks;
-  const double kv_bytes = static_cast<double>(info.kv.BytesPerToken());
-  // "Infinite" overhead means fewest passes; keep it finite so that sums still compare.
-  const double overhead = std::min(options_.pass_overhead_tokens, 1e12);
-  std::vector<double> best(n + 1, 0.0);
-  std::vector<size_t> cut(n + 1, 0);
-  for (size_t end = 1; end <= n; ++end) {
-    best[end] = -1.0;
-    int64_t max_past = 0, max_new = 0;
-    for (size_t begin = end; begin-- > 0;) {
-      max_past = std::max<int64_t>(max_past, rows[begin].past_len);
-      max_new = std::max<int64_t>(max_new, rows[begin].num_tokens);
-      const int64_t count = static_cast<int64_t>(end - begin);
-      bool fits = count * max_new <= options_.token_budget &&
-                  count * max_past * kv_bytes <= static_cast<double>(options_.past_budget_bytes) &&
-                  count * max_new * (max_past + max_new) <= options_.attention_budget;
-      if (want_logits && !info.has_logits_index) {
-        fits = fits && count * max_new * info.vocab_size * 4 <= kStockLogitsBudgetBytes;
-      }
-      // A single row always forms a pass, whatever the budgets say (it was validated to fit
-      // the context); a larger span that does not fit only grows as begin decreases.
-      if (!fits && count > 1) break;
-      const double pass_cost = static_cast<double>(count * max_new) *
-                                   (1.0 + options_.attention_weight * static_cast<double>(max_past + max_new)) +
-                               overhead;
-      const double total = best[begin] + pass_cost;
-      if (best[end] < 0 || total < best[end]) {
-        best[end] = total;
-        cut[end] = begin;
-      }
-    }
+  PassLimits limits;
+  limits.token_budget = options_.token_budget;
+  limits.past_budget_bytes = options_.past_budget_bytes;
+  limits.attention_budget = options_.attention_budget;
+  limits.kv_bytes_per_token = static_cast<double>(info.kv.BytesPerToken());
+  limits.attention_weight = options_.attention_weight;
+  limits.pass_overhead_tokens = options_.pass_overhead_tokens;
+  if (want_logits && !info.has_logits_index) {
+    limits.logits_bytes_per_token = info.vocab_size * 4;
+    limits.logits_budget_bytes = kStockLogitsBudgetBytes;
   }
-  for (size_t end = n; end > 0; end = cut[end]) chunks.emplace_back(cut[end], end);
-  std::reverse(chunks.begin(), chunks.end());
-  return chunks;
+  return PlanPasses(rows, limits);
 }
 
 void Scorer::Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, ScoreCounters& counters) const {

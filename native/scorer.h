@@ -9,7 +9,7 @@
 // and a state being computed takes its first row of questions into its own prefix row, so those
 // questions need no copy of its KV at all; the other rows get one copy each. Otherwise each
 // question is a suffix row of its own with the prefix KV forked into it.
-// Each stage's rows are sorted by shape and split into forward passes by Chunk(): every pass fits
+// Each stage's rows are sorted by shape and split into forward passes (pass_planner.h): every pass fits
 // the token, past-bytes, attention (and, for a stock graph, logits) budgets, and within them a
 // cost model picks the split that computes the least padding plus per-pass overhead.
 // Thread: Score() runs on a libuv worker thread; calls are serialised by compute_mu_ (the cache
@@ -143,7 +143,7 @@ class Scorer {
   // Counts the call's device operations and time (a snapshot of the Device's counters at its start).
   void AccountDevice(const DeviceCounters& before, double run_millis_before,
                      std::chrono::steady_clock::time_point start, ScoreCounters& counters) const;
-  // Splits rows (already sorted for similar shapes) into consecutive chunks within the budgets.
+  // Splits rows (already sorted for similar shapes) into consecutive passes within the budgets (PlanPasses).
   std::vector<std::pair<size_t, size_t>> Chunk(const std::vector<ExtendRow>& rows, bool want_logits) const;
   void Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, ScoreCounters& counters) const;
   // Under compute_mu_: empties the cache if a clear was asked for; refreshes the size snapshot.

@@ -27,7 +27,7 @@ void KvStore::ForkPast(const std::vector<PastRef>& rows, int past_len) {
       const size_t copied = static_cast<size_t>(row.length) * token_bytes;
       if (row.length > 0) {
         const char* src = b % 2 == 0 ? row.block->keys[layer] : row.block->values[layer];
-        runs.push_back(CopyRun{dst, run_bytes, src, row.block->RunBytes(row.block->length), copied,
+        runs.push_back(CopyRun{dst, run_bytes, src, row.block->HeadPitchBytes(), copied,
                                static_cast<size_t>(shape_.num_kv_heads)});
       }
       if (copied == run_bytes) continue;
@@ -46,11 +46,27 @@ void KvStore::ForkPast(const std::vector<PastRef>& rows, int past_len) {
 void KvStore::AddPrefixCopy(std::vector<CopyRun>& runs, const KvBlock& src, int count, KvBlock& dst) const {
   if (count <= 0) return;
   for (int l = 0; l < shape_.num_layers; ++l) {
-    runs.push_back(CopyRun{dst.keys[l], dst.RunBytes(dst.length), src.keys[l], src.RunBytes(src.length),
+    runs.push_back(CopyRun{dst.keys[l], dst.HeadPitchBytes(), src.keys[l], src.HeadPitchBytes(),
                            src.RunBytes(count), static_cast<size_t>(shape_.num_kv_heads)});
-    runs.push_back(CopyRun{dst.values[l], dst.RunBytes(dst.length), src.values[l],
-                           src.RunBytes(src.length), src.RunBytes(count), static_cast<size_t>(shape_.num_kv_heads)});
+    runs.push_back(CopyRun{dst.values[l], dst.HeadPitchBytes(), src.values[l],
+                           src.HeadPitchBytes(), src.RunBytes(count), static_cast<size_t>(shape_.num_kv_heads)});
   }
+}
+
+std::shared_ptr<KvBlock> KvStore::ViewRow(const PresentKv& present, int row, int count) const {
+  if (!present.owner || count <= 0 || count > present.past_len + present.new_len) return nullptr;
+  const size_t token_bytes = static_cast<size_t>(shape_.head_dim) * shape_.elem_size;
+  const int pitch = present.past_len + present.new_len;
+  const size_t offset = static_cast<size_t>(row) * shape_.num_kv_heads * pitch * token_bytes;
+  std::vector<char*> keys, values;
+  keys.reserve(shape_.num_layers);
+  values.reserve(shape_.num_layers);
+  for (int l = 0; l < shape_.num_layers; ++l) {
+    // The present tensors are ORT's outputs: read-only to us, like every KvBlock after it is filled.
+    keys.push_back(const_cast<char*>(present.keys[l]) + offset);
+    values.push_back(const_cast<char*>(present.values[l]) + offset);
+  }
+  return std::make_shared<KvBlock>(shape_, count, pitch, std::move(keys), std::move(values), present.owner);
 }
 
 void KvStore::AddNewKvCopy(std::vector<CopyRun>& runs, const PresentKv& present, int row, int count, KvBlock& dst,
@@ -63,7 +79,7 @@ void KvStore::AddNewKvCopy(std::vector<CopyRun>& runs, const PresentKv& present,
     for (int which = 0; which < 2; ++which) {
       const char* src = (which == 0 ? present.keys[l] : present.values[l]) + offset;
       char* out = which == 0 ? dst.keys[l] : dst.values[l];
-      runs.push_back(CopyRun{out + static_cast<size_t>(dst_start) * token_bytes, dst.RunBytes(dst.length), src,
+      runs.push_back(CopyRun{out + static_cast<size_t>(dst_start) * token_bytes, dst.HeadPitchBytes(), src,
                              total_len * token_bytes, static_cast<size_t>(count) * token_bytes,
                              static_cast<size_t>(shape_.num_kv_heads)});
     }

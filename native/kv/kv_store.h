@@ -3,15 +3,17 @@
 //   KvBlock (kv_block.h)      [kv_heads, length, head_dim]      a prefix's KV, cached and shared
 //   pass past (owned here)    [rows, kv_heads, P, head_dim]     a forward pass's past_key_values
 //   present (ORT's outputs)   [rows, kv_heads, P + S, head_dim] the pass's KV, past and new
-// and three movements, each issued as ONE batch of copies (Device::CopyBatch), never a call per
+// and the movements, each issued as ONE batch of copies (Device::CopyBatch), never a call per
 // row, layer or head: the fork of each row's past into the pass past (its padding zero-filled in
 // the same batch), and, after a pass, the copy of a row's new KV (and of a cached prefix it
-// extends) into the row's new KvBlock.
+// extends) into the row's new KvBlock, where the row cannot simply keep its slice of the pass's
+// present tensors as its block (ViewRow: no copy at all).
 // Thread: used under the Scorer's compute lock. Ownership: the pass past buffers are owned here,
-// grown on demand and reused by every pass (a fresh allocation of that size is page-faulted on
-// every call on the CPU, measured ~0.3 s/GiB), and released before the Device (Release()).
+// grown on demand and reused by every pass (a fresh allocation of that size would be page-faulted
+// again on every call on the CPU: docs/benchmark.md), and released before the Device (Release()).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "../device/device.h"
@@ -25,11 +27,13 @@ struct PastRef {
   int length = 0;
 };
 
-// A pass's present tensors, read after the pass (device pointers, one per layer).
+// A pass's present tensors, read after the pass (device pointers, one per layer), and what keeps
+// them alive.
 struct PresentKv {
   std::vector<const char*> keys, values;
   int past_len = 0;  // P
   int new_len = 0;   // S
+  std::shared_ptr<const void> owner;
 };
 
 class KvStore {
@@ -46,6 +50,10 @@ class KvStore {
   char* PastBuffer(int layer, bool values) const { return past_[2 * layer + (values ? 1 : 0)].Data(); }
   size_t PastBytesPerBuffer(int rows, int past_len) const;
 
+  // Row `row`'s first `count` positions of `present` as a block, with no copy: valid as a prefix
+  // when the row's past is the pass's whole past (its past_len == P), so that its positions are
+  // contiguous there. Null when `present` has no owner.
+  std::shared_ptr<KvBlock> ViewRow(const PresentKv& present, int row, int count) const;
   // Appends to `runs` the copy of the first `count` positions of `src` into `dst`.
   void AddPrefixCopy(std::vector<CopyRun>& runs, const KvBlock& src, int count, KvBlock& dst) const;
   // Appends to `runs` the copy of row `row`'s first `count` new positions of `present` into `dst`

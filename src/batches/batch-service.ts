@@ -1,12 +1,8 @@
 /**
  * BatchService: batch jobs over JSONL files, the one object the HTTP routes talk to. It validates
  * and owns the API's side (model, questions, record count, ownership, errors) and leaves where jobs
- * live and who works on them to a BatchStore (ports.ts), chosen by DECIDE_DATABASE_URL (open-stores.ts):
- *   settings.ts          limits, retention, concurrency, chunk sizes (options, DECIDE_BATCH_*, defaults)
- *   uploads.ts           uploads streamed to a local staging file, fsynced, then handed to the store
- *   query.ts             batch ids, ?limit/?after, the questions field
- *   sqlite/, pg/         the two BatchStores: SQLite (files + job pump) or Postgres (pg-boss chunks)
- *   wire.ts              jobs as the API's Batch resource
+ * live and who works on them to a BatchStore (ports.ts), chosen by DECIDE_DATABASE_URL (open-stores.ts).
+ * The pieces it uses each have a file of their own (README, "Where things are").
  *
  * - ownership: every read goes through the owner (the caller's API key id); another owner's job
  *   is "not found".

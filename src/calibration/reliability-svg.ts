@@ -3,7 +3,7 @@
  * equal-mass bin (as many as the answers support, metrics.ts reliabilityBins), each with its 95%
  * interval, drawn in order of confidence, before and after the correction, with the diagonal of
  * perfect calibration. The figure is a few lines, circles and text, so it needs no plotting library
- * (Vega drew it before and brought 11 MB of dependencies for it).
+ * (a charting library such as Vega would bring 11 MB of dependencies: docs/dependencies.md).
  */
 import type { TypeReport } from './report-types.js';
 

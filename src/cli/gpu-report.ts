@@ -14,13 +14,15 @@ Everything a GPU host must check, in one command that writes one report folder (
 report.json, one log per step), rewritten after every step so a run cut off midway keeps what it
 measured. Steps, in order of what a short GPU call must not miss:
   cuda-setup-check    decide setup-cuda --check (CUDA only)
+  bench-gpu-size      decide bench --size gpu: the engine at GPU-loading sizes, with each call's
+                      host-side counters (on the CPU: a tiny model at a small scale)
+  gpu-tests           vitest run test/gpu/ (needs the repository's devDependencies)
+  torch-peer          bench/torch_peer.py (PyTorch eager on the same card, the GPU-size step's
+                      workloads), when python3 with torch, transformers and CUDA is there (CUDA only)
   bench-<dtype>-packing-<on|off>
                       decide bench for the first dtype, packing on then off; every run checks its
                       answers against the fp32 CPU engine before timing (the agreement)
-  gpu-tests           vitest run test/gpu/ (needs the repository's devDependencies)
   ort-profile         ONNX Runtime's profile of one warm engine call, op types slowest first
-  torch-peer          ../shared/gpu/torch_peer.py (PyTorch eager on the same card), when python3
-                      with torch, transformers and CUDA is there (CUDA only)
   the other dtypes' bench steps
 With --provider cpu the same steps run here; the CUDA-only ones say why they were skipped.
 
@@ -33,8 +35,8 @@ options:
   --full              the benchmark's full sizes (default: --quick sizes, to fit a short GPU call)
   --workloads LIST    passed to decide bench (default: all)
   --no-tests          skip test/gpu/
-  --torch-peer FILE   the PyTorch peer script (default: DECIDE_TORCH_PEER, ../shared/gpu/torch_peer.py
-                      or /tmp/gpu/tools/torch_peer.py, whichever exists)
+  --torch-peer FILE   the PyTorch peer script (default: DECIDE_TORCH_PEER when set, an empty
+                      value meaning none; else the package's bench/torch_peer.py)
   --budget SECONDS    the whole run's time; steps that no longer fit are skipped (default 560: a
                       lent GPU call is cut at 600 s)
 `;

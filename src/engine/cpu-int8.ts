@@ -2,9 +2,8 @@
  * Whether this CPU has int8 dot-product instructions. They are what makes ONNX Runtime's integer
  * GEMMs (the MatMulInteger of `--dtype int8` models) faster than fp32: x86 VNNI (`avx512_vnni`,
  * `avx_vnni`) and AMX (`amx_int8`), Arm's dot product (`asimddp`) and int8 matrix multiply
- * (`i8mm`). Without them the integer GEMMs measured at 1.0x-1.1x the fp32 MatMul's speed on two
- * AVX2 hosts (docs/benchmark.md, int8 weights), so an int8 model saves memory and disk there, and
- * little or no time.
+ * (`i8mm`). Without them the integer GEMMs run at about the fp32 MatMul's speed (docs/benchmark.md,
+ * int8 weights), so an int8 model saves memory and disk there, and little or no time.
  */
 import { readFileSync } from 'node:fs';
 

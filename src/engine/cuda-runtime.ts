@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 
 /**
- * The known-good pair (measured on an H100 with CUDA 13.0): onnxruntime-node 1.30's core is built
+ * The known-good pair (with CUDA 13.0; README, "GPU hosts"): onnxruntime-node 1.30's core is built
  * with CUDA support, but its own provider comes from a postinstall download outside the registry;
  * asus4's package carries the ORT 1.29 provider built for CUDA 13 (its own Linux core is CPU-only).
  */

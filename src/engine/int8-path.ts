@@ -11,8 +11,8 @@
  * - 'u8s8': int8 weights (the stored ones minus 128, converted once at load), the same per-row
  *   activation quantization, and com.microsoft `MatMulIntegerToFloat`, which applies the weight's
  *   per-column scales inside the GEMM (one `Mul` by the row scale remains). u8 x s8 is the GEMM
- *   that VNNI (`vpdpbusd`) and AMX (`tdpbusd`) compute natively and exactly: measured 2.9x / 5.9x
- *   fp32 on an AMX host where u8 x u8 ran at 0.4x (docs/benchmark.md, int8 weights).
+ *   that VNNI (`vpdpbusd`) and AMX (`tdpbusd`) compute natively and exactly, several times fp32's
+ *   speed where u8 x u8 runs below it (docs/benchmark.md, int8 weights).
  *   Why not `DynamicQuantizeMatMul` or `DynamicQuantizeLinear`, as fast alone: both quantize the
  *   activation with one scale for the whole tensor, so a token's answer would depend on the other
  *   tokens of its forward pass (8.7e-2 in logits between a reused prefix and a fresh run on the

@@ -9,8 +9,8 @@
  *   y = Mul(com.microsoft.MatMulIntegerToFloat(q, W - 128 as int8, 1.0, W_scale, 128), rowScale)
  * which is the same product: (q - 128) · (W - 128) is what MatMulInteger computes too; only the
  * order of the two float scalings changes. The activation's row quantization that feeds q
- * (Div, Round, Add, Cast) becomes one QuantizeLinear over the rows (rowQuantization below): on a
- * 16-core AMX host the ops around the GEMM, not the GEMM, were what made the stored graph with int8
+ * (Div, Round, Add, Cast) becomes one QuantizeLinear over the rows (rowQuantization below): on
+ * AMX hosts the ops around the GEMM, not the GEMM, are what make the stored graph with int8
  * weights slower than fp32 (docs/benchmark.md). The int8 weights go to one external data file beside the
  * graph (the stored model keeps its uint8 ones for CPUs without VNNI); every other initializer is
  * left as it was, inline or pointing at the model's own data file, which resolves the same way from

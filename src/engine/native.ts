@@ -174,12 +174,20 @@ export function prebuiltAddonPath(root = packageRoot): string {
 }
 
 /**
- * Loads the native addon: build/Release/decide_native.node when it was built here (`npm run
- * build:native`, or the package's install script on platforms without a prebuilt), else the
- * prebuilt one shipped in the package for this platform.
+ * Loads the native addon: DECIDE_NATIVE_ADDON when set (a diagnostic build), else
+ * build/Release/decide_native.node when it was built here (`npm run build:native`, or the package's
+ * install script on platforms without a prebuilt), else the prebuilt one shipped in the package
+ * for this platform.
  */
 export function loadNativeModule(): NativeModule {
   if (cached) return cached;
+  // Diagnostics: another build of the addon (the AddressSanitizer build the close-path test loads).
+  const named = process.env.DECIDE_NATIVE_ADDON?.trim();
+  if (named) {
+    if (!existsSync(named)) throw new EngineError('ERR_MODEL_LOAD', `DECIDE_NATIVE_ADDON names ${named}, which does not exist`);
+    cached = require(path.resolve(named)) as NativeModule;
+    return cached;
+  }
   const built = path.join(packageRoot, 'build', 'Release', 'decide_native.node');
   const prebuilt = prebuiltAddonPath();
   const addonPath = existsSync(built) ? built : existsSync(prebuilt) ? prebuilt : undefined;

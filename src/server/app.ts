@@ -1,14 +1,10 @@
 /**
  * The HTTP API as one fastify plugin (`decisionApp`), and createServer() which builds a fastify
- * instance around it. Routes:
- *   POST /v1/decide, /v1/systemone, /v1/decisions   routes/dialect-routes.ts (each dialect of src/api/dialects.ts)
- *   GET  /v1/models        routes/models.ts        GET /healthz, /readyz   routes/health.ts
- *   GET  /openapi.json     (generated from the route schemas by @fastify/swagger)
- *   GET  /metrics          metrics.ts
- *   /v1/batches...         routes/batches.ts, routes/batch-validation.ts (in the /v1 scope below)
- *   GET  /console...       console.ts (the web console's static files, public)
- * Cross-cutting, in hook order: request id (request-id.ts) -> authentication (auth.ts) ->
- * rate limit (rate-limit.ts) -> no Content-Encoding (415); every error goes through errors.ts.
+ * instance around it: it registers every route (routes/: the dialects' POST routes, ours, System
+ * One's and OpenAI's, from their registry in dialect-routes.ts, one file per other path; the map
+ * is in the README, "Where things are") and `GET /openapi.json`, generated from the route schemas
+ * by @fastify/swagger. Cross-cutting hooks run in this order: request id, authentication, rate
+ * limit, no Content-Encoding (415); every error goes through one handler.
  */
 import { isUtf8 } from 'node:buffer';
 import http from 'node:http';

@@ -82,7 +82,7 @@ function openai(base = url, apiKey = TEST_KEY): OpenAI {
   return new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0 });
 }
 
-/** The verbatim quickstart request of the System One docs (compat-wire-formats.md 1.3); only the model id is ours. */
+/** The verbatim quickstart request of the System One docs (docs.typesafe.ai's quickstart, docs/compatibility.md "Sources"); only the model id is ours. */
 const QUICKSTART = {
   state: "Hi, I've been trying to connect my Stripe account for 3 days and it keeps failing. I'm losing sales. Please help ASAP.",
   model: 'svc-alpha',

@@ -16,7 +16,7 @@ import type { DecisionResult } from '../../src/domain/decision.js';
 import { systemOne, systemOneConfidence, type SystemOneCall } from '../../src/api/systemone/index.js';
 import { validateDecideRequest } from '../../src/api/validate.js';
 
-/** The verbatim quickstart request of the System One docs (compat-wire-formats.md 1.3), our model id. */
+/** The verbatim quickstart request of the System One docs (docs.typesafe.ai's quickstart, docs/compatibility.md "Sources"), our model id. */
 const QUICKSTART = {
   state: "Hi, I've been trying to connect my Stripe account for 3 days and it keeps failing. I'm losing sales. Please help ASAP.",
   model: 'svc-alpha',
@@ -262,7 +262,7 @@ describe('domain -> dialect bodies', () => {
       },
       usage: { input_tokens: 120, output_tokens: 3 },
     });
-    // The docs' own examples (compat-wire-formats.md 1.5).
+    // The vendor docs' own examples (docs/compatibility.md, what confidence means).
     expect(systemOneConfidence([0.08, 0.92, 0])).toBe(0.88);
     expect(systemOneConfidence([0.1, 0.37, 0.24, 0.29])).toBe(0.16);
     expect(systemOneConfidence([0.5, 0.5])).toBe(0);

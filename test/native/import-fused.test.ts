@@ -1,6 +1,6 @@
 /**
  * `importModel({ attention: 'fused' })` against transformers: the transformers-made checkpoints in
- * ../shared/fixtures/hf-tiny, imported with ONNX Runtime's MultiHeadAttention in every layer and
+ * hf-tiny (README, "Tests"), imported with ONNX Runtime's MultiHeadAttention in every layer and
  * scored through the engine at several prefix / suffix splits, give transformers' last-position
  * logits within 1e-4, as the standard-op import does (import-model.test.ts). A value other than
  * 'ops' or 'fused' is refused before anything is written.

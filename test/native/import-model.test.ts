@@ -1,11 +1,11 @@
 /**
  * `importModel` against independent oracles:
- * - the transformers-made checkpoints in ../shared/fixtures/hf-tiny (Qwen3, Qwen2, Llama 3 with
+ * - the transformers-made checkpoints hf-tiny (README, "Tests": Qwen3, Qwen2, Llama 3 with
  *   llama3 rope scaling; fp32 and bf16) and transformers' own logits, scored through the Engine
  *   with the prompt split into prefix + suffix at several points;
  * - Mistral and Gemma checkpoints generated here from the family definitions, checked against a
  *   plain float64 forward pass written from transformers' modeling files (test/helpers/hf-reference.ts),
- *   which is itself checked against transformers' logits on the shared fixtures;
+ *   which is itself checked against transformers' logits on the hf-tiny fixtures;
  * - sharded copies and transformers 4.x config styles, which must import byte-identically.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -25,7 +25,7 @@ import { engineLastLogits as engineLastLogitsOf, maxAbsDiff } from '../helpers/i
 import { bf16Round, readSafetensors, writeSafetensors, writeShardedSafetensors, type Tensor } from '../helpers/safetensors-file.js';
 
 const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
-/** CI checks the repository out with shared/ beside it; worktrees have it at ../shared too. */
+/** hf-tiny lives beside the checkout, not in it (README, "Tests"). */
 const FIXTURES = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
 const VOCAB = 512;
 const ALL_IDS = Int32Array.from({ length: VOCAB }, (_, i) => i);

@@ -1,6 +1,6 @@
 // OpenAI's `POST /v1/decisions` wire format as TypeBox schemas, for the OpenAPI document and the
 // types validate.ts and respond.ts produce. Sources: the `openai` SDK's resources/decisions.ts
-// (7.x) and ../shared/design/compat-wire-formats.md section 2; what differs on purpose:
+// (7.x) and the others docs/compatibility.md ("Sources") lists; what differs on purpose:
 // docs/compatibility.md. The schemas document; validate.ts decides.
 import { Type, type Static } from '@sinclair/typebox';
 

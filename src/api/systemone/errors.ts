@@ -1,6 +1,6 @@
 // System One's error bodies: `{"detail": ...}` in the four shapes the vendor uses (a string for a
 // broken limit, {error_type, message}, {error_type} alone, a Pydantic list for a 422), and the one
-// mapping from our ApiError to them. Observed vendor behaviour (compat-wire-formats.md 1.6):
+// mapping from our ApiError to them. The live vendor API (docs/compatibility.md, errors table):
 // missing key or a scheme other than Bearer 403, bad key 401, shape errors 422, semantic errors
 // (unknown type, unknown model, limits, state too long) 400.
 import { toApiError } from '../errors.js';

@@ -1,10 +1,10 @@
-// A domain result -> System One's 200 body (compat-wire-formats.md 1.4, 1.9):
+// A domain result -> System One's 200 body (docs/compatibility.md, field by field):
 //   noul   {type, noul}                      noul = P(yes); no confidence (as the vendor)
 //   choice {type, choice, probabilities, confidence}   probabilities keyed by the criteria keys
 //   score  {type, score, legend, probabilities, confidence}   keyed "0", "1", ...; score = Σ i·p_i
 //   usage  {input_tokens, output_tokens}     output_tokens = one label token read per question
 // confidence = (p_max - 1/N) / (1 - 1/N): the vendor does not publish its formula, but every real
-// example in its docs fits this one (1.5); it is 0 for a flat distribution and 1 for a certain one.
+// example in its docs fits this one (docs/compatibility.md); it is 0 for a flat distribution and 1 for a certain one.
 import type { DecisionAnswer, DecisionResult } from '../../domain/decision.js';
 import { objectInOrder } from '../../domain/key-order.js';
 import { expectedLevel, round6 } from '../dialect.js';

@@ -1,7 +1,7 @@
 // The TypeSafe System One wire format (`POST /v1/systemone`) as TypeBox schemas: the OpenAPI
 // document lists them for the route, and the types below are what validate.ts and respond.ts
-// produce. Sources and verbatim examples: ../shared/design/compat-wire-formats.md section 1;
-// what differs on purpose: docs/compatibility.md. The schemas document; validate.ts decides.
+// produce. Sources, and what differs on purpose: docs/compatibility.md ("Sources",
+// "/v1/systemone field by field"). The schemas document; validate.ts decides.
 import { Type, type Static } from '@sinclair/typebox';
 
 /** Caller text: a string, or an object/array the model reads as compact JSON. */

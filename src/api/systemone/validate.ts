@@ -1,5 +1,5 @@
 // A System One request body -> the domain request, or System One's error. Two passes, in the
-// vendor's order (compat-wire-formats.md 1.3, 1.6):
+// vendor's order (docs/compatibility.md, the errors of /v1/systemone):
 //   1. shape (422, a Pydantic-style list of every problem, `loc` from "body"): the body is an
 //      object, `model` a non-empty string, `state` a string/object/array, `questions` a non-empty
 //      object of objects, each with a string `type`, and for a known type criteria of the right

@@ -1,6 +1,6 @@
 /**
  * The lines of an OpenAI-dialect batch, as OpenAI's Batch API reads and writes them
- * (../shared/design/compat-wire-formats.md section 3.7):
+ * (docs/compatibility.md, "Result lines" and "Sources"):
  *   input   {"custom_id", "method": "POST", "url": <the batch's endpoint>, "body": <that endpoint's request>}
  *   output  {"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error": null}
  * A request the endpoint answered (200) goes to the batch's output file; one it refused (its 4xx,

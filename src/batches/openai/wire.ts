@@ -1,5 +1,5 @@
 /**
- * OpenAI's wire objects for our jobs and files (../shared/design/compat-wire-formats.md section 3):
+ * OpenAI's wire objects for our jobs and files (sources: docs/compatibility.md):
  * the Batch object of a JSON-created job, the FileObject of an upload or of a batch's output and
  * error files, and the list page. How our statuses and fields map onto OpenAI's is documented in
  * docs/compatibility.md ("Batches"); this file is that table in code.

@@ -279,8 +279,9 @@ export function buildDecoderGraph(
     visible = g.op1('And', `${p}/And`, [visible, g.op1('Or', `${p}/Or`, [shared, own])]);
   }
   // As an additive bias (0 where visible, the lowest finite float elsewhere), built once: every
-  // layer then adds it to its scores. A per-layer Where over [B, heads, S, T] measured ~30% of
-  // the attention time on long states; an Add is a fraction of that, with the same results.
+  // layer then adds it to its scores. A per-layer Where over [B, heads, S, T] is a large share of
+  // the attention time on long states (docs/benchmark.md, "Where the time goes"); an Add is a
+  // fraction of that, with the same results.
   // The fused op takes its bias in the compute dtype (FLOAT16_MASK in fp16).
   const fused = features.attention === 'fused';
   const biasDtype: FloatDtype = fused ? dtype : 'fp32';

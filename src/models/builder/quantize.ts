@@ -13,8 +13,8 @@
  *   within 1e-4, batching changes nothing), and the u8 x u8 GEMM is exact on every CPU.
  * - 'rowq-s8': the same with int8 weights (u8 x s8). Exact where the CPU has VNNI, but on CPUs
  *   without it (AVX2, AVX-512 without VNNI) ONNX Runtime's u8 x s8 GEMM adds pairs of products in a
- *   saturating int16 (vpmaddubsw): 255 x 127 x 2 overflows it, and an AVX2 host moved answers by
- *   1.5e-1. What `--dtype int8` wrote at first (recorded as kernel 'rowq').
+ *   saturating int16 (vpmaddubsw): 255 x 127 x 2 overflows it and moves answers by 1e-1 and more
+ *   (docs/models.md, int8 weights). Models that record the kernel as 'rowq' use it (int8-warning.ts).
  * - 'nbits8' (the default for the LM head): com.microsoft MatMulNBits, bits 8, symmetric blocks of
  *   `block` rows of a column with a scale each, accuracy_level 4 (the activation quantized per token
  *   and block, no int16 pair sums). Also token-independent; slower than 'rowq-u8' on the

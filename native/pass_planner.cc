@@ -1,0 +1,45 @@
+#include "pass_planner.h"
+
+#include <algorithm>
+
+namespace decide {
+
+std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& rows, const PassLimits& limits) {
+  const size_t n = rows.size();
+  std::vector<std::pair<size_t, size_t>> passes;
+  if (n == 0) return passes;
+  // "Infinite" overhead means fewest passes; keep it finite so that sums still compare.
+  const double overhead = std::min(limits.pass_overhead_tokens, 1e12);
+  std::vector<double> best(n + 1, 0.0);
+  std::vector<size_t> cut(n + 1, 0);
+  for (size_t end = 1; end <= n; ++end) {
+    best[end] = -1.0;
+    int64_t max_past = 0, max_new = 0;
+    for (size_t begin = end; begin-- > 0;) {
+      max_past = std::max<int64_t>(max_past, rows[begin].past_len);
+      max_new = std::max<int64_t>(max_new, rows[begin].num_tokens);
+      const int64_t count = static_cast<int64_t>(end - begin);
+      bool fits = count * max_new <= limits.token_budget &&
+                  count * max_past * limits.kv_bytes_per_token <= static_cast<double>(limits.past_budget_bytes) &&
+                  count * max_new * (max_past + max_new) <= limits.attention_budget;
+      if (limits.logits_bytes_per_token > 0) {
+        fits = fits && count * max_new * limits.logits_bytes_per_token <= limits.logits_budget_bytes;
+      }
+      // A larger span that does not fit only grows as begin decreases.
+      if (!fits && count > 1) break;
+      const double pass_cost =
+          static_cast<double>(count * max_new) * (1.0 + limits.attention_weight * static_cast<double>(max_past + max_new)) +
+          overhead;
+      const double total = best[begin] + pass_cost;
+      if (best[end] < 0 || total < best[end]) {
+        best[end] = total;
+        cut[end] = begin;
+      }
+    }
+  }
+  for (size_t end = n; end > 0; end = cut[end]) passes.emplace_back(cut[end], end);
+  std::reverse(passes.begin(), passes.end());
+  return passes;
+}
+
+}  // namespace decide

@@ -1,0 +1,36 @@
+// How a stage's rows (already sorted for similar shapes) are cut into forward passes: an optimal
+// contiguous split by dynamic programming over the end of the last pass. The cost of a pass, in
+// token-equivalents of body compute, is
+//   rows x S x (1 + attention_weight x (P + S)) + pass_overhead_tokens
+// (S, P: its longest new run and longest past; padding included, since padding is computed), and
+// a pass must fit the token, past-bytes, attention and logits budgets. One pass when the rows are
+// alike; several when merging long and short rows would compute more padding than a pass costs.
+// Pure: no device, no session (tested on its own in native/test/).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "decoder.h"
+
+namespace decide {
+
+struct PassLimits {
+  int64_t token_budget = 0;       // rows x longest new run
+  int64_t past_budget_bytes = 0;  // rows x longest past x kv_bytes_per_token
+  int64_t attention_budget = 0;   // rows x S x (P + S)
+  double kv_bytes_per_token = 0;
+  double attention_weight = 0;
+  double pass_overhead_tokens = 0;  // may be huge ("fewest passes"); capped to stay finite
+  // Stock graphs return logits for every new token: bytes per token, and their bound (0: none).
+  int64_t logits_bytes_per_token = 0;
+  int64_t logits_budget_bytes = 0;
+};
+
+// [begin, end) row ranges, in order, covering every row. A single row always forms a pass,
+// whatever the budgets say (it was validated to fit the context).
+std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& rows, const PassLimits& limits);
+
+}  // namespace decide

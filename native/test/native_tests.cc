@@ -1,0 +1,362 @@
+// C++ tests of the engine's parts that need no ONNX Runtime session: the prefix cache, row packing,
+// the pass planner and the KV store's movements, the latter over a counting fake Device (host
+// memory that counts every call into it). Built with the addon (`npm run build:native`) as
+// build/Release/decide_native_tests; test/native/cpp-units.test.ts runs it in `npm test`.
+// Prints one line per failed check and the summary line "N passed, M failed"; exits 1 on a failure.
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "../device/device.h"
+#include "../kv/kv_store.h"
+#include "../kv/prefix_cache.h"
+#include "../pass_planner.h"
+#include "../row_packing.h"
+
+namespace {
+
+int g_passed = 0, g_failed = 0;
+std::string g_test;
+
+#define CHECK(cond)                                                                                        \
+  do {                                                                                                     \
+    if (cond) {                                                                                            \
+      ++g_passed;                                                                                          \
+    } else {                                                                                               \
+      ++g_failed;                                                                                          \
+      std::cerr << "FAIL " << g_test << ": " #cond " (" << __FILE__ << ":" << __LINE__ << ")" << std::endl; \
+    }                                                                                                      \
+  } while (0)
+
+void Test(const std::string& name, const std::function<void()>& body) {
+  g_test = name;
+  try {
+    body();
+  } catch (const std::exception& e) {
+    ++g_failed;
+    std::cerr << "FAIL " << name << ": threw " << e.what() << std::endl;
+  }
+}
+
+using decide::CopyRun;
+
+// Host memory that counts allocations, frees and copy batches, and executes copies like the CPU.
+class CountingDevice final : public decide::Device {
+ public:
+  int allocs = 0, frees = 0, batches = 0;
+  size_t runs_copied = 0;
+  decide::Provider Kind() const override { return decide::Provider::kCpu; }
+  void* Alloc(size_t bytes) override {
+    ++allocs;
+    void* p = std::malloc(bytes == 0 ? 1 : bytes);
+    std::memset(p, 0x7f, bytes);  // garbage where nothing was written
+    return p;
+  }
+  void Free(void* ptr) override {
+    ++frees;
+    std::free(ptr);
+  }
+  void* AllocHost(size_t bytes) override { return std::malloc(bytes); }
+  void FreeHost(void* ptr) override { std::free(ptr); }
+  size_t FreeMemoryBytes() const override { return 0; }
+  std::string CopyPath() const override { return "counting"; }
+  void Synchronize() override {}
+  const OrtMemoryInfo* MemoryInfo() const override { return nullptr; }
+
+ protected:
+  uint64_t DoCopyBatch(const std::vector<CopyRun>& runs) override {
+    ++batches;
+    for (const CopyRun& run : runs) {
+      ++runs_copied;
+      for (size_t r = 0; r < run.rows; ++r) {
+        char* dst = run.dst + r * run.dst_pitch;
+        if (run.src == nullptr) {
+          std::memset(dst, 0, run.width);
+        } else {
+          std::memcpy(dst, run.src + r * run.src_pitch, run.width);
+        }
+      }
+    }
+    return 1;
+  }
+  void DoCopyFromHost(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void DoCopyToHost(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+};
+
+decide::KvShape Shape() {
+  decide::KvShape shape;
+  shape.num_layers = 3;
+  shape.num_kv_heads = 2;
+  shape.head_dim = 4;
+  shape.elem_size = 4;
+  return shape;
+}
+
+// A block whose float at (layer, kind, head, position, d) encodes those coordinates.
+std::shared_ptr<decide::KvBlock> Filled(decide::Device* device, const decide::KvShape& shape, int length, float tag) {
+  auto block = std::make_shared<decide::KvBlock>(device, shape, length);
+  for (int l = 0; l < shape.num_layers; ++l) {
+    for (int kind = 0; kind < 2; ++kind) {
+      float* data = reinterpret_cast<float*>(kind == 0 ? block->keys[l] : block->values[l]);
+      for (int h = 0; h < shape.num_kv_heads; ++h) {
+        for (int t = 0; t < length; ++t) {
+          for (int d = 0; d < shape.head_dim; ++d) {
+            data[(h * length + t) * shape.head_dim + d] = tag + l * 1000 + kind * 500 + h * 100 + t + d * 0.01f;
+          }
+        }
+      }
+    }
+  }
+  return block;
+}
+
+void PrefixCacheTests() {
+  Test("prefix cache: the longest common prefix wins, an exact match ends the search", [] {
+    CountingDevice device;
+    const auto shape = Shape();
+    decide::PrefixCache cache(size_t{1} << 20);
+    const std::vector<int32_t> a = {1, 2, 3, 4}, b = {1, 2, 9};
+    cache.Insert(a.data(), 4, Filled(&device, shape, 4, 0));
+    cache.Insert(b.data(), 3, Filled(&device, shape, 3, 0));
+    const std::vector<int32_t> q = {1, 2, 3, 7, 7};
+    auto m = cache.Lookup(q.data(), 5);
+    CHECK(m.length == 3);
+    CHECK(m.block != nullptr && m.block->length == 4);
+    const std::vector<int32_t> none = {5, 6};
+    CHECK(cache.Lookup(none.data(), 2).length == 0);
+    CHECK(cache.Entries() == 2);
+  });
+  Test("prefix cache: the byte bound evicts the least recently used; a block over the bound is not kept", [] {
+    CountingDevice device;
+    const auto shape = Shape();
+    const size_t per_token = shape.BytesPerToken();
+    decide::PrefixCache cache(per_token * 10);
+    const std::vector<int32_t> a = {1, 2, 3, 4}, b = {5, 6, 7, 8}, c = {9, 10, 11, 12};
+    CHECK(cache.Insert(a.data(), 4, Filled(&device, shape, 4, 0)) == 0);
+    CHECK(cache.Insert(b.data(), 4, Filled(&device, shape, 4, 0)) == 0);
+    CHECK(cache.Lookup(a.data(), 4).length == 4);  // a is now the most recent
+    CHECK(cache.Insert(c.data(), 4, Filled(&device, shape, 4, 0)) == 1);
+    CHECK(cache.Lookup(b.data(), 4).length == 0);  // b went
+    CHECK(cache.Lookup(a.data(), 4).length == 4);
+    CHECK(cache.Bytes() == per_token * 8);
+    const std::vector<int32_t> huge(11, 3);
+    cache.Insert(huge.data(), 11, Filled(&device, shape, 11, 0));
+    CHECK(cache.Lookup(huge.data(), 11).length < 11);
+    CHECK(cache.Bytes() <= per_token * 10);
+    cache.Clear();
+    CHECK(cache.Entries() == 0 && cache.Bytes() == 0);
+  });
+  Test("prefix cache: a cleared block's memory goes back once its last holder lets go", [] {
+    CountingDevice device;
+    const auto shape = Shape();
+    decide::PrefixCache cache(size_t{1} << 20);
+    const std::vector<int32_t> a = {1, 2};
+    auto block = Filled(&device, shape, 2, 0);
+    cache.Insert(a.data(), 2, block);
+    cache.Clear();
+    CHECK(device.frees == 0);  // still held here, as by a running pass
+    block.reset();
+    CHECK(device.allocs == 1 && device.frees == 1);  // one allocation per block
+  });
+}
+
+// Suffixes of `lengths` tokens for one group (prefix of `state` tokens), 2 labels each.
+struct Input {
+  std::vector<int32_t> prefix, prefix_offsets, suffix_tokens, suffix_offsets, suffix_group, labels, label_offsets;
+  decide::ScoreInput in;
+  Input(int state, const std::vector<int>& lengths) {
+    prefix.assign(state, 7);
+    prefix_offsets = {0, state};
+    suffix_offsets = {0};
+    label_offsets = {0};
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      for (int i = 0; i < lengths[s]; ++i) suffix_tokens.push_back(static_cast<int32_t>(100 * s + i));
+      suffix_offsets.push_back(static_cast<int32_t>(suffix_tokens.size()));
+      suffix_group.push_back(0);
+      labels.push_back(static_cast<int32_t>(s));
+      labels.push_back(static_cast<int32_t>(s + 1));
+      label_offsets.push_back(static_cast<int32_t>(labels.size()));
+    }
+    in.prefix_tokens = prefix.data();
+    in.prefix_offsets = prefix_offsets.data();
+    in.num_groups = 1;
+    in.prefix_tokens_length = prefix.size();
+    in.suffix_tokens = suffix_tokens.data();
+    in.suffix_offsets = suffix_offsets.data();
+    in.suffix_group = suffix_group.data();
+    in.num_suffixes = static_cast<int>(lengths.size());
+    in.suffix_tokens_length = suffix_tokens.size();
+    in.label_ids = labels.data();
+    in.label_offsets = label_offsets.data();
+    in.label_ids_length = labels.size();
+  }
+};
+
+void RowPackingTests() {
+  decide::PackingLimits wide;
+  wide.token_budget = 1 << 20;
+  wide.attention_budget = int64_t{1} << 40;
+  Test("row packing: a row grows to max(state, 64) question tokens, then a new row starts", [&] {
+    Input input(100, {40, 40, 30, 10});
+    auto rows = decide::PackGroups(input.in, wide);
+    CHECK(rows.size() == 1);
+    CHECK(rows[0].size() == 2);
+    CHECK((rows[0][0] == std::vector<int>{0, 1}));
+    CHECK((rows[0][1] == std::vector<int>{2, 3}));
+    Input tiny(3, {30, 30, 30});  // a short state: the 64-token floor
+    auto short_rows = decide::PackGroups(tiny.in, wide);
+    CHECK(short_rows[0].size() == 2);
+  });
+  Test("row packing: the token budget cuts rows; a question never splits", [&] {
+    decide::PackingLimits tight = wide;
+    tight.token_budget = 50;
+    Input input(1000, {30, 30, 60});
+    auto rows = decide::PackGroups(input.in, tight);
+    CHECK(rows[0].size() == 3);  // the 60-token question has a row of its own, over the budget
+  });
+  Test("row packing: a packed row's positions restart per question, segments count from 1", [&] {
+    Input input(5, {2, 3});
+    const int32_t lead[] = {7, 7};
+    auto row = decide::MakePackedRow(input.in, lead, 2, {0, 1});
+    CHECK((row.tokens == std::vector<int32_t>{7, 7, 0, 1, 100, 101, 102}));
+    CHECK((row.offsets == std::vector<int32_t>{0, 1, 2, 3, 2, 3, 4}));
+    CHECK((row.segments == std::vector<int32_t>{0, 0, 1, 1, 2, 2, 2}));
+    CHECK((row.logits_positions == std::vector<int32_t>{3, 6}));
+    CHECK(row.labels.size() == 2 && row.labels[1].count == 2 && row.labels[1].ids[0] == 1);
+  });
+}
+
+std::vector<decide::ExtendRow> Rows(const std::vector<std::pair<int, int>>& past_and_new) {
+  std::vector<decide::ExtendRow> rows;
+  for (auto [past, fresh] : past_and_new) {
+    decide::ExtendRow row;
+    row.past_len = past;
+    row.num_tokens = fresh;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+void PassPlannerTests() {
+  decide::PassLimits limits;
+  limits.token_budget = 1000;
+  limits.past_budget_bytes = int64_t{1} << 40;
+  limits.attention_budget = int64_t{1} << 40;
+  limits.kv_bytes_per_token = 8;
+  limits.attention_weight = 0;
+  limits.pass_overhead_tokens = 32;
+  Test("pass planner: alike rows are one pass; every row is covered once, in order", [&] {
+    auto passes = decide::PlanPasses(Rows({{0, 10}, {0, 10}, {0, 11}, {0, 12}}), limits);
+    CHECK(passes.size() == 1);
+    CHECK(passes[0].first == 0 && passes[0].second == 4);
+  });
+  Test("pass planner: short and long rows split where padding would cost more than a pass", [&] {
+    auto passes = decide::PlanPasses(Rows({{0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 200}}), limits);
+    CHECK(passes.size() == 2);
+    CHECK(passes[0].second == 4 && passes[1].first == 4);
+    decide::PassLimits costly = limits;
+    costly.pass_overhead_tokens = 1e30;  // "fewest passes"
+    CHECK(decide::PlanPasses(Rows({{0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 200}}), costly).size() == 1);
+  });
+  Test("pass planner: budgets cut passes, and a row over every budget is still a pass", [&] {
+    decide::PassLimits tight = limits;
+    tight.token_budget = 25;
+    auto passes = decide::PlanPasses(Rows({{0, 10}, {0, 10}, {0, 10}, {0, 10}}), tight);
+    CHECK(passes.size() == 2);
+    CHECK(decide::PlanPasses(Rows({{0, 100}}), tight).size() == 1);
+    decide::PassLimits past = limits;
+    past.past_budget_bytes = 8 * 100;
+    CHECK(decide::PlanPasses(Rows({{60, 1}, {60, 1}}), past).size() == 2);
+    decide::PassLimits logits = limits;
+    logits.logits_bytes_per_token = 100;
+    logits.logits_budget_bytes = 1500;
+    CHECK(decide::PlanPasses(Rows({{0, 10}, {0, 10}}), logits).size() == 2);
+  });
+}
+
+void KvStoreTests() {
+  const auto shape = Shape();
+  Test("kv store: a fork is one batch of copies however many rows, padding zeroed in it", [&] {
+    for (int rows_count : {8, 64}) {
+      CountingDevice device;
+      decide::KvStore kv(&device, shape);
+      std::vector<std::shared_ptr<decide::KvBlock>> blocks;
+      std::vector<decide::PastRef> rows;
+      for (int r = 0; r < rows_count; ++r) {
+        blocks.push_back(Filled(&device, shape, 5 + r % 3, static_cast<float>(r)));
+        rows.push_back(decide::PastRef{blocks.back().get(), 3 + r % 4});  // a prefix of each block
+      }
+      const int before = device.batches;
+      kv.ForkPast(rows, 6);
+      CHECK(device.batches - before == 1);
+      // Row r, layer 1, values, head 1: its past then zeros.
+      const int r = rows_count - 1;
+      const float* past = reinterpret_cast<const float*>(kv.PastBuffer(1, true)) + (r * shape.num_kv_heads + 1) * 6 * shape.head_dim;
+      const float* src = reinterpret_cast<const float*>(blocks[r]->values[1]) + 1 * blocks[r]->length * shape.head_dim;
+      bool same = true, zeros = true;
+      for (int t = 0; t < 6; ++t) {
+        for (int d = 0; d < shape.head_dim; ++d) {
+          const float v = past[t * shape.head_dim + d];
+          if (t < rows[r].length) same = same && v == src[t * shape.head_dim + d];
+          else zeros = zeros && v == 0.0f;
+        }
+      }
+      CHECK(same);
+      CHECK(zeros);
+    }
+  });
+  Test("kv store: a row's slice of the present tensors is its block, with no copy; copies read it back alike", [&] {
+    CountingDevice device;
+    decide::KvStore kv(&device, shape);
+    // Present [B=2, kvh, P + S = 5, hd] per layer, values tagged by (layer, kind, row, head, position).
+    const int batch = 2, total = 5;
+    auto storage = std::make_shared<std::vector<float>>(2 * shape.num_layers * batch * shape.num_kv_heads * total * shape.head_dim);
+    decide::PresentKv present;
+    present.past_len = 0;
+    present.new_len = total;
+    const size_t layer_floats = static_cast<size_t>(batch) * shape.num_kv_heads * total * shape.head_dim;
+    for (int l = 0; l < shape.num_layers; ++l) {
+      for (int kind = 0; kind < 2; ++kind) {
+        float* base = storage->data() + (2 * l + kind) * layer_floats;
+        for (size_t i = 0; i < layer_floats; ++i) base[i] = static_cast<float>(l * 100000 + kind * 50000 + i);
+        (kind == 0 ? present.keys : present.values).push_back(reinterpret_cast<const char*>(base));
+      }
+    }
+    present.owner = storage;
+    const int before = device.batches;
+    auto view = kv.ViewRow(present, 1, 3);
+    CHECK(device.batches == before);
+    CHECK(view->length == 3 && view->head_pitch == 5);
+    CHECK(view->Bytes() == shape.BytesPerToken() * 5);
+    // Forking the view gives what an owned copy of the same positions gives.
+    auto owned = std::make_shared<decide::KvBlock>(&device, shape, 3);
+    std::vector<CopyRun> runs;
+    kv.AddNewKvCopy(runs, present, 1, 3, *owned, 0);
+    kv.Submit(runs);
+    kv.ForkPast({decide::PastRef{view.get(), 3}}, 3);
+    std::vector<float> from_view(reinterpret_cast<const float*>(kv.PastBuffer(2, true)),
+                                 reinterpret_cast<const float*>(kv.PastBuffer(2, true)) + shape.num_kv_heads * 3 * shape.head_dim);
+    kv.ForkPast({decide::PastRef{owned.get(), 3}}, 3);
+    const float* from_owned = reinterpret_cast<const float*>(kv.PastBuffer(2, true));
+    CHECK(std::equal(from_view.begin(), from_view.end(), from_owned));
+    CHECK(from_view[0] == static_cast<float>(2 * 100000 + 50000 + (1 * shape.num_kv_heads) * total * shape.head_dim));
+    storage.reset();
+    present.owner.reset();
+    CHECK(view->owner.use_count() == 1);  // the view alone keeps the pass's memory
+  });
+}
+
+}  // namespace
+
+int main() {
+  PrefixCacheTests();
+  RowPackingTests();
+  PassPlannerTests();
+  KvStoreTests();
+  std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
+  return g_failed == 0 ? 0 : 1;
+}
