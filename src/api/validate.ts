@@ -25,6 +25,7 @@
 import { quote, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../domain/decision.js';
 import { hasKeyOrder, jsonInOrder, keysInOrder } from '../domain/key-order.js';
 import { ApiError } from './errors.js';
+import { isPlainObject } from './json-value.js';
 import {
   CriteriaSchema,
   DecideRequestSchema,
@@ -66,12 +67,6 @@ const RESERVED_KEY = '__proto__';
 
 function fail(message: string): never {
   throw new ApiError('invalid_question', message);
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
 }
 
 function describe(v: unknown): string {

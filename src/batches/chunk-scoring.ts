@@ -5,6 +5,7 @@
  * and `decide batch`) and the Postgres chunk worker (pg/chunk-worker.ts), so both produce the same
  * rows for the same input.
  */
+import { decideResponse } from '../api/decide/index.js';
 import { ApiError, toApiError } from '../api/errors.js';
 import type { NormalizedDecideRequest } from '../api/validate.js';
 import { jsonInOrder } from '../domain/key-order.js';
@@ -83,8 +84,8 @@ export async function scoreChunk(scorer: RecordScorer, model: string, chunk: Par
 /** One result row as JSONL text (with its newline). */
 export function resultRow(customId: string | null, outcome: RecordOutcome | { ok: false; error: ApiError }): string {
   if (outcome.ok) {
-    const r = outcome.response;
-    // Keys in the caller's order, as POST /v1/decide writes them.
+    const r = decideResponse(outcome.result);
+    // POST /v1/decide's body less `model` (the batch names it); keys in the caller's order.
     return `${jsonInOrder({ custom_id: customId, id: r.id, answers: r.answers, usage: r.usage })}\n`;
   }
   return `${JSON.stringify({ custom_id: customId, error: { code: outcome.error.code, message: outcome.error.message } })}\n`;
@@ -93,8 +94,8 @@ export function resultRow(customId: string | null, outcome: RecordOutcome | { ok
 /** What an answered record adds to its job's usage (BatchJob.usage); a failed one adds nothing. */
 function outcomeUsage(outcome: RecordOutcome | { ok: false; error: ApiError }): TokenUsage {
   if (!outcome.ok) return zeroUsage();
-  const { usage, answers } = outcome.response;
-  return { inputTokens: usage.input_tokens, cachedTokens: usage.cached_tokens, outputTokens: Object.keys(answers).length };
+  const { inputTokens, cachedTokens, answers } = outcome.result;
+  return { inputTokens, cachedTokens, outputTokens: Object.keys(answers).length };
 }
 
 /** A chunk's result rows, in line order, with what the stores keep beside them. */

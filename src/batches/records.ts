@@ -24,6 +24,7 @@ import type { FileHandle } from 'node:fs/promises';
 
 import { ApiError, toApiError } from '../api/errors.js';
 import { parseJsonText } from '../api/json-text.js';
+import { isPlainObject, jsonType } from '../api/json-value.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
 
 export const MAX_CUSTOM_ID_LENGTH = 256;
@@ -254,14 +255,6 @@ export type ParsedRecord =
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function typeName(v: unknown): string {
-  return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
-}
-
 function codePoints(s: string, cap: number): number {
   if (s.length <= cap) return [...s].length;
   let n = 0;
@@ -292,7 +285,7 @@ export function decodeLine(line: RawLine, maxRecordBytes: number): DecodedLine {
   if (!parsed.ok) return { error: new ApiError('invalid_question', `line ${line.lineNo}: ${parsed.reason}`) };
   const value = parsed.value;
   if (!isPlainObject(value)) {
-    return { error: new ApiError('invalid_question', `line ${line.lineNo}: a record must be a JSON object, got ${typeName(value)}`) };
+    return { error: new ApiError('invalid_question', `line ${line.lineNo}: a record must be a JSON object, got ${jsonType(value)}`) };
   }
   return { value };
 }
@@ -302,7 +295,7 @@ function readCustomId(record: Record<string, unknown>): { id: string } | { error
   const id = record.custom_id;
   const rule = `a string of 1 to ${MAX_CUSTOM_ID_LENGTH} characters, unique within the file`;
   if (id === undefined) return { error: new ApiError('invalid_question', `custom_id: required (${rule})`) };
-  if (typeof id !== 'string') return { error: new ApiError('invalid_question', `custom_id: must be ${rule}, got ${typeName(id)}`) };
+  if (typeof id !== 'string') return { error: new ApiError('invalid_question', `custom_id: must be ${rule}, got ${jsonType(id)}`) };
   const n = codePoints(id, MAX_CUSTOM_ID_LENGTH);
   if (n === 0 || n > MAX_CUSTOM_ID_LENGTH) {
     return { error: new ApiError('invalid_question', `custom_id: must be ${rule}, got ${n === 0 ? 'an empty string' : `more than ${MAX_CUSTOM_ID_LENGTH} characters`}`) };
@@ -377,7 +370,7 @@ function rejectUnknown(obj: Record<string, unknown>, allowed: string[], where: s
 function checkModel(model: unknown, ctx: RecordContext, where: string): void {
   if (model === undefined) return;
   if (model === ctx.model || (ctx.requestedModel !== undefined && model === ctx.requestedModel)) return;
-  const shown = typeof model === 'string' ? JSON.stringify(model.slice(0, 200)) : typeName(model);
+  const shown = typeof model === 'string' ? JSON.stringify(model.slice(0, 200)) : jsonType(model);
   throw new ApiError(
     'invalid_question',
     `${where}model: ${shown} differs from the batch's model ${JSON.stringify(ctx.requestedModel ?? ctx.model)}; a batch runs one model (omit the field or repeat the batch's model)`,
@@ -391,13 +384,13 @@ function toRequest(record: Record<string, unknown>, ctx: RecordContext): Normali
   if (isEnvelope) {
     rejectUnknown(record, ENVELOPE_FIELDS, '');
     if (record.method !== 'POST') {
-      throw new ApiError('invalid_question', `method: must be "POST", got ${typeof record.method === 'string' ? JSON.stringify(record.method.slice(0, 50)) : typeName(record.method)}`);
+      throw new ApiError('invalid_question', `method: must be "POST", got ${typeof record.method === 'string' ? JSON.stringify(record.method.slice(0, 50)) : jsonType(record.method)}`);
     }
     if (record.url !== '/v1/decide') {
-      throw new ApiError('invalid_question', `url: must be "/v1/decide", got ${typeof record.url === 'string' ? JSON.stringify(record.url.slice(0, 200)) : typeName(record.url)}`);
+      throw new ApiError('invalid_question', `url: must be "/v1/decide", got ${typeof record.url === 'string' ? JSON.stringify(record.url.slice(0, 200)) : jsonType(record.url)}`);
     }
     if (!isPlainObject(record.body)) {
-      throw new ApiError('invalid_question', `body: required, the /v1/decide request body as a JSON object (got ${typeName(record.body)})`);
+      throw new ApiError('invalid_question', `body: required, the /v1/decide request body as a JSON object (got ${jsonType(record.body)})`);
     }
     payload = record.body;
     where = 'body.';

@@ -47,6 +47,23 @@ export interface DecisionAnswer {
   label_mass?: number;
 }
 
+/**
+ * What the service returns for one scored request, before any wire dialect shapes it: each door
+ * (`/v1/decide`, `/v1/systemone`, `/v1/decisions`, a batch line) renders it in its own body.
+ */
+export interface DecisionResult {
+  /** The decision id (`dec_<ulid>`; the HTTP request's id when there is one). */
+  id: string;
+  /** The dated model id that answered (an alias resolved). */
+  model: string;
+  /** Answers by question id, keys in the caller's order of questions (key-order.ts). */
+  answers: Record<string, DecisionAnswer>;
+  /** State and question tokens the model read for this request. */
+  inputTokens: number;
+  /** Of those, the tokens served from the prefix cache. */
+  cachedTokens: number;
+}
+
 /** A key as a message quotes it: JSON-quoted, cut to 60 characters. */
 export function quote(key: string): string {
   const cut = key.length > 60 ? `${key.slice(0, 60)}...` : key;

@@ -1,9 +1,10 @@
 /**
  * The HTTP API as one fastify plugin (`decisionApp`), and createServer() which builds a fastify
- * instance around it: it registers every route (one file per path in routes/; the map is in the
- * README, "Where things are") and `GET /openapi.json`, generated from the route schemas by
- * @fastify/swagger. Cross-cutting hooks run in this order: request id, authentication, rate limit,
- * no Content-Encoding (415); every error goes through one handler.
+ * instance around it: it registers every route (routes/: the dialects' POST routes, ours, System
+ * One's and OpenAI's, from their registry in dialect-routes.ts, one file per other path; the map
+ * is in the README, "Where things are") and `GET /openapi.json`, generated from the route schemas
+ * by @fastify/swagger. Cross-cutting hooks run in this order: request id, authentication, rate
+ * limit, no Content-Encoding (415); every error goes through one handler.
  */
 import { isUtf8 } from 'node:buffer';
 import http from 'node:http';
@@ -31,11 +32,9 @@ import { batchValidationRoutes } from './routes/batch-validation.js';
 import { batchRoutes } from './routes/batches.js';
 import { fileRoutes } from './routes/files.js';
 import { consoleRoutes } from './console.js';
-import { decideRoutes } from './routes/decide.js';
-import { decisionsRoutes } from './routes/decisions.js';
+import { dialectRoutes } from './routes/dialect-routes.js';
 import { healthRoutes } from './routes/health.js';
 import { modelRoutes } from './routes/models.js';
-import { systemOneRoutes } from './routes/systemone.js';
 
 /** Default request body limit of POST /v1/decide (docs/api.md). */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -229,11 +228,10 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
 
   await app.register(
     async (v1) => {
-      await v1.register(decideRoutes, { service, bodyLimit: opts.bodyLimitBytes });
+      // Every dialect (ours, System One, OpenAI's decisions; docs/compatibility.md): one service
+      // path, each in its own wire shape.
+      await v1.register(dialectRoutes, { service, bodyLimit: opts.bodyLimitBytes });
       await v1.register(modelRoutes, { service });
-      // The foreign dialects (docs/compatibility.md): same service path, their own wire shapes.
-      await v1.register(systemOneRoutes, { service, bodyLimit: opts.bodyLimitBytes });
-      await v1.register(decisionsRoutes, { service, bodyLimit: opts.bodyLimitBytes });
 
       // ---- Batch routes (src/server/routes/batches.ts) are registered HERE, in this /v1 scope, so
       // they get authentication (request.keyId), the rate limit, the error shape and the OpenAPI doc.

@@ -6,7 +6,7 @@
  * adds the header). Failures are counted per client IP (rate-limit.ts): an IP out of tokens gets
  * 429 `rate_limited` for every request, with or without a good key, until its bucket refills.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 import { ApiError } from '../api/errors.js';
 import type { ApiKeySet } from './api-keys.js';
@@ -34,6 +34,17 @@ export function authenticate(header: string | string[] | undefined, keys: ApiKey
   if (!match) throw new ApiError('invalid_key', "malformed Authorization header: expected 'Bearer <API key>'");
   const keyId = keys.verify(match[1]!);
   if (!keyId) throw new ApiError('invalid_key', 'the API key is not valid');
+  return keyId;
+}
+
+/**
+ * Who owns what the request creates or reads (batches, files): its key's id. Every /v1 route is
+ * authenticated before its handler runs; a request that reaches one without a key id (a route
+ * registered where this hook is not) is refused all the same.
+ */
+export function ownerOf(request: FastifyRequest): string {
+  const keyId: unknown = request.keyId;
+  if (typeof keyId !== 'string' || keyId === '') throw new ApiError('invalid_key', 'missing API key');
   return keyId;
 }
 

@@ -1,13 +1,16 @@
 /**
  * The HTTP end of the one error path. Whatever fails (a route, a hook, fastify's own body parsing,
- * an unknown path, a malformed URL), the client gets the spec's error shape
- * `{code, message, request_id}` with the status of that code. Fastify's own errors are translated
- * here; everything else goes through toApiError() in src/api/errors.ts, which hides 5xx details;
- * the log line has them and the request id.
+ * an unknown path, a malformed URL), the client gets an error in the dialect of the route: on the
+ * routes of a foreign dialect its own shape (routes/dialect-routes.ts), everywhere else ours,
+ * `{code, message, request_id}` with the status of that code (decideError in src/api/decide/).
+ * Fastify's own errors are translated here; everything else goes through toApiError() in
+ * src/api/errors.ts, which hides 5xx details; the log line has them and the request id.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
-import { ApiError, ERROR_CODES, ERROR_STATUS, errorBody, isApiError, toApiError } from '../api/errors.js';
+import { decideError } from '../api/decide/index.js';
+import type { WireError } from '../api/dialect.js';
+import { ApiError, ERROR_CODES, ERROR_STATUS, isApiError, toApiError } from '../api/errors.js';
 
 /** Fastify's own 4xx errors and their API error. Messages are ours: fastify's name no fields. */
 function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError | undefined {
@@ -56,23 +59,24 @@ export function httpError(err: unknown, request: FastifyRequest): ApiError {
   return toApiError(err);
 }
 
-/** Sends the error response for `err`. Also used where fastify bypasses the error handler. */
+/** Sends a dialect's error (status, headers, JSON body). */
+export function sendWire(reply: FastifyReply, wire: WireError): FastifyReply {
+  for (const [name, value] of Object.entries(wire.headers)) reply.header(name, value);
+  return reply.code(wire.status).type('application/json; charset=utf-8').send(wire.body);
+}
+
+/** Sends the error response for `err` in our shape. Also used where fastify bypasses the error handler. */
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const mapped = httpError(err, request);
-  const body = errorBody(mapped, request.id);
-  const status = mapped.status;
-  if (status >= 500) {
+  if (mapped.status >= 500) {
     request.log.error({ err }, 'request failed');
   } else {
     // The message may quote the request (field names, keys); the log keeps only the code.
-    request.log.info({ code: body.code, status }, 'request rejected');
+    request.log.info({ code: mapped.code, status: mapped.status }, 'request rejected');
   }
+  // Also set by the request-id hook, which fastify's framework errors (a malformed URL) may precede.
   reply.header('x-request-id', request.id);
-  if (body.code === 'invalid_key') reply.header('www-authenticate', 'Bearer');
-  if (body.code === 'rate_limited') {
-    reply.header('retry-after', String(mapped.retryAfterSeconds ?? 1));
-  }
-  return reply.code(status).type('application/json; charset=utf-8').send(body);
+  return sendWire(reply, decideError(mapped, { requestId: request.id }));
 }
 
 /** Installs the error handler, the 404 handler and the handler for malformed URLs. */

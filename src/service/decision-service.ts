@@ -11,11 +11,13 @@ import { ulid } from 'ulid';
 
 import { ApiError, describeError, toApiError } from '../api/errors.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
+import { decideResponse } from '../api/decide/index.js';
 import type { DecideResponse, ModelEntry, ModelListing } from '../api/schemas.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
 import { ModelRuntime, type ModelRuntimeOptions, type RawQuestionScore, type ScoredRequest } from '../runtime/model-runtime.js';
 import type { Priority } from '../runtime/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
+import type { DecisionResult } from '../domain/decision.js';
 import { DEFAULT_MODEL_ALIAS, ensureDefaultModel } from '../models/default-model.js';
 import { calibrationSummary } from '../models/model-info.js';
 import { saturatingInt8Warning } from '../models/int8-warning.js';
@@ -48,24 +50,21 @@ export interface ServiceMetrics {
   models: Array<{ id: string; counters: EngineCounters; queue: { live: number; batch: number }; calls: number }>;
 }
 
+export type { DecisionResult };
+
 /**
  * One record's outcome in decideRecords(). `raw` holds the uncalibrated label logits behind the
  * answers (what `decide calibrate` fits on); result rows never include it.
  */
-export type RecordOutcome = { ok: true; response: DecideResponse; raw?: RawQuestionScore[] } | { ok: false; error: ApiError };
+export type RecordOutcome = { ok: true; result: DecisionResult; raw?: RawQuestionScore[] } | { ok: false; error: ApiError };
 
 export function newDecisionId(): string {
   return `dec_${ulid()}`;
 }
 
-/** The wire response for one scored request. */
-function decideResponse(id: string, model: string, scored: ScoredRequest): DecideResponse {
-  return {
-    id,
-    model,
-    answers: scored.answers,
-    usage: { input_tokens: scored.inputTokens, cached_tokens: scored.cachedTokens },
-  };
+/** The domain result of one scored request; each wire dialect renders it (src/api/). */
+function decisionResult(id: string, model: string, scored: ScoredRequest): DecisionResult {
+  return { id, model, answers: scored.answers, inputTokens: scored.inputTokens, cachedTokens: scored.cachedTokens };
 }
 
 /**
@@ -120,25 +119,31 @@ export class DecisionService {
     return !this.closed && this.loaded.size > 0;
   }
 
+  /** The validation limits this service was opened with (undefined: the defaults); every door parses with them. */
+  get validationLimits(): Partial<ValidationLimits> | undefined {
+    return this.options.validation;
+  }
+
   /**
-   * Answers one decide request (the body of POST /v1/decide). Throws ApiError (.code, .status).
+   * Answers one decide request (the body of POST /v1/decide) with the body POST /v1/decide sends.
+   * Throws ApiError (.code, .status).
    * @example
    * const res = await svc.decide({ model: 'svc-alpha', state: { text: 'Where is my order?' },
    *   questions: { topic: { type: 'choice', instructions: 'Topic?', criteria: { shipping: 'Shipping', billing: 'Billing' } } } });
    */
   async decide(body: unknown, context: { requestId?: string; priority?: Priority } = {}): Promise<DecideResponse> {
-    return this.decideNormalized(validateDecideRequest(body, this.options.validation), context);
+    return decideResponse(await this.decideNormalized(validateDecideRequest(body, this.options.validation), context));
   }
 
   /**
-   * Answers an already-validated domain request: what every wire dialect maps onto (src/api/
-   * systemone, src/api/openai), so the same question through any door is scored by the same path.
-   * Throws ApiError.
+   * Answers an already-validated domain request with the domain result: what every wire dialect
+   * maps onto and renders (src/api/dialects.ts), so the same question through any door is scored
+   * by the same path. Throws ApiError.
    * @example
    * const parsed = systemOne.parse(body);
    * if (parsed.ok) body = systemOne.respond(parsed.call, await svc.decideNormalized(parsed.call.request));
    */
-  async decideNormalized(request: NormalizedDecideRequest, context: { requestId?: string; priority?: Priority } = {}): Promise<DecideResponse> {
+  async decideNormalized(request: NormalizedDecideRequest, context: { requestId?: string; priority?: Priority } = {}): Promise<DecisionResult> {
     const runtime = await this.runtime(request.model);
     let scored: ScoredRequest | undefined;
     try {
@@ -147,7 +152,7 @@ export class DecisionService {
     } catch (err) {
       throw toApiError(err);
     }
-    return decideResponse(context.requestId ?? newDecisionId(), runtime.id, scored!);
+    return decisionResult(context.requestId ?? newDecisionId(), runtime.id, scored!);
   }
 
   /**
@@ -179,7 +184,7 @@ export class DecisionService {
         throw toApiError(err);
       }
       prepared.forEach((p, i) => {
-        outcomes[p.index] = { ok: true, response: decideResponse(newDecisionId(), runtime.id, scored[i]!), raw: scored[i]!.raw };
+        outcomes[p.index] = { ok: true, result: decisionResult(newDecisionId(), runtime.id, scored[i]!), raw: scored[i]!.raw };
       });
     }
     return outcomes;

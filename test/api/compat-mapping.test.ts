@@ -1,15 +1,18 @@
 /**
  * The dialect mappings as pure functions (no engine): System One and OpenAI decisions bodies ->
- * the domain request, a domain response -> each dialect's body, ApiError -> each dialect's error.
+ * the domain request, a domain result -> each dialect's body (ours included), ApiError -> each
+ * dialect's error, and the registry every door takes its dialect from.
  * The HTTP behaviour with the real engine and the official `openai` client is in
  * compat-http.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 
 import { ApiError } from '../../src/api/errors.js';
-import { dialectFor } from '../../src/api/dialects.js';
+import { decideDialect } from '../../src/api/decide/index.js';
+import type { Dialect } from '../../src/api/dialect.js';
+import { DIALECT_PATHS, dialectFor } from '../../src/api/dialects.js';
 import { openAiDecisions, type DecisionsCall } from '../../src/api/openai/index.js';
-import type { DecideResponse } from '../../src/api/schemas.js';
+import type { DecisionResult } from '../../src/domain/decision.js';
 import { systemOne, systemOneConfidence, type SystemOneCall } from '../../src/api/systemone/index.js';
 import { validateDecideRequest } from '../../src/api/validate.js';
 
@@ -225,18 +228,19 @@ describe('OpenAI decisions -> domain', () => {
   });
 });
 
-const RESPONSE: DecideResponse = {
+const RESULT: DecisionResult = {
   id: 'dec_01JD0000000000000000000000',
   model: 'svc-alpha-2026-10',
   answers: {},
-  usage: { input_tokens: 120, cached_tokens: 80 },
+  inputTokens: 120,
+  cachedTokens: 80,
 };
 
 describe('domain -> dialect bodies', () => {
   it('System One: vendor answer shapes, keys, score = Σ i·p_i, inferred confidence, integer usage', () => {
     const call = parsedSystemOne(QUICKSTART);
     const body = systemOne.respond(call, {
-      ...RESPONSE,
+      ...RESULT,
       answers: {
         department: { type: 'choice', probs: { billing: 0.84, technical: 0.159, sales: 0.001 }, top: 'billing', confidence: 0.84 },
         frustration: { type: 'score', probs: { '0': 0, '1': 0.7, '2': 0.3 }, top: '1', confidence: 0.7 },
@@ -275,7 +279,7 @@ describe('domain -> dialect bodies', () => {
       ],
     });
     const body = openAiDecisions.respond(call, {
-      ...RESPONSE,
+      ...RESULT,
       answers: {
         '0': { type: 'noul', probs: { no: 0.03, yes: 0.97 }, top: 'yes', confidence: 0.97 },
         '1': { type: 'choice', probs: { '0': 0.07, '1': 0.93 }, top: '1', confidence: 0.93 },
@@ -345,10 +349,70 @@ describe('ApiError -> dialect errors', () => {
     expect(Object.keys((openAiDecisions.error(new Error('x')).body as any).error).sort()).toEqual(['code', 'message', 'param', 'type']);
   });
 
-  it('dialectFor finds each dialect by the path a batch line names', () => {
+  it('ours: {code, message, request_id} with the status of the code, WWW-Authenticate on 401, Retry-After on 429, hidden 500', () => {
+    expect(decideDialect.error(new ApiError('invalid_key', 'bad key'), { requestId: 'dec_1' })).toEqual({
+      status: 401,
+      body: { code: 'invalid_key', message: 'bad key', request_id: 'dec_1' },
+      headers: { 'www-authenticate': 'Bearer' },
+    });
+    expect(decideDialect.error(new ApiError('not_found', 'no model'), { requestId: 'req_2' })).toEqual({
+      status: 404,
+      body: { code: 'not_found', message: 'no model', request_id: 'req_2' },
+      headers: {},
+    });
+    expect(decideDialect.error(new ApiError('rate_limited', 'slow', { retryAfterSeconds: 4 })).headers).toEqual({ 'retry-after': '4' });
+    const hidden = decideDialect.error(new Error('secret stack detail'), { requestId: 'dec_3' });
+    expect(hidden).toMatchObject({ status: 500, body: { code: 'server_error', request_id: 'dec_3' } });
+    expect(JSON.stringify(hidden.body)).not.toContain('secret');
+  });
+
+  it("ours: a body the validator refuses is its invalid_question, naming the request's id", () => {
+    const parsed = decideDialect.parse({ model: 'm', state: 's', questions: {} }, { requestId: 'dec_4' });
+    expect(parsed.ok).toBe(false);
+    if (parsed.ok) return;
+    expect(parsed.error.status).toBe(400);
+    expect(parsed.error.body).toEqual({ code: 'invalid_question', message: expect.stringMatching(/^questions/), request_id: 'dec_4' });
+  });
+
+  it('every dialect reads the request id only to build an error body (a batch line makes it on first read)', () => {
+    const bodies: Array<[Dialect<any, unknown>, unknown]> = [
+      [decideDialect, { model: 'm', state: 's', questions: { q: { type: 'noul', instructions: 'x' } } }],
+      [systemOne, { model: 'm', state: 's', questions: { q: { type: 'noul', instructions: 'x' } } }],
+      [openAiDecisions, { model: 'm', input: 's', questions: [{ type: 'predicate', instructions: 'x' }] }],
+    ];
+    for (const [dialect, body] of bodies) {
+      let reads = 0;
+      const context = {
+        get requestId() {
+          reads += 1;
+          return 'req_x';
+        },
+      };
+      expect(dialect.parse(body, context).ok).toBe(true);
+      expect(reads, dialect.path).toBe(0);
+    }
+  });
+});
+
+describe('domain result -> our body', () => {
+  it('/v1/decide: the same answers object (its key order kept), usage in snake_case', () => {
+    const answers = { refund: { type: 'noul' as const, probs: { no: 0.2, yes: 0.8 }, top: 'yes', confidence: 0.8 } };
+    const call = decideDialect.parse({ model: 'm', state: 's', questions: { refund: { type: 'noul', instructions: 'x' } } });
+    if (!call.ok) throw new Error('rejected');
+    const body = decideDialect.respond(call.call, { ...RESULT, answers });
+    expect(body).toEqual({ id: RESULT.id, model: RESULT.model, answers, usage: { input_tokens: 120, cached_tokens: 80 } });
+    expect(body.answers).toBe(answers);
+  });
+});
+
+describe('the registry', () => {
+  it('dialectFor finds each dialect by the path a batch line names, ours included', () => {
     expect(dialectFor('/v1/systemone')).toBe(systemOne);
     expect(dialectFor('/v1/decisions')).toBe(openAiDecisions);
-    expect(dialectFor('/v1/decide')).toBeUndefined();
+    expect(dialectFor('/v1/decide')).toBe(decideDialect);
     expect(dialectFor('__proto__')).toBeUndefined();
+    expect(dialectFor('/v1/decide/')).toBeUndefined();
+    // The batch endpoints, in the order the docs list them.
+    expect(DIALECT_PATHS).toEqual(['/v1/decisions', '/v1/systemone', '/v1/decide']);
   });
 });

@@ -8,6 +8,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { DIALECTS } from '../../src/api/dialects.js';
 import { createServer } from '../../src/server/app.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import {
@@ -382,6 +383,19 @@ describe('other routes', () => {
     expect(doc.paths['/metrics']).toBeUndefined();
     expect(schemaOf(doc.paths['/v1/batches/validate'].post.responses['200'].content).properties.errors).toBeDefined();
     expect(Object.keys(doc.paths).filter((p) => p.startsWith('/console'))).toEqual([]);
+  });
+
+  it('every dialect of the registry is served at its path by the one route function, documented as it says', async () => {
+    const doc = (await app.inject({ method: 'GET', url: '/openapi.json', headers: AUTH })).json();
+    for (const dialect of DIALECTS) {
+      expect(doc.paths[dialect.path]?.post?.operationId, dialect.path).toBe(dialect.route.openapi.operationId);
+      // An empty object is a request every dialect refuses, each in its own shape and status.
+      const res = await app.inject({ method: 'POST', url: dialect.path, headers: { ...AUTH, 'content-type': 'application/json' }, payload: '{}' });
+      const expected = dialect.parse({}, { requestId: res.headers['x-request-id'] as string });
+      if (expected.ok) throw new Error(`${dialect.path} accepted {}`);
+      expect(res.statusCode, dialect.path).toBe(expected.error.status);
+      expect(res.json(), dialect.path).toEqual(expected.error.body);
+    }
   });
 
   it('/readyz names the loaded models', async () => {

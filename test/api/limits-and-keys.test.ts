@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { ApiError } from '../../src/api/errors.js';
+import type { NormalizedDecideRequest } from '../../src/api/validate.js';
 import {
   ApiKeySet,
   GENERATED_KEY_FILE,
@@ -21,6 +22,7 @@ import {
 import { createServer } from '../../src/server/app.js';
 import { authenticate } from '../../src/server/auth.js';
 import { TokenBuckets, rateLimitFromEnv } from '../../src/server/rate-limit.js';
+import type { DecisionResult } from '../../src/domain/decision.js';
 import type { DecisionService } from '../../src/service/decision-service.js';
 import { AUTH, OTHER_KEY, TEST_KEY, decideBody, expectErrorShape } from './fixtures.js';
 
@@ -30,11 +32,12 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-/** A service stand-in: decide() does what the test says; no model behind it. */
-function stubService(decide: (body: unknown, ctx: { requestId?: string }) => Promise<unknown>, ready = true) {
+/** A service stand-in: decideNormalized() (what every dialect's route calls) does what the test says; no model behind it. */
+function stubService(decideNormalized: (request: NormalizedDecideRequest, ctx: { requestId?: string }) => Promise<DecisionResult>, ready = true) {
   let closed = 0;
   const svc = {
-    decide,
+    decideNormalized,
+    validationLimits: undefined,
     isReady: () => ready,
     listModels: () => ({ object: 'list', data: [], aliases: {} }),
     metrics: async () => ({ models: [] }),
@@ -48,11 +51,12 @@ function stubService(decide: (body: unknown, ctx: { requestId?: string }) => Pro
   return svc as unknown as DecisionService & { closedCount: number };
 }
 
-const okDecide = async (_b: unknown, ctx: { requestId?: string }) => ({
-  id: ctx.requestId,
+const okDecide = async (_r: NormalizedDecideRequest, ctx: { requestId?: string }): Promise<DecisionResult> => ({
+  id: ctx.requestId!,
   model: 'stub-2026-01',
   answers: {},
-  usage: { input_tokens: 1, cached_tokens: 0 },
+  inputTokens: 1,
+  cachedTokens: 0,
 });
 
 describe('API keys', () => {

@@ -1,4 +1,4 @@
-// A scored domain response -> OpenAI's `Decision` body (the SDK's resources/decisions.ts):
+// A domain result -> OpenAI's `Decision` body (the SDK's resources/decisions.ts):
 //   answers in question order, `name` echoed (null when unnamed);
 //   predicate {type, name, probability}            probability = P(yes)
 //   choice    {type, name, choice, probabilities: [{value, probability}], confidence}
@@ -9,7 +9,7 @@
 // vLLM reports the chosen label's share of the whole vocabulary (p_max x label mass), which equals
 // p_max whenever the model answers with a label at all; our probabilities are calibrated over the
 // options, so p_max is the number that means what a caller expects.
-import type { DecideResponse } from '../schemas.js';
+import type { DecisionResult } from '../../domain/decision.js';
 import { expectedLevel } from '../dialect.js';
 import type { DecisionAnswerBody, DecisionBody } from './schemas.js';
 import type { DecisionsCall } from './validate.js';
@@ -19,9 +19,9 @@ import type { DecisionsCall } from './validate.js';
  * @example
  * const body = respondDecisions(parsed.call, await service.decideNormalized(parsed.call.request));
  */
-export function respondDecisions(call: DecisionsCall, response: DecideResponse): DecisionBody {
+export function respondDecisions(call: DecisionsCall, result: DecisionResult): DecisionBody {
   const answers = call.questions.map((q, i): DecisionAnswerBody => {
-    const a = response.answers[String(i)]!;
+    const a = result.answers[String(i)]!;
     const byPosition = (n: number) => Array.from({ length: n }, (_, j) => a.probs[String(j)]!);
     switch (q.type) {
       case 'predicate':
@@ -50,14 +50,14 @@ export function respondDecisions(call: DecisionsCall, response: DecideResponse):
       }
     }
   });
-  const input = response.usage.input_tokens;
+  const input = result.inputTokens;
   const output = call.questions.length;
   return {
-    model: response.model,
+    model: result.model,
     answers,
     usage: {
       input_tokens: input,
-      input_tokens_details: { cached_tokens: response.usage.cached_tokens, cache_write_tokens: 0 },
+      input_tokens_details: { cached_tokens: result.cachedTokens, cache_write_tokens: 0 },
       output_tokens: output,
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: input + output,

@@ -16,7 +16,8 @@
 //   question ids are the positions "0", "1", ... (names may repeat or be absent).
 import type { NormalizedDecideRequest, NormalizedOption, NormalizedQuestion } from '../../domain/decision.js';
 import { isApiError } from '../errors.js';
-import { isPlainObject, jsonType, type DialectCall, type DialectParse, type WireError } from '../dialect.js';
+import type { DialectCall, DialectParse, ParseContext, WireError } from '../dialect.js';
+import { isPlainObject, jsonType } from '../json-value.js';
 import { DEFAULT_VALIDATION_LIMITS, structuredText, type ValidationLimits } from '../validate.js';
 import { invalidRequest, openAiError } from './errors.js';
 import type { DecisionValue } from './schemas.js';
@@ -216,8 +217,8 @@ function question(q: unknown, i: number, limits: ValidationLimits): { domain: No
  * const parsed = parseDecisions({ model: 'svc-alpha', input: 'The screen arrived broken.',
  *   questions: [{ type: 'predicate', name: 'damaged', instructions: 'Is the item damaged?' }] });
  */
-export function parseDecisions(body: unknown, limits: Partial<ValidationLimits> = {}): DialectParse<DecisionsCall> {
-  const lim = { ...DEFAULT_VALIDATION_LIMITS, ...limits };
+export function parseDecisions(body: unknown, context: ParseContext = {}): DialectParse<DecisionsCall> {
+  const lim = { ...DEFAULT_VALIDATION_LIMITS, ...context.limits };
   try {
     if (!isPlainObject(body)) reject(`the request body must be a JSON object, got ${jsonType(body)}`, null);
     for (const field of Object.keys(body)) {

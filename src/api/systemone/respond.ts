@@ -1,13 +1,12 @@
-// A scored domain response -> System One's 200 body (docs/compatibility.md, field by field):
+// A domain result -> System One's 200 body (docs/compatibility.md, field by field):
 //   noul   {type, noul}                      noul = P(yes); no confidence (as the vendor)
 //   choice {type, choice, probabilities, confidence}   probabilities keyed by the criteria keys
 //   score  {type, score, legend, probabilities, confidence}   keyed "0", "1", ...; score = Σ i·p_i
 //   usage  {input_tokens, output_tokens}     output_tokens = one label token read per question
 // confidence = (p_max - 1/N) / (1 - 1/N): the vendor does not publish its formula, but every real
 // example in its docs fits this one (docs/compatibility.md); it is 0 for a flat distribution and 1 for a certain one.
-import type { DecisionAnswer } from '../../domain/decision.js';
+import type { DecisionAnswer, DecisionResult } from '../../domain/decision.js';
 import { objectInOrder } from '../../domain/key-order.js';
-import type { DecideResponse } from '../schemas.js';
 import { expectedLevel, round6 } from '../dialect.js';
 import type { SystemOneAnswer, SystemOneResponse } from './schemas.js';
 import type { SystemOneCall } from './validate.js';
@@ -46,12 +45,12 @@ function answer(answer: DecisionAnswer, legend: unknown[] | undefined): SystemOn
  * @example
  * const body = respondSystemOne(parsed.call, await service.decideNormalized(parsed.call.request));
  */
-export function respondSystemOne(call: SystemOneCall, response: DecideResponse): SystemOneResponse {
+export function respondSystemOne(call: SystemOneCall, result: DecisionResult): SystemOneResponse {
   // In request order, integer-like ids included; a choice's probabilities keep criteria order (the runtime's probs).
-  const answers = objectInOrder(call.request.questions.map((q) => [q.id, answer(response.answers[q.id]!, call.legends.get(q.id))] as const));
+  const answers = objectInOrder(call.request.questions.map((q) => [q.id, answer(result.answers[q.id]!, call.legends.get(q.id))] as const));
   return {
-    model: response.model,
+    model: result.model,
     answers,
-    usage: { input_tokens: response.usage.input_tokens, output_tokens: call.request.questions.length },
+    usage: { input_tokens: result.inputTokens, output_tokens: call.request.questions.length },
   };
 }

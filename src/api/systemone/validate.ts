@@ -18,7 +18,8 @@
 import type { NormalizedDecideRequest, QuestionType } from '../../domain/decision.js';
 import { entriesInOrder, keysInOrder, objectInOrder } from '../../domain/key-order.js';
 import { isApiError } from '../errors.js';
-import { isPlainObject, jsonType, type DialectCall, type DialectParse, type WireError } from '../dialect.js';
+import type { DialectCall, DialectParse, ParseContext, WireError } from '../dialect.js';
+import { isPlainObject, jsonType } from '../json-value.js';
 import { normalizeQuestions, normalizeState, structuredText, DEFAULT_VALIDATION_LIMITS, type ValidationLimits } from '../validate.js';
 import { limitError, systemOneError, unprocessable, usageError } from './errors.js';
 import type { SystemOneProblem } from './schemas.js';
@@ -192,7 +193,8 @@ function stateText(state: unknown, limits: Partial<ValidationLimits>): string {
  *   questions: { late: { type: 'noul', instructions: 'Is the parcel late?' } } });
  * if (parsed.ok) await service.decideNormalized(parsed.call.request);
  */
-export function parseSystemOne(body: unknown, limits: Partial<ValidationLimits> = {}): DialectParse<SystemOneCall> {
+export function parseSystemOne(body: unknown, context: ParseContext = {}): DialectParse<SystemOneCall> {
+  const limits = context.limits ?? {};
   const problems = shapeProblems(body);
   if (problems.length > 0) return { ok: false, error: unprocessable(problems) };
   const b = body as Record<string, unknown>;

@@ -11,18 +11,19 @@
  */
 import { ulid } from 'ulid';
 
-import type { WireError } from '../../api/dialect.js';
+import type { ErrorContext, ParseContext, WireError } from '../../api/dialect.js';
+import { dialectFor } from '../../api/dialects.js';
 import { ApiError } from '../../api/errors.js';
-import type { DecideResponse } from '../../api/schemas.js';
+import { jsonType } from '../../api/json-value.js';
 import type { NormalizedDecideRequest } from '../../api/validate.js';
+import type { DecisionResult } from '../../domain/decision.js';
 import { jsonInOrder } from '../../domain/key-order.js';
 import { decodeLine, DEFAULT_MAX_RECORD_BYTES, MAX_CUSTOM_ID_LENGTH, type RawLine, type RecordContext } from '../records.js';
-import { batchEndpoint } from './endpoints.js';
 
 const ENVELOPE_FIELDS = ['custom_id', 'method', 'url', 'body'];
 
 /** An outcome as the chunk scorer has it (see RecordOutcome). */
-type Outcome = { ok: true; response: DecideResponse } | { ok: false; error: ApiError };
+type Outcome = { ok: true; result: DecisionResult } | { ok: false; error: ApiError };
 
 /** One parsed line: the request to score (absent when the line already failed) and its row maker. */
 export interface EndpointLine {
@@ -32,10 +33,6 @@ export interface EndpointLine {
   error?: ApiError;
   /** The output-file or error-file line for this line's outcome (with its newline). */
   format(outcome: Outcome): string;
-}
-
-function typeName(v: unknown): string {
-  return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
 }
 
 function row(customId: string | null, response: { status_code: number; request_id: string; body: unknown } | null, error: { code: string; message: string } | null): string {
@@ -48,6 +45,21 @@ function wireRow(customId: string | null, wire: WireError, requestId: string): s
 }
 
 /**
+ * What a line's dialect is told: the batch's limits and the line's request id (`req_<ulid>`), made
+ * on first read. Only a refused or failed line needs one (an answered line's is its decision id),
+ * and a ulid is not free at batch rates; a dialect reads it only when it builds an error body.
+ */
+function lineContext(limits: ParseContext['limits']): ParseContext & ErrorContext & { readonly requestId: string } {
+  let id: string | undefined;
+  return {
+    limits,
+    get requestId() {
+      return (id ??= `req_${ulid()}`);
+    },
+  };
+}
+
+/**
  * What is wrong with a line's envelope for a batch calling `endpoint`, or null when it is a
  * request line (the body itself is the endpoint's to judge). Shared by creation and the runners.
  */
@@ -57,28 +69,28 @@ export function envelopeProblem(value: Record<string, unknown>, endpoint: string
   }
   const id = value.custom_id;
   if (typeof id !== 'string' || id.length === 0 || [...id].length > MAX_CUSTOM_ID_LENGTH) {
-    const got = typeof id !== 'string' ? typeName(id) : id.length === 0 ? 'an empty string' : `more than ${MAX_CUSTOM_ID_LENGTH} characters`;
+    const got = typeof id !== 'string' ? jsonType(id) : id.length === 0 ? 'an empty string' : `more than ${MAX_CUSTOM_ID_LENGTH} characters`;
     return `custom_id: required, a string of 1 to ${MAX_CUSTOM_ID_LENGTH} characters unique within the file (got ${got})`;
   }
   if (value.method !== 'POST') return `method: must be "POST", got ${JSON.stringify(value.method ?? null)?.slice(0, 60)}`;
   if (value.url !== endpoint) {
-    return `url: must equal the batch's endpoint ${JSON.stringify(endpoint)}, got ${typeof value.url === 'string' ? JSON.stringify(value.url.slice(0, 200)) : typeName(value.url)}`;
+    return `url: must equal the batch's endpoint ${JSON.stringify(endpoint)}, got ${typeof value.url === 'string' ? JSON.stringify(value.url.slice(0, 200)) : jsonType(value.url)}`;
   }
   if (typeof value.body !== 'object' || value.body === null || Array.isArray(value.body)) {
-    return `body: required, the ${endpoint} request as a JSON object (got ${typeName(value.body)})`;
+    return `body: required, the ${endpoint} request as a JSON object (got ${jsonType(value.body)})`;
   }
   return null;
 }
 
 /** Parses one non-blank line of an OpenAI-dialect batch; never throws. Claims its custom_id in ctx.seen. */
 export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint: string }): EndpointLine {
-  const adapter = batchEndpoint(ctx.endpoint);
+  const dialect = dialectFor(ctx.endpoint);
   const broken = (customId: string | null, error: ApiError): EndpointLine => ({
     customId,
     error,
     format: () => row(customId, null, { code: error.code, message: error.message }),
   });
-  if (!adapter) return broken(null, new ApiError('server_error', `line ${line.lineNo}: the batch's endpoint ${ctx.endpoint} is not served`));
+  if (!dialect) return broken(null, new ApiError('server_error', `line ${line.lineNo}: the batch's endpoint ${ctx.endpoint} is not served`));
   const decoded = decodeLine(line, ctx.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES);
   if ('error' in decoded) return broken(null, decoded.error);
   const value = decoded.value;
@@ -92,44 +104,33 @@ export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint
   }
   ctx.seen.set(id, line.lineNo);
 
+  const wireContext = lineContext(ctx.limits);
   // The endpoint refused the request (its 4xx): an error-file row with its status and body.
-  const refused = (wire: WireError, requestId = `req_${ulid()}`): EndpointLine => ({
+  const refused = (wire: WireError): EndpointLine => ({
     customId: id,
     error: new ApiError('invalid_question', `refused with status ${wire.status}`),
-    format: () => wireRow(id, withRequestId(wire, requestId), requestId),
+    format: () => wireRow(id, wire, wireContext.requestId),
   });
-  const parsed = adapter.parse(value.body, ctx.limits);
+  // The body as the synchronous endpoint reads it: the same dialect, from the same registry.
+  const parsed = dialect.parse(value.body, wireContext);
   if (!parsed.ok) return refused(parsed.error);
-  const model = parsed.request.model;
+  const call = parsed.call;
+  const model = call.request.model;
   if (model !== ctx.model && model !== ctx.requestedModel) {
-    const requestId = `req_${ulid()}`;
-    const wire = adapter.error(
-      new ApiError(
-        'invalid_question',
-        `model: ${JSON.stringify(String(model).slice(0, 200))} differs from the batch's model ${JSON.stringify(ctx.requestedModel ?? ctx.model)} (the model of its first line); a batch runs one model`,
-      ),
-      requestId,
+    const mismatch = new ApiError(
+      'invalid_question',
+      `model: ${JSON.stringify(String(model).slice(0, 200))} differs from the batch's model ${JSON.stringify(ctx.requestedModel ?? ctx.model)} (the model of its first line); a batch runs one model`,
     );
-    return refused(wire, requestId);
+    return refused(dialect.error(mismatch, wireContext));
   }
   return {
     customId: id,
-    request: { ...parsed.request, model: ctx.model },
+    request: { ...call.request, model: ctx.model },
     format: (outcome) => {
-      if (outcome.ok) {
-        return row(id, { status_code: 200, request_id: outcome.response.id, body: parsed.render(outcome.response) }, null);
-      }
-      const requestId = `req_${ulid()}`;
-      return wireRow(id, adapter.error(outcome.error, requestId), requestId);
+      if (outcome.ok) return row(id, { status_code: 200, request_id: outcome.result.id, body: dialect.respond(call, outcome.result) }, null);
+      return wireRow(id, dialect.error(outcome.error, wireContext), wireContext.requestId);
     },
   };
-}
-
-/** Our error bodies carry the request id; a body parsed before the id existed gets it filled in. */
-function withRequestId(wire: WireError, requestId: string): WireError {
-  const body = wire.body as { request_id?: unknown } | null;
-  if (body && typeof body === 'object' && body.request_id === '') return { ...wire, body: { ...body, request_id: requestId } };
-  return wire;
 }
 
 /**

@@ -20,12 +20,13 @@ import type { Readable } from 'node:stream';
 
 import { monotonicFactory } from 'ulid';
 
+import { DIALECT_PATHS } from '../../api/dialects.js';
 import { isApiError } from '../../api/errors.js';
+import { isPlainObject } from '../../api/json-value.js';
 import type { BatchService, StagedUpload } from '../batch-service.js';
 import { openFileStore } from '../open-stores.js';
 import { inputLines } from '../input-lines.js';
 import { FileGoneError, isExpired, resultRowsBytes, type BatchInput, type BatchJob, type FileStore, type StoredFile } from '../ports.js';
-import { BATCH_ENDPOINTS } from './endpoints.js';
 import { oaError } from './errors.js';
 import type { OpenAiJobFields } from './job-fields.js';
 import { EnvelopeCheck, firstLineModel } from './input-check.js';
@@ -51,10 +52,6 @@ export interface FileListPage {
   first_id: string | null;
   last_id: string | null;
   has_more: boolean;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v.slice(0, 100)) : v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
@@ -284,8 +281,8 @@ export class OpenAiBatchApi {
     }
     const { input_file_id: inputFileId, endpoint, completion_window: completionWindow, metadata } = body;
     if (typeof inputFileId !== 'string' || inputFileId === '') throw oaError(400, `input_file_id: required, a file id, got ${shown(inputFileId)}`, 'input_file_id');
-    if (typeof endpoint !== 'string' || !(BATCH_ENDPOINTS as readonly string[]).includes(endpoint)) {
-      throw oaError(400, `endpoint: must be one of ${BATCH_ENDPOINTS.join(', ')}, got ${shown(endpoint)}`, 'endpoint');
+    if (typeof endpoint !== 'string' || !DIALECT_PATHS.includes(endpoint)) {
+      throw oaError(400, `endpoint: must be one of ${DIALECT_PATHS.join(', ')}, got ${shown(endpoint)}`, 'endpoint');
     }
     if (typeof completionWindow !== 'string' || !(COMPLETION_WINDOWS as readonly string[]).includes(completionWindow)) {
       throw oaError(400, `completion_window: must be '24h', got ${shown(completionWindow)}`, 'completion_window');

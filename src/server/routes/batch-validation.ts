@@ -12,6 +12,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ref } from '../../api/schemas.js';
 import type { BatchService } from '../../batches/batch-service.js';
 import { readBatchForm } from '../batch-form.js';
+import { AS_BUILT } from './route-options.js';
 
 export const batchValidationRoutes: FastifyPluginAsync<{ batches: BatchService }> = async (app, { batches }) => {
   // Scoped to this plugin, as in routes/batches.ts; limits are given per request.
@@ -41,8 +42,7 @@ export const batchValidationRoutes: FastifyPluginAsync<{ batches: BatchService }
         },
       },
       // The multipart body is read by readBatchForm, not by the schema; the answer is sent as built.
-      validatorCompiler: () => () => true,
-      serializerCompiler: () => (data: unknown) => JSON.stringify(data),
+      ...AS_BUILT,
     },
     async (request) => batches.validate(await readBatchForm(request, batches)),
   );

@@ -15,15 +15,16 @@
  */
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 
-import { ApiError } from '../../api/errors.js';
 import { ref } from '../../api/schemas.js';
 import type { BatchService } from '../../batches/batch-service.js';
 import type { OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
+import { ownerOf } from '../auth.js';
 import { readBatchForm } from '../batch-form.js';
 import { sendError } from '../errors.js';
 import { isJsonRequest, sendOpenAiError } from './openai-errors.js';
+import { AS_BUILT } from './route-options.js';
 
 export interface BatchRouteOptions {
   batches: BatchService;
@@ -34,14 +35,6 @@ export interface BatchRouteOptions {
 const IdParams = Type.Object({ id: Type.String({ description: 'The batch id.' }) });
 const errors = (codes: string) => ref('Error', codes);
 const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: errors('server_error') };
-const asBuilt = { validatorCompiler: () => () => true, serializerCompiler: () => (data: unknown) => JSON.stringify(data) };
-
-function ownerOf(request: FastifyRequest): string {
-  // Set by the authentication hook (src/server/auth.ts) on every /v1 route.
-  const keyId = (request as { keyId?: unknown }).keyId;
-  if (typeof keyId !== 'string' || keyId === '') throw new ApiError('invalid_key', 'missing API key');
-  return keyId;
-}
 
 export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { batches, openai }) => {
   if (!app.hasContentTypeParser('multipart/form-data')) {
@@ -71,7 +64,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
           ...common,
         },
       },
-      ...asBuilt,
+      ...AS_BUILT,
       // A JSON body is OpenAI's batch creation: its errors (body parsing included) in OpenAI's shape.
       errorHandler: (err, request, reply) => (isJsonRequest(request) ? sendOpenAiError(err, request, reply) : sendError(err, request, reply)),
     },
@@ -97,7 +90,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         }),
         response: { 200: ref('BatchList'), 400: errors('invalid_question: bad limit or after'), ...common },
       },
-      ...asBuilt,
+      ...AS_BUILT,
     },
     async (request) => {
       const query = request.query as { limit?: unknown; after?: unknown };
@@ -115,7 +108,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         params: IdParams,
         response: { 200: ref('Batch'), 404: errors('not_found'), ...common },
       },
-      ...asBuilt,
+      ...AS_BUILT,
     },
     async (request) => batches.show(ownerOf(request), (request.params as { id: string }).id),
   );
@@ -135,7 +128,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
           ...common,
         },
       },
-      ...asBuilt,
+      ...AS_BUILT,
     },
     async (request, reply) => {
       const { stream, bytes } = await batches.openResults(ownerOf(request), (request.params as { id: string }).id);
@@ -153,7 +146,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         params: IdParams,
         response: { 200: ref('Batch'), 404: errors('not_found'), ...common },
       },
-      ...asBuilt,
+      ...AS_BUILT,
     },
     async (request) => batches.cancelAndShow(ownerOf(request), (request.params as { id: string }).id),
   );

@@ -11,14 +11,15 @@
  */
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 
-import { ApiError } from '../../api/errors.js';
 import type { StagedUpload } from '../../batches/batch-service.js';
 import { oaError } from '../../batches/openai/errors.js';
 import { FILE_EXPIRY_SECONDS, type ExpiresAfterFields, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
+import { ownerOf } from '../auth.js';
 import { readingMultipart } from '../multipart-body.js';
 import { openAiErrorHandler } from './openai-errors.js';
+import { AS_BUILT } from './route-options.js';
 
 export interface FileRouteOptions {
   openai: OpenAiBatchApi;
@@ -27,11 +28,7 @@ export interface FileRouteOptions {
 
 const MAX_FIELD_BYTES = 4096;
 const IdParams = Type.Object({ id: Type.String({ description: 'The file id.' }) });
-const asBuilt = {
-  validatorCompiler: () => () => true,
-  serializerCompiler: () => (data: unknown) => JSON.stringify(data),
-  errorHandler: openAiErrorHandler,
-};
+const asBuilt = { ...AS_BUILT, errorHandler: openAiErrorHandler };
 const FileObject = Type.Object(
   {
     id: Type.String(),
@@ -52,12 +49,6 @@ const common = {
   429: Type.Object(OpenAiError.properties, { description: 'rate_limit_exceeded: see Retry-After (seconds)' }),
   500: Type.Object(OpenAiError.properties, { description: 'server_error: retry with backoff' }),
 };
-
-function ownerOf(request: FastifyRequest): string {
-  const keyId = (request as { keyId?: unknown }).keyId;
-  if (typeof keyId !== 'string' || keyId === '') throw new ApiError('invalid_key', 'missing API key');
-  return keyId;
-}
 
 export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { openai, maxFileBytes }) => {
   if (!app.hasContentTypeParser('multipart/form-data')) await app.register(multipart, { throwFileSizeLimit: false });

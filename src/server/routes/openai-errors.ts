@@ -6,8 +6,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 import { oaError, OpenAiWireError, toOpenAiWire } from '../../batches/openai/errors.js';
-import { httpError } from '../errors.js';
-import { sendWire } from './dialect-route.js';
+import { httpError, sendWire } from '../errors.js';
 
 /**
  * A JSON body over the route's limit: on these routes no state or file is in a JSON body (the

@@ -1,0 +1,117 @@
+/**
+ * The routes of every wire dialect, registered from the registry (src/api/dialects.ts) by one
+ * function: ours (`/v1/decide`), System One's (`/v1/systemone`) and OpenAI's (`/v1/decisions`).
+ * For each: `POST <path>`, whose body goes to dialect.parse(), the domain request to
+ * DecisionService.decideNormalized() and the domain result through dialect.respond(); and where
+ * the dialect says so (its `route.stray`), its own answers to another method on the path (405)
+ * and to a path below it (404). Every failure on these routes is answered in the dialect's own
+ * shape, including those raised before the handler by the shared hooks (authentication, rate
+ * limits, body parsing, fastify's own errors): their errorHandler sends them through dialect.error().
+ */
+import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HTTPMethods, RouteShorthandOptions } from 'fastify';
+
+import type { AuthFailure, Dialect, WireError } from '../../api/dialect.js';
+import { DIALECTS } from '../../api/dialects.js';
+import { jsonInOrder } from '../../domain/key-order.js';
+import type { DecisionService } from '../../service/decision-service.js';
+import { httpError, sendWire } from '../errors.js';
+import { DOCUMENTS_ONLY } from './route-options.js';
+
+export interface DialectRouteOptions {
+  service: DecisionService;
+  /** Request body limit in bytes. */
+  bodyLimit: number;
+}
+
+const BEARER_SCHEME = /^Bearer +\S/i;
+const OTHER_METHODS: HTTPMethods[] = ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+/** A key was sent with the Bearer scheme (then it failed to verify), or not (missing, other scheme). */
+export function authFailure(request: FastifyRequest): AuthFailure {
+  const header = request.headers.authorization;
+  return typeof header === 'string' && BEARER_SCHEME.test(header) ? 'invalid' : 'missing';
+}
+
+/** Sends a dialect's error, logged as the app's error handler logs (5xx with the error, else its status). */
+function sendRejection(request: FastifyRequest, reply: FastifyReply, wire: WireError, err?: unknown): FastifyReply {
+  if (wire.status >= 500) request.log.error({ err }, 'request failed');
+  else request.log.info({ status: wire.status }, 'request rejected');
+  return sendWire(reply, wire);
+}
+
+/** The error handler of a dialect's routes: fastify's and the hooks' errors in the dialect's shape. */
+export function dialectErrorHandler(dialect: Dialect) {
+  return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const api = httpError(err, request);
+    // Errors that reach this handler come before the body was parsed: an invalid_question here is
+    // about reading the body (not JSON, wrong Content-Type); 415 (compressed) keeps its status.
+    const unreadableBody = api.code === 'invalid_question' && api.status === 400;
+    return sendRejection(request, reply, dialect.error(api, { auth: authFailure(request), unreadableBody, requestId: request.id }), err);
+  };
+}
+
+/** `POST <url>` for `dialect`, and its stray-request answers. */
+function registerDialect(app: FastifyInstance, dialect: Dialect, { service, bodyLimit }: DialectRouteOptions): void {
+  if (!dialect.path.startsWith(`${app.prefix}/`)) throw new Error(`dialect path ${dialect.path} is outside the ${app.prefix} scope`);
+  const url = dialect.path.slice(app.prefix.length);
+  const { openapi, requestIdHeader, stray } = dialect.route;
+  const errorHandler = dialectErrorHandler(dialect);
+  // On every response of the path, errors included (an onSend hook runs for each).
+  const named: RouteShorthandOptions = requestIdHeader
+    ? {
+        onSend: async (request, reply, payload) => {
+          reply.header(requestIdHeader, request.id);
+          return payload;
+        },
+      }
+    : {};
+
+  app.post(
+    url,
+    {
+      bodyLimit,
+      schema: openapi,
+      ...DOCUMENTS_ONLY,
+      // Keys in the caller's order (answers by question id, a choice's probabilities by option).
+      serializerCompiler: () => (data) => jsonInOrder(data),
+      errorHandler,
+      ...named,
+    },
+    async (request, reply) => {
+      const parsed = dialect.parse(request.body, { limits: service.validationLimits, requestId: request.id });
+      if (!parsed.ok) return sendRejection(request, reply, parsed.error);
+      try {
+        return dialect.respond(parsed.call, await service.decideNormalized(parsed.call.request, { requestId: request.id }));
+      } catch (err) {
+        return sendRejection(request, reply, dialect.error(err, { requestId: request.id }), err);
+      }
+    },
+  );
+
+  if (!stray) return; // another method or a deeper path: the API's own 404 (errors.ts)
+  const strays: Array<[404 | 405, HTTPMethods[], string]> = [
+    [405, OTHER_METHODS, url],
+    [404, ['POST', ...OTHER_METHODS], `${url}/*`],
+  ];
+  for (const [status, methods, at] of strays) {
+    const answer = (request: FastifyRequest, reply: FastifyReply) => {
+      if (requestIdHeader) reply.header(requestIdHeader, request.id); // first, as the vendor's router sends it
+      return sendWire(reply, stray.answer(status, request.method, request.url.split('?')[0]!));
+    };
+    app.route({
+      method: methods,
+      url: at,
+      schema: { hide: true },
+      ...named,
+      ...(stray.beforeAuth
+        ? // A route-level onRequest hook answers after the shared hooks, which skip public routes.
+          { config: { public: true }, onRequest: async (request, reply) => answer(request, reply), handler: async () => undefined }
+        : { errorHandler, handler: async (request, reply) => answer(request, reply) }),
+    });
+  }
+}
+
+/** Registers every dialect of the registry; `app` is the /v1-prefixed scope (a dialect's path starts with it). */
+export const dialectRoutes: FastifyPluginAsync<DialectRouteOptions> = async (app, options) => {
+  for (const dialect of DIALECTS) registerDialect(app, dialect, options);
+};
