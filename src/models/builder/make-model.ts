@@ -12,6 +12,7 @@ import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } 
 import { PRESETS, validateShape, type ModelShape } from './presets.js';
 import { computeDtype, DEFAULT_INT8_SCHEME, MODEL_DTYPES, quantizeWeightSpecs, type Int8Kernel, type Int8Scheme, type ModelDtype } from './quantize.js';
 import { Rng } from './rng.js';
+import { assembleWeight } from './weight-parts.js';
 import { readSpecialTokenIds, writeTokenizerFiles } from './tokenizer-files.js';
 
 export interface MakeModelOptions {
@@ -52,10 +53,11 @@ export interface MadeModel {
 export const EXTERNAL_DATA_THRESHOLD = 1.5e9;
 
 /**
- * Bumped whenever the generated graph changes (2: the attention mask became an additive bias), so
- * that a cached generated model (the benchmark's) is rebuilt instead of silently reused.
+ * Bumped whenever the generated graph changes (2: the attention mask became an additive bias; 3:
+ * --attention fused writes fused layers, fused-layers.ts), so that a cached generated model (the
+ * benchmark's) is rebuilt instead of silently reused.
  */
-export const GRAPH_VERSION = 2;
+export const GRAPH_VERSION = 3;
 
 const CHUNK_ELEMENTS = 1 << 20;
 
@@ -190,7 +192,16 @@ function weightSpecs(
     *chunks(): Generator<Float32Array> {
       const total = numel(d.dims);
       const init = d.init;
-      if (init.kind === 'transposeOf') {
+      if (d.assembly !== undefined) {
+        // A fused graph's joined weight: each part drawn from its own stream, as the standard-op graph draws it.
+        const parts = d.assembly.parts.map((part) => {
+          const values = new Float32Array(numel(part.dims));
+          fillInit(part.init, values, new Rng(seed, part.name));
+          return values;
+        });
+        const data = assembleWeight(d.assembly, parts);
+        for (let at = 0; at < total; at += CHUNK_ELEMENTS) yield data.subarray(at, Math.min(total, at + CHUNK_ELEMENTS));
+      } else if (init.kind === 'transposeOf') {
         const src = retained.get(init.source);
         if (src === undefined || src.dims.length !== 2) throw new Error(`weight ${d.name}: ${init.source} not available`);
         yield* transposedChunks(src.data, src.dims[0]!, src.dims[1]!, scratch);

@@ -22,7 +22,8 @@ import { GRAPH_VERSION, int8Record } from '../builder/make-model.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from '../builder/onnx-writer.js';
 import { checkpointFile, copySideFile, MAX_SIDE_FILE_BYTES } from './checkpoint-files.js';
 import { ImportError, planFromConfig, type ImportPlan } from './hf-config.js';
-import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed } from './safetensors.js';
+import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed, type TensorEntry } from './safetensors.js';
+import { assembleWeight } from '../builder/weight-parts.js';
 import { checkSizesAgainstTensors, mapWeights, type WeightSource } from './weight-map.js';
 import { computeDtype, DEFAULT_INT8_SCHEME, quantizeWeightSpecs, type ModelDtype } from '../builder/quantize.js';
 import { checkModelOutput, makeStagingDir, ModelOutputError, placeModelDir } from '../output-dir.js';
@@ -225,7 +226,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     // 4. Into place.
     stage.file = outDir;
     await placeModelDir(staging, target);
-    const parameters = [...new Set(sources.map((src) => src.entry))].reduce((n, e) => n + numel(e.shape), 0);
+    const parameters = [...new Set(sources.flatMap((src) => (src.parts ?? [src]).map((part) => part.entry)))].reduce((n, e) => n + numel(e.shape), 0);
     return { dir: outDir, plan, dtype, hasTokenizer, warnings, parameters };
   } catch (err) {
     await rm(staging, { recursive: true, force: true });
@@ -240,17 +241,34 @@ function weightSpecs(
   onProgress?: (written: number, total: number) => void,
 ): WeightSpec[] {
   let written = 0;
-  return sources.map(({ decl, entry, transpose }) => ({
+  /** A tensor's values, checked: a NaN weight turns every score it touches into NaN (a corrupt checkpoint). */
+  function* checkedChunks(entry: TensorEntry, transpose: boolean): Generator<Float32Array> {
+    for (const chunk of transpose ? streamTransposed(entry) : streamTensor(entry)) {
+      for (let i = 0; i < chunk.length; i++) {
+        if (chunk[i] !== chunk[i]) throw new ImportError(`${path.basename(entry.file)}: tensor ${entry.name} holds NaN values (a corrupt checkpoint)`);
+      }
+      yield chunk;
+    }
+  }
+  return sources.map(({ decl, entry, transpose, parts }) => ({
     name: decl.name,
     dims: decl.dims,
     dtype,
     *chunks(): Generator<Float32Array> {
-      for (const chunk of transpose ? streamTransposed(entry) : streamTensor(entry)) {
-        // A NaN weight turns every score it touches into NaN: a corrupt checkpoint, refused here.
-        for (let i = 0; i < chunk.length; i++) {
-          if (chunk[i] !== chunk[i]) throw new ImportError(`${path.basename(entry.file)}: tensor ${entry.name} holds NaN values (a corrupt checkpoint)`);
-        }
-        yield chunk;
+      if (decl.assembly !== undefined && parts !== undefined) {
+        // The fused graph's packed weight: its parts read whole (one layer's projections), then joined.
+        const values = parts.map((part) => {
+          const all = new Float32Array(numel(part.entry.shape));
+          let at = 0;
+          for (const chunk of checkedChunks(part.entry, part.transpose)) {
+            all.set(chunk, at);
+            at += chunk.length;
+          }
+          return all;
+        });
+        yield assembleWeight(decl.assembly, values);
+      } else {
+        yield* checkedChunks(entry, transpose);
       }
       written += numel(decl.dims);
       onProgress?.(written, totalParams);
