@@ -279,7 +279,7 @@ describe('tiny model: files and I/O contract', () => {
       eos_token_id: tiny.vocabSize - 24, // <|im_end|>
     });
     expect(JSON.parse(await readFile(path.join(tinyDir, 'decision.json'), 'utf8'))).toEqual({
-      builder: { preset: 'tiny', seed: TINY_SEED, dtype: 'fp32', graphVersion: GRAPH_VERSION },
+      builder: { preset: 'tiny', seed: TINY_SEED, dtype: 'fp32', graphVersion: GRAPH_VERSION, nodesPerLayer: 66 },
       calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
     });
     const tokCfg = JSON.parse(await readFile(path.join(tinyDir, 'tokenizer_config.json'), 'utf8'));

@@ -58,6 +58,8 @@ export interface DecoderGraph {
    * turns their fp32 values into int8 storage plus a scale initializer). Empty otherwise.
    */
   quantized: Map<string, Int8Kernel>;
+  /** Nodes in the largest layer as written (ONNX Runtime may fuse some when it loads the graph). */
+  nodesPerLayer: number;
 }
 
 /** The LM head node and its input (the final RMSNorm output), for graph rewrites that gather rows before it. */
@@ -443,5 +445,16 @@ export function buildDecoderGraph(
     graph: { name: 'main_graph', node: g.nodes, initializer: g.initializers, input: inputs, output: outputs },
     weights,
     quantized,
+    nodesPerLayer: countNodesPerLayer(g.nodes, shape.numLayers),
   };
+}
+
+/** The node count of the largest layer: nodes are named /model/layers.<i>/... (the torch-export convention). */
+export function countNodesPerLayer(nodes: readonly { name?: string | null }[], numLayers: number): number {
+  const counts = new Array<number>(numLayers).fill(0);
+  for (const node of nodes) {
+    const layer = /^\/model\/layers\.(\d+)\//.exec(node.name ?? '');
+    if (layer) counts[Number(layer[1])]! += 1;
+  }
+  return Math.max(0, ...counts);
 }

@@ -47,6 +47,8 @@ export interface MakeModelOptions {
 export interface MadeModel {
   dir: string;
   shape: ModelShape;
+  /** Nodes per decoder layer in the written graph (also in decision.json, builder.nodesPerLayer). */
+  nodesPerLayer: number;
 }
 
 /** Above this many weight bytes the weights go to external data (protobuf caps a file at 2 GB). */
@@ -84,23 +86,26 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
   const target = await checkModelOutput(opts.outDir, { force: opts.force === true });
   const outDir = target.outDir;
   const tmpDir = await makeStagingDir(outDir);
+  const result: MadeModel = { dir: outDir, shape, nodesPerLayer: 0 };
   try {
     await mkdir(path.join(tmpDir, 'onnx'));
     await writeTokenizerFiles(tmpDir, shape.vocabSize);
     const tokens = await readSpecialTokenIds(tmpDir);
     await writeJson(path.join(tmpDir, 'config.json'), hfConfig(shape, floatDtype, tokens.bosTokenId, tokens.eosTokenId));
+    const { graph, weights, quantized, nodesPerLayer } = buildDecoderGraph(shape, floatDtype, opts.features, int8);
+    result.nodesPerLayer = nodesPerLayer;
     const builder: Record<string, unknown> = { preset: opts.preset, seed, dtype, graphVersion: GRAPH_VERSION };
     if (opts.shapeOverrides !== undefined && Object.keys(definedOnly(opts.shapeOverrides)).length > 0) {
       builder.shapeOverrides = definedOnly(opts.shapeOverrides);
     }
     if (opts.features !== undefined && Object.keys(opts.features).length > 0) builder.features = opts.features;
     if (int8 !== undefined) builder.int8 = int8Record(int8);
+    builder.nodesPerLayer = nodesPerLayer;
     await writeJson(path.join(tmpDir, 'decision.json'), {
       builder,
       calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
     });
 
-    const { graph, weights, quantized } = buildDecoderGraph(shape, floatDtype, opts.features, int8);
     const totalParams = weights.reduce((s, w) => s + numel(w.dims), 0);
     const external =
       opts.externalData === true ||
@@ -118,7 +123,7 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
     await rm(tmpDir, { recursive: true, force: true });
     throw err;
   }
-  return { dir: outDir, shape };
+  return result;
 }
 
 /** decision.json's record of an int8 model: what is quantized and how (the same for make-model and import-model). */

@@ -68,6 +68,8 @@ export interface ImportedModel {
   dtype: ModelDtype;
   /** Parameters of the checkpoint (a tied LM head counted once, though the graph stores its transpose too). */
   parameters: number;
+  /** Nodes per decoder layer in the written graph (also in decision.json, import.nodesPerLayer). */
+  nodesPerLayer: number;
   /** False when the checkpoint lacked tokenizer.json or tokenizer_config.json (the engine scores ids; the service reports the model broken). */
   hasTokenizer: boolean;
   warnings: string[];
@@ -169,7 +171,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     ...((opts.segmentIds ?? PACKED_IMPORTS_BY_DEFAULT) ? { segmentIds: true } : {}),
     ...(attention === 'fused' ? { attention } : {}),
   };
-  const { graph, weights, quantized } = buildDecoderGraph(plan.shape, floatDtype, { ...plan.features, ...extraFeatures }, int8);
+  const { graph, weights, quantized, nodesPerLayer } = buildDecoderGraph(plan.shape, floatDtype, { ...plan.features, ...extraFeatures }, int8);
   const sources = mapWeights(weights, checkpoint.tensors, plan.shape.tieWordEmbeddings === true);
   const dtypes = [...new Set([...checkpoint.tensors.values()].map((t) => t.dtype))].sort();
   if (dtype === 'fp16' && dtypes.some((d) => d === 'F32' || d === 'BF16' || d === 'F64')) {
@@ -207,6 +209,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
         // The builder's graph version, as make-model records it: a cache of imported models can tell
         // a graph written before a graph change (or before packing) from a current one.
         graphVersion: GRAPH_VERSION,
+        nodesPerLayer,
         tokenizer: hasTokenizer,
       },
     });
@@ -227,7 +230,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     stage.file = outDir;
     await placeModelDir(staging, target);
     const parameters = [...new Set(sources.flatMap((src) => (src.parts ?? [src]).map((part) => part.entry)))].reduce((n, e) => n + numel(e.shape), 0);
-    return { dir: outDir, plan, dtype, hasTokenizer, warnings, parameters };
+    return { dir: outDir, plan, dtype, hasTokenizer, warnings, parameters, nodesPerLayer };
   } catch (err) {
     await rm(staging, { recursive: true, force: true });
     throw err;
