@@ -80,10 +80,10 @@ const QWEN3_FUSED_LAYER = [
   'Split', // q|k, v
   'Reshape', // q|k heads as rows of head_dim
   'SimplifiedLayerNormalization', // q and k norms, per-head scale
+  'Reshape', // back to [B, S, heads * head_dim]
   'RotaryEmbedding', // q and k
   'Split', // q, k
   'Reshape', // q folded to [B, group * S, kv_heads * head_dim]
-  'Reshape', // k to [B, S, kv_heads * head_dim]
   'MultiHeadAttention', // past + new -> presents, mask as attention_bias
   'Reshape', // context to [B, S, heads * head_dim]
   'MatMul', // o_proj

@@ -8,10 +8,10 @@
  *   SkipSimplifiedLayerNormalization   residual + the previous layer's output, then RMSNorm
  *   MatMul                             packed q/k/v projection (+ Add with biases)
  *   Split                              q|k and v (q, k and v without q/k norms)
- *   Reshape, SimplifiedLayerNormalization   the q and k norms in one node: rows of head_dim, a
- *                                      per-head scale [1, heads, head_dim] (ORT broadcasts it)
- *   RotaryEmbedding                    q and k heads in one node, each head a "sequence" step
- *   Split, Reshape x 2                 q folded to [B, group * S, kv_heads * head_dim], k to [B, S, ..]
+ *   Reshape, SimplifiedLayerNormalization, Reshape   the q and k norms in one node: rows of
+ *                                      head_dim, a per-head scale [1, heads, head_dim] (ORT broadcasts it)
+ *   RotaryEmbedding                    q and k heads in one node
+ *   Split, Reshape                     q, folded to [B, group * S, kv_heads * head_dim], and k
  *   MultiHeadAttention                 with past_key/past_value: present = past ++ new, the
  *                                      graph's present outputs (no Concat), attention_bias = mask
  *   Reshape, MatMul                    context back to [B, S, heads * head_dim], output projection
@@ -111,20 +111,13 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
   g.addInitializer(floatTensor(cos, dtype, [rows, hd / 2], cosValues));
   g.addInitializer(floatTensor(sin, dtype, [rows, hd / 2], sinValues));
   const r = '/model/rotary_emb';
-  let jointPositions = '';
-  let foldShape = '';
-  let queryPositions = '';
+  // The q and k heads, normed as rows of head_dim, go back to [B, S, heads * head_dim] for RotaryEmbedding:
+  // its CUDA kernel launches a block per (head, token, row) with the rows on the grid's z axis (at
+  // most 65535), so the batch axis must stay the rows, not the tokens of a pass.
+  let tokensShape = '';
   if (features.qkNorm) {
-    // q and k heads of every token in one [B * S, heads, head_dim] tensor: each head is a step of
-    // RotaryEmbedding's sequence axis, at its token's position.
-    const column = g.op1('Reshape', `${r}/Reshape`, ['position_ids', g.int64([-1, 1])]);
-    jointPositions = g.op1('Expand', `${r}/Expand`, [column, g.int64([1, nh + kvh])]);
-    const batch = g.op1('Shape', `${r}/Shape`, ['input_ids'], { start: 0, end: 1 });
-    foldShape = g.op1('Concat', `${r}/Concat`, [batch, g.int64([-1, kvh * hd])], { axis: 0 });
-  } else {
-    // The folded query rows' positions: each token's, repeated for its group of heads.
-    const each = g.op1('Expand', `${r}/Expand`, [g.op1('Unsqueeze', `${r}/Unsqueeze`, ['position_ids', g.int64([2])]), g.int64([1, 1, group])]);
-    queryPositions = g.op1('Reshape', `${r}/Reshape`, [each, g.int64([0, -1])]);
+    const batchAndLength = g.op1('Shape', `${r}/Shape`, ['input_ids']);
+    tokensShape = g.op1('Concat', `${r}/Concat`, [batchAndLength, g.int64([(nh + kvh) * hd])], { axis: 0 });
   }
   const rotary = (node: string, x: string, positions: string) => g.op1('RotaryEmbedding', node, [x, positions, cos, sin], {}, undefined, MS_DOMAIN);
 
@@ -185,14 +178,15 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
         ],
       });
       const normedHeads = g.op1('SimplifiedLayerNormalization', `${a}/qk_norm/SimplifiedLayerNormalization`, [heads, scale], { axis: 2, epsilon: eps });
-      const rotated = rotary(`${a}/RotaryEmbedding`, normedHeads, jointPositions);
-      const [q, k] = g.op('Split', `${a}/Split_qk`, [rotated, g.int64([nh, kvh])], { axis: 1 }, 2) as [string, string];
-      query = g.op1('Reshape', `${a}/Reshape_q`, [q, foldShape]);
-      key = g.op1('Reshape', `${a}/Reshape_k`, [k, foldShape]);
+      const normed = g.op1('Reshape', `${a}/Reshape_qk_1`, [normedHeads, tokensShape]);
+      const rotated = rotary(`${a}/RotaryEmbedding`, normed, 'position_ids');
+      const [q, k] = g.op('Split', `${a}/Split_qk`, [rotated, g.int64([nh * hd, kvh * hd])], { axis: -1 }, 2) as [string, string];
+      query = g.op1('Reshape', `${a}/Reshape_q`, [q, g.int64([0, -1, kvh * hd])]);
+      key = k;
       value = v;
     } else {
       const [q, k, v] = g.op('Split', `${a}/Split`, [qkv, g.int64([nh * hd, kvh * hd, kvh * hd])], { axis: -1 }, 3) as [string, string, string];
-      query = rotary(`${a}/rotary_q/RotaryEmbedding`, g.op1('Reshape', `${a}/Reshape_q`, [q, g.int64([0, -1, kvh * hd])]), queryPositions);
+      query = g.op1('Reshape', `${a}/Reshape_q`, [rotary(`${a}/rotary_q/RotaryEmbedding`, q, 'position_ids'), g.int64([0, -1, kvh * hd])]);
       key = rotary(`${a}/rotary_k/RotaryEmbedding`, k, 'position_ids');
       value = v;
     }
