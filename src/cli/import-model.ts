@@ -24,8 +24,10 @@ gemma. No Python and no network needed.
   --no-agreement  with --dtype int8, skip the check that imports the fp32 twin to a temporary
                 directory and prints how far the int8 model's answers are from it on generated
                 prompts (quantization error depends on the checkpoint: run it before serving)
-  --attention A ops (default: standard ONNX ops) or fused (ONNX Runtime's MultiHeadAttention, the
-                op its CUDA provider runs in fused kernels; same inputs, outputs and results)
+  --attention A ops (default: standard ONNX ops) or fused (ONNX Runtime's fused contrib ops:
+                SkipSimplifiedLayerNormalization, packed projections, RotaryEmbedding,
+                MultiHeadAttention; far fewer nodes per layer for a GPU to launch; same inputs,
+                outputs and results; docs/models.md)
   --segment-ids on|off
                 on (default): the graph takes segment ids, with which the engine can pack a
                 state's questions into rows instead of forking its KV into each (the engine
@@ -81,7 +83,7 @@ export async function run(argv: string[]): Promise<number> {
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     process.stdout.write(
       `decide import-model: wrote ${result.dir} (${result.plan.family}, ${(result.parameters / 1e6).toFixed(1)}M parameters, ${result.dtype}` +
-        `${result.hasTokenizer ? '' : ', NO tokenizer'}) in ${secs} s\n`,
+        `, ${attention} graph, ${result.nodesPerLayer} nodes per layer${result.hasTokenizer ? '' : ', NO tokenizer'}) in ${secs} s\n`,
     );
     if (result.dtype === 'int8' && !values['no-agreement']) {
       await reportInt8Agreement('import-model', result.dir, async (twin) => {

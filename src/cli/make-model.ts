@@ -15,8 +15,10 @@ Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PR
 --dtype int8 stores the projection, MLP and LM-head weights as int8 with scales (computed in fp32 by
 ONNX Runtime's int8 kernels) and prints their agreement with the fp32 twin on generated prompts
 (--no-agreement skips that check; docs/models.md, int8 weights).
---attention fused writes each layer's attention as ONNX Runtime's MultiHeadAttention (same weights,
-inputs, outputs and results; docs/models.md).
+--attention fused writes the layers from ONNX Runtime's fused contrib ops (SkipSimplifiedLayerNormalization,
+packed projections, RotaryEmbedding, MultiHeadAttention): far fewer nodes per layer for a GPU to
+launch, the same weights, inputs, outputs and results (docs/models.md). The nodes per layer are
+printed and kept in decision.json.
 --segment-ids on (default) adds the decide_segment_ids input, with which the engine can pack a
 state's questions into rows instead of forking its KV into each (the engine option --pack-suffixes,
 on by default on CUDA); off writes the graph without it (docs/models.md). --packing is its old name.
@@ -63,7 +65,9 @@ export async function run(argv: string[]): Promise<number> {
     if (err instanceof ModelOutputError) return commandError('make-model', err.message, 1);
     throw err;
   }
-  process.stdout.write(`wrote ${result.dir} (preset ${values.preset}, seed ${seed}, ${dtype}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  process.stdout.write(
+    `wrote ${result.dir} (preset ${values.preset}, seed ${seed}, ${dtype}, ${graph.attention} graph, ${result.nodesPerLayer} nodes per layer) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  );
   if (dtype === 'int8' && !values['no-agreement']) {
     const preset = values.preset;
     await reportInt8Agreement('make-model', result.dir, async (twin) => {

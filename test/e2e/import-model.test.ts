@@ -50,7 +50,7 @@ describe('decide import-model', () => {
     expect(percents.every((p) => p % 10 === 0), lines.join('\n')).toBe(true);
     expect(percents.at(-1)).toBe(100);
     expect([...percents].sort((a, b) => a - b)).toEqual(percents);
-    expect(res.stdout).toMatch(/wrote .*qwen3-tiny-2026-11 \(qwen3, .*M parameters, fp32\) in/);
+    expect(res.stdout).toMatch(/wrote .*qwen3-tiny-2026-11 \(qwen3, .*M parameters, fp32, ops graph, 66 nodes per layer\) in/);
     const out = path.join(dirs.modelsDir, 'qwen3-tiny-2026-11');
     expect((await readdir(out)).sort()).toEqual(['.decide-files', 'config.json', 'decision.json', 'onnx', 'tokenizer.json', 'tokenizer_config.json']);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));

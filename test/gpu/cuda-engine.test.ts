@@ -5,7 +5,8 @@
  * fails there with ERR_PROVIDER_UNAVAILABLE. It checks what the CPU tests cannot:
  *   - an fp32 graph on CUDA answers like the CPU (TF32 off) within 1e-4 in logits;
  *   - a question's probabilities are the same alone and inside a larger call within 1e-6;
- *   - the packing graph and the fused-attention graph run on CUDA and answer like the stock graph;
+ *   - the packing graph and the fused decoder graph run on CUDA and answer like the stock graph; on
+ *     the fused graph a question alone answers as inside a larger call, packed rows as forked rows;
  *   - an fp16 graph on CUDA is within the benchmark's fp16 tolerance (1e-2) in probabilities.
  * Run it on a GPU host with `npx vitest run test/gpu/`.
  */
@@ -94,10 +95,26 @@ describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
     expect(engine.counters().pastTokensCopied - before).toBe(0);
   });
 
-  it('the fused-attention graph (packed) answers like the CPU (1e-4)', async () => {
+  it('the fused decoder graph (packed) answers like the CPU (1e-4)', async () => {
     const engine = await cuda(await build('fused', 'fp32', { attention: 'fused', segmentIds: true }));
     const batch = groups(5, 6);
     expect(maxDiff(await engine.score(batch), await cpu.score(batch), 'logits')).toBeLessThan(1e-4);
+  });
+
+  it('the fused decoder graph: a question alone as inside a larger call (1e-6 in probabilities), packed rows as forked rows (1e-4)', async () => {
+    const dir = await build('fused-checks', 'fp32', { attention: 'fused', segmentIds: true });
+    const packed = await cuda(dir);
+    const forked = engines[engines.push(await Engine.load({ modelDir: dir, provider: 'cuda', prefixCacheBytes: 0, packSuffixes: false })) - 1]!;
+    expect(packed.info.packsSuffixes).toBe(true);
+    const batch = groups(7, 8);
+    const together = await packed.score(batch);
+    for (let g = 0; g < batch.length; g++) {
+      for (let s = 0; s < batch[g]!.suffixes.length; s++) {
+        const alone = await packed.score([{ prefix: batch[g]!.prefix, suffixes: [batch[g]!.suffixes[s]!] }]);
+        expect(maxDiff(alone, [[together[g]![s]!]], 'probabilities'), `group ${g} question ${s}`).toBeLessThan(1e-6);
+      }
+    }
+    expect(maxDiff(together, await forked.score(batch), 'logits')).toBeLessThan(1e-4);
   });
 
   it('an fp16 graph is within 1e-2 of the fp32 CPU engine in probabilities', async () => {

@@ -1,11 +1,14 @@
 /**
- * The fused-attention graph (DecoderFeatures.attention 'fused': ONNX Runtime's MultiHeadAttention)
- * on the CPU in fp32, against today's standard-op graph with the same weights: the same inputs and
- * outputs, and the same logits and presents within 1e-4 on the engine's layout (a batch of rows with
- * different past lengths, padding between a row's past and its new tokens, padded new tokens), with
- * segment ids and with a sliding window. Then the engine runs it unchanged and scores as the stock
- * model does. An fp16 build runs on the CPU too, though ORT 1.30's CPU MultiHeadAttention is
- * float-only: ORT inserts Casts around the op and computes it in fp32 there.
+ * The fused decoder graph (DecoderFeatures.attention 'fused', fused-layers.ts: SkipSimplified-
+ * LayerNormalization, packed projections, RotaryEmbedding, MultiHeadAttention with past and bias,
+ * QuickGelu) on the CPU in fp32, against the standard-op graph with the same weights: the same
+ * inputs and outputs, and the same logits and presents within 1e-4 on the engine's layout (a batch
+ * of rows with different past lengths, padding between a row's past and its new tokens, padded new
+ * tokens), with segment ids and with a sliding window, on the tiny preset and on the small preset's
+ * layers. Its structure: the node count per layer, no Concat / Softmax / rotary arithmetic / Cast
+ * in a layer. Then the engine runs it unchanged: the stock model's scores, a group alone the same
+ * as inside a batch (1e-6), packed rows the same as forked rows. An fp16 build runs on the CPU
+ * too (ORT 1.30's CPU MultiHeadAttention is float-only: ORT inserts Casts around it there).
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -14,8 +17,10 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
-import { makeModel, PRESETS, SEGMENT_IDS_INPUT, type DecoderFeatures } from '../../src/models/builder/index.js';
-import { float32ToFloat16, onnx } from '../../src/models/builder/onnx-writer.js';
+import { makeModel, PRESETS, type DecoderFeatures } from '../../src/models/builder/index.js';
+import { onnx } from '../../src/models/builder/onnx-writer.js';
+import type onnxProto from 'onnx-proto';
+import { compareSessions, engineLayoutFeeds, maxDiff, values } from '../helpers/engine-layout.js';
 import { asFloat32, REFERENCE_SESSION_OPTIONS } from '../helpers/reference.js';
 import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
 
@@ -33,11 +38,12 @@ const VARIANTS: Record<string, Partial<DecoderFeatures>> = {
 let scratch: string;
 const sessions = new Map<string, { ops: ort.InferenceSession; fused: ort.InferenceSession; fusedDir: string }>();
 
-async function build(name: string, features: Partial<DecoderFeatures>, dtype: 'fp32' | 'fp16' = 'fp32'): Promise<string> {
+const built = new Map<string, Promise<string>>();
+function build(name: string, features: Partial<DecoderFeatures>, dtype: 'fp32' | 'fp16' = 'fp32'): Promise<string> {
   // fp32 variants without a window are the shared test models (built once for every test file).
   if (dtype === 'fp32' && features.slidingWindow === undefined) return tinyModelDir({ segmentIds: features.segmentIds, attention: features.attention });
-  const { dir } = await makeModel({ preset: 'tiny', seed: TINY_SEED, dtype, outDir: path.join(scratch, name), features });
-  return dir;
+  if (!built.has(name)) built.set(name, makeModel({ preset: 'tiny', seed: TINY_SEED, dtype, outDir: path.join(scratch, name), features }).then((m) => m.dir));
+  return built.get(name)!;
 }
 
 const open = (dir: string) => ort.InferenceSession.create(path.join(dir, 'onnx', 'model.onnx'), REFERENCE_SESSION_OPTIONS);
@@ -56,89 +62,59 @@ afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
-/** Deterministic values in [-1, 1). */
-function values(seed: number, n: number): Float32Array {
-  let x = seed >>> 0;
-  return Float32Array.from({ length: n }, () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x / 2 ** 31 - 1;
-  });
-}
-
-const int64 = (v: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(v.map(BigInt)), dims);
-
-/**
- * The engine's layout: row r has pastLens[r] real past tokens at [0, pastLens[r]) then padding to P,
- * and newLens[r] real new tokens at [P, P + newLens[r]) then padding to S. Positions continue the
- * row's own count; segments (when given) number each row's new tokens in pairs after a shared state.
- */
-function engineLayoutFeeds(pastLens: number[], newLens: number[], withSegments: boolean, fp16 = false): Record<string, ort.Tensor> {
-  const B = pastLens.length;
-  const P = Math.max(...pastLens);
-  const S = Math.max(...newLens);
-  const T = P + S;
-  const ids: number[] = [];
-  const mask: number[] = [];
-  const positions: number[] = [];
-  const segments: number[] = [];
-  const tokens = values(5, B * S);
-  for (let r = 0; r < B; r++) {
-    for (let j = 0; j < T; j++) mask.push(j < pastLens[r]! || (j >= P && j < P + newLens[r]!) ? 1 : 0);
-    for (let s = 0; s < S; s++) {
-      ids.push(Math.floor((tokens[r * S + s]! + 1) * 0.5 * (vocabSize - 64)));
-      positions.push(pastLens[r]! + s);
-    }
-    for (let j = 0; j < T; j++) segments.push(j < P ? 0 : 1 + Math.floor((j - P) / 2));
-  }
-  const feeds: Record<string, ort.Tensor> = {
-    input_ids: int64(ids, [B, S]),
-    attention_mask: int64(mask, [B, T]),
-    position_ids: int64(positions, [B, S]),
-  };
-  if (withSegments) feeds[SEGMENT_IDS_INPUT] = int64(segments, [B, T]);
-  const pastDims = [B, numKvHeads, P, headDim];
-  const past = (seed: number) => {
-    const v = values(seed, B * numKvHeads * P * headDim);
-    return fp16 ? new ort.Tensor('float16', float32ToFloat16(v), pastDims) : new ort.Tensor('float32', v, pastDims);
-  };
-  for (let l = 0; l < numLayers; l++) {
-    feeds[`past_key_values.${l}.key`] = past(100 + l);
-    feeds[`past_key_values.${l}.value`] = past(200 + l);
-  }
-  return feeds;
-}
-
-function maxDiff(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
+const TINY_LAYOUT = { numLayers, numKvHeads, headDim, vocabSize };
 
 async function compare(variant: string, pastLens: number[], newLens: number[]): Promise<void> {
   const { ops, fused } = sessions.get(variant)!;
-  const feeds = engineLayoutFeeds(pastLens, newLens, VARIANTS[variant]!.segmentIds === true);
-  const [want, got] = [await ops.run(feeds), await fused.run(feeds)];
-  expect(got.logits!.dims).toEqual(want.logits!.dims);
-  expect(maxDiff(asFloat32(got.logits!), asFloat32(want.logits!)), 'logits').toBeLessThan(1e-4);
-  for (let l = 0; l < numLayers; l++) {
-    for (const kind of ['key', 'value']) {
-      const name = `present.${l}.${kind}`;
-      expect(got[name]!.dims).toEqual(want[name]!.dims);
-      expect(maxDiff(asFloat32(got[name]!), asFloat32(want[name]!)), name).toBeLessThan(1e-4);
-    }
-  }
+  const diff = await compareSessions(ops, fused, engineLayoutFeeds(TINY_LAYOUT, pastLens, newLens, VARIANTS[variant]!.segmentIds === true));
+  expect(diff.logits, 'logits').toBeLessThan(1e-4);
+  expect(diff.presents, 'presents').toBeLessThan(1e-4);
 }
 
-describe('fused attention (MultiHeadAttention) in the generated graph, fp32 on the CPU', () => {
-  it('keeps the graph contract: the same inputs and outputs; one MultiHeadAttention per layer and no Softmax', async () => {
+/** The nodes of layer i (named /model/layers.<i>/...). */
+const layerNodes = (nodes: onnxProto.onnx.INodeProto[], i: number) => nodes.filter((n) => n.name!.startsWith(`/model/layers.${i}/`));
+
+/** What a Qwen3 layer (q/k norms, no biases) of the fused graph is, node by node. */
+const QWEN3_FUSED_LAYER = [
+  'SkipSimplifiedLayerNormalization', // input norm (+ the previous layer's output); layer 0: SimplifiedLayerNormalization
+  'MatMul', // packed q/k/v
+  'Split', // q|k, v
+  'Reshape', // q|k heads as rows of head_dim
+  'SimplifiedLayerNormalization', // q and k norms, per-head scale
+  'Reshape', // back to [B, S, heads * head_dim]
+  'RotaryEmbedding', // q and k
+  'Split', // q, k
+  'Reshape', // q folded to [B, group * S, kv_heads * head_dim]
+  'MultiHeadAttention', // past + new -> presents, mask as attention_bias
+  'Reshape', // context to [B, S, heads * head_dim]
+  'MatMul', // o_proj
+  'SkipSimplifiedLayerNormalization', // residual + attention, post-attention norm
+  'MatMul', // packed gate + up
+  'Split',
+  'QuickGelu', // SiLU
+  'Mul',
+  'MatMul', // down
+];
+
+describe('the fused decoder graph, fp32 on the CPU', () => {
+  it('keeps the graph contract: the same inputs and outputs; per layer the fused ops only, no Concat, Softmax or rotary arithmetic', async () => {
     for (const { ops, fused, fusedDir } of sessions.values()) {
       expect(fused.inputNames).toEqual(ops.inputNames);
       expect(fused.outputNames).toEqual(ops.outputNames);
       const model = onnx.ModelProto.decode(await readFile(path.join(fusedDir, 'onnx', 'model.onnx')));
       const nodes = model.graph!.node!;
       expect(nodes.filter((n) => n.opType === 'MultiHeadAttention' && n.domain === 'com.microsoft')).toHaveLength(numLayers);
-      expect(nodes.filter((n) => n.opType === 'Softmax')).toHaveLength(0);
+      for (let i = 0; i < numLayers; i++) {
+        const ops = layerNodes(nodes, i).map((n) => n.opType);
+        expect(ops).toEqual(i === 0 ? ['SimplifiedLayerNormalization', ...QWEN3_FUSED_LAYER.slice(1)] : QWEN3_FUSED_LAYER);
+        // The MultiHeadAttention writes the graph's presents itself (no Concat of past and new).
+        const mha = layerNodes(nodes, i).find((n) => n.opType === 'MultiHeadAttention')!;
+        expect(mha.input!.slice(6)).toEqual([`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
+        expect(mha.output!.slice(1)).toEqual([`present.${i}.key`, `present.${i}.value`]);
+      }
+      for (const op of ['Softmax', 'Concat', 'Neg', 'Sin', 'Cos', 'Sigmoid', 'Transpose', 'Cast', 'Pow', 'ReduceMean']) {
+        expect(nodes.filter((n) => n.name!.startsWith('/model/layers.') && n.opType === op), op).toHaveLength(0);
+      }
       expect(model.opsetImport).toContainEqual(expect.objectContaining({ domain: 'com.microsoft' }));
     }
     // The stock graph imports no contrib opset.
@@ -172,11 +148,37 @@ describe('fused attention (MultiHeadAttention) in the generated graph, fp32 on t
   });
 });
 
-describe('an fp16 fused graph on the CPU', () => {
-  it('runs (the op in fp32 behind Casts ORT inserts) and stays within fp16 rounding of the fp16 stock graph', async () => {
+describe('the fused graph at the small preset\'s layer shape (12 layers, 8 heads over 4 KV heads, head_dim 64; vocabulary cut to 4096 to keep the test short)', () => {
+  it('gives the standard-op graph\'s logits and presents (1e-4), packed rows included', async () => {
+    const small = { ...PRESETS.small!, vocabSize: 4096 };
+    const made = async (name: string, features: Partial<DecoderFeatures>) =>
+      (await makeModel({ preset: 'small', seed: TINY_SEED, outDir: path.join(scratch, name), shapeOverrides: { vocabSize: small.vocabSize }, features })).dir;
+    const [ops, fused] = await Promise.all([open(await made('small-ops', { segmentIds: true })), open(await made('small-fused', { segmentIds: true, attention: 'fused' }))]);
+    try {
+      for (const [pastLens, newLens] of [
+        [[30, 0, 17], [9, 12, 4]],
+        [[64], [40]],
+      ] as const) {
+        const diff = await compareSessions(ops, fused, engineLayoutFeeds(small, [...pastLens], [...newLens], true));
+        expect(diff.logits, 'logits').toBeLessThan(1e-4);
+        expect(diff.presents, 'presents').toBeLessThan(1e-4);
+      }
+    } finally {
+      await Promise.all([ops.release(), fused.release()]);
+    }
+  }, 120_000);
+});
+
+describe('an fp16 fused graph', () => {
+  it('has no Cast in any layer (the fp32 statistics are inside the fused norms)', async () => {
+    const model = onnx.ModelProto.decode(await readFile(path.join(await build('fp16-fused', { attention: 'fused' }, 'fp16'), 'onnx', 'model.onnx')));
+    expect(model.graph!.node!.filter((n) => n.opType === 'Cast' && n.name!.startsWith('/model/layers.'))).toHaveLength(0);
+  });
+
+  it('runs on the CPU (MultiHeadAttention in fp32 behind Casts ORT inserts) and stays within fp16 rounding of the fp16 stock graph', async () => {
     const [ops, fused] = await Promise.all([open(await build('fp16-ops', {}, 'fp16')), open(await build('fp16-fused', { attention: 'fused' }, 'fp16'))]);
     try {
-      const feeds = engineLayoutFeeds([6, 2], [4, 3], false, true);
+      const feeds = engineLayoutFeeds(TINY_LAYOUT, [6, 2], [4, 3], false, true);
       const [want, got] = [await ops.run(feeds), await fused.run(feeds)];
       expect(got.logits!.type).toBe('float16');
       const logits = asFloat32(got.logits!);
@@ -215,5 +217,43 @@ describe('the engine runs the fused graph', () => {
         expect(Math.abs(mine.logSumExp - score.logSumExp)).toBeLessThan(1e-4);
       }),
     );
+  });
+});
+
+describe('the engine on the fused packing graph', () => {
+  const ids = (seed: number, n: number) => Int32Array.from(values(seed, n), (v) => Math.floor((v + 1) * 0.5 * (vocabSize - 64)));
+  const group = (seed: number, prefix: number, suffixes: number[]): ScoreGroup => ({
+    prefix: ids(seed, prefix),
+    suffixes: suffixes.map((n, k) => ({ tokens: ids(seed * 100 + k, n), labels: ids(seed * 1000 + k, 5) })),
+  });
+  let packed: Engine;
+  let forked: Engine;
+  beforeAll(async () => {
+    const dir = await tinyModelDir({ segmentIds: true, attention: 'fused' });
+    packed = await Engine.load({ modelDir: dir, threads: 1, prefixCacheBytes: 0, packSuffixes: true });
+    forked = await Engine.load({ modelDir: dir, threads: 1, prefixCacheBytes: 0 });
+  }, 60_000);
+  afterAll(() => {
+    packed?.close();
+    forked?.close();
+  });
+  const largest = (a: Awaited<ReturnType<Engine['score']>>[number], b: Awaited<ReturnType<Engine['score']>>[number]) =>
+    Math.max(...a.map((score, s) => Math.max(maxDiff(score.labelLogits, b[s]!.labelLogits), Math.abs(score.logSumExp - b[s]!.logSumExp))));
+
+  it.each([
+    ['packed', () => packed],
+    ['forked', () => forked],
+  ] as const)('%s rows: a group alone scores as inside a batch of other lengths (1e-6)', async (_, engine) => {
+    const target = group(31, 45, [6, 17, 3]);
+    const others = [group(32, 120, [9]), group(33, 8, [30, 2, 11, 5]), group(34, 70, [12, 12])];
+    const alone = await engine().score([target]);
+    const mixed = await engine().score([others[0]!, target, others[1]!, others[2]!]);
+    expect(largest(alone[0]!, mixed[1]!)).toBeLessThan(1e-6);
+  });
+
+  it('packed rows score as forked rows (1e-5)', async () => {
+    const groups = [group(41, 150, [8, 21, 5]), group(42, 30, [40, 40, 3]), group(43, 1, [4])];
+    const [a, b] = [await packed.score(groups), await forked.score(groups)];
+    a.forEach((scores, g) => expect(largest(scores, b[g]!)).toBeLessThan(1e-5));
   });
 });

@@ -279,7 +279,7 @@ describe('tiny model: files and I/O contract', () => {
       eos_token_id: tiny.vocabSize - 24, // <|im_end|>
     });
     expect(JSON.parse(await readFile(path.join(tinyDir, 'decision.json'), 'utf8'))).toEqual({
-      builder: { preset: 'tiny', seed: TINY_SEED, dtype: 'fp32', graphVersion: GRAPH_VERSION },
+      builder: { preset: 'tiny', seed: TINY_SEED, dtype: 'fp32', graphVersion: GRAPH_VERSION, nodesPerLayer: 66 },
       calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
     });
     const tokCfg = JSON.parse(await readFile(path.join(tinyDir, 'tokenizer_config.json'), 'utf8'));
@@ -574,7 +574,7 @@ describe('tiny model: storage variants', () => {
     await makeModel({ preset: 'tiny', outDir: out, seed: 4, shapeOverrides: { vocabSize: 512 }, force: true });
     expect(await readdir(path.dirname(out))).toEqual(['model']);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
-    expect(decision.builder).toEqual({ preset: 'tiny', seed: 4, dtype: 'fp32', graphVersion: GRAPH_VERSION, shapeOverrides: { vocabSize: 512 } });
+    expect(decision.builder).toEqual({ preset: 'tiny', seed: 4, dtype: 'fp32', graphVersion: GRAPH_VERSION, shapeOverrides: { vocabSize: 512 }, nodesPerLayer: 66 });
 
     const notModel = path.join(scratch, 'not-a-model');
     await mkdir(notModel);

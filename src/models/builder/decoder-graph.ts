@@ -14,8 +14,9 @@
  *
  * Attention is grouped without copying KV heads: the query heads that share a KV head are folded into
  * the row axis ([B, kv_heads, group * S, head_dim]) and multiplied against the un-repeated present KV.
- * With DecoderFeatures.attention 'fused' the same fold feeds ONNX Runtime's MultiHeadAttention
- * (fused-attention.ts) instead of MatMul / Softmax / MatMul; inputs, outputs and masking are the same.
+ * With DecoderFeatures.attention 'fused' the layers are ONNX Runtime's fused contrib ops instead
+ * (fused-layers.ts: a dozen-odd nodes per layer, MultiHeadAttention over the same fold, packed
+ * weights); inputs, outputs and masking are the same.
  */
 import {
   DataType,
@@ -26,14 +27,13 @@ import {
   type FloatDtype,
   type GraphProto,
 } from './onnx-writer.js';
-import { fusedAttention } from './fused-attention.js';
+import { buildFusedLayers } from './fused-layers.js';
 import { int8MatMulNode, type Int8Kernel, type Int8Scheme } from './quantize.js';
 import type { ModelShape } from './presets.js';
+import type { PartInit, WeightAssembly } from './weight-parts.js';
 
 export type WeightInit =
-  | { kind: 'normal'; std: number }
-  | { kind: 'ones' }
-  | { kind: 'zeros' }
+  | PartInit
   /** The transpose of another 2-D weight declared earlier (a tied LM head). */
   | { kind: 'transposeOf'; source: string };
 
@@ -41,6 +41,11 @@ export interface WeightDecl {
   name: string;
   dims: number[];
   init: WeightInit;
+  /**
+   * Set on the fused graph's joined weights (weight-parts.ts): the values are these parts, drawn or
+   * read under their own names and joined; `init` is then unused.
+   */
+  assembly?: WeightAssembly;
 }
 
 export interface DecoderGraph {
@@ -53,6 +58,8 @@ export interface DecoderGraph {
    * turns their fp32 values into int8 storage plus a scale initializer). Empty otherwise.
    */
   quantized: Map<string, Int8Kernel>;
+  /** Nodes in the largest layer as written (ONNX Runtime may fuse some when it loads the graph). */
+  nodesPerLayer: number;
 }
 
 /** The LM head node and its input (the final RMSNorm output), for graph rewrites that gather rows before it. */
@@ -116,9 +123,10 @@ export interface DecoderFeatures {
    */
   segmentIds?: boolean;
   /**
-   * How each layer computes attention: 'ops' (default) from standard ONNX ops; 'fused' with ONNX
-   * Runtime's com.microsoft MultiHeadAttention (fused-attention.ts), which CUDA runs in its fused
-   * kernels. Same inputs, outputs and mask semantics; the graph then needs ONNX Runtime.
+   * How the layers are written: 'ops' (default) from standard ONNX ops; 'fused' from ONNX Runtime's
+   * com.microsoft contrib ops (fused-layers.ts: SkipSimplifiedLayerNormalization, packed
+   * projections, RotaryEmbedding, MultiHeadAttention, QuickGelu), far fewer nodes for a GPU to
+   * launch. Same inputs, outputs and mask semantics; the graph then needs ONNX Runtime.
    */
   attention?: 'ops' | 'fused';
 }
@@ -231,22 +239,36 @@ export function buildDecoderGraph(
     hidden = g.op1('Mul', '/model/embed_tokens/Mul', [hidden, g.float(dtype, [features.embeddingScale], [])]);
   }
 
-  // Rotary tables from position_ids, in fp32 (positions past 2048 are not exact in fp16): [B, 1, S, hd].
-  const invFreq = '/model/rotary_emb/inv_freq';
   const invFreqValues = features.invFreq ?? Array.from({ length: hd / 2 }, (_, k) => 1 / shape.ropeTheta ** ((2 * k) / hd));
   if (invFreqValues.length !== hd / 2) throw new Error(`decoder graph: ${invFreqValues.length} rotary frequencies, expected ${hd / 2}`);
-  g.addInitializer(floatTensor(invFreq, 'fp32', [hd / 2], invFreqValues));
-  const pos = g.op1('Cast', '/model/rotary_emb/Cast', ['position_ids'], { to: DataType.FLOAT });
-  const posCol = g.op1('Unsqueeze', '/model/rotary_emb/Unsqueeze', [pos, g.int64([2])]);
-  const freqs = g.op1('Mul', '/model/rotary_emb/Mul', [posCol, invFreq]);
-  const angles = g.op1('Concat', '/model/rotary_emb/Concat', [freqs, freqs], { axis: -1 });
-  const cosF = g.op1('Cos', '/model/rotary_emb/Cos', [angles]);
-  const sinF = g.op1('Sin', '/model/rotary_emb/Sin', [angles]);
-  const cos = g.op1('Unsqueeze', '/model/rotary_emb/Unsqueeze_1', [toCompute('/model/rotary_emb/Cast_1', cosF), g.int64([1])]);
-  const sin = g.op1('Unsqueeze', '/model/rotary_emb/Unsqueeze_2', [toCompute('/model/rotary_emb/Cast_2', sinF), g.int64([1])]);
+  const fused = features.attention === 'fused';
+  // Rotary tables from position_ids, in fp32 (positions past 2048 are not exact in fp16): [B, 1, S, hd].
+  // The fused graph has its own (fused-layers.ts).
+  let cos = '';
+  let sin = '';
+  if (!fused) {
+    const invFreq = '/model/rotary_emb/inv_freq';
+    g.addInitializer(floatTensor(invFreq, 'fp32', [hd / 2], invFreqValues));
+    const pos = g.op1('Cast', '/model/rotary_emb/Cast', ['position_ids'], { to: DataType.FLOAT });
+    const posCol = g.op1('Unsqueeze', '/model/rotary_emb/Unsqueeze', [pos, g.int64([2])]);
+    const freqs = g.op1('Mul', '/model/rotary_emb/Mul', [posCol, invFreq]);
+    const angles = g.op1('Concat', '/model/rotary_emb/Concat', [freqs, freqs], { axis: -1 });
+    const cosF = g.op1('Cos', '/model/rotary_emb/Cos', [angles]);
+    const sinF = g.op1('Sin', '/model/rotary_emb/Sin', [angles]);
+    cos = g.op1('Unsqueeze', '/model/rotary_emb/Unsqueeze_1', [toCompute('/model/rotary_emb/Cast_1', cosF), g.int64([1])]);
+    sin = g.op1('Unsqueeze', '/model/rotary_emb/Unsqueeze_2', [toCompute('/model/rotary_emb/Cast_2', sinF), g.int64([1])]);
+  }
 
-  // Visibility mask [B, 1, group * S, T], shared by all layers; row r is query r mod S.
+  // Visibility mask [B, 1, group * S, T], shared by all layers; row r is query r mod S, or in the
+  // fused graph (its query rows folded token by token, fused-layers.ts) query floor(r / group).
   const m = '/model/attn_mask';
+  /** A row of S query values as the group * S attention rows see them ([S] or [B, S] in, [g * S] or [B, g * S] out). */
+  const queryRows = (prefix: string, x: string, rank: 1 | 2): string => {
+    if (!fused) return g.op1('Tile', `${prefix}/Tile`, [x, g.int64(rank === 1 ? [groups] : [1, groups])]);
+    const column = g.op1('Unsqueeze', `${prefix}/Unsqueeze_rows`, [x, g.int64([rank])]);
+    const each = g.op1('Expand', `${prefix}/Expand_rows`, [column, g.int64(rank === 1 ? [1, groups] : [1, 1, groups])]);
+    return g.op1('Reshape', `${prefix}/Reshape_rows`, [each, g.int64(rank === 1 ? [-1] : [0, -1])]);
+  };
   // The lengths are shape scalars, which ONNX Runtime keeps on the CPU: they feed only ops that
   // take them there (Range's bounds, Tile's repeats, Slice's starts), never arithmetic that runs on
   // a GPU, which would make it copy them over in every run (a Memcpy node).
@@ -257,7 +279,7 @@ export function buildDecoderGraph(
   const totalLenS = g.op1('Squeeze', `${m}/Squeeze_2`, [totalLen, axis0]);
   const keyIdx = g.op1('Range', `${m}/Range`, [i64(0), totalLenS, i64(1)]);
   // Row r of the group-stacked rows is query r mod S, at position past + (r mod S).
-  const queryIdx = g.op1('Tile', `${m}/Tile`, [g.op1('Range', `${m}/Range_1`, [pastLenS, totalLenS, i64(1)]), g.int64([groups])]);
+  const queryIdx = queryRows(m, g.op1('Range', `${m}/Range_1`, [pastLenS, totalLenS, i64(1)]), 1);
   const causal = g.op1('LessOrEqual', `${m}/LessOrEqual`, [
     g.op1('Unsqueeze', `${m}/Unsqueeze`, [keyIdx, g.int64([0])]),
     g.op1('Unsqueeze', `${m}/Unsqueeze_1`, [queryIdx, g.int64([1])]),
@@ -273,9 +295,9 @@ export function buildDecoderGraph(
     const p = '/model/segment_mask';
     const keySeg = g.op1('Unsqueeze', `${p}/Unsqueeze`, [SEGMENT_IDS_INPUT, g.int64([1, 2])]);
     const querySeg = g.op1('Slice', `${p}/Slice`, [SEGMENT_IDS_INPUT, pastLen, totalLen, g.int64([1])]);
-    const queryRows = g.op1('Unsqueeze', `${p}/Unsqueeze_1`, [g.op1('Tile', `${p}/Tile`, [querySeg, g.int64([1, groups])]), g.int64([1, 3])]);
+    const querySegRows = g.op1('Unsqueeze', `${p}/Unsqueeze_1`, [queryRows(p, querySeg, 2), g.int64([1, 3])]);
     const shared = g.op1('Equal', `${p}/Equal`, [keySeg, i64(0)]);
-    const own = g.op1('Equal', `${p}/Equal_1`, [keySeg, queryRows]);
+    const own = g.op1('Equal', `${p}/Equal_1`, [keySeg, querySegRows]);
     visible = g.op1('And', `${p}/And`, [visible, g.op1('Or', `${p}/Or`, [shared, own])]);
   }
   // As an additive bias (0 where visible, the lowest finite float elsewhere), built once: every
@@ -283,7 +305,6 @@ export function buildDecoderGraph(
   // the attention time on long states (docs/benchmark.md, "Where the time goes"); an Add is a
   // fraction of that, with the same results.
   // The fused op takes its bias in the compute dtype (FLOAT16_MASK in fp16).
-  const fused = features.attention === 'fused';
   const biasDtype: FloatDtype = fused ? dtype : 'fp32';
   const lowest = g.float(biasDtype, [biasDtype === 'fp16' ? FLOAT16_MASK : FLOAT32_LOWEST], []);
   const zero = g.float(biasDtype, [0], []);
@@ -306,7 +327,7 @@ export function buildDecoderGraph(
       const pastPos = g.op1('Slice', `${w}/Slice`, [keyPos, g.int64([0]), pastLen, g.int64([1])]);
       keyPos = g.op1('Concat', `${w}/Concat`, [pastPos, 'position_ids'], { axis: 1 });
     }
-    const queryPos = g.op1('Tile', `${w}/Tile`, ['position_ids', g.int64([1, groups])]);
+    const queryPos = queryRows(w, 'position_ids', 2);
     const distance = g.op1('Sub', `${w}/Sub_1`, [
       g.op1('Unsqueeze', `${w}/Unsqueeze`, [queryPos, g.int64([1, 3])]),
       g.op1('Unsqueeze', `${w}/Unsqueeze_1`, [keyPos, g.int64([1, 2])]),
@@ -317,7 +338,7 @@ export function buildDecoderGraph(
 
   // Only the standard-op attention scales its queries (the fused op applies the same 1 / sqrt(head_dim)).
   const scale = fused ? '' : g.float(dtype, [1 / Math.sqrt(hd)], []);
-  const halfSplit = g.int64([hd / 2, hd / 2]);
+  const halfSplit = fused ? '' : g.int64([hd / 2, hd / 2]);
 
   const rotary = (prefix: string, x: string): string => {
     const [x1, x2] = g.op('Split', `${prefix}/Split`, [x, halfSplit], { axis: -1 }, 2) as [string, string];
@@ -358,7 +379,8 @@ export function buildDecoderGraph(
     return g.op1('Reshape', `${a}/Reshape_5`, [ctxSeq, g.int64([0, 0, nh * hd])]);
   };
 
-  for (let i = 0; i < shape.numLayers; i++) {
+  const layerBias = (i: number) => (slidingBias !== undefined && features.slidingWindow!.layers[i] ? slidingBias : maskBias);
+  for (let i = 0; i < (fused ? 0 : shape.numLayers); i++) {
     const p = `/model/layers.${i}`;
     const a = `${p}/self_attn`;
     const w = `model.layers.${i}`;
@@ -378,8 +400,7 @@ export function buildDecoderGraph(
     const presentK = g.op1('Concat', `${a}/Concat_k`, [pastKeyName(i), k], { axis: 2 }, presentKeyName(i));
     const presentV = g.op1('Concat', `${a}/Concat_v`, [pastValueName(i), v], { axis: 2 }, presentValueName(i));
 
-    const layerBias = slidingBias !== undefined && features.slidingWindow!.layers[i] ? slidingBias : maskBias;
-    const ctxFlat = fused ? fusedAttention(g, a, shape, q, presentK, presentV, layerBias) : opsAttention(a, q, presentK, presentV, layerBias);
+    const ctxFlat = opsAttention(a, q, presentK, presentV, layerBias(i));
     const attnOut = linear(`${a}/o_proj`, ctxFlat, `${w}.self_attn.o_proj`, [nh * hd, h], features.oBias);
     hidden = g.op1('Add', `${p}/Add`, [hidden, attnOut]);
 
@@ -394,7 +415,27 @@ export function buildDecoderGraph(
     hidden = g.op1('Add', `${p}/Add_1`, [hidden, down]);
   }
 
-  const finalNorm = rmsNorm('/model/norm', hidden, weight('model.norm.weight', [h], ones));
+  const finalNorm = fused
+    ? buildFusedLayers({
+        g,
+        shape,
+        dtype,
+        features,
+        embeddings: hidden,
+        weight: (decl) => {
+          weights.push(decl);
+          return decl.name;
+        },
+        matmul: (node, x, w, dims) => matmul(node, x, w, dims, int8?.kernel),
+        layerBias,
+        pastKey: pastKeyName,
+        pastValue: pastValueName,
+        presentKey: presentKeyName,
+        presentValue: presentValueName,
+        finalNormOutput: LM_HEAD_INPUT,
+        invFreq: invFreqValues,
+      })
+    : rmsNorm('/model/norm', hidden, weight('model.norm.weight', [h], ones));
   if (finalNorm !== LM_HEAD_INPUT) throw new Error(`decoder graph: final norm output is ${finalNorm}, expected ${LM_HEAD_INPUT}`);
   const headInit: WeightInit = shape.tieWordEmbeddings
     ? { kind: 'transposeOf', source: embed }
@@ -405,5 +446,16 @@ export function buildDecoderGraph(
     graph: { name: 'main_graph', node: g.nodes, initializer: g.initializers, input: inputs, output: outputs },
     weights,
     quantized,
+    nodesPerLayer: countNodesPerLayer(g.nodes, shape.numLayers),
   };
+}
+
+/** The node count of the largest layer: nodes are named /model/layers.<i>/... (the torch-export convention). */
+export function countNodesPerLayer(nodes: readonly { name?: string | null }[], numLayers: number): number {
+  const counts = new Array<number>(numLayers).fill(0);
+  for (const node of nodes) {
+    const layer = /^\/model\/layers\.(\d+)\//.exec(node.name ?? '');
+    if (layer) counts[Number(layer[1])]! += 1;
+  }
+  return Math.max(0, ...counts);
 }

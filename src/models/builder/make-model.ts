@@ -12,6 +12,7 @@ import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } 
 import { PRESETS, validateShape, type ModelShape } from './presets.js';
 import { computeDtype, DEFAULT_INT8_SCHEME, MODEL_DTYPES, quantizeWeightSpecs, type Int8Kernel, type Int8Scheme, type ModelDtype } from './quantize.js';
 import { Rng } from './rng.js';
+import { assembleWeight } from './weight-parts.js';
 import { readSpecialTokenIds, writeTokenizerFiles } from './tokenizer-files.js';
 
 export interface MakeModelOptions {
@@ -46,16 +47,19 @@ export interface MakeModelOptions {
 export interface MadeModel {
   dir: string;
   shape: ModelShape;
+  /** Nodes per decoder layer in the written graph (also in decision.json, builder.nodesPerLayer). */
+  nodesPerLayer: number;
 }
 
 /** Above this many weight bytes the weights go to external data (protobuf caps a file at 2 GB). */
 export const EXTERNAL_DATA_THRESHOLD = 1.5e9;
 
 /**
- * Bumped whenever the generated graph changes (2: the attention mask became an additive bias), so
- * that a cached generated model (the benchmark's) is rebuilt instead of silently reused.
+ * Bumped whenever the generated graph changes (2: the attention mask became an additive bias; 3:
+ * --attention fused writes fused layers, fused-layers.ts), so that a cached generated model (the
+ * benchmark's) is rebuilt instead of silently reused.
  */
-export const GRAPH_VERSION = 2;
+export const GRAPH_VERSION = 3;
 
 const CHUNK_ELEMENTS = 1 << 20;
 
@@ -82,23 +86,26 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
   const target = await checkModelOutput(opts.outDir, { force: opts.force === true });
   const outDir = target.outDir;
   const tmpDir = await makeStagingDir(outDir);
+  const result: MadeModel = { dir: outDir, shape, nodesPerLayer: 0 };
   try {
     await mkdir(path.join(tmpDir, 'onnx'));
     await writeTokenizerFiles(tmpDir, shape.vocabSize);
     const tokens = await readSpecialTokenIds(tmpDir);
     await writeJson(path.join(tmpDir, 'config.json'), hfConfig(shape, floatDtype, tokens.bosTokenId, tokens.eosTokenId));
+    const { graph, weights, quantized, nodesPerLayer } = buildDecoderGraph(shape, floatDtype, opts.features, int8);
+    result.nodesPerLayer = nodesPerLayer;
     const builder: Record<string, unknown> = { preset: opts.preset, seed, dtype, graphVersion: GRAPH_VERSION };
     if (opts.shapeOverrides !== undefined && Object.keys(definedOnly(opts.shapeOverrides)).length > 0) {
       builder.shapeOverrides = definedOnly(opts.shapeOverrides);
     }
     if (opts.features !== undefined && Object.keys(opts.features).length > 0) builder.features = opts.features;
     if (int8 !== undefined) builder.int8 = int8Record(int8);
+    builder.nodesPerLayer = nodesPerLayer;
     await writeJson(path.join(tmpDir, 'decision.json'), {
       builder,
       calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
     });
 
-    const { graph, weights, quantized } = buildDecoderGraph(shape, floatDtype, opts.features, int8);
     const totalParams = weights.reduce((s, w) => s + numel(w.dims), 0);
     const external =
       opts.externalData === true ||
@@ -116,7 +123,7 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
     await rm(tmpDir, { recursive: true, force: true });
     throw err;
   }
-  return { dir: outDir, shape };
+  return result;
 }
 
 /** decision.json's record of an int8 model: what is quantized and how (the same for make-model and import-model). */
@@ -190,7 +197,16 @@ function weightSpecs(
     *chunks(): Generator<Float32Array> {
       const total = numel(d.dims);
       const init = d.init;
-      if (init.kind === 'transposeOf') {
+      if (d.assembly !== undefined) {
+        // A fused graph's joined weight: each part drawn from its own stream, as the standard-op graph draws it.
+        const parts = d.assembly.parts.map((part) => {
+          const values = new Float32Array(numel(part.dims));
+          fillInit(part.init, values, new Rng(seed, part.name));
+          return values;
+        });
+        const data = assembleWeight(d.assembly, parts);
+        for (let at = 0; at < total; at += CHUNK_ELEMENTS) yield data.subarray(at, Math.min(total, at + CHUNK_ELEMENTS));
+      } else if (init.kind === 'transposeOf') {
         const src = retained.get(init.source);
         if (src === undefined || src.dims.length !== 2) throw new Error(`weight ${d.name}: ${init.source} not available`);
         yield* transposedChunks(src.data, src.dims[0]!, src.dims[1]!, scratch);

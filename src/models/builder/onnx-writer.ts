@@ -45,8 +45,17 @@ export function weightElemType(dtype: WeightDtype): ElemType {
   return floatElemType(dtype);
 }
 
-/** Integer attributes only: this graph needs no float or string attributes. */
-export type IntAttrs = Record<string, number | number[]>;
+/** A float attribute (an epsilon, a scale); a bare number is an integer attribute. */
+export interface FloatAttr {
+  float: number;
+}
+
+/** Node attributes: integers, integer lists and floats (no strings: this graph needs none). */
+export type IntAttrs = Record<string, number | number[] | FloatAttr>;
+
+export function floatAttr(value: number): FloatAttr {
+  return { float: value };
+}
 
 /** ONNX Runtime's contrib operators (MultiHeadAttention, GroupQueryAttention, ...). */
 export const MS_DOMAIN = 'com.microsoft';
@@ -55,7 +64,9 @@ export function makeNode(opType: string, inputs: string[], outputs: string[], na
   const attribute = Object.entries(attrs).map(([key, v]) =>
     Array.isArray(v)
       ? { name: key, type: onnx.AttributeProto.AttributeType.INTS, ints: v }
-      : { name: key, type: onnx.AttributeProto.AttributeType.INT, i: v },
+      : typeof v === 'number'
+        ? { name: key, type: onnx.AttributeProto.AttributeType.INT, i: v }
+        : { name: key, type: onnx.AttributeProto.AttributeType.FLOAT, f: v.float },
   );
   const node: NodeProto = { opType, input: inputs, output: outputs, name, attribute };
   if (domain !== undefined) node.domain = domain;

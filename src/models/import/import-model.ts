@@ -22,7 +22,8 @@ import { GRAPH_VERSION, int8Record } from '../builder/make-model.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from '../builder/onnx-writer.js';
 import { checkpointFile, copySideFile, MAX_SIDE_FILE_BYTES } from './checkpoint-files.js';
 import { ImportError, planFromConfig, type ImportPlan } from './hf-config.js';
-import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed } from './safetensors.js';
+import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed, type TensorEntry } from './safetensors.js';
+import { assembleWeight } from '../builder/weight-parts.js';
 import { checkSizesAgainstTensors, mapWeights, type WeightSource } from './weight-map.js';
 import { computeDtype, DEFAULT_INT8_SCHEME, quantizeWeightSpecs, type ModelDtype } from '../builder/quantize.js';
 import { checkModelOutput, makeStagingDir, ModelOutputError, placeModelDir } from '../output-dir.js';
@@ -67,6 +68,8 @@ export interface ImportedModel {
   dtype: ModelDtype;
   /** Parameters of the checkpoint (a tied LM head counted once, though the graph stores its transpose too). */
   parameters: number;
+  /** Nodes per decoder layer in the written graph (also in decision.json, import.nodesPerLayer). */
+  nodesPerLayer: number;
   /** False when the checkpoint lacked tokenizer.json or tokenizer_config.json (the engine scores ids; the service reports the model broken). */
   hasTokenizer: boolean;
   warnings: string[];
@@ -168,7 +171,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     ...((opts.segmentIds ?? PACKED_IMPORTS_BY_DEFAULT) ? { segmentIds: true } : {}),
     ...(attention === 'fused' ? { attention } : {}),
   };
-  const { graph, weights, quantized } = buildDecoderGraph(plan.shape, floatDtype, { ...plan.features, ...extraFeatures }, int8);
+  const { graph, weights, quantized, nodesPerLayer } = buildDecoderGraph(plan.shape, floatDtype, { ...plan.features, ...extraFeatures }, int8);
   const sources = mapWeights(weights, checkpoint.tensors, plan.shape.tieWordEmbeddings === true);
   const dtypes = [...new Set([...checkpoint.tensors.values()].map((t) => t.dtype))].sort();
   if (dtype === 'fp16' && dtypes.some((d) => d === 'F32' || d === 'BF16' || d === 'F64')) {
@@ -206,6 +209,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
         // The builder's graph version, as make-model records it: a cache of imported models can tell
         // a graph written before a graph change (or before packing) from a current one.
         graphVersion: GRAPH_VERSION,
+        nodesPerLayer,
         tokenizer: hasTokenizer,
       },
     });
@@ -225,8 +229,8 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     // 4. Into place.
     stage.file = outDir;
     await placeModelDir(staging, target);
-    const parameters = [...new Set(sources.map((src) => src.entry))].reduce((n, e) => n + numel(e.shape), 0);
-    return { dir: outDir, plan, dtype, hasTokenizer, warnings, parameters };
+    const parameters = [...new Set(sources.flatMap((src) => (src.parts ?? [src]).map((part) => part.entry)))].reduce((n, e) => n + numel(e.shape), 0);
+    return { dir: outDir, plan, dtype, hasTokenizer, warnings, parameters, nodesPerLayer };
   } catch (err) {
     await rm(staging, { recursive: true, force: true });
     throw err;
@@ -240,17 +244,34 @@ function weightSpecs(
   onProgress?: (written: number, total: number) => void,
 ): WeightSpec[] {
   let written = 0;
-  return sources.map(({ decl, entry, transpose }) => ({
+  /** A tensor's values, checked: a NaN weight turns every score it touches into NaN (a corrupt checkpoint). */
+  function* checkedChunks(entry: TensorEntry, transpose: boolean): Generator<Float32Array> {
+    for (const chunk of transpose ? streamTransposed(entry) : streamTensor(entry)) {
+      for (let i = 0; i < chunk.length; i++) {
+        if (chunk[i] !== chunk[i]) throw new ImportError(`${path.basename(entry.file)}: tensor ${entry.name} holds NaN values (a corrupt checkpoint)`);
+      }
+      yield chunk;
+    }
+  }
+  return sources.map(({ decl, entry, transpose, parts }) => ({
     name: decl.name,
     dims: decl.dims,
     dtype,
     *chunks(): Generator<Float32Array> {
-      for (const chunk of transpose ? streamTransposed(entry) : streamTensor(entry)) {
-        // A NaN weight turns every score it touches into NaN: a corrupt checkpoint, refused here.
-        for (let i = 0; i < chunk.length; i++) {
-          if (chunk[i] !== chunk[i]) throw new ImportError(`${path.basename(entry.file)}: tensor ${entry.name} holds NaN values (a corrupt checkpoint)`);
-        }
-        yield chunk;
+      if (decl.assembly !== undefined && parts !== undefined) {
+        // The fused graph's packed weight: its parts read whole (one layer's projections), then joined.
+        const values = parts.map((part) => {
+          const all = new Float32Array(numel(part.entry.shape));
+          let at = 0;
+          for (const chunk of checkedChunks(part.entry, part.transpose)) {
+            all.set(chunk, at);
+            at += chunk.length;
+          }
+          return all;
+        });
+        yield assembleWeight(decl.assembly, values);
+      } else {
+        yield* checkedChunks(entry, transpose);
       }
       written += numel(decl.dims);
       onProgress?.(written, totalParams);

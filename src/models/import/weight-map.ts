@@ -12,8 +12,11 @@ import type { TensorEntry } from './safetensors.js';
 
 export interface WeightSource {
   decl: WeightDecl;
+  /** The tensor that holds the weight (the first part's, for an assembled weight). */
   entry: TensorEntry;
   transpose: boolean;
+  /** An assembled weight (the fused graph's packed projections): each part's tensor, in decl.assembly.parts order. */
+  parts?: { entry: TensorEntry; transpose: boolean }[];
 }
 
 const EMBEDDING = 'model.embed_tokens.weight';
@@ -25,27 +28,41 @@ export function mapWeights(decls: readonly WeightDecl[], tensors: ReadonlyMap<st
   const problems: string[] = [];
   const used = new Set<string>();
   const out: WeightSource[] = [];
-  for (const decl of decls) {
-    let sourceName = decl.name;
-    let transpose = decl.dims.length === 2 && decl.name !== EMBEDDING;
-    if (decl.name === LM_HEAD && tied) sourceName = EMBEDDING;
+  const resolve = (name: string, dims: number[]): { entry: TensorEntry; transpose: boolean } | undefined => {
+    let sourceName = name;
+    let transpose = dims.length === 2 && name !== EMBEDDING;
+    if (name === LM_HEAD && tied) sourceName = EMBEDDING;
     const entry = tensors.get(sourceName);
     if (entry === undefined) {
       problems.push(
-        decl.name === LM_HEAD
+        name === LM_HEAD
           ? `missing tensor ${LM_HEAD} (tie_word_embeddings is false, so the checkpoint must hold its own LM head)`
           : `missing tensor ${sourceName}`,
       );
-      continue;
+      return undefined;
     }
     used.add(sourceName);
-    const want = transpose ? [decl.dims[1]!, decl.dims[0]!] : decl.dims;
+    const want = transpose ? [dims[1]!, dims[0]!] : dims;
     if (entry.shape.length !== want.length || entry.shape.some((d, i) => d !== want[i])) {
       problems.push(`tensor ${sourceName} has shape [${entry.shape.join(', ')}], the config implies [${want.join(', ')}]`);
-      continue;
+      return undefined;
     }
     if (transpose && entry.shape.includes(1)) transpose = false; // a single row or column: same bytes either way
-    out.push({ decl, entry, transpose });
+    return { entry, transpose };
+  };
+  for (const decl of decls) {
+    if (decl.assembly !== undefined) {
+      // A repeated part (a q/k norm weight per head) is one tensor: resolved once.
+      const seen = new Map<string, { entry: TensorEntry; transpose: boolean } | undefined>();
+      const parts = decl.assembly.parts.map((part) => {
+        if (!seen.has(part.name)) seen.set(part.name, resolve(part.name, part.dims));
+        return seen.get(part.name);
+      });
+      if (parts.every((x) => x !== undefined)) out.push({ decl, entry: parts[0]!.entry, transpose: parts[0]!.transpose, parts: parts as { entry: TensorEntry; transpose: boolean }[] });
+      continue;
+    }
+    const found = resolve(decl.name, decl.dims);
+    if (found !== undefined) out.push({ decl, ...found });
   }
   if (tied) used.add(LM_HEAD); // a tied checkpoint may also save the shared matrix as lm_head.weight
   const unused = [...tensors.keys()].filter((n) => !used.has(n) && !IGNORED.test(n));

@@ -1,0 +1,248 @@
+/**
+ * The decoder layers of a graph built with DecoderFeatures.attention 'fused': ONNX Runtime's
+ * com.microsoft contrib ops, a dozen-odd nodes per layer instead of ~48, so that a GPU run pays
+ * far fewer node launches. Inputs, outputs and mask semantics are the standard-op graph's
+ * (decoder-graph.ts); only the layers differ.
+ *
+ * One layer:
+ *   SkipSimplifiedLayerNormalization   residual + the previous layer's output, then RMSNorm
+ *   MatMul                             packed q/k/v projection (+ Add with biases)
+ *   Split                              q|k and v (q, k and v without q/k norms)
+ *   Reshape, SimplifiedLayerNormalization, Reshape   the q and k norms in one node: rows of
+ *                                      head_dim, a per-head scale [1, heads, head_dim] (ORT broadcasts it)
+ *   RotaryEmbedding                    q and k heads in one node
+ *   Split, Reshape                     q, folded to [B, group * S, kv_heads * head_dim], and k
+ *   MultiHeadAttention                 with past_key/past_value: present = past ++ new, the
+ *                                      graph's present outputs (no Concat), attention_bias = mask
+ *   Reshape, MatMul                    context back to [B, S, heads * head_dim], output projection
+ *   SkipSimplifiedLayerNormalization   residual + attention (+ o bias), then RMSNorm
+ *   MatMul, Split, QuickGelu, Mul, MatMul   packed gate+up, SiLU(gate) * up, down
+ * The last layer's output goes through the final norm as one more SkipSimplifiedLayerNormalization.
+ *
+ * Why MultiHeadAttention: the engine's rows carry a past AND several new tokens with an arbitrary
+ * mask (packed questions, padding). GroupQueryAttention refuses a batch of such rows ("batch_size
+ * must be 1 when sequence_length > 1 and past context is given", group_query_attention_helper.h,
+ * shared by ORT's CPU and CUDA kernels); MultiHeadAttention takes any batch, a past, and an
+ * additive attention_bias, and has CPU and CUDA kernels. It has no kv_num_heads, so grouped-query
+ * attention runs it with num_heads = kv_heads over group * S query rows: row s * group + r is query s
+ * of the r-th head of each KV head. The query projection's heads are stored in that order (head
+ * r * kv_heads + kv is the model's head kv * group + r; weight-parts.ts permutes q_proj's columns
+ * and o_proj's rows), so the fold is a Reshape, and the KV cache is never repeated per head. The
+ * mask bias has one row per folded query row ([B, 1, S * group, T], decoder-graph.ts).
+ *
+ * Rotary: ORT's RotaryEmbedding with cos/sin tables [max_position_embeddings, head_dim / 2] built
+ * here in fp32 the way the standard-op graph computes its angles (fp32 position x fp32 inverse
+ * frequency), then stored in the compute dtype as that graph casts them.
+ */
+import { INIT_STD, type DecoderFeatures, type WeightDecl } from './decoder-graph.js';
+import { floatAttr, floatTensor, MS_DOMAIN, type FloatDtype, type GraphBuilder } from './onnx-writer.js';
+import type { ModelShape } from './presets.js';
+import type { PartInit, WeightAssembly, WeightPart } from './weight-parts.js';
+
+/** Above this many rows x head_dim / 2 values a rotary table is refused (2^24: 64 MB per table in fp32). */
+export const MAX_ROTARY_TABLE = 2 ** 24;
+
+export interface FusedLayersContext {
+  g: GraphBuilder;
+  shape: ModelShape;
+  dtype: FloatDtype;
+  features: DecoderFeatures;
+  /** The embeddings [B, S, hidden] (scaled where the family scales them). */
+  embeddings: string;
+  /** Declares a weight and returns its name. */
+  weight(decl: WeightDecl): string;
+  /** x @ W for a projection weight (an int8 kernel when the graph quantizes it). */
+  matmul(node: string, x: string, w: string, dims: [number, number]): string;
+  /** The additive mask bias of layer i ([B, 1, S * group, T], folded row order). */
+  layerBias(layer: number): string;
+  pastKey(layer: number): string;
+  pastValue(layer: number): string;
+  presentKey(layer: number): string;
+  presentValue(layer: number): string;
+  /** The name the final norm's output must have (the LM head reads it). */
+  finalNormOutput: string;
+  /** fp32 rotary inverse frequencies, head_dim / 2 of them. */
+  invFreq: readonly number[];
+}
+
+/**
+ * Query head j of the fused graph is the model's head order[j]: j = r * kvHeads + kv runs the r-th
+ * query head of KV head kv, which the model numbers kv * group + r.
+ */
+export function foldedHeadOrder(numHeads: number, numKvHeads: number): number[] {
+  const group = numHeads / numKvHeads;
+  return Array.from({ length: numHeads }, (_, j) => (j % numKvHeads) * group + Math.floor(j / numKvHeads));
+}
+
+/** Builds every layer and the final norm; returns the final norm's output. */
+export function buildFusedLayers(ctx: FusedLayersContext): string {
+  const { g, shape, dtype, features } = ctx;
+  const { hiddenSize: h, numHeads: nh, numKvHeads: kvh, headDim: hd, intermediateSize: inter } = shape;
+  const group = nh / kvh;
+  const eps = floatAttr(shape.rmsNormEps);
+  const normal: PartInit = { kind: 'normal', std: INIT_STD };
+  const zeros: PartInit = { kind: 'zeros' };
+  const offset = features.normStyle === 'onePlusWeight' ? 1 : undefined;
+  const order = foldedHeadOrder(nh, kvh);
+  const qPermute = { axis: 1 as const, blockSize: hd, order };
+
+  const assembled = (name: string, dims: number[], assembly: WeightAssembly): string => ctx.weight({ name, dims, init: zeros, assembly });
+  const single = (part: WeightPart): string =>
+    part.permute === undefined && part.offset === undefined ? ctx.weight({ name: part.name, dims: part.dims, init: part.init }) : assembled(part.name, part.dims, { parts: [part], axis: 1 });
+  const normWeight = (name: string) => single({ name, dims: [h], init: { kind: 'ones' }, ...(offset === undefined ? {} : { offset }) });
+
+  // Rotary tables, and the positions each rotary node reads (built once for all layers).
+  const rows = shape.maxPositionEmbeddings;
+  if (rows * (hd / 2) > MAX_ROTARY_TABLE) {
+    throw new Error(`fused attention: a rotary table of ${rows} positions x ${hd / 2} is too large (max_position_embeddings ${rows}); use --attention ops`);
+  }
+  const cosValues = new Float32Array(rows * (hd / 2));
+  const sinValues = new Float32Array(rows * (hd / 2));
+  const invFreq = ctx.invFreq.map((f) => Math.fround(f));
+  for (let p = 0; p < rows; p++) {
+    for (let k = 0; k < hd / 2; k++) {
+      const angle = Math.fround(Math.fround(p) * invFreq[k]!);
+      cosValues[p * (hd / 2) + k] = Math.cos(angle);
+      sinValues[p * (hd / 2) + k] = Math.sin(angle);
+    }
+  }
+  const cos = '/model/rotary_emb/cos_cache';
+  const sin = '/model/rotary_emb/sin_cache';
+  g.addInitializer(floatTensor(cos, dtype, [rows, hd / 2], cosValues));
+  g.addInitializer(floatTensor(sin, dtype, [rows, hd / 2], sinValues));
+  const r = '/model/rotary_emb';
+  // The q and k heads, normed as rows of head_dim, go back to [B, S, heads * head_dim] for RotaryEmbedding:
+  // its CUDA kernel launches a block per (head, token, row) with the rows on the grid's z axis (at
+  // most 65535), so the batch axis must stay the rows, not the tokens of a pass.
+  let tokensShape = '';
+  if (features.qkNorm) {
+    const batchAndLength = g.op1('Shape', `${r}/Shape`, ['input_ids']);
+    tokensShape = g.op1('Concat', `${r}/Concat`, [batchAndLength, g.int64([(nh + kvh) * hd])], { axis: 0 });
+  }
+  const rotary = (node: string, x: string, positions: string) => g.op1('RotaryEmbedding', node, [x, positions, cos, sin], {}, undefined, MS_DOMAIN);
+
+  let residual = ctx.embeddings;
+  let pending = ''; // the previous layer's MLP output, added to the residual by the next norm
+  let pendingBias = '';
+  const skipNorm = (node: string, w: string, output?: string): string => {
+    if (pending === '') {
+      return g.op1('SimplifiedLayerNormalization', node, [residual, w], { axis: -1, epsilon: eps }, output);
+    }
+    const outs = g.op('SkipSimplifiedLayerNormalization', node, [residual, pending, w, ...(pendingBias ? [pendingBias] : [])], { epsilon: eps }, [output ?? `${node}_output_0`, '', '', `${node}_output_3`], MS_DOMAIN);
+    residual = outs[3]!;
+    return outs[0]!;
+  };
+
+  for (let i = 0; i < shape.numLayers; i++) {
+    const p = `/model/layers.${i}`;
+    const a = `${p}/self_attn`;
+    const w = `model.layers.${i}`;
+    const normed = skipNorm(`${p}/input_layernorm/SkipSimplifiedLayerNormalization`, normWeight(`${w}.input_layernorm.weight`));
+
+    // Packed q/k/v, query heads in fold order.
+    const qDims = [h, nh * hd];
+    const kvDims = [h, kvh * hd];
+    const qkvWidth = (nh + 2 * kvh) * hd;
+    const qkvWeight = assembled(`${w}.self_attn.qkv_proj.weight`, [h, qkvWidth], {
+      axis: 1,
+      parts: [
+        { name: `${w}.self_attn.q_proj.weight`, dims: qDims, init: normal, permute: qPermute },
+        { name: `${w}.self_attn.k_proj.weight`, dims: kvDims, init: normal },
+        { name: `${w}.self_attn.v_proj.weight`, dims: kvDims, init: normal },
+      ],
+    });
+    let qkv = ctx.matmul(`${a}/qkv_proj/MatMul`, normed, qkvWeight, [h, qkvWidth]);
+    if (features.qkvBias) {
+      const bias = assembled(`${w}.self_attn.qkv_proj.bias`, [qkvWidth], {
+        axis: 1,
+        parts: [
+          { name: `${w}.self_attn.q_proj.bias`, dims: [nh * hd], init: zeros, permute: qPermute },
+          { name: `${w}.self_attn.k_proj.bias`, dims: [kvh * hd], init: zeros },
+          { name: `${w}.self_attn.v_proj.bias`, dims: [kvh * hd], init: zeros },
+        ],
+      });
+      qkv = g.op1('Add', `${a}/qkv_proj/Add`, [qkv, bias]);
+    }
+
+    let query: string;
+    let key: string;
+    let value: string;
+    if (features.qkNorm) {
+      const [qk, v] = g.op('Split', `${a}/Split`, [qkv, g.int64([(nh + kvh) * hd, kvh * hd])], { axis: -1 }, 2) as [string, string];
+      const heads = g.op1('Reshape', `${a}/Reshape_qk`, [qk, g.int64([-1, nh + kvh, hd])]);
+      const scale = assembled(`${w}.self_attn.qk_norm.weight`, [1, nh + kvh, hd], {
+        axis: 0,
+        parts: [
+          ...Array.from({ length: nh }, () => ({ name: `${w}.self_attn.q_norm.weight`, dims: [hd], init: { kind: 'ones' } as const, ...(offset === undefined ? {} : { offset }) })),
+          ...Array.from({ length: kvh }, () => ({ name: `${w}.self_attn.k_norm.weight`, dims: [hd], init: { kind: 'ones' } as const, ...(offset === undefined ? {} : { offset }) })),
+        ],
+      });
+      const normedHeads = g.op1('SimplifiedLayerNormalization', `${a}/qk_norm/SimplifiedLayerNormalization`, [heads, scale], { axis: 2, epsilon: eps });
+      const normed = g.op1('Reshape', `${a}/Reshape_qk_1`, [normedHeads, tokensShape]);
+      const rotated = rotary(`${a}/RotaryEmbedding`, normed, 'position_ids');
+      const [q, k] = g.op('Split', `${a}/Split_qk`, [rotated, g.int64([nh * hd, kvh * hd])], { axis: -1 }, 2) as [string, string];
+      query = g.op1('Reshape', `${a}/Reshape_q`, [q, g.int64([0, -1, kvh * hd])]);
+      key = k;
+      value = v;
+    } else {
+      const [q, k, v] = g.op('Split', `${a}/Split`, [qkv, g.int64([nh * hd, kvh * hd, kvh * hd])], { axis: -1 }, 3) as [string, string, string];
+      query = g.op1('Reshape', `${a}/Reshape_q`, [rotary(`${a}/rotary_q/RotaryEmbedding`, q, 'position_ids'), g.int64([0, -1, kvh * hd])]);
+      key = rotary(`${a}/rotary_k/RotaryEmbedding`, k, 'position_ids');
+      value = v;
+    }
+
+    const [context] = g.op(
+      'MultiHeadAttention',
+      `${a}/MultiHeadAttention`,
+      [query, key, value, '', '', ctx.layerBias(i), ctx.pastKey(i), ctx.pastValue(i)],
+      { num_heads: kvh },
+      [`${a}/MultiHeadAttention_output_0`, ctx.presentKey(i), ctx.presentValue(i)],
+      MS_DOMAIN,
+    );
+    const contextFlat = g.op1('Reshape', `${a}/Reshape_ctx`, [context!, g.int64([0, -1, nh * hd])]);
+    const oWeight = single({ name: `${w}.self_attn.o_proj.weight`, dims: [nh * hd, h], init: normal, permute: { axis: 0, blockSize: hd, order } });
+    pending = ctx.matmul(`${a}/o_proj/MatMul`, contextFlat, oWeight, [nh * hd, h]);
+    pendingBias = features.oBias ? ctx.weight({ name: `${w}.self_attn.o_proj.bias`, dims: [h], init: zeros }) : '';
+
+    const normed2 = skipNorm(`${p}/post_attention_layernorm/SkipSimplifiedLayerNormalization`, normWeight(`${w}.post_attention_layernorm.weight`));
+    const m = `${p}/mlp`;
+    const gateUpWeight = assembled(`${w}.mlp.gate_up_proj.weight`, [h, 2 * inter], {
+      axis: 1,
+      parts: [
+        { name: `${w}.mlp.gate_proj.weight`, dims: [h, inter], init: normal },
+        { name: `${w}.mlp.up_proj.weight`, dims: [h, inter], init: normal },
+      ],
+    });
+    let gateUp = ctx.matmul(`${m}/gate_up_proj/MatMul`, normed2, gateUpWeight, [h, 2 * inter]);
+    if (features.mlpBias) {
+      const bias = assembled(`${w}.mlp.gate_up_proj.bias`, [2 * inter], {
+        axis: 1,
+        parts: [
+          { name: `${w}.mlp.gate_proj.bias`, dims: [inter], init: zeros },
+          { name: `${w}.mlp.up_proj.bias`, dims: [inter], init: zeros },
+        ],
+      });
+      gateUp = g.op1('Add', `${m}/gate_up_proj/Add`, [gateUp, bias]);
+    }
+    const [gate, up] = g.op('Split', `${m}/Split`, [gateUp, g.int64([inter, inter])], { axis: -1 }, 2) as [string, string];
+    const act = activation(g, features, dtype, `${m}/act_fn`, gate);
+    const product = g.op1('Mul', `${m}/Mul`, [act, up]);
+    pending = ctx.matmul(`${m}/down_proj/MatMul`, product, ctx.weight({ name: `${w}.mlp.down_proj.weight`, dims: [inter, h], init: normal }), [inter, h]);
+    pendingBias = features.mlpBias ? ctx.weight({ name: `${w}.mlp.down_proj.bias`, dims: [h], init: zeros }) : '';
+  }
+  return skipNorm('/model/norm/SkipSimplifiedLayerNormalization', normWeight('model.norm.weight'), ctx.finalNormOutput);
+}
+
+/** The MLP's gate activation: SiLU as one QuickGelu (x * sigmoid(1.0 * x)); the GELUs as the standard-op graph writes them. */
+function activation(g: GraphBuilder, features: DecoderFeatures, dtype: FloatDtype, prefix: string, x: string): string {
+  if (features.activation === 'silu') return g.op1('QuickGelu', `${prefix}/QuickGelu`, [x], { alpha: floatAttr(1) }, undefined, MS_DOMAIN);
+  const half = g.op1('Mul', `${prefix}/Mul_half`, [x, g.float(dtype, [0.5], [])]);
+  if (features.activation === 'gelu') {
+    const erf = g.op1('Erf', `${prefix}/Erf`, [g.op1('Mul', `${prefix}/Mul_erf`, [x, g.float(dtype, [Math.SQRT1_2], [])])]);
+    return g.op1('Mul', `${prefix}/Mul`, [half, g.op1('Add', `${prefix}/Add`, [erf, g.float(dtype, [1], [])])]);
+  }
+  const cube = g.op1('Mul', `${prefix}/Mul_cube`, [x, g.op1('Mul', `${prefix}/Mul_sq`, [x, x])]);
+  const inner = g.op1('Add', `${prefix}/Add_inner`, [x, g.op1('Mul', `${prefix}/Mul_c`, [cube, g.float(dtype, [0.044715], [])])]);
+  const tanh = g.op1('Tanh', `${prefix}/Tanh`, [g.op1('Mul', `${prefix}/Mul_k`, [inner, g.float(dtype, [Math.sqrt(2 / Math.PI)], [])])]);
+  return g.op1('Mul', `${prefix}/Mul`, [half, g.op1('Add', `${prefix}/Add`, [tanh, g.float(dtype, [1], [])])]);
+}
