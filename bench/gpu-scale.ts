@@ -36,6 +36,8 @@ export interface GpuScaleOptions {
   provider?: Provider;
   preset?: string;
   dtype?: ModelDtype;
+  /** The graph of the model it builds: default the fused decoder graph on cuda (the faster there), ops on cpu. */
+  attention?: 'ops' | 'fused';
   modelDir?: string;
   workloads?: GpuWorkloadName[];
   /** Timed calls per layout (the best counts); default 3. */
@@ -142,8 +144,9 @@ export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuSca
   const dtype = options.dtype ?? (provider === 'cuda' ? 'fp16' : 'fp32');
   const preset = options.preset ?? 'qwen3-0.6b';
   const root = packageRoot();
-  const modelDir = options.modelDir ?? path.join(root, 'models', `bench-${preset}${dtype === 'fp32' ? '' : `-${dtype}`}`);
-  if (!options.modelDir) await ensureModel(preset, modelDir, dtype, log);
+  const attention = options.attention ?? (provider === 'cuda' ? 'fused' : 'ops');
+  const modelDir = options.modelDir ?? path.join(root, 'models', `bench-${preset}${dtype === 'fp32' ? '' : `-${dtype}`}${attention === 'fused' ? '-fused' : ''}`);
+  if (!options.modelDir) await ensureModel(preset, modelDir, dtype, log, attention);
   const vocab = (JSON.parse(readFileSync(path.join(modelDir, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
   const scale = options.scale ?? 1;
   const repetitions = options.repetitions ?? 3;

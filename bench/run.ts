@@ -98,8 +98,8 @@ const MODEL_SEED = 1;
  * Builds the bench's own model directory unless it already holds this preset (this dtype, seed
  * MODEL_SEED, the packing graph: make-model's default, on which --packing picks the layout).
  */
-export async function ensureModel(preset: string, dir: string, dtype: ModelDtype, log: (s: string) => void): Promise<void> {
-  const features = { segmentIds: true };
+export async function ensureModel(preset: string, dir: string, dtype: ModelDtype, log: (s: string) => void, attention: 'ops' | 'fused' = 'ops'): Promise<void> {
+  const features = attention === 'fused' ? { segmentIds: true, attention } : { segmentIds: true };
   if (PRESETS[preset] === undefined) throw new Error(`bench: unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
   try {
     const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder?: Record<string, unknown> };
@@ -112,7 +112,7 @@ export async function ensureModel(preset: string, dir: string, dtype: ModelDtype
     // missing or unreadable: build
   }
   const started = performance.now();
-  log(`building model preset '${preset}' (${dtype}, packing graph) into ${dir} ...`);
+  log(`building model preset '${preset}' (${dtype}, packing graph${attention === 'fused' ? ', fused decoder graph' : ''}) into ${dir} ...`);
   await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype, features, force: true });
   log(`  built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }

@@ -27,7 +27,8 @@ options:
                         peer's workloads (64 x 390-token tickets with 8 x 18-token questions, 16 x
                         1,600-token documents with 13 x 22, 128 x 300-token singles with 1 x 20),
                         packed, forked and fresh rows, with the host-side counters of each call;
-                        default preset qwen3-0.6b, fp16 on cuda (--scale F shrinks the states)
+                        default preset qwen3-0.6b, fp16 and the fused decoder graph on cuda
+                        (--attention ops|fused picks the graph; --scale F shrinks the states)
   --quick               fewer states and repetitions (under 2 minutes on 2 cores)
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(', ')} (default: all)
   --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2)
@@ -73,6 +74,7 @@ const OPTIONS = {
   dtype: { type: 'string' },
   packing: { type: 'string' },
   'results-dir': { type: 'string' },
+  attention: { type: 'string' },
   'ort-profile': { type: 'string' },
   size: { type: 'string' },
   scale: { type: 'string' },
@@ -111,8 +113,12 @@ export async function run(argv: string[]): Promise<number> {
     const { runGpuScale } = await import('../../bench/gpu-scale.js');
     const scale = values.scale === undefined ? 1 : Number(values.scale);
     if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be a number in (0, 1], got '${values.scale}'`);
+    if (values.attention !== undefined && values.attention !== 'ops' && values.attention !== 'fused') {
+      throw new Error(`--attention must be ops or fused, got '${values.attention}'`);
+    }
     await runGpuScale({
       provider,
+      attention: values.attention as 'ops' | 'fused' | undefined,
       preset: values.preset,
       dtype: values.dtype as ModelDtype | undefined,
       modelDir: values['model-dir'],
