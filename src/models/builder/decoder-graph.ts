@@ -27,26 +27,12 @@ import {
   type FloatDtype,
   type GraphProto,
 } from './onnx-writer.js';
+import { INIT_STD, type DecoderFeatures, type WeightDecl, type WeightInit } from './decoder-features.js';
 import { buildFusedLayers } from './fused-layers.js';
 import { int8MatMulNode, type Int8Kernel, type Int8Scheme } from './quantize.js';
 import type { ModelShape } from './presets.js';
-import type { PartInit, WeightAssembly } from './weight-parts.js';
 
-export type WeightInit =
-  | PartInit
-  /** The transpose of another 2-D weight declared earlier (a tied LM head). */
-  | { kind: 'transposeOf'; source: string };
-
-export interface WeightDecl {
-  name: string;
-  dims: number[];
-  init: WeightInit;
-  /**
-   * Set on the fused graph's joined weights (weight-parts.ts): the values are these parts, drawn or
-   * read under their own names and joined; `init` is then unused.
-   */
-  assembly?: WeightAssembly;
-}
+export { INIT_STD, type DecoderFeatures, type WeightDecl, type WeightInit } from './decoder-features.js';
 
 export interface DecoderGraph {
   /** Nodes, inputs, outputs and small constants (rotary inv_freq, shape constants); no big weights. */
@@ -74,8 +60,6 @@ export const DIM_TOTAL = 'total_sequence_length';
 /** The optional packing input (DecoderFeatures.segmentIds): [batch, total_sequence_length] int64. */
 export const SEGMENT_IDS_INPUT = 'decide_segment_ids';
 
-/** Standard deviation of embeddings and projections (HF initializer_range). */
-export const INIT_STD = 0.02;
 /** The LM head (or the embedding, when tied) is scaled so logits have roughly this standard deviation: varied, not degenerate. */
 export const LOGIT_STD = 2;
 
@@ -86,50 +70,6 @@ const FLOAT32_LOWEST = -3.4028234663852886e38;
  * and still far below any score.
  */
 const FLOAT16_MASK = -32768;
-
-/**
- * The per-family differences of the decoder-only families this graph covers (Qwen3, Qwen2,
- * Llama, Mistral, Gemma). The defaults are the builder's Qwen3 graph; the checkpoint importer
- * (src/models/import/) sets them from a Hugging Face config.
- */
-export interface DecoderFeatures {
-  /** RMSNorm of each query and key head before the rotary embedding (Qwen3). */
-  qkNorm: boolean;
-  /** Biases on the q/k/v projections (Qwen2; Llama/Qwen3/Gemma with attention_bias). */
-  qkvBias: boolean;
-  /** A bias on the output projection (Llama/Qwen3/Gemma with attention_bias). */
-  oBias: boolean;
-  /** Biases on gate/up/down (Llama with mlp_bias). */
-  mlpBias: boolean;
-  /** 'weight': w * norm(x) (Llama, Qwen); 'onePlusWeight': (1 + w) * norm(x), all in fp32 (Gemma). */
-  normStyle: 'weight' | 'onePlusWeight';
-  /** Embeddings are multiplied by this, rounded to the compute dtype (Gemma: sqrt(hidden_size)). */
-  embeddingScale?: number;
-  /** The MLP's gate activation: SiLU (SwiGLU), GELU with the tanh approximation or exact (erf) GELU (GeGLU). */
-  activation: 'silu' | 'gelu_tanh' | 'gelu';
-  /** Rotary inverse frequencies (headDim / 2 of them), e.g. after llama3 scaling; default 1 / theta^(2k/headDim). */
-  invFreq?: readonly number[];
-  /**
-   * Sliding-window attention (Mistral; Qwen2/Qwen3 with use_sliding_window): in the layers marked
-   * true, a query sees only the keys less than `size` positions before it.
-   */
-  slidingWindow?: { size: number; layers: readonly boolean[] };
-  /**
-   * Multi-item packing: an extra input SEGMENT_IDS_INPUT numbers each token's item, 0 for the
-   * shared state. A query then sees a key only when the key is in segment 0 or in its own segment
-   * (still causal and unmasked). With each question's position_ids restarting at the state's
-   * length, one row scores a state and all of its questions, or its questions after the state's
-   * KV as past, without a copy of that KV per question.
-   */
-  segmentIds?: boolean;
-  /**
-   * How the layers are written: 'ops' (default) from standard ONNX ops; 'fused' from ONNX Runtime's
-   * com.microsoft contrib ops (fused-layers.ts: SkipSimplifiedLayerNormalization, packed
-   * projections, RotaryEmbedding, MultiHeadAttention, QuickGelu), far fewer nodes for a GPU to
-   * launch. Same inputs, outputs and mask semantics; the graph then needs ONNX Runtime.
-   */
-  attention?: 'ops' | 'fused';
-}
 
 export const DEFAULT_FEATURES: Readonly<DecoderFeatures> = {
   qkNorm: true,

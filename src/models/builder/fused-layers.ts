@@ -34,7 +34,7 @@
  * here in fp32 the way the standard-op graph computes its angles (fp32 position x fp32 inverse
  * frequency), then stored in the compute dtype as that graph casts them.
  */
-import { INIT_STD, type DecoderFeatures, type WeightDecl } from './decoder-graph.js';
+import { INIT_STD, type DecoderFeatures, type WeightDecl } from './decoder-features.js';
 import { floatAttr, floatTensor, MS_DOMAIN, type FloatDtype, type GraphBuilder } from './onnx-writer.js';
 import type { ModelShape } from './presets.js';
 import type { PartInit, WeightAssembly, WeightPart } from './weight-parts.js';
