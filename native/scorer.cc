@@ -264,7 +264,7 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
     if (!fused[pending[i].group]) PrefillLeadingChunks(in, pending[i].group, pending[i].match, counters);
   }
 
-  // Rows sorted by the tokens they compute (then by past), so that Chunk() can cut the list into
+  // Rows sorted by the tokens they compute (then by past), so that PlanPasses can cut the list into
   // passes with little padding.
   auto new_tokens = [&](size_t i) {
     const Pending& p = pending[i];
@@ -415,7 +415,7 @@ void Scorer::RunSuffixes(const ScoreInput& in, const std::vector<GroupPast>& pas
     return packing ? static_cast<int>(planned[i].tokens.size()) : suffix_len(planned[i].suffixes[0]);
   };
   // Sorted by new tokens first: padded new tokens run through every layer, padded past positions
-  // are only attended to. Chunk() then cuts the list where padding would cost most.
+  // are only attended to. PlanPasses then cuts the list where padding would cost most.
   std::vector<size_t> order(planned.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
