@@ -178,8 +178,10 @@ describe('decide serve', () => {
     const sequentialPasses = passes(after) - passes(mid);
     console.log(`forward passes: 50 concurrent requests ${concurrentPasses}, 50 sequential requests ${sequentialPasses}`);
     expect(concurrentPasses).toBeGreaterThan(0);
-    expect(concurrentPasses).toBeLessThan(50);
     expect(sequentialPasses).toBeGreaterThanOrEqual(50);
+    // A call of one request takes several passes on the CPU (its prefix, then its questions): shared
+    // calls show as fewer passes than the same requests one after another, however fast each call.
+    expect(concurrentPasses).toBeLessThan(sequentialPasses);
 
     // Each request again, alone.
     for (let i = 0; i < concurrent.length; i++) {
