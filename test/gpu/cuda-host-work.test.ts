@@ -11,8 +11,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
-import { randomIds, rng } from '../helpers/random-groups.js';
+import { Engine } from '../../src/engine/engine.js';
+import { counterWorkload as workload } from '../helpers/random-groups.js';
 import { decideBin } from '../helpers/bin.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
@@ -25,15 +25,6 @@ const cudaAvailable = await Engine.load({ modelDir: packedDir, provider: 'cuda' 
   },
   () => false,
 );
-
-function workload(seed: number, states: number): ScoreGroup[] {
-  const next = rng(seed);
-  const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
-  return Array.from({ length: states }, () => ({
-    prefix: randomIds(next, int(40, 60)),
-    suffixes: Array.from({ length: 6 }, () => ({ tokens: randomIds(next, int(3, 9)), labels: randomIds(next, int(2, 26)) })),
-  }));
-}
 
 /** Runs `body` (an ES module) in a fresh node process with the package's dist/ importable as `E`. */
 function runScript(body: string, env: Record<string, string> = {}): { status: number | null; signal: string | null; output: string } {

@@ -45,6 +45,19 @@ export function randomGroups(seed: number, count: number, max: GroupSizes): Scor
 }
 
 /** The largest |difference| between two label-logit rows of the same length. */
+/**
+ * `states` states of 40-60 tokens, each with 6 questions of 3-9 tokens and 2-26 labels: the
+ * workload the counter tests size passes with (their rows grow with `states`).
+ */
+export function counterWorkload(seed: number, states: number): ScoreGroup[] {
+  const next = rng(seed);
+  const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
+  return Array.from({ length: states }, () => ({
+    prefix: randomIds(next, int(40, 60)),
+    suffixes: Array.from({ length: 6 }, () => ({ tokens: randomIds(next, int(3, 9)), labels: randomIds(next, int(2, 26)) })),
+  }));
+}
+
 export function maxLogitDiff(a: Float32Array, b: Float32Array): number {
   expect(a.length).toBe(b.length);
   let d = 0;

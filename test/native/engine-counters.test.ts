@@ -12,18 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
 import type { NativeCounters } from '../../src/engine/native.js';
-import { randomIds, rng } from '../helpers/random-groups.js';
+import { counterWorkload as workload } from '../helpers/random-groups.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
-
-/** `states` states of 40-60 tokens, each with 6 questions of 3-9 tokens and 2-26 labels. */
-function workload(seed: number, states: number): ScoreGroup[] {
-  const next = rng(seed);
-  const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
-  return Array.from({ length: states }, () => ({
-    prefix: randomIds(next, int(40, 60)),
-    suffixes: Array.from({ length: 6 }, () => ({ tokens: randomIds(next, int(3, 9)), labels: randomIds(next, int(2, 26)) })),
-  }));
-}
 
 const labelCount = (groups: ScoreGroup[]) => groups.reduce((n, g) => n + g.suffixes.reduce((m, s) => m + s.labels.length, 0), 0);
 const questionCount = (groups: ScoreGroup[]) => groups.reduce((n, g) => n + g.suffixes.length, 0);
