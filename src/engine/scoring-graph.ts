@@ -9,13 +9,10 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
 
 import { LM_HEAD_REWRITE_VERSION, rewriteStampPath, rewrittenPath, type LmHeadRewrite } from './lm-head-rewrite.js';
 import { verifyRewrite, type VerifyLoadOptions } from './lm-head-verify.js';
+import { runEngineWorker } from './worker-thread.js';
 
 /** How the engine computes logits, and why (EngineInfo.lmHead). */
 export type LmHeadChoice =
@@ -67,38 +64,9 @@ function message(err: unknown): string {
   return (err as Error)?.message ?? String(err);
 }
 
-/** tsx's ESM API (its `import` build, beside the `require` one that require.resolve finds). */
-function tsxEsmApi(): string {
-  return createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs');
-}
-
-/**
- * Rewrites `stockGraph` into `temp` in a worker thread (lm-head-rewrite-worker.ts), so that the
- * JS thread keeps serving while a large graph is decoded and encoded. Run from the TypeScript
- * sources (tests, tsx), the worker loads them through tsx, as the caller's process does.
- */
+/** Rewrites `stockGraph` into `temp` in a worker thread, so that the JS thread keeps serving while a large graph is decoded and encoded. */
 function runLmHeadRewrite(stockGraph: string, temp: string): Promise<Exclude<LmHeadRewrite, { kind: 'rewritten' }> | { kind: 'rewritten' }> {
-  const here = fileURLToPath(import.meta.url);
-  const fromSource = here.endsWith('.ts');
-  const script = path.join(path.dirname(here), `lm-head-rewrite-worker${fromSource ? '.ts' : '.js'}`);
-  return new Promise((resolve, reject) => {
-    const worker = fromSource
-      ? new Worker(
-          `import(${JSON.stringify(pathToFileURL(tsxEsmApi()).href)})` +
-            `.then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(script).href)}); });`,
-          { eval: true, workerData: { stockGraph, temp } },
-        )
-      : new Worker(script, { workerData: { stockGraph, temp } });
-    let answered = false;
-    worker.once('message', (message: Awaited<ReturnType<typeof runLmHeadRewrite>>) => {
-      answered = true;
-      resolve(message);
-    });
-    worker.once('error', reject);
-    worker.once('exit', (code) => {
-      if (!answered) reject(new Error(`the rewrite's worker thread stopped (exit code ${code}) without an answer`));
-    });
-  });
+  return runEngineWorker('lm-head-rewrite-worker', { stockGraph, temp });
 }
 
 /**
