@@ -29,6 +29,7 @@ import {
 } from './onnx-writer.js';
 import { INIT_STD, type DecoderFeatures, type WeightDecl, type WeightInit } from './decoder-features.js';
 import { buildFusedLayers } from './fused-layers.js';
+import { geluNodes } from './gelu.js';
 import { int8MatMulNode, type Int8Kernel, type Int8Scheme } from './quantize.js';
 import type { ModelShape } from './presets.js';
 
@@ -291,18 +292,7 @@ export function buildDecoderGraph(
   /** The MLP gate activation, in the compute dtype as torch applies it. */
   const activation = (prefix: string, x: string): string => {
     if (features.activation === 'silu') return g.op1('Mul', `${prefix}/Mul`, [x, g.op1('Sigmoid', `${prefix}/Sigmoid`, [x])]);
-    const half = g.op1('Mul', `${prefix}/Mul_half`, [x, g.float(dtype, [0.5], [])]);
-    if (features.activation === 'gelu') {
-      // 0.5 x (1 + erf(x / sqrt(2)))
-      const erf = g.op1('Erf', `${prefix}/Erf`, [g.op1('Mul', `${prefix}/Mul_erf`, [x, g.float(dtype, [Math.SQRT1_2], [])])]);
-      return g.op1('Mul', `${prefix}/Mul`, [half, g.op1('Add', `${prefix}/Add`, [erf, g.float(dtype, [1], [])])]);
-    }
-    // torch gelu(approximate='tanh'): 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
-    const cube = g.op1('Mul', `${prefix}/Mul_cube`, [x, g.op1('Mul', `${prefix}/Mul_sq`, [x, x])]);
-    const inner = g.op1('Add', `${prefix}/Add_inner`, [x, g.op1('Mul', `${prefix}/Mul_c`, [cube, g.float(dtype, [0.044715], [])])]);
-    const scaled = g.op1('Mul', `${prefix}/Mul_k`, [inner, g.float(dtype, [Math.sqrt(2 / Math.PI)], [])]);
-    const tanh = g.op1('Tanh', `${prefix}/Tanh`, [scaled]);
-    return g.op1('Mul', `${prefix}/Mul`, [half, g.op1('Add', `${prefix}/Add`, [tanh, g.float(dtype, [1], [])])]);
+    return geluNodes(g, dtype, features.activation, prefix, x);
   };
 
   /** Attention from standard ops: `q` [B, heads, S, hd] against the present KV; returns [B, S, heads * hd]. */

@@ -36,6 +36,7 @@
  */
 import { INIT_STD, type DecoderFeatures, type WeightDecl } from './decoder-features.js';
 import { floatAttr, floatTensor, MS_DOMAIN, type FloatDtype, type GraphBuilder } from './onnx-writer.js';
+import { geluNodes } from './gelu.js';
 import type { ModelShape } from './presets.js';
 import type { PartInit, WeightAssembly, WeightPart } from './weight-parts.js';
 
@@ -236,13 +237,5 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
 /** The MLP's gate activation: SiLU as one QuickGelu (x * sigmoid(1.0 * x)); the GELUs as the standard-op graph writes them. */
 function activation(g: GraphBuilder, features: DecoderFeatures, dtype: FloatDtype, prefix: string, x: string): string {
   if (features.activation === 'silu') return g.op1('QuickGelu', `${prefix}/QuickGelu`, [x], { alpha: floatAttr(1) }, undefined, MS_DOMAIN);
-  const half = g.op1('Mul', `${prefix}/Mul_half`, [x, g.float(dtype, [0.5], [])]);
-  if (features.activation === 'gelu') {
-    const erf = g.op1('Erf', `${prefix}/Erf`, [g.op1('Mul', `${prefix}/Mul_erf`, [x, g.float(dtype, [Math.SQRT1_2], [])])]);
-    return g.op1('Mul', `${prefix}/Mul`, [half, g.op1('Add', `${prefix}/Add`, [erf, g.float(dtype, [1], [])])]);
-  }
-  const cube = g.op1('Mul', `${prefix}/Mul_cube`, [x, g.op1('Mul', `${prefix}/Mul_sq`, [x, x])]);
-  const inner = g.op1('Add', `${prefix}/Add_inner`, [x, g.op1('Mul', `${prefix}/Mul_c`, [cube, g.float(dtype, [0.044715], [])])]);
-  const tanh = g.op1('Tanh', `${prefix}/Tanh`, [g.op1('Mul', `${prefix}/Mul_k`, [inner, g.float(dtype, [Math.sqrt(2 / Math.PI)], [])])]);
-  return g.op1('Mul', `${prefix}/Mul`, [half, g.op1('Add', `${prefix}/Add`, [tanh, g.float(dtype, [1], [])])]);
+  return geluNodes(g, dtype, features.activation, prefix, x);
 }
