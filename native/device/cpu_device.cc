@@ -14,17 +14,6 @@ namespace {
 // Below this many bytes a batch is copied on the calling thread (a thread start costs more).
 constexpr size_t kParallelCopyBytes = size_t{8} << 20;
 
-void RunOne(const CopyRun& run) {
-  for (size_t r = 0; r < run.rows; ++r) {
-    char* dst = run.dst + r * run.dst_pitch;
-    if (run.src == nullptr) {
-      std::memset(dst, 0, run.width);
-    } else {
-      std::memcpy(dst, run.src + r * run.src_pitch, run.width);
-    }
-  }
-}
-
 class CpuDevice final : public Device {
  public:
   explicit CpuDevice(int threads)
@@ -50,16 +39,16 @@ class CpuDevice final : public Device {
     for (const CopyRun& run : runs) total += run.width * run.rows;
     const int workers = total >= kParallelCopyBytes ? std::min<int>(threads_, static_cast<int>(runs.size())) : 1;
     if (workers <= 1) {
-      for (const CopyRun& run : runs) RunOne(run);
+      for (const CopyRun& run : runs) CopyRunOnHost(run);
       return 1;
     }
     std::vector<std::thread> helpers;
     for (int w = 1; w < workers; ++w) {
       helpers.emplace_back([&, w] {
-        for (size_t i = w; i < runs.size(); i += workers) RunOne(runs[i]);
+        for (size_t i = w; i < runs.size(); i += workers) CopyRunOnHost(runs[i]);
       });
     }
-    for (size_t i = 0; i < runs.size(); i += workers) RunOne(runs[i]);
+    for (size_t i = 0; i < runs.size(); i += workers) CopyRunOnHost(runs[i]);
     for (std::thread& t : helpers) t.join();
     return 1;
   }

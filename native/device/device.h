@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,19 @@ struct CopyRun {
   size_t width = 0;
   size_t rows = 1;
 };
+
+// One run executed on the host: memcpy, or memset for a zero run (the CPU device, and the tests'
+// counting device).
+inline void CopyRunOnHost(const CopyRun& run) {
+  for (size_t r = 0; r < run.rows; ++r) {
+    char* dst = run.dst + r * run.dst_pitch;
+    if (run.src == nullptr) {
+      std::memset(dst, 0, run.width);
+    } else {
+      std::memcpy(dst, run.src + r * run.src_pitch, run.width);
+    }
+  }
+}
 
 struct DeviceCounters {
   uint64_t device_copies = 0;  // calls into the provider's copy or fill API

@@ -72,14 +72,7 @@ class CountingDevice final : public decide::Device {
     ++batches;
     for (const CopyRun& run : runs) {
       ++runs_copied;
-      for (size_t r = 0; r < run.rows; ++r) {
-        char* dst = run.dst + r * run.dst_pitch;
-        if (run.src == nullptr) {
-          std::memset(dst, 0, run.width);
-        } else {
-          std::memcpy(dst, run.src + r * run.src_pitch, run.width);
-        }
-      }
+      decide::CopyRunOnHost(run);
     }
     return 1;
   }

@@ -5,7 +5,7 @@
  * /v1/batches/validate (the bad lines of a file by number, nothing created) and the `incomplete`
  * directories of GET /v1/models. The browser drives the rest in test/e2e/console.test.ts.
  */
-import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { FastifyInstance } from 'fastify';
@@ -17,20 +17,9 @@ import { CONSOLE_CSP, consoleRoutes } from '../../src/server/console.js';
 import { registerErrorHandling } from '../../src/server/errors.js';
 import { AUTH, TEST_KEY, tempModels, type TempDirs } from './fixtures.js';
 import { consoleBuilt } from '../helpers/console-build.js';
-import { tinyModelDir } from '../helpers/tiny-model.js';
+import { brokenVersion } from '../helpers/broken-version.js';
 
 let dirs: TempDirs;
-
-/** A model directory that is complete on disk but cannot load: its config names more layers than its graph has. */
-async function brokenVersion(modelsDir: string): Promise<void> {
-  const tiny = await tinyModelDir();
-  const dir = path.join(modelsDir, 'other-2026-10');
-  mkdirSync(dir);
-  for (const name of ['tokenizer.json', 'tokenizer_config.json', 'decision.json']) cpSync(path.join(tiny, name), path.join(dir, name));
-  symlinkSync(path.join(tiny, 'onnx'), path.join(dir, 'onnx'), 'dir');
-  const config = JSON.parse(readFileSync(path.join(tiny, 'config.json'), 'utf8')) as Record<string, number>;
-  writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ ...config, num_hidden_layers: config.num_hidden_layers! + 3 }));
-}
 
 let app: FastifyInstance;
 let url: string;

@@ -12,7 +12,7 @@
  * no server log line carries the key. Screenshots of each page go to test/.tmp/console-screenshots.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -29,7 +29,7 @@ import { QUESTIONS, rawLogits, states, writeSharpenedData } from '../calibration
 import { ROOT } from '../helpers/bin.js';
 import { launchChromium } from '../helpers/chromium.js';
 import { consoleBuilt } from '../helpers/console-build.js';
-import { tinyModelDir } from '../helpers/tiny-model.js';
+import { brokenVersion } from '../helpers/broken-version.js';
 import { metricValue, startServe, type ServeProcess } from './serve-process.js';
 
 const SHOTS = path.join(ROOT, 'test', '.tmp', 'console-screenshots');
@@ -56,17 +56,6 @@ async function calibratedVersion(modelsDir: string, root: string): Promise<void>
     await service.close();
   }
   await calibrateModel({ model: 'svc-alpha', data: file, modelsDir, as: CALIBRATED, acceptPoorFit: true, resamples: { figures: 50, parameters: 20 } });
-}
-
-/** A model directory that is complete on disk but cannot load: its config names more layers than its graph has. */
-async function brokenVersion(modelsDir: string): Promise<void> {
-  const tiny = await tinyModelDir();
-  const dir = path.join(modelsDir, 'other-2026-10');
-  mkdirSync(dir);
-  for (const name of ['tokenizer.json', 'tokenizer_config.json', 'decision.json']) cpSync(path.join(tiny, name), path.join(dir, name));
-  symlinkSync(path.join(tiny, 'onnx'), path.join(dir, 'onnx'), 'dir');
-  const config = JSON.parse(readFileSync(path.join(tiny, 'config.json'), 'utf8')) as Record<string, number>;
-  writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ ...config, num_hidden_layers: config.num_hidden_layers! + 3 }));
 }
 
 const api = (p: string, init: RequestInit = {}) => fetch(`${server.url}${p}`, { ...init, headers: { ...AUTH, ...(init.headers as object) } });
