@@ -5,7 +5,7 @@
  * are rewritten after every step: a run cut off midway still leaves what it measured.
  *
  * Steps: the CUDA setup check; the engine at GPU-loading sizes (`decide bench --size gpu`, with
- * the host-side counters of each call); the benchmark per dtype and packing layout (each run checks
+ * the host-side counters of each call), and again with CUDA graphs (`--cuda-graphs on`); the benchmark per dtype and packing layout (each run checks
  * its answers against the fp32 CPU engine before timing, so "agreement" is part of every bench
  * step); `test/gpu/` (vitest); an ONNX Runtime profile of one engine call, slowest ops first; the
  * PyTorch peer (bench/torch_peer.py: the same workloads as the GPU-size step) when python3 with
@@ -87,6 +87,8 @@ export interface GpuReport {
   bench: BenchFigures[];
   /** The engine at GPU-loading sizes (bench/gpu-scale.ts), with each call's counters. */
   gpuScale: GpuScaleReport | null;
+  /** The same GPU-size step with CUDA graphs on (`--cuda-graphs`), CUDA only. */
+  gpuScaleCudaGraphs: GpuScaleReport | null;
   /** The PyTorch peer's JSON lines, one per workload. */
   peer: PeerLine[];
   profile: ProfileSummary | null;
@@ -273,6 +275,19 @@ export function formatGpuReport(r: GpuReport): string {
     }
     lines.push('', `Counters are those of the packed call. Engine: ${JSON.stringify(g.engineInfo.lmHead)}, scoring head ${String(g.engineInfo.hasLabelHead)}, KV copies ${String(g.engineInfo.deviceCopyPath)}.`);
   }
+  if (r.gpuScaleCudaGraphs) {
+    lines.push('', '## GPU-size workloads with CUDA graphs (`--cuda-graphs on`), decisions/s', '');
+    lines.push('| workload | packed | forked | fresh rows (tokens/s) | run ms | host ms |', '|---|---|---|---|---|---|');
+    for (const w of r.gpuScaleCudaGraphs.workloads) {
+      const layout = (name: string) => w.layouts.find((l) => l.layout === name);
+      const fresh = layout('fresh');
+      const c = layout('packed')?.counters;
+      const dps = (x: number | undefined) => (x === undefined ? '–' : x.toFixed(1));
+      lines.push(
+        `| ${w.workload} | ${dps(layout('packed')?.decisionsPerSecond)} | ${dps(layout('forked')?.decisionsPerSecond)} | ${dps(fresh?.decisionsPerSecond)} (${fresh ? `${(fresh.tokensPerSecond / 1000).toFixed(1)}k` : '–'}) | ${c?.runMillis.toFixed(0) ?? '–'} | ${c?.hostMillis.toFixed(0) ?? '–'} |`,
+      );
+    }
+  }
   if (r.profile) {
     lines.push('', `## ONNX Runtime profile of one engine call (${r.profile.file}), slowest op types`, '');
     lines.push('| op type | provider | calls | ms | share |', '|---|---|---|---|---|');
@@ -300,6 +315,7 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     steps: [],
     bench: [],
     gpuScale: null,
+    gpuScaleCudaGraphs: null,
     peer: [],
     profile: null,
     archive: null,
@@ -312,14 +328,17 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
   const cudaOnly = provider === 'cuda' ? undefined : 'CUDA only (--provider cpu)';
   const steps: PlannedStep[] = [{ name: 'cuda-setup-check', argv: [...decide, 'setup-cuda', '--check'], skip: cudaOnly }];
   const gpuScaleDir = path.join(outDir, 'bench-gpu-size');
+  const latestReport = (dir: string) => {
+    const file = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json')).sort().pop() : undefined;
+    return file ? (JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as GpuScaleReport) : null;
+  };
   steps.push({
     name: 'bench-gpu-size',
     // On the CPU (how this command is tested) a tiny model at a sliver of the sizes.
     argv: [...decide, 'bench', '--size', 'gpu', '--provider', provider, '--results-dir', gpuScaleDir,
       ...(provider === 'cuda' ? ['--preset', options.preset] : ['--preset', 'tiny', '--scale', '0.02', '--repetitions', '1'])],
     collect: () => {
-      const file = existsSync(gpuScaleDir) ? readdirSync(gpuScaleDir).filter((f) => f.endsWith('.json')).sort().pop() : undefined;
-      if (file) report.gpuScale = JSON.parse(readFileSync(path.join(gpuScaleDir, file), 'utf8')) as GpuScaleReport;
+      report.gpuScale = latestReport(gpuScaleDir);
     },
   });
   const benchCommon = ['bench', '--provider', provider, '--preset', options.preset, '--no-micro', '--no-latency', ...(options.quick ? ['--quick'] : []), ...(options.workloads ? ['--workloads', options.workloads] : [])];
@@ -355,6 +374,17 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
       report.peer = readPeerLines(path.join(outDir, 'torch-peer.log'));
     },
     skip: cudaOnly ?? (!peer ? 'torch_peer.py not found (--torch-peer PATH, DECIDE_TORCH_PEER, bench/torch_peer.py)' : !torch.ok ? `python3 with torch, transformers and CUDA not usable: ${torch.text.split('\n').pop()}` : undefined),
+  });
+  // The same sizes with every pass shape captured as a CUDA graph once and replayed (off by default
+  // until measured: this step is that measurement).
+  const graphsDir = path.join(outDir, 'bench-gpu-size-cuda-graphs');
+  steps.push({
+    name: 'bench-gpu-size-cuda-graphs',
+    argv: [...decide, 'bench', '--size', 'gpu', '--provider', provider, '--cuda-graphs', 'on', '--preset', options.preset, '--results-dir', graphsDir],
+    collect: () => {
+      report.gpuScaleCudaGraphs = latestReport(graphsDir);
+    },
+    skip: cudaOnly,
   });
   if (firstDtype) steps.push(...benchSteps(firstDtype));
   const profileFile = path.join(outDir, 'ort-profile.json');

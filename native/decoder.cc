@@ -22,6 +22,18 @@ constexpr const char* kLabelLogitsOutput = "decide_label_logits";
 constexpr const char* kLogSumExpOutput = "decide_log_sum_exp";
 // Each staged input starts at a multiple of this (CUDA kernels want aligned tensors).
 constexpr size_t kInputAlignment = 256;
+// At most this many CUDA graphs are captured (each holds its kernels' memory); later shapes run
+// without one.
+constexpr int kMaxCudaGraphs = 64;
+// A fixed buffer that must grow takes this much headroom, so that slightly larger shapes later
+// do not move it again (each move retires the CUDA graphs captured on it).
+constexpr double kFixedBufferHeadroom = 1.25;
+
+size_t AlignUp(size_t bytes) { return (bytes + kInputAlignment - 1) / kInputAlignment * kInputAlignment; }
+
+// A padding row of a bucketed pass: one token (id 0, position 0), no past, nothing read. One real
+// token keeps its attention well defined (a row with every key masked could make NaN).
+const int32_t kPaddingToken = 0;
 
 size_t ElemSize(ONNXTensorElementDataType type) {
   switch (type) {
@@ -76,7 +88,13 @@ struct StagedInput {
 }  // namespace
 
 Decoder::Decoder(const DecoderOptions& options) {
+  shape_buckets_ = options.shape_buckets || options.cuda_graphs;
+  cuda_graphs_ = options.cuda_graphs;
+  if (cuda_graphs_ && options.provider != Provider::kCuda) {
+    throw EngineError(kErrInput, "CUDA graphs need the cuda provider");
+  }
   SessionSettings settings;
+  settings.cuda_graphs = cuda_graphs_;
   settings.provider = options.provider;
   settings.intra_op_threads = options.intra_op_threads;
   settings.device_id = options.device_id;
@@ -95,7 +113,11 @@ Decoder::Decoder(const DecoderOptions& options) {
   }
   host_info_ = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
   ReadModelInfo(options);
-  device_ = options.provider == Provider::kCuda ? MakeCudaDevice(*session_, stream_, options.device_id)
+  if (cuda_graphs_ && !info_.has_label_head) {
+    throw EngineError(kErrInput, options.model_path + ": CUDA graphs need the scoring head (gatherLogits on, and a graph "
+                                 "the LM-head rewrite applies to): a stock graph's logits leave through the host");
+  }
+  device_ = options.provider == Provider::kCuda ? MakeCudaDevice(*session_, stream_, options.device_id, cuda_graphs_)
                                                 : MakeCpuDevice(std::max(1, options.intra_op_threads));
   kv_ = std::make_unique<KvStore>(device_.get(), info_.kv);
   staging_ = std::make_unique<HostStaging>(device_.get());
@@ -108,6 +130,8 @@ Decoder::~Decoder() {
   kv_.reset();
   staging_.reset();
   inputs_ = DeviceBuffer();
+  present_buffer_ = DeviceBuffer();
+  head_buffer_ = DeviceBuffer();
   device_.reset();
   session_.reset();
   stream_.reset();
@@ -235,14 +259,35 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
   if (info_.vocab_size <= 0) fail("cannot tell the vocabulary size from the graph or config.json");
 }
 
-void Decoder::BindInputs(const std::vector<ExtendRow>& rows, int past_len, int new_len, bool want_logits,
-                         Ort::IoBinding& binding) {
-  const int batch = static_cast<int>(rows.size());
-  const int total_len = past_len + new_len;
+PassShape Decoder::ExactShape(const std::vector<ExtendRow>& rows, bool want_logits) const {
+  PassShape shape;
+  shape.rows = static_cast<int>(rows.size());
   int logits_per_row = 0;
-  for (const ExtendRow& row : rows) logits_per_row = std::max(logits_per_row, static_cast<int>(row.logits_positions.size()));
-  // The index input needs at least one position per row, even when no logits are read.
-  const int index_width = std::max(want_logits ? logits_per_row : 0, 1);
+  int64_t labels = 0, positions = 0;
+  for (const ExtendRow& row : rows) {
+    shape.past_len = std::max(shape.past_len, row.past_len);
+    shape.new_len = std::max(shape.new_len, row.num_tokens);
+    logits_per_row = std::max(logits_per_row, static_cast<int>(row.logits_positions.size()));
+    if (!want_logits) continue;
+    positions += static_cast<int64_t>(row.logits_positions.size());
+    for (const ExtendRow::Labels& l : row.labels) labels += l.count;
+  }
+  // The index input needs at least one position per row, even when no logits are read; a head
+  // that reads none reads one dummy entry of each (an empty tensor is left out of the way).
+  shape.index_width = std::max(want_logits ? logits_per_row : 0, 1);
+  if (info_.has_label_head) {
+    shape.labels = std::max<int64_t>(labels, 1);
+    shape.positions = std::max<int64_t>(positions, 1);
+  }
+  return shape;
+}
+
+void Decoder::BindInputs(const std::vector<ExtendRow>& rows, const PassShape& shape, bool want_logits,
+                         Ort::IoBinding& binding) {
+  const int batch = shape.rows;
+  const int past_len = shape.past_len, new_len = shape.new_len;
+  const int total_len = past_len + new_len;
+  const int index_width = shape.index_width;
 
   std::deque<StagedInput> inputs;  // a deque: add() hands out references that later adds keep valid
   auto add = [&](const char* name, ONNXTensorElementDataType type, std::vector<int64_t> shape) -> std::vector<int64_t>& {
@@ -280,8 +325,8 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, int past_len, int n
     }
   }
   if (info_.has_label_head) {
-    // (row, k, token) per wanted label and (row, k) per wanted position, in the result's order;
-    // a pass that wants none reads one dummy entry of each (empty tensors are left out of the way).
+    // (row, k, token) per wanted label and (row, k) per wanted position, in the result's order,
+    // then dummy entries (row 0, position 0, token 0) up to the pass shape's counts.
     std::vector<int64_t> label_index, position_index;
     if (want_logits) {
       for (int r = 0; r < batch; ++r) {
@@ -295,17 +340,16 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, int past_len, int n
         }
       }
     }
-    if (position_index.empty()) position_index = {0, 0};
-    if (label_index.empty()) label_index = {0, 0, 0};
-    const int64_t n = static_cast<int64_t>(label_index.size() / 3), m = static_cast<int64_t>(position_index.size() / 2);
-    add(kLabelIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {n, 3}) = std::move(label_index);
-    add(kPositionIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {m, 2}) = std::move(position_index);
+    label_index.resize(static_cast<size_t>(shape.labels) * 3, 0);
+    position_index.resize(static_cast<size_t>(shape.positions) * 2, 0);
+    add(kLabelIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.labels, 3}) = std::move(label_index);
+    add(kPositionIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.positions, 2}) = std::move(position_index);
   }
 
   size_t total = 0;
   for (StagedInput& input : inputs) {
     input.offset = total;
-    total += (input.Bytes() + kInputAlignment - 1) / kInputAlignment * kInputAlignment;
+    total += AlignUp(input.Bytes());
   }
   char* host = staging_->Reserve(total);
   for (const StagedInput& input : inputs) {
@@ -316,7 +360,10 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, int past_len, int n
       std::memcpy(host + input.offset, input.values.data(), input.values.size() * 8);
     }
   }
-  if (inputs_.Bytes() < total) inputs_ = DeviceBuffer(device_.get(), total);
+  if (inputs_.Bytes() < total) {
+    inputs_ = DeviceBuffer(device_.get(), shape_buckets_ ? static_cast<size_t>(total * kFixedBufferHeadroom) : total);
+    ++buffer_moves_;
+  }
   device_->CopyFromHost(inputs_.Data(), host, total);
   for (const StagedInput& input : inputs) {
     Ort::Value value = Ort::Value::CreateTensor(device_->MemoryInfo(), inputs_.Data() + input.offset, input.Bytes(),
@@ -325,13 +372,52 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, int past_len, int n
   }
 }
 
-ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logits) {
+void Decoder::BindFixedOutputs(const PassShape& shape, Ort::IoBinding& binding) {
   const KvShape& kv = info_.kv;
-  const int batch = static_cast<int>(rows.size());
-  int past_len = 0, new_len = 0;
-  for (const ExtendRow& row : rows) {
-    past_len = std::max(past_len, row.past_len);
-    new_len = std::max(new_len, row.num_tokens);
+  const std::vector<int64_t> present_shape = {shape.rows, kv.num_kv_heads, shape.past_len + shape.new_len, kv.head_dim};
+  const size_t present_bytes = static_cast<size_t>(shape.rows) * kv.num_kv_heads * (shape.past_len + shape.new_len) *
+                               kv.head_dim * kv.elem_size;
+  const size_t present_pitch = AlignUp(present_bytes);
+  const size_t labels_bytes = static_cast<size_t>(shape.labels) * sizeof(float);
+  const size_t head_bytes = AlignUp(labels_bytes) + static_cast<size_t>(shape.positions) * sizeof(float);
+  auto ensure = [&](DeviceBuffer& buffer, size_t bytes) {
+    if (buffer.Bytes() >= bytes) return;
+    buffer = DeviceBuffer(device_.get(), static_cast<size_t>(bytes * kFixedBufferHeadroom));
+    ++buffer_moves_;
+  };
+  ensure(present_buffer_, present_pitch * 2 * kv.num_layers);
+  ensure(head_buffer_, head_bytes);
+  for (int l = 0; l < kv.num_layers; ++l) {
+    for (int which = 0; which < 2; ++which) {
+      char* data = present_buffer_.Data() + (2 * static_cast<size_t>(l) + which) * present_pitch;
+      Ort::Value value = Ort::Value::CreateTensor(device_->MemoryInfo(), data, present_bytes, present_shape.data(),
+                                                  present_shape.size(), info_.kv_type);
+      binding.BindOutput(which == 0 ? present_key_names_[l].c_str() : present_value_names_[l].c_str(), value);
+    }
+  }
+  const int64_t labels_shape[] = {shape.labels};
+  const int64_t positions_shape[] = {shape.positions};
+  binding.BindOutput(kLabelLogitsOutput, Ort::Value::CreateTensor(device_->MemoryInfo(), head_buffer_.Data(), labels_bytes,
+                                                                  labels_shape, 1, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT));
+  binding.BindOutput(kLogSumExpOutput,
+                     Ort::Value::CreateTensor(device_->MemoryInfo(), head_buffer_.Data() + AlignUp(labels_bytes),
+                                              static_cast<size_t>(shape.positions) * sizeof(float), positions_shape, 1,
+                                              ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT));
+}
+
+int Decoder::GraphId(const PassShape& shape) {
+  auto key = std::make_pair(PassBufferMoves(), shape);
+  auto it = graph_ids_.find(key);
+  if (it != graph_ids_.end()) return it->second;
+  if (static_cast<int>(graph_ids_.size()) >= kMaxCudaGraphs) return -1;
+  const int id = static_cast<int>(graph_ids_.size());
+  graph_ids_.emplace(key, id);
+  return id;
+}
+
+ExtendResult Decoder::Extend(const std::vector<ExtendRow>& real_rows, bool want_logits) {
+  const KvShape& kv = info_.kv;
+  for (const ExtendRow& row : real_rows) {
     if (row.segments != nullptr && !info_.has_segment_ids) {
       throw EngineError(kErrRuntime, "a packed row needs a graph with decide_segment_ids");
     }
@@ -339,9 +425,21 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
       throw EngineError(kErrRuntime, "every wanted position needs its labels");
     }
   }
+  const PassShape exact = ExactShape(real_rows, want_logits);
+  const PassShape shape = shape_buckets_ ? BucketPassShape(exact) : exact;
+  std::vector<ExtendRow> padded;
+  if (shape.rows > exact.rows) {
+    padded = real_rows;
+    ExtendRow padding;
+    padding.tokens = &kPaddingToken;
+    padding.num_tokens = 1;
+    padded.resize(shape.rows, padding);
+  }
+  const std::vector<ExtendRow>& rows = padded.empty() ? real_rows : padded;
+  const int batch = shape.rows, past_len = shape.past_len, new_len = shape.new_len;
 
   Ort::IoBinding binding(*session_);
-  BindInputs(rows, past_len, new_len, want_logits, binding);
+  BindInputs(rows, shape, want_logits, binding);
 
   // Past: each row's prefix KV forked into the pass past, padding zero-filled, in one batch.
   std::vector<PastRef> pasts;
@@ -351,12 +449,15 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
   const size_t buffer_bytes = kv_->PastBytesPerBuffer(batch, past_len);
   static char empty_past[64];  // ORT wants a non-null pointer even for a zero-sized tensor
   const std::vector<int64_t> past_shape = {batch, kv.num_kv_heads, past_len, kv.head_dim};
+  // A zero-sized past is bound as a host tensor (it holds no bytes to copy), except on fixed
+  // buffers, where every input of a captured graph must be on the device: any device address will do.
+  const bool past_on_device = buffer_bytes > 0 || shape_buckets_;
   std::vector<Ort::Value> past_values;
   for (int l = 0; l < kv.num_layers; ++l) {
     for (int which = 0; which < 2; ++which) {
-      // A zero-sized past is bound as a host tensor (it holds no bytes to copy).
-      void* data = buffer_bytes > 0 ? static_cast<void*>(kv_->PastBuffer(l, which == 1)) : static_cast<void*>(empty_past);
-      const OrtMemoryInfo* info = buffer_bytes > 0 ? device_->MemoryInfo() : static_cast<const OrtMemoryInfo*>(host_info_);
+      void* data = buffer_bytes > 0 ? static_cast<void*>(kv_->PastBuffer(l, which == 1))
+                                    : (past_on_device ? static_cast<void*>(inputs_.Data()) : static_cast<void*>(empty_past));
+      const OrtMemoryInfo* info = past_on_device ? device_->MemoryInfo() : static_cast<const OrtMemoryInfo*>(host_info_);
       past_values.push_back(
           Ort::Value::CreateTensor(info, data, buffer_bytes, past_shape.data(), past_shape.size(), info_.kv_type));
       binding.BindInput(which == 0 ? past_key_names_[l].c_str() : past_value_names_[l].c_str(), past_values.back());
@@ -370,21 +471,28 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
     cache_branch = Ort::Value::CreateTensor<bool>(host_info_, &use_cache_branch, 1, &one, 1);
     binding.BindInput("use_cache_branch", cache_branch);
   }
-  for (int l = 0; l < kv.num_layers; ++l) {
-    binding.BindOutput(present_key_names_[l].c_str(), device_->MemoryInfo());
-    binding.BindOutput(present_value_names_[l].c_str(), device_->MemoryInfo());
-  }
-  // Outputs the host reads are bound to it; an unbound graph output is an error in ORT.
-  if (info_.has_label_head) {
-    binding.BindOutput(kLabelLogitsOutput, host_info_);
-    binding.BindOutput(kLogSumExpOutput, host_info_);
+  const bool fixed_outputs = shape_buckets_ && info_.has_label_head;
+  if (fixed_outputs) {
+    BindFixedOutputs(shape, binding);
   } else {
-    binding.BindOutput("logits", host_info_);
+    for (int l = 0; l < kv.num_layers; ++l) {
+      binding.BindOutput(present_key_names_[l].c_str(), device_->MemoryInfo());
+      binding.BindOutput(present_value_names_[l].c_str(), device_->MemoryInfo());
+    }
+    // Outputs the host reads are bound to it; an unbound graph output is an error in ORT.
+    if (info_.has_label_head) {
+      binding.BindOutput(kLabelLogitsOutput, host_info_);
+      binding.BindOutput(kLogSumExpOutput, host_info_);
+    } else {
+      binding.BindOutput("logits", host_info_);
+    }
   }
 
+  Ort::RunOptions run_options;
+  if (cuda_graphs_) run_options.AddConfigEntry("gpu_graph_id", std::to_string(GraphId(shape)).c_str());
   const auto run_start = std::chrono::steady_clock::now();
   try {
-    session_->Run(Ort::RunOptions{nullptr}, binding);
+    session_->Run(run_options, binding);
     binding.SynchronizeOutputs();
   } catch (const Ort::Exception& e) {
     std::string what = e.what();
@@ -406,7 +514,8 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
     result.present.keys.push_back(static_cast<const char*>((*present)[2 * l].GetTensorRawData()));
     result.present.values.push_back(static_cast<const char*>((*present)[2 * l + 1].GetTensorRawData()));
   }
-  result.present.owner = std::move(present);
+  // Fixed buffers are the next pass's too: no view may keep them (KvStore::ViewRow needs an owner).
+  if (!fixed_outputs) result.present.owner = std::move(present);
   result.wanted_begin.assign(1, 0);
   result.label_begin.assign(1, 0);
   for (const ExtendRow& row : rows) {
@@ -418,20 +527,38 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& rows, bool want_logit
   }
   const size_t head_outputs = 2 * static_cast<size_t>(kv.num_layers);
   if (info_.has_label_head) {
-    const Ort::Value& labels = outputs[head_outputs];
-    const Ort::Value& lse = outputs[head_outputs + 1];
-    const size_t label_count = labels.GetTensorTypeAndShapeInfo().GetElementCount();
-    const size_t lse_count = lse.GetTensorTypeAndShapeInfo().GetElementCount();
-    device_->CountDeviceToHost((label_count + lse_count) * sizeof(float));
+    const size_t label_count = static_cast<size_t>(shape.labels), lse_count = static_cast<size_t>(shape.positions);
+    const size_t wanted_labels = result.label_begin.back(), wanted_positions = result.wanted_begin.back();
+    const size_t returned_labels = fixed_outputs ? label_count : outputs[head_outputs].GetTensorTypeAndShapeInfo().GetElementCount();
+    const size_t returned_lse = fixed_outputs ? lse_count : outputs[head_outputs + 1].GetTensorTypeAndShapeInfo().GetElementCount();
+    if (returned_labels != label_count || returned_lse != lse_count) {
+      throw EngineError(kErrRuntime, "the scoring head returned " + std::to_string(returned_labels) + " label logits and " +
+                                         std::to_string(returned_lse) + " log-sum-exps for " + std::to_string(label_count) +
+                                         " and " + std::to_string(lse_count));
+    }
+    if (want_logits && (wanted_labels > label_count || wanted_positions > lse_count)) {
+      throw EngineError(kErrRuntime, "the scoring head returned " + std::to_string(label_count) + " label logits and " +
+                                         std::to_string(lse_count) + " log-sum-exps for " + std::to_string(wanted_labels) +
+                                         " and " + std::to_string(wanted_positions));
+    }
+    const float* labels = nullptr;
+    const float* lse = nullptr;
+    std::vector<float> head;
+    if (fixed_outputs) {
+      // Both outputs in one copy from the fixed buffer (counted by the Device).
+      const size_t lse_offset = AlignUp(label_count * sizeof(float));
+      head.resize((lse_offset + lse_count * sizeof(float)) / sizeof(float));
+      device_->CopyToHost(head.data(), head_buffer_.Data(), head.size() * sizeof(float));
+      labels = head.data();
+      lse = head.data() + lse_offset / sizeof(float);
+    } else {
+      labels = outputs[head_outputs].GetTensorData<float>();
+      lse = outputs[head_outputs + 1].GetTensorData<float>();
+      device_->CountDeviceToHost((label_count + lse_count) * sizeof(float));
+    }
     if (want_logits) {
-      if (label_count != result.label_begin.back() || lse_count != static_cast<size_t>(result.wanted_begin.back())) {
-        throw EngineError(kErrRuntime, "the scoring head returned " + std::to_string(label_count) + " label logits and " +
-                                           std::to_string(lse_count) + " log-sum-exps for " +
-                                           std::to_string(result.label_begin.back()) + " and " +
-                                           std::to_string(result.wanted_begin.back()));
-      }
-      result.label_logits.assign(labels.GetTensorData<float>(), labels.GetTensorData<float>() + label_count);
-      result.log_sum_exp.assign(lse.GetTensorData<float>(), lse.GetTensorData<float>() + lse_count);
+      result.label_logits.assign(labels, labels + wanted_labels);
+      result.log_sum_exp.assign(lse, lse + wanted_positions);
     }
   } else {
     const Ort::Value& logits = outputs[head_outputs];

@@ -27,6 +27,13 @@
 // Inputs: every integer input of a pass is written into one staging buffer (pinned on CUDA) and
 // sent with one copy; the tensors are bound where the session runs, so ONNX Runtime copies none.
 //
+// Shape buckets (DecoderOptions::shape_buckets): every pass is padded to a fixed shape
+// (shape_buckets.h: padding rows of one token, longer P and S, repeated wanted positions, dummy
+// label and position entries), and its inputs, past, present and scoring-head outputs live in
+// buffers reused at the same addresses pass after pass, so that a CUDA graph captured for a shape
+// can be replayed (cuda_graphs). The present tensors are then overwritten by the next pass: a
+// state's KV is copied out of them, never kept as a view (ExtendResult.present has no owner).
+//
 // Thread: called from AsyncWorker::Execute on the libuv pool, one call at a time (the Scorer's
 // mutex). Ownership and release order (~Decoder): the KV store's buffers and the staging, then the
 // Device (its allocator is the session's), then the session, then the CUDA stream the session ran
@@ -35,8 +42,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <onnxruntime_cxx_api.h>
@@ -44,6 +53,7 @@
 #include "device/device.h"
 #include "kv/kv_store.h"
 #include "provider.h"
+#include "shape_buckets.h"
 
 namespace decide {
 
@@ -62,6 +72,11 @@ struct DecoderOptions {
   std::string profile_prefix;
   // ONNX Runtime's log severity for the session (session_options.h).
   int log_severity = 3;
+  // Pad every pass to a fixed shape and run it on fixed buffers (the note above).
+  bool shape_buckets = false;
+  // CUDA only, with shape_buckets and the scoring head: each shape's run is captured as a CUDA graph
+  // once (ONNX Runtime's enable_cuda_graph, one gpu_graph_id per shape) and replayed after.
+  bool cuda_graphs = false;
 };
 
 struct ModelInfo {
@@ -128,6 +143,10 @@ class Decoder {
   KvStore& Kv() { return *kv_; }
   // Milliseconds spent inside session runs since load.
   double RunMillis() const { return run_millis_; }
+  // How often a buffer that passes reuse (inputs, past; with shape buckets the outputs too) had to
+  // move to grow, since load. Each move retires every CUDA graph captured before it (they hold the
+  // old addresses); steady traffic makes none.
+  uint64_t PassBufferMoves() const { return buffer_moves_ + kv_->PastMoves(); }
 
   ExtendResult Extend(const std::vector<ExtendRow>& rows, bool want_logits);
 
@@ -135,8 +154,14 @@ class Decoder {
   void ReadModelInfo(const DecoderOptions& options);
   // Writes the pass's integer inputs into the staging buffer, sends them with one copy and binds
   // them; returns the host tensors a stock graph's zero-sized past needs kept alive.
-  void BindInputs(const std::vector<ExtendRow>& rows, int past_len, int new_len, bool want_logits,
-                  Ort::IoBinding& binding);
+  void BindInputs(const std::vector<ExtendRow>& rows, const PassShape& shape, bool want_logits, Ort::IoBinding& binding);
+  // The shape of a pass over `rows` as it stands (before any bucketing).
+  PassShape ExactShape(const std::vector<ExtendRow>& rows, bool want_logits) const;
+  // Binds the present and scoring-head outputs to the fixed buffers (shape buckets).
+  void BindFixedOutputs(const PassShape& shape, Ort::IoBinding& binding);
+  // The CUDA graph id of `shape` at the buffers' current addresses; -1: run without a graph (the
+  // cap on captured graphs is reached).
+  int GraphId(const PassShape& shape);
   // A stock graph's logits [B, positions, vocab] on the host, reduced to the result's layout.
   void ReduceHostLogits(const std::vector<ExtendRow>& rows, const Ort::Value& logits, ExtendResult& result) const;
 
@@ -148,6 +173,13 @@ class Decoder {
   std::unique_ptr<KvStore> kv_;
   std::unique_ptr<HostStaging> staging_;
   DeviceBuffer inputs_;  // the staged inputs on the device
+  // Shape buckets only: the present tensors (every layer's keys and values) and the scoring head's
+  // outputs, bound at fixed addresses; grown when a larger shape comes (buffer_moves_ counts it).
+  DeviceBuffer present_buffer_, head_buffer_;
+  uint64_t buffer_moves_ = 0;
+  std::map<std::pair<uint64_t, PassShape>, int> graph_ids_;  // (PassBufferMoves(), shape) -> gpu_graph_id
+  bool shape_buckets_ = false;
+  bool cuda_graphs_ = false;
   Ort::MemoryInfo host_info_{nullptr};
   ModelInfo info_;
   std::vector<std::string> past_key_names_, past_value_names_;

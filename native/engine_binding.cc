@@ -120,6 +120,7 @@ Napi::Object CountersObject(Napi::Env env, const ScoreCounters& c) {
   out.Set("paddedTokens", Napi::Number::New(env, static_cast<double>(c.padded_tokens)));
   out.Set("prefixCacheEvictions", Napi::Number::New(env, static_cast<double>(c.prefix_cache_evictions)));
   out.Set("pastTokensCopied", Napi::Number::New(env, static_cast<double>(c.past_tokens_copied)));
+  out.Set("passBufferMoves", Napi::Number::New(env, static_cast<double>(c.pass_buffer_moves)));
   out.Set("deviceCopies", Napi::Number::New(env, static_cast<double>(c.device_copies)));
   out.Set("hostToDeviceBytes", Napi::Number::New(env, static_cast<double>(c.host_to_device_bytes)));
   out.Set("deviceToHostBytes", Napi::Number::New(env, static_cast<double>(c.device_to_host_bytes)));
@@ -234,6 +235,8 @@ ScorerOptions ReadLoadOptions(Napi::Env env, Napi::Object options) {
   out.max_context = RequiredInt(env, options, "maxContext", 0);
   out.pack_suffixes = RequiredBool(env, options, "packSuffixes");
   out.prefill_chunks = RequiredBool(env, options, "prefillChunks");
+  out.decoder.shape_buckets = RequiredBool(env, options, "shapeBuckets");
+  out.decoder.cuda_graphs = RequiredBool(env, options, "cudaGraphs");
   out.decoder.log_severity = static_cast<int>(RequiredNumber(env, options, "ortLogSeverity", 0, 4, true));
   return out;
 }
@@ -349,6 +352,8 @@ Napi::Value EngineBinding::Info(const Napi::CallbackInfo& info) {
   out.Set("provider", ProviderName(scorer->Options().decoder.provider));
   out.Set("hasLabelHead", model.has_label_head);
   out.Set("deviceCopyPath", scorer->DeviceCopyPath());
+  const DecoderOptions& decoder = scorer->Options().decoder;
+  out.Set("passShapes", decoder.cuda_graphs ? "cuda-graphs" : decoder.shape_buckets ? "buckets" : "exact");
   out.Set("attentionBudget", Napi::Number::New(env, static_cast<double>(scorer->Options().attention_budget)));
   out.Set("ortLibrary", LoadedOrtLibrary());
   out.Set("kvBytesPerToken", Napi::Number::New(env, static_cast<double>(model.kv.BytesPerToken())));

@@ -73,7 +73,7 @@ std::vector<double> TimeMatMul(const MatMulProbeOptions& options) {
   }
 
   std::unique_ptr<Device> device = settings.provider == Provider::kCuda
-                                       ? MakeCudaDevice(*session, stream, options.device_id)
+                                       ? MakeCudaDevice(*session, stream, options.device_id, false)
                                        : MakeCpuDevice(options.intra_op_threads);
   std::vector<double> seconds;
   {

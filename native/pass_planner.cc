@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "shape_buckets.h"
+
 namespace decide {
 
 std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& rows, const PassLimits& limits) {
@@ -18,17 +20,21 @@ std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& 
     for (size_t begin = end; begin-- > 0;) {
       max_past = std::max<int64_t>(max_past, rows[begin].past_len);
       max_new = std::max<int64_t>(max_new, rows[begin].num_tokens);
-      const int64_t count = static_cast<int64_t>(end - begin);
-      bool fits = count * max_new <= limits.token_budget &&
-                  count * max_past * limits.kv_bytes_per_token <= static_cast<double>(limits.past_budget_bytes) &&
-                  count * max_new * (max_past + max_new) <= limits.attention_budget;
+      const int64_t real_count = static_cast<int64_t>(end - begin);
+      // What the pass computes: its rows and lengths as padded to the pass's shape.
+      const int64_t count = limits.shape_buckets ? BucketUp(real_count) : real_count;
+      const int64_t pass_new = limits.shape_buckets ? BucketUp(max_new) : max_new;
+      const int64_t pass_past = limits.shape_buckets ? BucketUp(max_past) : max_past;
+      bool fits = count * pass_new <= limits.token_budget &&
+                  count * pass_past * limits.kv_bytes_per_token <= static_cast<double>(limits.past_budget_bytes) &&
+                  count * pass_new * (pass_past + pass_new) <= limits.attention_budget;
       if (limits.logits_bytes_per_token > 0) {
-        fits = fits && count * max_new * limits.logits_bytes_per_token <= limits.logits_budget_bytes;
+        fits = fits && count * pass_new * limits.logits_bytes_per_token <= limits.logits_budget_bytes;
       }
       // A larger span that does not fit only grows as begin decreases.
-      if (!fits && count > 1) break;
+      if (!fits && real_count > 1) break;
       const double pass_cost =
-          static_cast<double>(count * max_new) * (1.0 + limits.attention_weight * static_cast<double>(max_past + max_new)) +
+          static_cast<double>(count * pass_new) * (1.0 + limits.attention_weight * static_cast<double>(pass_past + pass_new)) +
           overhead;
       const double total = best[begin] + pass_cost;
       if (best[end] < 0 || total < best[end]) {

@@ -2,7 +2,8 @@
 // contiguous split by dynamic programming over the end of the last pass. The cost of a pass, in
 // token-equivalents of body compute, is
 //   rows x S x (1 + attention_weight x (P + S)) + pass_overhead_tokens
-// (S, P: its longest new run and longest past; padding included, since padding is computed), and
+// (S, P: its longest new run and longest past; padding included, since padding is computed, and
+// rounded up to the pass's fixed shape when passes run in shape buckets), and
 // a pass must fit the token, past-bytes, attention and logits budgets. One pass when the rows are
 // alike; several when merging long and short rows would compute more padding than a pass costs.
 // Pure: no device, no session (tested on its own in native/test/).
@@ -27,6 +28,9 @@ struct PassLimits {
   // Stock graphs return logits for every new token: bytes per token, and their bound (0: none).
   int64_t logits_bytes_per_token = 0;
   int64_t logits_budget_bytes = 0;
+  // Passes run padded to fixed shapes (shape_buckets.h): rows, P and S are costed and bounded as
+  // the pass will run them, padding included.
+  bool shape_buckets = false;
 };
 
 // [begin, end) row ranges, in order, covering every row. A single row always forms a pass,

@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "pass_planner.h"
 #include "row_packing.h"
+#include "shape_buckets.h"
 
 namespace decide {
 namespace {
@@ -36,6 +37,7 @@ void Add(ScoreCounters& into, const ScoreCounters& from) {
   into.padded_tokens += from.padded_tokens;
   into.prefix_cache_evictions += from.prefix_cache_evictions;
   into.past_tokens_copied += from.past_tokens_copied;
+  into.pass_buffer_moves += from.pass_buffer_moves;
   into.device_copies += from.device_copies;
   into.host_to_device_bytes += from.host_to_device_bytes;
   into.device_to_host_bytes += from.device_to_host_bytes;
@@ -154,6 +156,7 @@ ScoreOutput Scorer::Score(const ScoreInput& input) {
   const auto start = std::chrono::steady_clock::now();
   const DeviceCounters device_before = decoder_->GetDevice()->Counters();
   const double run_before = decoder_->RunMillis();
+  const uint64_t moves_before = decoder_->PassBufferMoves();
   // A clear asked for after the previous call's end; on any exit, one asked for during this call.
   ApplyPendingClear();
   struct ClearOnExit {
@@ -172,6 +175,7 @@ ScoreOutput Scorer::Score(const ScoreInput& input) {
   // The KV copies of the last pass are queued on the device: done before the call returns.
   decoder_->GetDevice()->Synchronize();
   AccountDevice(device_before, run_before, start, output.counters);
+  output.counters.pass_buffer_moves = decoder_->PassBufferMoves() - moves_before;
   {
     std::lock_guard<std::mutex> stats(stats_mu_);
     Add(totals_, output.counters);
@@ -472,6 +476,7 @@ std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow
   limits.kv_bytes_per_token = static_cast<double>(info.kv.BytesPerToken());
   limits.attention_weight = options_.attention_weight;
   limits.pass_overhead_tokens = options_.pass_overhead_tokens;
+  limits.shape_buckets = options_.decoder.shape_buckets || options_.decoder.cuda_graphs;
   if (want_logits && !info.has_logits_index) {
     limits.logits_bytes_per_token = info.vocab_size * 4;
     limits.logits_budget_bytes = kStockLogitsBudgetBytes;
@@ -487,8 +492,14 @@ void Scorer::Account(const std::vector<ExtendRow>& rows, size_t begin, size_t en
     max_new = std::max<int64_t>(max_new, rows[i].num_tokens);
     real += rows[i].num_tokens;
   }
+  int64_t count = static_cast<int64_t>(end - begin);
+  if (options_.decoder.shape_buckets || options_.decoder.cuda_graphs) {
+    // The pass runs padded to its bucket (shape_buckets.h): padding rows' one token counts as padding too.
+    count = BucketUp(count);
+    max_new = BucketUp(max_new);
+  }
   counters.forward_passes += 1;
-  counters.padded_tokens += static_cast<uint64_t>(static_cast<int64_t>(end - begin) * max_new - real);
+  counters.padded_tokens += static_cast<uint64_t>(count * max_new - real);
 }
 
 }  // namespace decide

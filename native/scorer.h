@@ -75,6 +75,7 @@ struct ScoreCounters {
   uint64_t padded_tokens = 0;  // tokens of padding the passes computed (waste)
   uint64_t prefix_cache_evictions = 0;  // prefixes the byte bound pushed out of the cache
   uint64_t past_tokens_copied = 0;  // past positions copied into the passes' batch KV (one per row and past token)
+  uint64_t pass_buffer_moves = 0;   // shape buckets: times a fixed pass buffer had to grow (Decoder::PassBufferMoves)
   // Calls into the provider's copy or fill API (a batch of copies issued as one call counts once)
   // and the bytes that crossed between host and device (device.h).
   uint64_t device_copies = 0;

@@ -24,9 +24,9 @@ Ort::SessionOptions MakeSessionOptions(const SessionSettings& settings) {
     // TF32 off: the provider's default runs fp32 MatMuls in TF32 (10-bit mantissa), which put
     // fp32 logits 8e-3 away from the CPU's. An fp32 graph must answer like the fp32 CPU engine;
     // fp16/bf16 graphs are not affected.
-    const char* keys[] = {"device_id", "use_tf32"};
-    const char* values[] = {device_text.c_str(), "0"};
-    Ort::ThrowOnError(Ort::GetApi().UpdateCUDAProviderOptions(cuda_options, keys, values, 2));
+    const char* keys[] = {"device_id", "use_tf32", "enable_cuda_graph"};
+    const char* values[] = {device_text.c_str(), "0", settings.cuda_graphs ? "1" : "0"};
+    Ort::ThrowOnError(Ort::GetApi().UpdateCUDAProviderOptions(cuda_options, keys, values, 3));
     if (settings.cuda_stream != nullptr) {
       // The engine's copies run on this stream too, so they are ordered with the kernels.
       Ort::ThrowOnError(

@@ -1,7 +1,7 @@
 // The ONNX Runtime session options every session of this addon uses (the decoder's and the
 // benchmark's MatMul probe): full graph optimisation, one inter-op thread, the intra-op thread
 // count, and for CUDA the provider on device `device_id` with TF32 off and, when given, `stream`
-// (a cudaStream_t from device.h's CudaStream) as its compute stream.
+// (a cudaStream_t from device.h's CudaStream) as its compute stream, and CUDA graphs when asked.
 // Throws EngineError(ERR_PROVIDER_UNAVAILABLE) when the CUDA provider cannot be loaded.
 #pragma once
 
@@ -19,6 +19,8 @@ struct SessionSettings {
   // ONNX Runtime's own log severity for this session (0 verbose .. 4 fatal); 3 (errors) by default.
   // 1 (warnings) shows whether it placed Memcpy nodes between providers.
   int log_severity = 3;
+  // CUDA: let runs be captured as CUDA graphs and replayed (the run option gpu_graph_id picks one).
+  bool cuda_graphs = false;
 };
 
 Ort::SessionOptions MakeSessionOptions(const SessionSettings& settings);

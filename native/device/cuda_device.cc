@@ -8,6 +8,12 @@
 // cudaMemcpy2DAsync / cudaMemset2DAsync on the same stream instead (counted one call each).
 // The stream is the session's compute stream (user_compute_stream), so copies and kernels are
 // ordered without a host wait; a session run ends with one synchronisation of it.
+//
+// Memory comes from the session's CUDA allocator (ONNX Runtime's arena), except with CUDA graphs:
+// a captured graph keeps the addresses of the intermediate tensors ONNX Runtime gave it, which
+// its arena counts as free after the capture; a KV block taken from the arena later could be
+// overwritten by the next replay. There the engine's memory comes from CUDA's stream-ordered pool
+// instead (cudaMallocAsync on the same stream), apart from ONNX Runtime's.
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -38,6 +44,12 @@ using Memset2DAsyncFn = int (*)(void*, size_t, int, size_t, size_t, void*);
 using HostAllocFn = int (*)(void**, size_t, unsigned);
 using FreeHostFn = int (*)(void*);
 using MemGetInfoFn = int (*)(size_t*, size_t*);
+using MallocAsyncFn = int (*)(void**, size_t, void*);
+using FreeAsyncFn = int (*)(void*, void*);
+using DefaultMemPoolFn = int (*)(void**, int);
+using MemPoolSetAttributeFn = int (*)(void*, int, void*);
+// cudaMemPoolAttrReleaseThreshold (driver_types.h): bytes the pool keeps instead of returning them.
+constexpr int kMemPoolAttrReleaseThreshold = 4;
 
 // The driver's batched copy (cuda.h, CUDA 13: cuMemcpyBatchAsync is cuMemcpyBatchAsync_v2).
 struct MemLocation {
@@ -67,6 +79,11 @@ struct CudaApi {
   FreeHostFn free_host = nullptr;
   MemGetInfoFn mem_get_info = nullptr;
   MemcpyBatchFn memcpy_batch = nullptr;  // null: the driver has none
+  // The stream-ordered pool (CUDA 11.2 and later), for CUDA graphs only.
+  MallocAsyncFn malloc_async = nullptr;
+  FreeAsyncFn free_async = nullptr;
+  DefaultMemPoolFn default_mem_pool = nullptr;
+  MemPoolSetAttributeFn mem_pool_set_attribute = nullptr;
 
   bool Complete() const {
     return set_device && stream_create && stream_destroy && stream_synchronize && memcpy_async && memcpy2d_async &&
@@ -96,6 +113,10 @@ struct CudaApi {
       api.host_alloc = reinterpret_cast<HostAllocFn>(Resolve(h, "cudaHostAlloc"));
       api.free_host = reinterpret_cast<FreeHostFn>(Resolve(h, "cudaFreeHost"));
       api.mem_get_info = reinterpret_cast<MemGetInfoFn>(Resolve(h, "cudaMemGetInfo"));
+      api.malloc_async = reinterpret_cast<MallocAsyncFn>(Resolve(h, "cudaMallocAsync"));
+      api.free_async = reinterpret_cast<FreeAsyncFn>(Resolve(h, "cudaFreeAsync"));
+      api.default_mem_pool = reinterpret_cast<DefaultMemPoolFn>(Resolve(h, "cudaDeviceGetDefaultMemPool"));
+      api.mem_pool_set_attribute = reinterpret_cast<MemPoolSetAttributeFn>(Resolve(h, "cudaMemPoolSetAttribute"));
       if (api.Complete()) break;
     }
     void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -134,12 +155,23 @@ class CudaStreamImpl final : public CudaStream {
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(Ort::Session& session, std::shared_ptr<CudaStream> stream, int device_id)
+  CudaDevice(Ort::Session& session, std::shared_ptr<CudaStream> stream, int device_id, bool own_pool)
       : api_(CudaApi::Get()),
         stream_(std::move(stream)),
         info_("Cuda", OrtDeviceAllocator, device_id, OrtMemTypeDefault),
         allocator_(session, info_),
-        device_id_(device_id) {
+        device_id_(device_id),
+        own_pool_(own_pool) {
+    if (own_pool_) {
+      if (!api_.malloc_async || !api_.free_async || !api_.default_mem_pool || !api_.mem_pool_set_attribute) {
+        throw EngineError(kErrProviderUnavailable, "CUDA graphs need cudaMallocAsync (CUDA 11.2 or later)");
+      }
+      // Keep freed blocks in the pool rather than give them back at every synchronisation.
+      void* pool = nullptr;
+      Check(api_.default_mem_pool(&pool, device_id), "cudaDeviceGetDefaultMemPool");
+      uint64_t keep = UINT64_MAX;
+      Check(api_.mem_pool_set_attribute(pool, kMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+    }
     const char* choice = std::getenv("DECIDE_CUDA_COPY");
     if (choice != nullptr && std::string(choice) == "loop") {
       copy_path_ = "per-run (DECIDE_CUDA_COPY=loop)";
@@ -155,11 +187,21 @@ class CudaDevice final : public Device {
   ~CudaDevice() override {
     // Nothing queued may still read or write memory that is about to go back to the allocator.
     api_.stream_synchronize(stream_->Handle());
-    if (zeros_ != nullptr) allocator_.Free(zeros_);
+    if (zeros_ != nullptr) Free(zeros_);
+    if (own_pool_) api_.stream_synchronize(stream_->Handle());
   }
   Provider Kind() const override { return Provider::kCuda; }
-  void* Alloc(size_t bytes) override { return allocator_.Alloc(bytes); }
-  void Free(void* ptr) override { allocator_.Free(ptr); }
+  void* Alloc(size_t bytes) override {
+    if (!own_pool_) return allocator_.Alloc(bytes);
+    void* ptr = nullptr;
+    Check(api_.malloc_async(&ptr, bytes, stream_->Handle()), "cudaMallocAsync");
+    return ptr;
+  }
+  void Free(void* ptr) override {
+    if (!own_pool_) return allocator_.Free(ptr);
+    // Stream-ordered: after every copy and run queued before it.
+    api_.free_async(ptr, stream_->Handle());
+  }
   void* AllocHost(size_t bytes) override {
     void* ptr = nullptr;
     Check(api_.host_alloc(&ptr, bytes, 0), "cudaHostAlloc");
@@ -245,9 +287,9 @@ class CudaDevice final : public Device {
     if (bytes <= zeros_bytes_) return static_cast<const char*>(zeros_);
     if (zeros_ != nullptr) {
       api_.stream_synchronize(stream_->Handle());
-      allocator_.Free(zeros_);
+      Free(zeros_);
     }
-    zeros_ = allocator_.Alloc(bytes);
+    zeros_ = Alloc(bytes);
     zeros_bytes_ = bytes;
     Check(api_.memset2d_async(zeros_, bytes, 0, bytes, 1, stream_->Handle()), "cudaMemset2DAsync");
     return static_cast<const char*>(zeros_);
@@ -259,8 +301,8 @@ class CudaDevice final : public Device {
     const size_t n = 256;
     std::vector<unsigned char> pattern(2 * n), back(2 * n, 0);
     for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<unsigned char>(i * 7 + 3);
-    char* src = static_cast<char*>(allocator_.Alloc(2 * n));
-    char* dst = static_cast<char*>(allocator_.Alloc(4 * n));
+    char* src = static_cast<char*>(Alloc(2 * n));
+    char* dst = static_cast<char*>(Alloc(4 * n));
     bool ok = false;
     try {
       Check(api_.set_device(device_id_), "cudaSetDevice");
@@ -284,8 +326,8 @@ class CudaDevice final : public Device {
       ok = false;
       api_.stream_synchronize(stream_->Handle());
     }
-    allocator_.Free(src);
-    allocator_.Free(dst);
+    Free(src);
+    Free(dst);
     return ok;
   }
 
@@ -294,6 +336,7 @@ class CudaDevice final : public Device {
   Ort::MemoryInfo info_;
   Ort::Allocator allocator_;
   int device_id_;
+  bool own_pool_;  // CUDA graphs: memory from cudaMallocAsync, not ONNX Runtime's arena
   bool batched_ = false;
   std::string copy_path_;
   void* zeros_ = nullptr;
@@ -306,8 +349,9 @@ class CudaDevice final : public Device {
 
 std::shared_ptr<CudaStream> MakeCudaStream(int device_id) { return std::make_shared<CudaStreamImpl>(device_id); }
 
-std::unique_ptr<Device> MakeCudaDevice(Ort::Session& session, std::shared_ptr<CudaStream> stream, int device_id) {
-  return std::make_unique<CudaDevice>(session, std::move(stream), device_id);
+std::unique_ptr<Device> MakeCudaDevice(Ort::Session& session, std::shared_ptr<CudaStream> stream, int device_id,
+                                       bool own_pool) {
+  return std::make_unique<CudaDevice>(session, std::move(stream), device_id, own_pool);
 }
 
 }  // namespace decide

@@ -113,8 +113,10 @@ class CudaStream {
 
 // Throws EngineError(ERR_PROVIDER_UNAVAILABLE) when the CUDA runtime cannot be resolved.
 std::shared_ptr<CudaStream> MakeCudaStream(int device_id);
-// The device over `stream`, allocating from `session`'s CUDA allocator.
-std::unique_ptr<Device> MakeCudaDevice(Ort::Session& session, std::shared_ptr<CudaStream> stream, int device_id);
+// The device over `stream`, allocating from `session`'s CUDA allocator, or with `own_pool` (CUDA
+// graphs: cuda_device.cc says why) from CUDA's stream-ordered pool.
+std::unique_ptr<Device> MakeCudaDevice(Ort::Session& session, std::shared_ptr<CudaStream> stream, int device_id,
+                                       bool own_pool);
 
 // Owning handle to one allocation on a Device.
 class DeviceBuffer {

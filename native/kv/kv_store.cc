@@ -10,9 +10,14 @@ void KvStore::ForkPast(const std::vector<PastRef>& rows, int past_len) {
   const int buffers = 2 * shape_.num_layers;
   const size_t buffer_bytes = PastBytesPerBuffer(static_cast<int>(rows.size()), past_len);
   if (past_.size() != static_cast<size_t>(buffers)) past_.resize(buffers);
+  bool moved = false;
   for (DeviceBuffer& buffer : past_) {
-    if (buffer.Bytes() < buffer_bytes) buffer = DeviceBuffer(device_, buffer_bytes);
+    if (buffer.Bytes() < buffer_bytes) {
+      buffer = DeviceBuffer(device_, buffer_bytes);
+      moved = true;
+    }
   }
+  if (moved) ++past_moves_;
   if (buffer_bytes == 0) return;
   const size_t token_bytes = static_cast<size_t>(shape_.head_dim) * shape_.elem_size;
   const size_t run_bytes = static_cast<size_t>(past_len) * token_bytes;  // one head's run in the pass past

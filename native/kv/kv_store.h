@@ -64,11 +64,14 @@ class KvStore {
   void Submit(const std::vector<CopyRun>& runs) const { device_->CopyBatch(runs); }
 
   void Release() { past_.clear(); }
+  // How often a pass past buffer was reallocated (moved) since construction.
+  uint64_t PastMoves() const { return past_moves_; }
 
  private:
   Device* device_;
   KvShape shape_;
   std::vector<DeviceBuffer> past_;  // 2 per layer: keys, values
+  uint64_t past_moves_ = 0;
 };
 
 }  // namespace decide

@@ -16,6 +16,7 @@
 #include "../kv/prefix_cache.h"
 #include "../pass_planner.h"
 #include "../row_packing.h"
+#include "../shape_buckets.h"
 
 namespace {
 
@@ -271,6 +272,61 @@ void PassPlannerTests() {
   });
 }
 
+void ShapeBucketTests() {
+  Test("shape buckets: 0..8 exact, then four steps per doubling, never more than 25% padding", [&] {
+    const int64_t expected[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 10, 12, 12, 14, 14, 16, 16, 20};
+    for (int64_t n = 0; n < 18; ++n) CHECK(decide::BucketUp(n) == expected[n]);
+    bool bounded = true, monotone = true, fixed_point = true;
+    int64_t previous = 0;
+    for (int64_t n = 1; n <= 300000; ++n) {
+      const int64_t b = decide::BucketUp(n);
+      bounded = bounded && b >= n && 4 * b <= 5 * n;
+      monotone = monotone && b >= previous;
+      fixed_point = fixed_point && decide::BucketUp(b) == b;
+      previous = b;
+    }
+    CHECK(bounded);
+    CHECK(monotone);
+    CHECK(fixed_point);
+  });
+  Test("shape buckets: few distinct shapes over a wide range", [&] {
+    std::vector<int64_t> seen;
+    for (int64_t n = 1; n <= 4096; ++n) {
+      if (seen.empty() || seen.back() != decide::BucketUp(n)) seen.push_back(decide::BucketUp(n));
+    }
+    CHECK(seen.size() == 8 + 4 * 9);  // 1..8, then 4 per doubling up to 4096
+  });
+  Test("shape buckets: every dimension of a pass rounds up on its own", [&] {
+    decide::PassShape exact;
+    exact.rows = 9;
+    exact.past_len = 0;
+    exact.new_len = 390;
+    exact.index_width = 3;
+    exact.labels = 37;
+    exact.positions = 17;
+    const decide::PassShape b = decide::BucketPassShape(exact);
+    CHECK(b.rows == 10 && b.past_len == 0 && b.new_len == 448 && b.index_width == 3 && b.labels == 40 && b.positions == 20);
+    CHECK(decide::BucketPassShape(b) == b);
+  });
+  Test("pass planner: with shape buckets, budgets and costs count the padded pass", [&] {
+    decide::PassLimits limits;
+    limits.token_budget = 1 << 30;
+    limits.past_budget_bytes = int64_t{1} << 40;
+    limits.attention_budget = int64_t{1} << 50;
+    limits.kv_bytes_per_token = 8;
+    limits.pass_overhead_tokens = 1e30;
+    limits.token_budget = 9 * 17;  // 9 rows of 17 tokens fit exactly, not as the 10 x 20 they run as
+    std::vector<decide::ExtendRow> rows = Rows({{0, 17}, {0, 17}, {0, 17}, {0, 17}, {0, 17}, {0, 17}, {0, 17}, {0, 17}, {0, 17}});
+    CHECK(decide::PlanPasses(rows, limits).size() == 1);
+    limits.shape_buckets = true;
+    auto passes = decide::PlanPasses(rows, limits);
+    CHECK(passes.size() == 2);
+    bool within = true;
+    for (auto [begin, end] : passes) within = within && decide::BucketUp(end - begin) * decide::BucketUp(17) <= limits.token_budget;
+    CHECK(within);
+  });
+}
+
 void KvStoreTests() {
   const auto shape = Shape();
   Test("kv store: a fork is one batch of copies however many rows, padding zeroed in it", [&] {
@@ -349,6 +405,7 @@ int main() {
   PrefixCacheTests();
   RowPackingTests();
   PassPlannerTests();
+  ShapeBucketTests();
   KvStoreTests();
   std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
   return g_failed == 0 ? 0 : 1;

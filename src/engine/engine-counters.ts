@@ -5,7 +5,7 @@
  * rows, and test/native/engine-counters.test.ts checks the binding's keys against them.
  */
 
-export type CounterUnit = 'calls' | 'tokens' | 'passes' | 'prefixes' | 'copies' | 'bytes' | 'milliseconds';
+export type CounterUnit = 'calls' | 'tokens' | 'passes' | 'prefixes' | 'copies' | 'moves' | 'bytes' | 'milliseconds';
 
 export interface EngineCounterSpec {
   readonly name: string;
@@ -27,6 +27,10 @@ export const ENGINE_COUNTERS = [
   {
     name: 'pastTokensCopied', unit: 'tokens',
     help: "Prefix KV positions copied into the forward passes' batch tensors, per row: forked rows copy a state's KV once per question, packed rows none for a state the call computes and once per further row.",
+  },
+  {
+    name: 'passBufferMoves', unit: 'moves',
+    help: 'Times a buffer that forward passes reuse (staged inputs, batch past; with shape buckets the outputs too) had to be reallocated to grow. With CUDA graphs each move retires the graphs captured before it; steady traffic makes none.',
   },
   {
     name: 'deviceCopies', unit: 'copies',

@@ -49,6 +49,19 @@ export interface EngineLoadOptions {
    * on long states, off for 'cuda', where a pass's fixed cost outweighs it.
    */
   prefillChunks?: boolean;
+  /**
+   * Pad every forward pass to one of a few fixed shapes (rows, past and new tokens rounded up to
+   * 1..8, 10, 12, 14, 16, 20, ...: at most 25% per dimension) and run it on buffers reused at fixed
+   * addresses, the precondition of CUDA graphs. Answers are unchanged (within 1e-6); padding is
+   * computed. Default off.
+   */
+  shapeBuckets?: boolean;
+  /**
+   * 'cuda' only: capture each fixed pass shape's run as a CUDA graph once and replay it after,
+   * which removes the kernel launches' host time (implies shapeBuckets; needs the scoring head and
+   * a graph without control flow). Default off: not yet measured on a GPU.
+   */
+  cudaGraphs?: boolean;
   /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY, else an installed CPU build (see resolveOrtLibrary). */
   ortLibrary?: string;
   /** ONNX Runtime's log severity for the session, 0 (verbose) to 4 (fatal); default DECIDE_ORT_LOG_LEVEL, else 3 (errors). */
@@ -93,6 +106,9 @@ export const ENGINE_DEFAULTS = {
   deviceId: 0,
   prefixCacheBytes: 2 ** 30,
   gatherLogits: true,
+  shapeBuckets: false,
+  /** Off until a GPU measures it faster (docs/models.md, "CUDA graphs"). */
+  cudaGraphs: false,
   /** Packing is a GPU win only (see packSuffixes). */
   packSuffixes: (provider: Provider) => PROVIDER_DEFAULTS[provider].packSuffixes,
 } as const;
@@ -192,6 +208,16 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
     default: perProvider('packSuffixes'),
     help: "the question layout on a graph with segment ids (make-model's `--segment-ids on`): on packs a state's questions into rows, off forks the state's KV into a row per question",
   },
+  shapeBuckets: {
+    flag: '--shape-buckets', env: 'DECIDE_SHAPE_BUCKETS', check: { kind: 'boolean' },
+    default: () => ENGINE_DEFAULTS.shapeBuckets,
+    help: 'pad every forward pass to a few fixed shapes (at most 25% more rows and tokens each) on buffers at fixed addresses, as CUDA graphs need',
+  },
+  cudaGraphs: {
+    flag: '--cuda-graphs', env: 'DECIDE_CUDA_GRAPHS', check: { kind: 'boolean' },
+    default: () => ENGINE_DEFAULTS.cudaGraphs,
+    help: 'cuda only: capture each fixed pass shape as a CUDA graph once and replay it (implies --shape-buckets; not yet measured on a GPU, so off)',
+  },
   gatherLogits: {
     flag: '--gather-logits', env: 'DECIDE_GATHER_LOGITS', check: { kind: 'boolean' },
     default: () => ENGINE_DEFAULTS.gatherLogits,
@@ -287,6 +313,9 @@ export function resolveLoadOptions(
   const options = withEnvironment(given);
   checkEngineOptions(options);
   const provider = resolveProvider(options);
+  if (options.cudaGraphs === true && provider !== 'cuda') {
+    throw new EngineError('ERR_INPUT', "options.cudaGraphs needs provider 'cuda' (CUDA graphs are a CUDA feature; shapeBuckets alone runs anywhere)");
+  }
   const value = <K extends keyof EngineOptions>(name: K) => (options[name] ?? ENGINE_OPTIONS[name].default(provider)) as NonNullable<EngineOptions[K]>;
   const defaults = PROVIDER_DEFAULTS[provider];
   return {
@@ -308,6 +337,8 @@ export function resolveLoadOptions(
     passOverheadTokens: Math.min(value('passOverheadTokens'), FEWEST_PASSES_OVERHEAD),
     packSuffixes: value('packSuffixes'),
     prefillChunks: value('prefillChunks'),
+    shapeBuckets: value('shapeBuckets') || value('cudaGraphs'),
+    cudaGraphs: value('cudaGraphs'),
     ortLogSeverity: value('ortLogLevel'),
     ortProfilePrefix: options.ortProfilePrefix ?? '',
   };

@@ -39,6 +39,10 @@ export interface NativeLoadOptions {
   packSuffixes: boolean;
   /** Prefill long states in chunks (scorer.h PrefillChunk). */
   prefillChunks: boolean;
+  /** Pad passes to fixed shapes on fixed buffers (native/shape_buckets.h). */
+  shapeBuckets: boolean;
+  /** CUDA graphs per fixed shape (needs shapeBuckets and provider 'cuda'). */
+  cudaGraphs: boolean;
   /** ONNX Runtime's log severity for the session, 0 (verbose) to 4 (fatal). */
   ortLogSeverity: number;
   maxContext: number;
@@ -84,6 +88,8 @@ export interface NativeModelInfo {
   hasPositionIds: boolean;
   /** A group's questions run packed into rows rather than one forked row each (packSuffixes on a graph with segment ids). */
   packsSuffixes: boolean;
+  /** How passes are shaped: 'exact' (as the rows need), 'buckets' (padded to fixed shapes) or 'cuda-graphs' (fixed shapes, captured and replayed). */
+  passShapes: 'exact' | 'buckets' | 'cuda-graphs';
   provider: 'cpu' | 'cuda';
   ortLibrary: string;
   kvBytesPerToken: number;

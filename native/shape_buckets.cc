@@ -1,0 +1,24 @@
+#include "shape_buckets.h"
+
+namespace decide {
+
+int64_t BucketUp(int64_t n) {
+  if (n <= 4) return n;
+  // n in (4 * 2^e, 8 * 2^e]: the first of 4, 5, 6, 7, 8 (times 2^e) at or above it.
+  int64_t step = 1;
+  while (8 * step < n) step *= 2;
+  return (n + step - 1) / step * step;
+}
+
+PassShape BucketPassShape(const PassShape& exact) {
+  PassShape shape;
+  shape.rows = static_cast<int>(BucketUp(exact.rows));
+  shape.past_len = static_cast<int>(BucketUp(exact.past_len));
+  shape.new_len = static_cast<int>(BucketUp(exact.new_len));
+  shape.index_width = static_cast<int>(BucketUp(exact.index_width));
+  shape.labels = BucketUp(exact.labels);
+  shape.positions = BucketUp(exact.positions);
+  return shape;
+}
+
+}  // namespace decide

@@ -1,0 +1,38 @@
+// Fixed pass shapes ("buckets") for CUDA graphs: a captured graph replays one shape at fixed
+// addresses, so every pass is padded up to one of a few shapes and the same shape recurs call
+// after call. Each dimension (rows, longest past, longest new run, wanted positions per row, label
+// and position counts of the scoring head) is rounded up on its own to the series
+// 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, ... (four steps per doubling): at most
+// 25% padding per dimension (about 11% on average), so rows x tokens grows by at most 1.56x, while
+// a replayed graph saves every kernel launch of the pass (thousands of nodes: tens of milliseconds
+// on the card, more than the padding of any pass below ~10k tokens costs there). 0 stays 0: a pass
+// without a past is its own bucket.
+// Pure (tested in native/test/).
+#pragma once
+
+#include <cstdint>
+#include <tuple>
+
+namespace decide {
+
+// The smallest value of the series above that is >= n (n itself when n <= 4).
+int64_t BucketUp(int64_t n);
+
+// Everything that fixes the shapes of a pass's inputs and outputs.
+struct PassShape {
+  int rows = 0;
+  int past_len = 0;     // P
+  int new_len = 0;      // S
+  int index_width = 0;  // wanted positions per row (decide_logits_index [rows, index_width])
+  int64_t labels = 0;     // decide_label_index [labels, 3]
+  int64_t positions = 0;  // decide_position_index [positions, 2]
+
+  auto Key() const { return std::make_tuple(rows, past_len, new_len, index_width, labels, positions); }
+  bool operator<(const PassShape& other) const { return Key() < other.Key(); }
+  bool operator==(const PassShape& other) const { return Key() == other.Key(); }
+};
+
+// `exact` with every dimension rounded up by BucketUp.
+PassShape BucketPassShape(const PassShape& exact);
+
+}  // namespace decide
