@@ -18,6 +18,7 @@ import { Engine, type ScoreGroup, type SuffixScore } from '../src/engine/engine.
 import type { EngineOptions, Provider } from '../src/engine/engine-options.js';
 import type { NativeCounters } from '../src/engine/native.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
+import { deriveFusedGraph } from '../src/models/fused-graph.js';
 import { gitInfo, machineInfo, packageRoot } from './provenance.js';
 import { ensureModel } from './run.js';
 import { table } from './report.js';
@@ -153,7 +154,10 @@ export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuSca
   const names = options.workloads ?? (Object.keys(GPU_WORKLOADS) as GpuWorkloadName[]);
 
   const loadAverage = os.loadavg();
-  const load = (packSuffixes: boolean) => Engine.load({ ...options.engine, modelDir, provider, packSuffixes, ...(options.threads ? { threads: options.threads } : {}) });
+  // The graph asked for runs as built: a standard-op model is not swapped for its derived fused graph.
+  const fusedAttention = options.engine?.fusedAttention ?? (attention === 'ops' ? 'off' : 'auto');
+  const load = (packSuffixes: boolean) =>
+    Engine.load({ ...options.engine, modelDir, provider, packSuffixes, fusedAttention, graphDeriver: deriveFusedGraph, ...(options.threads ? { threads: options.threads } : {}) });
   const engines = { packed: await load(true), forked: await load(false) };
   const results: GpuWorkloadResult[] = [];
   try {

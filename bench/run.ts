@@ -24,6 +24,7 @@ import { ModelRuntime } from '../src/runtime/model-runtime.js';
 import { PromptRenderer } from '../src/runtime/prompt.js';
 import { TextTokenizer } from '../src/runtime/tokenizer.js';
 import { computeDtype, DEFAULT_INT8_SCHEME, GRAPH_VERSION, int8Record, makeModel, MODEL_DTYPES, paramCount, PRESETS, type ModelDtype } from '../src/models/builder/index.js';
+import { deriveFusedGraph } from '../src/models/fused-graph.js';
 import { agreementPlan, agrees, baselineRows, compareRows, engineRows, type CheckResult } from './agreement.js';
 import { FreshBaseline } from './baseline.js';
 import { MFU_DEFINITION, shapeOf } from './flops.js';
@@ -165,7 +166,9 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
 
   const tokenizer = await TextTokenizer.load(modelDir);
   const addon = addonInfo(root);
-  const runtime = await ModelRuntime.load(BENCH_MODEL_ID, modelDir, { engine: { ...options.engine, threads, provider, ...(packing === undefined ? {} : { packSuffixes: packing }) } });
+  const runtime = await ModelRuntime.load(BENCH_MODEL_ID, modelDir, {
+    engine: { ...options.engine, threads, provider, graphDeriver: deriveFusedGraph, ...(packing === undefined ? {} : { packSuffixes: packing }) },
+  });
   const sampler = new RssSampler();
   const rssAfterLoad = process.memoryUsage.rss();
   let probe: PeakProbe | undefined;
@@ -175,7 +178,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     const params = paramCount(shape);
     const headFlopParams = shape.hiddenSize * shape.vocabSize;
     const calibration = await loadCalibration(modelDir);
-    log(`model ${modelDir}: ${shape.numLayers} layers, hidden ${shape.hiddenSize}, ${(params.total / 1e6).toFixed(1)}M params (body ${(params.body / 1e6).toFixed(1)}M); graph ${path.basename(engine.info.graphFile)}, gathered LM head: ${engine.info.hasLogitsIndex}, packed suffix rows: ${engine.info.packsSuffixes}`);
+    log(`model ${modelDir}: ${shape.numLayers} layers, hidden ${shape.hiddenSize}, ${(params.total / 1e6).toFixed(1)}M params (body ${(params.body / 1e6).toFixed(1)}M); graph ${path.basename(engine.info.graphFile)}, gathered LM head: ${engine.info.hasLogitsIndex}, packed suffix rows: ${engine.info.packsSuffixes}, decoder graph: ${engine.info.attention.graph} (${engine.info.attention.source})`);
     if (engine.info.int8 !== undefined) log(`int8 path: ${engine.info.int8.path} (${engine.info.int8.reason})`);
 
     log(`[${elapsed()}] measuring the ${dtype} MatMul peak ...`);

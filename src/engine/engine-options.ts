@@ -12,6 +12,7 @@ import os from 'node:os';
 import { EngineError } from '../errors/engine-error.js';
 import type { ModelConfig } from './model-dir.js';
 import type { NativeLoadOptions } from './native.js';
+import { FUSED_ATTENTION_REQUESTS, type FusedAttentionRequest, type GraphDeriver } from './attention-graph.js';
 import { INT8_KERNEL_ENV, INT8_PATHS, type Int8PathRequest } from './int8-path.js';
 import { accepts, parseText, ruleOf, type OptionCheck, type OptionValue } from './option-checks.js';
 
@@ -62,6 +63,20 @@ export interface EngineLoadOptions {
    * a graph without control flow). Default off: not yet measured on a GPU.
    */
   cudaGraphs?: boolean;
+  /**
+   * Which decoder graph runs: 'auto' (default) runs a fused graph derived from a standard-op model
+   * on 'cuda' (cached beside the model, checked once against it) and the model's own graph on
+   * 'cpu'; 'on' derives it on either provider; 'off' always runs the model's own graph. Deriving
+   * needs `graphDeriver`. EngineInfo.attention says which ran and why (src/engine/attention-graph.ts).
+   */
+  fusedAttention?: FusedAttentionRequest;
+  /**
+   * What derives the fused graph for `fusedAttention`: `deriveFusedGraph` (exported beside Engine),
+   * which the decision service and the `decide` commands pass. Without it the model's own graph runs.
+   * @example
+   * const engine = await Engine.load({ modelDir, provider: 'cuda', graphDeriver: deriveFusedGraph });
+   */
+  graphDeriver?: GraphDeriver;
   /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY, else an installed CPU build (see resolveOrtLibrary). */
   ortLibrary?: string;
   /** ONNX Runtime's log severity for the session, 0 (verbose) to 4 (fatal); default DECIDE_ORT_LOG_LEVEL, else 3 (errors). */
@@ -97,8 +112,11 @@ export interface EngineLoadOptions {
   int8Path?: Int8PathRequest;
 }
 
-/** Every load option but the model directory: what a command or a service passes to each engine it loads. */
-export type EngineOptions = Omit<EngineLoadOptions, 'modelDir'>;
+/**
+ * Every load option but the model directory and the graph deriver (a function, not a setting):
+ * what a command or a service passes to each engine it loads, one row each in ENGINE_OPTIONS.
+ */
+export type EngineOptions = Omit<EngineLoadOptions, 'modelDir' | 'graphDeriver'>;
 
 /** The defaults of the options above that do not depend on the provider, the host or the model. */
 export const ENGINE_DEFAULTS = {
@@ -106,6 +124,8 @@ export const ENGINE_DEFAULTS = {
   deviceId: 0,
   prefixCacheBytes: 2 ** 30,
   gatherLogits: true,
+  /** The fused graph measured faster on an H100, no faster on the CPU (docs/models.md). */
+  fusedAttention: 'auto' as FusedAttentionRequest,
   shapeBuckets: false,
   /** Off until a GPU measures it faster (docs/models.md, "CUDA graphs"). */
   cudaGraphs: false,
@@ -207,6 +227,11 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
     flag: '--pack-suffixes', env: 'DECIDE_PACK_SUFFIXES', check: { kind: 'boolean' },
     default: perProvider('packSuffixes'),
     help: "the question layout on a graph with segment ids (make-model's `--segment-ids on`): on packs a state's questions into rows, off forks the state's KV into a row per question",
+  },
+  fusedAttention: {
+    flag: '--fused-attention', env: 'DECIDE_FUSED_ATTENTION', check: { kind: 'choice', values: [...FUSED_ATTENTION_REQUESTS] },
+    default: () => ENGINE_DEFAULTS.fusedAttention,
+    help: "auto runs a fused graph derived from a standard-op model on cuda (cached beside the model), the model's own on cpu; on derives it on either; off keeps the model's own",
   },
   shapeBuckets: {
     flag: '--shape-buckets', env: 'DECIDE_SHAPE_BUCKETS', check: { kind: 'boolean' },

@@ -18,10 +18,12 @@ import { flatten, type ScoreGroup } from './score-groups.js';
 import { prepareScoringGraph, type LmHeadChoice, type ScoringGraph } from './scoring-graph.js';
 import { checkEngineOptions, ENGINE_DEFAULTS, resolveLoadOptions, resolveProvider, withEnvironment, type EngineLoadOptions } from './engine-options.js';
 import { prepareInt8Graph, type Int8Info } from './int8-graph.js';
+import { chooseAttentionGraph, type AttentionChoice } from './attention-graph.js';
 
 export type { ScoreGroup, ScoreSuffix } from './score-groups.js';
 
 export type { EngineLoadOptions, EngineOptions, Provider } from './engine-options.js';
+export type { AttentionChoice, GraphDeriver } from './attention-graph.js';
 export type { LmHeadChoice } from './scoring-graph.js';
 
 /**
@@ -74,6 +76,12 @@ export interface EngineInfo extends NativeModelInfo {
    * engine computes every position's logits and is slower).
    */
   lmHead: LmHeadChoice;
+  /**
+   * The decoder graph that runs: the model's own (standard-op or fused), or on CUDA the fused
+   * graph derived from it (fusedAttention, src/engine/fused-graph.ts); `reason` says why one asked
+   * for was not derived.
+   */
+  attention: AttentionChoice;
   maxContext: number;
   /** int8 models: which integer GEMM path runs on this CPU, and why (src/engine/int8-path.ts). */
   int8?: Int8Info;
@@ -128,12 +136,20 @@ export class Engine {
       const options = withEnvironment(given);
       checkEngineOptions(options);
       const config = readModelConfig(options.modelDir);
-      const { graphFile: stockGraph, int8 } = await prepareInt8Graph(options.modelDir, findGraphFile(options.modelDir), options);
+      const { graphFile: storedGraph, int8 } = await prepareInt8Graph(options.modelDir, findGraphFile(options.modelDir), options);
       const maxContext = config.maxPositionEmbeddings;
       const provider = resolveProvider(options);
       const ortLibrary = resolveOrtLibrary(options.ortLibrary, provider);
       if (provider === 'cuda') assertCudaReady(ortLibrary);
       const loadOptions = resolveLoadOptions(options, config, ortLibrary);
+      const { graphFile: stockGraph, attention } = await chooseAttentionGraph(
+        options.modelDir,
+        storedGraph,
+        options.fusedAttention ?? ENGINE_DEFAULTS.fusedAttention,
+        provider,
+        options.graphDeriver,
+        loadOptions,
+      );
       const { graphFile, lmHead }: ScoringGraph =
         (options.gatherLogits ?? ENGINE_DEFAULTS.gatherLogits) === false
           ? { graphFile: stockGraph, lmHead: { graph: 'stock', reason: 'off' } }
@@ -141,7 +157,7 @@ export class Engine {
       const { NativeEngine } = loadNativeModule();
       const native = new NativeEngine();
       await native.load({ ...loadOptions, modelPath: graphFile });
-      const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, lmHead, maxContext, ...(int8 === undefined ? {} : { int8 }) };
+      const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, lmHead, attention, maxContext, ...(int8 === undefined ? {} : { int8 }) };
       if (info.numLayers !== config.numLayers) {
         native.close();
         throw new EngineError(

@@ -16,10 +16,12 @@
  * left as it was, inline or pointing at the model's own data file, which resolves the same way from
  * the same folder.
  */
-import { closeSync, openSync, readFileSync, readSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 
 import onnxProto from 'onnx-proto';
+
+import { tensorBytes } from './onnx-tensor-bytes.js';
 
 const { onnx } = onnxProto;
 
@@ -70,33 +72,6 @@ interface Match {
   weightScale: string;
 }
 
-/** Reads a tensor's bytes, inline or from its external data file (relative to the graph's folder). */
-function tensorBytes(t: Tensor, graphDir: string, files: Set<string>): Uint8Array {
-  if (t.dataLocation !== onnx.TensorProto.DataLocation.EXTERNAL) {
-    if (t.rawData && t.rawData.length > 0) return t.rawData;
-    throw new Error(`${t.name}: no raw data (values stored in a typed field)`);
-  }
-  const entry = (key: string) => (t.externalData ?? []).find((e) => e.key === key)?.value ?? undefined;
-  const location = entry('location');
-  if (location === undefined) throw new Error(`${t.name}: external data without a location`);
-  const file = path.resolve(graphDir, location);
-  files.add(location);
-  const offset = Number(entry('offset') ?? 0);
-  const length = Number(entry('length') ?? (t.dims ?? []).reduce((a: number, d) => a * Number(d), 1));
-  const out = new Uint8Array(length);
-  const fd = openSync(file, 'r');
-  try {
-    let done = 0;
-    while (done < length) {
-      const n = readSync(fd, out, done, length - done, offset + done);
-      if (n === 0) throw new Error(`${t.name}: ${location} ends before byte ${offset + length}`);
-      done += n;
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return out;
-}
 
 /**
  * The stored row quantization that produces `q` (quantize.ts quantizedRows):

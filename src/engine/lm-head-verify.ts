@@ -1,5 +1,6 @@
 /**
- * One-time check that the LM-head rewrite computes the same scores as the stock graph: both graphs
+ * One-time check that a rewritten graph (the LM-head rewrite, a derived fused graph: fused-graph.ts)
+ * computes the same scores as the graph it was made from: both graphs
  * are loaded into the native engine and score the same group (two suffixes of different lengths,
  * so one row is padded). Label logits over a spread of the vocabulary and each row's log-sum-exp
  * over the whole vocabulary must agree. Throws on any mismatch.
@@ -23,7 +24,8 @@ async function scoreWith(
   const engine = new NativeEngine();
   try {
     // One thread, no cache and no profiler: a check, not the engine's own session.
-    await engine.load({ ...options, modelPath: graph, threads: 1, prefixCacheBytes: 0, ortProfilePrefix: '' });
+    // Exact pass shapes, no CUDA graphs: a stock graph cannot run those (it has no scoring head).
+    await engine.load({ ...options, modelPath: graph, threads: 1, prefixCacheBytes: 0, ortProfilePrefix: '', shapeBuckets: false, cudaGraphs: false });
     const ids = (values: number[]) => Int32Array.from(values.map((v) => v % vocab));
     // Up to 256 label ids spread over the vocabulary (the first and last included).
     const count = Math.min(256, vocab);

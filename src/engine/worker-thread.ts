@@ -1,7 +1,8 @@
 /**
- * Runs one of src/engine's worker scripts (a file that reads workerData and posts one message) in a
- * worker thread and resolves with that message. Run from the TypeScript sources (tests, tsx), the
- * worker loads them through tsx, as the caller's process does; from dist/, the compiled file.
+ * Runs a worker script (a file that reads workerData and posts one message: src/engine's own, or
+ * one beside a caller in a layer above) in a worker thread and resolves with that message. Run from
+ * the TypeScript sources (tests, tsx), the worker loads them through tsx, as the caller's process
+ * does; from dist/, the compiled file.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -15,7 +16,15 @@ function tsxEsmApi(): string {
 
 /** `name` is the script's base name in this folder, without its extension ('int8-rewrite-worker'). */
 export function runEngineWorker<T>(name: string, workerData: unknown): Promise<T> {
-  const here = fileURLToPath(import.meta.url);
+  return runWorker(import.meta.url, name, workerData);
+}
+
+/**
+ * Runs the worker script `name` (base name, no extension) that sits in the folder of the module
+ * `besideUrl` (the caller's import.meta.url), as runEngineWorker does for src/engine's own.
+ */
+export function runWorker<T>(besideUrl: string, name: string, workerData: unknown): Promise<T> {
+  const here = fileURLToPath(besideUrl);
   const fromSource = here.endsWith('.ts');
   const script = path.join(path.dirname(here), `${name}${fromSource ? '.ts' : '.js'}`);
   return new Promise((resolve, reject) => {

@@ -19,6 +19,7 @@ import type { Priority } from '../runtime/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
 import type { DecisionResult } from '../domain/decision.js';
 import { DEFAULT_MODEL_ALIAS, ensureDefaultModel } from '../models/default-model.js';
+import { deriveFusedGraph } from '../models/fused-graph.js';
 import { calibrationSummary } from '../models/model-info.js';
 import { saturatingInt8Warning } from '../models/int8-warning.js';
 import { ModelRegistry, type InstalledModel } from '../models/registry.js';
@@ -252,7 +253,8 @@ export class DecisionService {
       pending = ModelRuntime.load(model.id, model.dir, {
         ...this.options.runtime,
         maxStateTokens: this.options.maxStateTokens ?? this.options.runtime?.maxStateTokens,
-        engine: { provider: this.options.provider, threads: this.options.threads, ...this.options.runtime?.engine },
+        // deriveFusedGraph: a CUDA engine runs the fused graph of a standard-op model (fusedAttention).
+        engine: { provider: this.options.provider, threads: this.options.threads, graphDeriver: deriveFusedGraph, ...this.options.runtime?.engine },
       });
       this.runtimes.set(model.id, pending);
       pending.then(

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
 import { makeModel, PRESETS, type DecoderFeatures } from '../../src/models/builder/index.js';
+import { deriveFusedGraph } from '../../src/models/fused-graph.js';
 import { maxScoreDiff, tokenIds } from '../helpers/score-compare.js';
 import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
 
@@ -48,8 +49,10 @@ describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
   let scratch: string;
   let cpu: Engine;
   const engines: Engine[] = [];
-  const cuda = async (modelDir: string): Promise<Engine> => {
-    const engine = await Engine.load({ modelDir, provider: 'cuda', prefixCacheBytes: 0 });
+  // The model's own graph (fusedAttention 'off'), so that the standard-op graph runs on the card too;
+  // the derived fused graph, the CUDA default, has its own test below.
+  const cuda = async (modelDir: string, fusedAttention: 'off' | 'auto' = 'off'): Promise<Engine> => {
+    const engine = await Engine.load({ modelDir, provider: 'cuda', prefixCacheBytes: 0, fusedAttention, graphDeriver: deriveFusedGraph });
     engines.push(engine);
     return engine;
   };
@@ -115,6 +118,14 @@ describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
       }
     }
     expect(maxDiff(together, await forked.score(batch), 'logits')).toBeLessThan(1e-4);
+  });
+
+  it('by default runs the fused graph derived from a standard-op model, with the CPU engine\'s answers (1e-4)', async () => {
+    const modelDir = await build('derived', 'fp32', { segmentIds: true });
+    const engine = await cuda(modelDir, 'auto');
+    expect(engine.info.attention).toEqual({ graph: 'fused', source: 'derived' });
+    const batch = groups(8, 6);
+    expect(maxDiff(await engine.score(batch), await cpu.score(batch), 'logits')).toBeLessThan(1e-4);
   });
 
   it('an fp16 graph is within 1e-2 of the fp32 CPU engine in probabilities', async () => {

@@ -1,0 +1,69 @@
+/**
+ * Which decoder graph the engine runs (the `fusedAttention` option): the model's own, or the fused
+ * graph derived from a standard-op model. The fused graph measured faster than the standard-op
+ * graph on an H100 and no faster on the CPU, so 'auto' (the default) derives it on CUDA only.
+ * Deriving needs the model builder and importer, which sit a layer above the engine
+ * (src/models/fused-graph.ts, deriveFusedGraph): the caller hands it in as `graphDeriver`, as the
+ * decision service and the `decide` commands do. Without one, the model's own graph runs, and
+ * EngineInfo.attention says so.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import type { VerifyLoadOptions } from './lm-head-verify.js';
+
+export const FUSED_ATTENTION_REQUESTS = ['auto', 'on', 'off'] as const;
+export type FusedAttentionRequest = (typeof FUSED_ATTENTION_REQUESTS)[number];
+
+/** The graph the engine runs and where it came from (EngineInfo.attention). */
+export type AttentionChoice =
+  /** The model's own graph; `reason` says why a fused graph was not derived, where one was asked for. */
+  | { graph: 'ops' | 'fused'; source: 'stored'; reason?: string }
+  /** The fused graph derived from the model's standard-op graph. */
+  | { graph: 'fused'; source: 'derived' };
+
+/**
+ * Derives (or finds cached) the fused graph of the model in `modelDir` whose stored graph is
+ * `storedGraph`, checked against it with `verifyWith`; or says why the stored graph runs instead.
+ */
+export type GraphDeriver = (
+  modelDir: string,
+  storedGraph: string,
+  verifyWith: VerifyLoadOptions,
+) => Promise<{ graphFile: string; attention: AttentionChoice }>;
+
+/** The graph to load for `request` on the engine's provider ('cpu' or 'cuda'). */
+export async function chooseAttentionGraph(
+  modelDir: string,
+  storedGraph: string,
+  request: FusedAttentionRequest,
+  provider: string,
+  deriver: GraphDeriver | undefined,
+  verifyWith: VerifyLoadOptions,
+): Promise<{ graphFile: string; attention: AttentionChoice }> {
+  if (request === 'off' || (request === 'auto' && provider !== 'cuda')) {
+    // What the stored graph is needs no derivation: the deriver reads it from the model's record.
+    return { graphFile: storedGraph, attention: { graph: storedAttention(modelDir), source: 'stored' } };
+  }
+  if (deriver === undefined) {
+    return {
+      graphFile: storedGraph,
+      attention: {
+        graph: storedAttention(modelDir),
+        source: 'stored',
+        reason: 'no graph deriver was given to Engine.load (pass graphDeriver: deriveFusedGraph from decision-engine/engine)',
+      },
+    };
+  }
+  return deriver(modelDir, storedGraph, verifyWith);
+}
+
+/** 'fused' when the model's record (decision.json) says its graph was written with fused attention. */
+export function storedAttention(modelDir: string): 'ops' | 'fused' {
+  try {
+    const decision = JSON.parse(readFileSync(path.join(modelDir, 'decision.json'), 'utf8')) as Record<string, { features?: { attention?: string } } | undefined>;
+    return (decision.builder ?? decision.import)?.features?.attention === 'fused' ? 'fused' : 'ops';
+  } catch {
+    return 'ops';
+  }
+}

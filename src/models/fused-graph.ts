@@ -1,0 +1,124 @@
+/**
+ * The fused decoder graph derived from a standard-op model (the engine's GraphDeriver for
+ * `fusedAttention`, src/engine/attention-graph.ts): what a CUDA engine runs by default. It is
+ * derived once and cached beside the model (`onnx/model.decide-fused/`, a model directory of its
+ * own, and its stamp `onnx/model.decide-fused.json`): the stored graph's weights are read back as
+ * a checkpoint and imported with `attention: 'fused'` (in a worker thread), then checked once
+ * against the stored graph on a small input (lm-head-verify.ts). A model that is fused already,
+ * int8, not written by this project, or whose derivation or check fails (a read-only folder, say)
+ * runs as stored, and the choice says why.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+import type { AttentionChoice, GraphDeriver } from '../engine/attention-graph.js';
+import { verifyRewrite } from '../engine/lm-head-verify.js';
+import { runWorker } from '../engine/worker-thread.js';
+import { GRAPH_VERSION } from './builder/make-model.js';
+import { IMPORTER_VERSION } from './import/import-model.js';
+
+/** Bump when the derivation's output changes: a cached derivation with another version is made again. */
+export const FUSED_DERIVATION_VERSION = 1;
+
+interface Stamp {
+  version: number;
+  graphVersion: number;
+  importerVersion: number;
+  /** Size and modification time of each file the stored graph is made of. */
+  source: { file: string; size: number; mtimeMs: number }[];
+}
+
+/** The derived model's folder and stamp, beside the stored graph. */
+export function fusedPaths(storedGraph: string): { dir: string; graph: string; stamp: string } {
+  const base = storedGraph.replace(/\.onnx$/, '');
+  const dir = `${base}.decide-fused`;
+  return { dir, graph: path.join(dir, 'onnx', 'model.onnx'), stamp: `${base}.decide-fused.json` };
+}
+
+/** What decision.json says of the stored graph; undefined when the model was not written by this project. */
+function storedFacts(modelDir: string): { attention: 'ops' | 'fused'; dtype: string } | undefined {
+  try {
+    const decision = JSON.parse(readFileSync(path.join(modelDir, 'decision.json'), 'utf8')) as Record<string, { dtype?: string; features?: { attention?: string } } | undefined>;
+    const record = decision.builder ?? decision.import;
+    if (record?.dtype === undefined) return undefined;
+    return { attention: record.features?.attention === 'fused' ? 'fused' : 'ops', dtype: record.dtype };
+  } catch {
+    return undefined;
+  }
+}
+
+function sourceStamp(storedGraph: string): Stamp['source'] {
+  const dir = path.dirname(storedGraph);
+  const base = path.basename(storedGraph);
+  return [base, `${base}_data`, `${base}.data`]
+    .filter((f) => existsSync(path.join(dir, f)))
+    .map((file) => {
+      const s = statSync(path.join(dir, file));
+      return { file, size: s.size, mtimeMs: s.mtimeMs };
+    });
+}
+
+function currentStamp(storedGraph: string): Stamp {
+  return { version: FUSED_DERIVATION_VERSION, graphVersion: GRAPH_VERSION, importerVersion: IMPORTER_VERSION, source: sourceStamp(storedGraph) };
+}
+
+function stampMatches(file: string, want: Stamp): boolean {
+  try {
+    return JSON.stringify(JSON.parse(readFileSync(file, 'utf8'))) === JSON.stringify(want);
+  } catch {
+    return false;
+  }
+}
+
+const message = (err: unknown) => (err as Error)?.message ?? String(err);
+
+/**
+ * A cached derived fused graph, else a new one (checked against the stored graph with
+ * `verifyWith`, on the engine's provider), else the stored graph with the reason.
+ */
+export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, verifyWith) => {
+  const facts = storedFacts(modelDir);
+  const stored = (reason?: string) => ({
+    graphFile: storedGraph,
+    attention: { graph: facts?.attention ?? 'ops', source: 'stored', ...(reason ? { reason } : {}) } as AttentionChoice,
+  });
+  if (facts === undefined) return stored('the model was not written by make-model or import-model (no builder or import record in decision.json)');
+  if (facts.attention === 'fused') return stored();
+  if (facts.dtype !== 'fp32' && facts.dtype !== 'fp16') return stored(`a ${facts.dtype} model keeps its graph (only fp32 and fp16 weights are read back)`);
+
+  const { dir, graph, stamp } = fusedPaths(storedGraph);
+  const want = currentStamp(storedGraph);
+  if (existsSync(graph) && stampMatches(stamp, want)) return { graphFile: graph, attention: { graph: 'fused', source: 'derived' } };
+
+  // Unique per load: engines of one process, or of several, may be deriving the same graph. The
+  // importer takes its output folder's name as a model id, which may not contain '.tmp-'.
+  const tag = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  const temp = `${dir}-wip-${tag}`;
+  const remove = (p: string) => rmSync(p, { recursive: true, force: true });
+  try {
+    const result = await runWorker<{ ok: boolean; reason?: string }>(import.meta.url, 'fused-graph-worker', {
+      modelDir,
+      storedGraph,
+      checkpointDir: `${dir}-checkpoint-${tag}`,
+      outDir: temp,
+    });
+    if (!result.ok) throw new Error(result.reason);
+    await verifyRewrite(storedGraph, path.join(temp, 'onnx', 'model.onnx'), verifyWith);
+  } catch (err) {
+    remove(temp);
+    return stored(`the fused graph could not be derived: ${message(err)}`);
+  }
+  try {
+    // A stale derivation is replaced in one rename of the folder aside, then ours in.
+    if (existsSync(dir)) renameSync(dir, `${dir}-stale-${tag}`);
+    renameSync(temp, dir);
+    remove(`${dir}-stale-${tag}`);
+    writeFileSync(`${stamp}.tmp-${tag}`, `${JSON.stringify(want)}\n`);
+    renameSync(`${stamp}.tmp-${tag}`, stamp);
+  } catch (err) {
+    remove(temp);
+    return stored(`the fused graph could not be saved beside the model: ${message(err)}`);
+  }
+  return { graphFile: graph, attention: { graph: 'fused', source: 'derived' } };
+};

@@ -1,0 +1,97 @@
+/**
+ * The fused graph derived from a standard-op model (the `fusedAttention` engine option,
+ * src/engine/fused-graph.ts): what a CUDA engine runs by default. Forced with 'on' here, on the
+ * CPU, where both graphs run:
+ * - derived once, checked against the stored graph, cached beside the model with a stamp; the
+ *   next load reuses it; a changed stored graph derives it again;
+ * - its answers equal the stored graph's (label logits 1e-4) and the weights are the stored ones
+ *   (the make-model fused twin of the same seed scores the same);
+ * - every hf-tiny family (Qwen3, Qwen2 with q/k/v biases, Llama 3) imported as standard ops derives;
+ * - 'auto' on the CPU, a fused model, an int8 model and 'off' run the stored graph, saying why
+ *   where a derivation was asked for and not made; so does Engine.load given no deriver.
+ */
+import { cpSync, existsSync, mkdtempSync, rmSync, statSync, utimesSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { Engine } from '../../src/engine/engine.js';
+import { deriveFusedGraph, fusedPaths } from '../../src/models/fused-graph.js';
+import { importModel } from '../../src/models/import/import-model.js';
+import { counterWorkload } from '../helpers/random-groups.js';
+import { maxScoreDiff } from '../helpers/score-compare.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
+
+const FIXTURES = path.resolve(fileURLToPath(new URL('../../../shared/fixtures/hf-tiny', import.meta.url)));
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'fused-derived-'));
+const engines: Engine[] = [];
+afterAll(() => {
+  engines.forEach((e) => e.close());
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+async function load(modelDir: string, fusedAttention: 'auto' | 'on' | 'off', extra: Record<string, unknown> = {}): Promise<Engine> {
+  const engine = await Engine.load({ modelDir, fusedAttention, threads: 1, graphDeriver: deriveFusedGraph, ...extra });
+  engines.push(engine);
+  return engine;
+}
+
+/** A private copy of a shared test model (the derivation writes beside the model). */
+async function copyOf(variant: Parameters<typeof tinyModelDir>[0], name: string, dtype: 'fp32' | 'int8' = 'fp32'): Promise<string> {
+  const dir = path.join(scratch, name);
+  cpSync(await tinyModelDir(variant, dtype), dir, { recursive: true });
+  return dir;
+}
+
+describe('the fused graph derived from a standard-op model', () => {
+  it('is derived once, checked, cached with a stamp, and answers as the stored graph', async () => {
+    const modelDir = await copyOf({ segmentIds: true }, 'packed');
+    const stored = await load(modelDir, 'off');
+    expect(stored.info.attention).toEqual({ graph: 'ops', source: 'stored' });
+    const derived = await load(modelDir, 'on', { packSuffixes: true });
+    expect(derived.info.attention).toEqual({ graph: 'fused', source: 'derived' });
+    const paths = fusedPaths(path.join(modelDir, 'onnx', 'model.onnx'));
+    expect(derived.info.graphFile.startsWith(paths.dir)).toBe(true);
+    expect(existsSync(paths.stamp)).toBe(true);
+    expect(derived.info.packsSuffixes).toBe(true);
+
+    const groups = counterWorkload(21, 6);
+    const reference = await stored.score(groups);
+    expect(maxScoreDiff(reference, await derived.score(groups), 'logits')).toBeLessThan(1e-4);
+    // The weights are the model's own: the fused model make-model writes from the same seed agrees.
+    const twin = await load(await tinyModelDir({ segmentIds: true, attention: 'fused' }), 'off', { packSuffixes: true });
+    expect(twin.info.attention).toEqual({ graph: 'fused', source: 'stored' });
+    expect(maxScoreDiff(await twin.score(groups), await derived.score(groups), 'logits')).toBeLessThan(1e-4);
+
+    // Cached: the next load derives nothing.
+    const mtime = statSync(paths.graph).mtimeMs;
+    const again = await load(modelDir, 'on');
+    expect(again.info.attention).toEqual({ graph: 'fused', source: 'derived' });
+    expect(statSync(paths.graph).mtimeMs).toBe(mtime);
+    // A stored graph that changed (here: its time) is derived again.
+    const graph = path.join(modelDir, 'onnx', 'model.onnx');
+    utimesSync(graph, new Date(), new Date(Date.now() + 5000));
+    const rederived = await load(modelDir, 'on');
+    expect(rederived.info.attention).toEqual({ graph: 'fused', source: 'derived' });
+    expect(statSync(paths.graph).mtimeMs).not.toBe(mtime);
+  });
+
+  it.each(['qwen3', 'qwen2', 'llama3'])('derives for the %s family imported as standard ops (checked against it)', async (family) => {
+    const imported = await importModel({ hfDir: path.join(FIXTURES, family), outDir: path.join(scratch, `${family}-ops`), attention: 'ops' });
+    const engine = await load(imported.dir, 'on');
+    expect(engine.info.attention).toEqual({ graph: 'fused', source: 'derived' });
+  });
+
+  it("runs the stored graph with 'auto' on the CPU, 'off', a fused model, and an int8 model (saying why)", async () => {
+    const modelDir = await copyOf({}, 'plain');
+    expect((await load(modelDir, 'auto')).info.attention).toEqual({ graph: 'ops', source: 'stored' });
+    expect(existsSync(fusedPaths(path.join(modelDir, 'onnx', 'model.onnx')).dir)).toBe(false);
+    expect((await load(await tinyModelDir({ attention: 'fused' }), 'on')).info.attention).toEqual({ graph: 'fused', source: 'stored' });
+    const int8 = await load(await copyOf({}, 'int8', 'int8'), 'on');
+    expect(int8.info.attention).toMatchObject({ graph: 'ops', source: 'stored', reason: expect.stringMatching(/int8/) });
+    const bare = await Engine.load({ modelDir, fusedAttention: 'on', threads: 1 });
+    engines.push(bare);
+    expect(bare.info.attention).toMatchObject({ graph: 'ops', source: 'stored', reason: expect.stringMatching(/no graph deriver/) });
+  });
+});
