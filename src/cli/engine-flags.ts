@@ -7,6 +7,7 @@
 import {
   ENGINE_OPTION_NAMES,
   ENGINE_OPTIONS,
+  optionConflict,
   PROVIDER_DEFAULTS,
   withEnvironment,
   type EngineOptions,
@@ -71,10 +72,17 @@ export function engineOptionsFromFlags(values: Record<string, unknown>): EngineO
     if (value === undefined) return `${spec.flag} must be ${ruleOf(spec.check)}, got '${text}'`;
     options[name] = value;
   }
+  let merged: EngineOptions;
   try {
-    withEnvironment({});
+    merged = withEnvironment(options as EngineOptions);
   } catch (err) {
     return (err as Error).message;
+  }
+  const conflict = optionConflict(merged);
+  if (conflict !== undefined) {
+    // Named as the flags say it: the option's name becomes its flag.
+    const name = conflict.split(' ')[0] as keyof EngineOptions;
+    return `${ENGINE_OPTIONS[name].flag}${conflict.slice(name.length)}`;
   }
   return options as EngineOptions;
 }

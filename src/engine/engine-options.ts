@@ -319,6 +319,19 @@ export function attentionWeight(config: ModelConfig): number {
   return (4 * heads * headDim * layers) / (2 * body);
 }
 
+/**
+ * Options each valid alone that cannot go together (after the DECIDE_* variables), as a sentence
+ * starting with the option's name; undefined when none conflict. The library refuses them at load
+ * (ERR_INPUT), the commands as a usage error before any model loads.
+ */
+export function optionConflict(options: EngineOptions): string | undefined {
+  const provider = options.provider ?? ENGINE_DEFAULTS.provider;
+  if (options.cudaGraphs === true && provider !== 'cuda') {
+    return "cudaGraphs needs provider 'cuda' (CUDA graphs are a CUDA feature; shapeBuckets alone runs anywhere)";
+  }
+  return undefined;
+}
+
 /** The provider named, checked; the default when none is. */
 export function resolveProvider(options: Pick<EngineLoadOptions, 'provider'>): Provider {
   const provider = options.provider ?? ENGINE_DEFAULTS.provider;
@@ -338,9 +351,8 @@ export function resolveLoadOptions(
   const options = withEnvironment(given);
   checkEngineOptions(options);
   const provider = resolveProvider(options);
-  if (options.cudaGraphs === true && provider !== 'cuda') {
-    throw new EngineError('ERR_INPUT', "options.cudaGraphs needs provider 'cuda' (CUDA graphs are a CUDA feature; shapeBuckets alone runs anywhere)");
-  }
+  const conflict = optionConflict(options);
+  if (conflict !== undefined) throw new EngineError('ERR_INPUT', `options.${conflict}`);
   const value = <K extends keyof EngineOptions>(name: K) => (options[name] ?? ENGINE_OPTIONS[name].default(provider)) as NonNullable<EngineOptions[K]>;
   const defaults = PROVIDER_DEFAULTS[provider];
   return {

@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
 import { ENGINE_DEFAULTS, ENGINE_OPTION_NAMES, ENGINE_OPTIONS, resolveLoadOptions, withEnvironment } from '../../src/engine/engine-options.js';
+import { engineOptionsFromFlags } from '../../src/cli/engine-flags.js';
 import { accepts, parseText } from '../../src/engine/option-checks.js';
 import { readModelConfig } from '../../src/engine/model-dir.js';
 import { loadNativeModule, resolveOrtLibrary, type NativeLoadOptions } from '../../src/engine/native.js';
@@ -154,6 +155,16 @@ describe('ENGINE_OPTIONS, the one table', () => {
     expect(parseText(ENGINE_OPTIONS.tokenBudget.check, '0')).toBeUndefined();
     expect(parseText(ENGINE_OPTIONS.threads.check, '1025')).toBeUndefined();
     expect(parseText(ENGINE_OPTIONS.provider.check, 'tpu')).toBeUndefined();
+  });
+});
+
+describe('options that cannot go together', () => {
+  it('cudaGraphs without provider cuda: ERR_INPUT from the library, a usage error naming the flags from a command', async () => {
+    await expect(Engine.load({ modelDir, cudaGraphs: true })).rejects.toMatchObject({ code: 'ERR_INPUT', message: expect.stringMatching(/^options\.cudaGraphs needs provider 'cuda'/) });
+    expect(engineOptionsFromFlags({ 'cuda-graphs': 'on' })).toMatch(/^--cuda-graphs needs provider 'cuda'/);
+    expect(engineOptionsFromFlags({ 'cuda-graphs': 'on', provider: 'cuda' })).toEqual({ cudaGraphs: true, provider: 'cuda' });
+    // shapeBuckets, what it rests on, runs anywhere.
+    expect(engineOptionsFromFlags({ 'shape-buckets': 'on' })).toEqual({ shapeBuckets: true });
   });
 });
 

@@ -23,7 +23,8 @@ import { counterWorkload } from '../helpers/random-groups.js';
 import { maxScoreDiff } from '../helpers/score-compare.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
-const FIXTURES = path.resolve(fileURLToPath(new URL('../../../shared/fixtures/hf-tiny', import.meta.url)));
+const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const FIXTURES = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'fused-derived-'));
 const engines: Engine[] = [];
 afterAll(() => {
