@@ -527,6 +527,7 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& real_rows, bool want_
   }
   const size_t head_outputs = 2 * static_cast<size_t>(kv.num_layers);
   if (info_.has_label_head) {
+    // The pass shape holds every wanted label and position (ExactShape counts them; buckets only grow).
     const size_t label_count = static_cast<size_t>(shape.labels), lse_count = static_cast<size_t>(shape.positions);
     const size_t wanted_labels = result.label_begin.back(), wanted_positions = result.wanted_begin.back();
     const size_t returned_labels = fixed_outputs ? label_count : outputs[head_outputs].GetTensorTypeAndShapeInfo().GetElementCount();
@@ -535,11 +536,6 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& real_rows, bool want_
       throw EngineError(kErrRuntime, "the scoring head returned " + std::to_string(returned_labels) + " label logits and " +
                                          std::to_string(returned_lse) + " log-sum-exps for " + std::to_string(label_count) +
                                          " and " + std::to_string(lse_count));
-    }
-    if (want_logits && (wanted_labels > label_count || wanted_positions > lse_count)) {
-      throw EngineError(kErrRuntime, "the scoring head returned " + std::to_string(label_count) + " label logits and " +
-                                         std::to_string(lse_count) + " log-sum-exps for " + std::to_string(wanted_labels) +
-                                         " and " + std::to_string(wanted_positions));
     }
     const float* labels = nullptr;
     const float* lse = nullptr;

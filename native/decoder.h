@@ -147,6 +147,8 @@ class Decoder {
   // move to grow, since load. Each move retires every CUDA graph captured before it (they hold the
   // old addresses); steady traffic makes none.
   uint64_t PassBufferMoves() const { return buffer_moves_ + kv_->PastMoves(); }
+  // Whether passes run padded to fixed shapes (shape_buckets, or implied by cuda_graphs).
+  bool ShapeBuckets() const { return shape_buckets_; }
 
   ExtendResult Extend(const std::vector<ExtendRow>& rows, bool want_logits);
 

@@ -476,7 +476,7 @@ std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow
   limits.kv_bytes_per_token = static_cast<double>(info.kv.BytesPerToken());
   limits.attention_weight = options_.attention_weight;
   limits.pass_overhead_tokens = options_.pass_overhead_tokens;
-  limits.shape_buckets = options_.decoder.shape_buckets || options_.decoder.cuda_graphs;
+  limits.shape_buckets = decoder_->ShapeBuckets();
   if (want_logits && !info.has_logits_index) {
     limits.logits_bytes_per_token = info.vocab_size * 4;
     limits.logits_budget_bytes = kStockLogitsBudgetBytes;
@@ -493,7 +493,7 @@ void Scorer::Account(const std::vector<ExtendRow>& rows, size_t begin, size_t en
     real += rows[i].num_tokens;
   }
   int64_t count = static_cast<int64_t>(end - begin);
-  if (options_.decoder.shape_buckets || options_.decoder.cuda_graphs) {
+  if (decoder_->ShapeBuckets()) {
     // The pass runs padded to its bucket (shape_buckets.h): padding rows' one token counts as padding too.
     count = BucketUp(count);
     max_new = BucketUp(max_new);

@@ -20,15 +20,10 @@ import { makeModel, PRESETS, type DecoderFeatures } from '../../src/models/build
 import { deriveFusedGraph } from '../../src/models/fused-graph.js';
 import { maxScoreDiff, tokenIds } from '../helpers/score-compare.js';
 import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
+import { cudaAvailable as hasCuda } from '../helpers/cuda-available.js';
 
 const stockDir = await tinyModelDir();
-const cudaAvailable = await Engine.load({ modelDir: stockDir, provider: 'cuda' }).then(
-  (engine) => {
-    engine.close();
-    return true;
-  },
-  () => false,
-);
+const cudaAvailable = await hasCuda(stockDir);
 
 const ids = (seed: number, n: number) => Int32Array.from(tokenIds(seed, n, PRESETS.tiny!.vocabSize));
 

@@ -12,15 +12,10 @@ import { Engine } from '../../src/engine/engine.js';
 import { counterWorkload as workload } from '../helpers/random-groups.js';
 import { maxScoreDiff } from '../helpers/score-compare.js';
 import { tinyModelDir, type TinyVariant } from '../helpers/tiny-model.js';
+import { cudaAvailable as hasCuda } from '../helpers/cuda-available.js';
 
 const packedDir = await tinyModelDir({ segmentIds: true });
-const cudaAvailable = await Engine.load({ modelDir: packedDir, provider: 'cuda' }).then(
-  (engine) => {
-    engine.close();
-    return true;
-  },
-  () => false,
-);
+const cudaAvailable = await hasCuda(packedDir);
 
 const engines: Engine[] = [];
 afterAll(() => engines.forEach((e) => e.close()));

@@ -15,16 +15,11 @@ import { Engine } from '../../src/engine/engine.js';
 import { counterWorkload as workload } from '../helpers/random-groups.js';
 import { decideBin } from '../helpers/bin.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
+import { cudaAvailable as hasCuda } from '../helpers/cuda-available.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const packedDir = await tinyModelDir({ segmentIds: true });
-const cudaAvailable = await Engine.load({ modelDir: packedDir, provider: 'cuda' }).then(
-  (engine) => {
-    engine.close();
-    return true;
-  },
-  () => false,
-);
+const cudaAvailable = await hasCuda(packedDir);
 
 /** Runs `body` (an ES module) in a fresh node process with the package's dist/ importable as `E`. */
 function runScript(body: string, env: Record<string, string> = {}): { status: number | null; signal: string | null; output: string } {
