@@ -27,7 +27,9 @@ gemma. No Python and no network needed.
   --attention A ops (default: standard ONNX ops) or fused (ONNX Runtime's fused contrib ops:
                 SkipSimplifiedLayerNormalization, packed projections, RotaryEmbedding,
                 MultiHeadAttention; far fewer nodes per layer for a GPU to launch; same inputs,
-                outputs and results; docs/models.md)
+                outputs and results; docs/models.md). A CUDA engine runs the fused graph of an
+                ops model anyway (derived once beside it: --fused-attention), so fused here only
+                saves that step
   --segment-ids on|off
                 on (default): the graph takes segment ids, with which the engine can pack a
                 state's questions into rows instead of forking its KV into each (the engine

@@ -18,7 +18,8 @@ ONNX Runtime's int8 kernels) and prints their agreement with the fp32 twin on ge
 --attention fused writes the layers from ONNX Runtime's fused contrib ops (SkipSimplifiedLayerNormalization,
 packed projections, RotaryEmbedding, MultiHeadAttention): far fewer nodes per layer for a GPU to
 launch, the same weights, inputs, outputs and results (docs/models.md). The nodes per layer are
-printed and kept in decision.json.
+printed and kept in decision.json. A CUDA engine runs the fused graph of an ops model anyway
+(derived once beside it: --fused-attention), so fused here only saves that step.
 --segment-ids on (default) adds the decide_segment_ids input, with which the engine can pack a
 state's questions into rows instead of forking its KV into each (the engine option --pack-suffixes,
 on by default on CUDA); off writes the graph without it (docs/models.md). --packing is its old name.
