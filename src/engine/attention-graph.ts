@@ -43,13 +43,13 @@ export async function chooseAttentionGraph(
 ): Promise<{ graphFile: string; attention: AttentionChoice }> {
   if (request === 'off' || (request === 'auto' && provider !== 'cuda')) {
     // What the stored graph is needs no derivation: the deriver reads it from the model's record.
-    return { graphFile: storedGraph, attention: { graph: storedAttention(modelDir), source: 'stored' } };
+    return { graphFile: storedGraph, attention: { graph: storedGraphRecord(modelDir)?.attention ?? 'ops', source: 'stored' } };
   }
   if (deriver === undefined) {
     return {
       graphFile: storedGraph,
       attention: {
-        graph: storedAttention(modelDir),
+        graph: storedGraphRecord(modelDir)?.attention ?? 'ops',
         source: 'stored',
         reason: 'no graph deriver was given to Engine.load (pass graphDeriver: deriveFusedGraph from decision-engine/engine)',
       },
@@ -58,12 +58,17 @@ export async function chooseAttentionGraph(
   return deriver(modelDir, storedGraph, verifyWith);
 }
 
-/** 'fused' when the model's record (decision.json) says its graph was written with fused attention. */
-export function storedAttention(modelDir: string): 'ops' | 'fused' {
+/**
+ * How the model's graph was written, from its record in decision.json (make-model's `builder`,
+ * import-model's `import`); undefined for a model without one (an export made elsewhere).
+ */
+export function storedGraphRecord(modelDir: string): { attention: 'ops' | 'fused'; dtype: string } | undefined {
   try {
-    const decision = JSON.parse(readFileSync(path.join(modelDir, 'decision.json'), 'utf8')) as Record<string, { features?: { attention?: string } } | undefined>;
-    return (decision.builder ?? decision.import)?.features?.attention === 'fused' ? 'fused' : 'ops';
+    const decision = JSON.parse(readFileSync(path.join(modelDir, 'decision.json'), 'utf8')) as Record<string, { dtype?: string; features?: { attention?: string } } | undefined>;
+    const record = decision.builder ?? decision.import;
+    if (record?.dtype === undefined) return undefined;
+    return { attention: record.features?.attention === 'fused' ? 'fused' : 'ops', dtype: record.dtype };
   } catch {
-    return 'ops';
+    return undefined;
   }
 }

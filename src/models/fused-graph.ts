@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-import type { AttentionChoice, GraphDeriver } from '../engine/attention-graph.js';
+import { storedGraphRecord, type AttentionChoice, type GraphDeriver } from '../engine/attention-graph.js';
 import { verifyRewrite } from '../engine/lm-head-verify.js';
 import { runWorker } from '../engine/worker-thread.js';
 import { GRAPH_VERSION } from './builder/make-model.js';
@@ -34,18 +34,6 @@ export function fusedPaths(storedGraph: string): { dir: string; graph: string; s
   const base = storedGraph.replace(/\.onnx$/, '');
   const dir = `${base}.decide-fused`;
   return { dir, graph: path.join(dir, 'onnx', 'model.onnx'), stamp: `${base}.decide-fused.json` };
-}
-
-/** What decision.json says of the stored graph; undefined when the model was not written by this project. */
-function storedFacts(modelDir: string): { attention: 'ops' | 'fused'; dtype: string } | undefined {
-  try {
-    const decision = JSON.parse(readFileSync(path.join(modelDir, 'decision.json'), 'utf8')) as Record<string, { dtype?: string; features?: { attention?: string } } | undefined>;
-    const record = decision.builder ?? decision.import;
-    if (record?.dtype === undefined) return undefined;
-    return { attention: record.features?.attention === 'fused' ? 'fused' : 'ops', dtype: record.dtype };
-  } catch {
-    return undefined;
-  }
 }
 
 function sourceStamp(storedGraph: string): Stamp['source'] {
@@ -78,7 +66,7 @@ const message = (err: unknown) => (err as Error)?.message ?? String(err);
  * `verifyWith`, on the engine's provider), else the stored graph with the reason.
  */
 export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, verifyWith) => {
-  const facts = storedFacts(modelDir);
+  const facts = storedGraphRecord(modelDir);
   const stored = (reason?: string) => ({
     graphFile: storedGraph,
     attention: { graph: facts?.attention ?? 'ops', source: 'stored', ...(reason ? { reason } : {}) } as AttentionChoice,
