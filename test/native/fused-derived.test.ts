@@ -6,7 +6,8 @@
  *   next load reuses it; a changed stored graph derives it again;
  * - its answers equal the stored graph's (label logits 1e-4) and the weights are the stored ones
  *   (the make-model fused twin of the same seed scores the same);
- * - every hf-tiny family (Qwen3, Qwen2 with q/k/v biases, Llama 3) imported as standard ops derives;
+ * - an fp16 model derives, and every hf-tiny family (Qwen3, Qwen2 with q/k/v biases, Llama 3)
+ *   imported as standard ops derives;
  * - 'auto' on the CPU, a fused model, an int8 model and 'off' run the stored graph, saying why
  *   where a derivation was asked for and not made; so does Engine.load given no deriver.
  */
@@ -18,10 +19,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
 import { deriveFusedGraph, fusedPaths } from '../../src/models/fused-graph.js';
+import { makeModel } from '../../src/models/builder/index.js';
 import { importModel } from '../../src/models/import/import-model.js';
 import { counterWorkload } from '../helpers/random-groups.js';
 import { maxScoreDiff } from '../helpers/score-compare.js';
-import { tinyModelDir } from '../helpers/tiny-model.js';
+import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
 
 const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const FIXTURES = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
@@ -76,6 +78,13 @@ describe('the fused graph derived from a standard-op model', () => {
     const rederived = await load(modelDir, 'on');
     expect(rederived.info.attention).toEqual({ graph: 'fused', source: 'derived' });
     expect(statSync(paths.graph).mtimeMs).not.toBe(mtime);
+  });
+
+  it('derives for an fp16 model (weights read back as F16), checked within fp16 rounding', async () => {
+    const made = await makeModel({ preset: 'tiny', seed: TINY_SEED, dtype: 'fp16', outDir: path.join(scratch, 'fp16'), features: { segmentIds: true } });
+    const engine = await load(made.dir, 'on');
+    expect(engine.info.attention).toEqual({ graph: 'fused', source: 'derived' });
+    expect(engine.info.kvDtype).toBe('float16');
   });
 
   it.each(['qwen3', 'qwen2', 'llama3'])('derives for the %s family imported as standard ops (checked against it)', async (family) => {
