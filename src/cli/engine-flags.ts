@@ -80,9 +80,10 @@ export function engineOptionsFromFlags(values: Record<string, unknown>): EngineO
   }
   const conflict = optionConflict(merged);
   if (conflict !== undefined) {
-    // Named as the flags say it: the option's name becomes its flag.
+    // Named as the user gave it: the option's name becomes its flag, or its variable.
     const name = conflict.split(' ')[0] as keyof EngineOptions;
-    return `${ENGINE_OPTIONS[name].flag}${conflict.slice(name.length)}`;
+    const spec = ENGINE_OPTIONS[name];
+    return `${options[name] !== undefined ? spec.flag : spec.env}${conflict.slice(name.length)}`;
   }
   return options as EngineOptions;
 }

@@ -162,6 +162,14 @@ describe('options that cannot go together', () => {
   it('cudaGraphs without provider cuda: ERR_INPUT from the library, a usage error naming the flags from a command', async () => {
     await expect(Engine.load({ modelDir, cudaGraphs: true })).rejects.toMatchObject({ code: 'ERR_INPUT', message: expect.stringMatching(/^options\.cudaGraphs needs provider 'cuda'/) });
     expect(engineOptionsFromFlags({ 'cuda-graphs': 'on' })).toMatch(/^--cuda-graphs needs provider 'cuda'/);
+    const saved = process.env.DECIDE_CUDA_GRAPHS;
+    process.env.DECIDE_CUDA_GRAPHS = 'on';
+    try {
+      expect(engineOptionsFromFlags({})).toMatch(/^DECIDE_CUDA_GRAPHS needs provider 'cuda'/);
+    } finally {
+      if (saved === undefined) delete process.env.DECIDE_CUDA_GRAPHS;
+      else process.env.DECIDE_CUDA_GRAPHS = saved;
+    }
     expect(engineOptionsFromFlags({ 'cuda-graphs': 'on', provider: 'cuda' })).toEqual({ cudaGraphs: true, provider: 'cuda' });
     // shapeBuckets, what it rests on, runs anywhere.
     expect(engineOptionsFromFlags({ 'shape-buckets': 'on' })).toEqual({ shapeBuckets: true });
