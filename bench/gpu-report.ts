@@ -273,7 +273,11 @@ export function formatGpuReport(r: GpuReport): string {
           `${c?.forwardPasses ?? '–'} | ${c?.deviceCopies ?? '–'} | ${c ? `${(c.hostToDeviceBytes / 2 ** 20).toFixed(2)} MiB` : '–'} | ${c ? `${(c.deviceToHostBytes / 2 ** 10).toFixed(1)} KiB` : '–'} | ${c?.runMillis.toFixed(0) ?? '–'} | ${c?.hostMillis.toFixed(0) ?? '–'} |`,
       );
     }
-    lines.push('', `Counters are those of the packed call. Engine: ${JSON.stringify(g.engineInfo.lmHead)}, scoring head ${String(g.engineInfo.hasLabelHead)}, KV copies ${String(g.engineInfo.deviceCopyPath)}.`);
+    lines.push(
+      '',
+      `Counters are those of the packed call. Engine: graph ${JSON.stringify(g.engineInfo.attention)}, pass shapes ${String(g.engineInfo.passShapes)}, ` +
+        `LM head ${JSON.stringify(g.engineInfo.lmHead)}, scoring head ${String(g.engineInfo.hasLabelHead)}, KV copies ${String(g.engineInfo.deviceCopyPath)}.`,
+    );
   }
   if (r.gpuScaleCudaGraphs) {
     lines.push('', '## GPU-size workloads with CUDA graphs (`--cuda-graphs on`), decisions/s', '');

@@ -218,7 +218,10 @@ export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuSca
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `gpu-scale-${report.createdAt.replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
-  log(`engine: ${provider}, ${dtype}, lm head ${JSON.stringify(info.lmHead)}, scoring head ${info.hasLabelHead}, KV copies ${info.deviceCopyPath}, attention budget ${info.attentionBudget}`);
+  log(
+    `engine: ${provider}, ${dtype}, graph ${JSON.stringify(info.attention)}, pass shapes ${info.passShapes}, lm head ${JSON.stringify(info.lmHead)}, ` +
+      `scoring head ${info.hasLabelHead}, KV copies ${info.deviceCopyPath}, attention budget ${info.attentionBudget}`,
+  );
   log(`wrote ${file}`);
   return report;
 }
