@@ -5,7 +5,8 @@
  * are rewritten after every step: a run cut off midway still leaves what it measured.
  *
  * Steps: the CUDA setup check; the engine at GPU-loading sizes (`decide bench --size gpu`, with
- * the host-side counters of each call), and again with CUDA graphs (`--cuda-graphs on`); the benchmark per dtype and packing layout (each run checks
+ * the host-side counters of each call), and again with CUDA graphs (`--cuda-graphs on`) and on the
+ * graph with causal states (`--attention causal`); the benchmark per dtype and packing layout (each run checks
  * its answers against the fp32 CPU engine before timing, so "agreement" is part of every bench
  * step); `test/gpu/` (vitest); an ONNX Runtime profile of one engine call, slowest ops first; the
  * PyTorch peer (bench/torch_peer.py: the same workloads as the GPU-size step) when python3 with
@@ -87,8 +88,10 @@ export interface GpuReport {
   bench: BenchFigures[];
   /** The engine at GPU-loading sizes (bench/gpu-scale.ts), with each call's counters. */
   gpuScale: GpuScaleReport | null;
-  /** The same GPU-size step with CUDA graphs on (`--cuda-graphs`), CUDA only. */
+  /** The same GPU-size step with CUDA graphs on (`--cuda-graphs on`), CUDA only. */
   gpuScaleCudaGraphs: GpuScaleReport | null;
+  /** The same GPU-size step on the graph with causal states (`--attention causal`), CUDA only. */
+  gpuScaleCausal: GpuScaleReport | null;
   /** The PyTorch peer's JSON lines, one per workload. */
   peer: PeerLine[];
   profile: ProfileSummary | null;
@@ -279,10 +282,15 @@ export function formatGpuReport(r: GpuReport): string {
         `LM head ${JSON.stringify(g.engineInfo.lmHead)}, scoring head ${String(g.engineInfo.hasLabelHead)}, KV copies ${String(g.engineInfo.deviceCopyPath)}.`,
     );
   }
-  if (r.gpuScaleCudaGraphs) {
-    lines.push('', '## GPU-size workloads with CUDA graphs (`--cuda-graphs on`), decisions/s', '');
+  const variants: [string, GpuScaleReport | null][] = [
+    ['with CUDA graphs (`--cuda-graphs on`)', r.gpuScaleCudaGraphs],
+    ['on the graph with causal states (`--attention causal`)', r.gpuScaleCausal],
+  ];
+  for (const [title, variant] of variants) {
+    if (!variant) continue;
+    lines.push('', `## GPU-size workloads ${title}, decisions/s`, '');
     lines.push('| workload | packed | forked | fresh rows (tokens/s) | run ms | host ms |', '|---|---|---|---|---|---|');
-    for (const w of r.gpuScaleCudaGraphs.workloads) {
+    for (const w of variant.workloads) {
       const layout = (name: string) => w.layouts.find((l) => l.layout === name);
       const fresh = layout('fresh');
       const c = layout('packed')?.counters;
@@ -320,6 +328,7 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     bench: [],
     gpuScale: null,
     gpuScaleCudaGraphs: null,
+    gpuScaleCausal: null,
     peer: [],
     profile: null,
     archive: null,
@@ -387,6 +396,17 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     argv: [...decide, 'bench', '--size', 'gpu', '--provider', provider, '--cuda-graphs', 'on', '--preset', options.preset, '--results-dir', graphsDir],
     collect: () => {
       report.gpuScaleCudaGraphs = latestReport(graphsDir);
+    },
+    skip: cudaOnly,
+  });
+  // And with causal states (the state part through GroupQueryAttention; docs/models.md), off by
+  // default until this measures it.
+  const causalDir = path.join(outDir, 'bench-gpu-size-causal-states');
+  steps.push({
+    name: 'bench-gpu-size-causal-states',
+    argv: [...decide, 'bench', '--size', 'gpu', '--provider', provider, '--attention', 'causal', '--preset', options.preset, '--results-dir', causalDir],
+    collect: () => {
+      report.gpuScaleCausal = latestReport(causalDir);
     },
     skip: cudaOnly,
   });

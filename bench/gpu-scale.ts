@@ -20,7 +20,7 @@ import type { NativeCounters } from '../src/engine/native.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
 import { deriveFusedGraph } from '../src/models/fused-graph.js';
 import { gitInfo, machineInfo, packageRoot } from './provenance.js';
-import { ensureModel } from './run.js';
+import { ensureModel, type BenchGraph } from './run.js';
 import { table } from './report.js';
 
 /** [states, state tokens, questions per state, question tokens], the peer's sizes. */
@@ -38,7 +38,7 @@ export interface GpuScaleOptions {
   preset?: string;
   dtype?: ModelDtype;
   /** The graph of the model it builds: default the fused decoder graph on cuda (the faster there), ops on cpu. */
-  attention?: 'ops' | 'fused';
+  attention?: BenchGraph;
   modelDir?: string;
   workloads?: GpuWorkloadName[];
   /** Timed calls per layout (the best counts); default 3. */
@@ -146,7 +146,7 @@ export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuSca
   const preset = options.preset ?? 'qwen3-0.6b';
   const root = packageRoot();
   const attention = options.attention ?? (provider === 'cuda' ? 'fused' : 'ops');
-  const modelDir = options.modelDir ?? path.join(root, 'models', `bench-${preset}${dtype === 'fp32' ? '' : `-${dtype}`}${attention === 'fused' ? '-fused' : ''}`);
+  const modelDir = options.modelDir ?? path.join(root, 'models', `bench-${preset}${dtype === 'fp32' ? '' : `-${dtype}`}${attention === 'ops' ? '' : `-${attention}`}`);
   if (!options.modelDir) await ensureModel(preset, modelDir, dtype, log, attention);
   const vocab = (JSON.parse(readFileSync(path.join(modelDir, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
   const scale = options.scale ?? 1;

@@ -99,8 +99,12 @@ const MODEL_SEED = 1;
  * Builds the bench's own model directory unless it already holds this preset (this dtype, seed
  * MODEL_SEED, the packing graph: make-model's default, on which --packing picks the layout).
  */
-export async function ensureModel(preset: string, dir: string, dtype: ModelDtype, log: (s: string) => void, attention: 'ops' | 'fused' = 'ops'): Promise<void> {
-  const features = attention === 'fused' ? { segmentIds: true, attention } : { segmentIds: true };
+/** The decoder graph a bench model is built with: standard ops, fused, or fused with causal states (DecoderFeatures.causalStates). */
+export type BenchGraph = 'ops' | 'fused' | 'causal';
+
+export async function ensureModel(preset: string, dir: string, dtype: ModelDtype, log: (s: string) => void, attention: BenchGraph = 'ops'): Promise<void> {
+  const features =
+    attention === 'ops' ? { segmentIds: true } : { segmentIds: true, attention: 'fused' as const, ...(attention === 'causal' ? { causalStates: true } : {}) };
   if (PRESETS[preset] === undefined) throw new Error(`bench: unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
   try {
     const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder?: Record<string, unknown> };
@@ -113,7 +117,7 @@ export async function ensureModel(preset: string, dir: string, dtype: ModelDtype
     // missing or unreadable: build
   }
   const started = performance.now();
-  log(`building model preset '${preset}' (${dtype}, packing graph${attention === 'fused' ? ', fused decoder graph' : ''}) into ${dir} ...`);
+  log(`building model preset '${preset}' (${dtype}, packing graph${attention === 'ops' ? '' : attention === 'fused' ? ', fused decoder graph' : ', fused decoder graph with causal states'}) into ${dir} ...`);
   await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype, features, force: true });
   log(`  built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }

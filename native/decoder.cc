@@ -16,6 +16,7 @@ namespace {
 
 constexpr const char* kLogitsIndexInput = "decide_logits_index";
 constexpr const char* kSegmentIdsInput = "decide_segment_ids";
+constexpr const char* kStateSpanInput = "decide_state_span";
 constexpr const char* kLabelIndexInput = "decide_label_index";
 constexpr const char* kPositionIndexInput = "decide_position_index";
 constexpr const char* kLabelLogitsOutput = "decide_label_logits";
@@ -182,6 +183,9 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
       info_.has_segment_ids = true;
       if (!IsIntegerType(type)) fail("decide_segment_ids must be int64 or int32");
       info_.segments_type = type;
+    } else if (name == kStateSpanInput) {
+      if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 || tensor_info.GetShape().size() != 1) fail("decide_state_span must be a 1-D int64 tensor");
+      info_.has_state_span = true;
     } else if (name == "use_cache_branch") {
       info_.has_use_cache_branch = true;
     } else if (std::regex_match(name, m, past_re)) {
@@ -275,6 +279,22 @@ PassShape Decoder::ExactShape(const std::vector<ExtendRow>& rows, bool want_logi
   // The index input needs at least one position per row, even when no logits are read; a head
   // that reads none reads one dummy entry of each (an empty tensor is left out of the way).
   shape.index_width = std::max(want_logits ? logits_per_row : 0, 1);
+  // Split only where the head gathers the wanted positions (a stock graph's logits come back for
+  // every slot, read in place by ReduceHostLogits).
+  if (SplitsStates() && shape.past_len == 0) {
+    // Split when every row gives its lead and some row has items after it.
+    int state_len = 0, items_len = 0;
+    bool all_lead = true;
+    for (const ExtendRow& row : rows) {
+      all_lead = all_lead && row.lead > 0 && row.lead <= row.num_tokens;
+      state_len = std::max(state_len, row.lead);
+      items_len = std::max(items_len, row.num_tokens - row.lead);
+    }
+    if (all_lead && items_len > 0) {
+      shape.state_len = state_len;
+      shape.new_len = state_len + items_len;
+    }
+  }
   if (info_.has_label_head) {
     shape.labels = std::max<int64_t>(labels, 1);
     shape.positions = std::max<int64_t>(positions, 1);
@@ -304,26 +324,31 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, const PassShape& sh
       info_.has_logits_index ? &add(kLogitsIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch, index_width}) : nullptr;
   for (int r = 0; r < batch; ++r) {
     const ExtendRow& row = rows[r];
-    for (int i = 0; i < row.num_tokens; ++i) {
-      ids[static_cast<size_t>(r) * new_len + i] = row.tokens[i];
-      if (positions) (*positions)[static_cast<size_t>(r) * new_len + i] = row.past_len + (row.offsets ? row.offsets[i] : i);
-    }
+    // Where the row's token i sits among the pass's new tokens: in place, or in a split pass its
+    // items from the state part's end on.
+    auto slot = [&](int i) { return shape.state_len > 0 && i >= row.lead ? shape.state_len + (i - row.lead) : i; };
     int64_t* mask_row = mask.data() + static_cast<size_t>(r) * total_len;
     std::fill(mask_row, mask_row + row.past_len, 1);
-    std::fill(mask_row + past_len, mask_row + past_len + row.num_tokens, 1);
+    for (int i = 0; i < row.num_tokens; ++i) {
+      const size_t at = static_cast<size_t>(slot(i));
+      ids[static_cast<size_t>(r) * new_len + at] = row.tokens[i];
+      if (positions) (*positions)[static_cast<size_t>(r) * new_len + at] = row.past_len + (row.offsets ? row.offsets[i] : i);
+      mask_row[past_len + at] = 1;
+    }
     if (segments && row.segments != nullptr) {
       // The past and the padding stay segment 0; padding is masked anyway.
       int64_t* segment_row = segments->data() + static_cast<size_t>(r) * total_len + past_len;
-      for (int i = 0; i < row.num_tokens; ++i) segment_row[i] = row.segments[i];
+      for (int i = 0; i < row.num_tokens; ++i) segment_row[slot(i)] = row.segments[i];
     }
     if (logits_index) {
       // Rows with fewer wanted positions repeat their last one (or read position 0): any valid index.
       const auto& wanted = row.logits_positions;
       for (int k = 0; k < index_width; ++k) {
-        (*logits_index)[static_cast<size_t>(r) * index_width + k] = wanted.empty() ? 0 : wanted[std::min<size_t>(k, wanted.size() - 1)];
+        (*logits_index)[static_cast<size_t>(r) * index_width + k] = wanted.empty() ? 0 : slot(wanted[std::min<size_t>(k, wanted.size() - 1)]);
       }
     }
   }
+  if (info_.has_state_span) add(kStateSpanInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.state_len});
   if (info_.has_label_head) {
     // (row, k, token) per wanted label and (row, k) per wanted position, in the result's order,
     // then dummy entries (row 0, position 0, token 0) up to the pass shape's counts.
@@ -506,6 +531,7 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& real_rows, bool want_
   std::vector<Ort::Value> outputs = binding.GetOutputValues();
   ExtendResult result;
   result.batch = batch;
+  result.computed_tokens = static_cast<int64_t>(batch) * new_len;
   result.present.past_len = past_len;
   result.present.new_len = new_len;
   auto present = std::make_shared<std::vector<Ort::Value>>();

@@ -27,6 +27,12 @@
 // Inputs: every integer input of a pass is written into one staging buffer (pinned on CUDA) and
 // sent with one copy; the tensors are bound where the session runs, so ONNX Runtime copies none.
 //
+// Split passes (graphs with decide_state_span, DecoderFeatures.causalStates): in a pass without a
+// past whose rows all give their `lead`, each row's state tokens sit at [0, lead) and its items
+// from Ls = the longest lead on (padding between), and decide_state_span has length Ls; the graph
+// then runs the state part through a causal kernel. Otherwise decide_state_span is empty and the
+// layout is the one above. A row's state KV is at [0, lead) of the present either way.
+//
 // Shape buckets (DecoderOptions::shape_buckets): every pass is padded to a fixed shape
 // (shape_buckets.h: padding rows of one token, longer P and S, repeated wanted positions, dummy
 // label and position entries), and its inputs, past, present and scoring-head outputs live in
@@ -97,6 +103,8 @@ struct ModelInfo {
   bool has_label_head = false;
   // The graph has decide_segment_ids [B, P + S]: it can run packed rows.
   bool has_segment_ids = false;
+  // The graph has decide_state_span [Ls]: it can run a pass split into states and items.
+  bool has_state_span = false;
   bool has_use_cache_branch = false;  // Optimum "merged" decoders
 };
 
@@ -109,6 +117,10 @@ struct ExtendRow {
   // item's positions restart at 0) and its segment id (0 is the past's, items count from 1).
   const int32_t* offsets = nullptr;
   const int32_t* segments = nullptr;
+  // Tokens [0, lead) are the row's state tokens, the rest its packed items (0: not told). On a
+  // graph with decide_state_span, a pass without a past whose rows all say so runs split: states
+  // through a causal kernel, items after them (the layout note above).
+  int lead = 0;
   // Indices into tokens whose logits are wanted, in the order they are returned, and for each the
   // label token ids whose logits are read there.
   std::vector<int32_t> logits_positions;
@@ -121,6 +133,8 @@ struct ExtendRow {
 
 struct ExtendResult {
   int batch = 0;
+  // Rows x new tokens the pass ran, padding included (padding rows, padded lengths, a split's gap).
+  int64_t computed_tokens = 0;
   // The present tensors (per layer, keys then values, [B, kvh, P + S, hd], on the Device), shared
   // so that KvBlock views of them outlive the result; `present` points into them.
   PresentKv present;
@@ -149,6 +163,8 @@ class Decoder {
   uint64_t PassBufferMoves() const { return buffer_moves_ + kv_->PastMoves(); }
   // Whether passes run padded to fixed shapes (shape_buckets, or implied by cuda_graphs).
   bool ShapeBuckets() const { return shape_buckets_; }
+  // Whether passes without a past may run split into states and items (ExactShape).
+  bool SplitsStates() const { return info_.has_state_span && info_.has_logits_index && !shape_buckets_; }
 
   ExtendResult Extend(const std::vector<ExtendRow>& rows, bool want_logits);
 

@@ -31,6 +31,9 @@ struct PassLimits {
   // Passes run padded to fixed shapes (shape_buckets.h): rows, P and S are costed and bounded as
   // the pass will run them, padding included.
   bool shape_buckets = false;
+  // The graph splits passes without a past into states and items (decoder.h, split passes): such a
+  // pass runs the longest lead plus the longest items, with a gap between for shorter leads.
+  bool split_states = false;
 };
 
 // [begin, end) row ranges, in order, covering every row. A single row always forms a pass,

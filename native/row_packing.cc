@@ -71,6 +71,7 @@ ExtendRow PackedRow::AsExtendRow(const KvBlock* past, int past_len) const {
   row.segments = segments.data();
   row.logits_positions = logits_positions;
   row.labels = labels;
+  row.lead = lead;
   return row;
 }
 

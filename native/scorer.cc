@@ -9,7 +9,6 @@
 #include "errors.h"
 #include "pass_planner.h"
 #include "row_packing.h"
-#include "shape_buckets.h"
 
 namespace decide {
 namespace {
@@ -294,6 +293,7 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
     row.past_len = p.match.length;
     row.tokens = in.prefix_tokens + in.prefix_offsets[p.group] + p.match.length;
     row.num_tokens = prefix_len(p.group) - p.match.length;
+    row.lead = row.num_tokens;  // all state: a split pass puts it in the state part
     rows.push_back(row);
   }
   for (auto [begin, end] : Chunk(rows, any_fused)) {
@@ -301,7 +301,7 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
     bool want_logits = false;
     for (const ExtendRow& row : chunk) want_logits = want_logits || !row.logits_positions.empty();
     ExtendResult result = decoder_->Extend(chunk, want_logits);
-    Account(rows, begin, end, counters);
+    Account(rows, begin, end, result, counters);
     counters.prefix_passes += 1;
     // Each row's state as a block: where the row's past is the pass's whole past, its slice of the
     // pass's present tensors (no copy); else a new block filled by one batch of copies for all such
@@ -377,7 +377,7 @@ void Scorer::PrefillLeadingChunks(const ScoreInput& in, int group, PrefixCache::
     rows[0].tokens = ids + done;
     rows[0].num_tokens = chunk;
     ExtendResult result = decoder_->Extend(rows, false);
-    Account(rows, 0, 1, counters);
+    Account(rows, 0, 1, result, counters);
     counters.prefix_passes += 1;
     copies.clear();
     decoder_->Kv().AddNewKvCopy(copies, result.present, 0, chunk, *block, done);
@@ -448,7 +448,7 @@ void Scorer::RunSuffixes(const ScoreInput& in, const std::vector<GroupPast>& pas
   for (auto [begin, end] : Chunk(rows, true)) {
     std::vector<ExtendRow> chunk(rows.begin() + begin, rows.begin() + end);
     ExtendResult result = decoder_->Extend(chunk, true);
-    Account(rows, begin, end, output.counters);
+    Account(rows, begin, end, result, output.counters);
     output.counters.suffix_passes += 1;
     for (size_t i = begin; i < end; ++i) {
       ReadLogits(in, result, static_cast<int>(i - begin), planned[order[i]].suffixes, output);
@@ -477,6 +477,7 @@ std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow
   limits.attention_weight = options_.attention_weight;
   limits.pass_overhead_tokens = options_.pass_overhead_tokens;
   limits.shape_buckets = decoder_->ShapeBuckets();
+  limits.split_states = decoder_->SplitsStates();
   if (want_logits && !info.has_logits_index) {
     limits.logits_bytes_per_token = info.vocab_size * 4;
     limits.logits_budget_bytes = kStockLogitsBudgetBytes;
@@ -484,22 +485,17 @@ std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow
   return PlanPasses(rows, limits);
 }
 
-void Scorer::Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, ScoreCounters& counters) const {
-  int64_t max_past = 0, max_new = 0, real = 0;
+void Scorer::Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, const ExtendResult& result,
+                     ScoreCounters& counters) const {
+  int64_t real = 0;
   for (size_t i = begin; i < end; ++i) {
     counters.past_tokens_copied += rows[i].past_len;
-    max_past = std::max<int64_t>(max_past, rows[i].past_len);
-    max_new = std::max<int64_t>(max_new, rows[i].num_tokens);
     real += rows[i].num_tokens;
   }
-  int64_t count = static_cast<int64_t>(end - begin);
-  if (decoder_->ShapeBuckets()) {
-    // The pass runs padded to its bucket (shape_buckets.h): padding rows' one token counts as padding too.
-    count = BucketUp(count);
-    max_new = BucketUp(max_new);
-  }
   counters.forward_passes += 1;
-  counters.padded_tokens += static_cast<uint64_t>(count * max_new - real);
+  // What the pass ran beyond the rows' tokens: padding to its longest row, to its bucket, and
+  // between a split pass's states and items.
+  counters.padded_tokens += static_cast<uint64_t>(result.computed_tokens - real);
 }
 
 }  // namespace decide

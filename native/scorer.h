@@ -146,7 +146,8 @@ class Scorer {
                      std::chrono::steady_clock::time_point start, ScoreCounters& counters) const;
   // Splits rows (already sorted for similar shapes) into consecutive passes within the budgets (PlanPasses).
   std::vector<std::pair<size_t, size_t>> Chunk(const std::vector<ExtendRow>& rows, bool want_logits) const;
-  void Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, ScoreCounters& counters) const;
+  void Account(const std::vector<ExtendRow>& rows, size_t begin, size_t end, const ExtendResult& result,
+               ScoreCounters& counters) const;
   // Under compute_mu_: empties the cache if a clear was asked for; refreshes the size snapshot.
   void ApplyPendingClear();
   void PublishCacheSize();

@@ -26,8 +26,11 @@ struct PassShape {
   int index_width = 0;  // wanted positions per row (decide_logits_index [rows, index_width])
   int64_t labels = 0;     // decide_label_index [labels, 3]
   int64_t positions = 0;  // decide_position_index [positions, 2]
+  // Graphs with decide_state_span: the state part's length Ls of a split pass (its rows' state
+  // tokens at [0, Ls), their items from Ls on); 0: no split. Never set in a bucketed pass.
+  int state_len = 0;
 
-  auto Key() const { return std::make_tuple(rows, past_len, new_len, index_width, labels, positions); }
+  auto Key() const { return std::make_tuple(rows, past_len, new_len, index_width, labels, positions, state_len); }
   bool operator<(const PassShape& other) const { return Key() < other.Key(); }
   bool operator==(const PassShape& other) const { return Key() == other.Key(); }
 };

@@ -327,6 +327,29 @@ void ShapeBucketTests() {
   });
 }
 
+void SplitPassTests() {
+  Test("pass planner: a split pass costs its longest lead plus its longest items, and splits where that gap costs more than a pass", [&] {
+    decide::PassLimits limits;
+    limits.token_budget = 1 << 30;
+    limits.past_budget_bytes = int64_t{1} << 40;
+    limits.attention_budget = int64_t{1} << 50;
+    limits.kv_bytes_per_token = 8;
+    limits.pass_overhead_tokens = 32;
+    // Two rows with long states and short items, two with short states and long items: alike in
+    // length (100 tokens), so one pass without the split; split, each pair wants its own pass
+    // (together 90 + 90 = 180 tokens a row).
+    std::vector<decide::ExtendRow> rows = Rows({{0, 100}, {0, 100}, {0, 100}, {0, 100}});
+    const int leads[] = {90, 90, 10, 10};
+    for (int i = 0; i < 4; ++i) rows[i].lead = leads[i];
+    CHECK(decide::PlanPasses(rows, limits).size() == 1);
+    limits.split_states = true;
+    CHECK(decide::PlanPasses(rows, limits).size() == 2);
+    // Rows without leads (or with a past) are never split.
+    for (auto& row : rows) row.lead = 0;
+    CHECK(decide::PlanPasses(rows, limits).size() == 1);
+  });
+}
+
 void KvStoreTests() {
   const auto shape = Shape();
   Test("kv store: a fork is one batch of copies however many rows, padding zeroed in it", [&] {
@@ -406,6 +429,7 @@ int main() {
   RowPackingTests();
   PassPlannerTests();
   ShapeBucketTests();
+  SplitPassTests();
   KvStoreTests();
   std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
   return g_failed == 0 ? 0 : 1;

@@ -28,7 +28,8 @@ options:
                         1,600-token documents with 13 x 22, 128 x 300-token singles with 1 x 20),
                         packed, forked and fresh rows, with the host-side counters of each call;
                         default preset qwen3-0.6b, fp16 and the fused decoder graph on cuda
-                        (--attention ops|fused picks the graph; --scale F shrinks the states)
+                        (--attention ops|fused|causal picks the graph, causal: fused with causal
+                        states; --scale F shrinks the states)
   --quick               fewer states and repetitions (under 2 minutes on 2 cores)
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(', ')} (default: all)
   --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2)
@@ -113,12 +114,12 @@ export async function run(argv: string[]): Promise<number> {
     const { runGpuScale } = await import('../../bench/gpu-scale.js');
     const scale = values.scale === undefined ? 1 : Number(values.scale);
     if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be a number in (0, 1], got '${values.scale}'`);
-    if (values.attention !== undefined && values.attention !== 'ops' && values.attention !== 'fused') {
-      throw new Error(`--attention must be ops or fused, got '${values.attention}'`);
+    if (values.attention !== undefined && values.attention !== 'ops' && values.attention !== 'fused' && values.attention !== 'causal') {
+      throw new Error(`--attention must be ops, fused or causal, got '${values.attention}'`);
     }
     await runGpuScale({
       provider,
-      attention: values.attention as 'ops' | 'fused' | undefined,
+      attention: values.attention as 'ops' | 'fused' | 'causal' | undefined,
       preset: values.preset,
       dtype: values.dtype as ModelDtype | undefined,
       modelDir: values['model-dir'],

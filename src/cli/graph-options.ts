@@ -1,6 +1,6 @@
 /**
  * The options make-model and import-model share: how the graph is written (--dtype, --attention,
- * --segment-ids), --force and --no-agreement. Their defaults and their checks live here once, so
+ * --causal-states, --segment-ids), --force and --no-agreement. Their defaults and their checks live here once, so
  * the two commands cannot drift apart. `--packing` is the old name of --segment-ids (the engine's
  * question layout is --pack-suffixes, an engine option; renamed-flags.ts).
  */
@@ -10,6 +10,7 @@ import { renamedFlag } from './renamed-flags.js';
 export const GRAPH_OPTIONS = {
   dtype: { type: 'string', default: 'fp32' },
   attention: { type: 'string', default: 'ops' },
+  'causal-states': { type: 'string', default: 'off' },
   'segment-ids': { type: 'string' },
   packing: { type: 'string' },
   force: { type: 'boolean', default: false },
@@ -19,6 +20,8 @@ export const GRAPH_OPTIONS = {
 export interface GraphChoice {
   dtype: 'fp32' | 'fp16' | 'int8';
   attention: 'ops' | 'fused';
+  /** --causal-states on (with --attention fused): states through a causal kernel in passes without a past. */
+  causalStates: boolean;
   /** --segment-ids on (the default): the graph takes decide_segment_ids. */
   segmentIds: boolean;
 }
@@ -30,5 +33,8 @@ export function graphChoice(command: string, values: OptionValues<typeof GRAPH_O
   if (dtype !== 'fp32' && dtype !== 'fp16' && dtype !== 'int8') return commandError(command, `--dtype must be fp32, fp16 or int8, got '${dtype}'`);
   if (attention !== 'ops' && attention !== 'fused') return commandError(command, `--attention must be ops or fused, got '${attention}'`);
   if (segmentIds !== 'on' && segmentIds !== 'off') return commandError(command, `--segment-ids must be on or off, got '${segmentIds}'`);
-  return { dtype, attention, segmentIds: segmentIds === 'on' };
+  const causal = values['causal-states'];
+  if (causal !== 'on' && causal !== 'off') return commandError(command, `--causal-states must be on or off, got '${causal}'`);
+  if (causal === 'on' && attention !== 'fused') return commandError(command, '--causal-states on needs --attention fused');
+  return { dtype, attention, causalStates: causal === 'on', segmentIds: segmentIds === 'on' };
 }

@@ -1,4 +1,4 @@
-/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--segment-ids on|off] [--id NAME] [--force]` */
+/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--id NAME] [--force]` */
 import path from 'node:path';
 
 import { BF16_UNSUPPORTED, ImportError, importModel } from '../models/import/import-model.js';
@@ -7,7 +7,7 @@ import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { formatDuration } from './progress.js';
 import { reportInt8Agreement } from './int8-check.js';
 
-const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--segment-ids on|off] [--id NAME] [--force]
+const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--id NAME] [--force]
 
 Converts a Hugging Face checkpoint folder (config.json, *.safetensors or a sharded
 model.safetensors.index.json, tokenizer.json, tokenizer_config.json) into a model directory the
@@ -30,6 +30,11 @@ gemma. No Python and no network needed.
                 outputs and results; docs/models.md). A CUDA engine runs the fused graph of an
                 ops model anyway (derived once beside it: --fused-attention), so fused here only
                 saves that step
+  --causal-states on|off
+                on (with --attention fused): each state's own tokens through a causal kernel
+                (GroupQueryAttention) in passes without a past, only its questions through the
+                masked one; the same answers (docs/models.md). Off (default): not yet measured
+                on a GPU
   --segment-ids on|off
                 on (default): the graph takes segment ids, with which the engine can pack a
                 state's questions into rows instead of forking its KV into each (the engine
@@ -66,7 +71,7 @@ export async function run(argv: string[]): Promise<number> {
   if (values.dtype === 'bf16') return commandError('import-model', BF16_UNSUPPORTED);
   const graph = graphChoice('import-model', values);
   if (typeof graph === 'number') return graph;
-  const { dtype, attention, segmentIds } = graph;
+  const { dtype, attention, causalStates, segmentIds } = graph;
   const outDir = values.id ? path.join(values.out, values.id) : values.out;
   const started = Date.now();
   const progress = new WeightProgress();
@@ -76,6 +81,7 @@ export async function run(argv: string[]): Promise<number> {
       outDir,
       dtype,
       attention,
+      causalStates,
       segmentIds,
       force: values.force,
       onWarning: (m) => process.stderr.write(`decide import-model: warning: ${m}\n`),
@@ -89,7 +95,7 @@ export async function run(argv: string[]): Promise<number> {
     );
     if (result.dtype === 'int8' && !values['no-agreement']) {
       await reportInt8Agreement('import-model', result.dir, async (twin) => {
-        await importModel({ hfDir: positionals[0]!, outDir: twin, dtype: 'fp32', attention, segmentIds });
+        await importModel({ hfDir: positionals[0]!, outDir: twin, dtype: 'fp32', attention, causalStates, segmentIds });
       });
     }
     return 0;

@@ -1,4 +1,4 @@
-/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--segment-ids on|off] [--force]` */
+/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--force]` */
 import path from 'node:path';
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
@@ -8,7 +8,7 @@ import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { reportInt8Agreement } from './int8-check.js';
 
-const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--segment-ids on|off] [--force]
+const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--force]
 
 Writes a Hugging Face model directory (config.json, tokenizer files, onnx/model.onnx) holding a
 Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PRESETS).join(', ')}.
@@ -20,6 +20,9 @@ packed projections, RotaryEmbedding, MultiHeadAttention): far fewer nodes per la
 launch, the same weights, inputs, outputs and results (docs/models.md). The nodes per layer are
 printed and kept in decision.json. A CUDA engine runs the fused graph of an ops model anyway
 (derived once beside it: --fused-attention), so fused here only saves that step.
+--causal-states on (with --attention fused) runs each state's own tokens through a causal kernel
+(GroupQueryAttention) in passes without a past, and only its questions through the masked one:
+the same answers, less attention computed (docs/models.md). Off by default: not yet measured on a GPU.
 --segment-ids on (default) adds the decide_segment_ids input, with which the engine can pack a
 state's questions into rows instead of forking its KV into each (the engine option --pack-suffixes,
 on by default on CUDA); off writes the graph without it (docs/models.md). --packing is its old name.
@@ -54,6 +57,7 @@ export async function run(argv: string[]): Promise<number> {
   const started = Date.now();
   const features = {
     ...(graph.attention === 'fused' ? { attention: 'fused' as const } : {}),
+    ...(graph.causalStates ? { causalStates: true } : {}),
     ...(graph.segmentIds ? { segmentIds: true } : {}),
   };
   const out = path.resolve(values.out);

@@ -22,7 +22,7 @@ export const ENGINE_COUNTERS = [
   { name: 'forwardPasses', unit: 'passes', help: 'Forward passes run by the engine (prefix and suffix passes).' },
   { name: 'prefixPasses', unit: 'passes', help: 'Prefix forward passes.' },
   { name: 'suffixPasses', unit: 'passes', help: 'Suffix forward passes.' },
-  { name: 'paddedTokens', unit: 'tokens', help: 'Padding tokens added to batch rows of unequal length.' },
+  { name: 'paddedTokens', unit: 'tokens', help: 'Padding tokens the forward passes computed: rows of unequal length padded to the longest, passes padded to a fixed shape, the gap between states and questions in a split pass.' },
   { name: 'prefixCacheEvictions', unit: 'prefixes', help: 'Prefixes the prefix KV cache evicted to stay within its byte bound.' },
   {
     name: 'pastTokensCopied', unit: 'tokens',

@@ -123,8 +123,14 @@ describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
     expect(maxDiff(await engine.score(batch), await cpu.score(batch), 'logits')).toBeLessThan(1e-4);
   });
 
+  it('a graph with causal states (GroupQueryAttention for the states) answers like the CPU engine (1e-4), packed', async () => {
+    const engine = await cuda(await build('causal', 'fp32', { attention: 'fused', segmentIds: true, causalStates: true }));
+    const batch = groups(8, 6);
+    expect(maxDiff(await engine.score(batch), await cpu.score(batch), 'logits')).toBeLessThan(1e-4);
+  });
+
   it('an fp16 graph is within 1e-2 of the fp32 CPU engine in probabilities', async () => {
-    for (const features of [{}, { attention: 'fused', segmentIds: true }] as const) {
+    for (const features of [{}, { attention: 'fused', segmentIds: true }, { attention: 'fused', segmentIds: true, causalStates: true }] as const) {
       const engine = await cuda(await build(`fp16-${Object.keys(features).join('-') || 'stock'}`, 'fp16', features));
       const batch = groups(6, 6);
       expect(maxDiff(await engine.score(batch), await cpu.score(batch), 'probabilities')).toBeLessThan(1e-2);

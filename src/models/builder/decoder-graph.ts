@@ -26,9 +26,10 @@ import {
   makeValueInfo,
   type FloatDtype,
   type GraphProto,
+  type NodeProto,
 } from './onnx-writer.js';
 import { INIT_STD, type DecoderFeatures, type WeightDecl, type WeightInit } from './decoder-features.js';
-import { buildFusedLayers } from './fused-layers.js';
+import { buildFusedLayers, type StateSplit } from './fused-layers.js';
 import { geluNodes } from './gelu.js';
 import { int8MatMulNode, type Int8Kernel, type Int8Scheme } from './quantize.js';
 import type { ModelShape } from './presets.js';
@@ -60,6 +61,9 @@ export const DIM_PAST = 'past_sequence_length';
 export const DIM_TOTAL = 'total_sequence_length';
 /** The optional packing input (DecoderFeatures.segmentIds): [batch, total_sequence_length] int64. */
 export const SEGMENT_IDS_INPUT = 'decide_segment_ids';
+/** Graphs with DecoderFeatures.causalStates: an int64 input whose length is the state part's (its values are not read). */
+export const STATE_SPAN_INPUT = 'decide_state_span';
+export const DIM_STATE = 'state_length';
 
 /** The LM head (or the embedding, when tied) is scaled so logits have roughly this standard deviation: varied, not degenerate. */
 export const LOGIT_STD = 2;
@@ -139,6 +143,11 @@ export function buildDecoderGraph(
     makeValueInfo('position_ids', DataType.INT64, [DIM_BATCH, DIM_SEQUENCE]),
   ];
   if (features.segmentIds) inputs.push(makeValueInfo(SEGMENT_IDS_INPUT, DataType.INT64, [DIM_BATCH, DIM_TOTAL]));
+  if (features.causalStates) {
+    if (features.attention !== 'fused') throw new Error('decoder graph: causalStates needs attention fused');
+    if (features.slidingWindow) throw new Error('decoder graph: causalStates does not take a sliding window');
+    inputs.push(makeValueInfo(STATE_SPAN_INPUT, DataType.INT64, [DIM_STATE]));
+  }
   const outputs = [makeValueInfo('logits', ft, [DIM_BATCH, DIM_SEQUENCE, vocab])];
   for (let i = 0; i < shape.numLayers; i++) {
     inputs.push(makeValueInfo(pastKeyName(i), ft, [DIM_BATCH, kvh, DIM_PAST, hd]));
@@ -310,6 +319,31 @@ export function buildDecoderGraph(
   };
 
   const layerBias = (i: number) => (slidingBias !== undefined && features.slidingWindow!.layers[i] ? slidingBias : maskBias);
+
+  // causalStates: what every layer's split needs, computed once from shapes (on the CPU) and the mask.
+  let stateSplit: StateSplit | undefined;
+  if (features.causalStates) {
+    const c = '/model/state_split';
+    const stateLen = g.op1('Shape', `${c}/Shape`, [STATE_SPAN_INPUT]);
+    const newLen = g.op1('Shape', `${c}/Shape_1`, ['input_ids'], { start: 1, end: 2 });
+    const questionLen = g.op1('Sub', `${c}/Sub`, [newLen, stateLen]);
+    // The split runs when the pass has no past and both parts are non-empty.
+    const noPast = g.op1('Equal', `${c}/Equal`, [pastLen, g.int64([0])]);
+    const someState = g.op1('Greater', `${c}/Greater`, [stateLen, g.int64([0])]);
+    const someQuestions = g.op1('Greater', `${c}/Greater_1`, [questionLen, g.int64([0])]);
+    const all = g.op1('And', `${c}/And_1`, [g.op1('And', `${c}/And`, [noPast, someState]), someQuestions]);
+    const condition = g.op1('Squeeze', `${c}/Squeeze`, [all, axis0]);
+    // GroupQueryAttention's lengths: per row its state tokens - 1 (right padding), and Ls.
+    const stateMask = g.op1('Slice', `${c}/Slice`, ['attention_mask', g.int64([0]), stateLen, g.int64([1])]);
+    const stateTokens = g.op1('ReduceSum', `${c}/ReduceSum`, [stateMask, g.int64([1])], { keepdims: 0 });
+    const seqlensK = g.op1('Cast', `${c}/Cast`, [g.op1('Sub', `${c}/Sub_1`, [stateTokens, i64(1)])], { to: DataType.INT32 });
+    const totalLength = g.op1('Cast', `${c}/Cast_1`, [g.op1('Squeeze', `${c}/Squeeze_1`, [stateLen, axis0])], { to: DataType.INT32 });
+    // The questions' bias rows: the folded rows of tokens [Ls, S) (row s * group + r).
+    const questionRows = g.op1('Mul', `${c}/Mul`, [stateLen, g.int64([groups])]);
+    const questionBias = g.op1('Slice', `${c}/Slice_1`, [maskBias, questionRows, g.int64([2 ** 62]), g.int64([2])]);
+    const sizes = g.op1('Concat', `${c}/Concat`, [stateLen, questionLen], { axis: 0 });
+    stateSplit = { condition, seqlensK, totalLength, questionBias, sizes };
+  }
   for (let i = 0; i < (fused ? 0 : shape.numLayers); i++) {
     const p = `/model/layers.${i}`;
     const a = `${p}/self_attn`;
@@ -358,6 +392,7 @@ export function buildDecoderGraph(
         },
         matmul: (node, x, w, dims) => matmul(node, x, w, dims, int8?.kernel),
         layerBias,
+        ...(stateSplit === undefined ? {} : { stateSplit }),
         pastKey: pastKeyName,
         pastValue: pastValueName,
         presentKey: presentKeyName,
@@ -380,12 +415,17 @@ export function buildDecoderGraph(
   };
 }
 
-/** The node count of the largest layer: nodes are named /model/layers.<i>/... (the torch-export convention). */
-export function countNodesPerLayer(nodes: readonly { name?: string | null }[], numLayers: number): number {
+/**
+ * The node count of the largest layer: nodes are named /model/layers.<i>/... (the torch-export
+ * convention). An If node counts as the nodes of its larger branch (what a run may launch).
+ */
+export function countNodesPerLayer(nodes: readonly NodeProto[], numLayers: number): number {
   const counts = new Array<number>(numLayers).fill(0);
   for (const node of nodes) {
     const layer = /^\/model\/layers\.(\d+)\//.exec(node.name ?? '');
-    if (layer) counts[Number(layer[1])]! += 1;
+    if (!layer) continue;
+    const branches = (node.attribute ?? []).filter((a) => a.g != null).map((a) => a.g!.node?.length ?? 0);
+    counts[Number(layer[1])]! += branches.length > 0 ? Math.max(...branches) : 1;
   }
   return Math.max(0, ...counts);
 }

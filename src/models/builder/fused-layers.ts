@@ -30,15 +30,37 @@
  * and o_proj's rows), so the fold is a Reshape, and the KV cache is never repeated per head. The
  * mask bias has one row per folded query row ([B, 1, S * group, T], decoder-graph.ts).
  *
+ * With DecoderFeatures.causalStates the attention (the fold, MultiHeadAttention and the context
+ * Reshape) sits in an If: in a pass split into states and questions (StateSplit below) the states
+ * go through GroupQueryAttention and only the questions through MultiHeadAttention; any other pass
+ * runs the attention above (docs/models.md).
+ *
  * Rotary: ORT's RotaryEmbedding with cos/sin tables [max_position_embeddings, head_dim / 2] built
  * here in fp32 the way the standard-op graph computes its angles (fp32 position x fp32 inverse
  * frequency), then stored in the compute dtype as that graph casts them.
  */
 import { INIT_STD, type DecoderFeatures, type WeightDecl } from './decoder-features.js';
-import { floatAttr, floatTensor, MS_DOMAIN, type FloatDtype, type GraphBuilder } from './onnx-writer.js';
+import { floatAttr, floatElemType, floatTensor, makeValueInfo, MS_DOMAIN, type FloatDtype, type GraphBuilder } from './onnx-writer.js';
 import { geluNodes } from './gelu.js';
 import type { ModelShape } from './presets.js';
 import type { PartInit, WeightAssembly, WeightPart } from './weight-parts.js';
+
+/**
+ * DecoderFeatures.causalStates: the values every layer's state/question split reads (decoder-graph.ts
+ * computes them once). When `condition` holds (no past, a state part and a question part), a layer
+ * runs its state tokens [0, Ls) through GroupQueryAttention (causal; per row `seqlensK` = its state
+ * tokens - 1, `totalLength` = Ls) and its question tokens through MultiHeadAttention with
+ * `questionBias` (the mask's rows of those tokens) over the state's KV as past plus their own; else
+ * the layer runs as without the split.
+ */
+export interface StateSplit {
+  condition: string;
+  seqlensK: string;
+  totalLength: string;
+  questionBias: string;
+  /** [Ls, S - Ls], the sizes of the two parts along the sequence axis. */
+  sizes: string;
+}
 
 /** Above this many rows x head_dim / 2 values a rotary table is refused (2^24: 64 MB per table in fp32). */
 export const MAX_ROTARY_TABLE = 2 ** 24;
@@ -56,6 +78,8 @@ export interface FusedLayersContext {
   matmul(node: string, x: string, w: string, dims: [number, number]): string;
   /** The additive mask bias of layer i ([B, 1, S * group, T], folded row order). */
   layerBias(layer: number): string;
+  /** DecoderFeatures.causalStates: the split's inputs. */
+  stateSplit?: StateSplit;
   pastKey(layer: number): string;
   pastValue(layer: number): string;
   presentKey(layer: number): string;
@@ -165,7 +189,7 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
       qkv = g.op1('Add', `${a}/qkv_proj/Add`, [qkv, bias]);
     }
 
-    let query: string;
+    let query: string; // [B, S, heads * head_dim], heads in fold order
     let key: string;
     let value: string;
     if (features.qkNorm) {
@@ -182,25 +206,86 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
       const normed = g.op1('Reshape', `${a}/Reshape_qk_1`, [normedHeads, tokensShape]);
       const rotated = rotary(`${a}/RotaryEmbedding`, normed, 'position_ids');
       const [q, k] = g.op('Split', `${a}/Split_qk`, [rotated, g.int64([nh * hd, kvh * hd])], { axis: -1 }, 2) as [string, string];
-      query = g.op1('Reshape', `${a}/Reshape_q`, [q, g.int64([0, -1, kvh * hd])]);
+      query = q;
       key = k;
       value = v;
     } else {
       const [q, k, v] = g.op('Split', `${a}/Split`, [qkv, g.int64([nh * hd, kvh * hd, kvh * hd])], { axis: -1 }, 3) as [string, string, string];
-      query = g.op1('Reshape', `${a}/Reshape_q`, [rotary(`${a}/rotary_q/RotaryEmbedding`, q, 'position_ids'), g.int64([0, -1, kvh * hd])]);
+      query = rotary(`${a}/rotary_q/RotaryEmbedding`, q, 'position_ids');
       key = rotary(`${a}/rotary_k/RotaryEmbedding`, k, 'position_ids');
       value = v;
     }
 
-    const [context] = g.op(
-      'MultiHeadAttention',
-      `${a}/MultiHeadAttention`,
-      [query, key, value, '', '', ctx.layerBias(i), ctx.pastKey(i), ctx.pastValue(i)],
-      { num_heads: kvh },
-      [`${a}/MultiHeadAttention_output_0`, ctx.presentKey(i), ctx.presentValue(i)],
-      MS_DOMAIN,
-    );
-    const contextFlat = g.op1('Reshape', `${a}/Reshape_ctx`, [context!, g.int64([0, -1, nh * hd])]);
+    /** Today's attention over the whole pass: the folded query against past ++ new, with the mask. */
+    const wholeAttention = (b: GraphBuilder, prefix: string, outputs: [string, string, string]): string => {
+      const folded = b.op1('Reshape', `${prefix}/Reshape_q`, [query, g.int64([0, -1, kvh * hd])]);
+      const [context] = b.op(
+        'MultiHeadAttention',
+        `${prefix}/MultiHeadAttention`,
+        [folded, key, value, '', '', ctx.layerBias(i), ctx.pastKey(i), ctx.pastValue(i)],
+        { num_heads: kvh },
+        [`${prefix}/MultiHeadAttention_output_0`, outputs[1], outputs[2]],
+        MS_DOMAIN,
+      );
+      return b.op1('Reshape', `${prefix}/Reshape_ctx`, [context!, g.int64([0, -1, nh * hd])], {}, outputs[0]);
+    };
+    let contextFlat: string;
+    const split = ctx.stateSplit;
+    if (split === undefined) {
+      contextFlat = wholeAttention(g, a, [`${a}/Reshape_ctx_output_0`, ctx.presentKey(i), ctx.presentValue(i)]);
+    } else {
+      const t = `${a}/states`;
+      const e = `${a}/whole`;
+      const info = (name: string, dims: (number | string)[]) => makeValueInfo(name, floatElemType(dtype), dims);
+      const branchOutputs = (prefix: string) => [
+        info(`${prefix}/context`, ['batch_size', 'sequence_length', nh * hd]),
+        info(`${prefix}/present_key`, ['batch_size', kvh, 'total_sequence_length', hd]),
+        info(`${prefix}/present_value`, ['batch_size', kvh, 'total_sequence_length', hd]),
+      ];
+      const states = g.subgraph(t, branchOutputs(t), (b) => {
+        const [qS, qQ] = b.op('Split', `${t}/Split_q`, [query, split.sizes], { axis: 1 }, 2) as [string, string];
+        const [kS, kQ] = b.op('Split', `${t}/Split_k`, [key, split.sizes], { axis: 1 }, 2) as [string, string];
+        const [vS, vQ] = b.op('Split', `${t}/Split_v`, [value, split.sizes], { axis: 1 }, 2) as [string, string];
+        // GroupQueryAttention groups query heads [kv * group, (kv + 1) * group) on KV head kv: the
+        // model's order, not the fold order the queries are stored in (head r * kv_heads + kv).
+        const toModelOrder = (prefix: string, x: string, from: [number, number]) =>
+          b.op1('Reshape', `${prefix}/Reshape_1`, [
+            b.op1('Transpose', `${prefix}/Transpose`, [b.op1('Reshape', `${prefix}/Reshape`, [x, g.int64([0, 0, from[0], from[1], hd])])], { perm: [0, 1, 3, 2, 4] }),
+            g.int64([0, 0, nh * hd]),
+          ]);
+        const [stateContext, stateKey, stateValue] = b.op(
+          'GroupQueryAttention',
+          `${t}/GroupQueryAttention`,
+          [toModelOrder(`${t}/q_order`, qS, [group, kvh]), kS, vS, '', '', split.seqlensK, split.totalLength],
+          { num_heads: nh, kv_num_heads: kvh },
+          3,
+          MS_DOMAIN,
+        ) as [string, string, string];
+        const foldedQ = b.op1('Reshape', `${t}/Reshape_q`, [qQ, g.int64([0, -1, kvh * hd])]);
+        const [questionContext, presentKey, presentValue] = b.op(
+          'MultiHeadAttention',
+          `${t}/MultiHeadAttention`,
+          [foldedQ, kQ, vQ, '', '', split.questionBias, stateKey, stateValue],
+          { num_heads: kvh },
+          [`${t}/MultiHeadAttention_output_0`, `${t}/present_key`, `${t}/present_value`],
+          MS_DOMAIN,
+        ) as [string, string, string];
+        const questionFlat = b.op1('Reshape', `${t}/Reshape_ctx`, [questionContext, g.int64([0, -1, nh * hd])]);
+        // Back to the fold order the output projection's rows are stored in.
+        const stateFlat = toModelOrder(`${t}/ctx_order`, stateContext, [kvh, group]);
+        return [b.op1('Concat', `${t}/Concat`, [stateFlat, questionFlat], { axis: 1 }, `${t}/context`), presentKey, presentValue];
+      });
+      const whole = g.subgraph(e, branchOutputs(e), (b) => [
+        wholeAttention(b, e, [`${e}/context`, `${e}/present_key`, `${e}/present_value`]),
+        `${e}/present_key`,
+        `${e}/present_value`,
+      ]);
+      [contextFlat] = g.op('If', `${a}/If`, [split.condition], { then_branch: states, else_branch: whole }, [
+        `${a}/If_output_0`,
+        ctx.presentKey(i),
+        ctx.presentValue(i),
+      ]) as [string];
+    }
     const oWeight = single({ name: `${w}.self_attn.o_proj.weight`, dims: [nh * hd, h], init: normal, permute: { axis: 0, blockSize: hd, order } });
     pending = ctx.matmul(`${a}/o_proj/MatMul`, contextFlat, oWeight, [nh * hd, h]);
     pendingBias = features.oBias ? ctx.weight({ name: `${w}.self_attn.o_proj.bias`, dims: [h], init: zeros }) : '';

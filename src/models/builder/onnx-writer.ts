@@ -50,8 +50,13 @@ export interface FloatAttr {
   float: number;
 }
 
-/** Node attributes: integers, integer lists and floats (no strings: this graph needs none). */
-export type IntAttrs = Record<string, number | number[] | FloatAttr>;
+/** A subgraph attribute (an If node's branches). */
+export interface GraphAttr {
+  graph: GraphProto;
+}
+
+/** Node attributes: integers, integer lists, floats and subgraphs (no strings: this graph needs none). */
+export type IntAttrs = Record<string, number | number[] | FloatAttr | GraphAttr>;
 
 export function floatAttr(value: number): FloatAttr {
   return { float: value };
@@ -66,7 +71,9 @@ export function makeNode(opType: string, inputs: string[], outputs: string[], na
       ? { name: key, type: onnx.AttributeProto.AttributeType.INTS, ints: v }
       : typeof v === 'number'
         ? { name: key, type: onnx.AttributeProto.AttributeType.INT, i: v }
-        : { name: key, type: onnx.AttributeProto.AttributeType.FLOAT, f: v.float },
+        : 'graph' in v
+          ? { name: key, type: onnx.AttributeProto.AttributeType.GRAPH, g: v.graph }
+          : { name: key, type: onnx.AttributeProto.AttributeType.FLOAT, f: v.float },
   );
   const node: NodeProto = { opType, input: inputs, output: outputs, name, attribute };
   if (domain !== undefined) node.domain = domain;
@@ -110,6 +117,26 @@ export class GraphBuilder {
   readonly initializers: TensorProto[] = [];
   private readonly constants = new Map<string, string>();
 
+  /** `parent`: this builds a subgraph (an If branch), whose constants live in the main graph. */
+  constructor(private readonly parent?: GraphBuilder) {}
+
+  /**
+   * A subgraph (an If node's branch) named `name`: `build` adds its nodes to a child builder and
+   * returns its outputs, declared with `outputs` (value infos in the same order). It reads the main
+   * graph's values by name (outer scope).
+   */
+  subgraph(name: string, outputs: ValueInfoProto[], build: (sub: GraphBuilder) => string[]): GraphAttr {
+    const sub = new GraphBuilder(this);
+    const produced = build(sub);
+    // A branch output must be produced in the branch: rename through Identity where it is not.
+    const output = outputs.map((info, k) => {
+      const made = produced[k]!;
+      if (made !== info.name) sub.op1('Identity', `${name}/Identity_${k}`, [made], {}, info.name!);
+      return info;
+    });
+    return { graph: { name, node: sub.nodes, output } };
+  }
+
   op(opType: string, name: string, inputs: string[], attrs: IntAttrs = {}, outputs: number | string[] = 1, domain?: string): string[] {
     const outs = typeof outputs === 'number' ? Array.from({ length: outputs }, (_, k) => `${name}_output_${k}`) : outputs;
     this.nodes.push(makeNode(opType, inputs, outs, name, attrs, domain));
@@ -136,6 +163,7 @@ export class GraphBuilder {
   }
 
   private constant(key: string, make: () => (name: string) => TensorProto): string {
+    if (this.parent !== undefined) return this.parent.constant(key, make);
     const found = this.constants.get(key);
     if (found !== undefined) return found;
     const name = `/model/constants/c${this.constants.size}`;

@@ -56,6 +56,8 @@ export interface ImportModelOptions {
    * docs/models.md "Fused attention"); default 'ops', standard ONNX ops.
    */
   attention?: 'ops' | 'fused';
+  /** With attention 'fused': DecoderFeatures.causalStates (docs/models.md). Default false. */
+  causalStates?: boolean;
   /** Called with a line for each warning (default: none are printed). */
   onWarning?: (message: string) => void;
   /** Called after each weight tensor is written. */
@@ -170,6 +172,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   const extraFeatures: Partial<DecoderFeatures> = {
     ...((opts.segmentIds ?? PACKED_IMPORTS_BY_DEFAULT) ? { segmentIds: true } : {}),
     ...(attention === 'fused' ? { attention } : {}),
+    ...(opts.causalStates === true ? { causalStates: true } : {}),
   };
   const { graph, weights, quantized, nodesPerLayer } = buildDecoderGraph(plan.shape, floatDtype, { ...plan.features, ...extraFeatures }, int8);
   const sources = mapWeights(weights, checkpoint.tensors, plan.shape.tieWordEmbeddings === true);

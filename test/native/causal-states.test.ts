@@ -1,0 +1,130 @@
+/**
+ * DecoderFeatures.causalStates (`--causal-states on` with `--attention fused`): a pass without a
+ * past whose rows are states followed by their questions runs each layer's state part through
+ * GroupQueryAttention (causal, no masked half computed) and only the questions through
+ * MultiHeadAttention with the mask, over the state's KV plus their own (an If per layer; any other
+ * pass takes the other branch, today's attention). On the CPU, where both ops run:
+ * - the same answers as the fused graph of the same weights (logits 1e-4, probabilities 1e-6), with
+ *   packed rows (split passes), forked rows and cached states (passes with a past);
+ * - a question alone scores as inside a busier call (probabilities 1e-6);
+ * - the split really runs: ONNX Runtime's profile of a packed call has GroupQueryAttention in it,
+ *   and a forked call (no questions in its passes without a past) has none;
+ * - the hf-tiny Qwen2 and Llama 3 checkpoints imported with it score as imported without it;
+ * - the node count counts the larger branch, and the choice is kept in decision.json.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { graphChoice } from '../../src/cli/graph-options.js';
+import { Engine, type EngineOptions, type ScoreGroup } from '../../src/engine/engine.js';
+import { makeModel } from '../../src/models/builder/index.js';
+import { importModel } from '../../src/models/import/import-model.js';
+import { counterWorkload, randomGroups } from '../helpers/random-groups.js';
+import { maxScoreDiff } from '../helpers/score-compare.js';
+import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
+
+const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const FIXTURES = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'causal-states-'));
+const engines: Engine[] = [];
+afterAll(() => {
+  engines.forEach((e) => e.close());
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+async function load(modelDir: string, options: EngineOptions = {}): Promise<Engine> {
+  const engine = await Engine.load({ modelDir, threads: 1, ...options });
+  engines.push(engine);
+  return engine;
+}
+
+let causalDir: Promise<string> | undefined;
+function causalModel(): Promise<string> {
+  causalDir ??= makeModel({ preset: 'tiny', seed: TINY_SEED, outDir: path.join(scratch, 'tiny-causal'), features: { segmentIds: true, attention: 'fused', causalStates: true } }).then((m) => m.dir);
+  return causalDir;
+}
+
+const calls = (): ScoreGroup[][] => [counterWorkload(3, 7), randomGroups(5, 9, { prefixTokens: 50, suffixes: 5, suffixTokens: 9, labels: 20 })];
+
+describe('causal states', () => {
+  it('writes an If per layer with GroupQueryAttention in its split branch, counted, and recorded', async () => {
+    const dir = await causalModel();
+    const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder: { features: unknown; nodesPerLayer: number } };
+    expect(decision.builder.features).toEqual({ segmentIds: true, attention: 'fused', causalStates: true });
+    // 15 nodes around the attention plus the split branch's 14 (the other branch has 3).
+    expect(decision.builder.nodesPerLayer).toBe(29);
+  });
+
+  it.each([
+    ['packed rows (split passes)', true],
+    ['forked rows', false],
+  ])('answers as the fused graph of the same weights: %s, then with the states cached', async (_name, packSuffixes) => {
+    const fused = await load(await tinyModelDir({ segmentIds: true, attention: 'fused' }), { packSuffixes });
+    const causal = await load(await causalModel(), { packSuffixes });
+    for (const groups of calls()) {
+      // Twice: computed, then with every state from the prefix cache (passes with a past).
+      for (let round = 0; round < 2; round++) {
+        const a = await fused.scoreBatch(groups);
+        const b = await causal.scoreBatch(groups);
+        expect(maxScoreDiff(a.groups, b.groups, 'logits')).toBeLessThan(1e-4);
+        expect(maxScoreDiff(a.groups, b.groups, 'probabilities')).toBeLessThan(1e-6);
+        expect(b.cachedTokens).toEqual(a.cachedTokens);
+      }
+    }
+  });
+
+  it('in fp16 too (the CPU computes both ops in fp32 there): within fp16 rounding of the fused graph', async () => {
+    const made = (name: string, causalStates: boolean) =>
+      makeModel({ preset: 'tiny', seed: TINY_SEED, dtype: 'fp16', outDir: path.join(scratch, name), features: { segmentIds: true, attention: 'fused', ...(causalStates ? { causalStates } : {}) } });
+    const fused = await load((await made('fp16-fused', false)).dir, { packSuffixes: true });
+    const causal = await load((await made('fp16-causal', true)).dir, { packSuffixes: true });
+    const groups = counterWorkload(3, 5);
+    expect(maxScoreDiff(await fused.score(groups), await causal.score(groups), 'probabilities')).toBeLessThan(5e-3);
+  });
+
+  it('scores a question alone as inside a busier call (probabilities 1e-6)', async () => {
+    const engine = await load(await causalModel(), { packSuffixes: true, prefixCacheBytes: 0 });
+    const groups = calls()[1]!;
+    const together = await engine.score(groups);
+    for (const g of [0, 4, 8]) {
+      const [alone] = await engine.score([groups[g]!]);
+      expect(maxScoreDiff([alone!], [together[g]!], 'probabilities')).toBeLessThan(1e-6);
+    }
+  });
+
+  it('runs GroupQueryAttention in a packed call and not in a forked one (ONNX Runtime profile)', async () => {
+    const opsRun = async (packSuffixes: boolean): Promise<Set<string>> => {
+      const prefix = path.join(scratch, `profile-${packSuffixes ? 'packed' : 'forked'}`);
+      const engine = await Engine.load({ modelDir: await causalModel(), threads: 1, packSuffixes, prefixCacheBytes: 0, ortProfilePrefix: prefix });
+      await engine.score(counterWorkload(8, 3));
+      engine.close();
+      const file = readdirSync(scratch).find((f) => f.startsWith(path.basename(prefix)) && f.endsWith('.json'))!;
+      const events = JSON.parse(readFileSync(path.join(scratch, file), 'utf8')) as { cat?: string; args?: { op_name?: string } }[];
+      return new Set(events.filter((e) => e.cat === 'Node').map((e) => e.args?.op_name ?? ''));
+    };
+    expect((await opsRun(true)).has('GroupQueryAttention')).toBe(true);
+    expect((await opsRun(false)).has('GroupQueryAttention')).toBe(false);
+  });
+
+  it.each(['qwen2', 'llama3'])('the %s fixture imported with it scores as imported fused without it', async (family) => {
+    const plain = await importModel({ hfDir: path.join(FIXTURES, family), outDir: path.join(scratch, `${family}-fused`), attention: 'fused' });
+    const causal = await importModel({ hfDir: path.join(FIXTURES, family), outDir: path.join(scratch, `${family}-causal`), attention: 'fused', causalStates: true });
+    const vocab = (JSON.parse(readFileSync(path.join(plain.dir, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
+    const groups = randomGroups(11, 6, { prefixTokens: 30, suffixes: 4, suffixTokens: 7, labels: 8 }).map((g) => ({
+      prefix: g.prefix.map((t) => t % vocab),
+      suffixes: g.suffixes.map((s) => ({ tokens: s.tokens.map((t) => t % vocab), labels: s.labels.map((t) => t % vocab) })),
+    }));
+    const a = await (await load(plain.dir, { packSuffixes: true })).score(groups);
+    const b = await (await load(causal.dir, { packSuffixes: true })).score(groups);
+    expect(maxScoreDiff(a, b, 'logits')).toBeLessThan(1e-4);
+  });
+
+  it('make-model and import-model refuse --causal-states on without --attention fused (usage error)', () => {
+    const values = { dtype: 'fp32', attention: 'ops', 'causal-states': 'on', force: false, 'no-agreement': false } as Parameters<typeof graphChoice>[1];
+    expect(graphChoice('make-model', values)).toBe(2);
+    expect(graphChoice('make-model', { ...values, attention: 'fused' })).toMatchObject({ attention: 'fused', causalStates: true });
+  });
+});
