@@ -388,28 +388,22 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     },
     skip: cudaOnly ?? (!peer ? 'torch_peer.py not found (--torch-peer PATH, DECIDE_TORCH_PEER, bench/torch_peer.py)' : !torch.ok ? `python3 with torch, transformers and CUDA not usable: ${torch.text.split('\n').pop()}` : undefined),
   });
-  // The same sizes with every pass shape captured as a CUDA graph once and replayed (off by default
-  // until measured: this step is that measurement).
-  const graphsDir = path.join(outDir, 'bench-gpu-size-cuda-graphs');
-  steps.push({
-    name: 'bench-gpu-size-cuda-graphs',
-    argv: [...decide, 'bench', '--size', 'gpu', '--provider', provider, '--cuda-graphs', 'on', '--preset', options.preset, '--results-dir', graphsDir],
-    collect: () => {
-      report.gpuScaleCudaGraphs = latestReport(graphsDir);
-    },
-    skip: cudaOnly,
-  });
-  // And with causal states (the state part through GroupQueryAttention; docs/models.md), off by
-  // default until this measures it.
-  const causalDir = path.join(outDir, 'bench-gpu-size-causal-states');
-  steps.push({
-    name: 'bench-gpu-size-causal-states',
-    argv: [...decide, 'bench', '--size', 'gpu', '--provider', provider, '--attention', 'causal', '--preset', options.preset, '--results-dir', causalDir],
-    collect: () => {
-      report.gpuScaleCausal = latestReport(causalDir);
-    },
-    skip: cudaOnly,
-  });
+  // The same sizes with what is off by default until a card measures it (these steps are that
+  // measurement): every pass shape captured as a CUDA graph once and replayed, and the graph with
+  // causal states (the state part through GroupQueryAttention; docs/models.md).
+  const variantStep = (name: string, flags: string[], keep: (r: GpuScaleReport | null) => void): PlannedStep => {
+    const dir = path.join(outDir, name);
+    return {
+      name,
+      argv: [...decide, 'bench', '--size', 'gpu', '--provider', provider, ...flags, '--preset', options.preset, '--results-dir', dir],
+      collect: () => keep(latestReport(dir)),
+      skip: cudaOnly,
+    };
+  };
+  steps.push(
+    variantStep('bench-gpu-size-cuda-graphs', ['--cuda-graphs', 'on'], (r) => (report.gpuScaleCudaGraphs = r)),
+    variantStep('bench-gpu-size-causal-states', ['--attention', 'causal'], (r) => (report.gpuScaleCausal = r)),
+  );
   if (firstDtype) steps.push(...benchSteps(firstDtype));
   const profileFile = path.join(outDir, 'ort-profile.json');
   steps.push({

@@ -235,14 +235,20 @@ std::vector<decide::ExtendRow> Rows(const std::vector<std::pair<int, int>>& past
   return rows;
 }
 
-void PassPlannerTests() {
+// Planner limits that bound nothing but the tokens of a pass; a pass costs `overhead` tokens.
+decide::PassLimits PlannerLimits(int64_t token_budget, double overhead) {
   decide::PassLimits limits;
-  limits.token_budget = 1000;
+  limits.token_budget = token_budget;
   limits.past_budget_bytes = int64_t{1} << 40;
-  limits.attention_budget = int64_t{1} << 40;
+  limits.attention_budget = int64_t{1} << 50;
   limits.kv_bytes_per_token = 8;
   limits.attention_weight = 0;
-  limits.pass_overhead_tokens = 32;
+  limits.pass_overhead_tokens = overhead;
+  return limits;
+}
+
+void PassPlannerTests() {
+  decide::PassLimits limits = PlannerLimits(1000, 32);
   Test("pass planner: alike rows are one pass; every row is covered once, in order", [&] {
     auto passes = decide::PlanPasses(Rows({{0, 10}, {0, 10}, {0, 11}, {0, 12}}), limits);
     CHECK(passes.size() == 1);
@@ -309,13 +315,8 @@ void ShapeBucketTests() {
     CHECK(decide::BucketPassShape(b) == b);
   });
   Test("pass planner: with shape buckets, budgets and costs count the padded pass", [&] {
-    decide::PassLimits limits;
-    limits.token_budget = 1 << 30;
-    limits.past_budget_bytes = int64_t{1} << 40;
-    limits.attention_budget = int64_t{1} << 50;
-    limits.kv_bytes_per_token = 8;
-    limits.pass_overhead_tokens = 1e30;
-    limits.token_budget = 9 * 17;  // 9 rows of 17 tokens fit exactly, not as the 10 x 20 they run as
+    // 9 rows of 17 tokens fit the budget exactly, not as the 10 x 20 they run as.
+    decide::PassLimits limits = PlannerLimits(9 * 17, 1e30);
     std::vector<decide::ExtendRow> rows = Rows({{0, 17}, {0, 17}, {0, 17}, {0, 17}, {0, 17}, {0, 17}, {0, 17}, {0, 17}, {0, 17}});
     CHECK(decide::PlanPasses(rows, limits).size() == 1);
     limits.shape_buckets = true;
@@ -329,12 +330,7 @@ void ShapeBucketTests() {
 
 void SplitPassTests() {
   Test("pass planner: a split pass costs its longest lead plus its longest items, and splits where that gap costs more than a pass", [&] {
-    decide::PassLimits limits;
-    limits.token_budget = 1 << 30;
-    limits.past_budget_bytes = int64_t{1} << 40;
-    limits.attention_budget = int64_t{1} << 50;
-    limits.kv_bytes_per_token = 8;
-    limits.pass_overhead_tokens = 32;
+    decide::PassLimits limits = PlannerLimits(1 << 30, 32);
     // Two rows with long states and short items, two with short states and long items: alike in
     // length (100 tokens), so one pass without the split; split, each pair wants its own pass
     // (together 90 + 90 = 180 tokens a row).
