@@ -78,7 +78,7 @@ export interface EngineInfo extends NativeModelInfo {
   lmHead: LmHeadChoice;
   /**
    * The decoder graph that runs: the model's own (standard-op or fused), or on CUDA the fused
-   * graph derived from it (fusedAttention, src/engine/fused-graph.ts); `reason` says why one asked
+   * graph derived from it (fusedAttention: src/engine/attention-graph.ts, derived by src/models/fused-graph.ts); `reason` says why one asked
    * for was not derived.
    */
   attention: AttentionChoice;
