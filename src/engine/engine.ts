@@ -78,8 +78,8 @@ export interface EngineInfo extends NativeModelInfo {
   lmHead: LmHeadChoice;
   /**
    * The decoder graph that runs: the model's own (standard-op or fused), or on CUDA the fused
-   * graph derived from it (fusedAttention: src/engine/attention-graph.ts, derived by src/models/fused-graph.ts); `reason` says why one asked
-   * for was not derived.
+   * graph derived from it (fusedAttention: src/engine/attention-graph.ts chooses, and
+   * src/models/fused-graph.ts derives); `reason` says why one asked for was not derived.
    */
   attention: AttentionChoice;
   maxContext: number;

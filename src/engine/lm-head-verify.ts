@@ -1,5 +1,5 @@
 /**
- * One-time check that a rewritten graph (the LM-head rewrite, a derived fused graph: fused-graph.ts)
+ * One-time check that a rewritten graph (the LM-head rewrite, a derived fused graph: src/models/fused-graph.ts)
  * computes the same scores as the graph it was made from: both graphs
  * are loaded into the native engine and score the same group (two suffixes of different lengths,
  * so one row is padded). Label logits over a spread of the vocabulary and each row's log-sum-exp

@@ -1,7 +1,7 @@
 /**
  * A model directory's standard-op graph read back as a Hugging Face checkpoint folder (config.json,
  * model.safetensors, the tokenizer files), so that importModel can write the same weights as
- * another graph: the fused one the engine derives for CUDA (src/engine/fused-graph.ts). The graph's
+ * another graph: the fused one the engine derives for CUDA (src/models/fused-graph.ts). The graph's
  * weights carry the checkpoint's names (model.*, lm_head.weight); its projections are stored
  * [in, out], torch's transpose, so every 2-D weight but the embedding goes back to [out, in]. A tied
  * LM head is left out (the importer takes the embedding). Float weights only: an int8 model's
