@@ -282,17 +282,11 @@ PassShape Decoder::ExactShape(const std::vector<ExtendRow>& rows, bool want_logi
   // Split only where the head gathers the wanted positions (a stock graph's logits come back for
   // every slot, read in place by ReduceHostLogits).
   if (SplitsStates() && shape.past_len == 0) {
-    // Split when every row gives its lead and some row has items after it.
-    int state_len = 0, items_len = 0;
-    bool all_lead = true;
-    for (const ExtendRow& row : rows) {
-      all_lead = all_lead && row.lead > 0 && row.lead <= row.num_tokens;
-      state_len = std::max(state_len, row.lead);
-      items_len = std::max(items_len, row.num_tokens - row.lead);
-    }
-    if (all_lead && items_len > 0) {
-      shape.state_len = state_len;
-      shape.new_len = state_len + items_len;
+    SplitSpan span;
+    for (const ExtendRow& row : rows) span.Add(row);
+    if (span.Splits()) {
+      shape.state_len = span.lead;
+      shape.new_len = span.NewLen();
     }
   }
   if (info_.has_label_head) {

@@ -47,6 +47,7 @@
 // views made of them; they are released with the last of those.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -129,6 +130,23 @@ struct ExtendRow {
     int count = 0;
   };
   std::vector<Labels> labels;
+};
+
+// The split rule for a pass without a past (the layout note above), fed its rows one by one: the
+// pass splits when every row gives its lead and some row has items after it, and then runs its
+// longest lead plus its longest items. Decoder::ExactShape and the pass planner both use it.
+struct SplitSpan {
+  int lead = 0;   // longest lead
+  int items = 0;  // longest items after a lead
+  bool all_lead = true;
+
+  void Add(const ExtendRow& row) {
+    all_lead = all_lead && row.lead > 0 && row.lead <= row.num_tokens;
+    lead = std::max(lead, row.lead);
+    items = std::max(items, row.num_tokens - row.lead);
+  }
+  bool Splits() const { return all_lead && items > 0; }
+  int NewLen() const { return lead + items; }
 };
 
 struct ExtendResult {

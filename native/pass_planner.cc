@@ -16,18 +16,15 @@ std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& 
   std::vector<size_t> cut(n + 1, 0);
   for (size_t end = 1; end <= n; ++end) {
     best[end] = -1.0;
-    int64_t max_past = 0, max_new = 0, max_lead = 0, max_items = 0;
-    bool all_lead = true;
+    int64_t max_past = 0, max_new = 0;
+    SplitSpan span;
     for (size_t begin = end; begin-- > 0;) {
       const ExtendRow& row = rows[begin];
       max_past = std::max<int64_t>(max_past, row.past_len);
       max_new = std::max<int64_t>(max_new, row.num_tokens);
-      all_lead = all_lead && row.lead > 0;
-      max_lead = std::max<int64_t>(max_lead, row.lead);
-      max_items = std::max<int64_t>(max_items, row.num_tokens - row.lead);
+      span.Add(row);
       // A split pass (Decoder::ExactShape) runs its longest lead, then its longest items.
-      const bool split = limits.split_states && max_past == 0 && all_lead && max_items > 0;
-      const int64_t run_new = split ? max_lead + max_items : max_new;
+      const int64_t run_new = limits.split_states && max_past == 0 && span.Splits() ? span.NewLen() : max_new;
       const int64_t real_count = static_cast<int64_t>(end - begin);
       // What the pass computes: its rows and lengths as padded to the pass's shape.
       const int64_t count = limits.shape_buckets ? BucketUp(real_count) : real_count;

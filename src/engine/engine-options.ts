@@ -374,7 +374,8 @@ export function resolveLoadOptions(
     passOverheadTokens: Math.min(value('passOverheadTokens'), FEWEST_PASSES_OVERHEAD),
     packSuffixes: value('packSuffixes'),
     prefillChunks: value('prefillChunks'),
-    shapeBuckets: value('shapeBuckets') || value('cudaGraphs'),
+    // cudaGraphs implies shape buckets: the native decoder applies that (it holds for every caller).
+    shapeBuckets: value('shapeBuckets'),
     cudaGraphs: value('cudaGraphs'),
     ortLogSeverity: value('ortLogLevel'),
     ortProfilePrefix: options.ortProfilePrefix ?? '',

@@ -40,6 +40,18 @@ function groups(seed: number, count: number): ScoreGroup[] {
 
 const maxDiff = maxScoreDiff;
 
+/** Every question of `batch` scored alone has its probabilities inside the whole call (1e-6); returns the call's scores. */
+async function expectAloneAsInCall(engine: Engine, batch: ScoreGroup[]): Promise<Awaited<ReturnType<Engine['score']>>> {
+  const together = await engine.score(batch);
+  for (let g = 0; g < batch.length; g++) {
+    for (let s = 0; s < batch[g]!.suffixes.length; s++) {
+      const alone = await engine.score([{ prefix: batch[g]!.prefix, suffixes: [batch[g]!.suffixes[s]!] }]);
+      expect(maxDiff(alone, [[together[g]![s]!]], 'probabilities'), `group ${g} question ${s}`).toBeLessThan(1e-6);
+    }
+  }
+  return together;
+}
+
 describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
   let scratch: string;
   let cpu: Engine;
@@ -73,13 +85,7 @@ describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
   it('a question has the same probabilities alone and inside a larger call (1e-6)', async () => {
     const engine = await cuda(stockDir);
     const batch = groups(2, 8);
-    const together = await engine.score(batch);
-    for (let g = 0; g < batch.length; g++) {
-      for (let s = 0; s < batch[g]!.suffixes.length; s++) {
-        const alone = await engine.score([{ prefix: batch[g]!.prefix, suffixes: [batch[g]!.suffixes[s]!] }]);
-        expect(maxDiff(alone, [[together[g]![s]!]], 'probabilities'), `group ${g} question ${s}`).toBeLessThan(1e-6);
-      }
-    }
+    await expectAloneAsInCall(engine, batch);
   });
 
   it('the packing graph runs packed on CUDA by default and answers like the CPU (1e-4)', async () => {
@@ -105,13 +111,7 @@ describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
     const forked = engines[engines.push(await Engine.load({ modelDir: dir, provider: 'cuda', prefixCacheBytes: 0, packSuffixes: false })) - 1]!;
     expect(packed.info.packsSuffixes).toBe(true);
     const batch = groups(7, 8);
-    const together = await packed.score(batch);
-    for (let g = 0; g < batch.length; g++) {
-      for (let s = 0; s < batch[g]!.suffixes.length; s++) {
-        const alone = await packed.score([{ prefix: batch[g]!.prefix, suffixes: [batch[g]!.suffixes[s]!] }]);
-        expect(maxDiff(alone, [[together[g]![s]!]], 'probabilities'), `group ${g} question ${s}`).toBeLessThan(1e-6);
-      }
-    }
+    const together = await expectAloneAsInCall(packed, batch);
     expect(maxDiff(together, await forked.score(batch), 'logits')).toBeLessThan(1e-4);
   });
 

@@ -122,19 +122,16 @@ export class GraphBuilder {
 
   /**
    * A subgraph (an If node's branch) named `name`: `build` adds its nodes to a child builder and
-   * returns its outputs, declared with `outputs` (value infos in the same order). It reads the main
-   * graph's values by name (outer scope).
+   * returns the names its nodes produced for `outputs` (value infos, in the same order, by the same
+   * names). It reads the main graph's values by name (outer scope).
    */
   subgraph(name: string, outputs: ValueInfoProto[], build: (sub: GraphBuilder) => string[]): GraphAttr {
     const sub = new GraphBuilder(this);
     const produced = build(sub);
-    // A branch output must be produced in the branch: rename through Identity where it is not.
-    const output = outputs.map((info, k) => {
-      const made = produced[k]!;
-      if (made !== info.name) sub.op1('Identity', `${name}/Identity_${k}`, [made], {}, info.name!);
-      return info;
-    });
-    return { graph: { name, node: sub.nodes, output } };
+    if (produced.length !== outputs.length || produced.some((made, k) => made !== outputs[k]!.name)) {
+      throw new Error(`subgraph ${name}: its nodes produce [${produced.join(', ')}], not the declared outputs`);
+    }
+    return { graph: { name, node: sub.nodes, output: outputs } };
   }
 
   op(opType: string, name: string, inputs: string[], attrs: IntAttrs = {}, outputs: number | string[] = 1, domain?: string): string[] {
