@@ -1,6 +1,6 @@
 /**
  * The engine on the standard-op graph against the same model with fused attention
- * (DecoderFeatures.attention 'fused': ONNX Runtime's MultiHeadAttention), same preset and seed, so
+ * (DecoderFeatures.attention 'fused': fused contrib ops and ONNX's Attention), same preset and seed, so
  * the same weights. Times engine.score over the same groups, prefix pass included (prefix cache
  * emptied) and suffix pass only (prefixes cached), alternating which model runs first; prints the
  * medians and the largest label-logit difference between the two. CPU only, the thread count given.

@@ -26,7 +26,7 @@ gemma. No Python and no network needed.
                 prompts (quantization error depends on the checkpoint: run it before serving)
   --attention A ops (default: standard ONNX ops) or fused (ONNX Runtime's fused contrib ops:
                 SkipSimplifiedLayerNormalization, packed projections, RotaryEmbedding,
-                MultiHeadAttention; far fewer nodes per layer for a GPU to launch; same inputs,
+                ONNX's Attention; 13-16 nodes per layer for a GPU to launch; same inputs,
                 outputs and results; docs/models.md). A CUDA engine runs the fused graph of an
                 ops model anyway (derived once beside it: --fused-attention), so fused here only
                 saves that step

@@ -2,7 +2,7 @@
  * DecoderFeatures.causalStates (`--causal-states on` with `--attention fused`): a pass without a
  * past whose rows are states followed by their questions runs each layer's state part through
  * GroupQueryAttention (causal, no masked half computed) and only the questions through
- * MultiHeadAttention with the mask, over the state's KV plus their own (an If per layer; any other
+ * ONNX's Attention with the mask, over the state's KV plus their own (an If per layer; any other
  * pass takes the other branch, today's attention). On the CPU, where both ops run:
  * - the same answers as the fused graph of the same weights (logits 1e-4, probabilities 1e-6), with
  *   packed rows (split passes), forked rows and cached states (passes with a past);
@@ -54,8 +54,9 @@ describe('causal states', () => {
     const dir = await causalModel();
     const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder: { features: unknown; nodesPerLayer: number } };
     expect(decision.builder.features).toEqual({ segmentIds: true, attention: 'fused', causalStates: true });
-    // 15 nodes around the attention plus the split branch's 14 (the other branch has 3).
-    expect(decision.builder.nodesPerLayer).toBe(29);
+    // 15 nodes around the attention plus the split branch's 6 (three Splits, GroupQueryAttention,
+    // Attention, Concat; the other branch has the one Attention).
+    expect(decision.builder.nodesPerLayer).toBe(21);
   });
 
   it.each([

@@ -122,6 +122,19 @@ describe('Engine on the tiny int8 model', () => {
     expect(a.topAgreeing).toBe(12);
   });
 
+  it('the fused graph in int8 (opset 23: its activation quantization takes ReduceMax axes as an input) agrees with its fp32 twin', async () => {
+    const fusedInt8 = await tinyModelDir({ attention: 'fused' }, 'int8');
+    const model = onnx.ModelProto.decode(await readFile(path.join(fusedInt8, 'onnx', 'model.onnx')));
+    expect(model.opsetImport).toContainEqual(expect.objectContaining({ domain: '', version: 23 }));
+    const reduceMax = model.graph!.node!.filter((n) => n.opType === 'ReduceMax');
+    expect(reduceMax.length).toBeGreaterThan(0);
+    for (const n of reduceMax) expect(n.input).toHaveLength(2);
+    const a = await measureInt8Agreement(fusedInt8, await tinyModelDir({ attention: 'fused' }), { threads: 1, states: 3, questionsPerState: 4, stateTokens: 120 });
+    expect(a.maxAbsProbDiff).toBeGreaterThan(0);
+    expect(a.maxAbsProbDiff).toBeLessThan(2e-2);
+    expect(a.topAgreeing).toBe(12);
+  });
+
   it('the service warns when it loads an int8 model written with int8 weights (u8 x s8), not for the current kernel', async () => {
     const tmp = await mkdtemp(path.join(os.tmpdir(), 'decide-int8-warning-'));
     try {

@@ -6,7 +6,7 @@
  * Every property runs on three graphs with the same weights: the stock graph (one suffix row per
  * question, the state's KV forked into each), the packing graph with packing on (a state's
  * questions in rows of their own, or in the state's prefill row), and the packing graph with
- * fused attention (ONNX Runtime's MultiHeadAttention).
+ * fused attention (fused contrib ops and ONNX's Attention).
  */
 import { mkdtemp, writeFile, mkdir, cp } from 'node:fs/promises';
 import os from 'node:os';
@@ -51,7 +51,7 @@ describe.each([
   { layout: 'one row per question', variant: {} },
   // Packing is the engine's default on CUDA only: asked for here.
   { layout: 'questions packed per state', variant: { segmentIds: true } },
-  // What a GPU host would run: packed rows on the fused-attention graph (MultiHeadAttention).
+  // What a GPU host would run: packed rows on the fused-attention graph (ONNX's Attention).
   { layout: 'questions packed per state, fused attention', variant: { segmentIds: true, attention: 'fused' as const } },
 ])('Engine on the tiny model, $layout', ({ variant }) => {
   const load = (options: Omit<Parameters<typeof Engine.load>[0], 'modelDir'> = {}) =>

@@ -1,6 +1,6 @@
 /**
  * The fused decoder graph (DecoderFeatures.attention 'fused', fused-layers.ts: SkipSimplified-
- * LayerNormalization, packed projections, RotaryEmbedding, MultiHeadAttention with past and bias,
+ * LayerNormalization, packed projections, RotaryEmbedding, ONNX's Attention with past and mask,
  * QuickGelu) on the CPU in fp32, against the standard-op graph with the same weights: the same
  * inputs and outputs, and the same logits and presents within 1e-4 on the engine's layout (a batch
  * of rows with different past lengths, padding between a row's past and its new tokens, padded new
@@ -8,7 +8,7 @@
  * layers. Its structure: the node count per layer, no Concat / Softmax / rotary arithmetic / Cast
  * in a layer. Then the engine runs it unchanged: the stock model's scores, a group alone the same
  * as inside a batch (1e-6), packed rows the same as forked rows. An fp16 build runs on the CPU
- * too (ORT 1.30's CPU MultiHeadAttention is float-only: ORT inserts Casts around it there).
+ * too.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -84,9 +84,7 @@ const QWEN3_FUSED_LAYER = [
   'Reshape', // back to [B, S, heads * head_dim]
   'RotaryEmbedding', // q and k
   'Split', // q, k
-  'Reshape', // q folded to [B, group * S, kv_heads * head_dim]
-  'MultiHeadAttention', // past + new -> presents, mask as attention_bias
-  'Reshape', // context to [B, S, heads * head_dim]
+  'Attention', // grouped KV heads, past + new -> presents, the mask as an additive attn_mask
   'MatMul', // o_proj
   'SkipSimplifiedLayerNormalization', // residual + attention, post-attention norm
   'MatMul', // packed gate + up
@@ -103,14 +101,15 @@ describe('the fused decoder graph, fp32 on the CPU', () => {
       expect(fused.outputNames).toEqual(ops.outputNames);
       const model = onnx.ModelProto.decode(await readFile(path.join(fusedDir, 'onnx', 'model.onnx')));
       const nodes = model.graph!.node!;
-      expect(nodes.filter((n) => n.opType === 'MultiHeadAttention' && n.domain === 'com.microsoft')).toHaveLength(numLayers);
+      expect(nodes.filter((n) => n.opType === 'Attention' && !n.domain)).toHaveLength(numLayers);
+      expect(model.opsetImport).toContainEqual(expect.objectContaining({ domain: '', version: 23 }));
       for (let i = 0; i < numLayers; i++) {
         const ops = layerNodes(nodes, i).map((n) => n.opType);
         expect(ops).toEqual(i === 0 ? ['SimplifiedLayerNormalization', ...QWEN3_FUSED_LAYER.slice(1)] : QWEN3_FUSED_LAYER);
-        // The MultiHeadAttention writes the graph's presents itself (no Concat of past and new).
-        const mha = layerNodes(nodes, i).find((n) => n.opType === 'MultiHeadAttention')!;
-        expect(mha.input!.slice(6)).toEqual([`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
-        expect(mha.output!.slice(1)).toEqual([`present.${i}.key`, `present.${i}.value`]);
+        // The Attention writes the graph's presents itself (no Concat of past and new).
+        const attention = layerNodes(nodes, i).find((n) => n.opType === 'Attention')!;
+        expect(attention.input!.slice(4)).toEqual([`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
+        expect(attention.output!.slice(1)).toEqual([`present.${i}.key`, `present.${i}.value`]);
       }
       for (const op of ['Softmax', 'Concat', 'Neg', 'Sin', 'Cos', 'Sigmoid', 'Transpose', 'Cast', 'Pow', 'ReduceMean']) {
         expect(nodes.filter((n) => n.name!.startsWith('/model/layers.') && n.opType === op), op).toHaveLength(0);
@@ -131,7 +130,7 @@ describe('the fused decoder graph, fp32 on the CPU', () => {
     await compare('plain', [7, 3, 0, 5], [4, 6, 2, 1]);
   });
 
-  it('a fully masked row (an empty slot in a batch) gives the same finite values, not NaN (1e-4)', async () => {
+  it('a batch with an empty slot (a row of padding only): the other row unchanged (1e-4), the empty one finite', async () => {
     await compare('plain', [5, 0], [3, 0]);
   });
 
@@ -175,7 +174,7 @@ describe('an fp16 fused graph', () => {
     expect(model.graph!.node!.filter((n) => n.opType === 'Cast' && n.name!.startsWith('/model/layers.'))).toHaveLength(0);
   });
 
-  it('runs on the CPU (MultiHeadAttention in fp32 behind Casts ORT inserts) and stays within fp16 rounding of the fp16 stock graph', async () => {
+  it('runs on the CPU and stays within fp16 rounding of the fp16 stock graph', async () => {
     const [ops, fused] = await Promise.all([open(await build('fp16-ops', {}, 'fp16')), open(await build('fp16-fused', { attention: 'fused' }, 'fp16'))]);
     try {
       const feeds = engineLayoutFeeds(TINY_LAYOUT, [6, 2], [4, 3], false, true);

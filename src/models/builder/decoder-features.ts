@@ -60,16 +60,16 @@ export interface DecoderFeatures {
   segmentIds?: boolean;
   /**
    * How the layers are written: 'ops' (default) from standard ONNX ops; 'fused' from ONNX Runtime's
-   * com.microsoft contrib ops (fused-layers.ts: SkipSimplifiedLayerNormalization, packed
-   * projections, RotaryEmbedding, MultiHeadAttention, QuickGelu), far fewer nodes for a GPU to
-   * launch. Same inputs, outputs and mask semantics; the graph then needs ONNX Runtime.
+   * com.microsoft contrib ops and ONNX's Attention (fused-layers.ts: SkipSimplifiedLayerNormalization,
+   * packed projections, RotaryEmbedding, Attention, QuickGelu), far fewer nodes for a GPU to
+   * launch. Same inputs, outputs and mask semantics; the graph then needs ONNX Runtime (opset 23).
    */
   attention?: 'ops' | 'fused';
   /**
    * With attention 'fused': a pass without a past whose rows are laid out as [state | questions]
    * (the input decide_state_span [Ls] gives the state part's length) sends each row's state tokens
    * through GroupQueryAttention, a causal kernel that computes no masked-out half (flash on a GPU),
-   * and only the questions through MultiHeadAttention with the mask, over [state KV + their KV].
+   * and only the questions through Attention with the mask, over [state KV + their KV].
    * Any other pass (a past, or no split) runs as without it. Same answers; docs/models.md.
    */
   causalStates?: boolean;

@@ -14,13 +14,15 @@
  *
  * Attention is grouped without copying KV heads: the query heads that share a KV head are folded into
  * the row axis ([B, kv_heads, group * S, head_dim]) and multiplied against the un-repeated present KV.
- * With DecoderFeatures.attention 'fused' the layers are ONNX Runtime's fused contrib ops instead
- * (fused-layers.ts: a dozen-odd nodes per layer, MultiHeadAttention over the same fold, packed
- * weights); inputs, outputs and masking are the same.
+ * With DecoderFeatures.attention 'fused' the layers are ONNX Runtime's fused contrib ops and ONNX's
+ * grouped Attention instead (fused-layers.ts: 13 to 16 nodes per layer, packed weights); inputs,
+ * outputs and masking are the same.
  */
 import {
+  ATTENTION_OPSET,
   DataType,
   GraphBuilder,
+  ONNX_OPSET,
   floatElemType,
   floatTensor,
   makeValueInfo,
@@ -48,6 +50,8 @@ export interface DecoderGraph {
   quantized: Map<string, Int8Kernel>;
   /** Nodes in the largest layer as written (ONNX Runtime may fuse some when it loads the graph). */
   nodesPerLayer: number;
+  /** The default domain's opset the graph is written for (the fused graph's Attention needs 23). */
+  opset: number;
 }
 
 /** The LM head node and its input (the final RMSNorm output), for graph rewrites that gather rows before it. */
@@ -111,7 +115,7 @@ export function buildDecoderGraph(
 ): DecoderGraph {
   if (int8 !== undefined && dtype !== 'fp32') throw new Error('decoder graph: int8 weights compute in fp32; the dtype must be fp32');
   const features: DecoderFeatures = { ...DEFAULT_FEATURES, ...featureOverrides };
-  const g = new GraphBuilder();
+  const g = new GraphBuilder(features.attention === 'fused' ? ATTENTION_OPSET : ONNX_OPSET);
   const ft = floatElemType(dtype);
   const fp16 = dtype === 'fp16';
   const { hiddenSize: h, numHeads: nh, numKvHeads: kvh, headDim: hd, vocabSize: vocab } = shape;
@@ -209,15 +213,13 @@ export function buildDecoderGraph(
     sin = g.op1('Unsqueeze', '/model/rotary_emb/Unsqueeze_2', [toCompute('/model/rotary_emb/Cast_2', sinF), g.int64([1])]);
   }
 
-  // Visibility mask [B, 1, group * S, T], shared by all layers; row r is query r mod S, or in the
-  // fused graph (its query rows folded token by token, fused-layers.ts) query floor(r / group).
+  // Visibility mask [B, 1, group * S, T], shared by all layers; row r is query r mod S. The fused
+  // graph's Attention groups the heads itself: its mask has one row per query ([B, 1, S, T]).
   const m = '/model/attn_mask';
-  /** A row of S query values as the group * S attention rows see them ([S] or [B, S] in, [g * S] or [B, g * S] out). */
+  /** A row of S query values as the attention rows see them ([S] or [B, S] in; [g * S] or [B, g * S] out, or as is when fused). */
   const queryRows = (prefix: string, x: string, rank: 1 | 2): string => {
-    if (!fused) return g.op1('Tile', `${prefix}/Tile`, [x, g.int64(rank === 1 ? [groups] : [1, groups])]);
-    const column = g.op1('Unsqueeze', `${prefix}/Unsqueeze_rows`, [x, g.int64([rank])]);
-    const each = g.op1('Expand', `${prefix}/Expand_rows`, [column, g.int64(rank === 1 ? [1, groups] : [1, 1, groups])]);
-    return g.op1('Reshape', `${prefix}/Reshape_rows`, [each, g.int64(rank === 1 ? [-1] : [0, -1])]);
+    if (fused) return x;
+    return g.op1('Tile', `${prefix}/Tile`, [x, g.int64(rank === 1 ? [groups] : [1, groups])]);
   };
   // The lengths are shape scalars, which ONNX Runtime keeps on the CPU: they feed only ops that
   // take them there (Range's bounds, Tile's repeats, Slice's starts), never arithmetic that runs on
@@ -338,9 +340,8 @@ export function buildDecoderGraph(
     const stateTokens = g.op1('ReduceSum', `${c}/ReduceSum`, [stateMask, g.int64([1])], { keepdims: 0 });
     const seqlensK = g.op1('Cast', `${c}/Cast`, [g.op1('Sub', `${c}/Sub_1`, [stateTokens, i64(1)])], { to: DataType.INT32 });
     const totalLength = g.op1('Cast', `${c}/Cast_1`, [g.op1('Squeeze', `${c}/Squeeze_1`, [stateLen, axis0])], { to: DataType.INT32 });
-    // The questions' bias rows: the folded rows of tokens [Ls, S) (row s * group + r).
-    const questionRows = g.op1('Mul', `${c}/Mul`, [stateLen, g.int64([groups])]);
-    const questionBias = g.op1('Slice', `${c}/Slice_1`, [maskBias, questionRows, g.int64([2 ** 62]), g.int64([2])]);
+    // The questions' bias rows: those of tokens [Ls, S).
+    const questionBias = g.op1('Slice', `${c}/Slice_1`, [maskBias, stateLen, g.int64([2 ** 62]), g.int64([2])]);
     const sizes = g.op1('Concat', `${c}/Concat`, [stateLen, questionLen], { axis: 0 });
     stateSplit = { condition, seqlensK, totalLength, questionBias, sizes };
   }
@@ -412,6 +413,7 @@ export function buildDecoderGraph(
     weights,
     quantized,
     nodesPerLayer: countNodesPerLayer(g.nodes, shape.numLayers),
+    opset: g.opset,
   };
 }
 

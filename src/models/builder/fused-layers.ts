@@ -1,39 +1,40 @@
 /**
  * The decoder layers of a graph built with DecoderFeatures.attention 'fused': ONNX Runtime's
- * com.microsoft contrib ops, a dozen-odd nodes per layer instead of ~48, so that a GPU run pays
- * far fewer node launches. Inputs, outputs and mask semantics are the standard-op graph's
- * (decoder-graph.ts); only the layers differ.
+ * com.microsoft contrib ops and ONNX's Attention, 13 to 16 nodes per layer instead of ~48, so that
+ * a GPU run pays far fewer node launches. Inputs, outputs and mask semantics are the standard-op
+ * graph's (decoder-graph.ts); only the layers differ.
  *
- * One layer:
+ * One layer (16 nodes for Qwen3; 13 without q/k norms, one more per bias):
  *   SkipSimplifiedLayerNormalization   residual + the previous layer's output, then RMSNorm
  *   MatMul                             packed q/k/v projection (+ Add with biases)
  *   Split                              q|k and v (q, k and v without q/k norms)
  *   Reshape, SimplifiedLayerNormalization, Reshape   the q and k norms in one node: rows of
  *                                      head_dim, a per-head scale [1, heads, head_dim] (ORT broadcasts it)
  *   RotaryEmbedding                    q and k heads in one node
- *   Split, Reshape                     q, folded to [B, group * S, kv_heads * head_dim], and k
- *   MultiHeadAttention                 with past_key/past_value: present = past ++ new, the
- *                                      graph's present outputs (no Concat), attention_bias = mask
- *   Reshape, MatMul                    context back to [B, S, heads * head_dim], output projection
+ *   Split                              q and k
+ *   Attention                          ONNX's (opset 23), q_num_heads / kv_num_heads: grouped KV
+ *                                      heads as stored, past_key/past_value in, present = past ++ new
+ *                                      out as the graph's presents (no Concat), the mask as attn_mask
+ *   MatMul                             output projection
  *   SkipSimplifiedLayerNormalization   residual + attention (+ o bias), then RMSNorm
  *   MatMul, Split, QuickGelu, Mul, MatMul   packed gate+up, SiLU(gate) * up, down
  * The last layer's output goes through the final norm as one more SkipSimplifiedLayerNormalization.
  *
- * Why MultiHeadAttention: the engine's rows carry a past AND several new tokens with an arbitrary
+ * Why ONNX's Attention: the engine's rows carry a past AND several new tokens with an arbitrary
  * mask (packed questions, padding). GroupQueryAttention refuses a batch of such rows ("batch_size
  * must be 1 when sequence_length > 1 and past context is given", group_query_attention_helper.h,
- * shared by ORT's CPU and CUDA kernels); MultiHeadAttention takes any batch, a past, and an
- * additive attention_bias, and has CPU and CUDA kernels. It has no kv_num_heads, so grouped-query
- * attention runs it with num_heads = kv_heads over group * S query rows: row s * group + r is query s
- * of the r-th head of each KV head. The query projection's heads are stored in that order (head
- * r * kv_heads + kv is the model's head kv * group + r; weight-parts.ts permutes q_proj's columns
- * and o_proj's rows), so the fold is a Reshape, and the KV cache is never repeated per head. The
- * mask bias has one row per folded query row ([B, 1, S * group, T], decoder-graph.ts).
+ * shared by ORT's CPU and CUDA kernels). com.microsoft MultiHeadAttention takes such a batch but has
+ * no kv_num_heads: grouped heads then need the query heads folded into the row axis, a Reshape on
+ * each side of it (18 nodes per Qwen3 layer). ONNX's Attention takes any batch, a past, an additive
+ * mask and grouped KV heads, with CPU and CUDA kernels in ONNX Runtime 1.30 (on CUDA, fp16 runs the
+ * memory-efficient kernel with the KV heads expanded in scratch; fp32 an unfused kernel). What it
+ * returns for a query that sees no key at all (a padding slot) is unspecified but finite; the engine
+ * never reads it.
  *
- * With DecoderFeatures.causalStates the attention (the fold, MultiHeadAttention and the context
- * Reshape) sits in an If: in a pass split into states and questions (StateSplit below) the states
- * go through GroupQueryAttention and only the questions through MultiHeadAttention; any other pass
- * runs the attention above (docs/models.md).
+ * With DecoderFeatures.causalStates the Attention sits in an If: in a pass split into states and
+ * questions (StateSplit below) the states go through GroupQueryAttention and only the questions
+ * through Attention, over the states' KV as their past; any other pass runs the Attention above
+ * (docs/models.md).
  *
  * Rotary: ORT's RotaryEmbedding with cos/sin tables [max_position_embeddings, head_dim / 2] built
  * here in fp32 the way the standard-op graph computes its angles (fp32 position x fp32 inverse
@@ -49,7 +50,7 @@ import type { PartInit, WeightAssembly, WeightPart } from './weight-parts.js';
  * DecoderFeatures.causalStates: the values every layer's state/question split reads (decoder-graph.ts
  * computes them once). When `condition` holds (no past, a state part and a question part), a layer
  * runs its state tokens [0, Ls) through GroupQueryAttention (causal; per row `seqlensK` = its state
- * tokens - 1, `totalLength` = Ls) and its question tokens through MultiHeadAttention with
+ * tokens - 1, `totalLength` = Ls) and its question tokens through Attention with
  * `questionBias` (the mask's rows of those tokens) over the state's KV as past plus their own; else
  * the layer runs as without the split.
  */
@@ -76,7 +77,7 @@ export interface FusedLayersContext {
   weight(decl: WeightDecl): string;
   /** x @ W for a projection weight (an int8 kernel when the graph quantizes it). */
   matmul(node: string, x: string, w: string, dims: [number, number]): string;
-  /** The additive mask bias of layer i ([B, 1, S * group, T], folded row order). */
+  /** The additive mask bias of layer i ([B, 1, S, T]). */
   layerBias(layer: number): string;
   /** DecoderFeatures.causalStates: the split's inputs. */
   stateSplit?: StateSplit;
@@ -90,30 +91,18 @@ export interface FusedLayersContext {
   invFreq: readonly number[];
 }
 
-/**
- * Query head j of the fused graph is the model's head order[j]: j = r * kvHeads + kv runs the r-th
- * query head of KV head kv, which the model numbers kv * group + r.
- */
-export function foldedHeadOrder(numHeads: number, numKvHeads: number): number[] {
-  const group = numHeads / numKvHeads;
-  return Array.from({ length: numHeads }, (_, j) => (j % numKvHeads) * group + Math.floor(j / numKvHeads));
-}
-
 /** Builds every layer and the final norm; returns the final norm's output. */
 export function buildFusedLayers(ctx: FusedLayersContext): string {
   const { g, shape, dtype, features } = ctx;
   const { hiddenSize: h, numHeads: nh, numKvHeads: kvh, headDim: hd, intermediateSize: inter } = shape;
-  const group = nh / kvh;
   const eps = floatAttr(shape.rmsNormEps);
   const normal: PartInit = { kind: 'normal', std: INIT_STD };
   const zeros: PartInit = { kind: 'zeros' };
   const offset = features.normStyle === 'onePlusWeight' ? 1 : undefined;
-  const order = foldedHeadOrder(nh, kvh);
-  const qPermute = { axis: 1 as const, blockSize: hd, order };
 
   const assembled = (name: string, dims: number[], assembly: WeightAssembly): string => ctx.weight({ name, dims, init: zeros, assembly });
   const single = (part: WeightPart): string =>
-    part.permute === undefined && part.offset === undefined ? ctx.weight({ name: part.name, dims: part.dims, init: part.init }) : assembled(part.name, part.dims, { parts: [part], axis: 1 });
+    part.offset === undefined ? ctx.weight({ name: part.name, dims: part.dims, init: part.init }) : assembled(part.name, part.dims, { parts: [part], axis: 1 });
   const normWeight = (name: string) => single({ name, dims: [h], init: { kind: 'ones' }, ...(offset === undefined ? {} : { offset }) });
 
   // Rotary tables, and the positions each rotary node reads (built once for all layers).
@@ -164,14 +153,14 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     const w = `model.layers.${i}`;
     const normed = skipNorm(`${p}/input_layernorm/SkipSimplifiedLayerNormalization`, normWeight(`${w}.input_layernorm.weight`));
 
-    // Packed q/k/v, query heads in fold order.
+    // Packed q/k/v.
     const qDims = [h, nh * hd];
     const kvDims = [h, kvh * hd];
     const qkvWidth = (nh + 2 * kvh) * hd;
     const qkvWeight = assembled(`${w}.self_attn.qkv_proj.weight`, [h, qkvWidth], {
       axis: 1,
       parts: [
-        { name: `${w}.self_attn.q_proj.weight`, dims: qDims, init: normal, permute: qPermute },
+        { name: `${w}.self_attn.q_proj.weight`, dims: qDims, init: normal },
         { name: `${w}.self_attn.k_proj.weight`, dims: kvDims, init: normal },
         { name: `${w}.self_attn.v_proj.weight`, dims: kvDims, init: normal },
       ],
@@ -181,7 +170,7 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
       const bias = assembled(`${w}.self_attn.qkv_proj.bias`, [qkvWidth], {
         axis: 1,
         parts: [
-          { name: `${w}.self_attn.q_proj.bias`, dims: [nh * hd], init: zeros, permute: qPermute },
+          { name: `${w}.self_attn.q_proj.bias`, dims: [nh * hd], init: zeros },
           { name: `${w}.self_attn.k_proj.bias`, dims: [kvh * hd], init: zeros },
           { name: `${w}.self_attn.v_proj.bias`, dims: [kvh * hd], init: zeros },
         ],
@@ -189,7 +178,7 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
       qkv = g.op1('Add', `${a}/qkv_proj/Add`, [qkv, bias]);
     }
 
-    let query: string; // [B, S, heads * head_dim], heads in fold order
+    let query: string; // [B, S, heads * head_dim]
     let key: string;
     let value: string;
     if (features.qkNorm) {
@@ -216,23 +205,13 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
       value = v;
     }
 
-    /** Today's attention over the whole pass: the folded query against past ++ new, with the mask. */
-    const wholeAttention = (b: GraphBuilder, prefix: string, outputs: [string, string, string]): string => {
-      const folded = b.op1('Reshape', `${prefix}/Reshape_q`, [query, g.int64([0, -1, kvh * hd])]);
-      const [context] = b.op(
-        'MultiHeadAttention',
-        `${prefix}/MultiHeadAttention`,
-        [folded, key, value, '', '', ctx.layerBias(i), ctx.pastKey(i), ctx.pastValue(i)],
-        { num_heads: kvh },
-        [`${prefix}/MultiHeadAttention_output_0`, outputs[1], outputs[2]],
-        MS_DOMAIN,
-      );
-      return b.op1('Reshape', `${prefix}/Reshape_ctx`, [context!, g.int64([0, -1, nh * hd])], {}, outputs[0]);
-    };
+    /** ONNX's Attention (opset 23) over past ++ new with the mask: grouped KV heads, no fold, no Concat. */
+    const attend = (b: GraphBuilder, node: string, q: string, k: string, v: string, bias: string, past: [string, string], outputs: [string, string, string]): string[] =>
+      b.op('Attention', node, [q, k, v, bias, past[0], past[1]], { q_num_heads: nh, kv_num_heads: kvh }, outputs);
     let contextFlat: string;
     const split = ctx.stateSplit;
     if (split === undefined) {
-      contextFlat = wholeAttention(g, a, [`${a}/Reshape_ctx_output_0`, ctx.presentKey(i), ctx.presentValue(i)]);
+      [contextFlat] = attend(g, `${a}/Attention`, query, key, value, ctx.layerBias(i), [ctx.pastKey(i), ctx.pastValue(i)], [`${a}/Attention_output_0`, ctx.presentKey(i), ctx.presentValue(i)]) as [string];
     } else {
       const t = `${a}/states`;
       const e = `${a}/whole`;
@@ -246,47 +225,29 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
         const [qS, qQ] = b.op('Split', `${t}/Split_q`, [query, split.sizes], { axis: 1 }, 2) as [string, string];
         const [kS, kQ] = b.op('Split', `${t}/Split_k`, [key, split.sizes], { axis: 1 }, 2) as [string, string];
         const [vS, vQ] = b.op('Split', `${t}/Split_v`, [value, split.sizes], { axis: 1 }, 2) as [string, string];
-        // GroupQueryAttention groups query heads [kv * group, (kv + 1) * group) on KV head kv: the
-        // model's order, not the fold order the queries are stored in (head r * kv_heads + kv).
-        const toModelOrder = (prefix: string, x: string, from: [number, number]) =>
-          b.op1('Reshape', `${prefix}/Reshape_1`, [
-            b.op1('Transpose', `${prefix}/Transpose`, [b.op1('Reshape', `${prefix}/Reshape`, [x, g.int64([0, 0, from[0], from[1], hd])])], { perm: [0, 1, 3, 2, 4] }),
-            g.int64([0, 0, nh * hd]),
-          ]);
         const [stateContext, stateKey, stateValue] = b.op(
           'GroupQueryAttention',
           `${t}/GroupQueryAttention`,
-          [toModelOrder(`${t}/q_order`, qS, [group, kvh]), kS, vS, '', '', split.seqlensK, split.totalLength],
+          [qS, kS, vS, '', '', split.seqlensK, split.totalLength],
           { num_heads: nh, kv_num_heads: kvh },
           3,
           MS_DOMAIN,
         ) as [string, string, string];
-        const foldedQ = b.op1('Reshape', `${t}/Reshape_q`, [qQ, g.int64([0, -1, kvh * hd])]);
-        const [questionContext, presentKey, presentValue] = b.op(
-          'MultiHeadAttention',
-          `${t}/MultiHeadAttention`,
-          [foldedQ, kQ, vQ, '', '', split.questionBias, stateKey, stateValue],
-          { num_heads: kvh },
-          [`${t}/MultiHeadAttention_output_0`, `${t}/present_key`, `${t}/present_value`],
-          MS_DOMAIN,
-        ) as [string, string, string];
-        const questionFlat = b.op1('Reshape', `${t}/Reshape_ctx`, [questionContext, g.int64([0, -1, nh * hd])]);
-        // Back to the fold order the output projection's rows are stored in.
-        const stateFlat = toModelOrder(`${t}/ctx_order`, stateContext, [kvh, group]);
-        return [b.op1('Concat', `${t}/Concat`, [stateFlat, questionFlat], { axis: 1 }, `${t}/context`), presentKey, presentValue];
+        const [questionContext, presentKey, presentValue] = attend(b, `${t}/Attention`, qQ, kQ, vQ, split.questionBias, [stateKey, stateValue], [
+          `${t}/Attention_output_0`,
+          `${t}/present_key`,
+          `${t}/present_value`,
+        ]) as [string, string, string];
+        return [b.op1('Concat', `${t}/Concat`, [stateContext, questionContext], { axis: 1 }, `${t}/context`), presentKey, presentValue];
       });
-      const whole = g.subgraph(e, branchOutputs(e), (b) => [
-        wholeAttention(b, e, [`${e}/context`, `${e}/present_key`, `${e}/present_value`]),
-        `${e}/present_key`,
-        `${e}/present_value`,
-      ]);
+      const whole = g.subgraph(e, branchOutputs(e), (b) => attend(b, `${e}/Attention`, query, key, value, ctx.layerBias(i), [ctx.pastKey(i), ctx.pastValue(i)], [`${e}/context`, `${e}/present_key`, `${e}/present_value`]));
       [contextFlat] = g.op('If', `${a}/If`, [split.condition], { then_branch: states, else_branch: whole }, [
         `${a}/If_output_0`,
         ctx.presentKey(i),
         ctx.presentValue(i),
       ]) as [string];
     }
-    const oWeight = single({ name: `${w}.self_attn.o_proj.weight`, dims: [nh * hd, h], init: normal, permute: { axis: 0, blockSize: hd, order } });
+    const oWeight = single({ name: `${w}.self_attn.o_proj.weight`, dims: [nh * hd, h], init: normal });
     pending = ctx.matmul(`${a}/o_proj/MatMul`, contextFlat, oWeight, [nh * hd, h]);
     pendingBias = features.oBias ? ctx.weight({ name: `${w}.self_attn.o_proj.bias`, dims: [h], init: zeros }) : '';
 

@@ -56,10 +56,11 @@ export const EXTERNAL_DATA_THRESHOLD = 1.5e9;
 
 /**
  * Bumped whenever the generated graph changes (2: the attention mask became an additive bias; 3:
- * --attention fused writes fused layers, fused-layers.ts), so that a cached generated model (the
- * benchmark's) is rebuilt instead of silently reused.
+ * --attention fused writes fused layers, fused-layers.ts; 4: their attention is ONNX's grouped
+ * Attention, no head fold), so that a cached generated model (the benchmark's) or a derived fused
+ * graph is rebuilt instead of silently reused.
  */
-export const GRAPH_VERSION = 3;
+export const GRAPH_VERSION = 4;
 
 const CHUNK_ELEMENTS = 1 << 20;
 
@@ -92,7 +93,7 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
     await writeTokenizerFiles(tmpDir, shape.vocabSize);
     const tokens = await readSpecialTokenIds(tmpDir);
     await writeJson(path.join(tmpDir, 'config.json'), hfConfig(shape, floatDtype, tokens.bosTokenId, tokens.eosTokenId));
-    const { graph, weights, quantized, nodesPerLayer } = buildDecoderGraph(shape, floatDtype, opts.features, int8);
+    const { graph, weights, quantized, nodesPerLayer, opset } = buildDecoderGraph(shape, floatDtype, opts.features, int8);
     result.nodesPerLayer = nodesPerLayer;
     const builder: Record<string, unknown> = { preset: opts.preset, seed, dtype, graphVersion: GRAPH_VERSION };
     if (opts.shapeOverrides !== undefined && Object.keys(definedOnly(opts.shapeOverrides)).length > 0) {
@@ -116,6 +117,7 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
       graph,
       weights: int8 === undefined ? specs : quantizeWeightSpecs(specs, quantized, int8.block),
       externalData: external,
+      opsetVersion: opset,
       sync: true,
     });
     await placeModelDir(tmpDir, target);

@@ -62,6 +62,11 @@ export function floatAttr(value: number): FloatAttr {
   return { float: value };
 }
 
+/** The default domain's version a graph is written for, unless it asks for another. */
+export const ONNX_OPSET = 17;
+/** The first version with ONNX's Attention operator (grouped KV heads, past, an additive mask). */
+export const ATTENTION_OPSET = 23;
+
 /** ONNX Runtime's contrib operators (MultiHeadAttention, GroupQueryAttention, ...). */
 export const MS_DOMAIN = 'com.microsoft';
 
@@ -117,8 +122,15 @@ export class GraphBuilder {
   readonly initializers: TensorProto[] = [];
   private readonly constants = new Map<string, string>();
 
-  /** `parent`: this builds a subgraph (an If branch), whose constants live in the main graph. */
-  constructor(private readonly parent?: GraphBuilder) {}
+  /**
+   * `opset`: the default domain's version the graph is written for (ops whose form changed, such as
+   * ReduceMax's axes, read it). `parent`: this builds a subgraph (an If branch), whose constants live
+   * in the main graph.
+   */
+  constructor(
+    readonly opset: number = ONNX_OPSET,
+    private readonly parent?: GraphBuilder,
+  ) {}
 
   /**
    * A subgraph (an If node's branch) named `name`: `build` adds its nodes to a child builder and
@@ -126,7 +138,7 @@ export class GraphBuilder {
    * names). It reads the main graph's values by name (outer scope).
    */
   subgraph(name: string, outputs: ValueInfoProto[], build: (sub: GraphBuilder) => string[]): GraphAttr {
-    const sub = new GraphBuilder(this);
+    const sub = new GraphBuilder(this.opset, this);
     const produced = build(sub);
     if (produced.length !== outputs.length || produced.some((made, k) => made !== outputs[k]!.name)) {
       throw new Error(`subgraph ${name}: its nodes produce [${produced.join(', ')}], not the declared outputs`);
@@ -205,7 +217,6 @@ export interface WriteModelResult {
 }
 
 const EXTERNAL_ALIGNMENT = 4096;
-const ONNX_OPSET = 17;
 const ONNX_IR_VERSION = 8;
 
 /**

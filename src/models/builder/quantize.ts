@@ -175,7 +175,12 @@ function quantizedRows(g: GraphBuilder, x: string): { q: string; scale: string; 
   const p = `${x.replace(/_output_\d+$/, '')}/int8_rows`;
   const zeroPoint = '/model/int8/zero_point_128';
   if (memo.size === 0) g.addInitializer(makeTensor(zeroPoint, DataType.UINT8, [], Uint8Array.of(ROWQ_ZERO_POINT)));
-  const absMax = g.op1('ReduceMax', `${p}/ReduceMax`, [g.op1('Abs', `${p}/Abs`, [x])], { axes: [-1], keepdims: 1 });
+  // ReduceMax takes its axes as an attribute before opset 18 and as an input from then on.
+  const abs = g.op1('Abs', `${p}/Abs`, [x]);
+  const absMax =
+    g.opset >= 18
+      ? g.op1('ReduceMax', `${p}/ReduceMax`, [abs, g.int64([-1])], { keepdims: 1 })
+      : g.op1('ReduceMax', `${p}/ReduceMax`, [abs], { axes: [-1], keepdims: 1 });
   const scale = g.op1('Max', `${p}/Max`, [g.op1('Mul', `${p}/Mul`, [absMax, g.float('fp32', [1 / 127], [])]), g.float('fp32', [1e-30], [])]);
   const rounded = g.op1('Round', `${p}/Round`, [g.op1('Div', `${p}/Div`, [x, scale])]);
   const q = g.op1('Cast', `${p}/Cast`, [g.op1('Add', `${p}/Add`, [rounded, g.float('fp32', [ROWQ_ZERO_POINT], [])])], { to: DataType.UINT8 });

@@ -1,7 +1,7 @@
 /**
  * Weights that the fused decoder graph (fused-layers.ts) stores joined or reordered: one packed
  * q/k/v projection instead of three, one gate+up projection instead of two, the q/k norm weights
- * repeated per head, the output projection's input rows in the graph's head order. Each such
+ * repeated per head, norm weights with an offset. Each such
  * weight is declared with its parts, the tensors the standard-op graph (and a Hugging Face
  * checkpoint) hold under their own names, so make-model draws the same random values for them and
  * import-model reads them from the checkpoint; assembleWeight joins them.
@@ -9,13 +9,6 @@
 
 /** How make-model draws a part's values (a checkpoint import reads them instead). */
 export type PartInit = { kind: 'normal'; std: number } | { kind: 'ones' } | { kind: 'zeros' };
-
-/** Head blocks of `blockSize` rows (axis 0) or columns (axis 1): block j of the result is block order[j] of the part. */
-export interface BlockPermutation {
-  axis: 0 | 1;
-  blockSize: number;
-  order: readonly number[];
-}
 
 /**
  * One part of an assembled weight, as the standard-op graph declares it: `name` and `dims` ([in,
@@ -25,8 +18,6 @@ export interface WeightPart {
   name: string;
   dims: number[];
   init: PartInit;
-  /** Reorders head blocks (the fused graph's query heads run in fold order). */
-  permute?: BlockPermutation;
   /** Added to every value (Gemma's norms scale by 1 + weight). */
   offset?: number;
 }
@@ -56,22 +47,6 @@ export function assembledRowsCols(assembly: WeightAssembly): [number, number] {
   return [shapes.reduce((n, [r]) => n + r, 0), cols];
 }
 
-function permuted(values: Float32Array, rows: number, cols: number, p: BlockPermutation): Float32Array {
-  const out = new Float32Array(values.length);
-  const blocks = (p.axis === 0 ? rows : cols) / p.blockSize;
-  if (!Number.isInteger(blocks) || p.order.length !== blocks) throw new Error('weight parts: the permutation does not tile the part');
-  if (p.axis === 0) {
-    const span = p.blockSize * cols;
-    p.order.forEach((from, j) => out.set(values.subarray(from * span, (from + 1) * span), j * span));
-  } else {
-    for (let r = 0; r < rows; r++) {
-      const row = r * cols;
-      p.order.forEach((from, j) => out.set(values.subarray(row + from * p.blockSize, row + (from + 1) * p.blockSize), row + j * p.blockSize));
-    }
-  }
-  return out;
-}
-
 /**
  * The assembled weight from its parts' values (each in its part's row-major layout, in the order of
  * assembly.parts), row-major [rows, cols].
@@ -83,9 +58,8 @@ export function assembleWeight(assembly: WeightAssembly, partValues: readonly Fl
   let at = 0;
   assembly.parts.forEach((part, i) => {
     const [r, c] = rowsCols(part.dims);
-    let v = partValues[i]!;
+    const v = partValues[i]!;
     if (v.length !== r * c) throw new Error(`weight parts: ${part.name} has ${v.length} values, expected ${r * c}`);
-    if (part.permute) v = permuted(v, r, c, part.permute);
     const offset = part.offset ?? 0;
     if (assembly.axis === 0) {
       for (let k = 0; k < v.length; k++) out[at * cols + k] = v[k]! + offset;

@@ -52,7 +52,7 @@ export interface ImportModelOptions {
    */
   segmentIds?: boolean;
   /**
-   * 'fused' writes each layer's attention as ONNX Runtime's MultiHeadAttention (DecoderFeatures.attention,
+   * 'fused' writes each layer from fused ops, its attention as ONNX's Attention (DecoderFeatures.attention,
    * docs/models.md "Fused attention"); default 'ops', standard ONNX ops.
    */
   attention?: 'ops' | 'fused';
@@ -174,7 +174,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     ...(attention === 'fused' ? { attention } : {}),
     ...(opts.causalStates === true ? { causalStates: true } : {}),
   };
-  const { graph, weights, quantized, nodesPerLayer } = buildDecoderGraph(plan.shape, floatDtype, { ...plan.features, ...extraFeatures }, int8);
+  const { graph, weights, quantized, nodesPerLayer, opset } = buildDecoderGraph(plan.shape, floatDtype, { ...plan.features, ...extraFeatures }, int8);
   const sources = mapWeights(weights, checkpoint.tensors, plan.shape.tieWordEmbeddings === true);
   const dtypes = [...new Set([...checkpoint.tensors.values()].map((t) => t.dtype))].sort();
   if (dtype === 'fp16' && dtypes.some((d) => d === 'F32' || d === 'BF16' || d === 'F64')) {
@@ -226,6 +226,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
       weights: quantizeWeightSpecs(weightSpecs(sources, floatDtype, totalParams, opts.onProgress), quantized, int8?.block ?? 0),
       externalData: totalParams * bytesPerElement(floatDtype) > EXTERNAL_DATA_BYTES,
       producerName: 'decision-engine import-model',
+      opsetVersion: opset,
       sync: true,
     });
 
