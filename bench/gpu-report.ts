@@ -92,6 +92,8 @@ export interface GpuReport {
   gpuScaleCudaGraphs: GpuScaleReport | null;
   /** The same GPU-size step on the graph with causal states (`--attention causal`), CUDA only. */
   gpuScaleCausal: GpuScaleReport | null;
+  /** The same GPU-size step without the pass length alignment (`--pass-length-multiple 1`), CUDA only. */
+  gpuScaleUnaligned: GpuScaleReport | null;
   /** The PyTorch peer's JSON lines, one per workload. */
   peer: PeerLine[];
   profile: ProfileSummary | null;
@@ -285,6 +287,7 @@ export function formatGpuReport(r: GpuReport): string {
   const variants: [string, GpuScaleReport | null][] = [
     ['with CUDA graphs (`--cuda-graphs on`)', r.gpuScaleCudaGraphs],
     ['on the graph with causal states (`--attention causal`)', r.gpuScaleCausal],
+    ['without the pass length alignment (`--pass-length-multiple 1`)', r.gpuScaleUnaligned],
   ];
   for (const [title, variant] of variants) {
     if (!variant) continue;
@@ -329,6 +332,7 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     gpuScale: null,
     gpuScaleCudaGraphs: null,
     gpuScaleCausal: null,
+    gpuScaleUnaligned: null,
     peer: [],
     profile: null,
     archive: null,
@@ -389,8 +393,9 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     skip: cudaOnly ?? (!peer ? 'torch_peer.py not found (--torch-peer PATH, DECIDE_TORCH_PEER, bench/torch_peer.py)' : !torch.ok ? `python3 with torch, transformers and CUDA not usable: ${torch.text.split('\n').pop()}` : undefined),
   });
   // The same sizes with what is off by default until a card measures it (these steps are that
-  // measurement): every pass shape captured as a CUDA graph once and replayed, and the graph with
-  // causal states (the state part through GroupQueryAttention; docs/models.md).
+  // measurement): every pass shape captured as a CUDA graph once and replayed, the graph with
+  // causal states (the state part through GroupQueryAttention; docs/models.md), and what the
+  // default pass length alignment gains (passes at their exact lengths).
   const variantStep = (name: string, flags: string[], keep: (r: GpuScaleReport | null) => void): PlannedStep => {
     const dir = path.join(outDir, name);
     return {
@@ -403,6 +408,7 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
   steps.push(
     variantStep('bench-gpu-size-cuda-graphs', ['--cuda-graphs', 'on'], (r) => (report.gpuScaleCudaGraphs = r)),
     variantStep('bench-gpu-size-causal-states', ['--attention', 'causal'], (r) => (report.gpuScaleCausal = r)),
+    variantStep('bench-gpu-size-unaligned', ['--pass-length-multiple', '1'], (r) => (report.gpuScaleUnaligned = r)),
   );
   if (firstDtype) steps.push(...benchSteps(firstDtype));
   const profileFile = path.join(outDir, 'ort-profile.json');

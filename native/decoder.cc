@@ -90,6 +90,7 @@ struct StagedInput {
 
 Decoder::Decoder(const DecoderOptions& options) {
   shape_buckets_ = options.shape_buckets || options.cuda_graphs;
+  length_multiple_ = std::max(options.length_multiple, 1);
   cuda_graphs_ = options.cuda_graphs;
   if (cuda_graphs_ && options.provider != Provider::kCuda) {
     throw EngineError(kErrInput, "CUDA graphs need the cuda provider");
@@ -445,7 +446,7 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& real_rows, bool want_
     }
   }
   const PassShape exact = ExactShape(real_rows, want_logits);
-  const PassShape shape = shape_buckets_ ? BucketPassShape(exact) : exact;
+  const PassShape shape = AlignPassLength(shape_buckets_ ? BucketPassShape(exact) : exact, length_multiple_);
   std::vector<ExtendRow> padded;
   if (shape.rows > exact.rows) {
     padded = real_rows;

@@ -84,6 +84,8 @@ struct DecoderOptions {
   // CUDA only, with shape_buckets and the scoring head: each shape's run is captured as a CUDA graph
   // once (ONNX Runtime's enable_cuda_graph, one gpu_graph_id per shape) and replayed after.
   bool cuda_graphs = false;
+  // Every pass's past + new length rounded up to a multiple of this (shape_buckets.h, AlignPassLength).
+  int length_multiple = 1;
 };
 
 struct ModelInfo {
@@ -181,6 +183,7 @@ class Decoder {
   uint64_t PassBufferMoves() const { return buffer_moves_ + kv_->PastMoves(); }
   // Whether passes run padded to fixed shapes (shape_buckets, or implied by cuda_graphs).
   bool ShapeBuckets() const { return shape_buckets_; }
+  int LengthMultiple() const { return length_multiple_; }
   // Whether passes without a past may run split into states and items (ExactShape).
   bool SplitsStates() const { return info_.has_state_span && info_.has_logits_index && !shape_buckets_; }
 
@@ -215,6 +218,7 @@ class Decoder {
   uint64_t buffer_moves_ = 0;
   std::map<std::pair<uint64_t, PassShape>, int> graph_ids_;  // (PassBufferMoves(), shape) -> gpu_graph_id
   bool shape_buckets_ = false;
+  int length_multiple_ = 1;
   bool cuda_graphs_ = false;
   Ort::MemoryInfo host_info_{nullptr};
   ModelInfo info_;

@@ -236,6 +236,7 @@ ScorerOptions ReadLoadOptions(Napi::Env env, Napi::Object options) {
   out.pack_suffixes = RequiredBool(env, options, "packSuffixes");
   out.prefill_chunks = RequiredBool(env, options, "prefillChunks");
   out.decoder.shape_buckets = RequiredBool(env, options, "shapeBuckets");
+  out.decoder.length_multiple = RequiredInt(env, options, "passLengthMultiple", 1);
   out.decoder.cuda_graphs = RequiredBool(env, options, "cudaGraphs");
   out.decoder.log_severity = static_cast<int>(RequiredNumber(env, options, "ortLogSeverity", 0, 4, true));
   return out;

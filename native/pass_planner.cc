@@ -1,6 +1,7 @@
 #include "pass_planner.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "shape_buckets.h"
 
@@ -24,12 +25,15 @@ std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& 
       max_new = std::max<int64_t>(max_new, row.num_tokens);
       span.Add(row);
       // A split pass (Decoder::ExactShape) runs its longest lead, then its longest items.
-      const int64_t run_new = limits.split_states && max_past == 0 && span.Splits() ? span.NewLen() : max_new;
+      const bool split = limits.split_states && max_past == 0 && span.Splits();
+      const int64_t run_new = split ? span.NewLen() : max_new;
       const int64_t real_count = static_cast<int64_t>(end - begin);
       // What the pass computes: its rows and lengths as padded to the pass's shape.
       const int64_t count = limits.shape_buckets ? BucketUp(real_count) : real_count;
-      const int64_t pass_new = limits.shape_buckets ? BucketUp(run_new) : run_new;
-      const int64_t pass_past = limits.shape_buckets ? BucketUp(max_past) : max_past;
+      int64_t pass_new = limits.shape_buckets ? BucketUp(run_new) : run_new;
+      int64_t pass_past = limits.shape_buckets ? BucketUp(max_past) : max_past;
+      // A split pass is not aligned (AlignPassLength).
+      if (!split) std::tie(pass_past, pass_new) = AlignedLengths(pass_past, pass_new, limits.length_multiple);
       bool fits = count * pass_new <= limits.token_budget &&
                   count * pass_past * limits.kv_bytes_per_token <= static_cast<double>(limits.past_budget_bytes) &&
                   count * pass_new * (pass_past + pass_new) <= limits.attention_budget;

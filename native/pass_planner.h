@@ -34,6 +34,8 @@ struct PassLimits {
   // The graph splits passes without a past into states and items (decoder.h, split passes): such a
   // pass runs the longest lead plus the longest items, with a gap between for shorter leads.
   bool split_states = false;
+  // Passes run with past + new rounded up to this multiple (shape_buckets.h, AlignedLengths).
+  int length_multiple = 1;
 };
 
 // [begin, end) row ranges, in order, covering every row. A single row always forms a pass,

@@ -478,6 +478,7 @@ std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow
   limits.pass_overhead_tokens = options_.pass_overhead_tokens;
   limits.shape_buckets = decoder_->ShapeBuckets();
   limits.split_states = decoder_->SplitsStates();
+  limits.length_multiple = decoder_->LengthMultiple();
   if (want_logits && !info.has_logits_index) {
     limits.logits_bytes_per_token = info.vocab_size * 4;
     limits.logits_budget_bytes = kStockLogitsBudgetBytes;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <tuple>
+#include <utility>
 
 namespace decide {
 
@@ -37,5 +38,16 @@ struct PassShape {
 
 // `exact` with every dimension rounded up by BucketUp.
 PassShape BucketPassShape(const PassShape& exact);
+
+// A pass's total length (past + new tokens) rounded up to a multiple of `multiple` (1: as is):
+// attention kernels take the mask's rows only when their stride is aligned (ONNX Runtime's CUDA
+// memory-efficient attention wants a multiple of 4 elements with a mask, and falls back to an
+// unfused kernel otherwise). The padding goes to the past (masked columns, no compute beyond
+// attention) when there is one, else to the new tokens. Returns {past, new}.
+std::pair<int64_t, int64_t> AlignedLengths(int64_t past_len, int64_t new_len, int multiple);
+
+// `shape` with AlignedLengths applied; a split pass (state_len > 0) is left as is: its layout puts
+// the state part first and GroupQueryAttention reads its length.
+PassShape AlignPassLength(const PassShape& shape, int multiple);
 
 }  // namespace decide

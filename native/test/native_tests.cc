@@ -328,6 +328,45 @@ void ShapeBucketTests() {
   });
 }
 
+void LengthAlignmentTests() {
+  Test("pass length multiple: past + new rounded up; the padding goes to the past, else to the new tokens", [&] {
+    bool aligned = true, minimal = true, placed = true;
+    for (int multiple : {1, 4, 8}) {
+      for (int64_t past = 0; past < 40; ++past) {
+        for (int64_t fresh = 1; fresh < 40; ++fresh) {
+          const auto [p, n] = decide::AlignedLengths(past, fresh, multiple);
+          aligned = aligned && (p + n) % multiple == 0;
+          minimal = minimal && p + n - (past + fresh) < multiple && p + n >= past + fresh;
+          placed = placed && (past > 0 ? n == fresh && p >= past : p == 0 && n >= fresh);
+        }
+      }
+    }
+    CHECK(aligned);
+    CHECK(minimal);
+    CHECK(placed);
+    using Lengths = std::pair<int64_t, int64_t>;
+    CHECK((decide::AlignedLengths(390, 18, 8) == Lengths{390, 18}));
+    CHECK((decide::AlignedLengths(391, 18, 8) == Lengths{398, 18}));
+    CHECK((decide::AlignedLengths(0, 1601, 8) == Lengths{0, 1608}));
+  });
+  Test("pass length multiple: a split pass keeps its shape; the planner budgets the aligned pass", [&] {
+    decide::PassShape split;
+    split.rows = 2;
+    split.new_len = 13;
+    split.state_len = 9;
+    CHECK(decide::AlignPassLength(split, 8) == split);
+    decide::PassShape plain = split;
+    plain.state_len = 0;
+    CHECK(decide::AlignPassLength(plain, 8).new_len == 16);
+    // 4 rows of 14 new tokens fit a budget of 56, not as the 4 x 16 they run as when aligned to 8.
+    decide::PassLimits limits = PlannerLimits(4 * 14, 1e30);
+    std::vector<decide::ExtendRow> rows = Rows({{0, 14}, {0, 14}, {0, 14}, {0, 14}});
+    CHECK(decide::PlanPasses(rows, limits).size() == 1);
+    limits.length_multiple = 8;
+    CHECK(decide::PlanPasses(rows, limits).size() == 2);
+  });
+}
+
 void SplitPassTests() {
   Test("pass planner: a split pass costs its longest lead plus its longest items, and splits where that gap costs more than a pass", [&] {
     decide::PassLimits limits = PlannerLimits(1 << 30, 32);
@@ -425,6 +464,7 @@ int main() {
   RowPackingTests();
   PassPlannerTests();
   ShapeBucketTests();
+  LengthAlignmentTests();
   SplitPassTests();
   KvStoreTests();
   std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;

@@ -58,6 +58,13 @@ export interface EngineLoadOptions {
    */
   shapeBuckets?: boolean;
   /**
+   * Round every forward pass's total length (past + new tokens) up to a multiple of this, with
+   * masked past columns (or masked new tokens in a pass without a past). Default 1 on 'cpu', 8 on
+   * 'cuda': ONNX Runtime's CUDA attention runs its fused memory-efficient kernel with a mask only
+   * when the mask's rows are aligned, and an unfused one otherwise. Answers are unchanged.
+   */
+  passLengthMultiple?: number;
+  /**
    * 'cuda' only: capture each fixed pass shape's run as a CUDA graph once and replay it after,
    * which removes the kernel launches' host time (implies shapeBuckets; needs the scoring head and
    * a graph without control flow). Default off: not yet measured on a GPU.
@@ -147,6 +154,7 @@ export const PROVIDER_DEFAULTS = {
     passOverheadTokens: 32,
     packSuffixes: false,
     prefillChunks: true,
+    passLengthMultiple: 1,
   },
   cuda: {
     tokenBudget: 65536,
@@ -156,6 +164,8 @@ export const PROVIDER_DEFAULTS = {
     passOverheadTokens: 2048,
     packSuffixes: true,
     prefillChunks: false,
+    /** ONNX Runtime's CUDA memory-efficient attention takes a mask only with rows aligned to 4 elements (ONNX's Attention) or 4 x the element size (its contrib ops: 8 in fp16). */
+    passLengthMultiple: 8,
   },
 } satisfies Record<Provider, unknown>;
 
@@ -237,6 +247,11 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
     flag: '--shape-buckets', env: 'DECIDE_SHAPE_BUCKETS', check: { kind: 'boolean' },
     default: () => ENGINE_DEFAULTS.shapeBuckets,
     help: 'pad every forward pass to a few fixed shapes (at most 25% more rows and tokens each) on buffers at fixed addresses, as CUDA graphs need',
+  },
+  passLengthMultiple: {
+    flag: '--pass-length-multiple', env: 'DECIDE_PASS_LENGTH_MULTIPLE', check: { kind: 'integer', min: 1, max: 256 },
+    default: perProvider('passLengthMultiple'),
+    help: "round each forward pass's past + new length up to a multiple of this with masked padding, so that a GPU's fused attention kernel takes the mask",
   },
   cudaGraphs: {
     flag: '--cuda-graphs', env: 'DECIDE_CUDA_GRAPHS', check: { kind: 'boolean' },
@@ -377,6 +392,7 @@ export function resolveLoadOptions(
     // cudaGraphs implies shape buckets: the native decoder applies that (it holds for every caller).
     shapeBuckets: value('shapeBuckets'),
     cudaGraphs: value('cudaGraphs'),
+    passLengthMultiple: value('passLengthMultiple'),
     ortLogSeverity: value('ortLogLevel'),
     ortProfilePrefix: options.ortProfilePrefix ?? '',
   };

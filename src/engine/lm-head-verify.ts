@@ -24,8 +24,9 @@ async function scoreWith(
   const engine = new NativeEngine();
   try {
     // One thread, no cache and no profiler: a check, not the engine's own session.
-    // Exact pass shapes, no CUDA graphs: a stock graph cannot run those (it has no scoring head).
-    await engine.load({ ...options, modelPath: graph, threads: 1, prefixCacheBytes: 0, ortProfilePrefix: '', shapeBuckets: false, cudaGraphs: false });
+    // Exact pass shapes (no buckets, no length padding), no CUDA graphs: a stock graph cannot run
+    // CUDA graphs (it has no scoring head), and the check needs no padding.
+    await engine.load({ ...options, modelPath: graph, threads: 1, prefixCacheBytes: 0, ortProfilePrefix: '', shapeBuckets: false, cudaGraphs: false, passLengthMultiple: 1 });
     const ids = (values: number[]) => Int32Array.from(values.map((v) => v % vocab));
     // Up to 256 label ids spread over the vocabulary (the first and last included).
     const count = Math.min(256, vocab);

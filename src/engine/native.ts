@@ -43,6 +43,8 @@ export interface NativeLoadOptions {
   shapeBuckets: boolean;
   /** CUDA graphs per fixed shape (needs shapeBuckets and provider 'cuda'). */
   cudaGraphs: boolean;
+  /** Every pass's past + new length rounded up to a multiple of this (native/shape_buckets.h AlignPassLength). */
+  passLengthMultiple: number;
   /** ONNX Runtime's log severity for the session, 0 (verbose) to 4 (fatal). */
   ortLogSeverity: number;
   maxContext: number;

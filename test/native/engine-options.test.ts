@@ -88,6 +88,8 @@ describe('Engine.load', () => {
     ['passOverheadTokens', Number.NaN],
     ['passOverheadTokens', -1],
     ['packSuffixes', 'yes'],
+    ['passLengthMultiple', 0],
+    ['passLengthMultiple', 2.5],
     ['ortProfilePrefix', ''],
     ['provider', 'tpu'],
   ])('refuses %s = %s with ERR_INPUT naming it', async (key, value) => {
