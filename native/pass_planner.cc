@@ -32,8 +32,7 @@ std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& 
       const int64_t count = limits.shape_buckets ? BucketUp(real_count) : real_count;
       int64_t pass_new = limits.shape_buckets ? BucketUp(run_new) : run_new;
       int64_t pass_past = limits.shape_buckets ? BucketUp(max_past) : max_past;
-      // A split pass is not aligned (AlignPassLength).
-      if (!split) std::tie(pass_past, pass_new) = AlignedLengths(pass_past, pass_new, limits.length_multiple);
+      std::tie(pass_past, pass_new) = AlignedLengths(pass_past, pass_new, limits.length_multiple);
       bool fits = count * pass_new <= limits.token_budget &&
                   count * pass_past * limits.kv_bytes_per_token <= static_cast<double>(limits.past_budget_bytes) &&
                   count * pass_new * (pass_past + pass_new) <= limits.attention_budget;

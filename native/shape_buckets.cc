@@ -28,7 +28,6 @@ std::pair<int64_t, int64_t> AlignedLengths(int64_t past_len, int64_t new_len, in
 }
 
 PassShape AlignPassLength(const PassShape& shape, int multiple) {
-  if (shape.state_len > 0) return shape;
   PassShape aligned = shape;
   const auto [past_len, new_len] = AlignedLengths(shape.past_len, shape.new_len, multiple);
   aligned.past_len = static_cast<int>(past_len);

@@ -46,8 +46,8 @@ PassShape BucketPassShape(const PassShape& exact);
 // attention) when there is one, else to the new tokens. Returns {past, new}.
 std::pair<int64_t, int64_t> AlignedLengths(int64_t past_len, int64_t new_len, int multiple);
 
-// `shape` with AlignedLengths applied; a split pass (state_len > 0) is left as is: its layout puts
-// the state part first and GroupQueryAttention reads its length.
+// `shape` with AlignedLengths applied. A split pass (state_len > 0) has no past: its padding goes
+// after its items, and its state part keeps its length.
 PassShape AlignPassLength(const PassShape& shape, int multiple);
 
 }  // namespace decide

@@ -4,7 +4,8 @@
  * columns (or masked new tokens in a pass without a past), so that ONNX Runtime's CUDA attention
  * takes its fused kernel with the mask. Padding changes no answer: option probabilities within 1e-6
  * of the unpadded engine's, label logits within 1e-5, on the standard-op and fused graphs, forked and
- * packed rows, the stock LM head, and calls whose states are partly cached (passes with a past).
+ * packed rows, the stock LM head, shape buckets, causal states (split passes pad after their
+ * questions), and calls whose states are partly cached (passes with a past).
  * ONNX Runtime's profile shows every run's mask with an aligned length. The default is 1 on the CPU
  * and 8 on CUDA.
  */
@@ -15,9 +16,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
 import { ENGINE_OPTIONS, type EngineOptions } from '../../src/engine/engine-options.js';
+import { makeModel } from '../../src/models/builder/index.js';
 import { counterWorkload, randomGroups } from '../helpers/random-groups.js';
 import { maxScoreDiff } from '../helpers/score-compare.js';
-import { tinyModelDir, type TinyVariant } from '../helpers/tiny-model.js';
+import { TINY_SEED, tinyModelDir, type TinyVariant } from '../helpers/tiny-model.js';
 
 const engines: Engine[] = [];
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'pass-length-'));
@@ -26,8 +28,14 @@ afterAll(() => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-async function load(variant: TinyVariant, options: EngineOptions): Promise<Engine> {
-  const engine = await Engine.load({ modelDir: await tinyModelDir(variant), threads: 1, ...options });
+/** The tiny weights with causal states (not one of the shared test models), built once. */
+let causal: Promise<string> | undefined;
+const causalModel = () =>
+  (causal ??= makeModel({ preset: 'tiny', seed: TINY_SEED, outDir: path.join(scratch, 'causal'), features: { segmentIds: true, attention: 'fused', causalStates: true } }).then((m) => m.dir));
+
+async function load(variant: TinyVariant | 'causal', options: EngineOptions): Promise<Engine> {
+  const modelDir = variant === 'causal' ? await causalModel() : await tinyModelDir(variant);
+  const engine = await Engine.load({ modelDir, threads: 1, ...options });
   engines.push(engine);
   return engine;
 }
@@ -42,13 +50,14 @@ function calls(seed: number): ScoreGroup[][] {
   return [first, [...extended, ...first.slice(5)], counterWorkload(seed, 7)];
 }
 
-describe.each<[string, TinyVariant, EngineOptions]>([
+describe.each<[string, TinyVariant | 'causal', EngineOptions]>([
   ['standard-op graph, forked rows', {}, {}],
   ['standard-op graph, packed rows', { segmentIds: true }, { packSuffixes: true }],
   ['fused graph, packed rows', { segmentIds: true, attention: 'fused' }, { packSuffixes: true }],
   ['fused graph, forked rows', { attention: 'fused' }, { packSuffixes: false }],
   ['stock LM head (no scoring head)', {}, { gatherLogits: false }],
   ['fused graph with shape buckets', { segmentIds: true, attention: 'fused' }, { packSuffixes: true, shapeBuckets: true }],
+  ['causal states, packed rows (split passes)', 'causal', { packSuffixes: true }],
 ])('pass length multiple, %s', (_name, variant, options) => {
   it('answers as unpadded passes do (probabilities 1e-6, logits 1e-5)', async () => {
     const plain = await load(variant, { ...options, passLengthMultiple: 1 });
@@ -64,24 +73,32 @@ describe.each<[string, TinyVariant, EngineOptions]>([
 });
 
 describe('pass length multiple: what runs', () => {
-  /** The last dimension of every attention_mask an ONNX Runtime run was given, from its profile. */
-  async function maskLengths(multiple: number): Promise<number[]> {
-    const prefix = path.join(scratch, `profile-${multiple}`);
-    const engine = await Engine.load({ modelDir: await tinyModelDir({ segmentIds: true, attention: 'fused' }), threads: 1, packSuffixes: true, passLengthMultiple: multiple, ortProfilePrefix: prefix });
+  /** The last dimension of every attention_mask an ONNX Runtime run was given, and the ops that ran, from its profile. */
+  async function profiled(modelDir: string, multiple: number): Promise<{ lengths: number[]; ops: Set<string> }> {
+    const prefix = path.join(scratch, `profile-${path.basename(modelDir)}-${multiple}`);
+    const engine = await Engine.load({ modelDir, threads: 1, packSuffixes: true, passLengthMultiple: multiple, ortProfilePrefix: prefix });
     for (const groups of calls(9)) await engine.score(groups);
     engine.close();
     const file = readdirSync(scratch).find((f) => f.startsWith(path.basename(prefix)) && f.endsWith('.json'))!;
     const events = JSON.parse(readFileSync(path.join(scratch, file), 'utf8')) as { cat?: string; name?: string; args?: { op_name?: string; input_type_shape?: Record<string, number[]>[] } }[];
     // The mask's Cast to bool reads attention_mask [rows, past + new] once per run.
-    const casts = events.filter((e) => e.cat === 'Node' && e.name?.startsWith('/model/attn_mask/Cast') && e.args?.op_name === 'Cast');
-    return casts.map((e) => Object.values(e.args!.input_type_shape![0]!)[0]!.at(-1)!);
+    const nodes = events.filter((e) => e.cat === 'Node');
+    const casts = nodes.filter((e) => e.name?.startsWith('/model/attn_mask/Cast') && e.args?.op_name === 'Cast');
+    return { lengths: casts.map((e) => Object.values(e.args!.input_type_shape![0]!)[0]!.at(-1)!), ops: new Set(nodes.map((e) => e.args?.op_name ?? '')) };
   }
 
   it('every run of an aligned engine has a total length that is a multiple of 8; unaligned ones do not', async () => {
-    const aligned = await maskLengths(8);
-    expect(aligned.length).toBeGreaterThan(2);
-    expect(aligned.every((t) => t % 8 === 0)).toBe(true);
-    expect((await maskLengths(1)).some((t) => t % 8 !== 0)).toBe(true);
+    const fused = await tinyModelDir({ segmentIds: true, attention: 'fused' });
+    const aligned = await profiled(fused, 8);
+    expect(aligned.lengths.length).toBeGreaterThan(2);
+    expect(aligned.lengths.every((t) => t % 8 === 0)).toBe(true);
+    expect((await profiled(fused, 1)).lengths.some((t) => t % 8 !== 0)).toBe(true);
+  });
+
+  it('so does every run with causal states, split passes (GroupQueryAttention) included', async () => {
+    const aligned = await profiled(await causalModel(), 8);
+    expect(aligned.ops.has('GroupQueryAttention')).toBe(true);
+    expect(aligned.lengths.every((t) => t % 8 === 0)).toBe(true);
   });
 
   it('defaults to 1 on the CPU and 8 on CUDA', () => {
