@@ -21,6 +21,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
+import { summarizeAttentionLog, type AttentionKernelCounts } from './attention-kernels.js';
 import type { GpuScaleReport } from './gpu-scale.js';
 import type { BenchReport } from './report.js';
 
@@ -94,6 +95,8 @@ export interface GpuReport {
   gpuScaleCausal: GpuScaleReport | null;
   /** The same GPU-size step without the pass length alignment (`--pass-length-multiple 1`), CUDA only. */
   gpuScaleUnaligned: GpuScaleReport | null;
+  /** Which attention kernel ONNX Runtime picked per attention run, from its verbose log (bench/attention-kernels.ts), CUDA only. */
+  attentionKernels: AttentionKernelCounts | null;
   /** The PyTorch peer's JSON lines, one per workload. */
   peer: PeerLine[];
   profile: ProfileSummary | null;
@@ -303,6 +306,13 @@ export function formatGpuReport(r: GpuReport): string {
       );
     }
   }
+  if (r.attentionKernels) {
+    lines.push('', '## Attention kernels ONNX Runtime picked (its verbose log, GPU-size workloads at a quarter scale)', '');
+    lines.push('| kernel | attention runs |', '|---|---|');
+    const kernels = Object.entries(r.attentionKernels);
+    for (const [kernel, runs] of kernels) lines.push(`| ${kernel} | ${runs} |`);
+    if (kernels.length === 0) lines.push('| (no dispatch line: the graph ran no ONNX Attention, or the provider logs none) | 0 |');
+  }
   if (r.profile) {
     lines.push('', `## ONNX Runtime profile of one engine call (${r.profile.file}), slowest op types`, '');
     lines.push('| op type | provider | calls | ms | share |', '|---|---|---|---|---|');
@@ -333,6 +343,7 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     gpuScaleCudaGraphs: null,
     gpuScaleCausal: null,
     gpuScaleUnaligned: null,
+    attentionKernels: null,
     peer: [],
     profile: null,
     archive: null,
@@ -410,6 +421,18 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     variantStep('bench-gpu-size-causal-states', ['--attention', 'causal'], (r) => (report.gpuScaleCausal = r)),
     variantStep('bench-gpu-size-unaligned', ['--pass-length-multiple', '1'], (r) => (report.gpuScaleUnaligned = r)),
   );
+  // Which attention kernel ran: ONNX Runtime's CUDA Attention names its pick in the verbose log
+  // (a quarter of the GPU size and one repetition: the log grows with every run).
+  const kernelsDir = path.join(outDir, 'attention-kernels');
+  steps.push({
+    name: 'attention-kernels',
+    argv: [...decide, 'bench', '--size', 'gpu', '--provider', provider, '--preset', options.preset, '--scale', '0.25', '--repetitions', '1', '--ort-log-level', '0', '--results-dir', kernelsDir],
+    collect: () => {
+      const logFile = path.join(outDir, 'attention-kernels.log');
+      if (existsSync(logFile)) report.attentionKernels = summarizeAttentionLog(logFile);
+    },
+    skip: cudaOnly,
+  });
   if (firstDtype) steps.push(...benchSteps(firstDtype));
   const profileFile = path.join(outDir, 'ort-profile.json');
   steps.push({

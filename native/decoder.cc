@@ -101,6 +101,7 @@ Decoder::Decoder(const DecoderOptions& options) {
   settings.intra_op_threads = options.intra_op_threads;
   settings.device_id = options.device_id;
   settings.log_severity = options.log_severity;
+  LowerOrtLogSeverity(options.log_severity);
   if (options.provider == Provider::kCuda) {
     stream_ = MakeCudaStream(options.device_id);
     settings.cuda_stream = stream_->Handle();

@@ -17,6 +17,7 @@ std::string g_library_path;
 // process that loaded and closed two CUDA engines then dies at exit ("corrupted double-linked
 // list"). The process's end reclaims it.
 Ort::Env* g_env = nullptr;
+int g_env_severity = ORT_LOGGING_LEVEL_ERROR;
 
 using GetApiBaseFn = const OrtApiBase* (*)();
 
@@ -51,7 +52,7 @@ void EnsureOrtLoaded(const std::string& library_path) {
                                        std::to_string(ORT_API_VERSION) + " or newer)");
   }
   Ort::InitApi(api);
-  g_env = new Ort::Env(ORT_LOGGING_LEVEL_ERROR, "decide");
+  g_env = new Ort::Env(static_cast<OrtLoggingLevel>(g_env_severity), "decide");
   g_library_path = library_path;
 }
 
@@ -59,6 +60,14 @@ Ort::Env& OrtEnvironment() {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_env) throw EngineError(kErrOrtLoad, "ONNX Runtime is not loaded");
   return *g_env;
+}
+
+void LowerOrtLogSeverity(int severity) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_env) throw EngineError(kErrOrtLoad, "ONNX Runtime is not loaded");
+  if (severity >= g_env_severity) return;
+  g_env->UpdateEnvWithCustomLogLevel(static_cast<OrtLoggingLevel>(severity));
+  g_env_severity = severity;
 }
 
 std::string ProbeSharedLibrary(const std::string& name) {

@@ -19,6 +19,12 @@ void EnsureOrtLoaded(const std::string& library_path);
 // The process-wide environment. EnsureOrtLoaded must have succeeded first.
 Ort::Env& OrtEnvironment();
 
+// Lowers the environment's log severity to `severity` (0 verbose .. 4 fatal) when it is below the
+// current one; never raises it. Kernels log through the environment's default logger, not the
+// session's (ONNX Runtime's CUDA Attention says there which kernel it picked), so a session asked
+// for verbose logs gets them from its kernels too. Process-wide: every later session logs as much.
+void LowerOrtLogSeverity(int severity);
+
 // The path of the loaded library ("" before the first load).
 std::string LoadedOrtLibrary();
 

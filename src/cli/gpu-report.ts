@@ -20,6 +20,12 @@ measured. Steps, in order of what a short GPU call must not miss:
   gpu-tests           vitest run test/gpu/ (needs the repository's devDependencies)
   torch-peer          bench/torch_peer.py (PyTorch eager on the same card, the GPU-size step's
                       workloads), when python3 with torch, transformers and CUDA is there (CUDA only)
+  bench-gpu-size-cuda-graphs, bench-gpu-size-causal-states, bench-gpu-size-unaligned
+                      the GPU-size step again with --cuda-graphs on, on the graph with causal
+                      states, and with --pass-length-multiple 1 (what is off, or on, by default
+                      until a card measures it; CUDA only)
+  attention-kernels   the GPU-size step at a quarter scale with ONNX Runtime's verbose log: which
+                      attention kernel ran how often (CUDA only)
   bench-<dtype>-packing-<on|off>
                       decide bench for the first dtype, --pack-suffixes on then off; every run checks its
                       answers against the fp32 CPU engine before timing (the agreement)

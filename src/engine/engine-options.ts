@@ -86,7 +86,11 @@ export interface EngineLoadOptions {
   graphDeriver?: GraphDeriver;
   /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY, else an installed CPU build (see resolveOrtLibrary). */
   ortLibrary?: string;
-  /** ONNX Runtime's log severity for the session, 0 (verbose) to 4 (fatal); default DECIDE_ORT_LOG_LEVEL, else 3 (errors). */
+  /**
+   * ONNX Runtime's log severity for the session, 0 (verbose) to 4 (fatal); default DECIDE_ORT_LOG_LEVEL,
+   * else 3 (errors). Below 3 it also lowers the process's ONNX Runtime environment to it (kernels
+   * log there, e.g. which attention kernel CUDA picked), for every later session of the process.
+   */
   ortLogLevel?: number;
   /** CUDA device ordinal; default 0. */
   deviceId?: number;
@@ -272,7 +276,7 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
   ortLogLevel: {
     flag: '--ort-log-level', env: 'DECIDE_ORT_LOG_LEVEL', check: { kind: 'integer', min: 0, max: 4 },
     default: () => 3,
-    help: "ONNX Runtime's log severity for the session: 0 verbose, 3 errors, 4 fatal only",
+    help: "ONNX Runtime's log severity for the session (and, below 3, for the process's kernels too): 0 verbose, 3 errors, 4 fatal only",
   },
   ortProfilePrefix: {
     flag: '--ort-profile-prefix', env: 'DECIDE_ORT_PROFILE_PREFIX', check: { kind: 'path' },
