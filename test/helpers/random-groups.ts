@@ -44,7 +44,21 @@ export function randomGroups(seed: number, count: number, max: GroupSizes): Scor
   }));
 }
 
-/** The largest |difference| between two label-logit rows of the same length. */
+/**
+ * Three calls for one engine, for tests that compare two engines' answers over changing pass
+ * shapes: `count` random groups; the first `extend` of them with up to `extraTokens` more state
+ * tokens (the old states then come from the prefix cache: passes with a past) beside the others
+ * unchanged; and a counter workload of `count - 2` states.
+ */
+export function callsWithCachedStates(seed: number, count: number, sizes: GroupSizes, more: { extend: number; extraTokens: number }): ScoreGroup[][] {
+  const first = randomGroups(seed, count, sizes);
+  const extended = first.slice(0, more.extend).map((g, i) => ({
+    prefix: Int32Array.from([...g.prefix, ...randomGroups(seed + i + 1, 1, { prefixTokens: more.extraTokens, suffixes: 1, suffixTokens: 1, labels: 2 })[0]!.prefix]),
+    suffixes: g.suffixes,
+  }));
+  return [first, [...extended, ...first.slice(more.extend)], counterWorkload(seed, count - 2)];
+}
+
 /**
  * `states` states of 40-60 tokens, each with 6 questions of 3-9 tokens and 2-26 labels: the
  * workload the counter tests size passes with (their rows grow with `states`).
@@ -58,6 +72,7 @@ export function counterWorkload(seed: number, states: number): ScoreGroup[] {
   }));
 }
 
+/** The largest |difference| between two label-logit rows of the same length. */
 export function maxLogitDiff(a: Float32Array, b: Float32Array): number {
   expect(a.length).toBe(b.length);
   let d = 0;

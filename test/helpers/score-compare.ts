@@ -2,9 +2,12 @@
  * Deterministic inputs and comparisons shared by the engine tests that compare two ways of scoring
  * the same groups (packed vs forked rows, CUDA vs CPU, alone vs inside a call).
  */
+import { expect } from 'vitest';
+
 import type { Engine } from '../../src/engine/engine.js';
 
 export type Scores = Awaited<ReturnType<Engine['score']>>;
+export type BatchResult = Awaited<ReturnType<Engine['scoreBatch']>>;
 
 /** `n` deterministic token ids below `below` (a linear congruential sequence from `seed`). */
 export function tokenIds(seed: number, n: number, below: number): number[] {
@@ -42,4 +45,15 @@ export function maxScoreDiff(a: Scores, b: Scores, what: 'logits' | 'probabiliti
     }),
   );
   return d;
+}
+
+/**
+ * The same call through two engines that only pad their passes differently: option probabilities
+ * within 1e-6, label logits and log-sum-exps within 1e-5 (a few float32 ulps of a summation order),
+ * the same tokens from the prefix cache.
+ */
+export function expectSamePaddedAnswers(a: BatchResult, b: BatchResult): void {
+  expect(maxScoreDiff(a.groups, b.groups, 'probabilities')).toBeLessThanOrEqual(1e-6);
+  expect(maxScoreDiff(a.groups, b.groups, 'logits')).toBeLessThanOrEqual(1e-5);
+  expect(b.cachedTokens).toEqual(a.cachedTokens);
 }

@@ -14,11 +14,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { Engine, type ScoreGroup } from '../../src/engine/engine.js';
+import { Engine } from '../../src/engine/engine.js';
 import { ENGINE_OPTIONS, type EngineOptions } from '../../src/engine/engine-options.js';
 import { makeModel } from '../../src/models/builder/index.js';
-import { counterWorkload, randomGroups } from '../helpers/random-groups.js';
-import { maxScoreDiff } from '../helpers/score-compare.js';
+import { callsWithCachedStates } from '../helpers/random-groups.js';
+import { expectSamePaddedAnswers } from '../helpers/score-compare.js';
 import { TINY_SEED, tinyModelDir, type TinyVariant } from '../helpers/tiny-model.js';
 
 const engines: Engine[] = [];
@@ -41,14 +41,7 @@ async function load(variant: TinyVariant | 'causal', options: EngineOptions): Pr
 }
 
 /** Groups of odd lengths, then a call that extends some of their states (cached prefixes as past). */
-function calls(seed: number): ScoreGroup[][] {
-  const first = randomGroups(seed, 9, { prefixTokens: 37, suffixes: 4, suffixTokens: 11, labels: 20 });
-  const extended = first.slice(0, 5).map((g, i) => ({
-    prefix: Int32Array.from([...g.prefix, ...randomGroups(seed + i + 1, 1, { prefixTokens: 5, suffixes: 1, suffixTokens: 1, labels: 2 })[0]!.prefix]),
-    suffixes: g.suffixes,
-  }));
-  return [first, [...extended, ...first.slice(5)], counterWorkload(seed, 7)];
-}
+const calls = (seed: number) => callsWithCachedStates(seed, 9, { prefixTokens: 37, suffixes: 4, suffixTokens: 11, labels: 20 }, { extend: 5, extraTokens: 5 });
 
 describe.each<[string, TinyVariant | 'causal', EngineOptions]>([
   ['standard-op graph, forked rows', {}, {}],
@@ -63,11 +56,7 @@ describe.each<[string, TinyVariant | 'causal', EngineOptions]>([
     const plain = await load(variant, { ...options, passLengthMultiple: 1 });
     const aligned = await load(variant, { ...options, passLengthMultiple: 8 });
     for (const groups of calls(5)) {
-      const a = await plain.scoreBatch(groups);
-      const b = await aligned.scoreBatch(groups);
-      expect(maxScoreDiff(a.groups, b.groups, 'probabilities')).toBeLessThanOrEqual(1e-6);
-      expect(maxScoreDiff(a.groups, b.groups, 'logits')).toBeLessThanOrEqual(1e-5);
-      expect(b.cachedTokens).toEqual(a.cachedTokens);
+      expectSamePaddedAnswers(await plain.scoreBatch(groups), await aligned.scoreBatch(groups));
     }
   });
 });
