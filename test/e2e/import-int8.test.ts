@@ -12,13 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cpuInt8Support, int8SpeedNote } from '../../src/engine/cpu-int8.js';
 import { chooseInt8Path } from '../../src/engine/int8-path.js';
 import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
-import { ROOT, runDecide } from '../helpers/bin.js';
+import { runDecide } from '../helpers/bin.js';
 import { QWEN3_REAL_VOCAB_CONFIG, randomCheckpoint } from '../helpers/hf-checkpoint.js';
 import { writeSafetensors } from '../helpers/safetensors-file.js';
 import { QWEN3_TOKENIZER_FILES } from '../helpers/tokenizer-dir.js';
 import { postDecide, startServe } from './serve-process.js';
+import { HF_TINY } from '../helpers/fixtures.js';
 
-const FIXTURES = path.join(ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
+const FIXTURES = HF_TINY;
 
 
 let dirs: TempDirs;

@@ -15,13 +15,14 @@ import { describeError } from '../../src/api/errors.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
-import { decideBin, ROOT, runDecide } from '../helpers/bin.js';
+import { decideBin, runDecide } from '../helpers/bin.js';
 import { QWEN3_REAL_VOCAB_CONFIG, randomCheckpoint } from '../helpers/hf-checkpoint.js';
 import { writeSafetensors } from '../helpers/safetensors-file.js';
 import { QWEN3_TOKENIZER_FILES } from '../helpers/tokenizer-dir.js';
 import { postDecide, startServe } from './serve-process.js';
+import { HF_TINY } from '../helpers/fixtures.js';
 
-const FIXTURES = path.join(ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
+const FIXTURES = HF_TINY;
 
 
 let dirs: TempDirs;

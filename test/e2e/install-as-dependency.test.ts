@@ -28,12 +28,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { decideBin } from '../helpers/bin.js';
 import { consoleBuilt } from '../helpers/console-build.js';
+import { HF_TINY } from '../helpers/fixtures.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'decide-consumer-'));
 const project = path.join(tmp, 'service');
 const modelsDir = path.join(project, 'models');
-const HF_QWEN3 = path.join(root, '..', 'shared', 'fixtures', 'hf-tiny', 'qwen3');
+const HF_QWEN3 = path.join(HF_TINY, 'qwen3');
 
 /** The bound README.md states for a dependent's node_modules on linux-x64, in MiB as `du -sh` counts. */
 const NODE_MODULES_BOUND_MIB = 350;

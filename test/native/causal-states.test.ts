@@ -15,7 +15,6 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { graphChoice } from '../../src/cli/graph-options.js';
@@ -25,9 +24,9 @@ import { importModel } from '../../src/models/import/import-model.js';
 import { counterWorkload, randomGroups } from '../helpers/random-groups.js';
 import { maxScoreDiff } from '../helpers/score-compare.js';
 import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
+import { HF_TINY } from '../helpers/fixtures.js';
 
-const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const FIXTURES = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
+const FIXTURES = HF_TINY;
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'causal-states-'));
 const engines: Engine[] = [];
 afterAll(() => {

@@ -14,7 +14,6 @@
 import { cpSync, existsSync, mkdtempSync, rmSync, statSync, utimesSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
@@ -24,9 +23,9 @@ import { importModel } from '../../src/models/import/import-model.js';
 import { counterWorkload } from '../helpers/random-groups.js';
 import { maxScoreDiff } from '../helpers/score-compare.js';
 import { TINY_SEED, tinyModelDir } from '../helpers/tiny-model.js';
+import { HF_TINY } from '../helpers/fixtures.js';
 
-const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const FIXTURES = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
+const FIXTURES = HF_TINY;
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'fused-derived-'));
 const engines: Engine[] = [];
 afterAll(() => {

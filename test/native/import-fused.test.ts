@@ -12,7 +12,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { onnx } from '../../src/models/builder/onnx-writer.js';
@@ -22,9 +21,9 @@ import * as ort from 'onnxruntime-node';
 import { compareSessions, engineLayoutFeeds } from '../helpers/engine-layout.js';
 import { engineLastLogits, maxAbsDiff } from '../helpers/imported-logits.js';
 import { REFERENCE_SESSION_OPTIONS, releaseReferenceSessions } from '../helpers/reference.js';
+import { HF_TINY } from '../helpers/fixtures.js';
 
-const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const FIXTURES = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
+const FIXTURES = HF_TINY;
 const VOCAB = 512;
 
 let scratch: string;

@@ -8,15 +8,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { writeTokenizerFiles } from '../../src/models/builder/tokenizer-files.js';
 import { ImportError, importModel } from '../../src/models/import/import-model.js';
 import { randomCheckpoint } from '../helpers/hf-checkpoint.js';
 import { readSafetensors, writeSafetensors, type Tensor } from '../helpers/safetensors-file.js';
+import { HF_TINY } from '../helpers/fixtures.js';
 
-const FIXTURES = path.join(path.resolve(fileURLToPath(new URL('../..', import.meta.url))), '..', 'shared', 'fixtures', 'hf-tiny');
+const FIXTURES = HF_TINY;
 const QWEN3 = path.join(FIXTURES, 'qwen3');
 let scratch: string;
 

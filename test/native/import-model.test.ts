@@ -12,7 +12,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
@@ -22,11 +21,11 @@ import { referenceForward, referenceInvFreq } from '../helpers/hf-reference.js';
 import { releaseReferenceSessions } from '../helpers/reference.js';
 import { gaussian, randomCheckpoint } from '../helpers/hf-checkpoint.js';
 import { engineLastLogits as engineLastLogitsOf, maxAbsDiff } from '../helpers/imported-logits.js';
+import { HF_TINY } from '../helpers/fixtures.js';
 import { bf16Round, readSafetensors, writeSafetensors, writeShardedSafetensors, type Tensor } from '../helpers/safetensors-file.js';
 
-const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 /** hf-tiny lives beside the checkout, not in it (README, "Tests"). */
-const FIXTURES = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
+const FIXTURES = HF_TINY;
 const VOCAB = 512;
 const ALL_IDS = Int32Array.from({ length: VOCAB }, (_, i) => i);
 const engineLastLogits = (modelDir: string, sequences: number[][]) => engineLastLogitsOf(modelDir, sequences, VOCAB);

@@ -9,7 +9,6 @@ import { readFileSync } from 'node:fs';
 import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { SEGMENT_IDS_INPUT } from '../../src/models/builder/decoder-graph.js';
@@ -18,9 +17,9 @@ import { importModel, PACKED_IMPORTS_BY_DEFAULT } from '../../src/models/import/
 import { maxAbsDiff } from '../helpers/imported-logits.js';
 import { packedRow, questionsAfterPast, sampleItems, worstQuestion } from '../helpers/packed-rows.js';
 import { referenceLastLogits, referenceModel, releaseReferenceSessions } from '../helpers/reference.js';
+import { HF_TINY } from '../helpers/fixtures.js';
 
-const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const QWEN3 = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny', 'qwen3');
+const QWEN3 = path.join(HF_TINY, 'qwen3');
 const VOCAB = 512;
 
 let scratch: string;

@@ -13,7 +13,6 @@ import { existsSync } from 'node:fs';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
@@ -30,9 +29,9 @@ import { lastPositionLogits } from '../helpers/last-position-reference.js';
 import { releaseReferenceSessions } from '../helpers/reference.js';
 import { tokenIds } from '../helpers/score-compare.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
+import { HF_TINY } from '../helpers/fixtures.js';
 
-const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const HF_QWEN3 = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny', 'qwen3');
+const HF_QWEN3 = path.join(HF_TINY, 'qwen3');
 
 function logSumExp(values: ArrayLike<number>): number {
   let max = -Infinity;
