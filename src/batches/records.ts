@@ -26,6 +26,7 @@ import { ApiError, toApiError } from '../api/errors.js';
 import { parseJsonText } from '../api/json-text.js';
 import { isPlainObject, jsonType } from '../api/json-value.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
+import { parseDatedId } from '../models/registry.js';
 
 export const MAX_CUSTOM_ID_LENGTH = 256;
 export const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
@@ -234,7 +235,7 @@ export class RecordCounter {
 export interface RecordContext {
   /** The batch's model, resolved (dated id); records are validated against it. */
   model: string;
-  /** The model as the form gave it (may be an alias); `model` fields may name either. */
+  /** The model as the form gave it (may be an alias); `model` fields may name either (namesBatchModel). */
   requestedModel?: string;
   /** The form's `questions` (parsed JSON), for records without their own. */
   formQuestions?: unknown;
@@ -367,9 +368,20 @@ function rejectUnknown(obj: Record<string, unknown>, allowed: string[], where: s
   }
 }
 
+/**
+ * Whether a line's `model` names the batch's model: its dated id, the id the batch was created
+ * with, or that dated id's undated alias (`svc-alpha` in a batch of `svc-alpha-2026-10`), whichever
+ * spelling the first line or the form used. A batch runs the one version it was created on, so the
+ * alias here means that version, as it does for a batch created with the alias.
+ */
+export function namesBatchModel(model: unknown, ctx: Pick<RecordContext, 'model' | 'requestedModel'>): boolean {
+  if (typeof model !== 'string') return false;
+  return model === ctx.model || model === ctx.requestedModel || model === parseDatedId(ctx.model)?.alias;
+}
+
 function checkModel(model: unknown, ctx: RecordContext, where: string): void {
   if (model === undefined) return;
-  if (model === ctx.model || (ctx.requestedModel !== undefined && model === ctx.requestedModel)) return;
+  if (namesBatchModel(model, ctx)) return;
   const shown = typeof model === 'string' ? JSON.stringify(model.slice(0, 200)) : jsonType(model);
   throw new ApiError(
     'invalid_question',

@@ -152,6 +152,22 @@ describe('parseRecord', () => {
     }
   });
 
+  it("accepts a line naming the batch's model by its dated id or its alias, whichever spelling created the batch, and refuses any other", () => {
+    const dated = 'svc-alpha-2026-10';
+    const decisions = (model: string) => ({ model, input: 's', questions: [{ type: 'choice', instructions: 'Which?', choices: [{ value: 'a' }, { value: 'b' }] }] });
+    for (const requestedModel of [dated, 'svc-alpha']) {
+      for (const [model, accepted] of [[dated, true], ['svc-alpha', true], ['svc-alpha-2026-11', false], ['svc-beta', false], ['svc', false]] as const) {
+        const c = ctx({ model: dated, requestedModel });
+        const ours = parseRecord(line(JSON.stringify({ custom_id: 'a', state: 's', questions: Q, model })), c);
+        expect(ours.ok, `${requestedModel} / ${model}`).toBe(accepted);
+        if (!ours.ok) expect(ours.error.message).toMatch(/differs from the batch's model/);
+        if (ours.ok) expect(ours.request.model).toBe(dated);
+        const theirs = parseEndpointLine(line(JSON.stringify({ custom_id: 'b', method: 'POST', url: '/v1/decisions', body: decisions(model) })), { ...c, endpoint: '/v1/decisions' });
+        expect(theirs.request?.model, `${requestedModel} / ${model}`).toBe(accepted ? dated : undefined);
+      }
+    }
+  });
+
   it('applies the form questions only to records without their own', () => {
     const form = { f: { type: 'choice', instructions: 'Which?', criteria: { a: 'A', b: 'B' } } };
     const own = parseRecord(line(JSON.stringify({ custom_id: 'a', state: 's', questions: Q })), ctx({ formQuestions: form }));

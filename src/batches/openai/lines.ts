@@ -18,7 +18,7 @@ import { jsonType } from '../../api/json-value.js';
 import type { NormalizedDecideRequest } from '../../api/validate.js';
 import type { DecisionResult } from '../../domain/decision.js';
 import { jsonInOrder } from '../../domain/key-order.js';
-import { decodeLine, DEFAULT_MAX_RECORD_BYTES, MAX_CUSTOM_ID_LENGTH, type RawLine, type RecordContext } from '../records.js';
+import { decodeLine, DEFAULT_MAX_RECORD_BYTES, MAX_CUSTOM_ID_LENGTH, namesBatchModel, type RawLine, type RecordContext } from '../records.js';
 
 const ENVELOPE_FIELDS = ['custom_id', 'method', 'url', 'body'];
 
@@ -116,7 +116,7 @@ export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint
   if (!parsed.ok) return refused(parsed.error);
   const call = parsed.call;
   const model = call.request.model;
-  if (model !== ctx.model && model !== ctx.requestedModel) {
+  if (!namesBatchModel(model, ctx)) {
     const mismatch = new ApiError(
       'invalid_question',
       `model: ${JSON.stringify(String(model).slice(0, 200))} differs from the batch's model ${JSON.stringify(ctx.requestedModel ?? ctx.model)} (the model of its first line); a batch runs one model`,
