@@ -39,6 +39,12 @@ export interface ApiErrorOptions {
    * 415 for a body with a Content-Encoding (code invalid_question).
    */
   status?: number;
+  /**
+   * The request field the error is about, as the domain request names it (`model`, `state`,
+   * `questions["q1"]`), where the message starts with it: a dialect that names fields its own
+   * way (OpenAI's `param`) reads it instead of parsing the message.
+   */
+  field?: string;
   cause?: unknown;
 }
 
@@ -52,12 +58,14 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly retryAfterSeconds?: number;
+  readonly field?: string;
 
   constructor(code: ErrorCode, message: string, options: ApiErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ApiError';
     this.code = code;
     this.status = options.status ?? ERROR_STATUS[code];
+    if (options.field !== undefined) this.field = options.field;
     if (options.retryAfterSeconds !== undefined) {
       const s = options.retryAfterSeconds;
       // Retry-After is an integer number of seconds, and 0 would invite a hot retry loop.
@@ -107,6 +115,7 @@ export function toApiError(err: unknown): ApiError {
     const wire = FROM_ENGINE[err.code] ?? FROM_ENGINE.ERR_RUNTIME;
     return new ApiError(wire.code, wire.message ?? err.message, {
       cause: err,
+      ...(wire.message === undefined && err.field !== undefined ? { field: err.field } : {}),
       ...(wire.code === 'rate_limited' ? { retryAfterSeconds: 1 } : {}),
     });
   }

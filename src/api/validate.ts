@@ -79,14 +79,21 @@ function describe(v: unknown): string {
   return typeof v;
 }
 
-/** A key as it appears in messages: JSON-quoted, long keys cut. */
-/** A question id or key as messages show it: JSON-quoted, long ones cut. */
 /** Length in code points when over `cap` (counting no further than `cap + 1`); else an upper bound <= cap. */
 function charLength(s: string, cap: number): number {
   if (s.length <= cap) return s.length;
   let n = 0;
   for (const _ of s) if (++n > cap) break;
   return n;
+}
+
+/**
+ * Refuses an option description over the limit, named by `where` as the caller's dialect writes
+ * the field (`questions["q"].criteria["yes"]` here, `questions["q"].criteria.true` in System One's).
+ */
+export function checkDescriptionLength(description: string, where: string, limits: Partial<ValidationLimits> = {}): void {
+  const max = limits.maxDescriptionLength ?? DEFAULT_VALIDATION_LIMITS.maxDescriptionLength;
+  if (charLength(description, max) > max) fail(`${where}: the description is longer than ${max} characters`);
 }
 
 function has(obj: Record<string, unknown>, key: string): boolean {
@@ -270,9 +277,7 @@ function normalizeQuestion(id: string, q: unknown, lim: ValidationLimits): Norma
     const description = criteria[key];
     const where = `${at}.criteria[${quote(key)}]`;
     if (typeof description !== 'string') fail(`${where}: the description must be a string, got ${describe(description)}`);
-    if (charLength(description, lim.maxDescriptionLength) > lim.maxDescriptionLength) {
-      fail(`${where}: the description is longer than ${lim.maxDescriptionLength} characters`);
-    }
+    checkDescriptionLength(description, where, lim);
     return { key, description, criteriaIndex };
   });
 

@@ -37,10 +37,16 @@ export type EngineErrorCode =
  */
 export class EngineError extends Error {
   readonly code: EngineErrorCode;
-  constructor(code: EngineErrorCode, message: string, options?: { cause?: unknown }) {
+  /**
+   * The request field an input error is about, as the domain request names it (`questions["q1"]`):
+   * the message starts with it, and each API dialect names it its own way (src/api).
+   */
+  readonly field?: string;
+  constructor(code: EngineErrorCode, message: string, options?: { cause?: unknown; field?: string }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'EngineError';
     this.code = code;
+    if (options?.field !== undefined) this.field = options.field;
   }
 }
 

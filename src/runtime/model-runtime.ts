@@ -152,7 +152,9 @@ export class ModelRuntime {
         this.suffixFor(q).catch((err: unknown) => {
           // The only input error of labelling: the codes a tokenizer breaks (LabelSet.codeProblem).
           if (isEngineError(err) && err.code === 'ERR_INPUT') {
-            throw new EngineError('ERR_INPUT', `questions[${quote(q.id)}]: model ${this.id} takes at most ${LETTERS.length} options per question: ${this.labels.codeProblem}`);
+            throw new EngineError('ERR_INPUT', `questions[${quote(q.id)}]: model ${this.id} takes at most ${LETTERS.length} options per question: ${this.labels.codeProblem}`, {
+              field: `questions[${quote(q.id)}]`,
+            });
           }
           throw err;
         }),
@@ -166,6 +168,7 @@ export class ModelRuntime {
         throw new EngineError(
           'ERR_INPUT',
           `questions[${quote(q.id)}]: its instructions and options take ${alone} tokens with the prompt, more than the model's context of ${context} tokens even with an empty state; shorten the instructions or the option descriptions`,
+          { field: `questions[${quote(q.id)}]` },
         );
       }
     });

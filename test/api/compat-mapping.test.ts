@@ -118,6 +118,19 @@ describe('System One -> domain', () => {
     const noInstructions = rejected(systemOne, { model: 'm', state: 's', questions: { q: { type: 'noul' } } });
     expect(noInstructions.status).toBe(400);
     expect(noInstructions.body.detail.message).toContain('questions["q"].instructions');
+
+    // A description over the limit is named where the caller wrote it, not where /v1/decide keeps it.
+    const long = 'x'.repeat(2001);
+    const tooLong: Array<[Record<string, unknown>, string]> = [
+      [{ type: 'noul', instructions: 'x', criteria: { true: long, false: 'n' } }, 'questions["q"].criteria.true'],
+      [{ type: 'noul', instructions: 'x', criteria: { true: 'y', false: { text: long } } }, 'questions["q"].criteria.false'],
+      [{ type: 'score', instructions: 'x', criteria: ['low', long, 'high'] }, 'questions["q"].criteria[1]'],
+      [{ type: 'choice', instructions: 'x', criteria: { a: 'A', b: long } }, 'questions["q"].criteria["b"]'],
+    ];
+    for (const [question, field] of tooLong) {
+      const error = rejected(systemOne, { model: 'm', state: 's', questions: { q: question } });
+      expect(error).toMatchObject({ status: 400, body: { detail: { error_type: 'api_usage_error', message: `${field}: the description is longer than 2000 characters` } } });
+    }
   });
 
   it('our limits are 400 with a bare-string detail naming the limit', () => {

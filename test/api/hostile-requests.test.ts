@@ -236,6 +236,19 @@ describe('JSON bodies', () => {
     const json = (await res.json()) as { message: string };
     expectErrorShape(json, 'invalid_question', res.headers.get('x-request-id')!);
     expect(json.message).toMatch(/^questions\["huge"\]: its instructions and options take \d+ tokens .* more than the model's context of 4096 tokens even with an empty state/);
+
+    // OpenAI's door names the question by its position, in the message and in `param`.
+    const choices = Object.values(criteria).map((description, i) => ({ value: `o${i}`, description }));
+    const openAi = await fetch(`${base}/v1/decisions`, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc-alpha', input: 'a short state', questions: [{ type: 'predicate', instructions: 'Is it?' }, { type: 'choice', instructions: 'Which?', choices }] }),
+    });
+    expect(openAi.status).toBe(400);
+    const { error } = (await openAi.json()) as { error: { message: string; type: string; param: string | null } };
+    expect(error.param).toBe('questions[1]');
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.message).toMatch(/^questions\[1\]: its instructions and options take \d+ tokens/);
   });
 
   it('a Content-Encoding body: 415 naming the encoding, on decide and batches', async () => {

@@ -228,6 +228,7 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
       const otherModel = errors.find((l) => l.custom_id === 'other-model')!;
       expect(otherModel.response!.status_code).toBe(400);
       expect(JSON.stringify(otherModel.response!.body)).toContain('one model');
+      if (endpoint === '/v1/decisions') expect((otherModel.response!.body as { error: { param: unknown } }).error.param).toBe('model');
     }, 120_000);
   }
 

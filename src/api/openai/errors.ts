@@ -2,7 +2,7 @@
 // ApiError to it, with the statuses the `openai` SDKs turn into typed errors: 400 BadRequestError,
 // 401 AuthenticationError, 404 NotFoundError, 429 RateLimitError (retried after `retry-after-ms`),
 // 5xx InternalServerError.
-import { toApiError } from '../errors.js';
+import { toApiError, type ApiError } from '../errors.js';
 import { retryHeaders, type ErrorContext, type WireError } from '../dialect.js';
 import type { OpenAiErrorBody } from './schemas.js';
 
@@ -17,6 +17,25 @@ export function invalidRequest(message: string, param: string | null): WireError
 }
 
 /**
+ * A domain field (ApiError.field) as OpenAI's request names it: question ids are the positions
+ * (`questions["2"]` is `questions[2]`), the state is `input`.
+ */
+function openAiField(field: string): string {
+  const question = /^questions\["(\d+)"\]/.exec(field);
+  if (question) return `questions[${question[1]}]${field.slice(question[0].length)}`;
+  return field === 'state' ? 'input' : field;
+}
+
+/** 400 for a request that breaks a rule: `param` and the message's leading field in OpenAI's names. */
+function invalidQuestion(api: ApiError): WireError {
+  const status = api.status === 415 ? 415 : 400;
+  if (api.field === undefined) return wire(status, api.message, 'invalid_request_error', null, null);
+  const param = openAiField(api.field);
+  const message = api.message.startsWith(api.field) ? `${param}${api.message.slice(api.field.length)}` : api.message;
+  return wire(status, message, 'invalid_request_error', param, null);
+}
+
+/**
  * Any thrown value as OpenAI's error (the context is not needed: OpenAI answers every
  * authentication failure with 401). Server errors keep toApiError()'s hidden text.
  * @example
@@ -28,7 +47,7 @@ export function openAiError(err: unknown, _context: ErrorContext = {}): WireErro
     case 'invalid_key':
       return wire(401, api.message, 'invalid_request_error', null, 'invalid_api_key', { 'www-authenticate': 'Bearer' });
     case 'invalid_question':
-      return wire(api.status === 415 ? 415 : 400, api.message, 'invalid_request_error', null, null);
+      return invalidQuestion(api);
     case 'not_found':
       return wire(404, api.message, 'invalid_request_error', 'model', 'model_not_found');
     case 'state_too_long':

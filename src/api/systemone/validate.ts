@@ -20,7 +20,7 @@ import { entriesInOrder, keysInOrder, objectInOrder } from '../../domain/key-ord
 import { isApiError } from '../errors.js';
 import type { DialectCall, DialectParse, ParseContext, WireError } from '../dialect.js';
 import { isPlainObject, jsonType } from '../json-value.js';
-import { normalizeQuestions, normalizeState, structuredText, DEFAULT_VALIDATION_LIMITS, type ValidationLimits } from '../validate.js';
+import { checkDescriptionLength, normalizeQuestions, normalizeState, structuredText, DEFAULT_VALIDATION_LIMITS, type ValidationLimits } from '../validate.js';
 import { limitError, systemOneError, unprocessable, usageError } from './errors.js';
 import type { SystemOneProblem } from './schemas.js';
 
@@ -130,6 +130,13 @@ function textAt(value: unknown, path: string, limits: Partial<ValidationLimits>)
   return typeof value === 'string' ? value : structuredText(value as object, { path }, limits);
 }
 
+/** An option's description (a criteria value or a score level), its length checked where the caller wrote it. */
+function descriptionAt(value: unknown, path: string, limits: Partial<ValidationLimits>): string {
+  const text = textAt(value, path, limits);
+  checkDescriptionLength(text, path, limits);
+  return text;
+}
+
 /** Pass 2 on a body that passed pass 1: our rules, then the decide-shaped question map. */
 function toDecideQuestions(questions: Record<string, Record<string, unknown>>, limits: Partial<ValidationLimits>) {
   const maxQuestions = limits.maxQuestions ?? DEFAULT_VALIDATION_LIMITS.maxQuestions;
@@ -158,8 +165,8 @@ function toDecideQuestions(questions: Record<string, Record<string, unknown>>, l
       // Both or neither: /v1/decide's noul criteria name both options; a missing side reads as its key.
       if (c.true != null || c.false != null) {
         out.criteria = {
-          no: c.false == null ? '' : textAt(c.false, `${at}.criteria.false`, limits),
-          yes: c.true == null ? '' : textAt(c.true, `${at}.criteria.true`, limits),
+          no: c.false == null ? '' : descriptionAt(c.false, `${at}.criteria.false`, limits),
+          yes: c.true == null ? '' : descriptionAt(c.true, `${at}.criteria.true`, limits),
         };
       }
     } else if (type === 'choice') {
@@ -167,12 +174,12 @@ function toDecideQuestions(questions: Record<string, Record<string, unknown>>, l
       const n = keysInOrder(c).length;
       if (n > SYSTEMONE_LIMITS.maxChoices) reject(limitError(`Too many choices. Must have at most ${SYSTEMONE_LIMITS.maxChoices} choices.`));
       if (n < SYSTEMONE_LIMITS.minChoices) reject(limitError(`Too few choices. Must have at least ${SYSTEMONE_LIMITS.minChoices} choices.`));
-      out.criteria = objectInOrder(entriesInOrder(c).map(([key, d]) => [key, d === null ? '' : textAt(d, `${at}.criteria[${quote(key)}]`, limits)]));
+      out.criteria = objectInOrder(entriesInOrder(c).map(([key, d]) => [key, d === null ? '' : descriptionAt(d, `${at}.criteria[${quote(key)}]`, limits)]));
     } else if (type === 'score') {
       const levels = criteria as unknown[];
       if (levels.length > SYSTEMONE_LIMITS.maxLevels) reject(limitError(`Too many score levels. Must have at most ${SYSTEMONE_LIMITS.maxLevels} levels.`));
       if (levels.length < SYSTEMONE_LIMITS.minLevels) reject(limitError(`Too few score levels. Must have at least ${SYSTEMONE_LIMITS.minLevels} levels.`));
-      out.criteria = Object.fromEntries(levels.map((level, i) => [String(i), textAt(level, `${at}.criteria[${i}]`, limits)]));
+      out.criteria = Object.fromEntries(levels.map((level, i) => [String(i), descriptionAt(level, `${at}.criteria[${i}]`, limits)]));
       legends.set(id, levels);
     }
     decide.push([id, out]);

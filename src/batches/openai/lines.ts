@@ -120,6 +120,7 @@ export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint
     const mismatch = new ApiError(
       'invalid_question',
       `model: ${JSON.stringify(String(model).slice(0, 200))} differs from the batch's model ${JSON.stringify(ctx.requestedModel ?? ctx.model)} (the model of its first line); a batch runs one model`,
+      { field: 'model' },
     );
     return refused(dialect.error(mismatch, wireContext));
   }
