@@ -11,6 +11,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { decideError } from '../api/decide/index.js';
 import type { WireError } from '../api/dialect.js';
 import { ApiError, ERROR_CODES, ERROR_STATUS, isApiError, toApiError } from '../api/errors.js';
+import { toOpenAiWire } from '../batches/openai/errors.js';
 
 /** Fastify's own 4xx errors and their API error. Messages are ours: fastify's name no fields. */
 function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError | undefined {
@@ -88,8 +89,17 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 }
 
-/** For fastify's `frameworkErrors` option (malformed URLs and the like, before routing). */
+/**
+ * For fastify's `frameworkErrors` option (malformed URLs and the like, before routing): no route's
+ * error handler has been chosen yet, so the path picks the shape (OpenAI's under /v1/files).
+ */
 export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const message = err.code === 'FST_ERR_BAD_URL' ? 'malformed URL' : 'bad request';
-  void sendError(new ApiError('invalid_question', message), request, reply);
+  const error = new ApiError('invalid_question', err.code === 'FST_ERR_BAD_URL' ? 'malformed URL' : 'bad request');
+  if (!/^\/v1\/files(?:[/?]|$)/.test(request.url)) {
+    void sendError(error, request, reply);
+    return;
+  }
+  request.log.info({ code: error.code, status: error.status }, 'request rejected');
+  reply.header('x-request-id', request.id);
+  void sendWire(reply, toOpenAiWire(error));
 }

@@ -148,6 +148,49 @@ describe('/v1/decisions: messages that say what is wrong', () => {
   });
 });
 
+describe('/v1/files: another method, a path below, no key or a malformed URL, in OpenAI\'s error shape', () => {
+  const expectOpenAiError = (res: { statusCode: number; json(): any }, status: number, what: string) => {
+    expect(res.statusCode, what).toBe(status);
+    const body = res.json();
+    expect(Object.keys(body), what).toEqual(['error']);
+    expect(typeof body.error.message, what).toBe('string');
+    expect(body.error.type, what).toBe('invalid_request_error');
+    return body.error as { message: string; code: string | null };
+  };
+
+  it('another method is 405 naming the methods in Allow; a deeper path is 404; the query string is never repeated', async () => {
+    for (const [method, url, allow] of [
+      ['PUT', '/v1/files', 'GET, POST'],
+      ['DELETE', '/v1/files?secret=1', 'GET, POST'],
+      ['POST', '/v1/files/file_abc', 'GET, DELETE'],
+      ['PATCH', '/v1/files/file_abc', 'GET, DELETE'],
+      ['DELETE', '/v1/files/file_abc/content', 'GET'],
+    ] as const) {
+      const res = await app.inject({ method, url, headers: AUTH });
+      const error = expectOpenAiError(res, 405, `${method} ${url}`);
+      expect(error.message).toMatch(/^Invalid URL \(/);
+      expect(res.headers.allow, url).toBe(allow);
+      expect(res.body).not.toContain('secret');
+    }
+    for (const [method, url] of [['GET', '/v1/files/file_abc/other'], ['POST', '/v1/files/a/b/c']] as const) {
+      const error = expectOpenAiError(await app.inject({ method, url, headers: AUTH }), 404, url);
+      expect(error.message).toMatch(/^Invalid URL \(/);
+    }
+  });
+
+  it('without a key, and with a malformed URL, it is still OpenAI\'s shape', async () => {
+    const noKey = await app.inject({ method: 'PUT', url: '/v1/files' });
+    expect(expectOpenAiError(noKey, 401, 'no key').code).toBe('invalid_api_key');
+    const badUrl = await app.inject({ method: 'GET', url: '/v1/files/%E0%A4%A', headers: AUTH });
+    expect(expectOpenAiError(badUrl, 400, 'malformed').message).toBe('malformed URL');
+    expect(badUrl.headers['x-request-id']).toMatch(/^req_/);
+    // Elsewhere the API's own shape, as before.
+    const ours = await app.inject({ method: 'GET', url: '/v1/models/%E0%A4%A', headers: AUTH });
+    expect(ours.statusCode).toBe(400);
+    expect(ours.json()).toMatchObject({ code: 'invalid_question', message: 'malformed URL' });
+  });
+});
+
 describe('/v1/files: a form with too many parts', () => {
   it("names the Files form's fields (file and purpose), not the batch form's", async () => {
     const boundary = 'hostile-boundary';

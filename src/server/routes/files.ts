@@ -11,10 +11,10 @@
  */
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest, HTTPMethods } from 'fastify';
 
 import type { StagedUpload } from '../../batches/batch-service.js';
-import { oaError } from '../../batches/openai/errors.js';
+import { oaError, OpenAiWireError } from '../../batches/openai/errors.js';
 import { FILE_EXPIRY_SECONDS, type ExpiresAfterFields, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
 import { ownerOf } from '../auth.js';
 import { readingMultipart } from '../multipart-body.js';
@@ -180,4 +180,39 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
     },
     async (request) => openai.deleteFile(ownerOf(request), (request.params as { id: string }).id),
   );
+
+  // Another method on a files path (405 with Allow) or a path below them (404): OpenAI's shape, as
+  // every /v1/files answer, not the API's own 404; authentication runs first, as on the routes above.
+  const strayMessage = (request: FastifyRequest) => {
+    const path = request.url.split('?')[0]!;
+    return `Invalid URL (${request.method} ${path.length > 200 ? `${path.slice(0, 200)}...` : path})`;
+  };
+  for (const [url, allowed] of FILE_PATHS) {
+    app.route({
+      method: FILE_METHODS.filter((m) => !allowed.includes(m)),
+      url,
+      schema: { hide: true },
+      ...asBuilt,
+      handler: async (request) => {
+        throw new OpenAiWireError({ ...oaError(405, `${strayMessage(request)}: this path takes ${allowed.join(' or ')}`).wire, headers: { allow: allowed.join(', ') } });
+      },
+    });
+  }
+  app.route({
+    method: FILE_METHODS,
+    url: '/files/:id/*',
+    schema: { hide: true },
+    ...asBuilt,
+    handler: async (request) => {
+      throw oaError(404, `${strayMessage(request)}: no such route; a file is GET /v1/files/{id}, its bytes GET /v1/files/{id}/content`);
+    },
+  });
 };
+
+/** Every method a stray request may use, and the ones each files path serves. */
+const FILE_METHODS: HTTPMethods[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+const FILE_PATHS: Array<[string, HTTPMethods[]]> = [
+  ['/files', ['GET', 'POST']],
+  ['/files/:id', ['GET', 'DELETE']],
+  ['/files/:id/content', ['GET']],
+];
