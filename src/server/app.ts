@@ -178,10 +178,12 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
   // 2. Authentication (request.keyId) with its per-IP limit on failures, 3. the per-key rate limit.
   registerAuth(app, keys, opts.rateLimit ? (opts.rateLimit.invalidKeys ?? DEFAULT_INVALID_KEY_LIMIT) : false);
   if (opts.rateLimit) registerRateLimit(app, opts.rateLimit);
-  // A compressed body would reach the parsers as binary noise: refuse it by its encoding.
+  // A compressed body would reach the parsers as binary noise: refuse it by its encoding. A request
+  // without a body (a probe, a GET) is answered whatever the header says.
   app.addHook('onRequest', async (request) => {
     const encoding = request.headers['content-encoding'];
-    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+    const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+    if (hasBody && encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
       throw new ApiError('invalid_question', `request body: Content-Encoding '${encoding.slice(0, 50)}' is not supported; send the body uncompressed`, {
         status: 415,
       });

@@ -70,6 +70,9 @@ export async function readBatchForm(request: FastifyRequest, batches: BatchServi
       if (typeof value !== 'string') {
         throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': must be text`);
       }
+      if (part.fieldname === 'file') {
+        throw new ApiError('invalid_question', "form field 'file': must be a file part (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field");
+      }
       if (part.fieldname === 'model') {
         once('model', model);
         model = value;

@@ -25,11 +25,13 @@ function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError 
     }
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {
       const type = String(request.headers['content-type'] ?? '').slice(0, 100);
+      // What the route reads: a form route says so in its OpenAPI `consumes`, the others read JSON.
+      const wanted = ((request.routeOptions?.schema as { consumes?: string[] } | undefined)?.consumes ?? ['application/json']).join(' or ');
       return new ApiError(
         'invalid_question',
         type
-          ? `request body: Content-Type '${type}' is not supported; send application/json`
-          : 'request body: Content-Type header missing; send application/json',
+          ? `request body: Content-Type '${type}' is not supported; send ${wanted}`
+          : `request body: Content-Type header missing; send ${wanted}`,
       );
     }
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -261,6 +261,22 @@ describe('JSON bodies', () => {
     }
     const identity = await decide(JSON.stringify(decideBody('s', { q: { type: 'noul', instructions: 'Is it?' } })), { 'content-encoding': 'identity' });
     expect(identity.status).toBe(200);
+    // Without a body the header means nothing: probes and reads are answered.
+    for (const path of ['/healthz', '/readyz', '/metrics', '/v1/models']) {
+      const res = await fetch(`${base}${path}`, { headers: { ...AUTH, 'content-encoding': 'gzip' } });
+      expect(res.status, path).toBe(200);
+    }
+  });
+
+  it('the batch form: a file sent as a text field, and no Content-Type, get messages that say what to send', async () => {
+    const boundary = 'b0undary';
+    const form = [`--${boundary}`, 'Content-Disposition: form-data; name="model"', '', 'svc-alpha', `--${boundary}`, 'Content-Disposition: form-data; name="file"', '', '{"custom_id":"a"}', `--${boundary}--`, ''].join('\r\n');
+    const text = await rawRequest(post('/v1/batches', { 'Content-Type': `multipart/form-data; boundary=${boundary}` }, form));
+    expect(expectError(text, 400, 'invalid_question')).toBe("form field 'file': must be a file part (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field");
+    const untyped = await rawRequest(post('/v1/batches', {}, 'model=svc-alpha'));
+    expect(expectError(untyped, 400, 'invalid_question')).toBe('request body: Content-Type header missing; send multipart/form-data');
+    const decideUntyped = await rawRequest(post('/v1/decide', {}, '{}'));
+    expect(expectError(decideUntyped, 400, 'invalid_question')).toBe('request body: Content-Type header missing; send application/json');
   });
 });
 

@@ -371,7 +371,11 @@ describe('other routes', () => {
     const decideOp = doc.paths['/v1/decide'].post;
     expect(schemaOf(decideOp.requestBody.content).required).toEqual(['model', 'state', 'questions']);
     expect(schemaOf(decideOp.responses['200'].content).required).toEqual(['id', 'model', 'answers', 'usage']);
-    expect(Object.keys(decideOp.responses).sort()).toEqual(['200', '400', '401', '404', '413', '429', '500']);
+    expect(Object.keys(decideOp.responses).sort()).toEqual(['200', '400', '401', '404', '413', '415', '429', '500']);
+    // Every route that reads a body lists the 415 of a compressed one.
+    for (const route of ['/v1/decide', '/v1/systemone', '/v1/decisions', '/v1/batches', '/v1/batches/validate', '/v1/files']) {
+      expect(Object.keys(doc.paths[route].post.responses), route).toContain('415');
+    }
     expect(decideOp.responses['400'].description).toMatch(/^invalid_question/);
     expect(schemaOf(decideOp.responses['400'].content).required).toEqual(['code', 'message', 'request_id']);
     expect(schemaOf(doc.paths['/v1/models'].get.responses['200'].content).properties.aliases).toBeDefined();

@@ -71,6 +71,7 @@ export const decideDialect: Dialect<DialectCall, DecideResponse> = Object.freeze
         401: errors('invalid_key'),
         404: errors('not_found: the model is not installed (the message lists the installed ids)'),
         413: errors('state_too_long: the state exceeds the token limit, or the body the byte limit'),
+        415: errors('invalid_question: a compressed body (Content-Encoding other than identity); send it uncompressed'),
         429: errors('rate_limited: see the Retry-After header (integer seconds)'),
         500: errors('server_error: retry with backoff'),
       },

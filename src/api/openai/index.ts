@@ -50,6 +50,7 @@ export const openAiDecisions: Dialect<DecisionsCall, DecisionBody> = Object.free
         400: error('invalid_request_error: param names the field; context_length_exceeded for a state over the token limit'),
         401: error('invalid_api_key'),
         404: error('model_not_found'),
+        415: error('invalid_request_error: a compressed body (Content-Encoding other than identity); send it uncompressed'),
         429: error('rate_limit_exceeded: see Retry-After (seconds) and retry-after-ms'),
         500: error('server_error: retry with backoff'),
       },

@@ -47,6 +47,7 @@ export const systemOne: Dialect<SystemOneCall, SystemOneResponse> = Object.freez
         400: error('A rule or limit (detail names it), an unknown type or model, a state over the token limit'),
         401: error('The API key does not verify'),
         403: error('No API key, or a scheme other than Bearer'),
+        415: error('A compressed body (Content-Encoding other than identity): send it uncompressed'),
         422: error('The body has the wrong shape (a list of problems with their loc)'),
         429: error('Rate limited or overloaded: see Retry-After (seconds) and retry-after-ms'),
         500: error('Server error: retry with backoff'),

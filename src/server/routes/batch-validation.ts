@@ -37,6 +37,7 @@ export const batchValidationRoutes: FastifyPluginAsync<{ batches: BatchService }
           401: ref('Error', 'invalid_key'),
           404: ref('Error', 'not_found: unknown model'),
           413: ref('Error', 'state_too_long: the file is over the size limit or has more records than the limit'),
+          415: ref('Error', 'invalid_question: a compressed body (Content-Encoding other than identity); send it uncompressed'),
           429: ref('Error', 'rate_limited'),
           500: ref('Error', 'server_error'),
         },

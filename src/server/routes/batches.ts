@@ -61,6 +61,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
           400: errors('invalid_question: missing model or file, empty file, invalid questions field'),
           404: errors('not_found: unknown model'),
           413: errors('state_too_long: the file is over the size limit or has more records than the limit'),
+          415: errors('invalid_question: a compressed body (Content-Encoding other than identity); send it uncompressed'),
           ...common,
         },
       },

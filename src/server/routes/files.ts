@@ -70,7 +70,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
             Type.Integer({ minimum: FILE_EXPIRY_SECONDS.min, maximum: FILE_EXPIRY_SECONDS.max, description: `default ${FILE_EXPIRY_SECONDS.default} (30 days)` }),
           ),
         }),
-        response: { 200: FileObject, 400: OpenAiError, 413: OpenAiError, ...common },
+        response: { 200: FileObject, 400: OpenAiError, 413: OpenAiError, 415: Type.Object(OpenAiError.properties, { description: 'a compressed body (Content-Encoding other than identity): send it uncompressed' }), ...common },
       },
       ...asBuilt,
     },
