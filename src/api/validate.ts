@@ -298,8 +298,34 @@ function normalizeQuestion(id: string, q: unknown, lim: ValidationLimits): Norma
   return { id, type: qtype, instructions, options };
 }
 
+/**
+ * A score key as an exact decimal (it matched SCORE_LEVEL): no leading zeros in the whole part, no
+ * trailing zeros in the fraction, "-0" as "0". Keys are compared as written, never through a
+ * double, so that "99999999999999999999" and "99999999999999999998" stay two levels.
+ */
+function exactLevel(key: string): { negative: boolean; whole: string; fraction: string; text: string } {
+  const negative = key.startsWith('-');
+  const [wholeDigits, fractionDigits = ''] = (negative ? key.slice(1) : key).split('.');
+  const whole = wholeDigits!.replace(/^0+(?=\d)/, '');
+  const fraction = fractionDigits.replace(/0+$/, '');
+  const zero = whole === '0' && fraction === '';
+  return { negative: negative && !zero, whole, fraction, text: `${negative && !zero ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}` };
+}
+
+/** Orders two exact levels as numbers. */
+function compareLevels(a: ReturnType<typeof exactLevel>, b: ReturnType<typeof exactLevel>): number {
+  if (a.negative !== b.negative) return a.negative ? -1 : 1;
+  const sign = a.negative ? -1 : 1;
+  if (a.whole.length !== b.whole.length) return sign * (a.whole.length - b.whole.length);
+  if (a.whole !== b.whole) return sign * (a.whole < b.whole ? -1 : 1);
+  const width = Math.max(a.fraction.length, b.fraction.length);
+  const fa = a.fraction.padEnd(width, '0');
+  const fb = b.fraction.padEnd(width, '0');
+  return fa === fb ? 0 : sign * (fa < fb ? -1 : 1);
+}
+
 function orderScoreLevels(options: NormalizedOption[], at: string): NormalizedOption[] {
-  const seen = new Map<number, string>();
+  const seen = new Map<string, string>();
   const levels = options.map((o) => {
     if (!SCORE_LEVEL.test(o.key)) {
       fail(
@@ -307,16 +333,15 @@ function orderScoreLevels(options: NormalizedOption[], at: string): NormalizedOp
           'such as "0", "2.5" or "-1" (no spaces, "+" or exponent)',
       );
     }
-    // Normalizes -0 to 0 so that "-0" and "0" are duplicates.
-    const value = Number(o.key) + 0;
-    const prev = seen.get(value);
+    const value = exactLevel(o.key);
+    const prev = seen.get(value.text);
     if (prev !== undefined) {
       fail(`${at}.criteria: score levels ${quote(prev)} and ${quote(o.key)} have the same value`);
     }
-    seen.set(value, o.key);
+    seen.set(value.text, o.key);
     return { o, value };
   });
-  levels.sort((a, b) => a.value - b.value);
+  levels.sort((a, b) => compareLevels(a.value, b.value));
   return levels.map((l) => l.o);
 }
 

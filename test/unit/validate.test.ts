@@ -282,6 +282,17 @@ describe('validateDecideRequest: questions', () => {
       /^questions\["q1"\]\.criteria: score levels "1" and "01" have the same value/);
     expectInvalid(withQuestion({ type: 'score', instructions: 'i', criteria: { '1.0': 'a', '1': 'b' } }), /have the same value/);
     expectInvalid(withQuestion({ type: 'score', instructions: 'i', criteria: { '0': 'a', '-0': 'b' } }), /"0" and "-0" have the same value/);
+    expectInvalid(withQuestion({ type: 'score', instructions: 'i', criteria: { '-2.50': 'a', '-002.5': 'b' } }), /"-2.50" and "-002.5" have the same value/);
+    expectInvalid(withQuestion({ type: 'score', instructions: 'i', criteria: { '0.0': 'a', '-00.000': 'b' } }), /have the same value/);
+  });
+
+  it('score: compares levels as exact decimals, past what a double holds', () => {
+    const order = (keys: string[]) =>
+      validateDecideRequest(body({ questions: { q1: { type: 'score', instructions: 'i', criteria: Object.fromEntries(keys.map((k) => [k, k])) } } })).questions[0]!.options.map((o) => o.key);
+    expect(order(['99999999999999999999', '99999999999999999998'])).toEqual(['99999999999999999998', '99999999999999999999']);
+    expect(order(['0.1000000000000000000001', '0.1'])).toEqual(['0.1', '0.1000000000000000000001']);
+    expect(order(['10', '-1', '9.99', '-1.5', '0', '-10', '100', '0.05', '-0.5'])).toEqual(['-10', '-1.5', '-1', '-0.5', '0', '0.05', '9.99', '10', '100']);
+    expect(order(['007', '6.9999', '-0.0001'])).toEqual(['-0.0001', '6.9999', '007']);
   });
 
   it('keeps the caller order of question ids and reports the first bad question', () => {
