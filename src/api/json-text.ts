@@ -8,8 +8,10 @@
  * - Every object keeps the order its keys were written in (src/domain/key-order.ts): JavaScript
  *   lists integer-like keys ("0", "10") first, so criteria {"0", "1", "10", "2"} would reach the
  *   model as 0, 1, 2, 10. keysInOrder() and jsonInOrder() read the written order back.
+ * - Every number keeps the text it was written with where a double would write it otherwise
+ *   ("1.0", "1e2", an id of 20 digits): an object state reaches the model as the client wrote it.
  */
-import { recordKeyOrder } from '../domain/key-order.js';
+import { recordKeyOrder, recordNumberText } from '../domain/key-order.js';
 
 
 export type JsonTextResult = { ok: true; value: unknown } | { ok: false; reason: string };
@@ -35,34 +37,48 @@ export function parseJsonText(text: string): JsonTextResult {
       const where = path ? ` in ${path}` : '';
       return { ok: false, reason: `duplicate key ${JSON.stringify(scan.duplicate.key.slice(0, 128))}${where}; each key may appear once` };
     }
-    // JavaScript keeps the written order of every object without an integer-like key.
-    if (scan.indexKeys) recordWrittenOrder(value, scan.objects);
+    // JavaScript keeps the written order of every object without an integer-like key, and the text
+    // of every number a double writes back the same way.
+    if (scan.indexKeys || scan.numbers) recordWrittenForm(value, scan.objects, scan.numbers);
   }
   return { ok: true, value };
 }
 
 /**
- * Records each object's written key order. `objects[i]` holds the keys of the i-th object opened
- * in the text; a walk of the parsed value in text order (an object's values in written key order,
- * an array's items in order) meets the objects in the same order. Iterative: JSON.parse accepts
- * nesting far deeper than the call stack. Only an order JavaScript would not keep is recorded.
+ * Records each object's written key order and each number's written text. `objects[i]` holds the
+ * keys of the i-th object opened in the text, `numbers[j]` the j-th number's text; a walk of the
+ * parsed value in text order (an object's values in written key order, an array's items in order)
+ * meets the objects and the numbers in the same order. Iterative: JSON.parse accepts nesting far
+ * deeper than the call stack. Only what JavaScript would not keep is recorded.
  */
-function recordWrittenOrder(root: object, objects: ReadonlyArray<ReadonlySet<string>>): void {
-  let next = 0;
-  const stack: unknown[] = [root];
+function recordWrittenForm(root: object, objects: ReadonlyArray<ReadonlySet<string>>, numbers: readonly string[] | undefined): void {
+  let nextObject = 0;
+  let nextNumber = 0;
+  const stack: Array<[value: unknown, container: object, key: string]> = [[root, root, '']];
   while (stack.length > 0) {
-    const v = stack.pop();
-    if (typeof v !== 'object' || v === null) continue;
-    if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push(v[i]);
+    const [v, container, key] = stack.pop()!;
+    if (typeof v === 'number') {
+      const text = numbers?.[nextNumber++];
+      if (text !== undefined && !writesAs(v, text)) recordNumberText(container, key, text);
       continue;
     }
-    const keys = [...objects[next++]!];
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], v, String(i)]);
+      continue;
+    }
+    const keys = [...objects[nextObject++]!];
     const own = Object.keys(v);
     if (own.some((k, i) => k !== keys[i])) recordKeyOrder(v, keys);
     const obj = v as Record<string, unknown>;
-    for (let i = keys.length - 1; i >= 0; i--) stack.push(obj[keys[i]!]);
+    for (let i = keys.length - 1; i >= 0; i--) stack.push([obj[keys[i]!], v, keys[i]!]);
   }
+}
+
+/** Whether JSON.stringify writes `value` as `text`; cheap for the common case (a short integer). */
+function writesAs(value: number, text: string): boolean {
+  if (text.length <= 15 && /^-?[1-9]?[0-9]*$/.test(text) && text !== '-0') return true;
+  return JSON.stringify(value) === text;
 }
 
 /** Where V8's message says the error is, as ' (at line L, column C)'; never any of the text. */
@@ -104,13 +120,36 @@ export function findDuplicateKey(text: string): { key: string; path: string[] } 
  * order), whether any key is integer-like, and the first key that appears twice in one object with
  * the path of keys to that object (the scan stops there).
  */
-function scanKeys(text: string): { duplicate?: { key: string; path: string[] }; objects: Array<Set<string>>; indexKeys: boolean } {
+function scanKeys(text: string): {
+  duplicate?: { key: string; path: string[] };
+  objects: Array<Set<string>>;
+  indexKeys: boolean;
+  /** Every number's text in text order, when one of them is not as a double writes it back (else undefined). */
+  numbers?: string[];
+} {
   const objects: Array<Set<string>> = [];
   let indexKeys = false;
+  // Start and end of every number, in text order.
+  const numberBounds: number[] = [];
+  let inexact = false;
   const stack: Container[] = [];
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c === 0x22 /* " */) {
+    if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {
+      // Outside a string, in valid JSON, a minus or a digit starts a number. Only its bounds are
+      // kept; a short integer (most numbers) is written back as it is and needs no check.
+      let end = i + 1;
+      let digitsOnly = c !== 0x2d;
+      for (let d = text.charCodeAt(end); end < text.length && isNumberChar(d); d = text.charCodeAt(++end)) {
+        if (d < 0x30 || d > 0x39) digitsOnly = false;
+      }
+      numberBounds.push(i, end);
+      if (!inexact && !(digitsOnly && end - i <= 15)) {
+        const written = text.slice(i, end);
+        inexact = !writesAs(Number(written), written);
+      }
+      i = end - 1;
+    } else if (c === 0x22 /* " */) {
       const end = closingQuote(text, i);
       const top = stack[stack.length - 1];
       if (top?.keys && top.expectKey) {
@@ -137,7 +176,14 @@ function scanKeys(text: string): { duplicate?: { key: string; path: string[] }; 
       if (top?.keys) top.expectKey = true;
     }
   }
-  return { objects, indexKeys };
+  if (!inexact) return { objects, indexKeys };
+  const numbers = Array.from({ length: numberBounds.length / 2 }, (_, j) => text.slice(numberBounds[2 * j]!, numberBounds[2 * j + 1]!));
+  return { objects, indexKeys, numbers };
+}
+
+/** A character of a JSON number after its first: digits, '.', 'e', 'E', '+', '-'. */
+function isNumberChar(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === 0x2d;
 }
 
 /** A key JavaScript lists before the others: an array index ("0", "12"; not "01", "-1" or "1.5"). */

@@ -23,7 +23,7 @@
 // - An object state with more values than `maxStateValues` is 413 state_too_long (it could only
 //   exceed the token limit anyway); this also bounds objects that share sub-objects.
 import { quote, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../domain/decision.js';
-import { hasKeyOrder, jsonInOrder, keysInOrder } from '../domain/key-order.js';
+import { hasWrittenForm, jsonInOrder, keysInOrder } from '../domain/key-order.js';
 import { ApiError } from './errors.js';
 import { isPlainObject } from './json-value.js';
 import {
@@ -164,7 +164,7 @@ function framePath(f: Frame, root: string): string {
 
 // Iterative so that no input can exhaust the call stack; the depth bound also stops cycles and
 // the value budget stops shared sub-objects from multiplying the work. Returns whether an object
-// in it has a recorded key order (key-order.ts).
+// or array in it has a recorded written form (a key order, a number's text: key-order.ts).
 function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): boolean {
   let ordered = false;
   const framePathOf = (f: Frame) => framePath(f, place.path);
@@ -196,10 +196,10 @@ function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): b
     if (f.depth > lim.maxStateDepth) {
       fail(`${framePathOf(f)}: ${place.noun ? `${place.noun} is nested` : 'nested'} deeper than ${lim.maxStateDepth} levels`);
     }
+    if (!ordered && hasWrittenForm(v)) ordered = true;
     if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], depth: f.depth + 1, parent: f, key: i });
     } else if (isPlainObject(v)) {
-      if (!ordered && hasKeyOrder(v)) ordered = true;
       const keys = Object.keys(v);
       for (let i = keys.length - 1; i >= 0; i--) {
         const k = keys[i]!;

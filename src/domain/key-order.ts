@@ -13,6 +13,8 @@
  */
 
 const WRITTEN_ORDER = new WeakMap<object, readonly string[]>();
+/** Per object or array: key (or index) -> a number's text as the client wrote it, where JSON.stringify would write it otherwise. */
+const WRITTEN_NUMBERS = new WeakMap<object, Map<string, string>>();
 
 /** Records `keys` (each an own key of `obj`, each once) as the order of `obj`'s keys; returns `obj`. */
 export function recordKeyOrder<T extends object>(obj: T, keys: readonly string[]): T {
@@ -20,9 +22,23 @@ export function recordKeyOrder<T extends object>(obj: T, keys: readonly string[]
   return obj;
 }
 
-/** Whether `obj` has a recorded key order (else its keys are listed as JavaScript lists them). */
-export function hasKeyOrder(obj: object): boolean {
-  return WRITTEN_ORDER.has(obj);
+/**
+ * Records the text a client wrote for the number at `container[key]` ("1.0", "12345678901234567890",
+ * "1e2"): a double would be written back as "1", "12345678901234567000", "100", and the model would
+ * read another text than the one sent. jsonInOrder() writes it while the value is still that number.
+ */
+export function recordNumberText(container: object, key: string, text: string): void {
+  let texts = WRITTEN_NUMBERS.get(container);
+  if (!texts) WRITTEN_NUMBERS.set(container, (texts = new Map()));
+  texts.set(key, text);
+}
+
+/**
+ * Whether JSON.stringify would write `obj` otherwise than jsonInOrder(): a recorded key order (else
+ * its keys are listed as JavaScript lists them) or a number's written text among its members.
+ */
+export function hasWrittenForm(obj: object): boolean {
+  return WRITTEN_ORDER.has(obj) || WRITTEN_NUMBERS.has(obj);
 }
 
 /**
@@ -57,7 +73,7 @@ export function entriesInOrder<V>(obj: Record<string, V>): Array<[string, V]> {
 
 /**
  * JSON text of `value` as JSON.stringify(value, null, indent) writes it, except that every object's
- * keys come in keysInOrder() order. For data: plain objects, arrays, strings, numbers, booleans,
+ * keys come in keysInOrder() order and a number keeps the text it was written with (recordNumberText). For data: plain objects, arrays, strings, numbers, booleans,
  * null, and values with toJSON(); a cycle throws a TypeError as JSON.stringify does. `indent`: the
  * number of spaces per level (0, the default: compact).
  * @example
@@ -80,13 +96,19 @@ function write(value: unknown, key: string, open: Set<object>, step: string, at:
   const wrap = (parts: string[], [left, right]: string) =>
     parts.length === 0 ? `${left}${right}` : step ? `${left}\n${inner}${parts.join(`,\n${inner}`)}\n${at}${right}` : `${left}${parts.join(',')}${right}`;
   let text: string;
+  const numbers = WRITTEN_NUMBERS.get(value);
+  // A member's text: a number as written while it still holds that value, else as JSON writes it.
+  const member = (item: unknown, k: string) => {
+    const written = typeof item === 'number' ? numbers?.get(k) : undefined;
+    return written !== undefined && Number(written) === item ? written : write(item, k, open, step, inner);
+  };
   if (Array.isArray(value)) {
-    text = wrap(value.map((item, i) => write(item, String(i), open, step, inner) ?? 'null'), '[]');
+    text = wrap(value.map((item, i) => member(item, String(i)) ?? 'null'), '[]');
   } else {
     const parts: string[] = [];
     const obj = value as Record<string, unknown>;
     for (const k of keysInOrder(obj)) {
-      const item = write(obj[k], k, open, step, inner);
+      const item = member(obj[k], k);
       if (item !== undefined) parts.push(`${JSON.stringify(k)}:${step ? ' ' : ''}${item}`);
     }
     text = wrap(parts, '{}');

@@ -111,11 +111,12 @@ describe('integer-like keys keep the written order', () => {
     const value = parse(text);
     expect(Object.keys(value)).toEqual(['0', '10', 'b', 'a']); // what JavaScript makes of it
     expect(keysInOrder(value)).toEqual(['b', '10', 'a', '0']);
-    expect(jsonInOrder(value)).toBe('{"b":[{"2":1,"1":{"z":null,"0":true}},"x"],"10":0,"a":"A","0":1.5e-7}');
+    // Numbers as written ("-0" stays; JSON.stringify would write 0).
+    expect(jsonInOrder(value)).toBe('{"b":[{"2":1,"1":{"z":null,"0":true}},"x"],"10":-0,"a":"A","0":1.5e-7}');
     const plain = { a: 1, 2: [undefined, () => 1], u: undefined, d: new Date(0), n: { toJSON: () => 'j' } };
     expect(jsonInOrder(plain)).toBe(JSON.stringify(plain));
     expect(jsonInOrder({ ...plain, e: [], o: {} }, 2)).toBe(JSON.stringify({ ...plain, e: [], o: {} }, null, 2));
-    expect(jsonInOrder(value, 2)).toBe('{\n  "b": [\n    {\n      "2": 1,\n      "1": {\n        "z": null,\n        "0": true\n      }\n    },\n    "x"\n  ],\n  "10": 0,\n  "a": "A",\n  "0": 1.5e-7\n}');
+    expect(jsonInOrder(value, 2)).toBe('{\n  "b": [\n    {\n      "2": 1,\n      "1": {\n        "z": null,\n        "0": true\n      }\n    },\n    "x"\n  ],\n  "10": -0,\n  "a": "A",\n  "0": 1.5e-7\n}');
     expect(parse('{"__proto__":{"0":1},"1":2}').__proto__).toEqual({ 0: 1 });
     expect(jsonInOrder(parse('{"__proto__":{"5":1,"4":2},"1":2}'))).toBe('{"__proto__":{"5":1,"4":2},"1":2}');
   });
@@ -162,6 +163,24 @@ describe('integer-like keys keep the written order', () => {
     const asString = await postText('/v1/decide', `{"model":"svc-alpha","state":${JSON.stringify(state)},"questions":{"q":{"type":"noul","instructions":"Charged twice?"}}}`);
     expect(parse(asWritten.text).answers.q.probs).toEqual(parse(asString.text).answers.q.probs);
     expect(parse(asWritten.text).usage.input_tokens).toBe(parse(asString.text).usage.input_tokens);
+  });
+
+  it('an object state keeps its numbers as written: 20-digit ids, 1.0, 1e2 and -0 reach the model as the client sent them', async () => {
+    const numbers = '{"acct":12345678901234567890,"total":1.0,"list":[1e2,-0,0.5,-12.50],"plain":42}';
+    const decideWith = (state: string) => postText('/v1/decide', `{"model":"svc-alpha","state":${state},"questions":{"q":{"type":"noul","instructions":"Is the account overdrawn?"}}}`);
+    const asWritten = parse((await decideWith(numbers)).text);
+    const asString = parse((await decideWith(JSON.stringify(numbers))).text);
+    expect(asWritten.answers.q.probs).toEqual(asString.answers.q.probs);
+    expect(asWritten.usage.input_tokens).toBe(asString.usage.input_tokens);
+    // What a double would have made of it is another text.
+    const rounded = parse((await decideWith(JSON.stringify(JSON.stringify(JSON.parse(numbers))))).text);
+    expect(rounded.usage.input_tokens).not.toBe(asWritten.usage.input_tokens);
+    // A value changed after parsing is written as it now is, not as it was sent.
+    const value = parse(`{"a":1.0,"b":[2.50]}`);
+    expect(jsonInOrder(value)).toBe('{"a":1.0,"b":[2.50]}');
+    value.a = 3;
+    value.b[0] = 2.25;
+    expect(jsonInOrder(value)).toBe('{"a":3,"b":[2.25]}');
   });
 
   it('"__proto__" as a key is refused by name in /v1/decide and /v1/systemone; as a choice value it is a choice', async () => {
