@@ -101,6 +101,9 @@ class SuffixCache {
   }
 }
 
+/** Characters of a long state tokenized at a time when counting it against the limit. */
+const STATE_SLICE_CHARS = 32_768;
+
 export class ModelRuntime {
   private readonly suffixes = new SuffixCache();
 
@@ -146,6 +149,7 @@ export class ModelRuntime {
    * whatever the state, then ERR_STATE_TOO_LONG when the state does not fit.
    */
   async prepare(request: NormalizedDecideRequest): Promise<PreparedRequest> {
+    await this.refuseFarTooLongState(request.stateText);
     const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText));
     const suffixes = await Promise.all(
       request.questions.map((q) =>
@@ -204,6 +208,31 @@ export class ModelRuntime {
       labelMass: request.labelMass ?? false,
       inputTokens,
     };
+  }
+
+  /**
+   * Throws ERR_STATE_TOO_LONG for a state of more than twice the most any request allows, counted
+   * slice by slice with a turn of the event loop between slices, before the state is tokenized
+   * whole: tokenizing near 1 MiB of text in one go holds the process for seconds (probes and every
+   * other request wait). A slice cut inside a word counts a token or two more than the whole text
+   * would, which twice the limit absorbs; a state under that bound gets the exact count below.
+   */
+  private async refuseFarTooLongState(stateText: string): Promise<void> {
+    if (stateText.length <= STATE_SLICE_CHARS) return;
+    const most = Math.min(this.maxStateTokens, this.engine.info.maxContext - this.prefixOverhead);
+    const bound = 2 * Math.max(0, most);
+    let counted = 0;
+    for (let at = 0; at < stateText.length; at += STATE_SLICE_CHARS) {
+      counted += (await this.tokenizer.encode(stateText.slice(at, at + STATE_SLICE_CHARS))).length;
+      if (counted > bound) {
+        throw new EngineError(
+          'ERR_STATE_TOO_LONG',
+          `state is more than ${bound} tokens; the limit for a request is at most ${most} tokens ` +
+            `(model context ${this.engine.info.maxContext}, state limit ${this.maxStateTokens}, less the longest question); trim the state or split it across requests`,
+        );
+      }
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
   }
 
   /** Scores prepared requests through the scheduler (one job: they share an engine call). */
