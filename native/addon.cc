@@ -1,6 +1,8 @@
-// Registers the native surface: the engine class, the shared-library probe and the benchmark's
-// MatMul probe. Nothing else lives here.
+// Registers the native surface: the engine class, the shared-library probe, the benchmark's
+// MatMul probe and the immediate exit. Nothing else lives here.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <napi.h>
@@ -74,10 +76,20 @@ Napi::Value TimeMatMul(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+// exitNow(code): ends the process at once with `code`, running no exit handlers. process.exit()
+// first joins libuv's thread pool, so it waits for a forward pass in flight (seconds); the
+// operator's second signal must not. What is durable (SQLite, files) is as after a kill.
+Napi::Value ExitNow(const Napi::CallbackInfo& info) {
+  const int code = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 1;
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeEngine", decide::EngineBinding::Define(env));
   exports.Set("probeLibrary", Napi::Function::New(env, ProbeLibrary, "probeLibrary"));
   exports.Set("timeMatMul", Napi::Function::New(env, TimeMatMul, "timeMatMul"));
+  exports.Set("exitNow", Napi::Function::New(env, ExitNow, "exitNow"));
   return exports;
 }
 

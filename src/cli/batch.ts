@@ -25,6 +25,7 @@ import { RecordCounter } from '../batches/records.js';
 import { runBatch } from '../batches/runner.js';
 import { chunkOptionsFromEnv } from '../batches/settings.js';
 import { zeroUsage, type JobProgress } from '../batches/ports.js';
+import { exitNow } from '../engine/native.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand } from './args.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
@@ -197,7 +198,7 @@ export async function run(argv: string[]): Promise<number> {
   const onSignal = () => {
     signals += 1;
     interrupted = true;
-    if (signals > 1) process.exit(130);
+    if (signals > 1) exitNow(130);
     process.stderr.write('\ndecide batch: stopping after the current chunk (again to quit at once)\n');
   };
   process.on('SIGINT', onSignal);

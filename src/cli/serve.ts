@@ -8,6 +8,7 @@
 import path from 'node:path';
 
 import { databaseUrl } from '../batches/open-stores.js';
+import { exitNow } from '../engine/native.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
 import { commandError, intArg, parseCommand } from './args.js';
@@ -122,7 +123,8 @@ export async function run(argv: string[]): Promise<number> {
       if (stopping) {
         // A second signal: the operator does not want to wait for the drain.
         process.stderr.write(`decide serve: ${signal} again, exiting without draining\n`);
-        process.exit(1);
+        // process.exit() would first wait for the forward pass in flight (libuv joins its threads).
+        exitNow(1);
       }
       stopping = true;
       app.log.info({ signal }, 'shutting down: no new connections, finishing requests in flight');

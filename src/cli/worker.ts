@@ -14,6 +14,7 @@
 import path from 'node:path';
 
 import { resolveBatchSettings } from '../batches/settings.js';
+import { exitNow } from '../engine/native.js';
 import { databaseUrl, openBatchStore } from '../batches/open-stores.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand } from './args.js';
@@ -93,7 +94,7 @@ export async function run(argv: string[]): Promise<number> {
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) {
         process.stderr.write(`decide worker: ${signal} again, exiting without waiting for the chunks in flight\n`);
-        process.exit(1);
+        exitNow(1);
       }
       stopping = true;
       log(`decide worker: ${signal}: taking no more chunks, committing the ones in flight`);

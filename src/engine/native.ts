@@ -135,6 +135,11 @@ interface NativeModule {
     minSeconds?: number;
     maxRuns?: number;
   }): Float64Array;
+  /**
+   * Ends the process at once with `code`, running no exit handlers: process.exit() first waits for
+   * the thread pool, i.e. for a forward pass in flight. For the operator's second signal.
+   */
+  exitNow(code: number): never;
 }
 
 const require = createRequire(import.meta.url);
@@ -247,4 +252,19 @@ export function findPackageRoot(from: string): string {
     dir = parent;
   }
   return dir;
+}
+
+/**
+ * Ends the process at once with `code` (NativeModule.exitNow), not waiting for a forward pass in
+ * flight; process.exit() where the addon cannot be loaded or predates exitNow.
+ */
+export function exitNow(code: number): never {
+  let native: NativeModule | undefined;
+  try {
+    native = loadNativeModule();
+  } catch {
+    // no addon: nothing native can be running either
+  }
+  if (typeof native?.exitNow === 'function') native.exitNow(code);
+  process.exit(code);
 }

@@ -169,4 +169,29 @@ describe('decide serve lifecycle', () => {
     expect(await p.exited).toBe(0);
     expect(p.stderr()).toContain('shutting down');
   });
+
+  it('a second SIGTERM while draining exits 1 at once, not when the forward pass in flight ends', async () => {
+    expect(generatedKey).not.toBe('');
+    const p = await serve({});
+    // One request that is one long engine call: 64 questions of 40 options about a long state.
+    const criteria = Object.fromEntries(Array.from({ length: 40 }, (_, j) => [`o${j}`, `option number ${j}`]));
+    const questions = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`q${i}`, { type: 'choice', instructions: `Which one, number ${i}?`, criteria }]));
+    const started = Date.now();
+    const long = postDecide(p.url, generatedKey, { model: 'svc-alpha', state: longState(2500), questions }).then(
+      (r) => `answered ${r.status} after ${Date.now() - started} ms`,
+      () => 'dropped',
+    );
+    await requestsReceived(p, 1);
+    p.child.kill('SIGTERM');
+    await waitUntilRefused(p.url);
+    const second = Date.now();
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(1);
+    const exitMs = Date.now() - second;
+    // Still being scored when the process ended: its answer never came.
+    expect(await long).toBe('dropped');
+    expect(p.stderr()).toContain('SIGTERM again, exiting without draining');
+    // process.exit() waited for the engine call to end (seconds on this request); the exit now does not.
+    expect(exitMs).toBeLessThan(1500);
+  });
 });
