@@ -1,21 +1,32 @@
 import { useEffect, useState } from 'preact/hooks';
 
 import { getJson } from './api.js';
+import { ApiProblem } from './problems.js';
 import type { ModelListing } from './types.js';
 
-/** GET /v1/models, with the error when it fails; `reload` asks again. */
+/** After a failed listing, the wait before asking again (a 429's Retry-After when longer). */
+const RETRY_MS = 5000;
+
+/** GET /v1/models, with the error when it fails (then asked again until it answers); `reload` asks again. */
 export function useModels(): { listing?: ModelListing; error?: unknown; reload: () => void } {
   const [listing, setListing] = useState<ModelListing>();
   const [error, setError] = useState<unknown>();
   const [tick, setTick] = useState(0);
   useEffect(() => {
     let live = true;
+    let retry: number | undefined;
     getJson<ModelListing>('/v1/models').then(
       (l) => live && (setListing(l), setError(undefined)),
-      (e) => live && setError(e),
+      (e: unknown) => {
+        if (!live) return;
+        setError(e);
+        const wait = Math.max(RETRY_MS, e instanceof ApiProblem && e.retryAfterSeconds ? e.retryAfterSeconds * 1000 : 0);
+        retry = window.setTimeout(() => setTick((t) => t + 1), wait);
+      },
     );
     return () => {
       live = false;
+      clearTimeout(retry);
     };
   }, [tick]);
   return { listing, error, reload: () => setTick((t) => t + 1) };

@@ -276,6 +276,30 @@ describe('the console in a browser', () => {
     await page.focus('#run');
   });
 
+  it('playground: two questions with one id, or two options with one key, are caught before sending; a new row takes a free key', async () => {
+    const alert = page.locator('form [role="alert"]');
+    await page.fill('#q1-id', 'topic');
+    await expect.poll(() => alert.textContent()).toContain(`Question 2: the id "topic" is also question 1's`);
+    expect(await page.locator('#run').isDisabled()).toBe(true);
+    await page.fill('#q1-id', 'refund');
+    await page.fill('[aria-label="topic option 2 key"]', 'shipping');
+    await expect.poll(() => alert.textContent()).toContain('Question 1: two options are "shipping"');
+    expect(await page.locator('#run').isDisabled()).toBe(true);
+    await page.fill('[aria-label="topic option 2 key"]', 'billing');
+    await expect.poll(() => alert.count()).toBe(0);
+
+    // Levels 0, 1, 2 less 0, plus one: the new level is 3, not a second 2.
+    await page.click('[data-question-editor="urgency"] [aria-label="remove option 0"]');
+    await page.click('[data-question-editor="urgency"] >> text=+ level');
+    expect(await page.inputValue('[aria-label="urgency option 3 key"]')).toBe('3');
+    expect(await alert.count()).toBe(0);
+    expect(await page.locator('#run').isDisabled()).toBe(false);
+    for (const [i, [key, description]] of [['0', 'not urgent'], ['1', 'somewhat urgent'], ['2', 'urgent']].entries()) {
+      await page.fill(`[aria-label="urgency option ${i + 1} key"]`, key!);
+      await page.fill(`[aria-label="urgency option ${i + 1} description"]`, description!);
+    }
+  });
+
   it('models: a calibrated version with its figures and reliability diagram, a broken one with its reason', async () => {
     expect((await api('/v1/decide', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'other', state: 'x', questions: { q: { type: 'noul', instructions: 'ok?' } } }) })).status).toBe(500);
     type Bin = { confidence: number; accuracy: number; count: number; low: number; high: number };
@@ -481,6 +505,13 @@ describe('the console in a browser', () => {
     await page.click('#run');
     await page.locator('[data-result]').waitFor();
     await shot('playground-narrow');
+    // The longest id a question may have, unbroken, wraps in its answer.
+    const longId = 'x'.repeat(128);
+    await page.fill('#q1-id', longId);
+    await page.click('#run');
+    await page.locator(`[data-question="${longId}"]`).waitFor();
+    expect(await page.evaluate('document.documentElement.scrollWidth'), 'a 128-character id at 390 px').toBeLessThanOrEqual(390);
+    await page.fill('#q1-id', 'refund');
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
@@ -489,6 +520,9 @@ describe('the console in a browser', () => {
     await page.locator('[data-ready="ready"]').waitFor();
     expect(await server.stop()).toBe(0);
     await expect.poll(() => page.locator('[role="alert"]').first().textContent(), { timeout: 15_000 }).toContain('The server cannot be reached');
+    // The last figures stay, no longer called ready.
+    expect(await page.locator('[data-ready="unknown"]').count()).toBe(1);
+    expect(await page.locator('[data-ready="ready"]').count()).toBe(0);
   });
 
   it('never puts the key in a URL or the server log, and breaks no CSP rule', async () => {

@@ -67,11 +67,20 @@ export function Health() {
       <Problem error={error} />
       <section class="panel">
         <div class="row">
-          <h2 data-ready={reading.ready.ok ? 'ready' : 'not-ready'} class={reading.ready.ok ? 'good' : 'warn'}>
-            {reading.ready.ok ? 'Ready' : 'Not ready'}
-          </h2>
+          {error ? (
+            // The last reading failed: what is below is from before, not the server's state now.
+            <h2 data-ready="unknown" class="warn">
+              Unknown
+            </h2>
+          ) : (
+            <h2 data-ready={reading.ready.ok ? 'ready' : 'not-ready'} class={reading.ready.ok ? 'good' : 'warn'}>
+              {reading.ready.ok ? 'Ready' : 'Not ready'}
+            </h2>
+          )}
           <span class="hint">
-            {reading.ready.ok ? `models loaded: ${reading.ready.models.join(', ') || 'none'}` : reading.ready.reason} · refreshed {new Date(reading.at).toLocaleTimeString()}
+            {error
+              ? `the figures below are the last reading, from ${new Date(reading.at).toLocaleTimeString()}`
+              : `${reading.ready.ok ? `models loaded: ${reading.ready.models.join(', ') || 'none'}` : reading.ready.reason} · refreshed ${new Date(reading.at).toLocaleTimeString()}`}
           </span>
         </div>
         <dl class="facts big">

@@ -6,19 +6,10 @@ import { postJson } from '../api.js';
 import { AnswerBars } from '../components/bars.js';
 import { Problem } from '../components/problem.js';
 import { asCurl, asOpenAi, asSystemOne, copyAsProblem } from '../copy-as.js';
+import { draftsProblem, nextOptionKey, nextQuestionId, type Draft, type Option } from '../drafts.js';
 import type { DecideRequest, DecideResponse, Question, QuestionType } from '../types.js';
 import { modelChoices, ModelSelect, useModels } from '../use-models.js';
 
-interface Option {
-  key: string;
-  description: string;
-}
-interface Draft {
-  id: string;
-  type: QuestionType;
-  instructions: string;
-  options: Option[];
-}
 
 const NOUL_OPTIONS: Option[] = [
   { key: 'no', description: '' },
@@ -143,8 +134,7 @@ function QuestionEditor({ draft, index, onChange, onRemove }: { draft: Draft; in
           type="button"
           class="quiet"
           onClick={() => {
-            const key = draft.type === 'score' ? String(draft.options.length) : `option${draft.options.length + 1}`;
-            onChange({ ...draft, options: [...draft.options, { key, description: '' }] });
+            onChange({ ...draft, options: [...draft.options, { key: nextOptionKey(draft), description: '' }] });
           }}
         >
           + {draft.type === 'score' ? 'level' : 'option'}
@@ -228,7 +218,8 @@ export function Playground() {
       if (typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) throw new Error('the state must be a JSON object');
       state = parsed.value as Record<string, unknown>;
     }
-    request = { model, state, questions: objectInOrder(drafts.map((d) => [d.id, toQuestion(d)] as const)) };
+    formProblem = draftsProblem(drafts);
+    if (!formProblem) request = { model, state, questions: objectInOrder(drafts.map((d) => [d.id, toQuestion(d)] as const)) };
   } catch (err) {
     formProblem = `State: ${(err as Error).message}`;
   }
@@ -285,7 +276,7 @@ export function Playground() {
           />
         ))}
         <div class="row">
-          <button type="button" class="quiet" onClick={() => setDrafts([...drafts, { id: `q${drafts.length + 1}`, type: 'noul', instructions: '', options: NOUL_OPTIONS }])}>
+          <button type="button" class="quiet" onClick={() => setDrafts([...drafts, { id: nextQuestionId(drafts), type: 'noul', instructions: '', options: NOUL_OPTIONS }])}>
             + question
           </button>
           <button type="submit" id="run" disabled={running || !request || !model}>
