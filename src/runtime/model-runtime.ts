@@ -102,7 +102,7 @@ class SuffixCache {
 }
 
 /** Characters of a long state tokenized at a time when counting it against the limit. */
-const STATE_SLICE_CHARS = 32_768;
+const STATE_SLICE_CHARS = 8_192;
 
 export class ModelRuntime {
   private readonly suffixes = new SuffixCache();
@@ -211,16 +211,16 @@ export class ModelRuntime {
   }
 
   /**
-   * Throws ERR_STATE_TOO_LONG for a state of more than twice the most any request allows, counted
-   * slice by slice with a turn of the event loop between slices, before the state is tokenized
-   * whole: tokenizing near 1 MiB of text in one go holds the process for seconds (probes and every
-   * other request wait). A slice cut inside a word counts a token or two more than the whole text
-   * would, which twice the limit absorbs; a state under that bound gets the exact count below.
+   * Throws ERR_STATE_TOO_LONG for a state well over the most any request allows, counted slice by
+   * slice with a turn of the event loop between slices, before the state is tokenized whole:
+   * tokenizing near 1 MiB of text in one go holds the process for seconds (probes and every other
+   * request wait). A slice cut inside a word counts a token or two more than the whole text would,
+   * which the quarter's margin absorbs; a state under that bound gets the exact count below.
    */
   private async refuseFarTooLongState(stateText: string): Promise<void> {
     if (stateText.length <= STATE_SLICE_CHARS) return;
-    const most = Math.min(this.maxStateTokens, this.engine.info.maxContext - this.prefixOverhead);
-    const bound = 2 * Math.max(0, most);
+    const most = Math.max(0, Math.min(this.maxStateTokens, this.engine.info.maxContext - this.prefixOverhead));
+    const bound = most + Math.max(64, Math.ceil(most / 4));
     let counted = 0;
     for (let at = 0; at < stateText.length; at += STATE_SLICE_CHARS) {
       counted += (await this.tokenizer.encode(stateText.slice(at, at + STATE_SLICE_CHARS))).length;
