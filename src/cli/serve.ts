@@ -7,6 +7,7 @@
  */
 import path from 'node:path';
 
+import { describeError } from '../api/errors.js';
 import { databaseUrl } from '../batches/open-stores.js';
 import { exitNow } from '../engine/native.js';
 import { resolveApiKeys } from '../server/api-keys.js';
@@ -82,7 +83,8 @@ export async function run(argv: string[]): Promise<number> {
   try {
     resolved = resolveApiKeys({ env: process.env, dataDir, generate: true });
   } catch (err) {
-    return commandError('serve', (err as Error).message, 1);
+    // The API's message of a load failure is fixed ("ONNX Runtime could not be loaded"); the causes say which piece and the fix.
+    return commandError('serve', describeError(err), 1);
   }
   for (const warning of resolved.warnings) process.stderr.write(`decide serve: warning: ${warning}\n`);
   if (resolved.generated?.created) {
@@ -107,7 +109,8 @@ export async function run(argv: string[]): Promise<number> {
     await app.listen({ port, host });
   } catch (err) {
     await app?.close().catch(() => undefined);
-    return commandError('serve', (err as Error).message, 1);
+    // The API's message of a load failure is fixed ("ONNX Runtime could not be loaded"); the causes say which piece and the fix.
+    return commandError('serve', describeError(err), 1);
   }
 
   const address = app.server.address();

@@ -13,6 +13,7 @@
  */
 import path from 'node:path';
 
+import { describeError } from '../api/errors.js';
 import { resolveBatchSettings } from '../batches/settings.js';
 import { exitNow } from '../engine/native.js';
 import { databaseUrl, openBatchStore } from '../batches/open-stores.js';
@@ -84,7 +85,7 @@ export async function run(argv: string[]): Promise<number> {
     store = await openBatchStore({}, { dataDir: modelsDir, settings: resolveBatchSettings(), service, work: true, log });
   } catch (err) {
     await service?.close().catch(() => undefined);
-    return commandError('worker', (err as Error).message, 1);
+    return commandError('worker', describeError(err), 1);
   }
   process.stdout.write('decide: worker ready\n');
 

@@ -32,3 +32,14 @@ describe('decide batch with engine flags', () => {
     expect(readdirSync(dirs.root).filter((name) => /^ort_.*\.json$/.test(name))).toHaveLength(1);
   });
 });
+
+describe('decide serve when the engine cannot load', () => {
+  it('names the piece and the cause, not only the API\'s fixed message, and exits 1', async () => {
+    const res = await runDecide([
+      'serve', '--port', '0', '--models-dir', dirs.modelsDir, '--data-dir', path.join(dirs.root, 'serve-data'),
+      '--threads', '1', '--ort-library', path.join(dirs.root, 'no-such-libonnxruntime.so'),
+    ]);
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stderr).toMatch(/^decide serve: ONNX Runtime could not be loaded: cannot load ONNX Runtime from .*no-such-libonnxruntime\.so/m);
+  });
+});
