@@ -5,6 +5,7 @@
  * shares the base's weights (src/models/model-version.ts). Nothing is written unless every step
  * before it succeeded.
  */
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 
 import { ApiError } from '../api/errors.js';
@@ -68,6 +69,17 @@ export const HELD_OUT_SHARE = 0.2;
  * try { await calibrateModel({ model: 'svc-alpha', data: 'labelled.jsonl' }); }
  * catch (err) { if (err instanceof CalibrationError) process.exitCode = err.exitCode; }
  */
+/** Makes the report's folder, or throws CalibrationError (exit 2) saying why it cannot be one. */
+async function prepareReportDir(dir: string): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it, or a folder above it, is a file' : (err as Error).message;
+    throw new CalibrationError(`--report ${dir}: cannot be the report's folder: ${why}`, 2);
+  }
+}
+
 export class CalibrationError extends Error {
   constructor(
     message: string,
@@ -150,6 +162,9 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     } catch (err) {
       throw new CalibrationError((err as Error).message, 2);
     }
+    // The report's folder is checked before anything is scored or installed: a path that cannot
+    // be a folder would otherwise fail after the new version is already in the models directory.
+    if (options.reportDir) await prepareReportDir(options.reportDir);
     let data;
     try {
       data = await readCalibrationData(options.data, base.id);
@@ -338,7 +353,11 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     if (options.reportDir) {
       // The report writer is loaded only when a report is asked for.
       const { writeReport } = await import('./report.js');
-      report.report_files = await writeReport(options.reportDir, report);
+      try {
+        report.report_files = await writeReport(options.reportDir, report);
+      } catch (err) {
+        throw new CalibrationError(`${newId} is installed, but its report could not be written to ${options.reportDir}: ${(err as Error).message}`, 1);
+      }
     }
     return report;
   } finally {

@@ -4,6 +4,7 @@
  * version (src/calibration/run.ts). The base version is never modified.
  */
 
+import { describeError } from '../api/errors.js';
 import { calibrateModel, CalibrationError, type CalibrationReport } from '../calibration/run.js';
 import { commandError, intArg, parseCommand } from './args.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
@@ -105,6 +106,6 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   } catch (err) {
     if (err instanceof CalibrationError) return commandError('calibrate', err.message, err.exitCode);
-    return commandError('calibrate', err instanceof Error ? (err.stack ?? err.message) : String(err), 1);
+    return commandError('calibrate', describeError(err), 1);
   }
 }

@@ -246,6 +246,12 @@ describe('decide calibrate (CLI, tiny model)', () => {
     it('an unknown model', () => refuse(row({ topic: 'billing' }), ['--model', 'svc-omega'], /model 'svc-omega' is not installed/));
     it('labels that are not options (reported; fatal only when nothing usable is left)', () =>
       refuse(`${row({ topic: 'weather' })}\n${row({ refund: 'maybe', nope: 'x' })}\n`, ['--model', MODEL_ID], /no row gave a usable expected label \(3 expected labels/));
+    it('a --report path that is a file (checked before anything is scored or installed)', async () => {
+      const file = path.join(await mkdtemp(path.join(dir, 'report-')), 'taken');
+      await writeFile(file, 'not a folder');
+      await refuse(row({ topic: 'billing' }), ['--model', MODEL_ID, '--report', file], /^decide calibrate: --report .*taken: cannot be the report's folder: it, or a folder above it, is a file$/m);
+      await refuse(row({ topic: 'billing' }), ['--model', MODEL_ID, '--report', path.join(file, 'below')], /cannot be the report's folder/);
+    });
     it('too few labelled answers to fit anything', () =>
       refuse(Array.from({ length: 10 }, () => row({ topic: 'billing' })).join('\n'), ['--model', MODEL_ID], /too few labelled answers/));
   });
