@@ -29,7 +29,7 @@ import { exitNow } from '../engine/native.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand } from './args.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
-import { outputClash } from './output-path.js';
+import { outputClash, outputPlaceProblem } from './output-path.js';
 import { ProgressReporter } from './progress.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
@@ -162,6 +162,8 @@ export async function run(argv: string[]): Promise<number> {
   const outPath = path.resolve(values.out);
   const statePath = `${outPath}.state.json`;
   if (inputPath === outPath) return commandError('batch', '--out must not be the input file');
+  const place = outputPlaceProblem(outPath);
+  if (place) return commandError('batch', place);
   const inputs = [{ label: 'the input file', path: inputPath }, ...(values.questions === undefined ? [] : [{ label: '--questions', path: values.questions }])];
   for (const [written, label] of [[outPath, '--out'], [statePath, 'the state file'], [`${statePath}.tmp`, 'the state file']] as const) {
     // The state file is named after --out: another --out is the way out of either clash.

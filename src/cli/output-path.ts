@@ -1,10 +1,11 @@
 /**
- * Whether a command's output file would overwrite one of its inputs. Paths are not compared as
- * strings: a symbolic link, a hard link, `..` or a bind mount can name the input under another
+ * Where a command's output file may go: a regular file in an existing folder (outputPlaceProblem),
+ * and not one of its inputs (outputClash). Paths are not compared as strings: a symbolic link, a hard link, `..` or a bind mount can name the input under another
  * path, and opening such an --out for writing would empty the input. Two names are the same file
  * when stat (which follows links) gives the same device and inode.
  */
 import { statSync } from 'node:fs';
+import path from 'node:path';
 
 export interface NamedInput {
   /** How the message names it: 'the input file', '--questions'. */
@@ -30,4 +31,20 @@ export function outputClash(output: string, inputs: readonly NamedInput[], outpu
     }
   }
   return undefined;
+}
+
+/**
+ * Why `output` cannot be written as a file, or undefined: its folder must exist, and it must be a
+ * regular file or not exist yet (not a folder, and not a device such as /dev/null: the command
+ * writes a state file beside it and syncs and renames what it writes). Checked before any model loads.
+ * @example
+ * const problem = outputPlaceProblem(outPath, '--out');
+ */
+export function outputPlaceProblem(output: string, outputLabel = '--out'): string | undefined {
+  const folder = statSync(path.dirname(output), { throwIfNoEntry: false });
+  if (folder === undefined) return `${outputLabel} ${output}: its folder ${path.dirname(output)} does not exist`;
+  if (!folder.isDirectory()) return `${outputLabel} ${output}: ${path.dirname(output)} is not a folder`;
+  const out = statSync(output, { throwIfNoEntry: false });
+  if (out === undefined || out.isFile()) return undefined;
+  return `${outputLabel} ${output}: ${out.isDirectory() ? 'is a folder' : 'is not a regular file'}; name the file to write`;
 }

@@ -4,7 +4,7 @@
  * check runs before any model is loaded, so no models are needed there. And the files a run writes
  * (results, state) are mode 0600 whatever the umask, as the server keeps batch results.
  */
-import { statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { link, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,6 +49,22 @@ describe('decide batch --out is never the input under another name', () => {
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/--out .* is --questions .* under another name/);
     expect(JSON.parse(await readFile(questions, 'utf8'))).toEqual({ q: { type: 'noul', instructions: 'Is it?' } });
+  });
+});
+
+describe('decide batch --out must be a file it can write', () => {
+  it.each([
+    ['missing/out.jsonl', /--out .*missing\/out\.jsonl: its folder .*missing does not exist/],
+    ['.', /--out .*: is a folder; name the file to write/],
+    ['/dev/null', /--out \/dev\/null: is not a regular file; name the file to write/],
+    ['input.jsonl/out.jsonl', /--out .*input\.jsonl\/out\.jsonl: .*input\.jsonl is not a folder/],
+  ])('--out %s: refused before any model loads, nothing written', async (name, message) => {
+    const out = path.isAbsolute(name) ? name : path.join(scratch, name);
+    const before = readdirSync(scratch).sort();
+    const res = await batch([input, '--model', 'svc-alpha', '--models-dir', path.join(scratch, 'no-models'), '--out', out, '--force']);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toMatch(message);
+    expect(readdirSync(scratch).sort()).toEqual(before);
   });
 });
 
