@@ -1,6 +1,7 @@
 /**
  * Runs a worker script (a file that reads workerData and posts one message: src/engine's own, or
- * one beside a caller in a layer above) in a worker thread and resolves with that message. Run from
+ * one beside a caller in a layer above) in a worker thread and resolves with that message; or
+ * starts one that stays and answers messages (startWorker). Run from
  * the TypeScript sources (tests, tsx), the worker loads them through tsx, as the caller's process
  * does; from dist/, the compiled file.
  */
@@ -20,21 +21,29 @@ export function runEngineWorker<T>(name: string, workerData: unknown): Promise<T
 }
 
 /**
+ * Starts the worker script `name` (base name, no extension) that sits in the folder of the module
+ * `besideUrl` (the caller's import.meta.url): a worker that stays, answering messages.
+ */
+export function startWorker(besideUrl: string, name: string, workerData: unknown): Worker {
+  const here = fileURLToPath(besideUrl);
+  const fromSource = here.endsWith('.ts');
+  const script = path.join(path.dirname(here), `${name}${fromSource ? '.ts' : '.js'}`);
+  return fromSource
+    ? new Worker(
+        `import(${JSON.stringify(pathToFileURL(tsxEsmApi()).href)})` +
+          `.then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(script).href)}); });`,
+        { eval: true, workerData },
+      )
+    : new Worker(script, { workerData });
+}
+
+/**
  * Runs the worker script `name` (base name, no extension) that sits in the folder of the module
  * `besideUrl` (the caller's import.meta.url), as runEngineWorker does for src/engine's own.
  */
 export function runWorker<T>(besideUrl: string, name: string, workerData: unknown): Promise<T> {
-  const here = fileURLToPath(besideUrl);
-  const fromSource = here.endsWith('.ts');
-  const script = path.join(path.dirname(here), `${name}${fromSource ? '.ts' : '.js'}`);
   return new Promise((resolve, reject) => {
-    const worker = fromSource
-      ? new Worker(
-          `import(${JSON.stringify(pathToFileURL(tsxEsmApi()).href)})` +
-            `.then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(script).href)}); });`,
-          { eval: true, workerData },
-        )
-      : new Worker(script, { workerData });
+    const worker = startWorker(besideUrl, name, workerData);
     let answered = false;
     worker.once('message', (message: T) => {
       answered = true;

@@ -13,7 +13,7 @@ import { codeGroup, codeLogProbs } from './code-scoring.js';
 import { LabelSet, LETTERS, type CodeIds } from './labels.js';
 import { PromptRenderer } from './prompt.js';
 import { Scheduler, type Priority, type SchedulerOptions } from './scheduler.js';
-import { TextTokenizer } from './tokenizer.js';
+import { TokenizerThread } from './tokenizer-thread.js';
 
 export interface ModelRuntimeOptions {
   engine?: Omit<EngineLoadOptions, 'modelDir'>;
@@ -112,7 +112,7 @@ export class ModelRuntime {
     readonly dir: string,
     readonly engine: Engine,
     readonly scheduler: Scheduler,
-    private readonly tokenizer: TextTokenizer,
+    private readonly tokenizer: TokenizerThread,
     private readonly renderer: PromptRenderer,
     private readonly labels: LabelSet,
     private readonly calibration: Calibration,
@@ -128,8 +128,10 @@ export class ModelRuntime {
    */
   static async load(id: string, dir: string, options: ModelRuntimeOptions = {}): Promise<ModelRuntime> {
     let engine: Engine | undefined;
+    let tokenizer: TokenizerThread | undefined;
     try {
-      const tokenizer = await TextTokenizer.load(dir);
+      // In its own thread: building a full-size tokenizer takes about a second of JavaScript.
+      tokenizer = await TokenizerThread.load(dir);
       const renderer = await PromptRenderer.load(dir);
       const labels = await LabelSet.build(tokenizer, { context: renderer.labelContext });
       const calibration = await loadCalibration(dir);
@@ -139,6 +141,7 @@ export class ModelRuntime {
       return new ModelRuntime(id, dir, engine, scheduler, tokenizer, renderer, labels, calibration, overhead, options.maxStateTokens ?? 8192);
     } catch (err) {
       engine?.close();
+      tokenizer?.close();
       if (isEngineError(err)) throw err;
       throw new EngineError('ERR_MODEL_LOAD', `model ${id}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
     }
@@ -212,10 +215,10 @@ export class ModelRuntime {
 
   /**
    * Throws ERR_STATE_TOO_LONG for a state well over the most any request allows, counted slice by
-   * slice with a turn of the event loop between slices, before the state is tokenized whole:
-   * tokenizing near 1 MiB of text in one go holds the process for seconds (probes and every other
-   * request wait). A slice cut inside a word counts a token or two more than the whole text would,
-   * which the quarter's margin absorbs; a state under that bound gets the exact count below.
+   * slice before the state is tokenized whole: tokenizing near 1 MiB of text takes the tokenizer's
+   * thread seconds, and every other request of the model waits for it. A slice cut inside a word
+   * counts a token or two more than the whole text would, which the quarter's margin absorbs; a
+   * state under that bound gets the exact count below.
    */
   private async refuseFarTooLongState(stateText: string): Promise<void> {
     if (stateText.length <= STATE_SLICE_CHARS) return;
@@ -231,7 +234,6 @@ export class ModelRuntime {
             `(model context ${this.engine.info.maxContext}, state limit ${this.maxStateTokens}, less the longest question); trim the state or split it across requests`,
         );
       }
-      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
@@ -278,6 +280,7 @@ export class ModelRuntime {
 
   close(): void {
     this.engine.close();
+    this.tokenizer.close();
   }
 
   private suffixFor(q: NormalizedQuestion): Promise<SuffixTokens> {

@@ -83,6 +83,10 @@ export class DecisionService {
   /** The runtimes whose load has finished: what readiness and metrics report, without waiting on a load. */
   private readonly loaded = new Map<string, ModelRuntime>();
   private closed = false;
+  /** close() has begun: no new call is taken. */
+  private closing = false;
+  /** Calls in progress (tracked()), which close() waits for. */
+  private readonly calls = new Set<Promise<unknown>>();
 
   private constructor(
     readonly registry: ModelRegistry,
@@ -117,7 +121,7 @@ export class DecisionService {
 
   /** True once at least one model is loaded and the service is not closed. */
   isReady(): boolean {
-    return !this.closed && this.loaded.size > 0;
+    return !this.closing && this.loaded.size > 0;
   }
 
   /** The validation limits this service was opened with (undefined: the defaults); every door parses with them. */
@@ -145,6 +149,10 @@ export class DecisionService {
    * if (parsed.ok) body = systemOne.respond(parsed.call, await svc.decideNormalized(parsed.call.request));
    */
   async decideNormalized(request: NormalizedDecideRequest, context: { requestId?: string; priority?: Priority } = {}): Promise<DecisionResult> {
+    return this.tracked(() => this.answer(request, context));
+  }
+
+  private async answer(request: NormalizedDecideRequest, context: { requestId?: string; priority?: Priority }): Promise<DecisionResult> {
     const runtime = await this.runtime(request.model);
     let scored: ScoredRequest | undefined;
     try {
@@ -161,6 +169,10 @@ export class DecisionService {
    * A record that fails on its own (e.g. state too long) gets its error; the rest are answered.
    */
   async decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority: Priority = 'batch'): Promise<RecordOutcome[]> {
+    return this.tracked(() => this.answerRecords(modelId, requests, priority));
+  }
+
+  private async answerRecords(modelId: string, requests: NormalizedDecideRequest[], priority: Priority): Promise<RecordOutcome[]> {
     const runtime = await this.runtime(modelId);
     const outcomes: RecordOutcome[] = new Array(requests.length);
     const prepared: Array<{ index: number; value: Awaited<ReturnType<ModelRuntime['prepare']>> }> = [];
@@ -282,8 +294,24 @@ export class DecisionService {
     }
   }
 
-  /** Waits for queued work, then releases every model. Idempotent. */
+  /**
+   * Runs one call of decide(), decideNormalized() or decideRecords() so that close() waits for it:
+   * a call still tokenizing has not reached a scheduler yet. Once close() has begun, new calls are
+   * refused (server_error, "shutting down").
+   */
+  private tracked<T>(call: () => Promise<T>): Promise<T> {
+    if (this.closing) return Promise.reject(toApiError(new EngineError('ERR_ENGINE_CLOSED', 'the service is closing')));
+    const work = call();
+    this.calls.add(work);
+    const done = () => this.calls.delete(work);
+    work.then(done, done);
+    return work;
+  }
+
+  /** Waits for the calls made before it and their queued work, then releases every model. Idempotent. */
   async close(): Promise<void> {
+    this.closing = true;
+    await Promise.allSettled([...this.calls]);
     if (this.closed) return;
     const runtimes = await Promise.all([...this.runtimes.values()].map((p) => p.catch(() => undefined)));
     await Promise.all(runtimes.map((r) => r?.scheduler.whenIdle()));
