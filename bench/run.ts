@@ -29,7 +29,7 @@ import { agreementPlan, agrees, baselineRows, compareRows, engineRows, type Chec
 import { FreshBaseline } from './baseline.js';
 import { MFU_DEFINITION, shapeOf } from './flops.js';
 import { measureHttpLatency } from './http-latency.js';
-import { runMicro, type MicroResult } from './micro.js';
+import type { MicroResult } from './micro.js';
 import { measurePeak, peakShapes, type PeakProbe } from './peak.js';
 import { profilePasses } from './profile.js';
 import { addonInfo, gitInfo, machineInfo, packageRoot } from './provenance.js';
@@ -309,6 +309,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
         log(`[${elapsed()}] micro-benchmarks (benchmark.js) ...`);
         const renderer = await PromptRenderer.load(modelDir);
         const labels = await LabelSet.build(tokenizer, { context: renderer.labelContext });
+        // Loaded only when run: benchmark.js is a devDependency, and --no-micro runs without it.
+        const { runMicro } = await import('./micro.js');
         micro = await runMicro({
           runtime,
           tokenizer,

@@ -154,7 +154,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     try {
       base = service.registry.resolve(options.model);
     } catch (err) {
-      throw new CalibrationError(err instanceof ApiError ? err.message : String(err), 2);
+      throw new CalibrationError(err instanceof Error ? err.message : String(err), 2);
     }
     const newId = options.as ?? defaultVersionId(base.id, now);
     try {

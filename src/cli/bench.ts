@@ -13,6 +13,12 @@ import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engin
 import { renamedFlag } from './renamed-flags.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['tickets', 'document', 'single'];
+
+/** The package an import could not find ('benchmark', 'onnxruntime-node'), or undefined for any other error. */
+function missingPackage(err: unknown): string | undefined {
+  if ((err as { code?: string })?.code !== 'ERR_MODULE_NOT_FOUND') return undefined;
+  return /Cannot find package '([^']+)'/.exec(String((err as Error).message))?.[1];
+}
 const DEFAULT_PRESET = 'small';
 
 const HELP = `usage: decide bench [options]
@@ -158,10 +164,8 @@ export async function run(argv: string[]): Promise<number> {
     bench = await import('../../bench/run.js');
   } catch (err) {
     // The baseline runs through onnxruntime-node, a devDependency: an installed package lacks it.
-    if ((err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String(err).includes('onnxruntime-node')) {
-      process.stderr.write('decide bench: the benchmark needs onnxruntime-node (a devDependency); run it from a clone of the repository after npm ci\n');
-      return 1;
-    }
+    const missing = missingPackage(err);
+    if (missing) return commandError('bench', `the benchmark needs ${missing} (a devDependency); run it from a clone of the repository after npm ci`, 1);
     throw err;
   }
   const { runBench, BenchRefusedError } = bench;
@@ -188,6 +192,9 @@ export async function run(argv: string[]): Promise<number> {
     if (err instanceof BenchRefusedError) {
       return commandError('bench', err.message, 1);
     }
+    // The micro-benchmarks' benchmark.js, loaded when they run (--no-micro skips them).
+    const missing = missingPackage(err);
+    if (missing) return commandError('bench', `the micro-benchmarks need ${missing} (a devDependency): run from a clone after npm ci, or pass --no-micro`, 1);
     throw err;
   }
   return 0;

@@ -85,6 +85,7 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof engine === 'string') return commandError('calibrate', engine, 2);
 
   let progress: ProgressReporter | undefined;
+  const started = Date.now();
   try {
     const report = await calibrateModel({
       model: values.model,
@@ -97,7 +98,7 @@ export async function run(argv: string[]): Promise<number> {
       acceptPoorFit: values['accept-poor-fit'],
       log: (line) => process.stderr.write(`decide calibrate: ${line}\n`),
       onProgress: (done, total) => {
-        progress ??= new ProgressReporter('calibrate', total);
+        progress ??= new ProgressReporter('calibrate', total, 0, undefined, undefined, started);
         progress.update(done, done === total);
         if (done === total) progress.end();
       },

@@ -19,7 +19,6 @@ export function formatDuration(seconds: number): string {
 }
 
 export class ProgressReporter {
-  private readonly started = Date.now();
   private lastDraw = 0;
   private drawn = false;
 
@@ -31,6 +30,8 @@ export class ProgressReporter {
     private readonly startRows = 0,
     private readonly tty = Boolean(process.stderr.isTTY),
     private readonly write: (text: string) => void = (text) => void process.stderr.write(text),
+    /** When the work began (a reporter made at the first report would see no time pass). */
+    private readonly started = Date.now(),
   ) {}
 
   /** Shows `rows` done of the total; at most one draw per interval unless `force`. */
@@ -41,7 +42,7 @@ export class ProgressReporter {
     this.drawn = true;
     const elapsed = (now - this.started) / 1000;
     const rate = elapsed > 0 ? (rows - this.startRows) / elapsed : 0;
-    const eta = rate > 0 ? (this.total - rows) / rate : Infinity;
+    const eta = rows >= this.total ? 0 : rate > 0 ? (this.total - rows) / rate : Infinity;
     const pct = this.total > 0 ? (100 * rows) / this.total : 100;
     if (this.tty) {
       const width = 30;

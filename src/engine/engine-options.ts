@@ -318,6 +318,25 @@ export function withEnvironment<T extends EngineOptions>(options: T, env: NodeJS
 }
 
 /** Checks every option given against its row (ERR_INPUT naming the first refused). */
+/** Engine.load's option names: every engine option, modelDir and graphDeriver. */
+const LOAD_OPTION_NAMES: readonly string[] = [...ENGINE_OPTION_NAMES, 'modelDir', 'graphDeriver'];
+
+/**
+ * Refuses Engine.load options that are not an object, or that name an option there is none of
+ * (ERR_INPUT): a typo such as `thread` would otherwise be ignored and the default used.
+ */
+export function checkLoadOptionNames(given: unknown): void {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new EngineError('ERR_INPUT', 'Engine.load(options): options must be an object with at least modelDir');
+  }
+  for (const key of Object.keys(given)) {
+    if (LOAD_OPTION_NAMES.includes(key)) continue;
+    const lower = key.toLowerCase();
+    const near = LOAD_OPTION_NAMES.find((n) => n.toLowerCase().startsWith(lower) || lower.startsWith(n.toLowerCase()));
+    throw new EngineError('ERR_INPUT', `Engine.load: unknown option '${key.slice(0, 100)}'${near ? ` (did you mean '${near}'?)` : ''}`);
+  }
+}
+
 export function checkEngineOptions(options: EngineOptions): void {
   for (const name of ENGINE_OPTION_NAMES) {
     const value = options[name];

@@ -16,7 +16,7 @@ import { findGraphFile, readModelConfig, type ModelConfig } from './model-dir.js
 import { missingCudaPieces } from './cuda-runtime.js';
 import { flatten, type ScoreGroup } from './score-groups.js';
 import { prepareScoringGraph, type LmHeadChoice, type ScoringGraph } from './scoring-graph.js';
-import { checkEngineOptions, ENGINE_DEFAULTS, resolveLoadOptions, resolveProvider, withEnvironment, type EngineLoadOptions } from './engine-options.js';
+import { checkEngineOptions, checkLoadOptionNames, ENGINE_DEFAULTS, resolveLoadOptions, resolveProvider, withEnvironment, type EngineLoadOptions } from './engine-options.js';
 import { prepareInt8Graph, type Int8Info } from './int8-graph.js';
 import { chooseAttentionGraph, type AttentionChoice } from './attention-graph.js';
 
@@ -133,6 +133,7 @@ export class Engine {
   static async load(given: EngineLoadOptions): Promise<Engine> {
     const callSite = new Error();
     try {
+      checkLoadOptionNames(given);
       const options = withEnvironment(given);
       checkEngineOptions(options);
       const config = readModelConfig(options.modelDir);

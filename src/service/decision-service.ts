@@ -5,6 +5,7 @@
  * It is the service boundary of the error path: below it the engine and the models throw
  * EngineError; every public method here throws (or returns) ApiError, through toApiError().
  */
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { ulid } from 'ulid';
@@ -59,6 +60,18 @@ export type { DecisionResult };
  */
 export type RecordOutcome = { ok: true; result: DecisionResult; raw?: RawQuestionScore[] } | { ok: false; error: ApiError };
 
+/** Refuses options no service can run with (ERR_INPUT), before anything is created or loaded. */
+function checkServiceOptions(options: DecisionServiceOptions, modelsDir: string): void {
+  for (const [name, value] of [['maxStateTokens', options.maxStateTokens], ['runtime.maxStateTokens', options.runtime?.maxStateTokens]] as const) {
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
+      throw new EngineError('ERR_INPUT', `${name} must be a whole number of tokens of at least 1, got ${String(value)}`);
+    }
+  }
+  if (existsSync(modelsDir) && !statSync(modelsDir).isDirectory()) {
+    throw new EngineError('ERR_INPUT', `modelsDir ${modelsDir} is not a folder (it holds one folder per model)`);
+  }
+}
+
 export function newDecisionId(): string {
   return `dec_${ulid()}`;
 }
@@ -104,6 +117,7 @@ export class DecisionService {
    */
   static async open(options: DecisionServiceOptions = {}): Promise<DecisionService> {
     const modelsDir = path.resolve(options.modelsDir ?? process.env.DECIDE_MODELS_DIR ?? 'models');
+    checkServiceOptions(options, modelsDir);
     if (options.ensureDefaultModel ?? true) await ensureDefaultModel(modelsDir, options.log);
     const service = new DecisionService(new ModelRegistry(modelsDir, { log: options.log }), { ...options, modelsDir });
     const preload = options.preload ?? (service.registry.list().length ? [DEFAULT_MODEL_ALIAS] : []);

@@ -37,6 +37,13 @@ describe('ProgressReporter', () => {
     expect(out[1]).toMatch(/^decide calibrate: 200\/200 rows \(100\.0%\)/);
   });
 
+  it('made at the first report with the time the work began: a real rate, and ETA 0:00 when done', () => {
+    const { out, write } = capture();
+    const p = new ProgressReporter('calibrate', 200, 0, false, write, Date.now() - 4000);
+    p.update(200, true);
+    expect(out[0]).toMatch(/^decide calibrate: 200\/200 rows \(100\.0%\), (4[0-9]|50) rows\/s, ETA 0:00\n$/);
+  });
+
   it('formats durations as m:ss or h:mm:ss', () => {
     expect(formatDuration(65)).toBe('1:05');
     expect(formatDuration(3725)).toBe('1:02:05');

@@ -160,6 +160,16 @@ describe('ENGINE_OPTIONS, the one table', () => {
   });
 });
 
+describe('options that do not exist', () => {
+  it('Engine.load refuses an unknown option name (a typo would be ignored) and options that are not an object, with ERR_INPUT', async () => {
+    await expect(Engine.load({ modelDir, thread: 1 } as never)).rejects.toMatchObject({ code: 'ERR_INPUT', message: "Engine.load: unknown option 'thread' (did you mean 'threads'?)" });
+    await expect(Engine.load({ modelDir, speed: 'max' } as never)).rejects.toMatchObject({ code: 'ERR_INPUT', message: "Engine.load: unknown option 'speed'" });
+    for (const given of [undefined, null, 'models/x', []]) {
+      await expect(Engine.load(given as never), String(given)).rejects.toMatchObject({ code: 'ERR_INPUT', message: 'Engine.load(options): options must be an object with at least modelDir' });
+    }
+  });
+});
+
 describe('options that cannot go together', () => {
   it('cudaGraphs without provider cuda: ERR_INPUT from the library, a usage error naming the flags from a command', async () => {
     await expect(Engine.load({ modelDir, cudaGraphs: true })).rejects.toMatchObject({ code: 'ERR_INPUT', message: expect.stringMatching(/^options\.cudaGraphs needs provider 'cuda'/) });

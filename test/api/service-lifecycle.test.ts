@@ -1,8 +1,11 @@
 /**
- * DecisionService.close() on the tiny model: calls made before it (still tokenizing, not yet in
- * a scheduler queue) are answered, calls made after it begins are refused as "shutting down", and
- * the tokenizer threads end with it (the process is left with nothing to wait for).
+ * DecisionService.open and close() on the tiny model: options no service can run with are refused
+ * before anything is created; calls made before close() (still tokenizing, not yet in a scheduler
+ * queue) are answered, calls made after it begins are refused as "shutting down".
  */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 import { ApiError } from '../../src/api/errors.js';
@@ -35,4 +38,16 @@ it('answers every call made before close() in the same tick, refuses the ones af
   expect(refused).toMatchObject({ code: 'server_error', message: 'the service is shutting down' });
   await closing;
   expect(service.isReady()).toBe(false);
+});
+
+it('open() refuses a state limit under 1 token and a models folder that is a file, with ERR_INPUT', async () => {
+  for (const bad of [-1, 0, 2.5, Number.NaN]) {
+    await expect(DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, maxStateTokens: bad }), String(bad)).rejects.toMatchObject({
+      code: 'ERR_INPUT',
+      message: expect.stringMatching(/^maxStateTokens must be a whole number of tokens of at least 1/),
+    });
+  }
+  const file = path.join(dirs.root, 'models-is-a-file');
+  await writeFile(file, 'x');
+  await expect(DecisionService.open({ modelsDir: file })).rejects.toMatchObject({ code: 'ERR_INPUT', message: `modelsDir ${file} is not a folder (it holds one folder per model)` });
 });
