@@ -12,6 +12,7 @@ import { databaseUrl } from '../batches/open-stores.js';
 import { exitNow } from '../engine/native.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
+import { rateLimitFromEnv } from '../server/rate-limit.js';
 import { commandError, intArg, parseCommand } from './args.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 
@@ -78,12 +79,17 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('serve', '--no-worker needs DECIDE_DATABASE_URL: with the embedded SQLite batch store this process is the only one that can run batches');
   }
   const modelsDir = path.resolve(values['models-dir'] ?? process.env.DECIDE_MODELS_DIR ?? 'models');
+  // The environment's settings are read (and refused) before a key is made or anything loads.
+  try {
+    rateLimitFromEnv(process.env);
+  } catch (err) {
+    return commandError('serve', (err as Error).message);
+  }
 
   let resolved;
   try {
     resolved = resolveApiKeys({ env: process.env, dataDir, generate: true });
   } catch (err) {
-    // The API's message of a load failure is fixed ("ONNX Runtime could not be loaded"); the causes say which piece and the fix.
     return commandError('serve', describeError(err), 1);
   }
   for (const warning of resolved.warnings) process.stderr.write(`decide serve: warning: ${warning}\n`);

@@ -4,7 +4,7 @@
  * Observed through the ONNX Runtime profile prefix, whose file appears when the engine closes, for
  * `decide batch`, which loads its engines through DecisionService as worker and calibrate do.
  */
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,5 +41,14 @@ describe('decide serve when the engine cannot load', () => {
     ]);
     expect(res.code, res.stderr).toBe(1);
     expect(res.stderr).toMatch(/^decide serve: ONNX Runtime could not be loaded: cannot load ONNX Runtime from .*no-such-libonnxruntime\.so/m);
+  });
+
+  it('a bad DECIDE_RATE_LIMIT_RPS is a usage error (exit 2) before any API key is made', async () => {
+    const dataDir = path.join(dirs.root, 'serve-data-rps');
+    const res = await runDecide(['serve', '--port', '0', '--models-dir', dirs.modelsDir, '--data-dir', dataDir], undefined, { DECIDE_RATE_LIMIT_RPS: 'abc', DECIDE_API_KEYS: undefined, DECIDE_API_KEYS_FILE: undefined });
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toContain("DECIDE_RATE_LIMIT_RPS: must be a positive number, got 'abc'");
+    expect(res.stdout).not.toContain('created an API key');
+    expect(existsSync(path.join(dataDir, 'api-key'))).toBe(false);
   });
 });

@@ -84,9 +84,9 @@ export interface DecideRun {
 }
 
 /** Runs `decide ...args` to its end in `cwd` (the repository root unless given). */
-export async function runDecide(args: string[], cwd = ROOT): Promise<DecideRun> {
+export async function runDecide(args: string[], cwd = ROOT, env: Record<string, string | undefined> = {}): Promise<DecideRun> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [await decideBin(), ...args], { cwd });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [await decideBin(), ...args], { cwd, env: { ...process.env, ...env } });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
