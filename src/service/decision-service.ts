@@ -133,7 +133,7 @@ export class DecisionService {
     return service;
   }
 
-  /** True once at least one model is loaded and the service is not closed. */
+  /** True once at least one model is loaded and close() has not begun. */
   isReady(): boolean {
     return !this.closing && this.loaded.size > 0;
   }
