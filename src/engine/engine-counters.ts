@@ -17,7 +17,7 @@ export interface EngineCounterSpec {
 export const ENGINE_COUNTERS = [
   { name: 'calls', unit: 'calls', help: 'Score calls into the native engine (each one coalesced batch).' },
   { name: 'prefixTokensComputed', unit: 'tokens', help: 'Prefix tokens run through the model.' },
-  { name: 'cachedTokens', unit: 'tokens', help: 'Prefix tokens served from the prefix KV cache or an identical group of the call instead of being computed (the sum of usage.cached_tokens).' },
+  { name: 'cachedTokens', unit: 'tokens', help: "Prefix tokens served from the prefix KV cache or an identical group of the call instead of being computed, per engine group: a question of more than 26 options reads its state in a group of its own, so its state's reuse counts again here while usage.cached_tokens counts a request's state once." },
   { name: 'suffixTokens', unit: 'tokens', help: 'Question suffix tokens run through the model.' },
   { name: 'forwardPasses', unit: 'passes', help: 'Forward passes run by the engine (prefix and suffix passes).' },
   { name: 'prefixPasses', unit: 'passes', help: 'Prefix forward passes.' },
