@@ -64,8 +64,18 @@ export interface DecisionResult {
   cachedTokens: number;
 }
 
+/**
+ * `text` cut to at most `max` UTF-16 units, never between the two halves of a character (an emoji):
+ * half a character is not valid Unicode, and a strict client cannot print the message.
+ */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const high = text.charCodeAt(max - 1);
+  return text.slice(0, high >= 0xd800 && high <= 0xdbff ? max - 1 : max);
+}
+
 /** A key as a message quotes it: JSON-quoted, cut to 60 characters. */
 export function quote(key: string): string {
-  const cut = key.length > 60 ? `${key.slice(0, 60)}...` : key;
+  const cut = key.length > 60 ? `${cutText(key, 60)}...` : key;
   return JSON.stringify(cut);
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.js';
 import { parseJsonText } from '../../src/api/json-text.js';
+import { parseSystemOne } from '../../src/api/systemone/validate.js';
 import { normalizeQuestions, normalizeState, validateDecideRequest } from '../../src/api/validate.js';
 
 const noul = { type: 'noul', instructions: 'Is it urgent?' };
@@ -284,6 +285,15 @@ describe('validateDecideRequest: questions', () => {
     expectInvalid(withQuestion({ type: 'score', instructions: 'i', criteria: { '0': 'a', '-0': 'b' } }), /"0" and "-0" have the same value/);
     expectInvalid(withQuestion({ type: 'score', instructions: 'i', criteria: { '-2.50': 'a', '-002.5': 'b' } }), /"-2.50" and "-002.5" have the same value/);
     expectInvalid(withQuestion({ type: 'score', instructions: 'i', criteria: { '0.0': 'a', '-00.000': 'b' } }), /have the same value/);
+  });
+
+  it('messages quote a long key cut between characters, never inside an emoji', () => {
+    const key = `a${'🙂'.repeat(129)}`;
+    const err = rejection(withQuestion({ type: 'choice', instructions: 'i', criteria: { [key]: 'x', b: 'y' } }));
+    expect(err.message).toContain(`"a${'🙂'.repeat(29)}..."`);
+    expect((err.message as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
+    const parsed = parseSystemOne({ model: 'm', state: 's', questions: { [key]: { type: 'rank', instructions: 'x' } } });
+    expect(!parsed.ok && JSON.stringify(parsed.error.body)).not.toMatch(/\\ud83d/);
   });
 
   it('score: compares levels as exact decimals, past what a double holds', () => {

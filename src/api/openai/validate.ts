@@ -14,7 +14,7 @@
 //                entry's description, else its key
 //   score     -> options "0".."n-1"; the model reads "label: description", or the label alone
 //   question ids are the positions "0", "1", ... (names may repeat or be absent).
-import type { NormalizedDecideRequest, NormalizedOption, NormalizedQuestion } from '../../domain/decision.js';
+import { cutText, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../../domain/decision.js';
 import { isApiError } from '../errors.js';
 import type { DialectCall, DialectParse, ParseContext, WireError } from '../dialect.js';
 import { isPlainObject, jsonType } from '../json-value.js';
@@ -190,7 +190,7 @@ function question(q: unknown, i: number, limits: ValidationLimits): { domain: No
   if (!isPlainObject(q)) reject(`must be a question object, got ${jsonType(q)}`, at);
   const type = q.type;
   if (typeof type !== 'string' || !Object.hasOwn(QUESTION_FIELDS, type)) {
-    reject(`type must be one of predicate, choice, score, got ${typeof type === 'string' ? JSON.stringify(type.slice(0, 60)) : jsonType(type)}`, `${at}.type`);
+    reject(`type must be one of predicate, choice, score, got ${typeof type === 'string' ? JSON.stringify(cutText(type, 60)) : jsonType(type)}`, `${at}.type`);
   }
   for (const field of Object.keys(q)) {
     if (!QUESTION_FIELDS[type]!.includes(field)) reject(`unknown field for a ${type} question (allowed: ${QUESTION_FIELDS[type]!.join(', ')})`, `${at}.${field}`);
@@ -222,7 +222,7 @@ export function parseDecisions(body: unknown, context: ParseContext = {}): Diale
   try {
     if (!isPlainObject(body)) reject(`the request body must be a JSON object, got ${jsonType(body)}`, null);
     for (const field of Object.keys(body)) {
-      if (!REQUEST_FIELDS.includes(field)) reject(`Unrecognized request argument supplied: ${field.slice(0, 80)}`, field.slice(0, 80));
+      if (!REQUEST_FIELDS.includes(field)) reject(`Unrecognized request argument supplied: ${cutText(field, 80)}`, cutText(field, 80));
     }
     const model = body.model;
     if (typeof model !== 'string' || model === '') reject(`required, a non-empty string, got ${model === undefined ? 'nothing' : model === '' ? 'an empty string' : jsonType(model)}`, 'model');

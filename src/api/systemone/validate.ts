@@ -15,7 +15,7 @@
 //   score  criteria [level0, level1, ...] -> options "0", "1", ... with the levels as descriptions
 //   instructions, descriptions, levels given as objects or arrays -> their compact JSON text;
 //   an array state -> its compact JSON text (an object state as /v1/decide renders it).
-import type { NormalizedDecideRequest, QuestionType } from '../../domain/decision.js';
+import { quote, type NormalizedDecideRequest, type QuestionType } from '../../domain/decision.js';
 import { entriesInOrder, keysInOrder, objectInOrder } from '../../domain/key-order.js';
 import { isApiError } from '../errors.js';
 import type { DialectCall, DialectParse, ParseContext, WireError } from '../dialect.js';
@@ -119,10 +119,6 @@ class Rejection {
 
 function reject(error: WireError): never {
   throw new Rejection(error);
-}
-
-function quote(key: string): string {
-  return JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}...` : key);
 }
 
 /** Text as the model reads it: a string as it is, an object or array (pass 1 checked) as compact JSON. */
