@@ -72,6 +72,21 @@ function checkServiceOptions(options: DecisionServiceOptions, modelsDir: string)
   }
 }
 
+/**
+ * What a model directory is, cheaply enough for every call (a few stats): the directory itself
+ * (removed and made again: another inode; a file added or renamed in: another mtime), its onnx/
+ * folder and its decision.json (calibration). Import, make-model and calibrate write through
+ * renames, so a model written again under the same id changes it.
+ */
+function modelStamp(dir: string): string {
+  return [dir, path.join(dir, 'onnx'), path.join(dir, 'decision.json')]
+    .map((p) => {
+      const st = statSync(p, { bigint: true, throwIfNoEntry: false });
+      return st ? `${st.ino}:${st.mtimeNs}:${st.size}` : '-';
+    })
+    .join('|');
+}
+
 export function newDecisionId(): string {
   return `dec_${ulid()}`;
 }
@@ -100,6 +115,8 @@ export class DecisionService {
   private closing = false;
   /** Calls in progress (tracked()), which close() waits for. */
   private readonly calls = new Set<Promise<unknown>>();
+  /** Per runtime, what its model directory was when the load began (modelStamp). */
+  private readonly loadedFrom = new Map<string, string>();
 
   private constructor(
     readonly registry: ModelRegistry,
@@ -262,6 +279,7 @@ export class DecisionService {
   async metrics(): Promise<ServiceMetrics> {
     const models: ServiceMetrics['models'] = [];
     if (this.closed) return { models };
+    this.retireReplaced();
     for (const [id, runtime] of this.loaded) {
       const stats = runtime.scheduler.getStats();
       models.push({ id, counters: runtime.engine.counters(), queue: { live: stats.liveQueued, batch: stats.batchQueued }, calls: stats.calls });
@@ -273,9 +291,11 @@ export class DecisionService {
   async runtime(id: string): Promise<ModelRuntime> {
     this.ensureOpen();
     const model = this.resolveInstalled(id);
+    if (this.runtimes.has(model.id) && this.loadedFrom.get(model.id) !== modelStamp(model.dir)) this.retire(model.id, 'its directory changed');
     let pending = this.runtimes.get(model.id);
     if (!pending) {
       this.options.log?.(`loading model ${model.id} from ${model.dir}`);
+      this.loadedFrom.set(model.id, modelStamp(model.dir));
       pending = ModelRuntime.load(model.id, model.dir, {
         ...this.options.runtime,
         maxStateTokens: this.options.maxStateTokens ?? this.options.runtime?.maxStateTokens,
@@ -283,8 +303,11 @@ export class DecisionService {
         engine: { provider: this.options.provider, threads: this.options.threads, graphDeriver: deriveFusedGraph, ...this.options.runtime?.engine },
       });
       this.runtimes.set(model.id, pending);
+      const loading = pending;
       pending.then(
         (runtime) => {
+          // Retired while it loaded (its directory changed): retire() closes it.
+          if (this.runtimes.get(model.id) !== loading) return;
           this.loaded.set(model.id, runtime);
           const { lmHead } = runtime.engine.info;
           if (lmHead.graph === 'stock' && lmHead.reason === 'fallback') {
@@ -293,7 +316,9 @@ export class DecisionService {
           const int8Warning = saturatingInt8Warning(model.dir);
           if (int8Warning !== undefined) this.options.log?.(`model ${model.id}: ${int8Warning}`);
         },
-        () => this.runtimes.delete(model.id),
+        () => {
+          if (this.runtimes.get(model.id) === loading) this.runtimes.delete(model.id);
+        },
       );
     }
     try {
@@ -306,6 +331,34 @@ export class DecisionService {
       }
       throw toApiError(err);
     }
+  }
+
+  /**
+   * Drops the runtimes of models removed from the models directory or replaced in it (another
+   * directory under the same id, new files), so that an id never answers with a model that is no
+   * longer there; the next call loads what is there now.
+   */
+  private retireReplaced(): void {
+    if (this.runtimes.size === 0) return;
+    const installed = new Map(this.registry.current().map((m) => [m.id, m.dir]));
+    for (const id of [...this.runtimes.keys()]) {
+      const dir = installed.get(id);
+      if (dir === undefined) this.retire(id, 'it is no longer installed');
+      else if (this.loadedFrom.get(id) !== modelStamp(dir)) this.retire(id, 'its directory changed');
+    }
+  }
+
+  /** Forgets a model's runtime; it is closed once the work already queued on it is done. */
+  private retire(id: string, why: string): void {
+    const pending = this.runtimes.get(id);
+    this.runtimes.delete(id);
+    this.loaded.delete(id);
+    this.loadedFrom.delete(id);
+    this.options.log?.(`unloading model ${id}: ${why}`);
+    pending?.then(
+      (runtime) => void runtime.scheduler.whenIdle().then(() => runtime.close()),
+      () => undefined,
+    );
   }
 
   /**

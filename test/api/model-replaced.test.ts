@@ -1,0 +1,64 @@
+/**
+ * A model directory removed or written again under the same id while the service runs (the
+ * README's way to change a pinned version: remove its directory, install again): the next call
+ * answers with what is there now, never with the engine of a model that is gone, and a removed id
+ * leaves the readiness and metrics listings.
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+
+import { DecisionService } from '../../src/service/decision-service.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
+import { decideBody } from './fixtures.js';
+
+let root: string;
+let modelsDir: string;
+let tiny: string;
+const ID = 'swap-2026-11';
+
+beforeAll(async () => {
+  tiny = await tinyModelDir();
+  root = mkdtempSync(path.join(os.tmpdir(), 'decide-swap-'));
+  modelsDir = path.join(root, 'models');
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** Installs the tiny model as ID, with a temperature when given (another answer from the same weights). */
+function install(temperature?: number): void {
+  const dir = path.join(modelsDir, ID);
+  rmSync(dir, { recursive: true, force: true });
+  cpSync(tiny, dir, { recursive: true, dereference: true });
+  if (temperature !== undefined) {
+    const file = path.join(dir, 'decision.json');
+    const decision = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    writeFileSync(file, JSON.stringify({ ...decision, calibration: { temperature: { noul: temperature, choice: temperature, score: temperature } } }));
+  }
+}
+
+it('answers with the directory as it is now: a model written again under its id, then removed', async () => {
+  install();
+  const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
+  try {
+    const body = decideBody('My card was charged twice.', undefined, ID);
+    const first = await service.decide(body);
+    expect((await service.metrics()).models.map((m) => m.id)).toEqual([ID]);
+
+    install(4);
+    const second = await service.decide(body);
+    expect(second.answers).not.toEqual(first.answers);
+    const fresh = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
+    try {
+      expect((await fresh.decide(body)).answers).toEqual(second.answers);
+    } finally {
+      await fresh.close();
+    }
+
+    rmSync(path.join(modelsDir, ID), { recursive: true, force: true });
+    await expect(service.decide(body)).rejects.toMatchObject({ code: 'not_found' });
+    expect((await service.metrics()).models).toEqual([]);
+  } finally {
+    await service.close();
+  }
+});
