@@ -83,7 +83,34 @@ export function directorySignature(dir: string): string {
   return parts.join('|');
 }
 
+/**
+ * The first entry of a model directory (or its onnx/ folder) that is neither a regular file nor a
+ * folder: reading a named pipe blocks the whole process until something writes to it.
+ */
+function specialFile(dir: string): string | undefined {
+  for (const sub of ['', 'onnx']) {
+    let names: string[];
+    try {
+      names = readdirSync(path.join(dir, sub));
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const file = path.join(dir, sub, name);
+      try {
+        const st = statSync(file);
+        if (!st.isFile() && !st.isDirectory()) return file;
+      } catch {
+        // removed while we looked, or a dangling link: the checks below report what is missing
+      }
+    }
+  }
+  return undefined;
+}
+
 function check(dir: string): Verdict {
+  const special = specialFile(dir);
+  if (special) return { incomplete: `${special}: not a regular file (a named pipe, socket or device); a model directory holds files` };
   try {
     readModelConfig(dir);
   } catch (err) {

@@ -4,6 +4,7 @@
  * last good one, and /v1/models reports the broken one), and a broken version is tried again once
  * its files change. Real engine, real files.
  */
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -115,5 +116,18 @@ describe('installing a model while the service runs', () => {
     expect(listed().data.find((m) => m.id === 'svc-alpha-2026-12')).toMatchObject({ status: 'ok' });
     expect(await answeredBy('svc-alpha')).toBe('svc-alpha-2026-12');
     expect(svc.isReady()).toBe(true);
+  });
+
+  it('a named pipe in a model directory is never read (that would block the process): the version is listed incomplete', async () => {
+    const target = path.join(modelsDir, 'svc-alpha-2026-13');
+    for (const rel of filesOf(source)) {
+      mkdirSync(path.dirname(path.join(target, rel)), { recursive: true });
+      if (rel !== 'tokenizer_config.json') copyFileSync(path.join(source, rel), path.join(target, rel));
+    }
+    execFileSync('mkfifo', [path.join(target, 'tokenizer_config.json')]);
+    await rescanByUnknownId();
+    const incomplete = listed().incomplete.find((m) => m.id === 'svc-alpha-2026-13');
+    expect(incomplete?.reason).toMatch(/tokenizer_config\.json: not a regular file/);
+    expect(await answeredBy('svc-alpha')).toBe('svc-alpha-2026-12');
   });
 });
