@@ -50,7 +50,7 @@ export function incompleteReason(dir: string): string | undefined {
 /**
  * Why a complete model directory cannot be loaded, when that shows without loading it: an import
  * without tokenizer.json or tokenizer_config.json (decision.json says so, and the file is still
- * missing), or NaN weights in a graph small enough to read here. The registry lists such a version
+ * missing), or NaN or infinite weights in a graph small enough to read here. The registry lists such a version
  * as broken from the start instead of failing on first use.
  */
 export function knownLoadProblem(dir: string): string | undefined {
@@ -161,7 +161,7 @@ function importedWithoutTokenizer(dir: string): boolean {
 
 /**
  * Checks that every external data file the graph names exists and covers offset + length, and,
- * for a graph small enough to parse here, that no inline float weight holds a NaN.
+ * for a graph small enough to parse here, that no inline float weight holds a NaN or an infinity.
  */
 function graphProblems(graph: string): Verdict {
   const size = statSync(graph).size;
@@ -181,8 +181,8 @@ function graphProblems(graph: string): Verdict {
       if (!entry.location) continue;
       const end = Number(entry.offset ?? 0) + Number(entry.length ?? 0);
       needed.set(entry.location, Math.max(needed.get(entry.location) ?? 0, end));
-    } else if (nan === undefined && holdsNaN(tensor)) {
-      nan = `${graph}: weight ${tensor.name} holds NaN values; every score it touches would be NaN`;
+    } else if (nan === undefined && holdsNonFinite(tensor)) {
+      nan = `${graph}: weight ${tensor.name} holds NaN or infinite values; every score it touches would be NaN`;
     }
   }
   for (const [location, end] of needed) {
@@ -194,22 +194,23 @@ function graphProblems(graph: string): Verdict {
   return nan ? { broken: nan } : {};
 }
 
-/** Whether an inline fp32 or fp16 initializer holds a NaN. */
-function holdsNaN(tensor: onnxProto.onnx.ITensorProto): boolean {
+/** Whether an inline fp32 or fp16 initializer holds a NaN or an infinity. */
+function holdsNonFinite(tensor: onnxProto.onnx.ITensorProto): boolean {
   const raw = tensor.rawData;
   if (tensor.dataType === onnx.TensorProto.DataType.FLOAT) {
     if (raw && raw.length >= 4) {
       const copy = new Uint8Array(raw); // rawData may be unaligned
       const values = new Float32Array(copy.buffer, 0, copy.length >> 2);
-      for (let i = 0; i < values.length; i++) if (values[i] !== values[i]) return true;
+      for (let i = 0; i < values.length; i++) if (values[i]! - values[i]! !== 0) return true;
       return false;
     }
-    return (tensor.floatData ?? []).some((v) => Number.isNaN(v));
+    return (tensor.floatData ?? []).some((v) => !Number.isFinite(v));
   }
   if (tensor.dataType === onnx.TensorProto.DataType.FLOAT16 && raw && raw.length >= 2) {
     const copy = new Uint8Array(raw);
     const halves = new Uint16Array(copy.buffer, 0, copy.length >> 1);
-    for (let i = 0; i < halves.length; i++) if ((halves[i]! & 0x7c00) === 0x7c00 && (halves[i]! & 0x03ff) !== 0) return true;
+    // An all-ones exponent: infinity (mantissa 0) or NaN.
+    for (let i = 0; i < halves.length; i++) if ((halves[i]! & 0x7c00) === 0x7c00) return true;
   }
   return false;
 }

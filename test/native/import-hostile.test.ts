@@ -38,16 +38,16 @@ async function checkpoint(name: string, edit: (dir: string) => Promise<void> = a
 }
 
 /** Imports into a fresh models dir; returns the error (or undefined) and what the models dir holds after. */
-async function tryImport(dir: string, name = path.basename(dir)): Promise<{ err: unknown; left: string[]; out: string }> {
+async function tryImport(dir: string, name = path.basename(dir), dtype?: 'fp32' | 'fp16'): Promise<{ err: unknown; left: string[]; out: string }> {
   const modelsDir = path.join(scratch, 'models', name);
   await mkdir(modelsDir, { recursive: true });
   const out = path.join(modelsDir, 'm');
-  const err = await importModel({ hfDir: dir, outDir: out }).then(() => undefined, (e: unknown) => e);
+  const err = await importModel({ hfDir: dir, outDir: out, ...(dtype ? { dtype } : {}) }).then(() => undefined, (e: unknown) => e);
   return { err, left: await readdir(modelsDir), out };
 }
 
-async function expectRefused(dir: string, message: RegExp): Promise<void> {
-  const { err, left } = await tryImport(dir);
+async function expectRefused(dir: string, message: RegExp, dtype?: 'fp32' | 'fp16'): Promise<void> {
+  const { err, left } = await tryImport(dir, path.basename(dir) + (dtype ?? ''), dtype);
   expect(err).toBeInstanceOf(ImportError);
   expect((err as Error).message).toMatch(message);
   expect(left).toEqual([]);
@@ -162,6 +162,8 @@ describe('hostile configs are refused before anything is built', () => {
     ['constructor', (c) => void (c.model_type = 'constructor'), /^config\.json: model_type "constructor" is not supported/],
     ['rope-unknown', (c) => void (c.rope_parameters = { rope_type: 'dynamic', rope_theta: 1e6 }), /^config\.json: rope scaling type "dynamic" is not supported \(default, linear, llama3\)/],
     ['layer-type', (c) => void (c.layer_types = ['full_attention', 'linear_attention']), /^config\.json: layer 1 has layer type "linear_attention", which is not supported/],
+    ['eps-negative', (c) => void (c.rms_norm_eps = -1), /^config\.json: "rms_norm_eps" must be a positive number \(got -1\)/],
+    ['eps-zero', (c) => void (c.rms_norm_eps = 0), /^config\.json: "rms_norm_eps" must be a positive number \(got 0\)/],
   ];
   it.each(cases)('%s', async (name, edit, message) => {
     const cfg = readConfig();
@@ -178,6 +180,23 @@ describe('hostile configs are refused before anything is built', () => {
     const dir = await checkpoint('nan', async (d) => writeSafetensors(path.join(d, 'model.safetensors'), tensors, 'F32'));
     await expectRefused(dir, /^model\.safetensors: tensor model\.embed_tokens\.weight holds NaN values/);
     expect(existsSync(path.join(scratch, 'models', 'nan', 'm'))).toBe(false);
+  });
+
+  it('infinite weights are refused, and as fp16 a weight past its largest value (it would become infinite)', async () => {
+    const tensors = readSafetensors(path.join(QWEN3, 'model.safetensors'));
+    const emb = tensors.get('model.embed_tokens.weight')!;
+    const infinite = Float64Array.from(emb.data);
+    infinite[7] = -Infinity;
+    tensors.set('model.embed_tokens.weight', { shape: emb.shape, data: infinite });
+    const inf = await checkpoint('inf', async (d) => writeSafetensors(path.join(d, 'model.safetensors'), tensors, 'F32'));
+    await expectRefused(inf, /^model\.safetensors: tensor model\.embed_tokens\.weight holds infinite values/);
+
+    const large = Float64Array.from(emb.data);
+    large[7] = 1e5;
+    tensors.set('model.embed_tokens.weight', { shape: emb.shape, data: large });
+    const big = await checkpoint('big', async (d) => writeSafetensors(path.join(d, 'model.safetensors'), tensors, 'F32'));
+    await expectRefused(big, /^model\.safetensors: tensor model\.embed_tokens\.weight holds 100000, beyond fp16's largest value 65504: import it with --dtype fp32/, 'fp16');
+    expect((await tryImport(big, 'big-fp32', 'fp32')).err).toBeUndefined();
   });
 });
 

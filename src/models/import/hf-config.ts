@@ -65,10 +65,11 @@ export const CONFIG_LIMITS: Readonly<Record<string, number>> = {
   max_position_embeddings: 2 ** 26,
 };
 
-function num(cfg: Json, key: string, opts: { int?: boolean; fallback?: number } = {}): number {
+function num(cfg: Json, key: string, opts: { int?: boolean; positive?: boolean; fallback?: number } = {}): number {
   const v = cfg[key] ?? opts.fallback;
-  if (typeof v !== 'number' || !Number.isFinite(v) || (opts.int && (!Number.isInteger(v) || v <= 0))) {
-    throw new ImportError(`config.json: "${key}" must be ${opts.int ? 'a positive integer' : 'a number'} (got ${JSON.stringify(cfg[key])?.slice(0, 100)})`);
+  if (typeof v !== 'number' || !Number.isFinite(v) || (opts.int && (!Number.isInteger(v) || v <= 0)) || (opts.positive && v <= 0)) {
+    const want = opts.int ? 'a positive integer' : opts.positive ? 'a positive number' : 'a number';
+    throw new ImportError(`config.json: "${key}" must be ${want} (got ${JSON.stringify(cfg[key])?.slice(0, 100)})`);
   }
   const limit = CONFIG_LIMITS[key];
   if (limit !== undefined && v > limit) throw new ImportError(`config.json: "${key}" is ${v}, more than any model this importer builds (at most ${limit})`);
@@ -114,7 +115,8 @@ export function planFromConfig(raw: Json): ImportPlan {
     vocabSize: num(raw, 'vocab_size', { int: true }),
     maxPositionEmbeddings: maxPos,
     ropeTheta: rope.theta,
-    rmsNormEps: num(raw, 'rms_norm_eps', { fallback: 1e-6 }),
+    // A normalization epsilon of 0 or less divides by zero (or takes a negative root) on a zero row.
+    rmsNormEps: num(raw, 'rms_norm_eps', { positive: true, fallback: 1e-6 }),
     tieWordEmbeddings: tie,
   };
 

@@ -241,6 +241,9 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   }
 }
 
+/** The largest finite fp16 value. */
+const FP16_MAX = 65504;
+
 function weightSpecs(
   sources: WeightSource[],
   dtype: FloatDtype,
@@ -248,11 +251,20 @@ function weightSpecs(
   onProgress?: (written: number, total: number) => void,
 ): WeightSpec[] {
   let written = 0;
-  /** A tensor's values, checked: a NaN weight turns every score it touches into NaN (a corrupt checkpoint). */
+  // Past fp16's largest finite value a weight written as fp16 becomes infinite.
+  const largest = dtype === 'fp16' ? FP16_MAX : Infinity;
+  /**
+   * A tensor's values, checked: a NaN or infinite weight (a corrupt checkpoint, or a value fp16
+   * cannot hold) turns every score it touches into NaN, and every request into a 500.
+   */
   function* checkedChunks(entry: TensorEntry, transpose: boolean): Generator<Float32Array> {
     for (const chunk of transpose ? streamTransposed(entry) : streamTensor(entry)) {
       for (let i = 0; i < chunk.length; i++) {
-        if (chunk[i] !== chunk[i]) throw new ImportError(`${path.basename(entry.file)}: tensor ${entry.name} holds NaN values (a corrupt checkpoint)`);
+        const v = chunk[i]!;
+        if (v - v !== 0) throw new ImportError(`${path.basename(entry.file)}: tensor ${entry.name} holds ${v !== v ? 'NaN' : 'infinite'} values (a corrupt checkpoint)`);
+        if (v > largest || v < -largest) {
+          throw new ImportError(`${path.basename(entry.file)}: tensor ${entry.name} holds ${v}, beyond fp16's largest value ${FP16_MAX}: import it with --dtype fp32`);
+        }
       }
       yield chunk;
     }
