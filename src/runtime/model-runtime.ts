@@ -9,6 +9,7 @@ import { objectInOrder } from '../domain/key-order.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { answerFromLogits, labelBiasFor, loadCalibration, type Calibration } from './calibrate.js';
 import { Engine, type EngineLoadOptions, type ScoreGroup, type SuffixScore } from '../engine/engine.js';
+import { readModelConfig } from '../engine/model-dir.js';
 import { codeGroup, codeLogProbs } from './code-scoring.js';
 import { LabelSet, LETTERS, type CodeIds } from './labels.js';
 import { PromptRenderer } from './prompt.js';
@@ -132,6 +133,12 @@ export class ModelRuntime {
     try {
       // In its own thread: building a full-size tokenizer takes about a second of JavaScript.
       tokenizer = await TokenizerThread.load(dir);
+      // A tokenizer of another model (added by hand to an import made without one) would make ids
+      // past the embedding table, and every request would fail as if it were the caller's fault.
+      const { vocabSize } = readModelConfig(dir);
+      if (tokenizer.vocabSize > vocabSize) {
+        throw new EngineError('ERR_MODEL_LOAD', `the tokenizer has ${tokenizer.vocabSize} ids but config.json's vocab_size is ${vocabSize}: they do not belong to the same model`);
+      }
       const renderer = await PromptRenderer.load(dir);
       const labels = await LabelSet.build(tokenizer, { context: renderer.labelContext });
       const calibration = await loadCalibration(dir);

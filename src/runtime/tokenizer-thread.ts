@@ -13,7 +13,7 @@ import { EngineError, type EngineErrorCode } from '../errors/engine-error.js';
 
 type Failure = { code: EngineErrorCode; message: string };
 type Reply = { id: number; ids: Int32Array } | { id: number; error: Failure };
-type Ready = { ready: true } | { ready: false; error: Failure };
+type Ready = { ready: true; vocabSize: number } | { ready: false; error: Failure };
 
 const closedError = () => new EngineError('ERR_ENGINE_CLOSED', 'the tokenizer is closed');
 
@@ -23,6 +23,8 @@ export class TokenizerThread {
   private readonly pending = new Map<number, { resolve: (ids: Int32Array) => void; reject: (err: Error) => void }>();
   private nextId = 0;
   private closed = false;
+  /** Ids the tokenizer can produce, added tokens included (TextTokenizer.vocabSize). */
+  vocabSize = 0;
 
   private constructor(private readonly modelDir: string) {}
 
@@ -78,6 +80,7 @@ export class TokenizerThread {
         if (!ready) {
           if ('ready' in message && message.ready) {
             ready = true;
+            this.vocabSize = message.vocabSize;
             worker.unref();
             if (this.closed) void worker.terminate();
             else this.worker = worker;

@@ -1,7 +1,7 @@
 /**
  * The worker side of TokenizerThread (tokenizer-thread.ts): loads one model's TextTokenizer and
  * answers `{id, text}` with `{id, ids}` (the Int32Array's buffer transferred) or `{id, error}`.
- * Its first message says whether the load worked: `{ready: true}` or `{ready: false, error}`.
+ * Its first message says whether the load worked: `{ready: true, vocabSize}` or `{ready: false, error}`.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -29,5 +29,5 @@ function serve(tokenizer: TextTokenizer): void {
       port.postMessage({ id, error: failure(err) });
     }
   });
-  port.postMessage({ ready: true });
+  port.postMessage({ ready: true, vocabSize: tokenizer.vocabSize });
 }

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeModel } from '../../src/models/builder/make-model.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
+import { QWEN3_TOKENIZER_FILES } from '../helpers/tokenizer-dir.js';
 
 const QUESTION = { refund: { type: 'noul', instructions: 'Does the customer want a refund?' } };
 
@@ -116,6 +117,20 @@ describe('installing a model while the service runs', () => {
     expect(listed().data.find((m) => m.id === 'svc-alpha-2026-12')).toMatchObject({ status: 'ok' });
     expect(await answeredBy('svc-alpha')).toBe('svc-alpha-2026-12');
     expect(svc.isReady()).toBe(true);
+  });
+
+  it("another model's tokenizer (more ids than config.json's vocab_size) makes the version broken, a 500, not a 400 on every request", async () => {
+    const target = path.join(modelsDir, 'other-2026-01');
+    for (const rel of filesOf(source)) {
+      mkdirSync(path.dirname(path.join(target, rel)), { recursive: true });
+      copyFileSync(path.join(source, rel), path.join(target, rel));
+    }
+    copyFileSync(path.join(QWEN3_TOKENIZER_FILES, 'tokenizer.json'), path.join(target, 'tokenizer.json'));
+    await rescanByUnknownId();
+    await expect(answeredBy('other-2026-01')).rejects.toMatchObject({ code: 'server_error' });
+    const broken = listed().data.find((m) => m.id === 'other-2026-01');
+    expect(broken).toMatchObject({ status: 'broken', loaded: false });
+    expect(broken?.error).toMatch(/the tokenizer has 151669 ids but config\.json's vocab_size is \d+/);
   });
 
   it('a named pipe in a model directory is never read (that would block the process): the version is listed incomplete', async () => {
