@@ -28,6 +28,13 @@ import { directorySignature, incompleteReason, knownLoadProblem } from './model-
 const DATED_ID = /^(.+?)-(\d{4})-(\d{2})(?:-(\d{2}))?$/;
 const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+/** Whether year-month(-day) names a day (or month) of the calendar. */
+function isRealDate(year: number, month: number, day: number | undefined): boolean {
+  if (month < 1 || month > 12) return false;
+  if (day === undefined) return true;
+  return day >= 1 && day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
 /** Whether `id` can name a model directory (what rescan() accepts). */
 export function isValidModelId(id: string): boolean {
   return VALID_ID.test(id) && !id.includes('.tmp-');
@@ -42,6 +49,9 @@ export function isValidModelId(id: string): boolean {
  */
 export function modelIdProblem(id: string, names: readonly string[]): string | undefined {
   if (!isValidModelId(id)) return `'${id.slice(0, 200)}' is not a valid model id (letters, digits, '.', '_', '-', starting with a letter or digit; at most 128 characters)`;
+  if (DATED_ID.test(id) && parseDatedId(id) === undefined) {
+    return `'${id}' ends in a date that does not exist (a version is -YYYY-MM or -YYYY-MM-DD, a real month and day)`;
+  }
   const dated = parseDatedId(id);
   if (dated === undefined) {
     const versions = names.filter((n) => isValidModelId(n) && parseDatedId(n)?.alias === id);
@@ -65,10 +75,14 @@ export function newModelIdProblem(modelsDir: string, id: string): string | undef
   return modelIdProblem(id, names);
 }
 
-/** The undated alias and the date of a dated id ('svc-alpha-2026-11-22' -> svc-alpha, 2026-11-22). */
+/**
+ * The undated alias and the date of a dated id ('svc-alpha-2026-11-22' -> svc-alpha, 2026-11-22);
+ * undefined for an id that ends in no date, or in one that does not exist ('-2026-13',
+ * '-2026-02-30'): versions are ordered by their dates, and an impossible one would rank anywhere.
+ */
 export function parseDatedId(id: string): { alias: string; version: string } | undefined {
   const dated = DATED_ID.exec(id);
-  if (!dated) return undefined;
+  if (!dated || !isRealDate(Number(dated[2]), Number(dated[3]), dated[4] === undefined ? undefined : Number(dated[4]))) return undefined;
   return { alias: dated[1]!, version: dated[4] ? `${dated[2]}-${dated[3]}-${dated[4]}` : `${dated[2]}-${dated[3]}` };
 }
 

@@ -298,6 +298,10 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
     requestTimeout: 300_000,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
+    // A path parameter of up to this many characters reaches the route (fastify's default, 100,
+    // answered a valid model id of 101 to 128 characters with a bare 400); a longer one names
+    // nothing that can exist: 404 (errors.ts, frameworkErrorHandler).
+    routerOptions: { maxParamLength: 1000 },
   });
 
   for (const warning of resolvedKeys?.warnings ?? []) app.log.warn(warning);

@@ -96,7 +96,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
  * error handler has been chosen yet, so the path picks the shape (OpenAI's under /v1/files).
  */
 export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const error = new ApiError('invalid_question', err.code === 'FST_ERR_BAD_URL' ? 'malformed URL' : 'bad request');
+  const pathOnly = request.url.split('?')[0]!;
+  const url = pathOnly.length > 200 ? `${pathOnly.slice(0, 200)}...` : pathOnly;
+  const error =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new ApiError('not_found', `no route ${request.method} ${url}: a path segment longer than any id`)
+      : new ApiError('invalid_question', err.code === 'FST_ERR_BAD_URL' ? 'malformed URL' : 'bad request');
   if (!/^\/v1\/files(?:[/?]|$)/.test(request.url)) {
     void sendError(error, request, reply);
     return;

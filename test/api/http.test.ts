@@ -344,6 +344,13 @@ describe('POST /v1/decide over HTTP', () => {
     expect(expectError(await decide(decideBody(near)), 413, 'state_too_long')).toMatch(/^state is \d+ tokens; the limit for this request is \d+ tokens/);
   });
 
+  it('GET /v1/models/{id}: an unknown id of any length up to a valid id\'s 128 characters and past it is 404, not a bare 400', async () => {
+    for (const id of ['m'.repeat(100), 'm'.repeat(128), 'm'.repeat(2000)]) {
+      const res = await app.inject({ method: 'GET', url: `/v1/models/${id}`, headers: AUTH });
+      expectError(res, 404, 'not_found');
+    }
+  });
+
   it('an unknown model: 404 not_found listing the installed ids', async () => {
     const msg = expectError(await decide(decideBody('s', undefined, 'svc-beta')), 404, 'not_found');
     expect(msg).toContain('svc-beta');

@@ -14,7 +14,7 @@ import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { checkNewModelId } from '../../src/models/model-version.js';
-import { modelIdProblem, ModelRegistry } from '../../src/models/registry.js';
+import { modelIdProblem, ModelRegistry, parseDatedId } from '../../src/models/registry.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
 describe('modelIdProblem', () => {
@@ -32,6 +32,17 @@ describe('modelIdProblem', () => {
     expect(modelIdProblem('svc', ['svc-alpha-2026-10'])).toBeUndefined();
     expect(modelIdProblem('../x', [])).toMatch(/not a valid model id/);
     expect(modelIdProblem('.m.tmp-1', [])).toMatch(/not a valid model id/);
+  });
+
+  it('a version date that does not exist is refused; a real one, leap days included, passes', () => {
+    for (const id of ['svc-alpha-2026-13', 'svc-alpha-2026-00', 'svc-alpha-2026-02-30', 'svc-alpha-2026-11-31', 'svc-alpha-2025-02-29']) {
+      expect(parseDatedId(id), id).toBeUndefined();
+      expect(modelIdProblem(id, []), id).toMatch(/ends in a date that does not exist/);
+    }
+    for (const id of ['svc-alpha-2026-12', 'svc-alpha-2024-02-29', 'svc-alpha-2026-11-30']) {
+      expect(parseDatedId(id)?.alias, id).toBe('svc-alpha');
+      expect(modelIdProblem(id, []), id).toBeUndefined();
+    }
   });
 });
 
@@ -61,6 +72,14 @@ describe('writers and the registry apply it', () => {
     expect(registry.aliases()).toEqual({ 'svc-alpha': 'svc-alpha-2026-11' });
     expect(registry.resolve('svc-alpha').id).toBe('svc-alpha-2026-11');
     expect(logged.join('\n')).toMatch(/skipping svc-alpha: its name is the alias of dated versions/);
+  });
+
+  it('a directory whose date does not exist is no version of the alias (it would rank newest): it is served under its own id', async () => {
+    rmSync(path.join(modelsDir, 'svc-alpha'));
+    symlinkSync(await tinyModelDir(), path.join(modelsDir, 'svc-alpha-2026-13'), 'dir');
+    const registry = new ModelRegistry(modelsDir);
+    expect(registry.aliases()).toEqual({ 'svc-alpha': 'svc-alpha-2026-11' });
+    expect(registry.resolve('svc-alpha-2026-13').alias).toBeUndefined();
   });
 });
 
