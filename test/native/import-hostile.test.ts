@@ -137,6 +137,26 @@ describe('files that are not regular files', () => {
     await expectRefused(weights, /^model\.safetensors: a directory, not a file/);
   });
 
+  it('a safetensors file whose tensors overlap, leave a gap, or end before the file does is refused', async () => {
+    /** A safetensors file of F32 tensors at the given offsets over `dataBytes` bytes of data. */
+    const raw = (tensors: Record<string, [number, number]>, dataBytes: number) => {
+      const header = Object.fromEntries(Object.entries(tensors).map(([n, [b, e]]) => [n, { dtype: 'F32', shape: [(e - b) / 4], data_offsets: [b, e] }]));
+      const json = Buffer.from(JSON.stringify(header));
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64LE(BigInt(json.length));
+      return Buffer.concat([len, json, Buffer.alloc(dataBytes)]);
+    };
+    const cases: Array<[string, Buffer, RegExp]> = [
+      ['overlap', raw({ a: [0, 8], b: [4, 12] }, 12), /^model\.safetensors: tensor b overlaps the tensor before it/],
+      ['gap', raw({ a: [0, 8], b: [12, 16] }, 16), /^model\.safetensors: bytes \[\d+, \d+\) belong to no tensor/],
+      ['trailing', raw({ a: [0, 8] }, 20), /^model\.safetensors: 12 bytes after the last tensor belong to no tensor/],
+    ];
+    for (const [name, bytes, message] of cases) {
+      const dir = await checkpoint(`layout-${name}`, (d) => writeFile(path.join(d, 'model.safetensors'), bytes));
+      await expectRefused(dir, message);
+    }
+  });
+
   it('a JSON null index or header names its file (no bare TypeError)', async () => {
     const index = await checkpoint('null-index', (d) => writeFile(path.join(d, 'model.safetensors.index.json'), 'null'));
     await expectRefused(index, /^model\.safetensors\.index\.json: has no "weight_map" object/);

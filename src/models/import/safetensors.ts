@@ -149,6 +149,7 @@ export function readHeader(file: string): TensorEntry[] {
       }
       out.push({ name: tensorName, dtype, shape: shape as number[], file, begin, end });
     }
+    checkLayout(name, out, dataStart, size);
     return out;
   } finally {
     closeSync(fd);
@@ -156,6 +157,22 @@ export function readHeader(file: string): TensorEntry[] {
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The format's own rule (the safetensors library refuses such a file too): the tensors' byte
+ * ranges cover the data section exactly, one after another, with no overlap, gap or trailing
+ * bytes. Two tensors sharing bytes, or bytes no tensor owns, mean a damaged or forged file whose
+ * weights would be read wrong without any other sign.
+ */
+function checkLayout(name: string, tensors: readonly TensorEntry[], dataStart: number, size: number): void {
+  let at = dataStart;
+  for (const t of [...tensors].sort((a, b) => a.begin - b.begin || a.end - b.end)) {
+    if (t.begin < at) throw new CheckpointError(`${name}: tensor ${t.name} overlaps the tensor before it (bytes [${t.begin}, ${t.end})); a corrupt file`);
+    if (t.begin > at) throw new CheckpointError(`${name}: bytes [${at}, ${t.begin}) belong to no tensor; a corrupt file`);
+    at = t.end;
+  }
+  if (at !== size) throw new CheckpointError(`${name}: ${size - at} bytes after the last tensor belong to no tensor; a corrupt or truncated-then-appended file`);
+}
 
 /** Only regular files are read: opening a FIFO would block for ever, a device has no end. */
 function assertRegularFile(file: string): void {
