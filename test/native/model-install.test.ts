@@ -141,7 +141,7 @@ describe('installing a model while the service runs', () => {
     }
     execFileSync('mkfifo', [path.join(target, 'tokenizer_config.json')]);
     await rescanByUnknownId();
-    const incomplete = listed().incomplete.find((m) => m.id === 'svc-alpha-2026-13');
+    const incomplete = listed().incomplete?.find((m) => m.id === 'svc-alpha-2026-13');
     expect(incomplete?.reason).toMatch(/tokenizer_config\.json: not a regular file/);
     expect(await answeredBy('svc-alpha')).toBe('svc-alpha-2026-12');
   });

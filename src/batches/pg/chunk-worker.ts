@@ -61,7 +61,8 @@ export class ChunkWorker {
   private loops: Promise<void>[] = [];
   private inFlight = 0;
   private idleWaiters: Array<() => void> = [];
-  private wake: (() => void) | undefined;
+  /** One per loop that is pausing: stop() ends every pause at once. */
+  private readonly wakers = new Set<() => void>();
   /** Models this worker cannot serve now, why, and since when. */
   private readonly unservable = new Map<string, { reason: string; since: number }>();
 
@@ -81,7 +82,7 @@ export class ChunkWorker {
   /** Takes no more chunks and waits for the ones in flight to commit (or be abandoned to their lease). */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.wake?.();
+    for (const wake of [...this.wakers]) wake();
     await Promise.all(this.loops);
   }
 
@@ -101,36 +102,42 @@ export class ChunkWorker {
 
   private idle(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = undefined;
-        resolve();
-      }, ms);
-      this.wake = () => {
+      const wake = () => {
         clearTimeout(timer);
+        this.wakers.delete(wake);
         resolve();
       };
+      const timer = setTimeout(wake, ms);
+      this.wakers.add(wake);
     });
   }
 
   /** Takes one chunk and works on it; false when the queue had none this worker can serve. */
   private async takeChunk(): Promise<boolean> {
     const ignoreGroups = await this.modelsToSkip();
-    const [job] = await this.o.boss.fetch<ChunkTask>(CHUNK_QUEUE, ignoreGroups.length > 0 ? { ignoreGroups } : {});
+    const [job] = await this.o.boss.fetch<ChunkTask>(CHUNK_QUEUE, { includeMetadata: true, ...(ignoreGroups.length > 0 ? { ignoreGroups } : {}) });
     if (!job) return false;
     const attempt = { id: job.id, retryCount: job.retryCount };
     this.inFlight += 1;
-    const heartbeat = setInterval(() => void this.o.boss.touch(CHUNK_QUEUE, attempt).catch(() => undefined), (this.o.lease * 1000) / 3);
+    // Three touches per lease of the chunk as queued: whichever process set the queue's lease last,
+    // not this process's own setting, decides when a chunk without a touch is taken back.
+    const lease = job.heartbeatSeconds ?? this.o.lease;
+    const heartbeat = setInterval(() => void this.o.boss.touch(CHUNK_QUEUE, attempt).catch(() => undefined), (lease * 1000) / 3);
+    let notPutBack: unknown;
     try {
       await this.work(job.data, attempt);
     } catch (err) {
       // Put back for another attempt (a database or internal error; bad records are rows, not errors).
       this.o.log(`batch ${job.data.job}: chunk ${job.data.chunk} attempt ${attempt.retryCount + 1} failed: ${String((err as Error)?.message ?? err)}`);
-      await this.o.boss.fail(CHUNK_QUEUE, attempt, { message: String((err as Error)?.message ?? err) }).catch(() => undefined);
+      await this.o.boss.fail(CHUNK_QUEUE, attempt, { message: String((err as Error)?.message ?? err) }).catch((failure: unknown) => (notPutBack = failure));
     } finally {
       clearInterval(heartbeat);
       this.inFlight -= 1;
       if (this.inFlight === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
+    // The chunk could not even be put back: the database is failing, which the loop counts (its
+    // lease brings the chunk back). Not a call that succeeded.
+    if (notPutBack !== undefined) throw notPutBack;
     return true;
   }
 

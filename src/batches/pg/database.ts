@@ -13,8 +13,17 @@ export interface QueueDb {
   executeSql(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
 }
 
+/**
+ * How long a connection attempt and a call may go unanswered before they fail: a database that
+ * hangs (a frozen host, a dropped network) rather than refusing is then an outage like any other,
+ * logged and retried with backoff, instead of requests and workers waiting on it for ever. TCP
+ * keep-alive finds a dead connection an idle pool holds. Every statement here is bounded (results
+ * are read in pages), so a minute is far past a healthy call.
+ */
+export const CONNECTION_LIMITS = { connectionTimeoutMillis: 10_000, query_timeout: 60_000, keepAlive: true } as const;
+
 export function openPool(url: string, max: number): Pool {
-  const pool = new pg.Pool({ connectionString: url, max, application_name: 'decide-batches' });
+  const pool = new pg.Pool({ connectionString: url, max, application_name: 'decide-batches', ...CONNECTION_LIMITS });
   // An idle client that loses its connection emits 'error' on the pool; without a listener that
   // would crash the process. The next query gets a fresh connection.
   pool.on('error', () => undefined);

@@ -12,7 +12,7 @@
 import { PgBoss } from 'pg-boss';
 
 import { envNumber } from '../settings.js';
-import type { Client } from './database.js';
+import { CONNECTION_LIMITS, type Client } from './database.js';
 
 export const QUEUE_SCHEMA = 'decide_queue';
 export const CHUNK_QUEUE = 'decide-batch-chunks';
@@ -61,6 +61,7 @@ export async function startQueue(url: string, lease: number, supervise: boolean,
   const passSeconds = Math.max(1, Math.floor(lease / 2));
   const boss = new PgBoss({
     connectionString: url,
+    ...CONNECTION_LIMITS,
     schema: QUEUE_SCHEMA,
     max: 4,
     application_name: 'decide-batch-queue',
@@ -80,8 +81,10 @@ export async function startQueue(url: string, lease: number, supervise: boolean,
       // Finished chunk jobs are pg-boss's bookkeeping only (the rows live in decide_batch_results).
       deleteAfterSeconds: 3600,
     };
-    await ensureQueue(boss, DEAD_CHUNK_QUEUE, common);
-    await ensureQueue(boss, CHUNK_QUEUE, { ...common, heartbeatSeconds: lease, deadLetter: DEAD_CHUNK_QUEUE });
+    // Only a process that works on chunks sets the lease of an existing queue: an API-only host
+    // started after the workers would otherwise put its own (default) lease on their chunks.
+    await ensureQueue(boss, DEAD_CHUNK_QUEUE, common, supervise);
+    await ensureQueue(boss, CHUNK_QUEUE, { ...common, heartbeatSeconds: lease, deadLetter: DEAD_CHUNK_QUEUE }, supervise);
   } catch (err) {
     await boss.stop({ graceful: false, close: true }).catch(() => undefined);
     throw err;
@@ -89,9 +92,13 @@ export async function startQueue(url: string, lease: number, supervise: boolean,
   return boss;
 }
 
-/** Creates the queue, or sets its options when it exists (the last process started sets the lease). */
-async function ensureQueue(boss: PgBoss, name: string, options: Parameters<PgBoss['createQueue']>[1] & object): Promise<void> {
+/**
+ * Creates the queue, or, when `update`, sets its options when it exists (the last worker started
+ * sets the lease; each chunk keeps the lease it was queued with, and its worker touches it by that).
+ */
+async function ensureQueue(boss: PgBoss, name: string, options: Parameters<PgBoss['createQueue']>[1] & object, update: boolean): Promise<void> {
   if (await boss.getQueue(name)) {
+    if (!update) return;
     const { deadLetter: _fixed, ...changeable } = options;
     await boss.updateQueue(name, changeable);
   } else {
