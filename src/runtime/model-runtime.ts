@@ -159,8 +159,6 @@ export class ModelRuntime {
    * whatever the state, then ERR_STATE_TOO_LONG when the state does not fit.
    */
   async prepare(request: NormalizedDecideRequest): Promise<PreparedRequest> {
-    await this.refuseFarTooLongState(request.stateText);
-    const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText));
     const suffixes = await Promise.all(
       request.questions.map((q) =>
         this.suffixFor(q).catch((err: unknown) => {
@@ -186,6 +184,10 @@ export class ModelRuntime {
         );
       }
     });
+    // The questions are checked first: one that cannot fit is the question's fault (400) whatever
+    // the state. Then the state: counted in slices first when it is long.
+    await this.refuseFarTooLongState(request.stateText);
+    const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText));
     // A code question's rows also read one letter after its prompt.
     const longestSuffix = Math.max(...suffixes.map((s) => s.tokens.length + (s.codes ? 1 : 0)));
     const stateTokens = Math.max(0, prefix.length - this.prefixOverhead);

@@ -72,19 +72,23 @@ function checkServiceOptions(options: DecisionServiceOptions, modelsDir: string)
   }
 }
 
+/** The files whose identity (inode, mtime, size) says which model a directory holds. */
+const MODEL_IDENTITY_FILES = ['config.json', 'decision.json', 'tokenizer.json', path.join('onnx', 'model.onnx')];
+
 /**
- * What a model directory is, cheaply enough for every call (a few stats): the directory itself
- * (removed and made again: another inode; a file added or renamed in: another mtime), its onnx/
- * folder and its decision.json (calibration). Import, make-model and calibrate write through
- * renames, so a model written again under the same id changes it.
+ * What model a directory holds, cheaply enough for every call (a few stats): the directory's inode
+ * (removed and made again) and the identity of its config, calibration, tokenizer and graph files
+ * (import, make-model and calibrate write them through renames). Not the folders' mtimes: the
+ * engine's own derived graphs are written beside the stored one at a model's first load, which
+ * changes nothing about the model.
  */
 function modelStamp(dir: string): string {
-  return [dir, path.join(dir, 'onnx'), path.join(dir, 'decision.json')]
-    .map((p) => {
-      const st = statSync(p, { bigint: true, throwIfNoEntry: false });
-      return st ? `${st.ino}:${st.mtimeNs}:${st.size}` : '-';
-    })
-    .join('|');
+  const folder = statSync(dir, { bigint: true, throwIfNoEntry: false });
+  const files = MODEL_IDENTITY_FILES.map((name) => {
+    const st = statSync(path.join(dir, name), { bigint: true, throwIfNoEntry: false });
+    return st ? `${st.ino}:${st.mtimeNs}:${st.size}` : '-';
+  });
+  return [folder ? String(folder.ino) : '-', ...files].join('|');
 }
 
 export function newDecisionId(): string {
@@ -115,7 +119,7 @@ export class DecisionService {
   private closing = false;
   /** Calls in progress (tracked()), which close() waits for. */
   private readonly calls = new Set<Promise<unknown>>();
-  /** Per runtime, what its model directory was when the load began (modelStamp). */
+  /** Per runtime, what model its directory held when the load began (modelStamp). */
   private readonly loadedFrom = new Map<string, string>();
 
   private constructor(

@@ -237,6 +237,11 @@ describe('JSON bodies', () => {
     expectErrorShape(json, 'invalid_question', res.headers.get('x-request-id')!);
     expect(json.message).toMatch(/^questions\["huge"\]: its instructions and options take \d+ tokens .* more than the model's context of 4096 tokens even with an empty state/);
 
+    // A long state does not make it a 413: the question is checked first.
+    const withLongState = await decide(JSON.stringify(decideBody('word '.repeat(12_000), { huge: { type: 'choice', instructions: 'Which?', criteria } })));
+    expect(withLongState.status).toBe(400);
+    expect(((await withLongState.json()) as { message: string }).message).toMatch(/^questions\["huge"\]: its instructions and options take/);
+
     // OpenAI's door names the question by its position, in the message and in `param`.
     const choices = Object.values(criteria).map((description, i) => ({ value: `o${i}`, description }));
     const openAi = await fetch(`${base}/v1/decisions`, {

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
+import { makeModel } from '../../src/models/builder/make-model.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 import { decideBody } from './fixtures.js';
@@ -36,6 +37,25 @@ function install(temperature?: number): void {
     writeFileSync(file, JSON.stringify({ ...decision, calibration: { temperature: { noul: temperature, choice: temperature, score: temperature } } }));
   }
 }
+
+it("a model's first load writes its derived graphs beside it: that is no change of model (it stays loaded, /readyz stays ready)", async () => {
+  const id = 'fresh-2026-11';
+  await makeModel({ preset: 'tiny', outDir: path.join(modelsDir, id), seed: 5 });
+  const logged: string[] = [];
+  const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [id], log: (l) => logged.push(l) });
+  try {
+    for (let i = 0; i < 3; i++) {
+      expect((await service.metrics()).models.map((m) => m.id)).toEqual([id]);
+      expect(service.isReady()).toBe(true);
+    }
+    await service.decide(decideBody('hello', undefined, id));
+    expect(logged.filter((l) => l.includes('unloading'))).toEqual([]);
+    expect(logged.filter((l) => l.startsWith(`loading model ${id}`))).toHaveLength(1);
+  } finally {
+    await service.close();
+    rmSync(path.join(modelsDir, id), { recursive: true, force: true });
+  }
+});
 
 it('answers with the directory as it is now: a model written again under its id, then removed', async () => {
   install();
