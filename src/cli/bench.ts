@@ -7,6 +7,7 @@
 
 import type { WorkloadName } from '../../bench/workloads.js';
 import type { ModelDtype } from '../models/builder/index.js';
+import { PRESETS } from '../models/builder/presets.js';
 import { withEnvironment } from '../engine/engine-options.js';
 import { commandError, parseCommand } from './args.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
@@ -90,15 +91,27 @@ const OPTIONS = {
 function positiveInt(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got '${value}'`);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got '${value}'`);
   return n;
 }
 
+/** A flag's value the command refuses before any work: exit 2, one line (commandError). */
+class UsageError extends Error {}
+
 export async function run(argv: string[]): Promise<number> {
+  try {
+    return await runCommand(argv);
+  } catch (err) {
+    if (err instanceof UsageError) return commandError('bench', err.message);
+    throw err;
+  }
+}
+
+async function runCommand(argv: string[]): Promise<number> {
   const parsed = parseCommand('bench', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  if (values.dtype !== undefined && values.dtype !== 'fp32' && values.dtype !== 'fp16' && values.dtype !== 'int8') throw new Error(`--dtype must be fp32, fp16 or int8, got '${values.dtype}'`);
+  if (values.dtype !== undefined && values.dtype !== 'fp32' && values.dtype !== 'fp16' && values.dtype !== 'int8') throw new UsageError(`--dtype must be fp32, fp16 or int8, got '${values.dtype}'`);
   const flags = engineOptionsFromFlags(renamedFlag('bench', values, 'packing', 'pack-suffixes'));
   if (typeof flags === 'string') return commandError('bench', flags);
   // The variables too: the baseline and the peak probe run on the engine's provider and threads.
@@ -108,20 +121,23 @@ export async function run(argv: string[]): Promise<number> {
     const list = values.workloads.split(',').map((s) => s.trim()).filter(Boolean);
     const unknown = list.filter((w) => !(WORKLOADS as readonly string[]).includes(w));
     if (list.length === 0 || unknown.length > 0) {
-      throw new Error(`--workloads: unknown '${unknown.join(',') || values.workloads}' (use ${WORKLOADS.join(', ')})`);
+      throw new UsageError(`--workloads: unknown '${unknown.join(',') || values.workloads}' (use ${WORKLOADS.join(', ')})`);
     }
     workloads = [...new Set(list)] as WorkloadName[];
   }
+  if (values.preset !== undefined && !Object.hasOwn(PRESETS, values.preset)) {
+    throw new UsageError(`--preset must be one of ${Object.keys(PRESETS).join(', ')}, got '${values.preset}'`);
+  }
   const seed = values.seed === undefined ? undefined : Number(values.seed);
-  if (seed !== undefined && (!Number.isInteger(seed) || seed < 0)) throw new Error(`--seed must be a non-negative integer`);
+  if (seed !== undefined && (!Number.isInteger(seed) || seed < 0)) throw new UsageError(`--seed must be a non-negative integer`);
 
-  if (values.size !== undefined && values.size !== 'gpu') throw new Error(`--size must be gpu, got '${values.size}'`);
+  if (values.size !== undefined && values.size !== 'gpu') throw new UsageError(`--size must be gpu, got '${values.size}'`);
   if (values.size === 'gpu') {
     const { runGpuScale } = await import('../../bench/gpu-scale.js');
     const scale = values.scale === undefined ? 1 : Number(values.scale);
-    if (!(scale > 0 && scale <= 1)) throw new Error(`--scale must be a number in (0, 1], got '${values.scale}'`);
+    if (!(scale > 0 && scale <= 1)) throw new UsageError(`--scale must be a number in (0, 1], got '${values.scale}'`);
     if (values.attention !== undefined && values.attention !== 'ops' && values.attention !== 'fused' && values.attention !== 'causal') {
-      throw new Error(`--attention must be ops, fused or causal, got '${values.attention}'`);
+      throw new UsageError(`--attention must be ops, fused or causal, got '${values.attention}'`);
     }
     await runGpuScale({
       provider,

@@ -2,8 +2,10 @@
  * `decide gpu-report`: the one command a lent GPU host runs (bench/gpu-report.ts does the work, so
  * the HTTP stack is never loaded). Writes one folder: report.md, report.json and a log per step.
  */
+import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
+import { PRESETS } from '../models/builder/presets.js';
 import { commandError, parseCommand } from './args.js';
 import { renamedFlag } from './renamed-flags.js';
 
@@ -70,6 +72,22 @@ function list<T extends string>(value: string, name: string, allowed: readonly T
   return [...new Set(items)] as T[];
 }
 
+/**
+ * Why `dir` cannot take a new report, or undefined: it must be a new or empty folder. A report's
+ * tables are read back from its steps' files, so an earlier run's files there would stand in for
+ * a step of this run that failed or ran out of time.
+ */
+function reportFolderProblem(dir: string): string | undefined {
+  const st = statSync(dir, { throwIfNoEntry: false });
+  if (st === undefined) {
+    const parent = statSync(path.dirname(dir), { throwIfNoEntry: false });
+    return parent !== undefined && !parent.isDirectory() ? `${path.dirname(dir)} is not a folder` : undefined;
+  }
+  if (!st.isDirectory()) return 'is a file, not a folder';
+  if (readdirSync(dir).length > 0) return 'already holds files (an earlier report?); give a new or empty folder, so that no earlier figure stands in for this run';
+  return undefined;
+}
+
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('gpu-report', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;
@@ -84,9 +102,20 @@ export async function run(argv: string[]): Promise<number> {
   const budget = Number(values.budget);
   if (!Number.isFinite(budget) || budget < 10) return commandError('gpu-report', `--budget must be a number of seconds >= 10, got '${values.budget}'`);
 
+  // Checked here, before a step starts: on a lent GPU every step that fails on a typo is device time.
+  if (values.preset !== undefined && !Object.hasOwn(PRESETS, values.preset)) {
+    return commandError('gpu-report', `--preset must be one of ${Object.keys(PRESETS).join(', ')}, got '${values.preset}'`);
+  }
+  if (values.workloads !== undefined) {
+    const workloads = list(values.workloads, 'workloads', ['tickets', 'document', 'single'] as const);
+    if (typeof workloads === 'string') return commandError('gpu-report', workloads);
+  }
+  const outDir = path.resolve(values.out ?? `gpu-report-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+  const outProblem = reportFolderProblem(outDir);
+  if (outProblem) return commandError('gpu-report', `--out ${outDir}: ${outProblem}`);
+
   const { runGpuReport } = await import('../../bench/gpu-report.js');
   const { packageRoot } = await import('../../bench/provenance.js');
-  const outDir = path.resolve(values.out ?? `gpu-report-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   const report = await runGpuReport({
     provider,
     outDir,

@@ -115,5 +115,16 @@ describe('decide gpu-report --provider cpu', () => {
     const bin = await decideBin();
     const err = await run(process.execPath, [bin, 'gpu-report', '--provider', 'cpu', '--dtypes', 'int4']).catch((e: { code: number; stderr: string }) => e);
     expect(err).toMatchObject({ code: 2, stderr: expect.stringContaining("--dtypes: 'int4' is not a comma-separated list of fp16, fp32") });
+    // Refused before any step runs (each failing step would cost a lent GPU's time).
+    for (const [args, message] of [
+      [['--preset', 'bogus'], "--preset must be one of tiny, small, qwen3-0.6b, got 'bogus'"],
+      [['--workloads', 'tickets,nope'], "--workloads: 'tickets,nope' is not a comma-separated list of tickets, document, single"],
+      // This run's folder holds its report: a second run there would show the first one's figures for a step that failed.
+      [['--out', out], 'already holds files (an earlier report?)'],
+      [['--out', path.join(out, 'report.json')], 'is a file, not a folder'],
+    ] as const) {
+      const refused = await run(process.execPath, [bin, 'gpu-report', '--provider', 'cpu', ...args]).catch((e: { code: number; stderr: string }) => e);
+      expect(refused, args.join(' ')).toMatchObject({ code: 2, stderr: expect.stringContaining(message) });
+    }
   });
 });
