@@ -45,7 +45,7 @@ export interface HeldOut {
   accuracy?: number;
   observations?: number;
   kept?: string;
-  poor_fit?: string;
+  poor_fit?: string[];
   reliability?: { before: ReliabilityBin[]; after: ReliabilityBin[] };
 }
 

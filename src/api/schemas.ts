@@ -177,8 +177,8 @@ export const HeldOutFiguresSchema = Type.Object(
     accuracy: Type.Optional(Type.Number()),
     brier: Type.Optional(Type.Number()),
     observations: Type.Optional(Type.Integer({ description: 'Held-out answers.' })),
-    kept: Type.Optional(Type.String({ description: 'The correction kept: none, temperature, bias or temperature+bias.' })),
-    poor_fit: Type.Optional(Type.String({ description: 'Why the fit is poor (installed with --accept-poor-fit).' })),
+    kept: Type.Optional(Type.String({ description: 'The correction kept: none, temperature, label_bias or temperature+label_bias.' })),
+    poor_fit: Type.Optional(Type.Array(Type.String(), { description: 'Why the fit is poor, one reason each (installed with --accept-poor-fit).' })),
     reliability: Type.Optional(
       Type.Object(
         { before: Type.Array(ReliabilityBinSchema), after: Type.Array(ReliabilityBinSchema) },

@@ -5,7 +5,7 @@
  * shares the base's weights (src/models/model-version.ts). Nothing is written unless every step
  * before it succeeded.
  */
-import { mkdir } from 'node:fs/promises';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { ApiError } from '../api/errors.js';
@@ -69,15 +69,21 @@ export const HELD_OUT_SHARE = 0.2;
  * try { await calibrateModel({ model: 'svc-alpha', data: 'labelled.jsonl' }); }
  * catch (err) { if (err instanceof CalibrationError) process.exitCode = err.exitCode; }
  */
-/** Makes the report's folder, or throws CalibrationError (exit 2) saying why it cannot be one. */
-async function prepareReportDir(dir: string): Promise<void> {
-  try {
-    await mkdir(dir, { recursive: true });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it, or a folder above it, is a file' : (err as Error).message;
-    throw new CalibrationError(`--report ${dir}: cannot be the report's folder: ${why}`, 2);
+/**
+ * Throws CalibrationError (exit 2) when `dir` cannot become the report's folder, without making it
+ * (a refused or interrupted run writes nothing): it, or its nearest existing ancestor, must be a
+ * folder, and it must lie outside the models directory (a model's folder is written only by its
+ * own install, and an extra folder there would be listed as an incomplete model).
+ */
+function checkReportDir(dir: string, modelsDir: string): void {
+  const at = path.resolve(dir);
+  const models = path.resolve(modelsDir);
+  if (at === models || at.startsWith(`${models}${path.sep}`)) {
+    throw new CalibrationError(`--report ${dir}: cannot be the report's folder: it is inside the models directory ${models}; choose a folder outside it`, 2);
   }
+  let existing = at;
+  while (!existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
+  if (!statSync(existing).isDirectory()) throw new CalibrationError(`--report ${dir}: cannot be the report's folder: it, or a folder above it, is a file`, 2);
 }
 
 export class CalibrationError extends Error {
@@ -164,7 +170,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     }
     // The report's folder is checked before anything is scored or installed: a path that cannot
     // be a folder would otherwise fail after the new version is already in the models directory.
-    if (options.reportDir) await prepareReportDir(options.reportDir);
+    if (options.reportDir) checkReportDir(options.reportDir, modelsDir);
     let data;
     try {
       data = await readCalibrationData(options.data, base.id);

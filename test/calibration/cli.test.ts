@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { answerFromLogits } from '../../src/runtime/calibrate.js';
 import { validateDecideRequest } from '../../src/api/validate.js';
 import { main } from '../../src/cli/main.js';
+import { createServer } from '../../src/server/app.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { MODEL_ID, tempWorkspace } from '../batches/helpers.js';
 import { decideBin } from '../helpers/bin.js';
@@ -219,6 +220,16 @@ describe('decide calibrate (CLI, tiny model)', () => {
     expect(poor.length).toBeGreaterThan(0);
     const decision = JSON.parse(await readFile(path.join(modelsDir, 'svc-alpha-2027-03-01', 'decision.json'), 'utf8'));
     for (const [type] of poor) expect(decision.calibration.fit.held_out[type].poor_fit.length).toBeGreaterThan(0);
+    // GET /v1/models/{id} serves the reasons as decision.json records them: a list, not one string.
+    const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
+    const app = await createServer({ service, apiKeys: ['dk_calibration_listing_key'], dataDir: path.join(modelsDir, '..', 'listing-data'), rateLimit: false, logger: false });
+    try {
+      const entry = (await app.inject({ method: 'GET', url: '/v1/models/svc-alpha-2027-03-01', headers: { authorization: 'Bearer dk_calibration_listing_key' } })).json();
+      for (const [type] of poor) expect(entry.held_out[type].poor_fit).toEqual(decision.calibration.fit.held_out[type].poor_fit);
+    } finally {
+      await app.close();
+      await service.close();
+    }
   }, 300_000);
 
   describe('bad data: a clear error and nothing written', () => {
@@ -251,6 +262,12 @@ describe('decide calibrate (CLI, tiny model)', () => {
       await writeFile(file, 'not a folder');
       await refuse(row({ topic: 'billing' }), ['--model', MODEL_ID, '--report', file], /^decide calibrate: --report .*taken: cannot be the report's folder: it, or a folder above it, is a file$/m);
       await refuse(row({ topic: 'billing' }), ['--model', MODEL_ID, '--report', path.join(file, 'below')], /cannot be the report's folder/);
+      // Never inside the models directory (a model's own folder included).
+      await refuse(row({ topic: 'billing' }), ['--model', MODEL_ID, '--report', path.join(modelsDir, MODEL_ID)], /cannot be the report's folder: it is inside the models directory/);
+      // A run refused for its data makes no report folder.
+      const unmade = path.join(path.dirname(file), 'new-report');
+      await refuse('\n', ['--model', MODEL_ID, '--report', unmade], /has no rows/);
+      await expect(stat(unmade)).rejects.toMatchObject({ code: 'ENOENT' });
     });
     it('too few labelled answers to fit anything', () =>
       refuse(Array.from({ length: 10 }, () => row({ topic: 'billing' })).join('\n'), ['--model', MODEL_ID], /too few labelled answers/));

@@ -38,7 +38,7 @@ function Figures({ model }: { model: Model }) {
               <td>{f3(h.uniform_nll)}</td>
               <td>
                 {h.kept ?? '–'}
-                {h.poor_fit ? <span class="warn"> poor fit: {h.poor_fit}</span> : null}
+                {h.poor_fit ? <span class="warn"> poor fit: {h.poor_fit.join('; ')}</span> : null}
               </td>
               <td>
                 {h.reliability ? (
