@@ -14,7 +14,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { Engine, type ScoreGroup, type SuffixScore } from '../src/engine/engine.js';
+import { assertProviderReady, Engine, type ScoreGroup, type SuffixScore } from '../src/engine/engine.js';
 import type { EngineOptions, Provider } from '../src/engine/engine-options.js';
 import type { NativeCounters } from '../src/engine/native.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
@@ -147,6 +147,8 @@ export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuSca
   const root = packageRoot();
   const attention = options.attention ?? (provider === 'cuda' ? 'fused' : 'ops');
   const modelDir = options.modelDir ?? path.join(root, 'models', `bench-${preset}${dtype === 'fp32' ? '' : `-${dtype}`}${attention === 'ops' ? '' : `-${attention}`}`);
+  // A host that cannot run the provider is told so before a model is built for it (minutes for qwen3-0.6b).
+  assertProviderReady({ provider, ortLibrary: options.engine?.ortLibrary });
   if (!options.modelDir) await ensureModel(preset, modelDir, dtype, log, attention);
   const vocab = (JSON.parse(readFileSync(path.join(modelDir, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
   const scale = options.scale ?? 1;

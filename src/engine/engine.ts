@@ -98,6 +98,15 @@ function assertCudaReady(ortLibrary: string): void {
   }
 }
 
+/**
+ * Throws the EngineError Engine.load would throw for `provider` on this host (a CUDA piece
+ * missing, no CUDA-capable ONNX Runtime), so that a caller can refuse before building anything for it.
+ */
+export function assertProviderReady(options: Pick<EngineLoadOptions, 'provider' | 'ortLibrary'>): void {
+  const provider = resolveProvider(options);
+  if (provider === 'cuda') assertCudaReady(resolveOrtLibrary(options.ortLibrary, provider));
+}
+
 function asEngineError(err: unknown, stackFrom: Error): EngineError {
   const e = err as { code?: string; message?: string };
   const wrapped = new EngineError((e?.code as EngineErrorCode) ?? 'ERR_RUNTIME', e?.message ?? String(err));

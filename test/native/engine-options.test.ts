@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 
-import { Engine } from '../../src/engine/engine.js';
+import { assertProviderReady, Engine } from '../../src/engine/engine.js';
 import { ENGINE_DEFAULTS, ENGINE_OPTION_NAMES, ENGINE_OPTIONS, resolveLoadOptions, withEnvironment } from '../../src/engine/engine-options.js';
 import { engineOptionsFromFlags } from '../../src/cli/engine-flags.js';
 import { accepts, parseText } from '../../src/engine/option-checks.js';
@@ -157,6 +157,15 @@ describe('ENGINE_OPTIONS, the one table', () => {
     expect(parseText(ENGINE_OPTIONS.tokenBudget.check, '0')).toBeUndefined();
     expect(parseText(ENGINE_OPTIONS.threads.check, '1025')).toBeUndefined();
     expect(parseText(ENGINE_OPTIONS.provider.check, 'tpu')).toBeUndefined();
+  });
+});
+
+describe('assertProviderReady', () => {
+  it('says before any model is built that a CUDA library cannot run here; the CPU is always ready', () => {
+    expect(() => assertProviderReady({ provider: 'cpu' })).not.toThrow();
+    expect(() => assertProviderReady({ provider: 'cuda', ortLibrary: '/nonexistent/libonnxruntime.so.1' })).toThrow(
+      expect.objectContaining({ code: 'ERR_PROVIDER_UNAVAILABLE', message: expect.stringMatching(/the CUDA provider cannot run on this host/) }),
+    );
   });
 });
 
