@@ -71,9 +71,11 @@ export async function run(argv: string[]): Promise<number> {
   }
   // --check honours DECIDE_ORT_LIBRARY as the engine does: a runtime put in place by hand counts.
   const named = values.check ? process.env.DECIDE_ORT_LIBRARY?.trim() : undefined;
-  const core = named ? path.resolve(named) : assembledCoreLibrary(dir);
-  if (core === undefined) return commandError('setup-cuda', `no CUDA runtime in ${dir}: run \`npx decide setup-cuda\` (or point DECIDE_ORT_LIBRARY at one)`, 1);
-  if (named && !existsSync(core)) return commandError('setup-cuda', `DECIDE_ORT_LIBRARY names ${core}, which does not exist`, 1);
+  const assembled = named ? undefined : assembledCoreLibrary(dir);
+  if (named && !existsSync(path.resolve(named))) return commandError('setup-cuda', `DECIDE_ORT_LIBRARY names ${path.resolve(named)}, which does not exist`, 1);
+  // Nothing assembled yet: the host's own pieces (driver, CUDA libraries) are still checked, so a
+  // host without a GPU learns it before fetching the runtime.
+  const core = named ? path.resolve(named) : (assembled ?? path.join(dir, 'libonnxruntime.so.1'));
   const missing = missingCudaPieces(core, (name) => loadNativeModule().probeLibrary(name));
   if (missing.length > 0) {
     return commandError('setup-cuda', `this host cannot run the CUDA provider yet:\n${missing.map((m) => `  - ${m}`).join('\n')}`, 1);

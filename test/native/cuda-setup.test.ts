@@ -97,11 +97,14 @@ describe('decide setup-cuda', () => {
     expect(res.stdout).toContain('npm registry');
   });
 
-  it('--check with nothing assembled: exit 1, naming the command to run', async () => {
+  it('--check with nothing assembled: exit 1, naming the command to run and every piece the host itself lacks', async () => {
     await decideBin();
     const res = run(['--check'], { DECIDE_CUDA_RUNTIME_DIR: path.join(tmp, 'empty-runtime') });
     expect(res.status).toBe(1);
-    expect(res.stderr).toContain(`no CUDA runtime in ${path.join(tmp, 'empty-runtime')}: run \`npx decide setup-cuda\``);
+    expect(res.stderr).toMatch(new RegExp(`ONNX Runtime's CUDA provider \\(.*\\) is not beside ${path.join(tmp, 'empty-runtime', 'libonnxruntime.so.1').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: run \`npx decide setup-cuda\``));
+    // On a host without the driver (this one, in CI) that is said now, not after the download.
+    const probe = (name: string) => loadNativeModule().probeLibrary(name);
+    if (probe('libcuda.so.1') !== null) expect(res.stderr).toContain('the NVIDIA driver (libcuda.so.1) cannot be loaded');
   });
 
   it('--from a folder without the tarballs: exit 1, naming the file and how to make it; nothing is left behind', async () => {
