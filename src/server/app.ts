@@ -302,6 +302,10 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
     // answered a valid model id of 101 to 128 characters with a bare 400); a longer one names
     // nothing that can exist: 404 (errors.ts, frameworkErrorHandler).
     routerOptions: { maxParamLength: 1000 },
+    // Node answers an HTTP/1.1 request without a Host header itself, with a bare 400 (no body, no
+    // request id) that no handler here sees. Nothing here depends on the Host: such a request is
+    // answered like any other, errors in the API's shape.
+    http: { requireHostHeader: false },
   });
 
   for (const warning of resolvedKeys?.warnings ?? []) app.log.warn(warning);

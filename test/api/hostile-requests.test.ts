@@ -285,6 +285,15 @@ describe('JSON bodies', () => {
   });
 });
 
+describe('HTTP without a Host header', () => {
+  it('is answered as any request: errors in the API shape with a request id', async () => {
+    const res = await rawRequest(`GET /v1/models/nope HTTP/1.1\r\nAuthorization: Bearer ${TEST_KEY}\r\nConnection: close\r\n\r\n`);
+    expectError(res, 404, 'not_found');
+    const health = await rawRequest('GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(health?.status).toBe(200);
+  });
+});
+
 describe('keys', () => {
   it('two Authorization headers are 401 invalid_key, even when both hold the good key', async () => {
     const request = `GET /v1/models HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TEST_KEY}\r\nAuthorization: Bearer ${TEST_KEY}\r\nConnection: close\r\n\r\n`;
