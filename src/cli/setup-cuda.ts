@@ -5,7 +5,7 @@
  * provider is 230 MB, so CPU hosts never fetch it.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rename, rm, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -84,10 +84,46 @@ export async function run(argv: string[]): Promise<number> {
   return 0;
 }
 
+/** Whether process `pid` is alive on this host. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes what an interrupted run left (about 170 MB each): staging folders beside `dir` and work
+ * folders in the temp directory, named after their run's pid, whose process is gone.
+ */
+async function sweepLeftovers(dir: string): Promise<void> {
+  const leftovers: string[] = [];
+  const pidOf = (name: string, prefix: string) => (name.startsWith(prefix) ? Number.parseInt(name.slice(prefix.length), 10) : Number.NaN);
+  for (const [folder, prefix] of [[path.dirname(dir), `${path.basename(dir)}.staging-`], [os.tmpdir(), WORK_PREFIX]] as const) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(folder);
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const pid = pidOf(name, prefix);
+      if (Number.isInteger(pid) && pid !== process.pid && !alive(pid)) leftovers.push(path.join(folder, name));
+    }
+  }
+  for (const leftover of leftovers) await rm(leftover, { recursive: true, force: true });
+}
+
+/** The temp work folders' prefix, followed by the run's pid. */
+const WORK_PREFIX = 'decide-setup-cuda-';
+
 /** Builds the runtime in a staging folder beside `dir` and renames it into place. */
 async function assemble(dir: string, fromDir: string | undefined): Promise<void> {
   await mkdir(path.dirname(dir), { recursive: true });
-  const work = await mkdtemp(path.join(os.tmpdir(), 'decide-setup-cuda-'));
+  await sweepLeftovers(dir);
+  const work = await mkdtemp(path.join(os.tmpdir(), `${WORK_PREFIX}${process.pid}-`));
   const staging = `${dir}.staging-${process.pid}`;
   try {
     await rm(staging, { recursive: true, force: true });

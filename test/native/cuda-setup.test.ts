@@ -119,6 +119,24 @@ describe('decide setup-cuda', () => {
     expect(readdirSync(tmp).filter((f) => f.startsWith('from-runtime'))).toEqual([]);
   });
 
+  it('removes what an interrupted run left (staging and work folders of a process that is gone), never a live run\'s', async () => {
+    await decideBin();
+    const runtime = path.join(tmp, 'swept-runtime');
+    const gone = spawnSync('true').pid!;
+    const leftovers = [`${runtime}.staging-${gone}`, path.join(os.tmpdir(), `decide-setup-cuda-${gone}-abc`)];
+    const live = `${runtime}.staging-${process.pid}`;
+    for (const dir of [...leftovers, live]) mkdirSync(dir, { recursive: true });
+    const empty = path.join(tmp, 'no-tarballs-2');
+    mkdirSync(empty);
+    try {
+      expect(run(['--from', empty], { DECIDE_CUDA_RUNTIME_DIR: runtime }).status).toBe(1);
+      for (const dir of leftovers) expect(existsSync(dir), dir).toBe(false);
+      expect(existsSync(live)).toBe(true);
+    } finally {
+      for (const dir of [...leftovers, live]) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('an unknown option is a usage error (exit 2)', async () => {
     await decideBin();
     const res = run(['--provider', 'cuda']);
