@@ -21,6 +21,7 @@ import {
   missingCudaPieces,
 } from '../engine/cuda-runtime.js';
 import { findPackageRoot, loadNativeModule, ORT_VERSION_STAMP, prebuiltAddonPath } from '../engine/native.js';
+import { processAlive } from '../models/output-dir.js';
 import { commandError, parseCommand } from './args.js';
 
 const HELP = `usage: decide setup-cuda [--from DIR] [--check]
@@ -84,16 +85,6 @@ export async function run(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** Whether process `pid` is alive on this host. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Removes what an interrupted run left (about 170 MB each): staging folders beside `dir` and work
  * folders in the temp directory, named after their run's pid, whose process is gone.
@@ -110,7 +101,7 @@ async function sweepLeftovers(dir: string): Promise<void> {
     }
     for (const name of names) {
       const pid = pidOf(name, prefix);
-      if (Number.isInteger(pid) && pid !== process.pid && !alive(pid)) leftovers.push(path.join(folder, name));
+      if (Number.isInteger(pid) && pid !== process.pid && !processAlive(pid)) leftovers.push(path.join(folder, name));
     }
   }
   for (const leftover of leftovers) await rm(leftover, { recursive: true, force: true });

@@ -280,7 +280,8 @@ async function removeStaleStaging(parent: string, name: string): Promise<void> {
   }
 }
 
-function processAlive(pid: number): boolean {
+/** Whether process `pid` is alive on this host (a leftover named after a gone process may be removed). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
