@@ -5,7 +5,7 @@
  * provider is 230 MB, so CPU hosts never fetch it.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rename, rm, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -21,7 +21,7 @@ import {
   missingCudaPieces,
 } from '../engine/cuda-runtime.js';
 import { findPackageRoot, loadNativeModule, ORT_VERSION_STAMP, prebuiltAddonPath } from '../engine/native.js';
-import { processAlive } from '../models/output-dir.js';
+import { removeLeftovers } from '../models/output-dir.js';
 import { commandError, parseCommand } from './args.js';
 
 const HELP = `usage: decide setup-cuda [--from DIR] [--check]
@@ -90,21 +90,8 @@ export async function run(argv: string[]): Promise<number> {
  * folders in the temp directory, named after their run's pid, whose process is gone.
  */
 async function sweepLeftovers(dir: string): Promise<void> {
-  const leftovers: string[] = [];
-  const pidOf = (name: string, prefix: string) => (name.startsWith(prefix) ? Number.parseInt(name.slice(prefix.length), 10) : Number.NaN);
-  for (const [folder, prefix] of [[path.dirname(dir), `${path.basename(dir)}.staging-`], [os.tmpdir(), WORK_PREFIX]] as const) {
-    let names: string[] = [];
-    try {
-      names = readdirSync(folder);
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      const pid = pidOf(name, prefix);
-      if (Number.isInteger(pid) && pid !== process.pid && !processAlive(pid)) leftovers.push(path.join(folder, name));
-    }
-  }
-  for (const leftover of leftovers) await rm(leftover, { recursive: true, force: true });
+  await removeLeftovers(path.dirname(dir), `${path.basename(dir)}.staging-`, /^(\d+)$/);
+  await removeLeftovers(os.tmpdir(), WORK_PREFIX, /^(\d+)-/);
 }
 
 /** The temp work folders' prefix, followed by the run's pid. */

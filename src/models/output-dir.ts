@@ -271,17 +271,23 @@ async function makeDirectories(dir: string): Promise<void> {
  * They were never visible to the registry; this only reclaims their space.
  */
 async function removeStaleStaging(parent: string, name: string): Promise<void> {
-  const prefix = `.${name}.tmp-`;
+  await removeLeftovers(parent, `.${name}.tmp-`, /^(?:old-)?(\d+)-/);
+}
+
+/**
+ * Removes the entries of `parent` named `prefix` and then a pid (`pidPattern`'s first group reads
+ * it from the rest of the name) whose process is gone: what a run killed mid-write left.
+ */
+export async function removeLeftovers(parent: string, prefix: string, pidPattern: RegExp): Promise<void> {
   for (const entry of await readdir(parent).catch(() => [] as string[])) {
     if (!entry.startsWith(prefix)) continue;
-    const pid = Number(/^(?:old-)?(\d+)-/.exec(entry.slice(prefix.length))?.[1]);
+    const pid = Number(pidPattern.exec(entry.slice(prefix.length))?.[1]);
     if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
     await rm(path.join(parent, entry), { recursive: true, force: true });
   }
 }
 
-/** Whether process `pid` is alive on this host (a leftover named after a gone process may be removed). */
-export function processAlive(pid: number): boolean {
+function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
