@@ -279,12 +279,6 @@ export class ModelRegistry {
     }
   }
 
-  /** Rescans when the models directory may hold something the last scan did not see; returns what is installed. */
-  current(): InstalledModel[] {
-    if (this.mayHaveChanged()) this.rescan();
-    return this.list();
-  }
-
   /** Whether the models directory may hold something the last scan did not see (one stat when it does not). */
   private mayHaveChanged(): boolean {
     if (!this.scanned) return true;

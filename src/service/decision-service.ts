@@ -340,11 +340,13 @@ export class DecisionService {
   /**
    * Drops the runtimes of models removed from the models directory or replaced in it (another
    * directory under the same id, new files), so that an id never answers with a model that is no
-   * longer there; the next call loads what is there now.
+   * longer there; the next call loads what is there now. Reads the registry's last scan without
+   * rescanning (the probes call this, and a rescan may parse graphs): a removed directory is seen
+   * through its stamp.
    */
   private retireReplaced(): void {
     if (this.runtimes.size === 0) return;
-    const installed = new Map(this.registry.current().map((m) => [m.id, m.dir]));
+    const installed = new Map(this.registry.list().map((m) => [m.id, m.dir]));
     for (const id of [...this.runtimes.keys()]) {
       const dir = installed.get(id);
       if (dir === undefined) this.retire(id, 'it is no longer installed');
