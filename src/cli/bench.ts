@@ -7,9 +7,9 @@
 
 import type { WorkloadName } from '../../bench/workloads.js';
 import type { ModelDtype } from '../models/builder/index.js';
-import { PRESETS } from '../models/builder/presets.js';
 import { withEnvironment } from '../engine/engine-options.js';
 import { commandError, parseCommand } from './args.js';
+import { presetProblem } from './graph-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { renamedFlag } from './renamed-flags.js';
 
@@ -125,9 +125,8 @@ async function runCommand(argv: string[]): Promise<number> {
     }
     workloads = [...new Set(list)] as WorkloadName[];
   }
-  if (values.preset !== undefined && !Object.hasOwn(PRESETS, values.preset)) {
-    throw new UsageError(`--preset must be one of ${Object.keys(PRESETS).join(', ')}, got '${values.preset}'`);
-  }
+  const presetWrong = values.preset === undefined ? undefined : presetProblem(values.preset);
+  if (presetWrong) throw new UsageError(presetWrong);
   const seed = values.seed === undefined ? undefined : Number(values.seed);
   if (seed !== undefined && (!Number.isInteger(seed) || seed < 0)) throw new UsageError(`--seed must be a non-negative integer`);
 

@@ -5,8 +5,8 @@
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-import { PRESETS } from '../models/builder/presets.js';
 import { commandError, parseCommand } from './args.js';
+import { presetProblem } from './graph-options.js';
 import { renamedFlag } from './renamed-flags.js';
 
 const HELP = `usage: decide gpu-report [--out DIR] [--provider cuda|cpu] [--preset NAME] [--dtypes LIST]
@@ -103,9 +103,8 @@ export async function run(argv: string[]): Promise<number> {
   if (!Number.isFinite(budget) || budget < 10) return commandError('gpu-report', `--budget must be a number of seconds >= 10, got '${values.budget}'`);
 
   // Checked here, before a step starts: on a lent GPU every step that fails on a typo is device time.
-  if (values.preset !== undefined && !Object.hasOwn(PRESETS, values.preset)) {
-    return commandError('gpu-report', `--preset must be one of ${Object.keys(PRESETS).join(', ')}, got '${values.preset}'`);
-  }
+  const presetWrong = values.preset === undefined ? undefined : presetProblem(values.preset);
+  if (presetWrong) return commandError('gpu-report', presetWrong);
   if (values.workloads !== undefined) {
     const workloads = list(values.workloads, 'workloads', ['tickets', 'document', 'single'] as const);
     if (typeof workloads === 'string') return commandError('gpu-report', workloads);

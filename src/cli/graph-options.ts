@@ -4,6 +4,7 @@
  * the two commands cannot drift apart. `--packing` is the old name of --segment-ids (the engine's
  * question layout is --pack-suffixes, an engine option; renamed-flags.ts).
  */
+import { PRESETS } from '../models/builder/presets.js';
 import { commandError, type OptionValues } from './args.js';
 import { renamedFlag } from './renamed-flags.js';
 
@@ -37,4 +38,9 @@ export function graphChoice(command: string, values: OptionValues<typeof GRAPH_O
   if (causal !== 'on' && causal !== 'off') return commandError(command, `--causal-states must be on or off, got '${causal}'`);
   if (causal === 'on' && attention !== 'fused') return commandError(command, '--causal-states on needs --attention fused');
   return { dtype, attention, causalStates: causal === 'on', segmentIds: segmentIds === 'on' };
+}
+
+/** Why --preset `value` names no model builder preset, or undefined (make-model, bench and gpu-report check it alike). */
+export function presetProblem(value: string): string | undefined {
+  return Object.hasOwn(PRESETS, value) ? undefined : `--preset must be one of ${Object.keys(PRESETS).join(', ')}, got '${value}'`;
 }

@@ -5,7 +5,7 @@ import { makeModel, PRESETS } from '../models/builder/index.js';
 import { ModelOutputError } from '../models/output-dir.js';
 import { newModelIdProblem } from '../models/registry.js';
 import { commandError, parseCommand } from './args.js';
-import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
+import { GRAPH_OPTIONS, graphChoice, presetProblem } from './graph-options.js';
 import { reportInt8Agreement } from './int8-check.js';
 
 const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--force]
@@ -53,7 +53,8 @@ export async function run(argv: string[]): Promise<number> {
   const graph = graphChoice('make-model', values);
   if (typeof graph === 'number') return graph;
   const { dtype } = graph;
-  if (!Object.hasOwn(PRESETS, values.preset)) return commandError('make-model', `--preset must be one of ${Object.keys(PRESETS).join(', ')}, got '${values.preset}'`);
+  const presetWrong = presetProblem(values.preset);
+  if (presetWrong) return commandError('make-model', presetWrong);
   const started = Date.now();
   const features = {
     ...(graph.attention === 'fused' ? { attention: 'fused' as const } : {}),
