@@ -8,6 +8,7 @@
 // instructions, what an object state may hold) live only in validate.ts.
 import { Type, type Static } from '@sinclair/typebox';
 import { QUESTION_TYPES } from '../domain/decision.js';
+import { QUESTION_LIMITS } from '../domain/question-limits.js';
 import { ERROR_CODES } from './errors.js';
 
 export { QUESTION_TYPES };
@@ -24,11 +25,11 @@ export const KeyNameSchema = Type.String({ minLength: 1, maxLength: 128 });
 export const OptionDescriptionSchema = Type.String({ maxLength: 2000 });
 
 export const CriteriaSchema = Type.Record(Type.String(), OptionDescriptionSchema, {
-  minProperties: 2,
-  maxProperties: 255,
+  minProperties: QUESTION_LIMITS.minOptions,
+  maxProperties: QUESTION_LIMITS.maxOptions,
   propertyNames: KeyNameSchema,
   description:
-    'Option key -> option description. Required for choice and score (2 to 255 options; past 26 the ' +
+    `Option key -> option description. Required for choice and score (${QUESTION_LIMITS.minOptions} to ${QUESTION_LIMITS.maxOptions} options; past 26 the ` +
     'model reads two-token codes A0..Z4 instead of the letters A..Z). ' +
     'For noul optional; when given its keys are exactly "no" and "yes". ' +
     'For score every key is a numeric level written as a string ("0", "2.5", "-1").',
@@ -70,7 +71,7 @@ export const DecideRequestSchema = Type.Object(
     state: StateSchema,
     questions: Type.Record(Type.String(), QuestionSchema, {
       minProperties: 1,
-      maxProperties: 64,
+      maxProperties: QUESTION_LIMITS.maxQuestions,
       propertyNames: KeyNameSchema,
       description: 'Caller-chosen question id -> question.',
     }),

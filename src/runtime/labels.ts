@@ -11,12 +11,13 @@
 // followed by exactly one id, where context is the text every suffix ends with
 // (PromptRenderer.labelContext). That id is what the model would write as its first token.
 import type { QuestionType } from '../domain/decision.js';
+import { QUESTION_LIMITS } from '../domain/question-limits.js';
 import { EngineError } from '../errors/engine-error.js';
 
 export const LETTERS: readonly string[] = Object.freeze('ABCDEFGHIJKLMNOPQRSTUVWXYZ'.split(''));
 export const DIGITS: readonly string[] = Object.freeze('0123456789'.split(''));
-/** The most options a question may have: every dialect's limit (260 codes exist). */
-export const MAX_OPTIONS = 255;
+/** The most options a question may have (260 codes exist). */
+const MAX_OPTIONS = QUESTION_LIMITS.maxOptions;
 
 /** The codes of `n` options (27..255): A0, A1, ..., A9, B0, ... */
 export function codeLabels(n: number): string[] {

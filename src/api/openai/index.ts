@@ -60,7 +60,7 @@ export const openAiDecisions: Dialect<DecisionsCall, DecisionBody> = Object.free
   },
 });
 
-export { parseDecisions, DECISIONS_LIMITS, type DecisionsCall, type DecisionsQuestion } from './validate.js';
+export { parseDecisions, type DecisionsCall, type DecisionsQuestion } from './validate.js';
 export { respondDecisions } from './respond.js';
 export { openAiError, invalidRequest } from './errors.js';
 export * from './schemas.js';

@@ -3,6 +3,7 @@
 // (7.x) and the others docs/compatibility.md ("Sources") lists; what differs on purpose:
 // docs/compatibility.md. The schemas document; validate.ts decides.
 import { Type, type Static } from '@sinclair/typebox';
+import { QUESTION_LIMITS } from '../../domain/question-limits.js';
 
 const TextPart = Type.Object({ type: Type.Literal('input_text'), text: Type.String() }, { additionalProperties: true });
 const JsonPart = Type.Object(
@@ -31,7 +32,7 @@ export const DecisionQuestionSchema = Type.Union([
       name: Name,
       choices: Type.Array(
         Type.Object({ value: Type.Union([Type.String(), Type.Boolean()]), description: Type.Optional(Type.String()) }, { additionalProperties: false }),
-        { minItems: 2, maxItems: 255 },
+        { minItems: QUESTION_LIMITS.minOptions, maxItems: QUESTION_LIMITS.maxOptions },
       ),
     },
     { additionalProperties: false },
@@ -42,8 +43,8 @@ export const DecisionQuestionSchema = Type.Union([
       instructions: Instructions,
       name: Name,
       levels: Type.Array(Type.Object({ label: Type.String(), description: Type.Optional(Type.String()) }, { additionalProperties: false }), {
-        minItems: 2,
-        maxItems: 10,
+        minItems: QUESTION_LIMITS.minLevels,
+        maxItems: QUESTION_LIMITS.maxLevels,
       }),
     },
     { additionalProperties: false },
@@ -54,7 +55,7 @@ export const DecisionCreateSchema = Type.Object(
   {
     model: Type.String({ minLength: 1, description: 'An installed model id or alias (GET /v1/models).' }),
     input: Type.Union([Type.String(), Type.Array(Message, { minItems: 1 })]),
-    questions: Type.Array(DecisionQuestionSchema, { minItems: 1, maxItems: 64, description: 'Answers come back in this order.' }),
+    questions: Type.Array(DecisionQuestionSchema, { minItems: 1, maxItems: QUESTION_LIMITS.maxQuestions, description: 'Answers come back in this order.' }),
     safety_identifier: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'Accepted and ignored.' })),
     prompt_cache_key: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'Accepted and ignored: the prefix cache is automatic.' })),
     prompt_cache_options: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], { description: 'Accepted and ignored.' })),

@@ -1,6 +1,7 @@
 // An OpenAI `POST /v1/decisions` body -> the domain request, or OpenAI's 400 naming the field in
-// `param`. Every rule and limit is ours (src/api/validate.ts): 1..64 questions, 2..255 choices,
-// 2..10 score levels, instructions 1..4000 characters, descriptions up to 2000.
+// `param`. Every rule and limit is ours (src/api/validate.ts; the counts in QUESTION_LIMITS: 64
+// questions, 2..255 choices, 2..10 score levels), instructions 1..4000 characters, descriptions up
+// to 2000.
 // Mapping (docs/compatibility.md has the table):
 //   input   a string -> the state text as it is (the same state /v1/decide reads from a string);
 //           one user message -> its content; several messages -> "role: content" blocks joined by
@@ -15,15 +16,13 @@
 //   score     -> options "0".."n-1"; the model reads "label: description", or the label alone
 //   question ids are the positions "0", "1", ... (names may repeat or be absent).
 import { cutText, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../../domain/decision.js';
+import { QUESTION_LIMITS } from '../../domain/question-limits.js';
 import { isApiError } from '../errors.js';
 import type { DialectCall, DialectParse, ParseContext, WireError } from '../dialect.js';
 import { isPlainObject, jsonType } from '../json-value.js';
 import { DEFAULT_VALIDATION_LIMITS, structuredText, type ValidationLimits } from '../validate.js';
 import { invalidRequest, openAiError } from './errors.js';
 import type { DecisionValue } from './schemas.js';
-
-/** Our limits where OpenAI has its own (200 questions, 255 choices, 10 levels). */
-export const DECISIONS_LIMITS = Object.freeze({ minChoices: 2, maxChoices: 255, minLevels: 2, maxLevels: 10 });
 
 const REQUEST_FIELDS = ['model', 'input', 'questions', 'safety_identifier', 'prompt_cache_key', 'prompt_cache_options'];
 const QUESTION_FIELDS: Record<string, string[]> = {
@@ -136,7 +135,7 @@ function listOf(value: unknown, at: string, what: string, min: number, max: numb
 }
 
 function choiceOptions(q: Record<string, unknown>, at: string, limits: ValidationLimits): { options: NormalizedOption[]; values: DecisionValue[] } {
-  const items = listOf(q.choices, `${at}.choices`, 'choices', DECISIONS_LIMITS.minChoices, DECISIONS_LIMITS.maxChoices);
+  const items = listOf(q.choices, `${at}.choices`, 'choices', QUESTION_LIMITS.minOptions, QUESTION_LIMITS.maxOptions);
   const seen = new Map<string, number>();
   const values: DecisionValue[] = [];
   const options = items.map((item, i) => {
@@ -169,7 +168,7 @@ function choiceOptions(q: Record<string, unknown>, at: string, limits: Validatio
 }
 
 function scoreOptions(q: Record<string, unknown>, at: string, limits: ValidationLimits): { options: NormalizedOption[]; labels: string[] } {
-  const items = listOf(q.levels, `${at}.levels`, 'levels', DECISIONS_LIMITS.minLevels, DECISIONS_LIMITS.maxLevels);
+  const items = listOf(q.levels, `${at}.levels`, 'levels', QUESTION_LIMITS.minLevels, QUESTION_LIMITS.maxLevels);
   const labels: string[] = [];
   const options = items.map((item, i) => {
     const where = `${at}.levels[${i}]`;

@@ -59,7 +59,7 @@ export const systemOne: Dialect<SystemOneCall, SystemOneResponse> = Object.freez
   },
 });
 
-export { parseSystemOne, SYSTEMONE_LIMITS, type SystemOneCall } from './validate.js';
+export { parseSystemOne, type SystemOneCall } from './validate.js';
 export { respondSystemOne, systemOneConfidence } from './respond.js';
 export { systemOneError } from './errors.js';
 export * from './schemas.js';

@@ -3,6 +3,7 @@
 // produce. Sources, and what differs on purpose: docs/compatibility.md ("Sources",
 // "/v1/systemone field by field"). The schemas document; validate.ts decides.
 import { Type, type Static } from '@sinclair/typebox';
+import { QUESTION_LIMITS } from '../../domain/question-limits.js';
 
 /** Caller text: a string, or an object/array the model reads as compact JSON. */
 const StructuredText = Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown()), Type.Array(Type.Unknown())]);
@@ -18,14 +19,14 @@ export const SystemOneQuestionSchema = Type.Object(
           { additionalProperties: false, description: 'noul: what yes (true) and no (false) mean; optional.' },
         ),
         Type.Record(Type.String(), Type.Union([StructuredText, Type.Null()]), {
-          minProperties: 2,
-          maxProperties: 255,
-          description: 'choice: option name -> description or null (2 to 255 options).',
+          minProperties: QUESTION_LIMITS.minOptions,
+          maxProperties: QUESTION_LIMITS.maxOptions,
+          description: `choice: option name -> description or null (${QUESTION_LIMITS.minOptions} to ${QUESTION_LIMITS.maxOptions} options).`,
         }),
         Type.Array(StructuredText, {
-          minItems: 2,
-          maxItems: 10,
-          description: "score: the ordered levels (2 to 10); a level's index is its number.",
+          minItems: QUESTION_LIMITS.minLevels,
+          maxItems: QUESTION_LIMITS.maxLevels,
+          description: `score: the ordered levels (${QUESTION_LIMITS.minLevels} to ${QUESTION_LIMITS.maxLevels}); a level's index is its number.`,
         }),
       ]),
     ),
@@ -41,7 +42,7 @@ export const SystemOneRequestSchema = Type.Object(
     }),
     questions: Type.Record(Type.String(), SystemOneQuestionSchema, {
       minProperties: 1,
-      maxProperties: 64,
+      maxProperties: QUESTION_LIMITS.maxQuestions,
       description: 'Caller-chosen id -> question; answers come back under the same ids.',
     }),
   },

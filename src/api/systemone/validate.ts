@@ -4,8 +4,8 @@
 //      object, `model` a non-empty string, `state` a string/object/array, `questions` a non-empty
 //      object of objects, each with a string `type`, and for a known type criteria of the right
 //      JSON type (choice: object, score: array, noul: object with only "true"/"false");
-//   2. rules (400): unknown fields, an unknown type and our limits (64 questions, 2..255 choices,
-//      2..10 score levels; a bare-string detail naming the limit, as the vendor words it), then
+//   2. rules (400): unknown fields, an unknown type and our limits (QUESTION_LIMITS: 64 questions,
+//      2..255 choices, 2..10 score levels; a bare-string detail naming the limit, as the vendor words it), then
 //      every rule of /v1/decide through the same normalizer (src/api/validate.ts), so a question
 //      asked here becomes exactly the domain question /v1/decide would make of it.
 // Mapping (one question type at a time; docs/compatibility.md has the table):
@@ -17,15 +17,13 @@
 //   an array state -> its compact JSON text (an object state as /v1/decide renders it).
 import { quote, type NormalizedDecideRequest, type QuestionType } from '../../domain/decision.js';
 import { entriesInOrder, keysInOrder, objectInOrder } from '../../domain/key-order.js';
+import { QUESTION_LIMITS } from '../../domain/question-limits.js';
 import { isApiError } from '../errors.js';
 import type { DialectCall, DialectParse, ParseContext, WireError } from '../dialect.js';
 import { isPlainObject, jsonType } from '../json-value.js';
 import { checkDescriptionLength, normalizeQuestions, normalizeState, structuredText, DEFAULT_VALIDATION_LIMITS, type ValidationLimits } from '../validate.js';
 import { limitError, systemOneError, unprocessable, usageError } from './errors.js';
 import type { SystemOneProblem } from './schemas.js';
-
-/** Our limits where the System One format has its own (the vendor's: 255 choices, 10 levels). */
-export const SYSTEMONE_LIMITS = Object.freeze({ minChoices: 2, maxChoices: 255, minLevels: 2, maxLevels: 10 });
 
 const REQUEST_FIELDS = ['model', 'state', 'questions'] as const;
 const QUESTION_FIELDS = ['type', 'instructions', 'criteria'] as const;
@@ -168,13 +166,13 @@ function toDecideQuestions(questions: Record<string, Record<string, unknown>>, l
     } else if (type === 'choice') {
       const c = criteria as Record<string, unknown>;
       const n = keysInOrder(c).length;
-      if (n > SYSTEMONE_LIMITS.maxChoices) reject(limitError(`Too many choices. Must have at most ${SYSTEMONE_LIMITS.maxChoices} choices.`));
-      if (n < SYSTEMONE_LIMITS.minChoices) reject(limitError(`Too few choices. Must have at least ${SYSTEMONE_LIMITS.minChoices} choices.`));
+      if (n > QUESTION_LIMITS.maxOptions) reject(limitError(`Too many choices. Must have at most ${QUESTION_LIMITS.maxOptions} choices.`));
+      if (n < QUESTION_LIMITS.minOptions) reject(limitError(`Too few choices. Must have at least ${QUESTION_LIMITS.minOptions} choices.`));
       out.criteria = objectInOrder(entriesInOrder(c).map(([key, d]) => [key, d === null ? '' : descriptionAt(d, `${at}.criteria[${quote(key)}]`, limits)]));
     } else if (type === 'score') {
       const levels = criteria as unknown[];
-      if (levels.length > SYSTEMONE_LIMITS.maxLevels) reject(limitError(`Too many score levels. Must have at most ${SYSTEMONE_LIMITS.maxLevels} levels.`));
-      if (levels.length < SYSTEMONE_LIMITS.minLevels) reject(limitError(`Too few score levels. Must have at least ${SYSTEMONE_LIMITS.minLevels} levels.`));
+      if (levels.length > QUESTION_LIMITS.maxLevels) reject(limitError(`Too many score levels. Must have at most ${QUESTION_LIMITS.maxLevels} levels.`));
+      if (levels.length < QUESTION_LIMITS.minLevels) reject(limitError(`Too few score levels. Must have at least ${QUESTION_LIMITS.minLevels} levels.`));
       out.criteria = Object.fromEntries(levels.map((level, i) => [String(i), descriptionAt(level, `${at}.criteria[${i}]`, limits)]));
       legends.set(id, levels);
     }
