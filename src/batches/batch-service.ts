@@ -27,7 +27,7 @@ import { formatRetention, toBatch, toBatchList, type Batch, type BatchList } fro
 export type { BatchDecisionService, StagedUpload } from './ports.js';
 export type { Batch, BatchList } from './wire.js';
 export { DEFAULT_CONCURRENCY, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_RECORDS, DEFAULT_RETENTION_MS, DEFAULT_SWEEP_INTERVAL_MS } from './settings.js';
-export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './query.js';
+export { BATCH_LIST_LIMIT } from './query.js';
 
 export interface BatchServiceOptions extends BatchSettingsOptions, StoreSelection {
   service: BatchDecisionService;

@@ -7,8 +7,25 @@ import { ApiError } from '../api/errors.js';
 import { parseJsonText } from '../api/json-text.js';
 import { normalizeQuestions, type ValidationLimits } from '../api/validate.js';
 
-export const DEFAULT_LIST_LIMIT = 20;
-export const MAX_LIST_LIMIT = 100;
+/** A list endpoint's ?limit: its default and its most. */
+export interface ListLimit {
+  readonly default: number;
+  readonly max: number;
+}
+
+/** GET /v1/batches (both dialects). */
+export const BATCH_LIST_LIMIT: ListLimit = Object.freeze({ default: 20, max: 100 });
+
+/**
+ * ?limit as a query string carries it ("1".."max"; digits only) or as a number (the in-process
+ * library): the default when absent, null when it is not an integer within the bounds. The caller
+ * words the 400 in its own dialect.
+ */
+export function readListLimit(value: unknown, bounds: ListLimit): number | null {
+  if (value === undefined) return bounds.default;
+  const limit = typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : typeof value === 'number' ? value : NaN;
+  return Number.isInteger(limit) && limit >= 1 && limit <= bounds.max ? limit : null;
+}
 
 const BATCH_ID = /^batch_[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -22,15 +39,10 @@ export interface ListQuery {
   after: string | undefined;
 }
 
-/** ?limit (1..100, default 20) and ?after (a batch id), as strings from a query string or numbers. */
+/** ?limit (BATCH_LIST_LIMIT) and ?after (a batch id), as strings from a query string or numbers. */
 export function parseListQuery(query: { limit?: unknown; after?: unknown }): ListQuery {
-  let limit = DEFAULT_LIST_LIMIT;
-  if (query.limit !== undefined) {
-    limit = typeof query.limit === 'string' && /^[0-9]+$/.test(query.limit) ? Number(query.limit) : typeof query.limit === 'number' ? query.limit : NaN;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-      throw new ApiError('invalid_question', `limit: must be an integer from 1 to ${MAX_LIST_LIMIT}`);
-    }
-  }
+  const limit = readListLimit(query.limit, BATCH_LIST_LIMIT);
+  if (limit === null) throw new ApiError('invalid_question', `limit: must be an integer from 1 to ${BATCH_LIST_LIMIT.max}`);
   let after: string | undefined;
   if (query.after !== undefined) {
     if (!isBatchId(query.after)) {

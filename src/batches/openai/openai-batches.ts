@@ -27,6 +27,7 @@ import type { BatchService, StagedUpload } from '../batch-service.js';
 import { openFileStore } from '../open-stores.js';
 import { inputLines } from '../input-lines.js';
 import { FileGoneError, isExpired, resultRowsBytes, type BatchInput, type BatchJob, type FileStore, type StoredFile } from '../ports.js';
+import { readListLimit, type ListLimit } from '../query.js';
 import { oaError } from './errors.js';
 import type { OpenAiJobFields } from './job-fields.js';
 import { EnvelopeCheck, firstLineModel } from './input-check.js';
@@ -36,7 +37,8 @@ export const FILE_PURPOSES = ['batch'] as const;
 export const COMPLETION_WINDOWS = ['24h'] as const;
 /** OpenAI's metadata limits. */
 export const METADATA_LIMITS = Object.freeze({ keys: 16, keyChars: 64, valueChars: 512 });
-export const DEFAULT_FILE_LIST_LIMIT = 10_000;
+/** GET /v1/files: OpenAI's, all of a caller's uploads in one page unless asked for fewer. */
+export const FILE_LIST_LIMIT: ListLimit = Object.freeze({ default: 10_000, max: 10_000 });
 /**
  * An upload's life, OpenAI's: `expires_after[seconds]` from 1 hour to 30 days after `created_at`;
  * without it a batch file expires after 30 days, as OpenAI's do. A batch keeps its own copy of its
@@ -161,15 +163,10 @@ export class OpenAiBatchApi {
     }
   }
 
-  /** GET /v1/files: ?after=<file id>, ?limit=1..10000 (default 10000), ?order=asc|desc (default desc), ?purpose. */
+  /** GET /v1/files: ?after=<file id>, ?limit (FILE_LIST_LIMIT), ?order=asc|desc (default desc), ?purpose. */
   async listFiles(owner: string, query: { after?: unknown; limit?: unknown; order?: unknown; purpose?: unknown }): Promise<FileListPage> {
-    let limit = DEFAULT_FILE_LIST_LIMIT;
-    if (query.limit !== undefined) {
-      limit = typeof query.limit === 'string' && /^[0-9]+$/.test(query.limit) ? Number(query.limit) : NaN;
-      if (!Number.isInteger(limit) || limit < 1 || limit > DEFAULT_FILE_LIST_LIMIT) {
-        throw oaError(400, `limit: must be an integer from 1 to ${DEFAULT_FILE_LIST_LIMIT}`, 'limit');
-      }
-    }
+    const limit = readListLimit(query.limit, FILE_LIST_LIMIT);
+    if (limit === null) throw oaError(400, `limit: must be an integer from 1 to ${FILE_LIST_LIMIT.max}`, 'limit');
     const order = query.order === undefined ? 'desc' : query.order;
     if (order !== 'asc' && order !== 'desc') throw oaError(400, "order: must be 'asc' or 'desc'", 'order');
     if (query.after !== undefined && (typeof query.after !== 'string' || !isUploadFileId(query.after))) {

@@ -18,7 +18,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 
 import { ref } from '../../api/schemas.js';
-import type { BatchService } from '../../batches/batch-service.js';
+import { BATCH_LIST_LIMIT, type BatchService } from '../../batches/batch-service.js';
 import type { OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
 import { ownerOf } from '../auth.js';
 import { readBatchForm } from '../batch-form.js';
@@ -86,7 +86,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         operationId: 'listBatches',
         tags: ['batches'],
         querystring: Type.Object({
-          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: BATCH_LIST_LIMIT.max, default: BATCH_LIST_LIMIT.default })),
           after: Type.Optional(Type.String({ description: 'The last id of the previous page.' })),
         }),
         response: { 200: ref('BatchList'), 400: errors('invalid_question: bad limit or after'), ...common },

@@ -15,7 +15,7 @@ import type { FastifyPluginAsync, FastifyRequest, HTTPMethods } from 'fastify';
 
 import type { StagedUpload } from '../../batches/batch-service.js';
 import { oaError, OpenAiWireError } from '../../batches/openai/errors.js';
-import { FILE_EXPIRY_SECONDS, type ExpiresAfterFields, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
+import { FILE_EXPIRY_SECONDS, FILE_LIST_LIMIT, type ExpiresAfterFields, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
 import { ownerOf } from '../auth.js';
 import { readingMultipart } from '../multipart-body.js';
 import { openAiErrorHandler } from './openai-errors.js';
@@ -125,7 +125,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
         tags,
         querystring: Type.Object({
           after: Type.Optional(Type.String()),
-          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, default: 10000 })),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: FILE_LIST_LIMIT.max, default: FILE_LIST_LIMIT.default })),
           order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
           purpose: Type.Optional(Type.String()),
         }),
