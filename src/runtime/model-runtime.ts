@@ -246,10 +246,13 @@ export class ModelRuntime {
     }
   }
 
-  /** Scores prepared requests through the scheduler (one job: they share an engine call). */
-  async score(prepared: PreparedRequest[], priority: Priority = 'live'): Promise<ScoredRequest[]> {
+  /**
+   * Scores prepared requests through the scheduler (one job: they share engine calls). An aborted
+   * `signal` drops what is not yet scored and rejects with its reason.
+   */
+  async score(prepared: PreparedRequest[], priority: Priority = 'live', signal?: AbortSignal): Promise<ScoredRequest[]> {
     const perRequest = prepared.map(engineGroups);
-    const result = await this.scheduler.submit(perRequest.flat(), priority);
+    const result = await this.scheduler.submit(perRequest.flat(), priority, signal);
     let at = 0;
     return prepared.map((p, i) => {
       const n = perRequest[i]!.length;

@@ -1,17 +1,26 @@
 /**
- * Scheduler: coalesces concurrent work for one engine into shared engine calls.
+ * Scheduler: coalesces concurrent work for one engine into shared engine calls, and keeps any one
+ * job from holding the engine for long.
  *
+ * - A job is cut into pieces at submit: a group whole, or, where a group is larger than a call's
+ *   budget, runs of its suffixes (questions), the first with the prefix and the later ones counting
+ *   their suffixes only (their prefix is found in the prefix cache by then; without one it is
+ *   computed again, same KV, same scores). A piece larger than the budget alone is one suffix.
  * - Live (/v1/decide) jobs wait at most `windowMs` for companions, or less when the queued tokens
  *   reach `maxCallTokens`; jobs that arrive while a call runs form the next call, which starts as
- *   soon as the current one ends. One call is in flight per engine.
+ *   soon as the current one ends. One call is in flight per engine. A call takes the next piece of
+ *   every queued live job, those not yet started first, then fills up to `maxCallTokens`. So a
+ *   live job waits about one call of at most `maxCallTokens` behind another, however large that
+ *   one is (a single question longer than that is one call alone).
  * - Batch jobs run only when no live job is queued, one batch job at a time, in engine calls of at
- *   most `maxBatchCallTokens` tokens (a job's groups in order; a group larger than that alone).
- *   Between two calls of a batch job, queued live jobs go first: a live request waits at most one
- *   short engine call behind batch work, however large the batch job.
+ *   most `maxBatchCallTokens` tokens. Between two calls of a batch job, queued live jobs go first:
+ *   a live request waits at most one short engine call behind batch work.
  * - The live queue is bounded: past `maxQueuedJobs`, submit() rejects with ERR_QUEUE_FULL.
+ * - A job whose signal aborts is dropped: its pieces not yet scored never run, and submit()
+ *   rejects with the signal's reason (a call already running finishes; its scores are discarded).
  * - A failed shared call is retried job by job, so one bad job cannot fail its companions.
- * Coalescing never changes results: a row's scores do not depend on what else is in its batch
- * (tested in test/native/engine.test.ts).
+ * Coalescing and cutting never change results: a row's scores do not depend on what else is in its
+ * batch or whether its prefix came from the cache (tested in test/native/engine.test.ts).
  */
 import { EngineError } from '../errors/engine-error.js';
 import type { Engine, ScoreGroup, SuffixScore } from '../engine/engine.js';
@@ -36,28 +45,42 @@ export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = { windowMs: 3, maxCal
 
 export interface JobResult {
   groups: SuffixScore[][];
-  /** Per group: prefix tokens served from the prefix cache. */
+  /** Per group: prefix tokens served from the prefix cache (as its first piece found them). */
   cachedTokens: number[];
+}
+
+/** Suffixes [from, to) of one of a job's groups, scored in one engine call. */
+interface Piece {
+  group: number;
+  from: number;
+  to: number;
+  /** What it adds to a call: the prefix (first piece of a group only) and its suffixes. */
+  tokens: number;
 }
 
 interface Job {
   groups: ScoreGroup[];
-  tokens: number;
+  pieces: Piece[];
+  /** The next piece to take. */
+  next: number;
+  /** Pieces not yet scored; the job is settled when none are left. */
+  pending: number;
+  /** Tokens of the pieces not yet taken (counted in the live queue's total). */
+  tokensLeft: number;
   resolve(result: JobResult): void;
   reject(err: unknown): void;
-  /** A call with some of its groups has started (a batch job stays queued until its last call). */
-  started: boolean;
-  /** Groups scored so far (a batch job runs in several calls), and their results. */
-  done: number;
+  settled: boolean;
+  /** Per group its suffixes' scores, filled piece by piece. */
   scores: SuffixScore[][];
   cachedTokens: number[];
+  /** Detaches the abort listener. */
+  release(): void;
 }
 
-/** The groups [from, to) of a job that go into one engine call. */
+/** A piece of a job that goes into one engine call. */
 interface Part {
   job: Job;
-  from: number;
-  to: number;
+  piece: Piece;
 }
 
 export interface SchedulerStats {
@@ -67,16 +90,30 @@ export interface SchedulerStats {
   batchQueued: number;
 }
 
-function groupTokens(g: ScoreGroup): number {
-  let n = g.prefix.length;
-  for (const s of g.suffixes) n += s.tokens.length;
-  return n;
+/** A job's groups as pieces of at most `budget` tokens where a group can be cut (see the header). */
+function cutPieces(groups: ScoreGroup[], budget: number): Piece[] {
+  const pieces: Piece[] = [];
+  groups.forEach((g, group) => {
+    const n = g.suffixes.length;
+    let from = 0;
+    let tokens = g.prefix.length;
+    for (let i = 0; i < n; i++) {
+      const t = g.suffixes[i]!.tokens.length;
+      if (i > from && tokens + t > budget) {
+        pieces.push({ group, from, to: i, tokens });
+        from = i;
+        tokens = 0;
+      }
+      tokens += t;
+    }
+    pieces.push({ group, from, to: n, tokens });
+  });
+  return pieces;
 }
 
-function tokensOf(groups: ScoreGroup[]): number {
-  let n = 0;
-  for (const g of groups) n += groupTokens(g);
-  return n;
+function engineGroup(job: Job, piece: Piece): ScoreGroup {
+  const g = job.groups[piece.group]!;
+  return piece.from === 0 && piece.to === g.suffixes.length ? g : { prefix: g.prefix, suffixes: g.suffixes.slice(piece.from, piece.to) };
 }
 
 export class Scheduler {
@@ -96,16 +133,42 @@ export class Scheduler {
     this.options = { ...DEFAULT_SCHEDULER_OPTIONS, ...options };
   }
 
-  /** Queues groups for scoring; resolves with their scores in order. */
-  submit(groups: ScoreGroup[], priority: Priority = 'live'): Promise<JobResult> {
+  /**
+   * Queues groups for scoring; resolves with their scores in order. An aborted `signal` drops the
+   * job (what is not yet scored never runs) and rejects with the signal's reason.
+   */
+  submit(groups: ScoreGroup[], priority: Priority = 'live', signal?: AbortSignal): Promise<JobResult> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
     if (priority === 'live' && this.live.length >= this.options.maxQueuedJobs) {
       return Promise.reject(new EngineError('ERR_QUEUE_FULL', 'the engine queue is full; retry shortly'));
     }
     return new Promise<JobResult>((resolve, reject) => {
-      const job: Job = { groups, tokens: tokensOf(groups), resolve, reject, started: false, done: 0, scores: [], cachedTokens: [] };
+      const pieces = cutPieces(groups, priority === 'live' ? this.options.maxCallTokens : this.options.maxBatchCallTokens);
+      const job: Job = {
+        groups,
+        pieces,
+        next: 0,
+        pending: pieces.length,
+        tokensLeft: pieces.reduce((n, p) => n + p.tokens, 0),
+        resolve,
+        reject,
+        settled: false,
+        scores: groups.map((g) => new Array<SuffixScore>(g.suffixes.length)),
+        cachedTokens: groups.map(() => 0),
+        release: () => undefined,
+      };
+      if (signal) {
+        const onAbort = () => this.finish(job, signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        job.release = () => signal.removeEventListener('abort', onAbort);
+      }
+      if (pieces.length === 0) {
+        this.finish(job, null);
+        return;
+      }
       if (priority === 'live') {
         this.live.push(job);
-        this.liveTokens += job.tokens;
+        this.liveTokens += job.tokensLeft;
       } else {
         this.batch.push(job);
       }
@@ -114,7 +177,7 @@ export class Scheduler {
   }
 
   getStats(): SchedulerStats {
-    return { ...this.stats, liveQueued: this.live.length, batchQueued: this.batch.filter((j) => !j.started).length };
+    return { ...this.stats, liveQueued: this.live.length, batchQueued: this.batch.filter((j) => j.next === 0).length };
   }
 
   /** Resolves once nothing is queued or running. */
@@ -136,34 +199,52 @@ export class Scheduler {
     this.timer ??= setTimeout(() => void this.runCall(), this.options.windowMs);
   }
 
-  /** The next engine call: queued live jobs whole, else the next slice of the oldest batch job. */
+  /** Takes the next piece of `job` into `parts`. */
+  private take(job: Job, parts: Part[]): number {
+    const piece = job.pieces[job.next]!;
+    if (job.next === 0) this.stats.jobs += 1;
+    job.next += 1;
+    job.tokensLeft -= piece.tokens;
+    parts.push({ job, piece });
+    return piece.tokens;
+  }
+
+  /** The next engine call: pieces of the queued live jobs, else the next slice of the oldest batch job. */
   private takeParts(): Part[] {
+    const parts: Part[] = [];
     if (this.live.length > 0) {
-      const taken: Part[] = [];
+      const budget = this.options.maxCallTokens;
       let tokens = 0;
-      while (this.live.length > 0) {
-        const next = this.live[0]!;
-        if (taken.length > 0 && tokens + next.tokens > this.options.maxCallTokens) break;
-        const job = this.live.shift()!;
-        taken.push({ job, from: 0, to: job.groups.length });
-        tokens += next.tokens;
+      // Jobs not yet started first (in arrival order), then the rest of larger ones: a request
+      // that arrives behind a large one waits one call, not for all of it.
+      const order = [...this.live.filter((job) => job.next === 0), ...this.live.filter((job) => job.next > 0)];
+      // Every job's next piece first, then more pieces job by job.
+      for (const job of order) {
+        if (parts.length > 0 && tokens + job.pieces[job.next]!.tokens > budget) continue;
+        tokens += this.take(job, parts);
+      }
+      fill: for (const job of order) {
+        while (job.next < job.pieces.length) {
+          if (tokens + job.pieces[job.next]!.tokens > budget) break fill;
+          tokens += this.take(job, parts);
+        }
       }
       this.liveTokens -= tokens;
-      return taken;
+      this.live = order.filter((job) => job.next < job.pieces.length);
+      // Each job's pieces side by side.
+      const taken = new Set(parts.map((p) => p.job));
+      return [...taken].flatMap((job) => parts.filter((p) => p.job === job));
     }
     const job = this.batch[0];
-    if (!job) return [];
-    // The job stays queued until its last slice is scored.
-    let to = job.done;
+    if (!job) return parts;
+    // The job stays queued until its last piece is taken.
     let tokens = 0;
-    while (to < job.groups.length) {
-      const next = groupTokens(job.groups[to]!);
-      if (to > job.done && tokens + next > this.options.maxBatchCallTokens) break;
-      tokens += next;
-      to += 1;
+    while (job.next < job.pieces.length) {
+      if (parts.length > 0 && tokens + job.pieces[job.next]!.tokens > this.options.maxBatchCallTokens) break;
+      tokens += this.take(job, parts);
     }
-    job.started = true;
-    return [{ job, from: job.done, to }];
+    if (job.next === job.pieces.length) this.batch.shift();
+    return parts;
   }
 
   private async runCall(): Promise<void> {
@@ -179,7 +260,6 @@ export class Scheduler {
     }
     this.running = true;
     try {
-      this.stats.jobs += parts.filter((p) => p.from === 0).length;
       await this.score(parts);
     } finally {
       this.running = false;
@@ -193,30 +273,40 @@ export class Scheduler {
   }
 
   private async score(parts: Part[]): Promise<void> {
-    const groups = parts.flatMap((p) => (p.from === 0 && p.to === p.job.groups.length ? p.job.groups : p.job.groups.slice(p.from, p.to)));
+    // A job dropped (aborted or failed) since its pieces were taken is not computed.
+    parts = parts.filter((p) => !p.job.settled);
+    if (parts.length === 0) return;
     this.stats.calls += 1;
     try {
-      const result = await this.engine.scoreBatch(groups);
-      let at = 0;
-      for (const { job, from, to } of parts) {
-        const n = to - from;
-        job.scores.push(...result.groups.slice(at, at + n));
-        job.cachedTokens.push(...result.cachedTokens.subarray(at, at + n));
-        job.done = to;
-        at += n;
-        if (job.done === job.groups.length) this.finish(job, null);
-      }
+      const result = await this.engine.scoreBatch(parts.map((p) => engineGroup(p.job, p.piece)));
+      parts.forEach(({ job, piece }, i) => {
+        if (job.settled) return;
+        const scores = job.scores[piece.group]!;
+        result.groups[i]!.forEach((score, k) => (scores[piece.from + k] = score));
+        if (piece.from === 0) job.cachedTokens[piece.group] = result.cachedTokens[i]!;
+        job.pending -= 1;
+        if (job.pending === 0) this.finish(job, null);
+      });
     } catch (err) {
-      if (parts.length === 1) {
-        this.finish(parts[0]!.job, err);
+      const jobs = [...new Set(parts.map((p) => p.job))];
+      if (jobs.length === 1) {
+        this.finish(jobs[0]!, err);
         return;
       }
-      for (const part of parts) await this.score([part]);
+      for (const job of jobs) await this.score(parts.filter((p) => p.job === job));
     }
   }
 
-  /** Settles a job (err null: resolved with its scores) and takes a batch job off its queue. */
+  /** Settles a job (err null: resolved with its scores) and takes what is left of it off the queues. */
   private finish(job: Job, err: unknown): void {
+    if (job.settled) return;
+    job.settled = true;
+    job.release();
+    const live = this.live.indexOf(job);
+    if (live !== -1) {
+      this.live.splice(live, 1);
+      this.liveTokens -= job.tokensLeft;
+    }
     const queued = this.batch.indexOf(job);
     if (queued !== -1) this.batch.splice(queued, 1);
     if (err === null) job.resolve({ groups: job.scores, cachedTokens: job.cachedTokens });

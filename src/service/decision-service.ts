@@ -54,6 +54,19 @@ export interface ServiceMetrics {
 
 export type { DecisionResult };
 
+/** How one decide call runs. */
+export interface DecideContext {
+  /** The decision id (`dec_` + ULID) to answer with; a new one when absent. */
+  requestId?: string;
+  /** 'live' (default) goes before batch work. */
+  priority?: Priority;
+  /**
+   * Abandons the call: what is not yet scored is never computed (a large request's remaining
+   * engine calls are dropped) and the call rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
+}
+
 /**
  * One record's outcome in decideRecords(). `raw` holds the uncalibrated label logits behind the
  * answers (what `decide calibrate` fits on); result rows never include it.
@@ -171,7 +184,7 @@ export class DecisionService {
    * const res = await svc.decide({ model: 'svc-alpha', state: { text: 'Where is my order?' },
    *   questions: { topic: { type: 'choice', instructions: 'Topic?', criteria: { shipping: 'Shipping', billing: 'Billing' } } } });
    */
-  async decide(body: unknown, context: { requestId?: string; priority?: Priority } = {}): Promise<DecideResponse> {
+  async decide(body: unknown, context: DecideContext = {}): Promise<DecideResponse> {
     return decideResponse(await this.decideNormalized(validateDecideRequest(body, this.options.validation), context));
   }
 
@@ -183,17 +196,20 @@ export class DecisionService {
    * const parsed = systemOne.parse(body);
    * if (parsed.ok) body = systemOne.respond(parsed.call, await svc.decideNormalized(parsed.call.request));
    */
-  async decideNormalized(request: NormalizedDecideRequest, context: { requestId?: string; priority?: Priority } = {}): Promise<DecisionResult> {
+  async decideNormalized(request: NormalizedDecideRequest, context: DecideContext = {}): Promise<DecisionResult> {
     return this.tracked(() => this.answer(request, context));
   }
 
-  private async answer(request: NormalizedDecideRequest, context: { requestId?: string; priority?: Priority }): Promise<DecisionResult> {
+  private async answer(request: NormalizedDecideRequest, context: DecideContext): Promise<DecisionResult> {
     const runtime = await this.runtime(request.model);
     let scored: ScoredRequest | undefined;
     try {
       const prepared = await runtime.prepare(request);
-      [scored] = await runtime.score([prepared], context.priority ?? 'live');
+      context.signal?.throwIfAborted();
+      [scored] = await runtime.score([prepared], context.priority ?? 'live', context.signal);
     } catch (err) {
+      // An abort is the caller's own: its reason as given (an AbortError by default), not an API error.
+      if (context.signal?.aborted && err === context.signal.reason) throw err;
       throw toApiError(err);
     }
     return decisionResult(context.requestId ?? newDecisionId(), runtime.id, scored!);

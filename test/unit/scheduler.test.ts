@@ -1,5 +1,6 @@
 // The scheduler against an engine double: which jobs share an engine call, in which order calls
-// run, what a full queue and a failing call do. Fake timers make the coalescing window exact.
+// run, how a group larger than a call is cut between its questions, what a full queue, an aborted
+// job and a failing call do. Fake timers make the coalescing window exact.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import type { ScoreBatchResult, ScoreGroup } from '../../src/engine/engine.js';
@@ -13,18 +14,36 @@ function group(id: number, tokens = 1): ScoreGroup {
 }
 
 /**
+ * A group of `count` questions of `suffixTokens` tokens each (question k's tokens are all k) after
+ * a prefix of `prefixTokens` tokens [id, ...].
+ */
+function wideGroup(id: number, prefixTokens: number, count: number, suffixTokens: number): ScoreGroup {
+  const prefix = new Int32Array(prefixTokens).fill(id);
+  const suffixes = Array.from({ length: count }, (_, k) => ({ tokens: new Int32Array(suffixTokens).fill(k), labels: Int32Array.of(1, 2) }));
+  return { prefix, suffixes };
+}
+
+/**
  * Records every call. A call resolves only when the test releases it (release()), so the test
- * decides what is "running". Each group's score is its id, its cached tokens are id * 10, and a
- * call that holds a group listed in `poisoned` fails as a whole.
+ * decides what is "running". Each suffix's score is [group id, -id, its first token], its group's
+ * cached tokens are id * 10 (with `prefixCache`: 0 the first time a prefix is seen, its length
+ * after, as the engine's prefix cache reports), and a call that holds a group listed in
+ * `poisoned` fails as a whole. `pieces` records each call as "id:first..last question".
  */
 class EngineDouble {
   readonly calls: number[][] = [];
+  readonly pieces: string[][] = [];
   readonly poisoned = new Set<number>();
+  prefixCache = false;
+  private seen = new Set<number>();
   private waiting: Array<() => void> = [];
 
   scoreBatch(groups: ScoreGroup[]): Promise<ScoreBatchResult> {
     const ids = groups.map((g) => g.prefix[0]!);
     this.calls.push(ids);
+    this.pieces.push(groups.map((g) => `${g.prefix[0]}:${g.suffixes[0]!.tokens[0]}..${g.suffixes.at(-1)!.tokens[0]}`));
+    const cached = groups.map((g) => (this.prefixCache ? (this.seen.has(g.prefix[0]!) ? g.prefix.length : 0) : g.prefix[0]! * 10));
+    for (const g of groups) this.seen.add(g.prefix[0]!);
     return new Promise((resolve, reject) => {
       this.waiting.push(() => {
         if (ids.some((id) => this.poisoned.has(id))) {
@@ -32,8 +51,8 @@ class EngineDouble {
           return;
         }
         resolve({
-          groups: ids.map((id) => [{ labelLogits: Float32Array.of(id, -id), logSumExp: id }]),
-          cachedTokens: Int32Array.from(ids, (id) => id * 10),
+          groups: groups.map((g, i) => g.suffixes.map((s) => ({ labelLogits: Float32Array.of(ids[i]!, -ids[i]!, s.tokens[0]!), logSumExp: ids[i]! }))),
+          cachedTokens: Int32Array.from(cached),
           counters: {} as ScoreBatchResult['counters'],
         });
       });
@@ -242,6 +261,126 @@ describe('batch jobs in short engine calls', () => {
     await engine.release();
     await expect(next).resolves.toMatchObject({ cachedTokens: [210] });
     expect(engine.calls).toEqual([[11, 12], [13, 14], [21]]);
+  });
+});
+
+describe('a group larger than a call is cut between its questions', () => {
+  it('live: another live job goes into the next call, before the rest of the large one; answers come back whole and in order', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 10, maxQueuedJobs: 10 });
+    // 4 prefix + 6 questions of 3 tokens: [prefix, q0, q1] = 10, [q2, q3, q4] = 9, [q5] = 3.
+    const big = scheduler.submit([wideGroup(9, 4, 6, 3)]);
+    await flush();
+    expect(engine.pieces).toEqual([['9:0..1']]);
+    const small = scheduler.submit([group(1, 2)]);
+    await engine.release();
+    // The small job's only piece goes first; the big job's next piece fills the call only if it fits.
+    expect(engine.pieces).toEqual([['9:0..1'], ['1:7..7']]);
+    await engine.release();
+    await expect(small).resolves.toMatchObject({ cachedTokens: [10] });
+    expect(engine.pieces).toEqual([['9:0..1'], ['1:7..7'], ['9:2..4']]);
+    await engine.release();
+    await engine.release();
+    expect(engine.pieces).toEqual([['9:0..1'], ['1:7..7'], ['9:2..4'], ['9:5..5']]);
+    const result = await big;
+    expect(result.groups).toHaveLength(1);
+    expect(result.groups[0]!.map((score) => score.labelLogits[2])).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(scheduler.getStats()).toMatchObject({ calls: 4, jobs: 2, liveQueued: 0 });
+  });
+
+  it("a cut group's cached tokens are what its first piece found, not the cache its own first piece filled", async () => {
+    engine.prefixCache = true;
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 10, maxQueuedJobs: 10 });
+    const big = scheduler.submit([wideGroup(9, 4, 6, 3)]);
+    await flush();
+    for (let i = 0; i < 3; i++) await engine.release();
+    expect(engine.calls).toHaveLength(3);
+    await expect(big).resolves.toMatchObject({ cachedTokens: [0] });
+    const again = scheduler.submit([wideGroup(9, 4, 6, 3)]);
+    await flush();
+    for (let i = 0; i < 3; i++) await engine.release();
+    await expect(again).resolves.toMatchObject({ cachedTokens: [4] });
+  });
+
+  it('batch: pieces of at most maxBatchCallTokens; a live job goes between them', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 10, maxBatchCallTokens: 8 });
+    // 2 prefix + 5 questions of 2 tokens: [prefix, q0, q1, q2] = 8, [q3, q4] = 4; then group 12 (4) joins that call.
+    const batch = scheduler.submit([wideGroup(11, 2, 5, 2), group(12, 3)], 'batch');
+    await flush();
+    expect(engine.pieces).toEqual([['11:0..2']]);
+    const live = scheduler.submit([group(1)]);
+    await engine.release();
+    expect(engine.pieces).toEqual([['11:0..2'], ['1:7..7']]);
+    await engine.release();
+    await live;
+    expect(engine.pieces).toEqual([['11:0..2'], ['1:7..7'], ['11:3..4', '12:7..7']]);
+    await engine.release();
+    const result = await batch;
+    expect(result.groups[0]!.map((score) => score.labelLogits[2])).toEqual([0, 1, 2, 3, 4]);
+    expect(result.groups[1]!.map((score) => score.labelLogits[0])).toEqual([12]);
+    expect(result.cachedTokens).toEqual([110, 120]);
+  });
+
+  it('a single question longer than the budget is one call alone', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 10, maxQueuedJobs: 10 });
+    const job = scheduler.submit([wideGroup(9, 2, 3, 12)]);
+    await flush();
+    for (let i = 0; i < 3; i++) await engine.release();
+    expect(engine.pieces).toEqual([['9:0..0'], ['9:1..1'], ['9:2..2']]);
+    expect((await job).groups[0]).toHaveLength(3);
+  });
+});
+
+describe('abort', () => {
+  it('a job aborted while it waits never runs and rejects with the reason; its companions run', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 10 });
+    const controller = new AbortController();
+    const dropped = scheduler.submit([group(1)], 'live', controller.signal);
+    const kept = scheduler.submit([group(2)]);
+    controller.abort(new Error('client went away'));
+    await expect(dropped).rejects.toThrow('client went away');
+    await vi.advanceTimersByTimeAsync(5);
+    expect(engine.calls).toEqual([[2]]);
+    await engine.release();
+    await expect(kept).resolves.toMatchObject({ cachedTokens: [20] });
+    expect(scheduler.getStats()).toMatchObject({ liveQueued: 0, jobs: 1 });
+  });
+
+  it('a large job aborted mid-way: its running piece finishes, the pieces left never run', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 10, maxQueuedJobs: 10 });
+    const controller = new AbortController();
+    const big = scheduler.submit([wideGroup(9, 4, 6, 3)], 'live', controller.signal);
+    await flush();
+    expect(engine.pieces).toEqual([['9:0..1']]);
+    controller.abort();
+    await expect(big).rejects.toMatchObject({ name: 'AbortError' });
+    await engine.release();
+    expect(engine.calls).toHaveLength(1);
+    await scheduler.whenIdle();
+    // The queue took nothing of it with it: a later job runs alone and at once once its window ends.
+    const next = scheduler.submit([group(1)]);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(engine.calls).toEqual([[9], [1]]);
+    await engine.release();
+    await next;
+  });
+
+  it('a batch job aborted between its calls stops there', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 10, maxBatchCallTokens: 8 });
+    const controller = new AbortController();
+    const batch = scheduler.submit([11, 12, 13, 14].map((id) => group(id, 3)), 'batch', controller.signal);
+    await flush();
+    controller.abort();
+    await engine.release();
+    await expect(batch).rejects.toMatchObject({ name: 'AbortError' });
+    expect(engine.calls).toEqual([[11, 12]]);
+    expect(scheduler.getStats().batchQueued).toBe(0);
+  });
+
+  it('a signal aborted before submit rejects at once', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 10 });
+    await expect(scheduler.submit([group(1)], 'live', AbortSignal.abort())).rejects.toMatchObject({ name: 'AbortError' });
+    await vi.advanceTimersByTimeAsync(5);
+    expect(engine.calls).toEqual([]);
   });
 });
 

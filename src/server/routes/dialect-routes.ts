@@ -32,6 +32,19 @@ export function authFailure(request: FastifyRequest): AuthFailure {
   return typeof header === 'string' && BEARER_SCHEME.test(header) ? 'invalid' : 'missing';
 }
 
+/**
+ * Aborts when the client goes away before its response is written (the connection closed): a
+ * large request then stops taking engine calls from everyone else's.
+ */
+function abandonedWith(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  const response = reply.raw;
+  response.once('close', () => {
+    if (!response.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
 /** Sends a dialect's error, logged as the app's error handler logs (5xx with the error, else its status). */
 function sendRejection(request: FastifyRequest, reply: FastifyReply, wire: WireError, err?: unknown): FastifyReply {
   if (wire.status >= 500) request.log.error({ err }, 'request failed');
@@ -80,9 +93,15 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
     async (request, reply) => {
       const parsed = dialect.parse(request.body, { limits: service.validationLimits, requestId: request.id });
       if (!parsed.ok) return sendRejection(request, reply, parsed.error);
+      const signal = abandonedWith(reply);
       try {
-        return dialect.respond(parsed.call, await service.decideNormalized(parsed.call.request, { requestId: request.id }));
+        return dialect.respond(parsed.call, await service.decideNormalized(parsed.call.request, { requestId: request.id, signal }));
       } catch (err) {
+        if (signal.aborted) {
+          // Nobody is left to answer: the rest of its engine work was dropped.
+          request.log.info('client closed the connection before its answer; the decision was abandoned');
+          return reply;
+        }
         return sendRejection(request, reply, dialect.error(err, { requestId: request.id }), err);
       }
     },

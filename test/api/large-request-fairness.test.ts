@@ -1,0 +1,127 @@
+/**
+ * One large request does not hold the engine for everyone else, and an abandoned one stops taking
+ * engine calls. A listening server (real HTTP) on the tiny model, its scheduler's call budget at
+ * 2,048 tokens so that a request of 64 long choice questions (~25,000 tokens) is cut into a dozen
+ * engine calls between its questions.
+ *
+ * Proven by ordering and by the scheduler's call counter, not by a clock: a small request sent
+ * while the large one computes is answered before it; the large one's answers equal the same
+ * questions asked alone; and once its client hangs up, at most the call running then (and one
+ * already taken) is computed of the dozen it needed (the engine's token counter says so).
+ */
+import type { AddressInfo } from 'node:net';
+
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+
+import { createServer } from '../../src/server/app.js';
+import { DecisionService } from '../../src/service/decision-service.js';
+import { AUTH, TEST_KEY, decideBody, letters, tempModels, type Questions, type TempDirs } from './fixtures.js';
+
+let dirs: TempDirs;
+let service: DecisionService;
+let app: FastifyInstance;
+let base: string;
+
+const CALL_TOKENS = 2048;
+
+beforeAll(async () => {
+  dirs = await tempModels(['svc-alpha-2026-10']);
+  service = await DecisionService.open({
+    modelsDir: dirs.modelsDir,
+    ensureDefaultModel: false,
+    runtime: { scheduler: { maxCallTokens: CALL_TOKENS } },
+  });
+  app = await createServer({ service, apiKeys: [TEST_KEY], dataDir: dirs.dataDir, rateLimit: false, logger: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await app?.close();
+  await service?.close();
+  dirs?.cleanup();
+});
+
+const STATE = { ticket: 'My card was charged twice for order 1182 and the parcel never arrived.' };
+
+/** 64 choice questions of 26 options with long descriptions: ~400 tokens each. */
+function largeQuestions(tag: string): Questions {
+  const criteria = Object.fromEntries(Object.keys(letters(26)).map((k, i) => [`o${i}`, `option ${k} of the ${tag} list, described at some length`]));
+  const questions: Questions = {};
+  for (let i = 0; i < 64; i++) questions[`q${i}`] = { type: 'choice', instructions: `Which ${tag} option fits point ${i}?`, criteria };
+  return questions;
+}
+
+async function decide(body: unknown, signal?: AbortSignal): Promise<{ status: number; json: any; usage?: unknown }> {
+  const res = await fetch(`${base}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
+  return { status: res.status, json: await res.json() };
+}
+
+async function metric(name: string, labels = 'model="svc-alpha-2026-10"'): Promise<number> {
+  const body = await (await fetch(`${base}/metrics`)).text();
+  const line = body.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+  if (!line) throw new Error(`${name}{${labels}} missing from /metrics`);
+  return Number(line.split(' ').pop());
+}
+
+async function waitFor(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error('timed out waiting');
+}
+
+const idle = async () => (await metric('decide_engine_calls_in_progress')) === 0 && (await metric('decide_engine_queue_depth', 'model="svc-alpha-2026-10",queue="live"')) === 0;
+
+it('a small request sent while a large one computes is answered first; the large one is cut between its questions and answers as if asked alone', async () => {
+  const questions = largeQuestions('fair');
+  const callsBefore = await metric('decide_scheduler_calls_total');
+  const order: string[] = [];
+  const large = decide(decideBody(STATE, questions)).then((r) => (order.push('large'), r));
+  await waitFor(async () => (await metric('decide_scheduler_calls_total')) > callsBefore);
+  const small = decide(decideBody(STATE, { refund: { type: 'noul', instructions: 'Does the customer ask for a refund?' } })).then((r) => (order.push('small'), r));
+  const [largeRes, smallRes] = await Promise.all([large, small]);
+  expect(largeRes.status).toBe(200);
+  expect(smallRes.status).toBe(200);
+  expect(order).toEqual(['small', 'large']);
+  const calls = (await metric('decide_scheduler_calls_total')) - callsBefore;
+  expect(largeRes.json.usage.input_tokens).toBeGreaterThan(10 * CALL_TOKENS);
+  expect(calls).toBeGreaterThanOrEqual(10);
+  // Cutting changes no answer: three of its questions asked on their own give the same probabilities.
+  for (const id of ['q0', 'q31', 'q63']) {
+    const alone = await decide(decideBody(STATE, { [id]: questions[id]! }));
+    expect(alone.status).toBe(200);
+    for (const [key, p] of Object.entries(alone.json.answers[id].probs as Record<string, number>)) {
+      expect(Math.abs(largeRes.json.answers[id].probs[key] - p)).toBeLessThanOrEqual(1e-6);
+    }
+  }
+});
+
+it('a large request whose client hangs up stops taking engine calls; the server goes on answering', async () => {
+  const questions = largeQuestions('abandoned');
+  await waitFor(idle);
+  const callsBefore = await metric('decide_scheduler_calls_total');
+  const tokensBefore = await metric('decide_engine_suffix_tokens_total');
+  const controller = new AbortController();
+  const large = decide(decideBody(STATE, questions), controller.signal).catch((err: unknown) => err);
+  await waitFor(async () => (await metric('decide_scheduler_calls_total')) > callsBefore);
+  controller.abort();
+  expect(await large).toMatchObject({ name: 'AbortError' });
+  await waitFor(idle);
+  // It needed a dozen calls of ~2,048 tokens (the test above); the one running when the client
+  // left and at most one more were computed.
+  expect((await metric('decide_scheduler_calls_total')) - callsBefore).toBeLessThanOrEqual(2);
+  expect((await metric('decide_engine_suffix_tokens_total')) - tokensBefore).toBeLessThanOrEqual(2 * CALL_TOKENS);
+  const next = await decide(decideBody(STATE, { refund: { type: 'noul', instructions: 'Does the customer ask for a refund?' } }));
+  expect(next.status).toBe(200);
+});
+
+it('the library: DecisionService.decide with an aborted signal rejects with its reason and computes nothing', async () => {
+  await waitFor(idle);
+  const callsBefore = await metric('decide_scheduler_calls_total');
+  const reason = new Error('no longer wanted');
+  await expect(service.decide(decideBody(STATE, largeQuestions('library')), { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+  expect(await metric('decide_scheduler_calls_total')).toBe(callsBefore);
+});
