@@ -15,7 +15,9 @@
  * - Batch jobs run only when no live job is queued, one batch job at a time, in engine calls of at
  *   most `maxBatchCallTokens` tokens. Between two calls of a batch job, queued live jobs go first:
  *   a live request waits at most one short engine call behind batch work.
- * - The live queue is bounded: past `maxQueuedJobs`, submit() rejects with ERR_QUEUE_FULL.
+ * - The live queue is bounded: past `maxQueuedJobs`, submit() rejects with ERR_QUEUE_FULL; so
+ *   does a live job that waited `maxQueueWaitMs` without starting (the server is busy: a client
+ *   gets a 429 to retry on, not an answer after its own timeout).
  * - A job whose signal aborts is dropped: its pieces not yet scored never run, and submit()
  *   rejects with the signal's reason (a call already running finishes; its scores are discarded).
  * - A failed shared call is retried job by job, so one bad job cannot fail its companions.
@@ -39,9 +41,15 @@ export interface SchedulerOptions {
    * calls let live work in sooner and cost batch throughput (bench/live-during-batch.ts).
    */
   maxBatchCallTokens: number;
+  /**
+   * How long a live job may wait before its first engine call; then it is refused with
+   * ERR_QUEUE_FULL. Below the 10 s after which TypeSafe's SDK gives up on an attempt and sends it
+   * again. Infinity waits as long as it takes.
+   */
+  maxQueueWaitMs: number;
 }
 
-export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = { windowMs: 3, maxCallTokens: 16384, maxQueuedJobs: 512, maxBatchCallTokens: 2048 };
+export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = { windowMs: 3, maxCallTokens: 16384, maxQueuedJobs: 512, maxBatchCallTokens: 2048, maxQueueWaitMs: 8000 };
 
 export interface JobResult {
   groups: SuffixScore[][];
@@ -169,6 +177,7 @@ export class Scheduler {
       if (priority === 'live') {
         this.live.push(job);
         this.liveTokens += job.tokensLeft;
+        this.startDeadline(job);
       } else {
         this.batch.push(job);
       }
@@ -197,6 +206,22 @@ export class Scheduler {
       return;
     }
     this.timer ??= setTimeout(() => void this.runCall(), this.options.windowMs);
+  }
+
+  /** Refuses `job` with ERR_QUEUE_FULL if it has not started within maxQueueWaitMs. */
+  private startDeadline(job: Job): void {
+    const waitMs = this.options.maxQueueWaitMs;
+    if (!Number.isFinite(waitMs)) return;
+    const timer = setTimeout(() => {
+      if (job.next > 0) return;
+      this.finish(job, new EngineError('ERR_QUEUE_FULL', `the engine is busy: this request waited ${waitMs / 1000} s without starting; retry shortly`));
+    }, waitMs);
+    timer.unref();
+    const release = job.release;
+    job.release = () => {
+      clearTimeout(timer);
+      release();
+    };
   }
 
   /** Takes the next piece of `job` into `parts`. */

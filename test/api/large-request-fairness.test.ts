@@ -125,3 +125,29 @@ it('the library: DecisionService.decide with an aborted signal rejects with its 
   await expect(service.decide(decideBody(STATE, largeQuestions('library')), { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
   expect(await metric('decide_scheduler_calls_total')).toBe(callsBefore);
 });
+
+it('a request that waits maxQueueWaitMs without starting gets 429 rate_limited with Retry-After; the one running is answered', async () => {
+  // A second server whose requests may wait 100 ms, and whose calls hold the whole large request
+  // (a second or more of compute): what arrives while that call computes is refused.
+  const busy = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, runtime: { scheduler: { maxCallTokens: 65536, maxQueueWaitMs: 100 } } });
+  const busyApp = await createServer({ service: busy, apiKeys: [TEST_KEY], dataDir: dirs.dataDir, rateLimit: false, logger: false });
+  await busyApp.listen({ port: 0, host: '127.0.0.1' });
+  const busyBase = `http://127.0.0.1:${(busyApp.server.address() as AddressInfo).port}`;
+  const post = (body: unknown) => fetch(`${busyBase}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  try {
+    expect((await post(decideBody(STATE, { refund: { type: 'noul', instructions: 'Refund?' } }))).status).toBe(200); // loads the model
+    const large = post(decideBody(STATE, largeQuestions('busy')));
+    await waitFor(async () => {
+      const body = await (await fetch(`${busyBase}/metrics`)).text();
+      return body.includes('decide_engine_calls_in_progress{model="svc-alpha-2026-10"} 1');
+    });
+    const refused = await post(decideBody(STATE, { refund: { type: 'noul', instructions: 'Refund?' } }));
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(await refused.json()).toMatchObject({ code: 'rate_limited', message: expect.stringContaining('without starting') });
+    expect((await large).status).toBe(200);
+  } finally {
+    await busyApp.close();
+    await busy.close();
+  }
+});

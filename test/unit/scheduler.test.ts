@@ -404,6 +404,36 @@ describe('bounded queue', () => {
   });
 });
 
+describe('queue wait', () => {
+  it('a live job that waits maxQueueWaitMs without starting is refused with ERR_QUEUE_FULL; one that started is not', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 10, maxQueuedJobs: 10, maxQueueWaitMs: 1000 });
+    const running = scheduler.submit([wideGroup(9, 4, 6, 3)]); // three calls, started at once
+    await flush();
+    const waiting = scheduler.submit([group(1, 9)]);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(scheduler.getStats().liveQueued).toBe(2);
+    await vi.advanceTimersByTimeAsync(1);
+    await expect(waiting).rejects.toMatchObject({ code: 'ERR_QUEUE_FULL' });
+    expect(scheduler.getStats().liveQueued).toBe(1);
+    // The large job started before its deadline: it runs to the end however long that takes.
+    await vi.advanceTimersByTimeAsync(5000);
+    for (let i = 0; i < 3; i++) await engine.release();
+    expect(engine.pieces.flat()).toEqual(['9:0..1', '9:2..4', '9:5..5']);
+    await expect(running).resolves.toMatchObject({ cachedTokens: [90] });
+  });
+
+  it('batch jobs have no deadline', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 10, maxQueueWaitMs: 1000 });
+    void scheduler.submit([group(11)], 'batch');
+    await flush();
+    const queued = scheduler.submit([group(12)], 'batch');
+    await vi.advanceTimersByTimeAsync(5000);
+    await engine.release();
+    await engine.release();
+    await expect(queued).resolves.toMatchObject({ cachedTokens: [120] });
+  });
+});
+
 describe('retries', () => {
   it('a failed shared call is retried job by job: only the bad job fails, with the engine error', async () => {
     const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 10 });
