@@ -1,13 +1,16 @@
 // Bounded (bytes) LRU cache of prefix KV blocks, keyed by the prefix's token ids.
 // Lookup returns the entry sharing the LONGEST common prefix with the query, so a new state still
 // reuses the system-prompt part that every earlier state shares with it (the vocabulary is
-// SGLang's: match / insert / evict). Entries are few (the byte bound keeps them to hundreds) and a
-// linear scan is microseconds next to a forward pass, so no radix tree.
+// SGLang's: match / insert / evict). The keys are kept in lexicographic order: the key sharing
+// the longest prefix with a query is one of the query's two neighbours in that order, so a lookup
+// is O(log n) comparisons, not a scan. A small model's blocks are small, and the byte bound then
+// holds tens of thousands of entries (a scan of them all per state cost more than the passes).
 // Thread: used only under the Scorer's compute lock.
 #pragma once
 
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -32,14 +35,19 @@ class PrefixCache {
   void Clear();
 
   size_t Bytes() const { return bytes_; }
-  size_t Entries() const { return entries_.size(); }
+  size_t Entries() const { return by_ids_.size(); }
 
  private:
+  struct Entry;
+  using Recency = std::list<std::map<std::vector<int32_t>, Entry>::iterator>;
   struct Entry {
-    std::vector<int32_t> ids;
     std::shared_ptr<KvBlock> block;
+    Recency::iterator recent;  // its place in recency_
   };
-  std::list<Entry> entries_;  // front: most recently used
+  void Touch(std::map<std::vector<int32_t>, Entry>::iterator it);
+
+  std::map<std::vector<int32_t>, Entry> by_ids_;  // lexicographic by token ids
+  Recency recency_;                               // front: most recently used
   size_t capacity_bytes_;
   size_t bytes_ = 0;
 };

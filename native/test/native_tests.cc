@@ -3,6 +3,7 @@
 // memory that counts every call into it). Built with the addon (`npm run build:native`) as
 // build/Release/decide_native_tests; test/native/cpp-units.test.ts runs it in `npm test`.
 // Prints one line per failed check and the summary line "N passed, M failed"; exits 1 on a failure.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -143,6 +144,41 @@ void PrefixCacheTests() {
     CHECK(cache.Bytes() <= per_token * 10);
     cache.Clear();
     CHECK(cache.Entries() == 0 && cache.Bytes() == 0);
+  });
+  Test("prefix cache: among thousands of entries a lookup finds the longest common prefix a full scan finds", [] {
+    CountingDevice device;
+    const auto shape = Shape();
+    decide::PrefixCache cache(size_t{1} << 30);
+    // States sharing a system prompt, then diverging early or late (a small alphabet makes long
+    // partial matches common), as a batch of many short records fills the cache.
+    uint32_t seed = 12345;
+    auto next = [&seed](uint32_t n) {
+      seed = seed * 1664525u + 1013904223u;
+      return static_cast<int32_t>((seed >> 8) % n);
+    };
+    const std::vector<int32_t> system = {11, 12, 13, 14, 15, 16};
+    std::vector<std::vector<int32_t>> keys;
+    for (int k = 0; k < 3000; ++k) {
+      std::vector<int32_t> ids = system;
+      const int extra = 1 + next(12);
+      for (int i = 0; i < extra; ++i) ids.push_back(next(4));
+      cache.Insert(ids.data(), static_cast<int>(ids.size()), Filled(&device, shape, static_cast<int>(ids.size()), 0));
+      keys.push_back(ids);
+    }
+    for (int q = 0; q < 500; ++q) {
+      std::vector<int32_t> query = q % 5 == 0 ? std::vector<int32_t>{11, 12, 99} : system;
+      const int extra = next(14);
+      for (int i = 0; i < extra; ++i) query.push_back(next(4));
+      int scan = 0;
+      for (const auto& key : keys) {
+        int common = 0;
+        while (common < static_cast<int>(std::min(key.size(), query.size())) && key[common] == query[common]) ++common;
+        scan = std::max(scan, common);
+      }
+      auto m = cache.Lookup(query.data(), static_cast<int>(query.size()));
+      CHECK(m.length == scan);
+      CHECK(m.length == 0 || (m.block != nullptr && m.block->length >= m.length));
+    }
   });
   Test("prefix cache: a cleared block's memory goes back once its last holder lets go", [] {
     CountingDevice device;
