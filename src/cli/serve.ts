@@ -119,14 +119,9 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('serve', describeError(err), 1);
   }
 
-  const address = app.server.address();
-  const shown =
-    typeof address === 'object' && address
-      ? `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
-      : String(address);
-  process.stdout.write(`decide: listening on http://${shown}\n`);
-
-  return new Promise<number>((resolve) => {
+  // The handlers go in before the line that says the server is up: a supervisor may send SIGTERM
+  // the moment it reads it, and without a handler SIGTERM kills at once, without the drain.
+  const stopped = new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -151,4 +146,12 @@ export async function run(argv: string[]): Promise<number> {
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
+
+  const address = app.server.address();
+  const shown =
+    typeof address === 'object' && address
+      ? `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+      : String(address);
+  process.stdout.write(`decide: listening on http://${shown}\n`);
+  return stopped;
 }

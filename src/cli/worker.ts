@@ -87,10 +87,9 @@ export async function run(argv: string[]): Promise<number> {
     await service?.close().catch(() => undefined);
     return commandError('worker', describeError(err), 1);
   }
-  process.stdout.write('decide: worker ready\n');
-
   const opened = { service, store };
-  return new Promise<number>((resolve) => {
+  // Handlers before the ready line: a supervisor may send SIGTERM the moment it reads it.
+  const stopped = new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -113,4 +112,6 @@ export async function run(argv: string[]): Promise<number> {
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
+  process.stdout.write('decide: worker ready\n');
+  return stopped;
 }

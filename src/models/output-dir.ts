@@ -287,7 +287,8 @@ export async function removeLeftovers(parent: string, prefix: string, pidPattern
   }
 }
 
-function processAlive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM: it does, owned by another user). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

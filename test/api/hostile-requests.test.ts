@@ -4,7 +4,10 @@
  * compressed bodies, keys in query strings, guessed keys, a question too long for any state. Each
  * is a 4xx in the error shape; the log has no stack trace, no query string and no body text.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 
 import type { FastifyInstance } from 'fastify';
@@ -312,10 +315,12 @@ describe('keys', () => {
   });
 
   it('failed attempts are limited per client address: 429 with Retry-After, then even a good key waits', async () => {
+    // A second server: its own data dir (a batch data dir has one owner).
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'limited-data-'));
     const limited = await createServer({
       service,
       apiKeys: [TEST_KEY],
-      dataDir: dirs.dataDir,
+      dataDir,
       rateLimit: { requestsPerSecond: 100, burst: 100, invalidKeys: { requestsPerSecond: 0.01, burst: 3 } },
     });
     try {
@@ -335,6 +340,7 @@ describe('keys', () => {
       expect((await fetch(url.replace('/v1/models', '/healthz'))).status).toBe(200);
     } finally {
       await limited.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -9,7 +9,10 @@
  * questions asked alone; and once its client hangs up, at most the call running then (and one
  * already taken) is computed of the dozen it needed (the engine's token counter says so).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -130,7 +133,9 @@ it('a request that waits maxQueueWaitMs without starting gets 429 rate_limited w
   // A second server whose requests may wait 100 ms, and whose calls hold the whole large request
   // (a second or more of compute): what arrives while that call computes is refused.
   const busy = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, runtime: { scheduler: { maxCallTokens: 65536, maxQueueWaitMs: 100 } } });
-  const busyApp = await createServer({ service: busy, apiKeys: [TEST_KEY], dataDir: dirs.dataDir, rateLimit: false, logger: false });
+  // Its own data dir: one process owns a batch data dir.
+  const busyData = mkdtempSync(path.join(os.tmpdir(), 'busy-data-'));
+  const busyApp = await createServer({ service: busy, apiKeys: [TEST_KEY], dataDir: busyData, rateLimit: false, logger: false });
   await busyApp.listen({ port: 0, host: '127.0.0.1' });
   const busyBase = `http://127.0.0.1:${(busyApp.server.address() as AddressInfo).port}`;
   const post = (body: unknown) => fetch(`${busyBase}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -149,5 +154,6 @@ it('a request that waits maxQueueWaitMs without starting gets 429 rate_limited w
   } finally {
     await busyApp.close();
     await busy.close();
+    rmSync(busyData, { recursive: true, force: true });
   }
 });

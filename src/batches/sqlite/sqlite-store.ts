@@ -2,8 +2,8 @@
  * The embedded batch store (the default, without DECIDE_DATABASE_URL): job rows in
  * `<dataDir>/batches.sqlite` (sqlite-jobs.ts), each job's input and results as files in
  * `<dataDir>/batches/<id>/`, worked by this process's job pump (job-pump.ts) and expired by its
- * retention sweep (retention.ts). One process owns the data dir. Everything there is private to
- * the service's user: directories 0700, files 0600 (private-files.ts).
+ * retention sweep (retention.ts). One process owns the data dir (data-dir-lock.ts). Everything
+ * there is private to the service's user: directories 0700, files 0600 (private-files.ts).
  *
  * - create: the input is durable in the job's directory (a staged upload moved there, an uploaded
  *   file linked) before the job row is committed (queued).
@@ -14,6 +14,7 @@ import path from 'node:path';
 
 import type { BatchDecisionService, BatchInput, BatchJob, BatchResults, BatchSettings, BatchStore, NewBatch, ResultRows } from '../ports.js';
 import { prepareDataDir, privateDir } from '../private-files.js';
+import { lockDataDir } from './data-dir-lock.js';
 import { JobPump } from './job-pump.js';
 import { openResultRows, reindexOldJobs } from './result-rows.js';
 import { RetentionSweeper } from './retention.js';
@@ -39,6 +40,7 @@ export class SqliteBatchStore implements BatchStore {
   private constructor(
     private readonly table: SqliteJobTable,
     private readonly options: SqliteStoreOptions,
+    private readonly unlock: () => void,
   ) {
     this.jobsDir = path.join(options.dataDir, 'batches');
     this.pump = new JobPump(table, options.service, options.settings, options.dataDir, options.log);
@@ -50,14 +52,18 @@ export class SqliteBatchStore implements BatchStore {
     const warning = prepareDataDir(options.dataDir);
     if (warning) options.log(`batch store: ${warning}`);
     privateDir(path.join(options.dataDir, 'batches'));
-    const table = new SqliteJobTable(path.join(options.dataDir, 'batches.sqlite'));
-    const store = new SqliteBatchStore(table, options);
+    const unlock = lockDataDir(options.dataDir);
+    let table: SqliteJobTable | undefined;
+    let store: SqliteBatchStore;
     try {
+      table = new SqliteJobTable(path.join(options.dataDir, 'batches.sqlite'));
+      store = new SqliteBatchStore(table, options, unlock);
       await store.retention.removeOrphans();
       await store.retention.sweep();
       await reindexOldJobs(table, options.dataDir, options.log);
     } catch (err) {
-      table.close();
+      table?.close();
+      unlock();
       throw err;
     }
     store.retention.start(options.settings.sweepIntervalMs);
@@ -116,5 +122,6 @@ export class SqliteBatchStore implements BatchStore {
     await this.pump.close();
     await this.retention.stop();
     this.table.close();
+    this.unlock();
   }
 }
