@@ -146,6 +146,27 @@ describe('/v1/decisions: messages that say what is wrong', () => {
     expect(topLevel.statusCode).toBe(400);
     expect(topLevel.json().error.param).toBe('prompt_cache_breakpoint');
   });
+
+  it('an unknown field on a content part is a 400 naming it (a typo is never ignored)', async () => {
+    const questions = [{ type: 'predicate', instructions: 'Is it late?' }];
+    for (const [part, field] of [
+      [{ type: 'input_text', text: 'late', prompt_cache_breakpont: { mode: 'explicit' } }, 'prompt_cache_breakpont'],
+      [{ type: 'input_json', data: { a: 1 }, text: 'x' }, 'text'],
+    ] as const) {
+      const res = await app.inject({ method: 'POST', url: '/v1/decisions', headers: { ...AUTH, ...JSON_TYPE }, payload: { model: 'svc-alpha', input: [{ role: 'user', content: [part] }], questions } });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error).toMatchObject({ type: 'invalid_request_error', param: `input[0].content[0].${field}`, message: expect.stringContaining('unknown field') });
+    }
+    // Instructions given as parts are read by the same rule.
+    const inInstructions = await app.inject({
+      method: 'POST',
+      url: '/v1/decisions',
+      headers: { ...AUTH, ...JSON_TYPE },
+      payload: { model: 'svc-alpha', input: 'late', questions: [{ type: 'predicate', instructions: [{ type: 'input_text', text: 'Late?', colour: 'red' }] }] },
+    });
+    expect(inInstructions.statusCode).toBe(400);
+    expect(inInstructions.json().error.param).toBe('questions[0].instructions[0].colour');
+  });
 });
 
 describe('/v1/files: another method, a path below, no key or a malformed URL, in OpenAI\'s error shape', () => {

@@ -61,9 +61,18 @@ function charLength(s: string): number {
   return n;
 }
 
+/** The fields of each content part we read; prompt_cache_breakpoint is accepted and ignored. */
+const PART_FIELDS: Record<string, string[]> = {
+  input_text: ['type', 'text', 'prompt_cache_breakpoint'],
+  input_json: ['type', 'data', 'prompt_cache_breakpoint'],
+};
+
 /** The text of one content part (input_text, input_json); anything else is a 400 naming it. */
 function partText(part: unknown, at: string, limits: Partial<ValidationLimits>): string {
   if (!isPlainObject(part)) reject(`must be a content part object, got ${jsonType(part)}`, at);
+  const fields = typeof part.type === 'string' && Object.hasOwn(PART_FIELDS, part.type) ? PART_FIELDS[part.type]! : undefined;
+  // A typo (prompt_cache_breakpont) is reported, as everywhere else in the request.
+  for (const field of fields ? Object.keys(part) : []) if (!fields!.includes(field)) reject(`unknown field (allowed: ${fields!.join(', ')})`, `${at}.${field}`);
   switch (part.type) {
     case 'input_text':
       if (typeof part.text !== 'string') reject(`text must be a string, got ${jsonType(part.text)}`, `${at}.text`);
