@@ -33,9 +33,11 @@ export function parseJsonText(text: string): JsonTextResult {
   if (typeof value === 'object' && value !== null) {
     const scan = scanKeys(text);
     if (scan.duplicate) {
-      const path = scan.duplicate.path.map((name, i) => (name === '[]' || i === 0 ? name : `.${name}`)).join('');
-      const where = path ? ` in ${path}` : '';
+      const where = placeOf(scan.duplicate.path);
       return { ok: false, reason: `duplicate key ${JSON.stringify(scan.duplicate.key.slice(0, 128))}${where}; each key may appear once` };
+    }
+    if (scan.loneSurrogate) {
+      return { ok: false, reason: `a string${placeOf(scan.loneSurrogate.path)} holds a lone surrogate escape (\\ud800-\\udfff without its pair): not Unicode text, and not writable as UTF-8` };
     }
     // JavaScript keeps the written order of every object without an integer-like key, and the text
     // of every number a double writes back the same way.
@@ -120,8 +122,19 @@ export function findDuplicateKey(text: string): { key: string; path: string[] } 
  * order), whether any key is integer-like, and the first key that appears twice in one object with
  * the path of keys to that object (the scan stops there).
  */
+/** " in questions.q1" for a path of container names (see scanKeys), "" at the top. */
+function placeOf(names: string[]): string {
+  const path = names.map((name, i) => (name === '[]' || i === 0 ? name : `.${name}`)).join('');
+  return path ? ` in ${path}` : '';
+}
+
+/** An unpaired UTF-16 surrogate: JSON's \ud800 escape without its partner decodes to one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 function scanKeys(text: string): {
   duplicate?: { key: string; path: string[] };
+  /** A key or string value with an unpaired surrogate escape, and the path of its container. */
+  loneSurrogate?: { path: string[] };
   objects: Array<Set<string>>;
   indexKeys: boolean;
   /** Every number's text in text order, when one of them is not as a double writes it back (else undefined). */
@@ -133,6 +146,8 @@ function scanKeys(text: string): {
   const numberBounds: number[] = [];
   let inexact = false;
   const stack: Container[] = [];
+  // Only a string with a \u escape can decode to a lone surrogate (valid UTF-8 holds none).
+  let nextEscape = text.indexOf('\\u');
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {
@@ -152,6 +167,14 @@ function scanKeys(text: string): {
     } else if (c === 0x22 /* " */) {
       const end = closingQuote(text, i);
       const top = stack[stack.length - 1];
+      if (nextEscape !== -1 && nextEscape < end) {
+        if (nextEscape > i && LONE_SURROGATE.test(JSON.parse(text.slice(i, end + 1)) as string)) {
+          const path = stack.slice(1).map((frame) => frame.name);
+          if (top?.keys && !top.expectKey) path.push(top.lastKey);
+          return { loneSurrogate: { path }, objects, indexKeys };
+        }
+        nextEscape = text.indexOf('\\u', end);
+      }
       if (top?.keys && top.expectKey) {
         const raw = text.slice(i + 1, end);
         // Escapes make "a" and "\u0061" the same key: decode those the way JSON.parse does.

@@ -23,7 +23,7 @@
 // - An object state with more values than `maxStateValues` is 413 state_too_long (it could only
 //   exceed the token limit anyway); this also bounds objects that share sub-objects.
 import { quote, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../domain/decision.js';
-import { hasWrittenForm, jsonInOrder, keysInOrder } from '../domain/key-order.js';
+import { hasWrittenForm, jsonInOrder, keysInOrder, writtenNumberText } from '../domain/key-order.js';
 import { ApiError } from './errors.js';
 import { isPlainObject } from './json-value.js';
 import {
@@ -185,7 +185,10 @@ function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): b
       case 'undefined':
         continue;
       case 'number':
-        if (!Number.isFinite(v)) fail(`${framePathOf(f)}: numbers must be finite, got ${String(v)}`);
+        // 1e400 in JSON text parses to Infinity; it reaches the model as written (its text is kept).
+        if (!Number.isFinite(v) && !(f.parent && writtenNumberText(f.parent.value as object, String(f.key)) !== undefined)) {
+          fail(`${framePathOf(f)}: numbers must be finite, got ${String(v)}`);
+        }
         continue;
       case 'object':
         break;

@@ -33,6 +33,11 @@ export function recordNumberText(container: object, key: string, text: string): 
   texts.set(key, text);
 }
 
+/** The text the client wrote for the number at `container[key]`, where one was recorded. */
+export function writtenNumberText(container: object, key: string): string | undefined {
+  return WRITTEN_NUMBERS.get(container)?.get(key);
+}
+
 /**
  * Whether JSON.stringify would write `obj` otherwise than jsonInOrder(): a recorded key order (else
  * its keys are listed as JavaScript lists them) or a number's written text among its members.

@@ -211,6 +211,35 @@ describe('JSON bodies', () => {
     expect(((await (await decide(escaped)).json()) as { message: string }).message).toMatch(/duplicate key "q1"/);
   });
 
+  it('a lone surrogate escape in a key or a string is 400 naming where (not Unicode; no UTF-8 client could read it back); a pair is fine', async () => {
+    const cases: Array<[string, string]> = [
+      ['{"model": "svc-alpha", "state": "s", "questions": {"q\\ud800": {"type": "noul", "instructions": "A?"}}}', 'in questions'],
+      ['{"model": "svc-alpha", "state": {"note": "x\\udc00y"}, "questions": {"q": {"type": "noul", "instructions": "A?"}}}', 'in state.note'],
+      ['{"model": "svc-alpha", "state": "s", "questions": {"q": {"type": "choice", "instructions": "A?", "criteria": {"a\\ud83d": "1", "b": "2"}}}}', 'in questions.q.criteria'],
+    ];
+    for (const [body, where] of cases) {
+      const res = await decide(body);
+      expect(res.status, body).toBe(400);
+      const json = (await res.json()) as { message: string };
+      expectErrorShape(json, 'invalid_question', res.headers.get('x-request-id')!);
+      expect(json.message).toContain(`a string ${where} holds a lone surrogate`);
+    }
+    // A surrogate pair (an emoji written as two escapes) and an escaped backslash before "ud800" are text.
+    const pair = await decide('{"model": "svc-alpha", "state": "\\ud83d\\ude00 \\\\ud800", "questions": {"q\\ud83d\\ude00": {"type": "noul", "instructions": "A?"}}}');
+    expect(pair.status).toBe(200);
+    expect(Object.keys(((await pair.json()) as { answers: object }).answers)).toEqual(['q\u{1f600}']);
+  });
+
+  it('no body and no Content-Type: the empty-body message in each door, never "undefined"', async () => {
+    for (const path of ['/v1/decide', '/v1/systemone', '/v1/decisions']) {
+      const res = await fetch(`${base}${path}`, { method: 'POST', headers: AUTH });
+      const text = await res.text();
+      expect(res.status, path).toBe(path === '/v1/systemone' ? 422 : 400);
+      expect(text, path).toContain('empty; send a JSON object');
+      expect(text, path).not.toContain('undefined');
+    }
+  });
+
   it('malformed JSON: the message gives a position and never any of the body', async () => {
     const secret = 'SECRETSTATE';
     const bodies = [

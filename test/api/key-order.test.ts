@@ -183,6 +183,21 @@ describe('integer-like keys keep the written order', () => {
     expect(jsonInOrder(value)).toBe('{"a":3,"b":[2.25]}');
   });
 
+  it('a number beyond a double (1e400) reaches the model as written, as 1e-400 does; a library value Infinity is refused', async () => {
+    const decideWith = (state: string) => postText('/v1/decide', `{"model":"svc-alpha","state":${state},"questions":{"q":{"type":"noul","instructions":"Is it big?"}}}`);
+    for (const number of ['1e400', '-1e400', '1e-400']) {
+      const asWritten = await decideWith(`{"big":${number}}`);
+      expect(asWritten.status, number).toBe(200);
+      const asString = parse((await decideWith(JSON.stringify(`{"big":${number}}`))).text);
+      expect(parse(asWritten.text).answers.q.probs).toEqual(asString.answers.q.probs);
+      expect(parse(asWritten.text).usage.input_tokens).toBe(asString.usage.input_tokens);
+    }
+    await expect(service.decide({ model: 'svc-alpha', state: { big: Infinity }, questions: { q: { type: 'noul', instructions: 'Big?' } } })).rejects.toMatchObject({
+      code: 'invalid_question',
+      message: 'state["big"]: numbers must be finite, got Infinity',
+    });
+  });
+
   it('"__proto__" as a key is refused by name in /v1/decide and /v1/systemone; as a choice value it is a choice', async () => {
     const criteria = '{"__proto__":"odd","a":"plain"}';
     const decide = await postText('/v1/decide', `{"model":"svc-alpha","state":"x","questions":{"q":{"type":"choice","instructions":"?","criteria":${criteria}}}}`);

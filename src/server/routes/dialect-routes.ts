@@ -12,6 +12,7 @@ import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, F
 
 import type { AuthFailure, Dialect, WireError } from '../../api/dialect.js';
 import { DIALECTS } from '../../api/dialects.js';
+import { ApiError } from '../../api/errors.js';
 import { jsonInOrder } from '../../domain/key-order.js';
 import type { DecisionService } from '../../service/decision-service.js';
 import { httpError, sendWire } from '../errors.js';
@@ -91,6 +92,11 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
       ...named,
     },
     async (request, reply) => {
+      if (request.body === undefined) {
+        // No body and no Content-Type: fastify ran no parser. The same answer as an empty JSON body.
+        const empty = new ApiError('invalid_question', 'request body: empty; send a JSON object with Content-Type: application/json');
+        return sendRejection(request, reply, dialect.error(empty, { requestId: request.id, unreadableBody: true }));
+      }
       const parsed = dialect.parse(request.body, { limits: service.validationLimits, requestId: request.id });
       if (!parsed.ok) return sendRejection(request, reply, parsed.error);
       const signal = abandonedWith(reply);
