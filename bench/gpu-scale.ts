@@ -20,7 +20,7 @@ import type { NativeCounters } from '../src/engine/native.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
 import { deriveFusedGraph } from '../src/models/fused-graph.js';
 import { gitInfo, machineInfo, packageRoot } from './provenance.js';
-import { ensureModel, type BenchGraph } from './run.js';
+import { ensureModel, type BenchGraph } from './bench-model.js';
 import { table } from './report.js';
 
 /** [states, state tokens, questions per state, question tokens], the peer's sizes. */

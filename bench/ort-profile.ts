@@ -15,7 +15,7 @@ import type { EngineOptions } from '../src/engine/engine-options.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
 import { ModelRuntime } from '../src/runtime/model-runtime.js';
 import { TextTokenizer } from '../src/runtime/tokenizer.js';
-import { ensureModel } from './run.js';
+import { ensureModel } from './bench-model.js';
 import { BENCH_MODEL_ID, buildWorkload, workloadSpecs, type WorkloadName } from './workloads.js';
 
 export interface OrtProfileOptions {

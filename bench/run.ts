@@ -12,7 +12,7 @@
  * within the dtype's tolerance); a mismatch ends the run without a report. Repetitions alternate which system runs first, so bursts
  * of noise on a shared machine hit both; the speedup is the median of per-repetition ratios.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -23,10 +23,11 @@ import { LabelSet } from '../src/runtime/labels.js';
 import { ModelRuntime } from '../src/runtime/model-runtime.js';
 import { PromptRenderer } from '../src/runtime/prompt.js';
 import { TextTokenizer } from '../src/runtime/tokenizer.js';
-import { computeDtype, DEFAULT_INT8_SCHEME, GRAPH_VERSION, int8Record, makeModel, MODEL_DTYPES, paramCount, PRESETS, type ModelDtype } from '../src/models/builder/index.js';
+import { computeDtype, MODEL_DTYPES, paramCount, type ModelDtype } from '../src/models/builder/index.js';
 import { deriveFusedGraph } from '../src/models/fused-graph.js';
 import { agreementPlan, agrees, baselineRows, compareRows, engineRows, type CheckResult } from './agreement.js';
 import { FreshBaseline } from './baseline.js';
+import { ensureModel } from './bench-model.js';
 import { MFU_DEFINITION, shapeOf } from './flops.js';
 import { measureHttpLatency } from './http-latency.js';
 import type { MicroResult } from './micro.js';
@@ -90,36 +91,6 @@ export interface BenchOptions {
 /** The check failed: the benchmark does not report numbers for systems that disagree. */
 export class BenchRefusedError extends Error {
   override name = 'BenchRefusedError';
-}
-
-const MODEL_SEED = 1;
-
-
-/**
- * Builds the bench's own model directory unless it already holds this preset (this dtype, seed
- * MODEL_SEED, the packing graph: make-model's default, on which --packing picks the layout).
- */
-/** The decoder graph a bench model is built with: standard ops, fused, or fused with causal states (DecoderFeatures.causalStates). */
-export type BenchGraph = 'ops' | 'fused' | 'causal';
-
-export async function ensureModel(preset: string, dir: string, dtype: ModelDtype, log: (s: string) => void, attention: BenchGraph = 'ops'): Promise<void> {
-  const features =
-    attention === 'ops' ? { segmentIds: true } : { segmentIds: true, attention: 'fused' as const, ...(attention === 'causal' ? { causalStates: true } : {}) };
-  if (PRESETS[preset] === undefined) throw new Error(`bench: unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
-  try {
-    const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder?: Record<string, unknown> };
-    const b = decision.builder ?? {};
-    const graph = path.join(dir, 'onnx', 'model.onnx');
-    const sameFeatures = JSON.stringify(b.features ?? null) === JSON.stringify(features);
-    const sameInt8 = JSON.stringify(b.int8 ?? null) === JSON.stringify(dtype === 'int8' ? int8Record(DEFAULT_INT8_SCHEME) : null);
-    if (sameInt8 && b.preset === preset && b.seed === MODEL_SEED && b.graphVersion === GRAPH_VERSION && (b.dtype ?? 'fp32') === dtype && b.shapeOverrides === undefined && sameFeatures && existsSync(graph)) return;
-  } catch {
-    // missing or unreadable: build
-  }
-  const started = performance.now();
-  log(`building model preset '${preset}' (${dtype}, packing graph${attention === 'ops' ? '' : attention === 'fused' ? ', fused decoder graph' : ', fused decoder graph with causal states'}) into ${dir} ...`);
-  await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype, features, force: true });
-  log(`  built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
 export async function runBench(options: BenchOptions = {}): Promise<BenchReport> {
