@@ -263,7 +263,9 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
  *   bodyLimitBytes: 1024 * 1024, dataDir: 'data', ownsService: true });
  * await app.listen({ port: 8080 });
  */
-export const decisionApp = Object.assign(decisionAppPlugin, {
+// Typed by name: an inferred type is printed in app.d.ts through fastify's namespace
+// (`Fastify.FastifyPluginAsync`), which TypeScript's bundler resolution cannot follow.
+export const decisionApp: FastifyPluginAsync<DecisionAppOptions> & { [key: symbol]: string | boolean } = Object.assign(decisionAppPlugin, {
   [Symbol.for('skip-override')]: true,
   [Symbol.for('fastify.display-name')]: 'decision-app',
 });
