@@ -7,7 +7,7 @@ import type { FastifyRequest } from 'fastify';
 
 import { ApiError } from '../api/errors.js';
 import type { BatchService, StagedUpload } from '../batches/batch-service.js';
-import { readingMultipart } from './multipart-body.js';
+import { FILE_SENT_AS_TEXT, partName, readingMultipart } from './multipart-body.js';
 
 /** The questions form field, in bytes. */
 export const MAX_QUESTIONS_FIELD_BYTES = 1024 * 1024;
@@ -49,37 +49,36 @@ export async function readBatchForm(request: FastifyRequest, batches: BatchServi
       if (seen !== undefined) throw new ApiError('invalid_question', `form field '${name}': given more than once; send it once`);
     };
     for await (const part of parts) {
-      if (part.type === 'file' && part.fieldname === 'questions') {
+      const name = partName(part);
+      if (part.type === 'file' && name === 'questions') {
         // `curl -F questions=@q.json` sends the questions as a file part: read it as the text field.
         once('questions', questions);
         questions = await readSmallPart(readingMultipart(part.file), MAX_QUESTIONS_FIELD_BYTES, 'questions');
         continue;
       }
       if (part.type === 'file') {
-        if (part.fieldname !== 'file' || upload) {
+        if (name !== 'file' || upload) {
           part.file.resume();
-          throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unexpected file (send the JSONL as the field "file", once)`);
+          throw new ApiError('invalid_question', `form field '${name.slice(0, 100)}': unexpected file (send the JSONL as the field "file", once)`);
         }
         upload = await batches.stageUpload(readingMultipart(part.file));
         continue;
       }
       const value = part.value;
       if (part.valueTruncated) {
-        throw new ApiError('state_too_long', `form field '${part.fieldname.slice(0, 100)}': longer than ${MAX_QUESTIONS_FIELD_BYTES} bytes`);
+        throw new ApiError('state_too_long', `form field '${name.slice(0, 100)}': longer than ${MAX_QUESTIONS_FIELD_BYTES} bytes`);
       }
       if (typeof value !== 'string') {
-        throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': must be text`);
+        throw new ApiError('invalid_question', `form field '${name.slice(0, 100)}': must be text`);
       }
-      if (part.fieldname === 'file') {
-        throw new ApiError('invalid_question', "form field 'file': must be a file part (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field");
-      }
-      if (part.fieldname === 'model') {
+      if (name === 'file') throw new ApiError('invalid_question', FILE_SENT_AS_TEXT);
+      if (name === 'model') {
         once('model', model);
         model = value;
-      } else if (part.fieldname === 'questions') {
+      } else if (name === 'questions') {
         once('questions', questions);
         questions = value;
-      } else throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unknown (allowed: model, file, questions)`);
+      } else throw new ApiError('invalid_question', `form field '${name.slice(0, 100)}': unknown (allowed: model, file, questions)`);
     }
   } catch (err) {
     await batches.discard(upload);

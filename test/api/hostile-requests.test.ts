@@ -195,6 +195,29 @@ describe('POST /v1/batches with a body that is not good multipart', () => {
   });
 });
 
+describe('the batch form: a part without a name', () => {
+  const routes = ['/v1/batches', '/v1/batches/validate'];
+
+  it('a part without a name (form-data only, or only a filename): 400 saying so, logged without a stack trace', async () => {
+    const nameless = [
+      `--${BOUNDARY}\r\nContent-Disposition: form-data\r\n\r\nsvc-alpha\r\n`,
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; filename="a.jsonl"\r\n\r\n${RECORD}\n\r\n`,
+    ];
+    for (const route of routes) {
+      for (const part of nameless) {
+        // Before the part and after it: whichever the form has read so far, the answer is the same.
+        for (const body of [form([{ name: 'model', value: 'svc-alpha' }]).replace(`--${BOUNDARY}--`, `${part}--${BOUNDARY}--`), `${part}${form([{ name: 'model', value: 'svc-alpha' }, { name: 'file', value: RECORD, filename: 'in.jsonl' }])}`]) {
+          const res = await rawRequest(post(route, { 'Content-Type': FORM_TYPE }, body));
+          expect(expectError(res, 400, 'invalid_question'), route).toBe(
+            'request body: a form part has no name (Content-Disposition: form-data without name="..."); send the fields model, file and optionally questions, each named',
+          );
+          expect(JSON.stringify(logOf(res!.headers['x-request-id']!))).not.toMatch(/stack|"level":50/);
+        }
+      }
+    }
+  });
+});
+
 describe('JSON bodies', () => {
   const decide = (body: string, headers: Record<string, string> = {}) =>
     fetch(`${base}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json', ...headers }, body });
@@ -280,7 +303,7 @@ describe('JSON bodies', () => {
     const boundary = 'b0undary';
     const form = [`--${boundary}`, 'Content-Disposition: form-data; name="model"', '', 'svc-alpha', `--${boundary}`, 'Content-Disposition: form-data; name="file"', '', '{"custom_id":"a"}', `--${boundary}--`, ''].join('\r\n');
     const text = await rawRequest(post('/v1/batches', { 'Content-Type': `multipart/form-data; boundary=${boundary}` }, form));
-    expect(expectError(text, 400, 'invalid_question')).toBe("form field 'file': must be a file part (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field");
+    expect(expectError(text, 400, 'invalid_question')).toBe("form field 'file': must be a file part with a filename (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field");
     const untyped = await rawRequest(post('/v1/batches', {}, 'model=svc-alpha'));
     expect(expectError(untyped, 400, 'invalid_question')).toBe('request body: Content-Type header missing; send multipart/form-data');
     const decideUntyped = await rawRequest(post('/v1/decide', {}, '{}'));
