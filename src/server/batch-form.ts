@@ -3,11 +3,13 @@
  * that take it: POST /v1/batches creates a job from it, POST /v1/batches/validate checks its records.
  * The file part is streamed to a staging file (BatchService.stageUpload), never buffered whole.
  */
+import { isUtf8 } from 'node:buffer';
+
 import type { FastifyRequest } from 'fastify';
 
 import { ApiError } from '../api/errors.js';
 import type { BatchService, StagedUpload } from '../batches/batch-service.js';
-import { readingMultipart } from './multipart-body.js';
+import { FILE_SENT_AS_TEXT, partName, readingMultipart } from './multipart-body.js';
 
 /** The questions form field, in bytes. */
 export const MAX_QUESTIONS_FIELD_BYTES = 1024 * 1024;
@@ -19,7 +21,11 @@ export interface BatchForm {
   upload: StagedUpload | undefined;
 }
 
-/** A small file part as UTF-8 text; 413 state_too_long over `limit` bytes (the rest is drained). */
+/**
+ * A small file part as UTF-8 text: 413 state_too_long over `limit` bytes (the rest is drained),
+ * 400 invalid_question when its bytes are not UTF-8 (as a /v1/decide body), never U+FFFD in
+ * their place.
+ */
 async function readSmallPart(stream: AsyncIterable<Buffer>, limit: number, name: string): Promise<string> {
   const pieces: Buffer[] = [];
   let bytes = 0;
@@ -28,7 +34,9 @@ async function readSmallPart(stream: AsyncIterable<Buffer>, limit: number, name:
     if (bytes <= limit) pieces.push(piece);
   }
   if (bytes > limit) throw new ApiError('state_too_long', `form field '${name}': longer than ${limit} bytes`);
-  return Buffer.concat(pieces).toString('utf8');
+  const body = Buffer.concat(pieces);
+  if (!isUtf8(body)) throw new ApiError('invalid_question', `form field '${name}': not valid UTF-8`);
+  return body.toString('utf8');
 }
 
 /** Reads the form (400 invalid_question for anything but model, file, questions, each once). */
@@ -41,7 +49,12 @@ export async function readBatchForm(request: FastifyRequest, batches: BatchServi
   let upload: StagedUpload | undefined;
   try {
     const parts = readingMultipart(request.parts({
-      limits: { files: 2, fields: 4, parts: 6, fieldSize: MAX_QUESTIONS_FIELD_BYTES, fileSize: batches.maxFileBytes + 1 },
+      limits: { files: 3, fields: 4, parts: 6, fieldSize: MAX_QUESTIONS_FIELD_BYTES, fileSize: batches.maxFileBytes + 1 },
+      // `questions` arrives as a file part however it was sent (`-F questions=...` or `-F
+      // questions=@q.json`): busboy decodes a text field leniently, invalid UTF-8 becoming U+FFFD,
+      // and the questions the model reads must be refused for that as a /v1/decide body is. The
+      // rest is busboy's own rule: a part with a filename or of type application/octet-stream.
+      isPartAFile: (name, type, filename) => name === 'questions' || filename !== undefined || type === 'application/octet-stream',
       // Our own count gives the 413 (with the limit in the message); busboy only stops the bytes.
       ...({ throwFileSizeLimit: false } as object),
     }));
@@ -49,37 +62,32 @@ export async function readBatchForm(request: FastifyRequest, batches: BatchServi
       if (seen !== undefined) throw new ApiError('invalid_question', `form field '${name}': given more than once; send it once`);
     };
     for await (const part of parts) {
-      if (part.type === 'file' && part.fieldname === 'questions') {
-        // `curl -F questions=@q.json` sends the questions as a file part: read it as the text field.
+      const name = partName(part);
+      if (part.type === 'file' && name === 'questions') {
         once('questions', questions);
         questions = await readSmallPart(readingMultipart(part.file), MAX_QUESTIONS_FIELD_BYTES, 'questions');
         continue;
       }
       if (part.type === 'file') {
-        if (part.fieldname !== 'file' || upload) {
+        if (name !== 'file' || upload) {
           part.file.resume();
-          throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unexpected file (send the JSONL as the field "file", once)`);
+          throw new ApiError('invalid_question', `form field '${name.slice(0, 100)}': unexpected file (send the JSONL as the field "file", once)`);
         }
         upload = await batches.stageUpload(readingMultipart(part.file));
         continue;
       }
       const value = part.value;
       if (part.valueTruncated) {
-        throw new ApiError('state_too_long', `form field '${part.fieldname.slice(0, 100)}': longer than ${MAX_QUESTIONS_FIELD_BYTES} bytes`);
+        throw new ApiError('state_too_long', `form field '${name.slice(0, 100)}': longer than ${MAX_QUESTIONS_FIELD_BYTES} bytes`);
       }
       if (typeof value !== 'string') {
-        throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': must be text`);
+        throw new ApiError('invalid_question', `form field '${name.slice(0, 100)}': must be text`);
       }
-      if (part.fieldname === 'file') {
-        throw new ApiError('invalid_question', "form field 'file': must be a file part (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field");
-      }
-      if (part.fieldname === 'model') {
+      if (name === 'file') throw new ApiError('invalid_question', FILE_SENT_AS_TEXT);
+      if (name === 'model') {
         once('model', model);
         model = value;
-      } else if (part.fieldname === 'questions') {
-        once('questions', questions);
-        questions = value;
-      } else throw new ApiError('invalid_question', `form field '${part.fieldname.slice(0, 100)}': unknown (allowed: model, file, questions)`);
+      } else throw new ApiError('invalid_question', `form field '${name.slice(0, 100)}': unknown (allowed: model, file, questions)`);
     }
   } catch (err) {
     await batches.discard(upload);

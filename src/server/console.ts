@@ -4,8 +4,8 @@
  * dist/console: index.html and assets/<name>-<hash>.<ext>, read into memory once at start.
  *   GET /console, /console/<anything else>  index.html (the console routes in the browser), no-cache
  *   GET /console/assets/<file>              the asset, cached for a year (its name changes with its content)
- * Every answer carries a strict Content-Security-Policy: scripts, styles and requests from this
- * origin only, no inline script, no frames, no forms posting elsewhere.
+ * Every answer, errors included, carries a strict Content-Security-Policy: scripts, styles and
+ * requests from this origin only, no inline script, no frames, no forms posting elsewhere.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -64,8 +64,8 @@ function loadConsole(dir: string): ConsoleFiles | undefined {
   return { index: readFileSync(indexFile), assets };
 }
 
-function secure(reply: FastifyReply): FastifyReply {
-  return reply
+function secure(reply: FastifyReply): void {
+  reply
     .header('content-security-policy', CONSOLE_CSP)
     .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', 'no-referrer')
@@ -75,12 +75,18 @@ function secure(reply: FastifyReply): FastifyReply {
 export const consoleRoutes: FastifyPluginAsync<{ dir?: string }> = async (app, opts) => {
   const files = loadConsole(opts.dir ?? defaultConsoleDir());
   const route = { config: { public: true }, schema: { hide: true } };
+  // On send, not in each handler: the answers the error handler writes (an unknown asset's 404, the
+  // 503 of an unbuilt console) carry the headers too. The hook is this plugin's, so its routes only.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    secure(reply);
+    return payload;
+  });
 
   const page = async (_request: unknown, reply: FastifyReply) => {
     if (!files) {
       throw new ApiError('server_error', 'the console is not built: run `npm run build:console` in the package, then restart', { status: 503 });
     }
-    return secure(reply).type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(files.index);
+    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(files.index);
   };
   app.get(CONSOLE_PATH, route, page);
   app.get(`${CONSOLE_PATH}/*`, route, page);
@@ -88,6 +94,6 @@ export const consoleRoutes: FastifyPluginAsync<{ dir?: string }> = async (app, o
   app.get<{ Params: { file: string } }>(`${CONSOLE_PATH}/assets/:file`, route, async (request, reply) => {
     const asset = files?.assets.get(request.params.file);
     if (!asset) throw new ApiError('not_found', `no console asset ${JSON.stringify(request.params.file.slice(0, 100))}`);
-    return secure(reply).type(asset.type).header('cache-control', 'public, max-age=31536000, immutable').send(asset.body);
+    return reply.type(asset.type).header('cache-control', 'public, max-age=31536000, immutable').send(asset.body);
   });
 };

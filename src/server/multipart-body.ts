@@ -1,14 +1,36 @@
 /**
+ * The rules every multipart form of the API shares (the batch form, OpenAI's Files form).
  * A multipart body that cannot be parsed is the client's fault: busboy's parse errors (no boundary,
  * a body that is not multipart, one that ends before its closing boundary) and @fastify/multipart's
  * limit errors become 400 invalid_question here, instead of reaching the error handler as unknown
  * errors (500 with a stack trace in the log). Errors from our own handling of the parts (writing
- * the upload to disk) are not touched: they pass through as they are.
+ * the upload to disk) are not touched: they pass through as they are. A part without a name and a
+ * JSONL file sent as a text field are refused here too, with the same words on every form.
  */
+import type { Multipart } from '@fastify/multipart';
+
 import { ApiError, isApiError } from '../api/errors.js';
 
 /** The fields of our batch form, named when a form has too many parts. */
 const BATCH_FORM_FIELDS = 'model, file and optionally questions';
+
+/** A `file` part sent without a filename, which busboy reads as a text field, not as the upload. */
+export const FILE_SENT_AS_TEXT =
+  "form field 'file': must be a file part with a filename (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field";
+
+/**
+ * A form part's field name. A part whose Content-Disposition has no `name=` (`form-data` alone,
+ * or only a filename) has none; that is the client's error, so a 400 naming the form's fields
+ * here, never a TypeError on the missing name. A file part's bytes are drained first.
+ */
+export function partName(part: Multipart, fields: string = BATCH_FORM_FIELDS): string {
+  if (typeof part.fieldname === 'string') return part.fieldname;
+  if (part.type === 'file') part.file.resume();
+  throw new ApiError(
+    'invalid_question',
+    `request body: a form part has no name (Content-Disposition: form-data without name="..."); send the fields ${fields}, each named`,
+  );
+}
 
 /**
  * The 400 for a parse or limit error raised while reading a multipart body. `fields` names the

@@ -231,6 +231,63 @@ describe('/v1/files: a form with too many parts', () => {
   });
 });
 
+describe('/v1/files: a form part without a name, a repeated field, a file sent as a text field', () => {
+  const boundary = 'hostile-boundary';
+  const part = (name: string | undefined, value: string, filename?: string) =>
+    `--${boundary}\r\nContent-Disposition: form-data${name === undefined ? '' : `; name="${name}"`}${filename ? `; filename="${filename}"` : ''}\r\n\r\n${value}\r\n`;
+  const line = JSON.stringify({ custom_id: 'a', method: 'POST', url: '/v1/decisions', body: { model: 'svc-alpha', input: 'x', questions: [] } });
+  const upload = (...parts: string[]) =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/files',
+      headers: { ...AUTH, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      payload: `${parts.join('')}--${boundary}--\r\n`,
+    });
+  const expectOpenAi400 = (res: Awaited<ReturnType<typeof upload>>, param: string | null, message: string | RegExp) => {
+    expect(res.statusCode).toBe(400);
+    const { error } = res.json();
+    expect(error).toMatchObject({ type: 'invalid_request_error', param, code: null });
+    if (typeof message === 'string') expect(error.message).toBe(message);
+    else expect(error.message).toMatch(message);
+  };
+
+  it('a part without a name, a text field or a file part: 400 saying so, never a 500', async () => {
+    for (const nameless of [part(undefined, 'batch'), part(undefined, line, 'a.jsonl')]) {
+      expectOpenAi400(
+        await upload(part('purpose', 'batch'), nameless, part('file', line, 'a.jsonl')),
+        null,
+        'request body: a form part has no name (Content-Disposition: form-data without name="..."); send the fields file and purpose, each named',
+      );
+    }
+  });
+
+  it('purpose or expires_after[*] given twice: 400 naming the field, whichever value comes last', async () => {
+    const cases: Array<[string, string, string]> = [
+      ['purpose', 'fine-tune', 'batch'],
+      ['purpose', 'batch', 'fine-tune'],
+      ['purpose', 'batch', 'batch'],
+      ['expires_after[anchor]', 'created_at', 'created_at'],
+      ['expires_after[seconds]', '3600', '86400'],
+    ];
+    for (const [field, first, second] of cases) {
+      const others = field === 'purpose' ? [] : [part('purpose', 'batch')];
+      const res = await upload(...others, part(field, first), part(field, second), part('file', line, 'a.jsonl'));
+      expectOpenAi400(res, field, `form field '${field}': given more than once; send it once`);
+    }
+    // Each once: the upload is made.
+    const once = await upload(part('purpose', 'batch'), part('expires_after[anchor]', 'created_at'), part('expires_after[seconds]', '3600'), part('file', line, 'a.jsonl'));
+    expect(once.statusCode).toBe(200);
+  });
+
+  it('the file as a text field (no filename): 400 on param file saying to send a file part with a filename', async () => {
+    expectOpenAi400(
+      await upload(part('purpose', 'batch'), part('file', line)),
+      'file',
+      "form field 'file': must be a file part with a filename (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field",
+    );
+  });
+});
+
 describe('a JSON POST /v1/batches over the body limit', () => {
   it('is a 413 in OpenAI shape that points at file uploads, not at a state to trim or a file param', async () => {
     const payload = JSON.stringify({ input_file_id: 'file-x', endpoint: '/v1/decisions', completion_window: '24h', metadata: { note: 'x'.repeat(2 * 1024 * 1024) } });

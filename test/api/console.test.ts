@@ -42,6 +42,14 @@ afterAll(async () => {
 
 const get = (p: string, headers: Record<string, string> = {}) => fetch(`${url}${p}`, { headers });
 
+/** The headers docs/console.md promises on every console answer, errors included. */
+function expectSecurityHeaders(header: (name: string) => unknown, what: string): void {
+  expect(header('content-security-policy'), what).toBe(CONSOLE_CSP);
+  expect(header('x-content-type-options'), what).toBe('nosniff');
+  expect(header('referrer-policy'), what).toBe('no-referrer');
+  expect(header('x-frame-options'), what).toBe('DENY');
+}
+
 describe('GET /console', () => {
   it('serves the page without a key, with a strict CSP, as HTML that is never cached', async () => {
     const res = await get('/console');
@@ -93,6 +101,16 @@ describe('GET /console', () => {
     expect(traversal.status).toBe(404);
   });
 
+  it('every answer carries the security headers: the page, an asset, an unknown asset\'s 404', async () => {
+    const html = await (await get('/console')).text();
+    const js = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)![1]!;
+    for (const [p, status] of [['/console', 200], ['/console/batches', 200], [js, 200], ['/console/assets/console-NOPE.js', 404], ['/console/assets/..%2Fx', 404]] as const) {
+      const res = await get(p);
+      expect(res.status, p).toBe(status);
+      expectSecurityHeaders((name) => res.headers.get(name), p);
+    }
+  });
+
   it('the API beside it still needs the key', async () => {
     expect((await get('/v1/models')).status).toBe(401);
   });
@@ -104,6 +122,7 @@ describe('GET /console', () => {
     const res = await bare.inject({ method: 'GET', url: '/console/health' });
     expect(res.statusCode).toBe(503);
     expect(res.json().message).toMatch(/not built.*build:console/);
+    expectSecurityHeaders((name) => res.headers[name], '503');
     await bare.close();
   });
 });

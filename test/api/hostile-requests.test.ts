@@ -92,6 +92,12 @@ function post(path: string, headers: Record<string, string>, body: string): stri
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
 
+/** post() with a body of raw bytes (not necessarily UTF-8). */
+function postBytes(path: string, headers: Record<string, string>, body: Buffer): Buffer {
+  const head = post(path, headers, '').replace(/Content-Length: 0/, `Content-Length: ${body.length}`);
+  return Buffer.concat([Buffer.from(head), body]);
+}
+
 function expectError(res: RawResponse | null, status: number, code: string): string {
   expect(res).not.toBeNull();
   expect(res!.status).toBe(status);
@@ -192,6 +198,53 @@ describe('POST /v1/batches with a body that is not good multipart', () => {
       { name: 'file', value: RECORD, filename: 'in.jsonl' },
     ]);
     expect((await rawRequest(post('/v1/batches', { 'Content-Type': FORM_TYPE }, once)))!.status).toBe(201);
+  });
+});
+
+describe('the batch form: a part without a name, questions that are not UTF-8', () => {
+  const routes = ['/v1/batches', '/v1/batches/validate'];
+
+  it('a part without a name (form-data only, or only a filename): 400 saying so, logged without a stack trace', async () => {
+    const nameless = [
+      `--${BOUNDARY}\r\nContent-Disposition: form-data\r\n\r\nsvc-alpha\r\n`,
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; filename="a.jsonl"\r\n\r\n${RECORD}\n\r\n`,
+    ];
+    for (const route of routes) {
+      for (const part of nameless) {
+        // Before the part and after it: whichever the form has read so far, the answer is the same.
+        for (const body of [form([{ name: 'model', value: 'svc-alpha' }]).replace(`--${BOUNDARY}--`, `${part}--${BOUNDARY}--`), `${part}${form([{ name: 'model', value: 'svc-alpha' }, { name: 'file', value: RECORD, filename: 'in.jsonl' }])}`]) {
+          const res = await rawRequest(post(route, { 'Content-Type': FORM_TYPE }, body));
+          expect(expectError(res, 400, 'invalid_question'), route).toBe(
+            'request body: a form part has no name (Content-Disposition: form-data without name="..."); send the fields model, file and optionally questions, each named',
+          );
+          expect(JSON.stringify(logOf(res!.headers['x-request-id']!))).not.toMatch(/stack|"level":50/);
+        }
+      }
+    }
+  });
+
+  it('questions whose bytes are not UTF-8, as a text field or as a file part: 400 naming the field, never U+FFFD in their place', async () => {
+    const bad = Buffer.concat([Buffer.from('{"q'), Buffer.from([0xff]), Buffer.from('": {"type": "noul", "instructions": "o'), Buffer.from([0xc3, 0x28]), Buffer.from('k?"}}')]);
+    const bytesForm = (questions: Buffer, filename?: string) =>
+      Buffer.concat([
+        Buffer.from(form([{ name: 'model', value: 'svc-alpha' }, { name: 'file', value: JSON.stringify({ custom_id: 'b', state: 'ok' }), filename: 'in.jsonl' }], false)),
+        Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="questions"${filename ? `; filename="${filename}"` : ''}\r\n\r\n`),
+        questions,
+        Buffer.from(`\r\n--${BOUNDARY}--\r\n`),
+      ]);
+    for (const route of routes) {
+      for (const filename of [undefined, 'q.json']) {
+        const res = await rawRequest(postBytes(route, { 'Content-Type': FORM_TYPE }, bytesForm(bad, filename)));
+        expect(expectError(res, 400, 'invalid_question'), `${route} ${filename ?? 'text field'}`).toBe("form field 'questions': not valid UTF-8");
+      }
+    }
+    // Text beyond ASCII, a U+FFFD the client wrote itself included, is UTF-8 and accepted.
+    const good = Buffer.from(JSON.stringify({ 'q\u00e9': { type: 'noul', instructions: 'caf\u00e9 \ufffd ok?' } }));
+    for (const filename of [undefined, 'q.json']) {
+      const res = await rawRequest(postBytes('/v1/batches/validate', { 'Content-Type': FORM_TYPE }, bytesForm(good, filename)));
+      expect(res!.status, filename ?? 'text field').toBe(200);
+      expect(JSON.parse(res!.body)).toMatchObject({ records: 1, valid: 1, invalid: 0 });
+    }
   });
 });
 
@@ -309,7 +362,7 @@ describe('JSON bodies', () => {
     const boundary = 'b0undary';
     const form = [`--${boundary}`, 'Content-Disposition: form-data; name="model"', '', 'svc-alpha', `--${boundary}`, 'Content-Disposition: form-data; name="file"', '', '{"custom_id":"a"}', `--${boundary}--`, ''].join('\r\n');
     const text = await rawRequest(post('/v1/batches', { 'Content-Type': `multipart/form-data; boundary=${boundary}` }, form));
-    expect(expectError(text, 400, 'invalid_question')).toBe("form field 'file': must be a file part (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field");
+    expect(expectError(text, 400, 'invalid_question')).toBe("form field 'file': must be a file part with a filename (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field");
     const untyped = await rawRequest(post('/v1/batches', {}, 'model=svc-alpha'));
     expect(expectError(untyped, 400, 'invalid_question')).toBe('request body: Content-Type header missing; send multipart/form-data');
     const decideUntyped = await rawRequest(post('/v1/decide', {}, '{}'));

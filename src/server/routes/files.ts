@@ -17,7 +17,7 @@ import type { StagedUpload } from '../../batches/batch-service.js';
 import { oaError, OpenAiWireError } from '../../batches/openai/errors.js';
 import { FILE_EXPIRY_SECONDS, FILE_LIST_LIMIT, type ExpiresAfterFields, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
 import { ownerOf } from '../auth.js';
-import { readingMultipart } from '../multipart-body.js';
+import { FILE_SENT_AS_TEXT, partName, readingMultipart } from '../multipart-body.js';
 import { openAiErrorHandler } from './openai-errors.js';
 import { AS_BUILT } from './route-options.js';
 
@@ -27,6 +27,12 @@ export interface FileRouteOptions {
 }
 
 const MAX_FIELD_BYTES = 4096;
+/** The form's text fields, beside the file part `file`. */
+const TEXT_FIELDS = ['purpose', 'expires_after[anchor]', 'expires_after[seconds]'] as const;
+type TextField = (typeof TEXT_FIELDS)[number];
+const isTextField = (name: string): name is TextField => (TEXT_FIELDS as readonly string[]).includes(name);
+/** The form's fields, as the 400s for a malformed form name them. */
+const FILE_FORM_FIELDS = 'file and purpose';
 const IdParams = Type.Object({ id: Type.String({ description: 'The file id.' }) });
 const asBuilt = { ...AS_BUILT, errorHandler: openAiErrorHandler };
 const FileObject = Type.Object(
@@ -77,41 +83,39 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
     async (request) => {
       const owner = ownerOf(request);
       if (!request.isMultipart()) throw oaError(400, 'request body: send multipart/form-data with the fields file and purpose');
-      let purpose: string | undefined;
       let filename: string | undefined;
       let upload: StagedUpload | undefined;
-      const expiresAfter: ExpiresAfterFields = { anchor: undefined, seconds: undefined };
+      const text = new Map<TextField, string>();
       try {
         const parts = readingMultipart(
           request.parts({ limits: { files: 1, fields: 4, parts: 6, fieldSize: MAX_FIELD_BYTES, fileSize: maxFileBytes + 1 }, ...({ throwFileSizeLimit: false } as object) }),
-          'file and purpose',
+          FILE_FORM_FIELDS,
         );
         for await (const part of parts) {
+          const name = partName(part, FILE_FORM_FIELDS);
           if (part.type === 'file') {
-            if (part.fieldname !== 'file' || upload) {
+            if (name !== 'file' || upload) {
               part.file.resume();
-              throw oaError(400, `form field '${part.fieldname.slice(0, 100)}': unexpected file (send the JSONL once, as the field 'file')`, part.fieldname.slice(0, 100));
+              throw oaError(400, `form field '${name.slice(0, 100)}': unexpected file (send the JSONL once, as the field 'file')`, name.slice(0, 100));
             }
             filename = part.filename;
             upload = await openai.stage(readingMultipart(part.file));
-          } else if (part.fieldname === 'purpose' && typeof part.value === 'string') {
-            purpose = part.value;
-          } else if (part.fieldname === 'expires_after[anchor]' && typeof part.value === 'string') {
-            expiresAfter.anchor = part.value;
-          } else if (part.fieldname === 'expires_after[seconds]' && typeof part.value === 'string') {
-            expiresAfter.seconds = part.value;
+          } else if (name === 'file') {
+            throw oaError(400, FILE_SENT_AS_TEXT, 'file');
+          } else if (isTextField(name) && typeof part.value === 'string') {
+            // As in the batch form: a field given twice would lose one of its values, so it is refused.
+            if (text.has(name)) throw oaError(400, `form field '${name}': given more than once; send it once`, name);
+            text.set(name, part.value);
           } else {
-            throw oaError(
-              400,
-              `form field '${part.fieldname.slice(0, 100)}': unknown (allowed: file, purpose, expires_after[anchor], expires_after[seconds])`,
-              part.fieldname.slice(0, 100),
-            );
+            throw oaError(400, `form field '${name.slice(0, 100)}': unknown (allowed: file, ${TEXT_FIELDS.join(', ')})`, name.slice(0, 100));
           }
         }
       } catch (err) {
         await openai.discard(upload);
         throw err;
       }
+      const purpose = text.get('purpose');
+      const expiresAfter: ExpiresAfterFields = { anchor: text.get('expires_after[anchor]'), seconds: text.get('expires_after[seconds]') };
       return openai.upload(owner, { purpose, filename, upload, expiresAfter });
     },
   );
