@@ -230,6 +230,17 @@ export const ModelListingSchema = Type.Object({
       description: 'Directories of the models directory skipped as incomplete (e.g. no weights yet), with the reason; not models.',
     }),
   ),
+  models: Type.Array(
+    Type.Object({
+      name: Type.String({ description: 'An alias or a dated id: what a request names in `model`.' }),
+      description: Type.String(),
+      release_date: Type.String({ description: 'YYYY-MM-DD: the date of the dated id (the first of its month for YYYY-MM); the date a model is served from when it has none.' }),
+    }),
+    {
+      description:
+        "The same models in TypeSafe System One's form (its GET /v1/models), for its clients: every alias, then every dated id that loads.",
+    },
+  ),
 });
 /**
  * GET /v1/models and DecisionService.listModels(): the versions, the aliases and the skipped directories.

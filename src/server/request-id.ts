@@ -20,3 +20,17 @@ export function genReqId(req: IncomingMessage): string {
   if (path === '/v1/systemone' || path.startsWith('/v1/systemone/')) return `req_${randomBytes(16).toString('hex')}`;
   return `req_${ulid()}`;
 }
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/**
+ * A `req_<ULID>` id in TypeSafe's form, `req_<32 hex>`: the same 128 bits written in hex, for the
+ * x-typesafe-request-id header of a response System One's clients also read (GET /v1/models).
+ */
+export function typesafeRequestId(id: string): string {
+  const ulidText = id.startsWith('req_') ? id.slice(4) : '';
+  if (!/^[0-9A-HJKMNP-TV-Z]{26}$/.test(ulidText)) return `req_${randomBytes(16).toString('hex')}`;
+  let value = 0n;
+  for (const c of ulidText) value = value * 32n + BigInt(CROCKFORD.indexOf(c));
+  return `req_${value.toString(16).padStart(32, '0')}`;
+}

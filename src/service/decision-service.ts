@@ -24,6 +24,7 @@ import { deriveFusedGraph } from '../models/fused-graph.js';
 import { calibrationSummary } from '../models/model-info.js';
 import { saturatingInt8Warning } from '../models/int8-warning.js';
 import { ModelRegistry, type InstalledModel } from '../models/registry.js';
+import { systemOneModels } from './systemone-models.js';
 
 /**
  * How {@link DecisionService.open} opens the service; every field is optional.
@@ -261,11 +262,14 @@ export class DecisionService {
 
   listModels(): ModelListing {
     this.registry.rescan();
+    const installed = this.registry.list();
+    const aliases = this.registry.aliases();
     return {
       object: 'list',
-      data: this.registry.list().map((m) => this.modelEntry(m)),
-      aliases: this.registry.aliases(),
+      data: installed.map((m) => this.modelEntry(m)),
+      aliases,
       incomplete: this.registry.incompleteDirs(),
+      models: systemOneModels(installed, aliases),
     };
   }
 

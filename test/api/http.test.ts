@@ -278,10 +278,14 @@ describe('POST /v1/decide over HTTP', () => {
     expect((await decide(decideBody('still alive'))).statusCode).toBe(200);
   });
 
-  it('huge numbers: 400 where they overflow, 200 where they are finite', async () => {
+  it('huge numbers: a state reads them as written, past a double too; elsewhere the field rule applies', async () => {
     const big = '9'.repeat(400);
     const overflow = `{"model":"svc-alpha","state":{"n":${big}},"questions":{"a":{"type":"noul","instructions":"x"}}}`;
-    expect(expectError(await decide(overflow), 400, 'invalid_question')).toContain('finite');
+    const asText = `{"model":"svc-alpha","state":${JSON.stringify(`{"n":${big}}`)},"questions":{"a":{"type":"noul","instructions":"x"}}}`;
+    const [written, text] = [await decide(overflow), await decide(asText)];
+    expect(written.statusCode).toBe(200);
+    expect(written.json().answers).toEqual(text.json().answers);
+    expect(written.json().usage.input_tokens).toBe(text.json().usage.input_tokens);
     expect(expectError(await decide(`{"model":1e999,"state":"s","questions":{}}`), 400, 'invalid_question')).toContain('model');
     const finite = await decide(`{"model":"svc-alpha","state":{"n":1e308,"m":-1e-320},"questions":{"a":{"type":"noul","instructions":"x"}}}`);
     expect(finite.statusCode).toBe(200);
@@ -367,6 +371,18 @@ describe('other routes', () => {
     expect(body.object).toBe('list');
     expect(body.data.map((m: { id: string }) => m.id)).toEqual(['svc-alpha-2026-10', 'svc-alpha-2026-11']);
     expect(body.aliases).toEqual({ 'svc-alpha': 'svc-alpha-2026-11' });
+    // The same list in System One's form (its GET /v1/models), with its request-id header: the
+    // same id as x-request-id, its ULID written in hex.
+    expect(body.models).toEqual([
+      { name: 'svc-alpha', description: 'the newest installed version of svc-alpha: svc-alpha-2026-11', release_date: '2026-11-01' },
+      { name: 'svc-alpha-2026-10', description: 'version 2026-10 of svc-alpha', release_date: '2026-10-01' },
+      { name: 'svc-alpha-2026-11', description: 'version 2026-11 of svc-alpha', release_date: '2026-11-01' },
+    ]);
+    const typesafeId = String(res.headers['x-typesafe-request-id']);
+    expect(typesafeId).toMatch(/^req_[0-9a-f]{32}$/);
+    const ulid = String(res.headers['x-request-id']).slice(4);
+    const fromUlid = [...ulid].reduce((n, c) => n * 32n + BigInt('0123456789ABCDEFGHJKMNPQRSTVWXYZ'.indexOf(c)), 0n);
+    expect(typesafeId).toBe(`req_${fromUlid.toString(16).padStart(32, '0')}`);
   });
 
   it('/openapi.json documents the routes from their schemas', async () => {

@@ -1,12 +1,15 @@
 /**
  * GET /v1/models: the installed model ids, their aliases, which are loaded and how each is
- * calibrated. GET /v1/models/{id}: one of them (an alias answers with the version it resolves to).
+ * calibrated; in the same body and headers, System One's form of the list (`models`,
+ * x-typesafe-request-id), so that its clients can list models too. GET /v1/models/{id}: one of them (an alias answers with the version it resolves to).
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 
 import { ref } from '../../api/schemas.js';
+import { TYPESAFE_REQUEST_ID_HEADER } from '../../api/systemone/index.js';
 import type { DecisionService } from '../../service/decision-service.js';
+import { typesafeRequestId } from '../request-id.js';
 
 export const modelRoutes: FastifyPluginAsync<{ service: DecisionService }> = async (app, { service }) => {
   app.get(
@@ -19,7 +22,10 @@ export const modelRoutes: FastifyPluginAsync<{ service: DecisionService }> = asy
         response: { 200: ref('ModelListing'), 401: ref('Error', 'invalid_key'), 429: ref('Error', 'rate_limited'), 500: ref('Error', 'server_error') },
       },
     },
-    async () => service.listModels(),
+    async (request, reply) => {
+      reply.header(TYPESAFE_REQUEST_ID_HEADER, typesafeRequestId(request.id));
+      return service.listModels();
+    },
   );
   app.get<{ Params: { id: string } }>(
     '/models/:id',
