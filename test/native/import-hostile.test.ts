@@ -110,6 +110,23 @@ describe('side files (generation_config.json, special_tokens_map.json, ...)', ()
   });
 });
 
+describe('a tokenizer that does not belong to the model', () => {
+  it('an id at or past vocab_size is refused naming the token, though the tokenizer has no more tokens than vocab_size', async () => {
+    const dir = await withTokenizer('tokenizer-gap');
+    const file = path.join(dir, 'tokenizer.json');
+    const tokenizer = JSON.parse(await readFile(file, 'utf8')) as { model: { vocab: Record<string, number> } };
+    const moved = Object.keys(tokenizer.model.vocab).find((t) => tokenizer.model.vocab[t] === 40)!;
+    // Id 40 becomes a gap and the token moves past the 16,384-row embedding: the count stays 16,384.
+    tokenizer.model.vocab[moved] = 20000;
+    await writeFile(file, JSON.stringify(tokenizer));
+    const { err, left } = await tryImport(dir);
+    expect(err).toBeInstanceOf(ImportError);
+    expect((err as Error).message).toMatch(/^tokenizer\.json: token .* has id 20000, but the model's vocab_size is 16384 \(ids 0-16383\)/);
+    expect((err as Error).message).toContain(`token ${JSON.stringify(moved)} has id 20000`);
+    expect(left).toEqual([]);
+  });
+});
+
 describe('files that are not regular files', () => {
   it('a FIFO as the weights or the config: refused at once (no read that blocks for ever)', async () => {
     const weights = await checkpoint('fifo-weights', async (d) => {

@@ -337,8 +337,13 @@ async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<void
   } catch (err) {
     throw new ImportError(`tokenizer.json cannot be loaded: ${(err as Error).message}`);
   }
+  // The highest id, not the number of tokens: a vocabulary with gaps can hold no more tokens than
+  // vocab_size and still produce ids past the embedding table.
   if (tokenizer.vocabSize > plan.shape.vocabSize) {
-    throw new ImportError(`the tokenizer has ${tokenizer.vocabSize} tokens but the model's vocab_size is ${plan.shape.vocabSize}: they do not belong together`);
+    const { id, token } = tokenizer.highestToken;
+    throw new ImportError(
+      `tokenizer.json: token ${JSON.stringify(token)} has id ${id}, but the model's vocab_size is ${plan.shape.vocabSize} (ids 0-${plan.shape.vocabSize - 1}): they do not belong together`,
+    );
   }
   try {
     renderer = await PromptRenderer.load(dir);
