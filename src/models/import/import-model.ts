@@ -8,7 +8,8 @@
  * 2. A hidden staging directory beside the output (`.<name>.tmp-…`, which the registry ignores):
  *    tokenizer files, then the chat template and label tokens are checked in it.
  * 3. Weights are streamed tensor by tensor into onnx/model.onnx (+ model.onnx_data when large).
- * 4. The staging directory is renamed into place. Any failure removes it.
+ * 4. The caller's check of the whole model (`beforePlacing`), then the staging directory is renamed
+ *    into place. Any failure removes it.
  */
 import { existsSync, statSync } from 'node:fs';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -58,6 +59,11 @@ export interface ImportModelOptions {
   attention?: 'ops' | 'fused';
   /** With attention 'fused': DecoderFeatures.causalStates (docs/models.md). Default false. */
   causalStates?: boolean;
+  /**
+   * Runs on the finished model in its staging directory, before it is put in place (the CLI's int8
+   * agreement check): when it throws, nothing is written at outDir and the import can be retried.
+   */
+  beforePlacing?: (stagedDir: string) => Promise<void>;
   /** Called with a line for each warning (default: none are printed). */
   onWarning?: (message: string) => void;
   /** Called after each weight tensor is written. */
@@ -230,7 +236,12 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
       sync: true,
     });
 
-    // 4. Into place.
+    // 4. Checked as a whole, then into place.
+    try {
+      await opts.beforePlacing?.(staging);
+    } catch (err) {
+      throw err instanceof ImportError ? err : new ImportError((err as Error)?.message ?? String(err));
+    }
     stage.file = outDir;
     await placeModelDir(staging, target);
     const parameters = [...new Set(sources.flatMap((src) => (src.parts ?? [src]).map((part) => part.entry)))].reduce((n, e) => n + numel(e.shape), 0);
