@@ -201,6 +201,11 @@ describe('hostile configs are refused before anything is built', () => {
     ['layer-type', (c) => void (c.layer_types = ['full_attention', 'linear_attention']), /^config\.json: layer 1 has layer type "linear_attention", which is not supported/],
     ['eps-negative', (c) => void (c.rms_norm_eps = -1), /^config\.json: "rms_norm_eps" must be a positive number \(got -1\)/],
     ['eps-zero', (c) => void (c.rms_norm_eps = 0), /^config\.json: "rms_norm_eps" must be a positive number \(got 0\)/],
+    // A window that is not a positive integer on a sliding layer would be full attention without a word.
+    ['window-fraction', (c) => Object.assign(c, { layer_types: ['sliding_attention', 'full_attention'], sliding_window: 2.5 }), /^config\.json: "sliding_window" must be a positive integer \(a number of tokens\) when layers use sliding attention, got 2\.5/],
+    ['window-null', (c) => Object.assign(c, { layer_types: ['full_attention', 'sliding_attention'], sliding_window: null }), /^config\.json: "sliding_window" must be a positive integer .* got null/],
+    ['window-negative', (c) => Object.assign(c, { layer_types: undefined, use_sliding_window: true, max_window_layers: 0, sliding_window: -1 }), /^config\.json: "sliding_window" must be a positive integer .* got -1/],
+    ['window-zero', (c) => Object.assign(c, { layer_types: undefined, use_sliding_window: true, max_window_layers: 0, sliding_window: 0 }), /^config\.json: "sliding_window" must be a positive integer .* got 0/],
   ];
   it.each(cases)('%s', async (name, edit, message) => {
     const cfg = readConfig();

@@ -287,6 +287,12 @@ describe('config readings', () => {
     expect(planFromConfig({ ...MISTRAL_CONFIG, layer_types: ['full_attention', 'full_attention'] }).slidingWindow).toEqual({ size: 4096, layers: [true, true] });
   });
 
+  it('Mistral: a sliding_window that is not a positive integer is refused by name (not full attention)', () => {
+    for (const bad of ['4096', -1, 0, 2.5]) {
+      expect(() => planFromConfig({ ...MISTRAL_CONFIG, sliding_window: bad })).toThrow(/^config\.json: "sliding_window" must be a positive integer/);
+    }
+  });
+
   it('Mistral: head_dim null means hidden / heads; no window means the full context', () => {
     const plan = planFromConfig({ ...MISTRAL_CONFIG, head_dim: null, sliding_window: null });
     expect(plan.shape.headDim).toBe(16);
