@@ -242,6 +242,33 @@ describe('hostile configs are refused before anything is built', () => {
   });
 });
 
+describe('a checkpoint without a usable chat template', () => {
+  const cases: Array<[string, unknown, RegExp]> = [
+    ['missing', undefined, /^tokenizer_config\.json: no chat_template: the service renders decision prompts with its built-in ChatML template/],
+    ['empty', '', /^tokenizer_config\.json: chat_template is empty: .*built-in ChatML/],
+    ['a number', 42, /^tokenizer_config\.json: chat_template is a number, not a template: .*built-in ChatML/],
+    ['null', null, /^tokenizer_config\.json: chat_template is null, not a template: .*built-in ChatML/],
+  ];
+  it.each(cases)('%s: imported with a warning, and decision.json records the ChatML fallback', async (name, template, warning) => {
+    const dir = await withTokenizer(`no-template-${name.replace(/\W+/g, '-')}`);
+    const cfg = JSON.parse(await readFile(path.join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+    if (template === undefined) delete cfg.chat_template;
+    else cfg.chat_template = template;
+    await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(cfg));
+    const result = await importModel({ hfDir: dir, outDir: path.join(scratch, 'models', `no-template-${name.replace(/\W+/g, '-')}`, 'm') });
+    expect(result.hasTokenizer).toBe(true);
+    expect(result.warnings.filter((w) => /chat_template/.test(w))).toEqual([expect.stringMatching(warning)]);
+    expect(JSON.parse(await readFile(path.join(result.dir, 'decision.json'), 'utf8')).import.chatTemplate).toBe('chatml-fallback');
+  }, 60_000);
+
+  it("the checkpoint's own template: no warning, and decision.json says so", async () => {
+    const dir = await withTokenizer('own-template');
+    const result = await importModel({ hfDir: dir, outDir: path.join(scratch, 'models', 'own-template', 'm') });
+    expect(result.warnings).toEqual([]);
+    expect(JSON.parse(await readFile(path.join(result.dir, 'decision.json'), 'utf8')).import.chatTemplate).toBe('model');
+  }, 60_000);
+});
+
 describe('chat templates are rendered within bounds', () => {
   const templates: Array<[string, string, RegExp]> = [
     ['a huge range()', '{% for i in range(100000000) %}x{% endfor %}{{ messages[0].content }}', /range\(\) of 100000000 elements/],

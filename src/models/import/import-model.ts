@@ -194,7 +194,19 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     stage.file = 'tokenizer files';
     const hasTokenizer = await copyTokenizerFiles(hfDir, staging, warn);
     // With tokenizer.json alone the labels can still be checked (against the fallback template).
-    if (existsSync(path.join(staging, 'tokenizer.json'))) await checkPromptAndLabels(staging, plan);
+    let chatTemplate: 'model' | 'chatml-fallback' | undefined;
+    if (existsSync(path.join(staging, 'tokenizer.json'))) {
+      const { usesFallbackTemplate } = await checkPromptAndLabels(staging, plan);
+      chatTemplate = usesFallbackTemplate ? 'chatml-fallback' : 'model';
+      // Without tokenizer_config.json the model is already reported as having no tokenizer.
+      if (usesFallbackTemplate && hasTokenizer) {
+        warn(
+          `tokenizer_config.json: ${await chatTemplateProblem(staging)}: the service renders decision prompts with its built-in ChatML ` +
+            "template (<|im_start|>...), not this model's own format, and its tokenizer may not know that markup as special tokens; " +
+            "add the model's chat_template to tokenizer_config.json (or chat_template.jinja) for its own format",
+        );
+      }
+    }
 
     const config: Record<string, unknown> = { ...rawConfig };
     config.torch_dtype = dtype === 'fp16' ? 'float16' : 'float32';
@@ -220,6 +232,8 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
         graphVersion: GRAPH_VERSION,
         nodesPerLayer,
         tokenizer: hasTokenizer,
+        // The template decision prompts are rendered with: the checkpoint's, or the built-in ChatML.
+        ...(chatTemplate === undefined ? {} : { chatTemplate }),
       },
     });
 
@@ -340,7 +354,7 @@ async function copyTokenizerFiles(hfDir: string, staging: string, warn: (m: stri
 }
 
 /** The chat template must render the decision prompt and the labels must be single tokens; else a clear error. */
-async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<void> {
+async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<{ usesFallbackTemplate: boolean }> {
   let tokenizer: TextTokenizer;
   let renderer: PromptRenderer;
   try {
@@ -366,6 +380,17 @@ async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<void
   } catch (err) {
     throw new ImportError(`label tokens: ${(err as Error).message}`);
   }
+  return { usesFallbackTemplate: renderer.usesFallbackTemplate };
+}
+
+/** Why the copied tokenizer_config.json gives no chat template the renderer can use. */
+async function chatTemplateProblem(dir: string): Promise<string> {
+  const config = JSON.parse(await readFile(path.join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+  const template = config.chat_template;
+  if (template === undefined) return 'no chat_template';
+  if (template === '') return 'chat_template is empty';
+  if (Array.isArray(template)) return 'chat_template lists no usable template (neither "default" nor the first entry holds a string)';
+  return `chat_template is ${template === null ? 'null' : `a ${typeof template}`}, not a template`;
 }
 
 async function writeJson(file: string, value: unknown): Promise<void> {
