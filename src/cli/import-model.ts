@@ -5,7 +5,7 @@ import { BF16_UNSUPPORTED, ImportError, importModel } from '../models/import/imp
 import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { formatDuration } from './progress.js';
-import { reportInt8Agreement } from './int8-check.js';
+import { removeLeftoverTwins, reportInt8Agreement } from './int8-check.js';
 
 const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--id NAME] [--force]
 
@@ -23,7 +23,8 @@ gemma. No Python and no network needed.
                 bf16 is refused: ONNX Runtime's CPU provider cannot run a bf16 graph
   --no-agreement  with --dtype int8, skip the check that imports the fp32 twin to a temporary
                 directory and prints how far the int8 model's answers are from it on generated
-                prompts (quantization error depends on the checkpoint: run it before serving)
+                prompts (quantization error depends on the checkpoint: run it before serving).
+                It runs before the model is put in place: if it cannot run, nothing is written
   --attention A ops (default: standard ONNX ops) or fused (ONNX Runtime's fused contrib ops:
                 SkipSimplifiedLayerNormalization, packed projections, RotaryEmbedding,
                 ONNX's Attention; 13-16 nodes per layer for a GPU to launch; same inputs,
@@ -75,15 +76,29 @@ export async function run(argv: string[]): Promise<number> {
   const outDir = values.id ? path.join(values.out, values.id) : values.out;
   const started = Date.now();
   const progress = new WeightProgress();
+  await removeLeftoverTwins();
+  const hfDir = positionals[0]!;
+  // int8: measured against its fp32 twin before it is put in place, so a check that cannot run
+  // leaves nothing at --out (a dated id would then refuse the retry as pinned).
+  const checkInt8 =
+    dtype === 'int8' && !values['no-agreement']
+      ? async (staged: string) => {
+          progress.end();
+          await reportInt8Agreement('import-model', staged, async (twin) => {
+            await importModel({ hfDir, outDir: twin, dtype: 'fp32', attention, causalStates, segmentIds });
+          });
+        }
+      : undefined;
   try {
     const result = await importModel({
-      hfDir: positionals[0]!,
+      hfDir,
       outDir,
       dtype,
       attention,
       causalStates,
       segmentIds,
       force: values.force,
+      ...(checkInt8 ? { beforePlacing: checkInt8 } : {}),
       onWarning: (m) => process.stderr.write(`decide import-model: warning: ${m}\n`),
       onProgress: (done, total) => progress.update(done, total),
     });
@@ -93,11 +108,6 @@ export async function run(argv: string[]): Promise<number> {
       `decide import-model: wrote ${result.dir} (${result.plan.family}, ${(result.parameters / 1e6).toFixed(1)}M parameters, ${result.dtype}` +
         `, ${attention} graph, ${result.nodesPerLayer} nodes per layer${result.hasTokenizer ? '' : ', NO tokenizer'}) in ${secs} s\n`,
     );
-    if (result.dtype === 'int8' && !values['no-agreement']) {
-      await reportInt8Agreement('import-model', result.dir, async (twin) => {
-        await importModel({ hfDir: positionals[0]!, outDir: twin, dtype: 'fp32', attention, causalStates, segmentIds });
-      });
-    }
     return 0;
   } catch (err) {
     if (err instanceof ImportError) {
@@ -115,6 +125,8 @@ class WeightProgress {
   private readonly tty = Boolean(process.stderr.isTTY);
   private readonly started = Date.now();
   private shown = 0;
+  /** end() may come twice (before the int8 check, and after the model is placed). */
+  private ended = false;
 
   update(done: number, total: number): void {
     const pct = Math.floor((100 * done) / total);
@@ -132,6 +144,7 @@ class WeightProgress {
   }
 
   end(): void {
-    if (this.tty && this.shown > 0) process.stderr.write('\n');
+    if (this.tty && this.shown > 0 && !this.ended) process.stderr.write('\n');
+    this.ended = true;
   }
 }

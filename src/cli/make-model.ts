@@ -6,7 +6,7 @@ import { ModelOutputError } from '../models/output-dir.js';
 import { newModelIdProblem } from '../models/registry.js';
 import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice, presetProblem } from './graph-options.js';
-import { reportInt8Agreement } from './int8-check.js';
+import { Int8CheckError, removeLeftoverTwins, reportInt8Agreement } from './int8-check.js';
 
 const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--force]
 
@@ -64,21 +64,27 @@ export async function run(argv: string[]): Promise<number> {
   const out = path.resolve(values.out);
   const idProblem = newModelIdProblem(path.dirname(out), path.basename(out));
   if (idProblem) return commandError('make-model', `--out ${values.out}: the directory's name is its model id: ${idProblem}`, 1);
+  await removeLeftoverTwins();
+  const preset = values.preset;
+  // int8: measured against its fp32 twin before it is put in place, so a check that cannot run
+  // leaves nothing at --out.
+  const checkInt8 =
+    dtype === 'int8' && !values['no-agreement']
+      ? async (staged: string) => {
+          await reportInt8Agreement('make-model', staged, async (twin) => {
+            await makeModel({ preset, outDir: twin, seed, dtype: 'fp32', features });
+          });
+        }
+      : undefined;
   let result;
   try {
-    result = await makeModel({ preset: values.preset, outDir: values.out, seed, dtype, features, force: values.force });
+    result = await makeModel({ preset, outDir: values.out, seed, dtype, features, force: values.force, ...(checkInt8 ? { beforePlacing: checkInt8 } : {}) });
   } catch (err) {
-    if (err instanceof ModelOutputError) return commandError('make-model', err.message, 1);
+    if (err instanceof ModelOutputError || err instanceof Int8CheckError) return commandError('make-model', err.message, 1);
     throw err;
   }
   process.stdout.write(
     `wrote ${result.dir} (preset ${values.preset}, seed ${seed}, ${dtype}, ${graph.attention} graph, ${result.nodesPerLayer} nodes per layer) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
   );
-  if (dtype === 'int8' && !values['no-agreement']) {
-    const preset = values.preset;
-    await reportInt8Agreement('make-model', result.dir, async (twin) => {
-      await makeModel({ preset, outDir: twin, seed, dtype: 'fp32', features });
-    });
-  }
   return 0;
 }

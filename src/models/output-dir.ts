@@ -8,7 +8,7 @@
  * - Nor is anything a person put inside one of ours (notes, a checkpoint): --force replaces it only
  *   when every file in it is one decide wrote (listed in its `.decide-files` manifest, or for a
  *   directory written before the manifest, one of the names our writers use) or one the engine
- *   derives from the graph (`*.decide-gather.onnx` / `.json`); else it refuses and names the others.
+ *   derives from the graph and caches beside it (DERIVED_FILE); else it refuses and names the others.
  * - A dated id (`svc-alpha-2026-10`) is a pinned version that clients rely on: it is never replaced,
  *   --force or not. Remove it yourself first if you really mean to change what it answers.
  * - The input checkpoint is never the output, nor inside it, nor around it. Directories are compared
@@ -60,8 +60,15 @@ const LEGACY_FILES = new Set([
   'onnx/model.onnx',
   'onnx/model.onnx_data',
 ]);
-/** Files the engine derives from a model's graph when it loads it (src/engine/lm-head-rewrite.ts). */
-const DERIVED_FILE = /\.decide-gather\.(onnx|json)$/;
+/**
+ * Files the engine derives from a model's graph and caches beside it when it loads it, with no
+ * action from the user: the LM-head rewrite (`*.decide-gather.*`, src/engine/lm-head-rewrite.ts),
+ * the u8s8 int8 rewrite on VNNI/AMX CPUs (`*.decide-u8s8.*`, src/engine/int8-rewrite.ts), the fused
+ * graph on CUDA hosts (the folder `*.decide-fused/` and its stamp `*.decide-fused.json`,
+ * src/models/fused-graph.ts), and the temporaries of a load killed while making one (`.tmp-`,
+ * `-wip-`, `-stale-`, `-checkpoint-` after the name). They are decide's, so --force replaces them.
+ */
+const DERIVED_FILE = /(?:^|\/)[^/]*\.decide-(?:gather|u8s8|fused)(?:[./-]|$)/;
 /** At most this many foreign files are named in a refusal. */
 const NAMED_FOREIGN_FILES = 10;
 

@@ -23,7 +23,7 @@ export class TokenizerThread {
   private readonly pending = new Map<number, { resolve: (ids: Int32Array) => void; reject: (err: Error) => void }>();
   private nextId = 0;
   private closed = false;
-  /** Ids the tokenizer can produce, added tokens included (TextTokenizer.vocabSize). */
+  /** Embedding rows the tokenizer's ids need: its highest id + 1 (TextTokenizer.vocabSize). */
   vocabSize = 0;
 
   private constructor(private readonly modelDir: string) {}

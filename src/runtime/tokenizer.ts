@@ -23,8 +23,14 @@ export class TextTokenizer {
     private readonly hf: Tokenizer,
     /** Path of the tokenizer.json this was loaded from. */
     readonly path: string,
-    /** Number of ids the tokenizer can produce, added tokens included (may be below the model's embedding rows). */
+    /**
+     * Embedding rows the tokenizer's ids need: its highest id + 1, added tokens included (may be
+     * below the model's embedding rows). Not the number of entries: a vocabulary with gaps has ids
+     * past its count, and one past the model's rows would fail every text that reaches it.
+     */
     readonly vocabSize: number,
+    /** The entry with the highest id, in the tokenizer's own spelling: what a refusal names. */
+    readonly highestToken: { id: number; token: string },
   ) {}
 
   static async load(modelDir: string): Promise<TextTokenizer> {
@@ -59,7 +65,9 @@ export class TextTokenizer {
     }
     // Truncation and padding settings in a tokenizer.json are not applied by this tokenizer: ids
     // are exactly the text's.
-    return new TextTokenizer(hf, path, hf.get_vocab(true).size);
+    const highestToken = { id: -1, token: '' };
+    for (const [token, id] of hf.get_vocab(true)) if (id > highestToken.id) Object.assign(highestToken, { id, token });
+    return new TextTokenizer(hf, path, highestToken.id + 1, highestToken);
   }
 
   /** Token ids of `text`, with no special tokens added. */

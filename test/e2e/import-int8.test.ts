@@ -5,14 +5,16 @@
  * served like any other by `decide serve` over real HTTP. The hf-tiny fixtures (random weights)
  * stay within the issue's 2e-2 in probabilities.
  */
-import { copyFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { cpuInt8Support, int8SpeedNote } from '../../src/engine/cpu-int8.js';
 import { chooseInt8Path } from '../../src/engine/int8-path.js';
 import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
-import { runDecide } from '../helpers/bin.js';
+import { decideBin, runDecide } from '../helpers/bin.js';
 import { QWEN3_REAL_VOCAB_CONFIG, randomCheckpoint } from '../helpers/hf-checkpoint.js';
 import { writeSafetensors } from '../helpers/safetensors-file.js';
 import { QWEN3_TOKENIZER_FILES } from '../helpers/tokenizer-dir.js';
@@ -72,6 +74,61 @@ describe('decide import-model --dtype int8', () => {
     if (note !== undefined) expect(res.stdout).toContain(`note: ${note}\n`);
     const decision = JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8'));
     expect(decision.builder).toMatchObject({ preset: 'tiny', dtype: 'int8', int8: { scheme: { kernel: 'rowq-u8', lmHead: 'nbits8', block: 128 } } });
+  });
+
+  it('a check that cannot run fails the command and leaves nothing at --out, so the same dated id can be imported again', async () => {
+    const modelsDir = path.join(dirs.root, 'check-failed');
+    const out = path.join(modelsDir, 'i8-2026-11');
+    // A TMPDIR that is a file: the twin's temporary directory cannot be made.
+    const notADir = path.join(dirs.root, 'tmp-is-a-file');
+    await writeFile(notADir, '');
+    const failed = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', out, '--dtype', 'int8'], undefined, { TMPDIR: notADir });
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/cannot import .*qwen3: the int8 agreement check failed, so the model was not written: cannot make a temporary directory for the fp32 twin in .*tmp-is-a-file: ENOTDIR.* \(--no-agreement skips the check\)/);
+    expect(failed.stdout).not.toMatch(/wrote /);
+    expect(await readdir(modelsDir)).toEqual([]);
+
+    const retried = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', out, '--dtype', 'int8']);
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(agreementOf(retried.stdout).rows).toBe(24);
+    expect(await readdir(modelsDir)).toEqual(['i8-2026-11']);
+  });
+
+  it('a command stopped during the check (Ctrl-C) leaves its fp32 twin in TMPDIR; the next import-model removes it', async () => {
+    const tmp = path.join(dirs.root, 'own-tmp');
+    await mkdir(tmp);
+    // Big enough that the twin is still being written when the signal comes.
+    const cfg = { ...QWEN3_REAL_VOCAB_CONFIG, vocab_size: 32000, hidden_size: 128, num_attention_heads: 2, head_dim: 64, intermediate_size: 128 };
+    const hfDir = path.join(dirs.root, 'hf', 'interrupted');
+    await mkdir(hfDir, { recursive: true });
+    await writeFile(path.join(hfDir, 'config.json'), JSON.stringify(cfg));
+    writeSafetensors(path.join(hfDir, 'model.safetensors'), randomCheckpoint(cfg, 9, 1), 'BF16');
+    const modelsDir = path.join(dirs.root, 'interrupted-models');
+
+    const child = spawn(process.execPath, [await decideBin(), 'import-model', hfDir, '--out', path.join(modelsDir, 'big-2026-11'), '--dtype', 'int8'], {
+      env: { ...process.env, TMPDIR: tmp },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    // The twin's directory exists before this line is printed.
+    await new Promise<void>((resolve) => {
+      let err = '';
+      child.stderr!.on('data', (d: Buffer) => {
+        err += d.toString();
+        if (err.includes('measuring int8 against its fp32 twin')) resolve();
+      });
+      child.on('exit', () => resolve());
+    });
+    child.kill('SIGINT');
+    expect(await exited).toBe('SIGINT');
+    const twins = (await readdir(tmp)).filter((n) => n.startsWith('decide-int8-twin-'));
+    expect(twins).toEqual([expect.stringMatching(new RegExp(`^decide-int8-twin-${child.pid}-`))]);
+    // Nor was the model put in place: only the hidden staging directory, which the next import to that name removes.
+    expect((await readdir(modelsDir)).every((n) => n.startsWith('.big-2026-11.tmp-'))).toBe(true);
+
+    const next = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', path.join(dirs.root, 'after-interrupt'), '--dtype', 'int8', '--no-agreement'], undefined, { TMPDIR: tmp });
+    expect(next.code, next.stderr).toBe(0);
+    expect(existsSync(path.join(tmp, twins[0]!))).toBe(false);
   });
 
   it('--no-agreement skips the check; the int8 model is served over HTTP like any other', async () => {

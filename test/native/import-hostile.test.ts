@@ -110,6 +110,23 @@ describe('side files (generation_config.json, special_tokens_map.json, ...)', ()
   });
 });
 
+describe('a tokenizer that does not belong to the model', () => {
+  it('an id at or past vocab_size is refused naming the token, though the tokenizer has no more tokens than vocab_size', async () => {
+    const dir = await withTokenizer('tokenizer-gap');
+    const file = path.join(dir, 'tokenizer.json');
+    const tokenizer = JSON.parse(await readFile(file, 'utf8')) as { model: { vocab: Record<string, number> } };
+    const moved = Object.keys(tokenizer.model.vocab).find((t) => tokenizer.model.vocab[t] === 40)!;
+    // Id 40 becomes a gap and the token moves past the 16,384-row embedding: the count stays 16,384.
+    tokenizer.model.vocab[moved] = 20000;
+    await writeFile(file, JSON.stringify(tokenizer));
+    const { err, left } = await tryImport(dir);
+    expect(err).toBeInstanceOf(ImportError);
+    expect((err as Error).message).toMatch(/^tokenizer\.json: token .* has id 20000, but the model's vocab_size is 16384 \(ids 0-16383\)/);
+    expect((err as Error).message).toContain(`token ${JSON.stringify(moved)} has id 20000`);
+    expect(left).toEqual([]);
+  });
+});
+
 describe('files that are not regular files', () => {
   it('a FIFO as the weights or the config: refused at once (no read that blocks for ever)', async () => {
     const weights = await checkpoint('fifo-weights', async (d) => {
@@ -184,6 +201,11 @@ describe('hostile configs are refused before anything is built', () => {
     ['layer-type', (c) => void (c.layer_types = ['full_attention', 'linear_attention']), /^config\.json: layer 1 has layer type "linear_attention", which is not supported/],
     ['eps-negative', (c) => void (c.rms_norm_eps = -1), /^config\.json: "rms_norm_eps" must be a positive number \(got -1\)/],
     ['eps-zero', (c) => void (c.rms_norm_eps = 0), /^config\.json: "rms_norm_eps" must be a positive number \(got 0\)/],
+    // A window that is not a positive integer on a sliding layer would be full attention without a word.
+    ['window-fraction', (c) => Object.assign(c, { layer_types: ['sliding_attention', 'full_attention'], sliding_window: 2.5 }), /^config\.json: "sliding_window" must be a positive integer \(a number of tokens\) when layers use sliding attention, got 2\.5/],
+    ['window-null', (c) => Object.assign(c, { layer_types: ['full_attention', 'sliding_attention'], sliding_window: null }), /^config\.json: "sliding_window" must be a positive integer .* got null/],
+    ['window-negative', (c) => Object.assign(c, { layer_types: undefined, use_sliding_window: true, max_window_layers: 0, sliding_window: -1 }), /^config\.json: "sliding_window" must be a positive integer .* got -1/],
+    ['window-zero', (c) => Object.assign(c, { layer_types: undefined, use_sliding_window: true, max_window_layers: 0, sliding_window: 0 }), /^config\.json: "sliding_window" must be a positive integer .* got 0/],
   ];
   it.each(cases)('%s', async (name, edit, message) => {
     const cfg = readConfig();
@@ -218,6 +240,33 @@ describe('hostile configs are refused before anything is built', () => {
     await expectRefused(big, /^model\.safetensors: tensor model\.embed_tokens\.weight holds 100000, beyond fp16's largest value 65504: import it with --dtype fp32/, 'fp16');
     expect((await tryImport(big, 'big-fp32', 'fp32')).err).toBeUndefined();
   });
+});
+
+describe('a checkpoint without a usable chat template', () => {
+  const cases: Array<[string, unknown, RegExp]> = [
+    ['missing', undefined, /^tokenizer_config\.json: no chat_template: the service renders decision prompts with its built-in ChatML template/],
+    ['empty', '', /^tokenizer_config\.json: chat_template is empty: .*built-in ChatML/],
+    ['a number', 42, /^tokenizer_config\.json: chat_template is a number, not a template: .*built-in ChatML/],
+    ['null', null, /^tokenizer_config\.json: chat_template is null, not a template: .*built-in ChatML/],
+  ];
+  it.each(cases)('%s: imported with a warning, and decision.json records the ChatML fallback', async (name, template, warning) => {
+    const dir = await withTokenizer(`no-template-${name.replace(/\W+/g, '-')}`);
+    const cfg = JSON.parse(await readFile(path.join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+    if (template === undefined) delete cfg.chat_template;
+    else cfg.chat_template = template;
+    await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(cfg));
+    const result = await importModel({ hfDir: dir, outDir: path.join(scratch, 'models', `no-template-${name.replace(/\W+/g, '-')}`, 'm') });
+    expect(result.hasTokenizer).toBe(true);
+    expect(result.warnings.filter((w) => /chat_template/.test(w))).toEqual([expect.stringMatching(warning)]);
+    expect(JSON.parse(await readFile(path.join(result.dir, 'decision.json'), 'utf8')).import.chatTemplate).toBe('chatml-fallback');
+  }, 60_000);
+
+  it("the checkpoint's own template: no warning, and decision.json says so", async () => {
+    const dir = await withTokenizer('own-template');
+    const result = await importModel({ hfDir: dir, outDir: path.join(scratch, 'models', 'own-template', 'm') });
+    expect(result.warnings).toEqual([]);
+    expect(JSON.parse(await readFile(path.join(result.dir, 'decision.json'), 'utf8')).import.chatTemplate).toBe('model');
+  }, 60_000);
 });
 
 describe('chat templates are rendered within bounds', () => {

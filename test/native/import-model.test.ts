@@ -15,6 +15,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
+import { deriveFusedGraph } from '../../src/models/fused-graph.js';
 import { ImportError, importModel } from '../../src/models/import/import-model.js';
 import { planFromConfig, rotaryInvFreq, readRope } from '../../src/models/import/hf-config.js';
 import { referenceForward, referenceInvFreq } from '../helpers/hf-reference.js';
@@ -286,6 +287,12 @@ describe('config readings', () => {
     expect(planFromConfig({ ...MISTRAL_CONFIG, layer_types: ['full_attention', 'full_attention'] }).slidingWindow).toEqual({ size: 4096, layers: [true, true] });
   });
 
+  it('Mistral: a sliding_window that is not a positive integer is refused by name (not full attention)', () => {
+    for (const bad of ['4096', -1, 0, 2.5]) {
+      expect(() => planFromConfig({ ...MISTRAL_CONFIG, sliding_window: bad })).toThrow(/^config\.json: "sliding_window" must be a positive integer/);
+    }
+  });
+
   it('Mistral: head_dim null means hidden / heads; no window means the full context', () => {
     const plan = planFromConfig({ ...MISTRAL_CONFIG, head_dim: null, sliding_window: null });
     expect(plan.shape.headDim).toBe(16);
@@ -400,4 +407,34 @@ describe('checkpoints that cannot be imported', () => {
     expect(again.plan.family).toBe('qwen2');
     expect(readConfig(first.dir).model_type).toBe('qwen2');
   });
+});
+
+describe('--force over files the engine derived beside the model', () => {
+  /** Every file under `dir`, relative, '/'-separated. */
+  const filesIn = async (dir: string): Promise<string[]> =>
+    (await readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => !e.isDirectory()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join('/'));
+
+  it('the u8s8 int8 rewrite and the derived fused graph are decide\'s: --force replaces a model that holds them, and still refuses a file of the user\'s', async () => {
+    const qwen3 = path.join(FIXTURES, 'qwen3');
+    // The u8s8 rewrite the engine makes at the first load on a VNNI/AMX CPU (forced here, on any CPU).
+    const int8 = await importModel({ hfDir: qwen3, outDir: path.join(scratch, 'force-derived', 'int8'), dtype: 'int8' });
+    const u8s8 = await Engine.load({ modelDir: int8.dir, threads: 1, int8Path: 'u8s8' });
+    expect(u8s8.info.int8?.path).toBe('u8s8');
+    u8s8.close();
+    // The fused graph a CUDA engine derives from a standard-op model (forced here, on the CPU).
+    const ops = await importModel({ hfDir: qwen3, outDir: path.join(scratch, 'force-derived', 'ops') });
+    const fused = await Engine.load({ modelDir: ops.dir, threads: 1, fusedAttention: 'on', graphDeriver: deriveFusedGraph });
+    expect(fused.info.attention).toEqual({ graph: 'fused', source: 'derived' });
+    fused.close();
+    expect((await filesIn(int8.dir)).some((f) => f.includes('.decide-u8s8.'))).toBe(true);
+    expect((await filesIn(ops.dir)).some((f) => f.includes('.decide-fused/'))).toBe(true);
+
+    for (const dir of [int8.dir, ops.dir]) {
+      const again = await importModel({ hfDir: path.join(FIXTURES, 'qwen2'), outDir: dir, force: true });
+      expect(again.plan.family).toBe('qwen2');
+      expect((await filesIn(dir)).filter((f) => /\.decide-(?:u8s8|fused)/.test(f))).toEqual([]);
+    }
+    await writeFile(path.join(ops.dir, 'onnx', 'notes.txt'), 'mine');
+    await expect(importModel({ hfDir: qwen3, outDir: ops.dir, force: true })).rejects.toThrow(/holds a file that decide did not write \(onnx\/notes\.txt\)/);
+  }, 120_000);
 });

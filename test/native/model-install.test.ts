@@ -133,6 +133,24 @@ describe('installing a model while the service runs', () => {
     expect(broken?.error).toMatch(/the tokenizer has 151669 ids but config\.json's vocab_size is \d+/);
   });
 
+  it('a tokenizer with an id past vocab_size but no more tokens than it makes the version broken too, naming the ids, not a 400 on the texts that reach that id', async () => {
+    const target = path.join(modelsDir, 'gap-2026-01');
+    for (const rel of filesOf(source)) {
+      mkdirSync(path.dirname(path.join(target, rel)), { recursive: true });
+      copyFileSync(path.join(source, rel), path.join(target, rel));
+    }
+    const vocabSize = (JSON.parse(readFileSync(path.join(target, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
+    const tokenizer = JSON.parse(readFileSync(path.join(target, 'tokenizer.json'), 'utf8')) as { model: { vocab: Record<string, number> } };
+    const moved = Object.keys(tokenizer.model.vocab).find((t) => tokenizer.model.vocab[t] === 40)!;
+    tokenizer.model.vocab[moved] = vocabSize + 100;
+    writeFileSync(path.join(target, 'tokenizer.json'), JSON.stringify(tokenizer));
+    await rescanByUnknownId();
+    await expect(answeredBy('gap-2026-01')).rejects.toMatchObject({ code: 'server_error' });
+    const broken = listed().data.find((m) => m.id === 'gap-2026-01');
+    expect(broken).toMatchObject({ status: 'broken', loaded: false });
+    expect(broken?.error).toContain(`the tokenizer has ${vocabSize + 101} ids but config.json's vocab_size is ${vocabSize}`);
+  });
+
   it('a named pipe in a model directory is never read (that would block the process): the version is listed incomplete', async () => {
     const target = path.join(modelsDir, 'svc-alpha-2026-13');
     for (const rel of filesOf(source)) {

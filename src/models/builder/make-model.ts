@@ -42,6 +42,11 @@ export interface MakeModelOptions {
   force?: boolean;
   /** Called after each weight tensor is written. */
   onProgress?: (writtenParams: number, totalParams: number) => void;
+  /**
+   * Runs on the finished model in its staging directory, before it is put in place (the CLI's int8
+   * agreement check): when it throws, nothing is written at outDir.
+   */
+  beforePlacing?: (stagedDir: string) => Promise<void>;
 }
 
 export interface MadeModel {
@@ -120,6 +125,7 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
       opsetVersion: opset,
       sync: true,
     });
+    await opts.beforePlacing?.(tmpDir);
     await placeModelDir(tmpDir, target);
   } catch (err) {
     await rm(tmpDir, { recursive: true, force: true });

@@ -188,13 +188,26 @@ function checkLayerTypes(raw: Json, numLayers: number): void {
 
 /**
  * The sliding window of a config and the layers it applies to, as transformers' modeling code
- * applies it; undefined when every layer attends to the full context.
+ * applies it; undefined when every layer attends to the full context. Where a layer is sliding,
+ * `sliding_window` must be a positive integer: anything else (-1, 0, 2.5, null, "4096") would
+ * otherwise give that layer full attention without a word.
  */
 function slidingWindow(family: Family, raw: Json, numLayers: number): { size: number; layers: boolean[] } | undefined {
+  const layers = slidingLayers(family, raw, numLayers);
+  if (layers === undefined || !layers.some(Boolean)) return undefined;
   const size = raw.sliding_window;
-  if (typeof size !== 'number' || !Number.isInteger(size) || size <= 0) return undefined;
-  // Mistral: every layer, whenever sliding_window is set (it ignores layer_types).
-  if (family === 'mistral') return { size, layers: Array<boolean>(numLayers).fill(true) };
+  if (typeof size !== 'number' || !Number.isInteger(size) || size <= 0) {
+    throw new ImportError(
+      `config.json: "sliding_window" must be a positive integer (a number of tokens) when layers use sliding attention, got ${JSON.stringify(size)?.slice(0, 100) ?? 'no value'}`,
+    );
+  }
+  return { size, layers };
+}
+
+/** Which layers use sliding-window attention, as transformers decides it per family. */
+function slidingLayers(family: Family, raw: Json, numLayers: number): boolean[] | undefined {
+  // Mistral: every layer, whenever sliding_window is set (it ignores layer_types); null is no window.
+  if (family === 'mistral') return raw.sliding_window === undefined || raw.sliding_window === null ? undefined : Array<boolean>(numLayers).fill(true);
   // Llama and Gemma 1 have no sliding-window attention, whatever their config carries.
   if (family !== 'qwen2' && family !== 'qwen3') return undefined;
   // Qwen: the layer types (transformers 5), else use_sliding_window for the layers from
@@ -205,11 +218,11 @@ function slidingWindow(family: Family, raw: Json, numLayers: number): { size: nu
     for (const t of layerTypes) {
       if (t !== 'full_attention' && t !== 'sliding_attention') throw new ImportError(`config.json: layer type ${JSON.stringify(t)} is not supported (full_attention, sliding_attention)`);
     }
-    return { size, layers: layerTypes.map((t) => t === 'sliding_attention') };
+    return layerTypes.map((t) => t === 'sliding_attention');
   }
   if (raw.use_sliding_window !== true) return undefined;
   const from = typeof raw.max_window_layers === 'number' ? raw.max_window_layers : 28;
-  return { size, layers: Array.from({ length: numLayers }, (_, i) => i >= from) };
+  return Array.from({ length: numLayers }, (_, i) => i >= from);
 }
 
 /** RoPE settings from either config style. */

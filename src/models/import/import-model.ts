@@ -8,7 +8,8 @@
  * 2. A hidden staging directory beside the output (`.<name>.tmp-…`, which the registry ignores):
  *    tokenizer files, then the chat template and label tokens are checked in it.
  * 3. Weights are streamed tensor by tensor into onnx/model.onnx (+ model.onnx_data when large).
- * 4. The staging directory is renamed into place. Any failure removes it.
+ * 4. The caller's check of the whole model (`beforePlacing`), then the staging directory is renamed
+ *    into place. Any failure removes it.
  */
 import { existsSync, statSync } from 'node:fs';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -58,6 +59,11 @@ export interface ImportModelOptions {
   attention?: 'ops' | 'fused';
   /** With attention 'fused': DecoderFeatures.causalStates (docs/models.md). Default false. */
   causalStates?: boolean;
+  /**
+   * Runs on the finished model in its staging directory, before it is put in place (the CLI's int8
+   * agreement check): when it throws, nothing is written at outDir and the import can be retried.
+   */
+  beforePlacing?: (stagedDir: string) => Promise<void>;
   /** Called with a line for each warning (default: none are printed). */
   onWarning?: (message: string) => void;
   /** Called after each weight tensor is written. */
@@ -188,7 +194,19 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     stage.file = 'tokenizer files';
     const hasTokenizer = await copyTokenizerFiles(hfDir, staging, warn);
     // With tokenizer.json alone the labels can still be checked (against the fallback template).
-    if (existsSync(path.join(staging, 'tokenizer.json'))) await checkPromptAndLabels(staging, plan);
+    let chatTemplate: 'model' | 'chatml-fallback' | undefined;
+    if (existsSync(path.join(staging, 'tokenizer.json'))) {
+      const { usesFallbackTemplate } = await checkPromptAndLabels(staging, plan);
+      chatTemplate = usesFallbackTemplate ? 'chatml-fallback' : 'model';
+      // Without tokenizer_config.json the model is already reported as having no tokenizer.
+      if (usesFallbackTemplate && hasTokenizer) {
+        warn(
+          `tokenizer_config.json: ${await chatTemplateProblem(staging)}: the service renders decision prompts with its built-in ChatML ` +
+            "template (<|im_start|>...), not this model's own format, and its tokenizer may not know that markup as special tokens; " +
+            "add the model's chat_template to tokenizer_config.json (or chat_template.jinja) for its own format",
+        );
+      }
+    }
 
     const config: Record<string, unknown> = { ...rawConfig };
     config.torch_dtype = dtype === 'fp16' ? 'float16' : 'float32';
@@ -214,6 +232,8 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
         graphVersion: GRAPH_VERSION,
         nodesPerLayer,
         tokenizer: hasTokenizer,
+        // The template decision prompts are rendered with: the checkpoint's, or the built-in ChatML.
+        ...(chatTemplate === undefined ? {} : { chatTemplate }),
       },
     });
 
@@ -230,7 +250,12 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
       sync: true,
     });
 
-    // 4. Into place.
+    // 4. Checked as a whole, then into place.
+    try {
+      await opts.beforePlacing?.(staging);
+    } catch (err) {
+      throw err instanceof ImportError ? err : new ImportError((err as Error)?.message ?? String(err));
+    }
     stage.file = outDir;
     await placeModelDir(staging, target);
     const parameters = [...new Set(sources.flatMap((src) => (src.parts ?? [src]).map((part) => part.entry)))].reduce((n, e) => n + numel(e.shape), 0);
@@ -329,7 +354,7 @@ async function copyTokenizerFiles(hfDir: string, staging: string, warn: (m: stri
 }
 
 /** The chat template must render the decision prompt and the labels must be single tokens; else a clear error. */
-async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<void> {
+async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<{ usesFallbackTemplate: boolean }> {
   let tokenizer: TextTokenizer;
   let renderer: PromptRenderer;
   try {
@@ -337,8 +362,13 @@ async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<void
   } catch (err) {
     throw new ImportError(`tokenizer.json cannot be loaded: ${(err as Error).message}`);
   }
+  // The highest id, not the number of tokens: a vocabulary with gaps can hold no more tokens than
+  // vocab_size and still produce ids past the embedding table.
   if (tokenizer.vocabSize > plan.shape.vocabSize) {
-    throw new ImportError(`the tokenizer has ${tokenizer.vocabSize} tokens but the model's vocab_size is ${plan.shape.vocabSize}: they do not belong together`);
+    const { id, token } = tokenizer.highestToken;
+    throw new ImportError(
+      `tokenizer.json: token ${JSON.stringify(token)} has id ${id}, but the model's vocab_size is ${plan.shape.vocabSize} (ids 0-${plan.shape.vocabSize - 1}): they do not belong together`,
+    );
   }
   try {
     renderer = await PromptRenderer.load(dir);
@@ -350,6 +380,17 @@ async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<void
   } catch (err) {
     throw new ImportError(`label tokens: ${(err as Error).message}`);
   }
+  return { usesFallbackTemplate: renderer.usesFallbackTemplate };
+}
+
+/** Why the copied tokenizer_config.json gives no chat template the renderer can use. */
+async function chatTemplateProblem(dir: string): Promise<string> {
+  const config = JSON.parse(await readFile(path.join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+  const template = config.chat_template;
+  if (template === undefined) return 'no chat_template';
+  if (template === '') return 'chat_template is empty';
+  if (Array.isArray(template)) return 'chat_template lists no usable template (neither "default" nor the first entry holds a string)';
+  return `chat_template is ${template === null ? 'null' : `a ${typeof template}`}, not a template`;
 }
 
 async function writeJson(file: string, value: unknown): Promise<void> {
