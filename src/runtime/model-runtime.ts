@@ -137,7 +137,7 @@ export class ModelRuntime {
       // past the embedding table, and every request would fail as if it were the caller's fault.
       const { vocabSize } = readModelConfig(dir);
       if (tokenizer.vocabSize > vocabSize) {
-        throw new EngineError('ERR_MODEL_LOAD', `the tokenizer has ${tokenizer.vocabSize} ids but config.json's vocab_size is ${vocabSize}: they do not belong to the same model`);
+        throw new EngineError('ERR_MODEL_LOAD', `the tokenizer's ids go up to ${tokenizer.vocabSize - 1} but config.json's vocab_size is ${vocabSize} (ids 0-${vocabSize - 1}): they do not belong to the same model`);
       }
       const renderer = await PromptRenderer.load(dir);
       const labels = await LabelSet.build(tokenizer, { context: renderer.labelContext });

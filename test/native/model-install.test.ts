@@ -130,7 +130,7 @@ describe('installing a model while the service runs', () => {
     await expect(answeredBy('other-2026-01')).rejects.toMatchObject({ code: 'server_error' });
     const broken = listed().data.find((m) => m.id === 'other-2026-01');
     expect(broken).toMatchObject({ status: 'broken', loaded: false });
-    expect(broken?.error).toMatch(/the tokenizer has 151669 ids but config\.json's vocab_size is \d+/);
+    expect(broken?.error).toMatch(/the tokenizer's ids go up to 151668 but config\.json's vocab_size is \d+/);
   });
 
   it('a tokenizer with an id past vocab_size but no more tokens than it makes the version broken too, naming the ids, not a 400 on the texts that reach that id', async () => {
@@ -148,7 +148,7 @@ describe('installing a model while the service runs', () => {
     await expect(answeredBy('gap-2026-01')).rejects.toMatchObject({ code: 'server_error' });
     const broken = listed().data.find((m) => m.id === 'gap-2026-01');
     expect(broken).toMatchObject({ status: 'broken', loaded: false });
-    expect(broken?.error).toContain(`the tokenizer has ${vocabSize + 101} ids but config.json's vocab_size is ${vocabSize}`);
+    expect(broken?.error).toContain(`the tokenizer's ids go up to ${vocabSize + 100} but config.json's vocab_size is ${vocabSize}`);
   });
 
   it('a named pipe in a model directory is never read (that would block the process): the version is listed incomplete', async () => {
