@@ -111,17 +111,6 @@ interface Container {
   name: string;
 }
 
-/** The first key that appears twice in one object, and the path of keys to that object. */
-export function findDuplicateKey(text: string): { key: string; path: string[] } | undefined {
-  return scanKeys(text).duplicate;
-}
-
-/**
- * One pass over valid JSON text (JSON.parse accepted it), tracking only strings and brackets: the
- * keys of every object in the order the objects open and the keys are written (a Set keeps that
- * order), whether any key is integer-like, and the first key that appears twice in one object with
- * the path of keys to that object (the scan stops there).
- */
 /** " in questions.q1" for a path of container names (see scanKeys), "" at the top. */
 function placeOf(names: string[]): string {
   const path = names.map((name, i) => (name === '[]' || i === 0 ? name : `.${name}`)).join('');
@@ -131,6 +120,12 @@ function placeOf(names: string[]): string {
 /** An unpaired UTF-16 surrogate: JSON's \ud800 escape without its partner decodes to one. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/**
+ * One pass over valid JSON text (JSON.parse accepted it), tracking only strings and brackets: the
+ * keys of every object in the order the objects open and the keys are written (a Set keeps that
+ * order), whether any key is integer-like, and the first key that appears twice in one object, or
+ * the first string with a lone surrogate escape, with the path of keys to it (the scan stops there).
+ */
 function scanKeys(text: string): {
   duplicate?: { key: string; path: string[] };
   /** A key or string value with an unpaired surrogate escape, and the path of its container. */

@@ -1,6 +1,6 @@
 /**
  * The fused graph derived from a standard-op model (the `fusedAttention` engine option,
- * src/engine/fused-graph.ts): what a CUDA engine runs by default. Forced with 'on' here, on the
+ * src/models/fused-graph.ts): what a CUDA engine runs by default. Forced with 'on' here, on the
  * CPU, where both graphs run:
  * - derived once, checked against the stored graph, cached beside the model with a stamp; the
  *   next load reuses it; a changed stored graph derives it again;

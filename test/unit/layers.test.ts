@@ -11,6 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BENCH = path.join(ROOT, 'bench') + path.sep;
+const TEST = path.join(ROOT, 'test') + path.sep;
 
 /** Top-level folder (or file) of src/ -> its rank; an import may only go to an equal or lower rank. */
 const RANK: Record<string, number> = {
@@ -24,6 +27,8 @@ const RANK: Record<string, number> = {
   batches: 5,
   calibration: 6,
   server: 7,
+  // The benchmarks (bench/, beside src/): they drive the server and the batch runner; the CLI runs them.
+  bench: 7.5,
   cli: 8,
   // The package's entry points (index.ts and the subpath exports): re-exports only.
   entry: 9,
@@ -88,6 +93,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 function layerOf(file: string): string {
+  if (file.startsWith(BENCH)) return 'bench';
   return path.relative(SRC, file).split(path.sep)[0]!;
 }
 
@@ -97,16 +103,18 @@ describe('src/ layering', () => {
     expect(unknown, 'add new top-level folders of src/ to RANK (and to the README map)').toEqual([]);
   });
 
-  it('has no import that points up a layer', () => {
+  it('has no import that points up a layer, bench/ included (above the server, below the CLI), and none into test/', () => {
     const upward: string[] = [];
-    for (const file of sourceFiles(SRC)) {
+    for (const file of [...sourceFiles(SRC), ...sourceFiles(BENCH)]) {
       const from = layerOf(file);
       const text = readFileSync(file, 'utf8');
       for (const m of text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)) {
         const target = path.resolve(path.dirname(file), m[1]!);
-        if (!target.startsWith(SRC)) continue;
+        const shown = `${path.relative(ROOT, file)} imports ${m[1]}`;
+        if (target.startsWith(TEST)) upward.push(`${shown} (into test/)`);
+        if (!target.startsWith(SRC) && !target.startsWith(BENCH)) continue;
         const to = layerOf(target);
-        if (RANK[to]! > RANK[from]!) upward.push(`${path.relative(SRC, file)} imports ${m[1]} (${from} -> ${to})`);
+        if (RANK[to]! > RANK[from]!) upward.push(`${shown} (${from} -> ${to})`);
       }
     }
     expect(upward).toEqual([]);
