@@ -8,4 +8,5 @@ import { fileURLToPath } from 'node:url';
 
 const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
-export const HF_TINY = path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');
+/** DECIDE_HF_TINY_DIR, else where CI puts them: shared/fixtures/hf-tiny in the folder that holds the checkout. */
+export const HF_TINY = process.env.DECIDE_HF_TINY_DIR ? path.resolve(process.env.DECIDE_HF_TINY_DIR) : path.join(REPO_ROOT, '..', 'shared', 'fixtures', 'hf-tiny');

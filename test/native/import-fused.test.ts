@@ -29,7 +29,7 @@ const VOCAB = 512;
 let scratch: string;
 
 beforeAll(async () => {
-  if (!existsSync(FIXTURES)) throw new Error(`the hf-tiny fixtures are expected at ${FIXTURES} (shared/ beside the repository)`);
+  if (!existsSync(FIXTURES)) throw new Error(`the hf-tiny fixtures are expected at ${FIXTURES} (set DECIDE_HF_TINY_DIR to their folder)`);
   scratch = await mkdtemp(path.join(os.tmpdir(), 'import-fused-test-'));
 });
 

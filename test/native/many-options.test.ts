@@ -323,7 +323,7 @@ describe('more than 26 options on the transformers-made Qwen3 fixture (token ids
   let engine: Engine;
 
   beforeAll(async () => {
-    if (!existsSync(HF_QWEN3)) throw new Error(`the hf-tiny fixtures are expected at ${HF_QWEN3} (shared/ beside the repository)`);
+    if (!existsSync(HF_QWEN3)) throw new Error(`the hf-tiny fixtures are expected at ${HF_QWEN3} (set DECIDE_HF_TINY_DIR to their folder)`);
     scratch = await mkdtemp(path.join(os.tmpdir(), 'many-options-hf-'));
     // Without segment ids: the engine forks rows on the CPU anyway, and the oracle runs this graph.
     dir = (await importModel({ hfDir: HF_QWEN3, outDir: path.join(scratch, 'qwen3'), segmentIds: false })).dir;
