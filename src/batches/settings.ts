@@ -15,6 +15,8 @@ export const DEFAULT_MAX_RECORDS = 100_000;
 export const DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000;
 export const DEFAULT_SWEEP_INTERVAL_MS = 60 * 1000;
 export const DEFAULT_CONCURRENCY = 2;
+/** The Postgres store's chunk lease without a heartbeat (DECIDE_BATCH_LEASE_SECONDS); pg-boss refuses shorter heartbeats than the minimum. */
+export const LEASE_SECONDS = Object.freeze({ default: 30, min: 10 });
 
 /** The options a caller may set; every one is optional. */
 export interface BatchSettingsOptions {

@@ -9,10 +9,11 @@ import path from 'node:path';
 
 import { describeError } from '../api/errors.js';
 import { databaseUrl } from '../batches/open-stores.js';
+import { LEASE_SECONDS } from '../batches/settings.js';
 import { exitNow } from '../engine/native.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
-import { rateLimitFromEnv } from '../server/rate-limit.js';
+import { DEFAULT_INVALID_KEY_LIMIT, DEFAULT_RATE_LIMIT, rateLimitFromEnv } from '../server/rate-limit.js';
 import { commandError, intArg, parseCommand } from './args.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 
@@ -34,13 +35,13 @@ environment:
   DECIDE_API_KEYS          comma-separated API keys (or sha256:<hex> hashes)
   DECIDE_API_KEYS_FILE     file with one key (or sha256:<hex>) per line, # comments
                            (neither set: a key is created in <data-dir>/api-key and printed once)
-  DECIDE_RATE_LIMIT_RPS    requests per second per key (default 100)
-  DECIDE_RATE_LIMIT_BURST  burst per key (default 200)
+  DECIDE_RATE_LIMIT_RPS    requests per second per key (default ${DEFAULT_RATE_LIMIT.requestsPerSecond})
+  DECIDE_RATE_LIMIT_BURST  burst per key (default ${DEFAULT_RATE_LIMIT.burst})
   DECIDE_INVALID_KEY_RPS, DECIDE_INVALID_KEY_BURST  failed authentications per client address
-                           (default 2 per second, burst 30; docs/api.md, Rate limits)
+                           (default ${DEFAULT_INVALID_KEY_LIMIT.requestsPerSecond} per second, burst ${DEFAULT_INVALID_KEY_LIMIT.burst}; docs/api.md, Rate limits)
   DECIDE_DATABASE_URL      postgres://... : batch jobs, input and results in Postgres, shared with
                            other API hosts and \`decide worker\`s (unset: SQLite in <data-dir>)
-  DECIDE_BATCH_LEASE_SECONDS  seconds a batch chunk stays taken without a heartbeat (default 30, min 10)
+  DECIDE_BATCH_LEASE_SECONDS  seconds a batch chunk stays taken without a heartbeat (default ${LEASE_SECONDS.default}, min ${LEASE_SECONDS.min})
 `;
 
 const OPTIONS = {

@@ -14,6 +14,7 @@
 import path from 'node:path';
 
 import { describeError } from '../api/errors.js';
+import { LEASE_SECONDS } from '../batches/settings.js';
 import { resolveBatchSettings } from '../batches/settings.js';
 import { exitNow } from '../engine/native.js';
 import { databaseUrl, openBatchStore } from '../batches/open-stores.js';
@@ -35,7 +36,7 @@ ${ENGINE_FLAGS_HELP}
 environment:
   DECIDE_DATABASE_URL         postgres://user:password@host:port/database (required)
   DECIDE_BATCH_LEASE_SECONDS  seconds a chunk stays taken without a heartbeat from its worker
-                              (default 30, min 10); a killed worker's chunk is taken again after it
+                              (default ${LEASE_SECONDS.default}, min ${LEASE_SECONDS.min}); a killed worker's chunk is taken again after it
   (Chunk sizes are fixed by the API host that creates a batch: DECIDE_BATCH_CHUNK_* there.)
 `;
 

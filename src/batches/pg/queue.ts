@@ -11,7 +11,7 @@
  */
 import { PgBoss } from 'pg-boss';
 
-import { envNumber } from '../settings.js';
+import { envNumber, LEASE_SECONDS } from '../settings.js';
 import { CONNECTION_LIMITS, type Client } from './database.js';
 
 export const QUEUE_SCHEMA = 'decide_queue';
@@ -19,9 +19,6 @@ export const CHUNK_QUEUE = 'decide-batch-chunks';
 export const DEAD_CHUNK_QUEUE = 'decide-batch-chunks-dead';
 /** Attempts of one chunk (lapsed leases included) before its batch fails. */
 export const CHUNK_ATTEMPTS = 10;
-export const DEFAULT_LEASE_SECONDS = 30;
-/** pg-boss refuses shorter heartbeats. */
-export const MIN_LEASE_SECONDS = 10;
 /** The longest a chunk may be worked on, heartbeat or not: a stuck engine call cannot hold it forever. */
 const MAX_CHUNK_SECONDS = 6 * 3600;
 
@@ -48,7 +45,7 @@ export async function chunkPriorities(client: Client, count: number): Promise<nu
 }
 
 export function leaseSeconds(env: NodeJS.ProcessEnv): number {
-  return envNumber(env, 'DECIDE_BATCH_LEASE_SECONDS', DEFAULT_LEASE_SECONDS, { min: MIN_LEASE_SECONDS });
+  return envNumber(env, 'DECIDE_BATCH_LEASE_SECONDS', LEASE_SECONDS.default, { min: LEASE_SECONDS.min });
 }
 
 /**
