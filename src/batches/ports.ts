@@ -125,6 +125,11 @@ export interface BatchJob {
   usage: TokenUsage;
   /** When a cancel was asked for (epoch ms), or null. */
   cancellingAt: number | null;
+  /**
+   * For an expired job, the final status it had before (completedAt is when it reached that one);
+   * null otherwise, and for a job that expired before this was kept.
+   */
+  expiredFrom: 'completed' | 'failed' | 'cancelled' | null;
   /** Bytes of the committed result rows, and of the failed ones among them (OpenAI's error file). */
   resultsBytes: number;
   failedBytes: number;

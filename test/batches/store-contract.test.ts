@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchService, type BatchServiceOptions } from '../../src/batches/batch-service.js';
 import { FileGoneError } from '../../src/batches/ports.js';
 import { FILE_EXPIRY_SECONDS, OpenAiBatchApi } from '../../src/batches/openai/openai-batches.js';
+import type { OpenAiBatch } from '../../src/batches/openai/wire.js';
 import { MIGRATION_VERSIONS } from '../../src/batches/pg/migrations.js';
 import type { DecisionService } from '../../src/service/decision-service.js';
 import type { TestPostgres } from '../helpers/postgres.js';
@@ -151,6 +152,34 @@ describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
         expect((await api.getFile('s', ids[kindOf])).bytes).toBe(Buffer.byteLength(served[kindOf]));
         expect(await streamText(await api.fileContent('s', ids[kindOf]))).toBe(served[kindOf].split(/(?<=\n)/).map(blank).join(''));
       }
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('keeps how an OpenAI batch ended once it expires: completed_at or cancelled_at stays, the others stay null', async () => {
+    const api = await OpenAiBatchApi.open(batches);
+    try {
+      const line = (i: number) => JSON.stringify({ custom_id: `e-${i}`, method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state: `ticket ${i}`, questions: { q: { type: 'noul', instructions: 'Is it urgent?' } } } });
+      const make = async (n: number) => {
+        const file = await api.upload('exp', { purpose: 'batch', filename: 'e.jsonl', upload: await batches.stageUpload(Readable.from([`${Array.from({ length: n }, (_, i) => line(i)).join('\n')}\n`])) });
+        return api.createBatch('exp', { input_file_id: file.id, endpoint: '/v1/decide', completion_window: '24h' });
+      };
+      const done = await make(2);
+      await waitFor(batches, 'exp', done.id, ['completed']);
+      const cancelled = await make(400);
+      await batches.cancel('exp', cancelled.id);
+      await waitFor(batches, 'exp', cancelled.id, ['cancelled']);
+      const shown = async () => ({ done: (await batches.show('exp', done.id)) as OpenAiBatch, cancelled: (await batches.show('exp', cancelled.id)) as OpenAiBatch });
+      const before = await shown();
+      expect(before.done.completed_at).toEqual(expect.any(Number));
+      expect(before.cancelled.cancelled_at).toEqual(expect.any(Number));
+      await batches.whenIdle();
+      await batches.sweep(Date.now() + batches.retentionMs + 1);
+      const after = await shown();
+      expect(after.done).toMatchObject({ status: 'expired', completed_at: before.done.completed_at, failed_at: null, cancelled_at: null, output_file_id: null });
+      expect(after.done.expired_at).toEqual(expect.any(Number));
+      expect(after.cancelled).toMatchObject({ status: 'expired', completed_at: null, failed_at: null, cancelled_at: before.cancelled.cancelled_at });
     } finally {
       await api.close();
     }
