@@ -229,6 +229,14 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
       expect(otherModel.response!.status_code).toBe(400);
       expect(JSON.stringify(otherModel.response!.body)).toContain('one model');
       if (endpoint === '/v1/decisions') expect((otherModel.response!.body as { error: { param: unknown } }).error.param).toBe('model');
+
+      // The batch's own result files exist (the caller reads them) but are no batch input; another key does not see them.
+      for (const resultFile of [done.output_file_id!, done.error_file_id!]) {
+        const asInput = client.batches.create({ input_file_id: resultFile, endpoint: endpoint as any, completion_window: '24h' });
+        await expect(asInput).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+        await expect(asInput).rejects.toMatchObject({ status: 400, param: 'input_file_id', message: expect.stringContaining("only a file uploaded with purpose 'batch' can be a batch's input") });
+        await expect(sdk(server, KEY_B).batches.create({ input_file_id: resultFile, endpoint: endpoint as any, completion_window: '24h' })).rejects.toMatchObject({ status: 404, param: 'input_file_id' });
+      }
     }, 120_000);
   }
 

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchService, type BatchServiceOptions } from '../../src/batches/batch-service.js';
 import { FileGoneError } from '../../src/batches/ports.js';
 import { FILE_EXPIRY_SECONDS, OpenAiBatchApi } from '../../src/batches/openai/openai-batches.js';
+import { OpenAiWireError } from '../../src/batches/openai/errors.js';
 import type { OpenAiBatch } from '../../src/batches/openai/wire.js';
 import { MIGRATION_VERSIONS } from '../../src/batches/pg/migrations.js';
 import type { DecisionService } from '../../src/service/decision-service.js';
@@ -155,6 +156,19 @@ describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
     } finally {
       await api.close();
     }
+  });
+
+  it('lets an unexpected file store error through batch creation as itself, not as a missing input file', async () => {
+    const api = await OpenAiBatchApi.open(batches);
+    const line = JSON.stringify({ custom_id: 'u-0', method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state: 'x', questions: { q: { type: 'noul', instructions: 'Is it?' } } } });
+    const file = await api.upload('u', { purpose: 'batch', filename: 'u.jsonl', upload: await batches.stageUpload(Readable.from([`${line}\n`])) });
+    await api.close(); // its store closed: reading the file's row now fails
+    const refused = await api.createBatch('u', { input_file_id: file.id, endpoint: '/v1/decide', completion_window: '24h' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(Error);
+    expect(refused).not.toBeInstanceOf(OpenAiWireError);
   });
 
   it('keeps how an OpenAI batch ended once it expires: completed_at or cancelled_at stays, the others stay null', async () => {
