@@ -4,7 +4,8 @@
  * gives the same rows, in input order, with the same failure codes; ownership, listing, cancel and
  * retention behave alike. Postgres only: a job created through one service is read, downloaded and
  * cancelled through another on the same database (API hosts keep no state), and several stores
- * opening a fresh database at once apply each migration exactly once.
+ * opening a fresh database at once apply each migration exactly once. SQLite only: an upload deleted
+ * while it is downloaded is served in full (docs/compatibility.md says what each store does).
  */
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -227,6 +228,30 @@ describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
       expect(await api.files.get(month.id)).toBeUndefined();
     } finally {
       await api.close();
+    }
+  });
+});
+
+describe('SQLite: an upload deleted while it is downloaded', () => {
+  it('is served in full: the download reads the file it opened before the delete (Postgres breaks off instead, below)', async () => {
+    const batches = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'sqlite-delete-mid-read'), databaseUrl: '', resume: false });
+    const api = await OpenAiBatchApi.open(batches);
+    try {
+      const bytes = Buffer.from(`${goodLines(20_000, 5, 'd').join('\n')}\n`); // several read pieces
+      const file = await api.upload('d', { purpose: 'batch', filename: 'd.jsonl', upload: await batches.stageUpload(Readable.from([bytes])) });
+      const stream = await api.fileContent('d', file.id);
+      const pieces: Buffer[] = [];
+      const iterator = stream[Symbol.asyncIterator]();
+      const first = await iterator.next();
+      pieces.push(first.value as Buffer);
+      expect(pieces[0]!.length).toBeLessThan(bytes.length);
+      await api.deleteFile('d', file.id);
+      await expect(api.getFile('d', file.id)).rejects.toMatchObject({ wire: { status: 404 } });
+      for (let next = await iterator.next(); !next.done; next = await iterator.next()) pieces.push(next.value as Buffer);
+      expect(Buffer.concat(pieces).equals(bytes)).toBe(true);
+    } finally {
+      await api.close();
+      await batches.close();
     }
   });
 });
