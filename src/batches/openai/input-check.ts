@@ -3,8 +3,9 @@
  * pass of input-lines.ts, each line decoded once): every non-blank line is a request envelope for
  * the batch's endpoint, with a custom_id not used before; the batch's model is the first such
  * line's `body.model`. What is wrong inside a body (even a key given twice there) is left to the
- * endpoint, line by line, when the job runs (lines.ts). A refused input is a 400 (param input_file_id) listing up to 20 bad lines,
- * thrown after the last line, so the store creates nothing.
+ * endpoint, line by line, when the job runs (lines.ts). A refused input is a 400 (param
+ * input_file_id) listing up to 20 bad lines, thrown after the last line, so the store creates
+ * nothing.
  */
 import type { LineCheck } from '../input-lines.js';
 import { splitLines, decodeLine, type DecodedLine, type RawLine } from '../records.js';
