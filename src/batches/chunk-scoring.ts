@@ -59,9 +59,33 @@ export function addLine(chunk: ParsedChunk, line: RawLine, ctx: RecordContext): 
 }
 
 /**
+ * The job's model is gone or cannot load: a failure of the whole job, not of its records. Thrown
+ * instead of failing every remaining record with the same error; the rows finished before stay.
+ */
+export class ModelUnusableError extends Error {
+  readonly error: ApiError;
+  constructor(model: string, cause: unknown) {
+    const e = toApiError(cause);
+    super(`model ${model} could not be used: ${e.message}`);
+    this.error = new ApiError(e.code, this.message);
+  }
+}
+
+/** Throws ModelUnusableError when the scorer can tell (RecordScorer.runtime) that the model cannot be used. */
+async function checkModel(scorer: RecordScorer, model: string): Promise<void> {
+  if (!scorer.runtime) return;
+  try {
+    await scorer.runtime(model);
+  } catch (err) {
+    throw new ModelUnusableError(model, err);
+  }
+}
+
+/**
  * Scores the chunk's valid records in one engine call at batch priority. When the shared call
  * fails, scores record by record so that one record cannot fail the others; `stopping()` true
- * skips that fallback (the caller is abandoning the chunk).
+ * skips that fallback (the caller is abandoning the chunk). A failure that is the model's (removed
+ * or unloadable meanwhile) throws ModelUnusableError rather than becoming every record's error.
  */
 export async function scoreChunk(scorer: RecordScorer, model: string, chunk: ParsedChunk, stopping: () => boolean = () => false): Promise<RecordOutcome[]> {
   const { requests } = chunk;
@@ -70,7 +94,8 @@ export async function scoreChunk(scorer: RecordScorer, model: string, chunk: Par
     return await scorer.decideRecords(model, requests, 'batch');
   } catch (err) {
     if (stopping()) throw err;
-    return Promise.all(
+    await checkModel(scorer, model);
+    const outcomes = await Promise.all(
       requests.map((r) =>
         scorer.decideRecords(model, [r], 'batch').then(
           (o) => o[0]!,
@@ -78,6 +103,9 @@ export async function scoreChunk(scorer: RecordScorer, model: string, chunk: Par
         ),
       ),
     );
+    // The model may have gone while the records were scored one by one.
+    if (outcomes.some((o) => !o.ok)) await checkModel(scorer, model);
+    return outcomes;
   }
 }
 

@@ -28,6 +28,11 @@ export function isFinal(status: BatchStatus): boolean {
 /** What the chunk scorer needs of DecisionService: the valid records of a chunk, scored in one call. */
 export interface RecordScorer {
   decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch'): Promise<RecordOutcome[]>;
+  /**
+   * The model, loaded; throws when it is not installed or cannot load. When present, a failed
+   * chunk asks it whether the failure is the whole job's (scoreChunk: ModelUnusableError).
+   */
+  runtime?(id: string): Promise<unknown>;
 }
 
 /** What the batch service, its stores and their workers need of DecisionService. */
@@ -125,6 +130,11 @@ export interface BatchJob {
   usage: TokenUsage;
   /** When a cancel was asked for (epoch ms), or null. */
   cancellingAt: number | null;
+  /**
+   * For an expired job, the final status it had before (completedAt is when it reached that one);
+   * null otherwise, and for a job that expired before this was kept.
+   */
+  expiredFrom: 'completed' | 'failed' | 'cancelled' | null;
   /** Bytes of the committed result rows, and of the failed ones among them (OpenAI's error file). */
   resultsBytes: number;
   failedBytes: number;

@@ -48,7 +48,7 @@ export interface RawLine {
   lineNo: number;
   /** The line without its newline (and without a trailing CR); null when over the byte limit. */
   bytes: Buffer | null;
-  /** Bytes of the line without its newline. */
+  /** Bytes of the line without its newline (and without a trailing CR: a line ending is no part of the record). */
   length: number;
   blank: boolean;
 }
@@ -102,15 +102,20 @@ export async function* splitLines(
   let length = 0;
   let overflow = false;
   let blank = true;
+  // Whether the line's last byte so far is a CR: with the newline after it, it is a CRLF ending.
+  let endsInCr = false;
   // At the start of the file, the first bytes are held until they tell whether a BOM begins it.
   let head: Buffer | undefined = position === 0 ? Buffer.alloc(0) : undefined;
 
   const finish = (end: number): RawLine => {
     let bytes: Buffer | null = null;
+    if (endsInCr) length -= 1;
     if (!overflow) {
       bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts, held);
-      if (bytes.length > 0 && bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, bytes.length - 1);
+      if (endsInCr) bytes = bytes.subarray(0, bytes.length - 1);
       blank = isBlankBytes(bytes);
+      // take() held one byte more than the limit, in case it was the CR of a CRLF.
+      if (length > maxLineBytes) bytes = null;
     }
     const line: RawLine = { start: lineStart, end, lineNo, bytes, length, blank };
     lineNo += 1;
@@ -120,16 +125,18 @@ export async function* splitLines(
     length = 0;
     overflow = false;
     blank = true;
+    endsInCr = false;
     return line;
   };
 
   const take = (piece: Buffer): void => {
     length += piece.length;
+    if (piece.length > 0) endsInCr = piece[piece.length - 1] === 0x0d;
     if (overflow) {
       if (blank && !isBlankBytes(piece)) blank = false;
       return;
     }
-    if (length > maxLineBytes) {
+    if (length > maxLineBytes + 1) {
       // Too long to be a record: keep only whether it is blank.
       overflow = true;
       blank = parts.every((p) => isBlankBytes(p)) && isBlankBytes(piece);

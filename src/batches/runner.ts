@@ -81,7 +81,8 @@ async function writeFully(fh: FileHandle, buf: Buffer, position: number): Promis
 
 /**
  * Runs (or resumes) one batch over its input. Bad records become failed rows; only I/O errors on
- * the job's own files reject.
+ * the job's own files reject, and ModelUnusableError (chunk-scoring.ts) when the model goes or
+ * stops loading mid-run: the rows committed before it stay.
  * @example
  * const result = await runBatch({ scorer: svc, model: 'svc-alpha-2026-10', inputPath: 'in.jsonl', resultsPath: 'out.jsonl',
  *   start: { inputOffset: 0, inputLine: 0, resultsBytes: 0, completed: 0, failed: 0, usage: zeroUsage() }, commit: (p) => save(p) });

@@ -28,6 +28,8 @@ export interface BatchJobColumns {
   cached_tokens: number;
   output_tokens: number;
   cancelling_at: number | null;
+  /** Absent from a row read without it: the job has not expired. */
+  expired_from?: 'completed' | 'failed' | 'cancelled' | null;
   results_bytes: number;
   failed_bytes: number;
 }
@@ -52,6 +54,7 @@ export function batchJobFromColumns(r: BatchJobColumns): BatchJob {
     openai: openAiFieldsFromText(r.openai),
     usage: { inputTokens: r.input_tokens, cachedTokens: r.cached_tokens, outputTokens: r.output_tokens },
     cancellingAt: r.cancelling_at,
+    expiredFrom: r.expired_from ?? null,
     resultsBytes: r.results_bytes,
     failedBytes: r.failed_bytes,
   };

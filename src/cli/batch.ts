@@ -11,6 +11,10 @@
  * results, or any other file) is overwritten only when the user says so: asked on a terminal,
  * --force otherwise. With a state file from a different input, model or questions the command
  * refuses to start.
+ *
+ * One run per --out: a run holds `<out>.lock` (naming its pid) from before it reads the state file
+ * until it ends. A second run on the same --out refuses (exit 1) naming the process; the lock of a
+ * run that was killed is taken over, so killing and resuming still works.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
@@ -19,6 +23,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 
 import { ApiError, describeError } from '../api/errors.js';
+import { takePidLock } from '../batches/pid-lock.js';
 import { PRIVATE_FILE_MODE } from '../batches/private-files.js';
 import { parseFormQuestions } from '../batches/query.js';
 import { RecordCounter } from '../batches/records.js';
@@ -47,7 +52,8 @@ options:
 
 ${ENGINE_FLAGS_HELP}
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
-kept in <out>.state.json, which is removed when the run completes. An existing --out with no
+kept in <out>.state.json, which is removed when the run completes. While a run is going, a
+second run on the same --out refuses (<out>.lock names the running process). An existing --out with no
 unfinished run is overwritten only after a yes on a terminal, or with --force. The results hold
 customer data: --out and its state file are created with mode 0600 (owner only), whatever the
 umask, as the server keeps batch results; an existing --out keeps its mode.
@@ -165,12 +171,45 @@ export async function run(argv: string[]): Promise<number> {
   const place = outputPlaceProblem(outPath);
   if (place) return commandError('batch', place);
   const inputs = [{ label: 'the input file', path: inputPath }, ...(values.questions === undefined ? [] : [{ label: '--questions', path: values.questions }])];
-  for (const [written, label] of [[outPath, '--out'], [statePath, 'the state file'], [`${statePath}.tmp`, 'the state file']] as const) {
-    // The state file is named after --out: another --out is the way out of either clash.
+  const lockPath = `${outPath}.lock`;
+  for (const [written, label] of [[outPath, '--out'], [statePath, 'the state file'], [`${statePath}.tmp`, 'the state file'], [lockPath, 'the lock file']] as const) {
+    // The state and lock files are named after --out: another --out is the way out of either clash.
     const clash = outputClash(written, inputs, label, '--out');
     if (clash) return commandError('batch', clash);
   }
 
+  // One run writes an --out at a time: a second one would take the live run for an interrupted one
+  // and write the same rows into the same file. A killed run's lock is taken over, so it resumes.
+  let release: () => void;
+  try {
+    release = takePidLock(
+      lockPath,
+      (pid) => `${values.out} is being written by another decide batch run (process ${pid}); wait for it to finish, or stop it and run this command again to resume`,
+    );
+  } catch (err) {
+    // A system error (no permission, ...) names the lock file; a held lock is its own message.
+    const e = err as NodeJS.ErrnoException;
+    return commandError('batch', e.code === undefined ? e.message : `cannot lock ${values.out}: ${e.message}`, 1);
+  }
+  try {
+    const { model, out, questions, force } = values;
+    return await runLocked({ values: { model, out, questions, force, 'models-dir': values['models-dir'] }, positionals, engine, chunking, inputPath, outPath, statePath });
+  } finally {
+    release();
+  }
+}
+
+/** The run itself, once this process holds `<out>.lock`. */
+async function runLocked(args: {
+  values: { model: string; out: string; questions?: string; force?: boolean; 'models-dir'?: string };
+  positionals: string[];
+  engine: Exclude<ReturnType<typeof engineOptionsFromFlags>, string>;
+  chunking: ReturnType<typeof chunkOptionsFromEnv>;
+  inputPath: string;
+  outPath: string;
+  statePath: string;
+}): Promise<number> {
+  const { values, positionals, engine, chunking, inputPath, outPath, statePath } = args;
   let questionsText: string | null = null;
   let formQuestions: unknown;
   if (values.questions !== undefined) {

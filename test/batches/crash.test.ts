@@ -323,6 +323,8 @@ describe('decide batch (CLI)', () => {
         expect(res.signal).toBe('SIGKILL');
         // Stopped, then killed: nothing was committed after the state the test read.
         expect(after?.rows).toBe(atSignal);
+        // Its lock stays behind, naming a process that is gone: the next run takes it over.
+        expect(existsSync(`${out}.lock`)).toBe(true);
       } else {
         // SIGINT stops at the next chunk boundary: the chunk being committed, if any, is kept.
         expect(res.code, res.stderr).toBe(130);
@@ -339,6 +341,38 @@ describe('decide batch (CLI)', () => {
     expect(last.stdout).toContain(`resumed at row ${resumedAt}`);
     console.log(`CLI resume test: ${interruptions.map((i) => `${i.signal} with ${i.atRows} rows committed`).join(', ')}`);
     expectReferenceRows(await readFile(out, 'utf8'), 'CLI resumed output');
+    expect(existsSync(state)).toBe(false);
+    expect(existsSync(`${out}.lock`)).toBe(false);
+  });
+
+  it('refuses a second run on an --out that a live run is writing, naming its process; the first run finishes unharmed', async () => {
+    const out = path.join(workDir, 'two-runs.jsonl');
+    const state = `${out}.state.json`;
+    const env = { DECIDE_BATCH_CHUNK_RECORDS: String(CHUNK_RECORDS) };
+    let first!: ChildProcess;
+    let stopped!: Promise<void>;
+    const firstRun = runCli([inputPath, '--out', out, ...modelArgs()], {
+      env,
+      onSpawn: (proc) => {
+        first = proc;
+        // Held (stopped, alive) once it has committed a row, so the second run surely meets a live, unfinished run.
+        stopped = (async () => {
+          while (((await readCommitted(state))?.rows ?? 0) < 1) await sleep(5);
+          await stop(proc);
+        })();
+      },
+    });
+    await stopped;
+    const frozen = await readFile(state, 'utf8');
+    const second = await runCli([inputPath, '--out', out, ...modelArgs()], { env });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(`is being written by another decide batch run (process ${first.pid})`);
+    expect(await readFile(state, 'utf8')).toBe(frozen); // the second run wrote nothing
+    first.kill('SIGCONT');
+    const done = await firstRun;
+    expect(done.code, done.stderr).toBe(0);
+    expectReferenceRows(await readFile(out, 'utf8'), 'CLI run beside a refused second run');
+    expect(existsSync(`${out}.lock`)).toBe(false);
     expect(existsSync(state)).toBe(false);
   });
 

@@ -229,8 +229,46 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
       expect(otherModel.response!.status_code).toBe(400);
       expect(JSON.stringify(otherModel.response!.body)).toContain('one model');
       if (endpoint === '/v1/decisions') expect((otherModel.response!.body as { error: { param: unknown } }).error.param).toBe('model');
+
+      // The batch's own result files exist (the caller reads them) but are no batch input; another key does not see them.
+      for (const resultFile of [done.output_file_id!, done.error_file_id!]) {
+        const asInput = client.batches.create({ input_file_id: resultFile, endpoint: endpoint as any, completion_window: '24h' });
+        await expect(asInput).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+        await expect(asInput).rejects.toMatchObject({ status: 400, param: 'input_file_id', message: expect.stringContaining("only a file uploaded with purpose 'batch' can be a batch's input") });
+        await expect(sdk(server, KEY_B).batches.create({ input_file_id: resultFile, endpoint: endpoint as any, completion_window: '24h' })).rejects.toMatchObject({ status: 404, param: 'input_file_id' });
+      }
     }, 120_000);
   }
+
+  it('leaves a key given twice inside a body to the endpoint, line by line; twice in the envelope refuses the file', async () => {
+    const client = sdk(server, KEY_A);
+    // Each body as text, with one key twice: JSON.stringify cannot write that.
+    const twice: Record<Endpoint, string> = {
+      '/v1/decide': '{"model":"svc-alpha","state":"x","questions":{"q":{"type":"noul","instructions":"Is it?"},"q":{"type":"noul","instructions":"Or?"}}}',
+      '/v1/systemone': '{"model":"svc-alpha","state":"x","questions":{"q":{"type":"noul","instructions":"Is it?"},"q":{"type":"noul","instructions":"Or?"}}}',
+      '/v1/decisions': '{"model":"svc-alpha","input":"x","input":"y","questions":[{"type":"predicate","instructions":"Is it?"}]}',
+    };
+    for (const endpoint of Object.keys(BODIES) as Endpoint[]) {
+      const good = JSON.stringify({ custom_id: 'good', method: 'POST', url: endpoint, body: BODIES[endpoint].good('my parcel is late') });
+      const file = await upload(client, Buffer.from(`${good}\n{"custom_id":"dup","method":"POST","url":"${endpoint}","body":${twice[endpoint]}}\n`));
+      const batch = await client.batches.create({ input_file_id: file.id, endpoint: endpoint as any, completion_window: '24h' });
+      const done = await untilDone(client, batch.id);
+      expect(done.request_counts, endpoint).toEqual({ total: 2, completed: 1, failed: 1 });
+      const [refused] = await content(client, done.error_file_id);
+      const res = await fetch(`${server.url}${endpoint}`, { method: 'POST', headers: { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' }, body: twice[endpoint] });
+      expect(refused!.custom_id).toBe('dup');
+      expect(refused!.response!.status_code, endpoint).toBe(res.status);
+      expectSameBody(refused!.response!.body, await res.json(), `${endpoint} error body`);
+      expect(JSON.stringify(refused!.response!.body)).toContain('duplicate key');
+
+      const envelope = await upload(client, Buffer.from(`${good}\n{"custom_id":"a","custom_id":"b","method":"POST","url":"${endpoint}","body":{}}\n`));
+      await expect(client.batches.create({ input_file_id: envelope.id, endpoint: endpoint as any, completion_window: '24h' })).rejects.toMatchObject({
+        status: 400,
+        code: 'invalid_input_file',
+        message: expect.stringContaining('line 2: duplicate key "custom_id"'),
+      });
+    }
+  }, 120_000);
 
   it('pages batches.list() and files.list() with for await; a second key sees nothing of the first', async () => {
     const client = sdk(server, KEY_A);

@@ -75,6 +75,22 @@ describe('readLines', () => {
       [null, 3000, true],
     ]);
   });
+
+  it('does not count a CRLF ending against the record limit: a record of exactly the limit passes either way', async () => {
+    const at = '{"s":"' + 'y'.repeat(992) + '"}'; // 1000 bytes
+    const over = at.replace('"}', ' "}');
+    for (const eol of ['\n', '\r\n']) {
+      // Pieces of 7 bytes split some CRLFs between two pieces.
+      const lines = await linesOf(`${at}${eol}${over}${eol}${at}`, { maxLineBytes: 1000, chunkBytes: 7 });
+      expect(lines.map((l) => [l.bytes?.toString() ?? null, l.length])).toEqual([
+        [at, 1000],
+        [null, 1001],
+        [at, 1000],
+      ]);
+    }
+    const lastCr = await linesOf(`${at}\r`, { maxLineBytes: 1000 });
+    expect(lastCr.map((l) => [l.bytes?.toString() ?? null, l.length])).toEqual([[at, 1000]]);
+  });
 });
 
 describe('RecordCounter', () => {

@@ -1,7 +1,8 @@
 /**
  * BatchService across a restart in one process: a job stopped by close() resumes when the service
  * is opened again on the same data dir; a job left `cancelling` becomes `cancelled`; a job whose
- * model disappeared fails with the reason; crash leftovers (staging files, job dirs without a row)
+ * model disappeared, before it started or while it ran, fails with the reason (keeping the rows
+ * finished before); crash leftovers (staging files, job dirs without a row)
  * are removed at open.
  */
 import { existsSync } from 'node:fs';
@@ -14,7 +15,7 @@ import { ApiError } from '../../src/api/errors.js';
 import type { NormalizedDecideRequest } from '../../src/api/validate.js';
 import { BatchService, type BatchDecisionService } from '../../src/batches/batch-service.js';
 import { DecisionService } from '../../src/service/decision-service.js';
-import { goodLines, MODEL_ID, parseRows, tempWorkspace } from './helpers.js';
+import { goodLines, MODEL_ID, parseRows, streamText, tempWorkspace } from './helpers.js';
 
 let workDir: string;
 let modelsDir: string;
@@ -117,6 +118,43 @@ describe('BatchService restart', () => {
       expect(typeof failed.completed_at).toBe('string');
     } finally {
       await batches.close();
+    }
+  });
+
+  it('fails a job whose model is removed while it runs, with the reason, keeping the rows finished before', async () => {
+    const own = await tempWorkspace('batch-model-gone');
+    const real = await DecisionService.open({ modelsDir: own.modelsDir, preload: [MODEL_ID] });
+    let left = 2;
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const service: BatchDecisionService = {
+      resolveModel: (id) => real.resolveModel(id),
+      runtime: (id) => real.runtime(id),
+      async decideRecords(model: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch') {
+        if (left-- <= 0) await released;
+        return real.decideRecords(model, requests, priority);
+      },
+    };
+    const batches = await BatchService.open({ service, dataDir: path.join(own.dir, 'data'), chunk: { chunkRecords: 4 } });
+    try {
+      const lines = goodLines(40, 5, 'g');
+      const b = await batches.create({ owner: 'o', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([lines.join('\n')])) });
+      await progressAtLeast(batches, b.id, 8);
+      await rm(path.join(own.modelsDir, MODEL_ID)); // the model is uninstalled mid-run
+      release();
+      const failed = await waitFor(batches, 'o', b.id, ['failed', 'completed']);
+      expect(failed.status).toBe('failed');
+      expect(failed.error).toMatchObject({ code: 'not_found', message: expect.stringMatching(/^model svc-alpha-2026-10 could not be used: .*not installed/) });
+      expect(failed.progress.failed).toBe(0);
+      expect(failed.progress.completed).toBeGreaterThanOrEqual(8);
+      expect(failed.progress.completed).toBeLessThan(40);
+      const rows = parseRows(await streamText((await batches.openResults('o', b.id)).stream));
+      expect(rows.map((r) => r.custom_id)).toEqual(lines.slice(0, failed.progress.completed).map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
+      expect(rows.every((r) => !r.error)).toBe(true);
+    } finally {
+      await batches.close();
+      await real.close();
+      await rm(own.dir, { recursive: true, force: true });
     }
   });
 

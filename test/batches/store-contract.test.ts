@@ -4,7 +4,8 @@
  * gives the same rows, in input order, with the same failure codes; ownership, listing, cancel and
  * retention behave alike. Postgres only: a job created through one service is read, downloaded and
  * cancelled through another on the same database (API hosts keep no state), and several stores
- * opening a fresh database at once apply each migration exactly once.
+ * opening a fresh database at once apply each migration exactly once. SQLite only: an upload deleted
+ * while it is downloaded is served in full (docs/compatibility.md says what each store does).
  */
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -16,6 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchService, type BatchServiceOptions } from '../../src/batches/batch-service.js';
 import { FileGoneError } from '../../src/batches/ports.js';
 import { FILE_EXPIRY_SECONDS, OpenAiBatchApi } from '../../src/batches/openai/openai-batches.js';
+import { OpenAiWireError } from '../../src/batches/openai/errors.js';
+import type { OpenAiBatch } from '../../src/batches/openai/wire.js';
 import { MIGRATION_VERSIONS } from '../../src/batches/pg/migrations.js';
 import type { DecisionService } from '../../src/service/decision-service.js';
 import type { TestPostgres } from '../helpers/postgres.js';
@@ -156,6 +159,47 @@ describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
     }
   });
 
+  it('lets an unexpected file store error through batch creation as itself, not as a missing input file', async () => {
+    const api = await OpenAiBatchApi.open(batches);
+    const line = JSON.stringify({ custom_id: 'u-0', method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state: 'x', questions: { q: { type: 'noul', instructions: 'Is it?' } } } });
+    const file = await api.upload('u', { purpose: 'batch', filename: 'u.jsonl', upload: await batches.stageUpload(Readable.from([`${line}\n`])) });
+    await api.close(); // its store closed: reading the file's row now fails
+    const refused = await api.createBatch('u', { input_file_id: file.id, endpoint: '/v1/decide', completion_window: '24h' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(Error);
+    expect(refused).not.toBeInstanceOf(OpenAiWireError);
+  });
+
+  it('keeps how an OpenAI batch ended once it expires: completed_at or cancelled_at stays, the others stay null', async () => {
+    const api = await OpenAiBatchApi.open(batches);
+    try {
+      const line = (i: number) => JSON.stringify({ custom_id: `e-${i}`, method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state: `ticket ${i}`, questions: { q: { type: 'noul', instructions: 'Is it urgent?' } } } });
+      const make = async (n: number) => {
+        const file = await api.upload('exp', { purpose: 'batch', filename: 'e.jsonl', upload: await batches.stageUpload(Readable.from([`${Array.from({ length: n }, (_, i) => line(i)).join('\n')}\n`])) });
+        return api.createBatch('exp', { input_file_id: file.id, endpoint: '/v1/decide', completion_window: '24h' });
+      };
+      const done = await make(2);
+      await waitFor(batches, 'exp', done.id, ['completed']);
+      const cancelled = await make(400);
+      await batches.cancel('exp', cancelled.id);
+      await waitFor(batches, 'exp', cancelled.id, ['cancelled']);
+      const shown = async () => ({ done: (await batches.show('exp', done.id)) as OpenAiBatch, cancelled: (await batches.show('exp', cancelled.id)) as OpenAiBatch });
+      const before = await shown();
+      expect(before.done.completed_at).toEqual(expect.any(Number));
+      expect(before.cancelled.cancelled_at).toEqual(expect.any(Number));
+      await batches.whenIdle();
+      await batches.sweep(Date.now() + batches.retentionMs + 1);
+      const after = await shown();
+      expect(after.done).toMatchObject({ status: 'expired', completed_at: before.done.completed_at, failed_at: null, cancelled_at: null, output_file_id: null });
+      expect(after.done.expired_at).toEqual(expect.any(Number));
+      expect(after.cancelled).toMatchObject({ status: 'expired', completed_at: null, failed_at: null, cancelled_at: before.cancelled.cancelled_at });
+    } finally {
+      await api.close();
+    }
+  });
+
   it("expires uploads as OpenAI's Files API does: hidden once due, swept with their bytes; a batch made from one keeps its input", async () => {
     const api = await OpenAiBatchApi.open(batches);
     try {
@@ -184,6 +228,30 @@ describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
       expect(await api.files.get(month.id)).toBeUndefined();
     } finally {
       await api.close();
+    }
+  });
+});
+
+describe('SQLite: an upload deleted while it is downloaded', () => {
+  it('is served in full: the download reads the file it opened before the delete (Postgres breaks off instead, below)', async () => {
+    const batches = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'sqlite-delete-mid-read'), databaseUrl: '', resume: false });
+    const api = await OpenAiBatchApi.open(batches);
+    try {
+      const bytes = Buffer.from(`${goodLines(20_000, 5, 'd').join('\n')}\n`); // several read pieces
+      const file = await api.upload('d', { purpose: 'batch', filename: 'd.jsonl', upload: await batches.stageUpload(Readable.from([bytes])) });
+      const stream = await api.fileContent('d', file.id);
+      const pieces: Buffer[] = [];
+      const iterator = stream[Symbol.asyncIterator]();
+      const first = await iterator.next();
+      pieces.push(first.value as Buffer);
+      expect(pieces[0]!.length).toBeLessThan(bytes.length);
+      await api.deleteFile('d', file.id);
+      await expect(api.getFile('d', file.id)).rejects.toMatchObject({ wire: { status: 404 } });
+      for (let next = await iterator.next(); !next.done; next = await iterator.next()) pieces.push(next.value as Buffer);
+      expect(Buffer.concat(pieces).equals(bytes)).toBe(true);
+    } finally {
+      await api.close();
+      await batches.close();
     }
   });
 });

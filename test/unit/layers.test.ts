@@ -54,6 +54,7 @@ const BATCH_FLOOR: Record<string, number> = {
   'validate-upload.ts': 1,
   'sql-rows.ts': 1,
   'input-lines.ts': 1,
+  'pid-lock.ts': 1,
   openai: 1,
   sqlite: 2,
   pg: 2,

@@ -2,11 +2,14 @@
  * What creation checks of an OpenAI batch's input, on each line as the store reads it (the one
  * pass of input-lines.ts, each line decoded once): every non-blank line is a request envelope for
  * the batch's endpoint, with a custom_id not used before; the batch's model is the first such
- * line's `body.model`. A refused input is a 400 (param input_file_id) listing up to 20 bad lines,
- * thrown after the last line, so the store creates nothing.
+ * line's `body.model`. What is wrong inside a body (even a key given twice there) is left to the
+ * endpoint, line by line, when the job runs (lines.ts). A refused input is a 400 (param
+ * input_file_id) listing up to 20 bad lines, thrown after the last line, so the store creates
+ * nothing.
  */
 import type { LineCheck } from '../input-lines.js';
 import { splitLines, decodeLine, type DecodedLine, type RawLine } from '../records.js';
+import { unreadableBody } from './envelope-text.js';
 import { oaError } from './errors.js';
 import { envelopeProblem } from './lines.js';
 
@@ -26,10 +29,12 @@ export class EnvelopeCheck implements LineCheck {
   constructor(private readonly endpoint: string) {}
 
   line(line: RawLine, decoded: DecodedLine): void {
-    if ('error' in decoded) return this.note(decoded.error.message);
-    const problem = envelopeProblem(decoded.value, this.endpoint);
+    // A body the endpoint cannot read is that line's error-file entry, not the file's problem.
+    const value = 'error' in decoded ? unreadableBody(line.bytes, decoded)?.value : decoded.value;
+    if (value === undefined) return this.note((decoded as { error: Error }).error.message);
+    const problem = envelopeProblem(value, this.endpoint);
     if (problem) return this.note(`line ${line.lineNo}: ${problem}`);
-    const id = decoded.value.custom_id as string;
+    const id = value.custom_id as string;
     const first = this.seen.get(id);
     if (first !== undefined) {
       this.duplicates += 1;
@@ -37,7 +42,7 @@ export class EnvelopeCheck implements LineCheck {
     }
     this.seen.set(id, line.lineNo);
     if (this.model === undefined) {
-      const m = (decoded.value.body as Record<string, unknown>).model;
+      const m = (value.body as Record<string, unknown>).model;
       if (typeof m !== 'string' || m === '') this.note(`line ${line.lineNo}: body.model: required, the model that runs the batch (got ${shown(m)})`);
       else this.model = m;
     }

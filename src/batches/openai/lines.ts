@@ -19,6 +19,7 @@ import type { NormalizedDecideRequest } from '../../api/validate.js';
 import type { DecisionResult } from '../../domain/decision.js';
 import { jsonInOrder } from '../../domain/key-order.js';
 import { decodeLine, DEFAULT_MAX_RECORD_BYTES, MAX_CUSTOM_ID_LENGTH, namesBatchModel, type RawLine, type RecordContext } from '../records.js';
+import { unreadableBody } from './envelope-text.js';
 
 const ENVELOPE_FIELDS = ['custom_id', 'method', 'url', 'body'];
 
@@ -92,8 +93,9 @@ export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint
   });
   if (!dialect) return broken(null, new ApiError('server_error', `line ${line.lineNo}: the batch's endpoint ${ctx.endpoint} is not served`));
   const decoded = decodeLine(line, ctx.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES);
-  if ('error' in decoded) return broken(null, decoded.error);
-  const value = decoded.value;
+  const unreadable = unreadableBody(line.bytes, decoded);
+  if ('error' in decoded && !unreadable) return broken(null, decoded.error);
+  const value = unreadable?.value ?? (decoded as { value: Record<string, unknown> }).value;
   const problem = envelopeProblem(value, ctx.endpoint);
   const customId = typeof value.custom_id === 'string' ? value.custom_id : null;
   if (problem) return broken(problem.startsWith('custom_id') ? null : customId, new ApiError('invalid_question', `line ${line.lineNo}: ${problem}`));
@@ -111,6 +113,11 @@ export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint
     error: new ApiError('invalid_question', `refused with status ${wire.status}`),
     format: () => wireRow(id, wire, wireContext.requestId),
   });
+  if (unreadable) {
+    // What the synchronous endpoint answers a body it cannot read as JSON (a key given twice).
+    const error = new ApiError('invalid_question', `request body: ${unreadable.bodyReason}`);
+    return refused(dialect.error(error, { requestId: wireContext.requestId, unreadableBody: true }));
+  }
   // The body as the synchronous endpoint reads it: the same dialect, from the same registry.
   const parsed = dialect.parse(value.body, wireContext);
   if (!parsed.ok) return refused(parsed.error);

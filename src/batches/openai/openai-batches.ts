@@ -28,7 +28,7 @@ import { openFileStore } from '../open-stores.js';
 import { inputLines } from '../input-lines.js';
 import { FileGoneError, isExpired, resultRowsBytes, type BatchInput, type BatchJob, type FileStore, type StoredFile } from '../ports.js';
 import { readListLimit, type ListLimit } from '../query.js';
-import { oaError } from './errors.js';
+import { OpenAiWireError, oaError } from './errors.js';
 import type { OpenAiJobFields } from './job-fields.js';
 import { EnvelopeCheck, firstLineModel } from './input-check.js';
 import { isUploadFileId, resultFileObject, resultFileOf, toOpenAiBatch, uploadFileObject, type OpenAiBatch, type OpenAiFileObject } from './wire.js';
@@ -263,11 +263,24 @@ export class OpenAiBatchApi {
     }
   }
 
+  /** The upload input_file_id names; only a missing (or another key's) file is a 404, anything unexpected stays itself (a 500). */
   private async ownedFileParam(owner: string, id: string): Promise<StoredFile> {
+    const noSuchFile = () => oaError(404, `input_file_id: no such file ${JSON.stringify(id.slice(0, 100))} (upload it with POST /v1/files, purpose 'batch')`, 'input_file_id');
+    const isNotFound = (err: unknown) => err instanceof OpenAiWireError && err.wire.status === 404;
+    const result = resultFileOf(id);
+    if (result) {
+      // The caller can read this file (GET /v1/files/{id}), so it is there: only its purpose is wrong.
+      try {
+        await this.resultJob(owner, id, result);
+      } catch (err) {
+        throw isNotFound(err) ? noSuchFile() : err;
+      }
+      throw oaError(400, `input_file_id: ${id} is a batch's ${result.kind === 'errors' ? 'error' : 'output'} file (purpose 'batch_output'); only a file uploaded with purpose 'batch' can be a batch's input`, 'input_file_id');
+    }
     try {
       return await this.ownedFile(owner, id);
-    } catch {
-      throw oaError(404, `input_file_id: no such file ${JSON.stringify(id.slice(0, 100))} (upload it with POST /v1/files, purpose 'batch')`, 'input_file_id');
+    } catch (err) {
+      throw isNotFound(err) ? noSuchFile() : err;
     }
   }
 

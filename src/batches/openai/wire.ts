@@ -110,7 +110,8 @@ function hasResults(job: BatchJob): boolean {
 export function toOpenAiBatch(job: BatchJob): OpenAiBatch {
   const fields = job.openai!;
   const status = STATUS[job.status];
-  const at = (s: BatchStatus) => (job.status === s ? seconds(job.completedAt) : null);
+  // An expired job keeps the timestamp of the final status it had reached: how it ended.
+  const at = (s: BatchStatus) => (job.status === s || job.expiredFrom === s ? seconds(job.completedAt) : null);
   return {
     id: job.id,
     object: 'batch',

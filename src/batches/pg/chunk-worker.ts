@@ -25,7 +25,7 @@
 import type { PgBoss } from 'pg-boss';
 
 import { toApiError } from '../../api/errors.js';
-import { addLine, chunkRows, emptyChunk, scoreChunk } from '../chunk-scoring.js';
+import { addLine, chunkRows, emptyChunk, ModelUnusableError, scoreChunk } from '../chunk-scoring.js';
 import { claimedCustomId, type RawLine, type RecordContext } from '../records.js';
 import { storedFormQuestions } from '../query.js';
 import type { BatchDecisionService, BatchSettings } from '../ports.js';
@@ -206,7 +206,17 @@ export class ChunkWorker {
     const chunk = emptyChunk();
     const ctx = await this.recordContext(job, task);
     for (const line of ctx.lines) addLine(chunk, line, ctx.records);
-    const outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping);
+    let outcomes;
+    try {
+      outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping);
+    } catch (err) {
+      if (!(err instanceof ModelUnusableError) || this.stopping) throw err;
+      // The model went (or stopped loading) here mid-chunk: as when it is missing before, the chunk
+      // is left to workers that can serve it; its records are not failed for this worker's lack.
+      this.markUnservable(job.model, err.error.message);
+      await this.release(attempt);
+      return;
+    }
     const { rows, rowFailed, rowUsage, completed, failed, failedBytes, usage } = chunkRows(chunk, outcomes);
     const bytes = rows.reduce((n, r) => n + Buffer.byteLength(r), 0);
     const now = Date.now();

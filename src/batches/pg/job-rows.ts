@@ -16,7 +16,7 @@ export const JOB_COLUMNS = `id, owner, model, requested_model, status, total, co
   expires_at::float8 AS expires_at, error_code, error_message, questions, openai,
   results_bytes::float8 AS results_bytes, failed_bytes::float8 AS failed_bytes,
   input_tokens::float8 AS input_tokens, cached_tokens::float8 AS cached_tokens, output_tokens::float8 AS output_tokens,
-  cancelling_at::float8 AS cancelling_at`;
+  cancelling_at::float8 AS cancelling_at, expired_from`;
 
 /** Statuses a job can still leave by being worked on or cancelled. */
 export const OPEN_STATUSES = `('queued', 'in_progress', 'cancelling')`;

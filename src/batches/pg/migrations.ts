@@ -154,6 +154,14 @@ const MIGRATIONS: readonly Migration[] = [
         WHERE j.id = f.job_id;
     `,
   },
+  {
+    version: 8,
+    name: 'the final status of an expired job',
+    // An expired job keeps the timestamp of how it ended (OpenAI's completed_at / failed_at /
+    // cancelled_at): the status it had is kept here when the sweep expires it. Null on jobs expired
+    // before this migration.
+    sql: `ALTER TABLE decide_batch_jobs ADD COLUMN expired_from text;`,
+  },
 ];
 
 /** Every migration's version, in order: what a current database records in decide_schema_migrations. */

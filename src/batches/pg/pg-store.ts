@@ -163,7 +163,7 @@ export class PgBatchStore implements BatchStore {
     if (this.closed) return;
     const expired = await inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<{ id: string }>(
-        `UPDATE decide_batch_jobs SET status = 'expired'
+        `UPDATE decide_batch_jobs SET expired_from = status, status = 'expired'
          WHERE status IN ('completed', 'failed', 'cancelled') AND expires_at <= $1 RETURNING id`,
         [now],
       );

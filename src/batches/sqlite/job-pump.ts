@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 
-import { toApiError } from '../../api/errors.js';
+import { ModelUnusableError } from '../chunk-scoring.js';
 import type { BatchDecisionService, BatchSettings, JobProgress } from '../ports.js';
 import { PRIVATE_FILE_MODE } from '../private-files.js';
 import { storedFormQuestions } from '../query.js';
@@ -77,8 +77,8 @@ export class JobPump {
       await this.service.runtime(job.model);
     } catch (err) {
       if (this.closed) return;
-      const e = toApiError(err);
-      this.finishJob(job.id, 'failed', undefined, { code: e.code, message: `model ${job.model} could not be used: ${e.message}` });
+      const { error } = new ModelUnusableError(job.model, err);
+      this.finishJob(job.id, 'failed', undefined, { code: error.code, message: error.message });
       return;
     }
 
@@ -116,6 +116,11 @@ export class JobPump {
       });
     } catch (err) {
       if (shuttingDown()) return;
+      if (err instanceof ModelUnusableError) {
+        // Committed rows stay: the results hold the rows finished before the model went.
+        this.finishJob(job.id, 'failed', undefined, { code: err.error.code, message: err.error.message });
+        return;
+      }
       this.log(`batch ${job.id}: failed: ${String((err as Error)?.stack ?? err)}`);
       this.finishJob(job.id, 'failed', undefined, {
         code: 'server_error',

@@ -114,6 +114,8 @@ const ADDED_COLUMNS: ReadonlyArray<[name: string, definition: string]> = [
   ['cancelling_at', 'INTEGER'],
   // Null on the jobs of a database made before it: their statuses are worked out once at open (result-rows.ts).
   ['failed_bytes', 'INTEGER'],
+  // The final status an expired job had (null on jobs expired before it was kept).
+  ['expired_from', 'TEXT'],
 ];
 
 export class SqliteJobTable {
@@ -150,7 +152,7 @@ export class SqliteJobTable {
                  WHERE id = @id AND status IN ('queued', 'in_progress', 'cancelling')`),
       cancelling: p(`UPDATE batches SET status = 'cancelling', cancelling_at = ? WHERE id = ? AND status = 'in_progress'`),
       due: p(`SELECT * FROM batches WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('completed', 'failed', 'cancelled') ORDER BY expires_at ASC LIMIT ?`),
-      expire: p(`UPDATE batches SET status = 'expired' WHERE id = ? AND status IN ('completed', 'failed', 'cancelled')`),
+      expire: p(`UPDATE batches SET expired_from = status, status = 'expired' WHERE id = ? AND status IN ('completed', 'failed', 'cancelled')`),
       ids: p('SELECT id, status FROM batches'),
       withoutStatuses: p('SELECT * FROM batches WHERE failed_bytes IS NULL'),
       setFailedBytes: p('UPDATE batches SET failed_bytes = ? WHERE id = ?'),
