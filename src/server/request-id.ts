@@ -1,24 +1,19 @@
 /**
- * Request ids. Every request gets a fresh ULID-based id (never one the client sends): decide
- * requests `dec_<ULID>`, which is also the response's `id`, so a stored decision points at its log
- * lines; /v1/systemone requests (and paths below it) `req_<32 hex>` (the form TypeSafe's SDK expects); every other
- * request `req_<ULID>`. Every response carries it in `x-request-id`.
+ * Request ids: every request gets a fresh one (never one the client sends), in the form its door's
+ * clients expect (newRequestId: decide `dec_<ULID>`, System One `req_<32 hex>`, else
+ * `req_<ULID>`). Every response carries it in `x-request-id`.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
-import { ulid } from 'ulid';
+import { newRequestId } from '../api/request-ids.js';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
 export function genReqId(req: IncomingMessage): string {
   const url = req.url ?? '';
   const q = url.indexOf('?');
-  const path = q === -1 ? url : url.slice(0, q);
-  if (req.method === 'POST' && path === '/v1/decide') return `dec_${ulid()}`;
-  // TypeSafe's SDK reads x-typesafe-request-id and expects its own form: req_ + 32 lowercase hex.
-  if (path === '/v1/systemone' || path.startsWith('/v1/systemone/')) return `req_${randomBytes(16).toString('hex')}`;
-  return `req_${ulid()}`;
+  return newRequestId(req.method ?? 'GET', q === -1 ? url : url.slice(0, q));
 }
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';

@@ -212,6 +212,9 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
       expect(done.cancelling_at).toBeNull();
       expect((await client.files.retrieve(done.output_file_id!)).bytes).toBe(Buffer.byteLength((await (await client.files.content(done.output_file_id!)).text())));
 
+      // Each line's request id has the form the synchronous endpoint's x-request-id has.
+      const requestIdForm = { '/v1/decide': /^dec_[0-9A-HJKMNP-TV-Z]{26}$/, '/v1/systemone': /^req_[0-9a-f]{32}$/, '/v1/decisions': /^req_[0-9A-HJKMNP-TV-Z]{26}$/ }[endpoint as Endpoint];
+      for (const line of [...output, ...errors]) expect(line.response!.request_id, endpoint).toMatch(requestIdForm);
       for (const line of output) {
         expect(line).toMatchObject({ id: expect.stringMatching(/^batch_req_/), response: { status_code: 200, request_id: expect.any(String) }, error: null });
         const request = lines.find((l) => l.custom_id === line.custom_id)!;

@@ -14,6 +14,7 @@ import { ulid } from 'ulid';
 import type { ErrorContext, ParseContext, WireError } from '../../api/dialect.js';
 import { dialectFor } from '../../api/dialects.js';
 import { ApiError } from '../../api/errors.js';
+import { newRequestId } from '../../api/request-ids.js';
 import { jsonType } from '../../api/json-value.js';
 import type { NormalizedDecideRequest } from '../../api/validate.js';
 import type { DecisionResult } from '../../domain/decision.js';
@@ -46,16 +47,16 @@ function wireRow(customId: string | null, wire: WireError, requestId: string): s
 }
 
 /**
- * What a line's dialect is told: the batch's limits and the line's request id (`req_<ulid>`), made
- * on first read. Only a refused or failed line needs one (an answered line's is its decision id),
- * and a ulid is not free at batch rates; a dialect reads it only when it builds an error body.
+ * What a line's dialect is told: the batch's limits and the line's request id, in the form the
+ * synchronous endpoint gives (newRequestId), made on first read: an id is not free at batch
+ * rates, and a /v1/decide line that is answered uses its decision id instead.
  */
-function lineContext(limits: ParseContext['limits']): ParseContext & ErrorContext & { readonly requestId: string } {
+function lineContext(limits: ParseContext['limits'], endpoint: string): ParseContext & ErrorContext & { readonly requestId: string } {
   let id: string | undefined;
   return {
     limits,
     get requestId() {
-      return (id ??= `req_${ulid()}`);
+      return (id ??= newRequestId('POST', endpoint));
     },
   };
 }
@@ -106,7 +107,7 @@ export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint
   }
   ctx.seen.set(id, line.lineNo);
 
-  const wireContext = lineContext(ctx.limits);
+  const wireContext = lineContext(ctx.limits, ctx.endpoint);
   // The endpoint refused the request (its 4xx): an error-file row with its status and body.
   const refused = (wire: WireError): EndpointLine => ({
     customId: id,
@@ -135,7 +136,11 @@ export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint
     customId: id,
     request: { ...call.request, model: ctx.model },
     format: (outcome) => {
-      if (outcome.ok) return row(id, { status_code: 200, request_id: outcome.result.id, body: dialect.respond(call, outcome.result) }, null);
+      if (outcome.ok) {
+        // /v1/decide's request id is its decision id (the body's `id`); the other doors' are their own.
+        const requestId = ctx.endpoint === '/v1/decide' ? outcome.result.id : wireContext.requestId;
+        return row(id, { status_code: 200, request_id: requestId, body: dialect.respond(call, outcome.result) }, null);
+      }
       return wireRow(id, dialect.error(outcome.error, wireContext), wireContext.requestId);
     },
   };
