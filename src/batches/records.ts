@@ -22,6 +22,7 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 
+import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
 import { ApiError, toApiError } from '../api/errors.js';
 import { parseJsonText } from '../api/json-text.js';
 import { isPlainObject, jsonType } from '../api/json-value.js';
@@ -29,7 +30,8 @@ import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLim
 import { parseDatedId } from '../models/registry.js';
 
 export const MAX_CUSTOM_ID_LENGTH = 256;
-export const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
+/** A line is one request: the same bound as a request body. */
+export const DEFAULT_MAX_RECORD_BYTES = DEFAULT_BODY_LIMIT_BYTES;
 
 const RECORD_FIELDS = ['custom_id', 'model', 'state', 'questions', 'label_mass'];
 const ENVELOPE_FIELDS = ['custom_id', 'method', 'url', 'body'];

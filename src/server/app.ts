@@ -15,6 +15,7 @@ import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
 import { ulid } from 'ulid';
 
+import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
 import { parseJsonText } from '../api/json-text.js';
 import { NAMED_SCHEMAS } from '../api/schemas.js';
@@ -36,8 +37,7 @@ import { dialectRoutes } from './routes/dialect-routes.js';
 import { healthRoutes } from './routes/health.js';
 import { modelRoutes } from './routes/models.js';
 
-/** Default request body limit of POST /v1/decide (docs/api.md). */
-export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+export { DEFAULT_BODY_LIMIT_BYTES };
 
 export interface LoggerOptions {
   /** pino level: fatal, error, warn, info, debug, trace, silent. Default info. */
