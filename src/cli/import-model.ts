@@ -41,7 +41,8 @@ gemma. No Python and no network needed.
                 state's questions into rows instead of forking its KV into each (the engine
                 option --pack-suffixes, on by default on CUDA); off: the graph without that
                 input. --packing is its old name
-  --force       replace a model directory that import-model or make-model wrote (atomically);
+  --force       replace a model directory that import-model or make-model wrote (two renames:
+                the old one aside, the new one in; for an instant neither is there);
                 a dated id (NAME-YYYY-MM) is pinned and never replaced, and nothing else is
                 ever deleted (the input checkpoint least of all): a model directory holding
                 files decide did not write (a notes file, a checkpoint) is refused, naming them
