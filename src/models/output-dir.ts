@@ -182,7 +182,10 @@ export async function placeModelDir(staging: string, plan: ModelOutputPlan): Pro
   const { outDir } = plan;
   // What this write put there: a later --force replaces these and refuses to delete anything else.
   const written = await filesUnder(staging);
-  await writeFile(path.join(staging, FILES_MANIFEST), `${JSON.stringify(written)}\n`);
+  // No more open than the files it names (a model from a private checkpoint is private throughout).
+  let bits = 0o044;
+  for (const f of written) bits &= (await stat(path.join(staging, f))).mode & 0o044;
+  await writeFile(path.join(staging, FILES_MANIFEST), `${JSON.stringify(written)}\n`, { mode: 0o600 | bits });
   try {
     await rename(staging, outDir);
     return;

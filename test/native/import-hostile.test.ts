@@ -94,6 +94,21 @@ describe('side files (generation_config.json, special_tokens_map.json, ...)', ()
     expect((await stat(path.join(out, 'generation_config.json'))).mode & 0o077).toBe(0o040 & ~process.umask());
   });
 
+  it('a checkpoint whose weights are 0600 makes a model that is 0600 throughout (config.json, graph, weights, copies)', async () => {
+    const dir = await checkpoint('private-weights', async (d) => {
+      for (const f of await readdir(d)) if (f.endsWith('.safetensors')) await chmod(path.join(d, f), 0o600);
+      await chmod(path.join(d, 'config.json'), 0o640);
+    });
+    const { err, out } = await tryImport(dir);
+    expect(err).toBeUndefined();
+    const files = (await readdir(out, { recursive: true })).map(String);
+    expect(files).toContain(path.join('onnx', 'model.onnx'));
+    for (const f of files) {
+      const info = await stat(path.join(out, f));
+      if (info.isFile()) expect(info.mode & 0o077, f).toBe(0);
+    }
+  });
+
   it('a JSON side file that does not parse is refused by name', async () => {
     const dir = await checkpoint('bad-json', (d) => writeFile(path.join(d, 'special_tokens_map.json'), '{"eos_token": '));
     await expectRefused(dir, /^special_tokens_map\.json: not valid JSON/);

@@ -13,8 +13,8 @@
  *   read-only source (a hub cache) does not make the model read-only.
  * - JSON side files are parsed before they are copied, and their size is bounded.
  */
-import { lstatSync, realpathSync, statSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { ImportError } from './hf-config.js';
@@ -91,4 +91,31 @@ export async function copySideFile(hfDir: string, name: string, toDir: string): 
   // The source's bits, at most 0644, owner read/write added; the umask narrows it further.
   await writeFile(path.join(toDir, name), bytes, { mode: (info.mode & 0o644) | 0o600 });
   return true;
+}
+
+/**
+ * The group/other bits every file of `hfDir`'s `names` allows (a 0600 safetensors file: none), for
+ * the files the importer writes from them rather than copies (config.json, the graph and weights).
+ */
+export function sourceModeBits(hfDir: string, names: readonly string[]): number {
+  let bits = 0o044;
+  for (const name of names) {
+    const real = checkpointFile(hfDir, name, { copied: false });
+    if (real !== undefined) bits &= statSync(real).mode & 0o044;
+  }
+  return bits;
+}
+
+/**
+ * Narrows every file under `dir` to owner read/write plus at most `bits` for group and other: a
+ * model written from a private checkpoint stays as private (the umask alone would make it 0644).
+ */
+export async function narrowModes(dir: string, bits: number): Promise<void> {
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    const mode = statSync(file).mode & 0o777;
+    const narrowed = (mode & 0o600) | (mode & bits & 0o044);
+    if (narrowed !== mode) await chmod(file, narrowed);
+  }
 }

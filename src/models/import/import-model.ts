@@ -21,7 +21,7 @@ import { TextTokenizer } from '../../runtime/tokenizer.js';
 import { buildDecoderGraph, type DecoderFeatures } from '../builder/decoder-graph.js';
 import { GRAPH_VERSION, int8Record } from '../builder/make-model.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from '../builder/onnx-writer.js';
-import { checkpointFile, copySideFile, MAX_SIDE_FILE_BYTES } from './checkpoint-files.js';
+import { checkpointFile, copySideFile, MAX_SIDE_FILE_BYTES, narrowModes, sourceModeBits } from './checkpoint-files.js';
 import { ImportError, planFromConfig, type ImportPlan } from './hf-config.js';
 import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed, type TensorEntry } from './safetensors.js';
 import { assembleWeight } from '../builder/weight-parts.js';
@@ -249,6 +249,10 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
       opsetVersion: opset,
       sync: true,
     });
+
+    // The model is no more open than the checkpoint: every file takes at most the group/other bits
+    // its config.json and weight files allow (a private or gated checkpoint stays private).
+    await narrowModes(staging, sourceModeBits(hfDir, ['config.json', ...checkpoint.files]));
 
     // 4. Checked as a whole, then into place.
     try {
