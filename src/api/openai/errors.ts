@@ -6,14 +6,15 @@ import { toApiError, type ApiError } from '../errors.js';
 import { retryHeaders, type ErrorContext, type WireError } from '../dialect.js';
 import type { OpenAiErrorBody } from './schemas.js';
 
-function wire(status: number, message: string, type: string, param: string | null, code: string | null, headers: Record<string, string> = {}): WireError {
+/** OpenAI's error body with its status: the one place its shape is written. */
+export function openAiErrorWire(status: number, message: string, type: string, param: string | null, code: string | null, headers: Record<string, string> = {}): WireError {
   const body: OpenAiErrorBody = { error: { message, type, param, code } };
   return { status, body, headers };
 }
 
 /** 400 invalid_request_error naming the offending field in `param`. */
 export function invalidRequest(message: string, param: string | null): WireError {
-  return wire(400, message, 'invalid_request_error', param, null);
+  return openAiErrorWire(400, message, 'invalid_request_error', param, null);
 }
 
 /**
@@ -29,10 +30,10 @@ function openAiField(field: string): string {
 /** 400 for a request that breaks a rule: `param` and the message's leading field in OpenAI's names. */
 function invalidQuestion(api: ApiError): WireError {
   const status = api.status === 415 ? 415 : 400;
-  if (api.field === undefined) return wire(status, api.message, 'invalid_request_error', null, null);
+  if (api.field === undefined) return openAiErrorWire(status, api.message, 'invalid_request_error', null, null);
   const param = openAiField(api.field);
   const message = api.message.startsWith(api.field) ? `${param}${api.message.slice(api.field.length)}` : api.message;
-  return wire(status, message, 'invalid_request_error', param, null);
+  return openAiErrorWire(status, message, 'invalid_request_error', param, null);
 }
 
 /**
@@ -45,17 +46,17 @@ export function openAiError(err: unknown, _context: ErrorContext = {}): WireErro
   const api = toApiError(err);
   switch (api.code) {
     case 'invalid_key':
-      return wire(401, api.message, 'invalid_request_error', null, 'invalid_api_key', { 'www-authenticate': 'Bearer' });
+      return openAiErrorWire(401, api.message, 'invalid_request_error', null, 'invalid_api_key', { 'www-authenticate': 'Bearer' });
     case 'invalid_question':
       return invalidQuestion(api);
     case 'not_found':
-      return wire(404, api.message, 'invalid_request_error', 'model', 'model_not_found');
+      return openAiErrorWire(404, api.message, 'invalid_request_error', 'model', 'model_not_found');
     case 'state_too_long':
-      return wire(400, api.message, 'invalid_request_error', 'input', 'context_length_exceeded');
+      return openAiErrorWire(400, api.message, 'invalid_request_error', 'input', 'context_length_exceeded');
     case 'rate_limited':
-      return wire(429, api.message, 'rate_limit_error', null, 'rate_limit_exceeded', retryHeaders(api.retryAfterSeconds));
+      return openAiErrorWire(429, api.message, 'rate_limit_error', null, 'rate_limit_exceeded', retryHeaders(api.retryAfterSeconds));
     case 'server_error':
     default:
-      return wire(api.status >= 500 ? api.status : 500, api.message, 'server_error', null, null);
+      return openAiErrorWire(api.status >= 500 ? api.status : 500, api.message, 'server_error', null, null);
   }
 }

@@ -7,7 +7,7 @@
  */
 import type { WireError } from '../../api/dialect.js';
 import { toApiError } from '../../api/errors.js';
-import { openAiError } from '../../api/openai/errors.js';
+import { openAiError, openAiErrorWire } from '../../api/openai/errors.js';
 
 export class OpenAiWireError extends Error {
   constructor(readonly wire: WireError) {
@@ -16,8 +16,7 @@ export class OpenAiWireError extends Error {
 }
 
 export function oaError(status: number, message: string, param: string | null = null, code: string | null = null): OpenAiWireError {
-  const type = status === 404 ? 'invalid_request_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
-  return new OpenAiWireError({ status, body: { error: { message, type, param, code } }, headers: {} });
+  return new OpenAiWireError(openAiErrorWire(status, message, status >= 500 ? 'server_error' : 'invalid_request_error', param, code));
 }
 
 /** Any thrown value as OpenAI's error; `notFoundParam` names what a plain 404 was about. */
