@@ -109,6 +109,16 @@ describe('side files (generation_config.json, special_tokens_map.json, ...)', ()
     }
   });
 
+  it('a tokenizer.json the tokenizer library cannot load is refused naming it, not the hidden staging copy', async () => {
+    const dir = await withTokenizer('tokenizer-unknown-model');
+    const tj = JSON.parse(await readFile(path.join(dir, 'tokenizer.json'), 'utf8')) as { model: Record<string, unknown> };
+    tj.model = { type: 'Nope' };
+    await writeFile(path.join(dir, 'tokenizer.json'), JSON.stringify(tj));
+    await expectRefused(dir, /^tokenizer\.json cannot be loaded: /);
+    const { err } = await tryImport(dir, 'tokenizer-unknown-model-again');
+    expect((err as Error).message).not.toContain('.tmp-');
+  });
+
   it('a JSON side file that does not parse is refused by name', async () => {
     const dir = await checkpoint('bad-json', (d) => writeFile(path.join(d, 'special_tokens_map.json'), '{"eos_token": '));
     await expectRefused(dir, /^special_tokens_map\.json: not valid JSON/);

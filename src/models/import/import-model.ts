@@ -364,7 +364,10 @@ async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<{ us
   try {
     tokenizer = await TextTokenizer.load(dir);
   } catch (err) {
-    throw new ImportError(`tokenizer.json cannot be loaded: ${(err as Error).message}`);
+    // The loader names the file it read: the copy in the hidden staging folder, which is gone
+    // after the failure; the message names the checkpoint's file instead.
+    const reason = (err as Error).message.split(path.join(dir, 'tokenizer.json')).join('tokenizer.json');
+    throw new ImportError(`tokenizer.json cannot be loaded: ${reason}`);
   }
   // The highest id, not the number of tokens: a vocabulary with gaps can hold no more tokens than
   // vocab_size and still produce ids past the embedding table.
