@@ -134,7 +134,9 @@ class WeightProgress {
     const step = this.tty ? 5 : 10;
     if (pct < this.shown + step) return;
     this.shown = pct - (pct % step);
-    const params = `${(total / 1e6).toFixed(total < 1e7 ? 1 : 0)}M parameters`;
+    // Weight values the graph holds: a tied LM head is written a second time, so this can exceed the
+    // model's parameter count (the summary line's).
+    const params = `${(total / 1e6).toFixed(total < 1e7 ? 1 : 0)}M weight values`;
     if (this.tty) {
       process.stderr.write(`\r  ${pct}% of ${params}`);
       return;

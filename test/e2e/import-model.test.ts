@@ -47,7 +47,7 @@ describe('decide import-model', () => {
     // Not a terminal: plain progress lines as the weights pass each 10% (a tensor may pass several
     // at once), ending at 100%; nothing else.
     const lines = res.stderr.trim().split('\n');
-    const percents = lines.map((l) => Number(/^decide import-model: weights (\d+)% of [\d.]+M parameters written/.exec(l)?.[1]));
+    const percents = lines.map((l) => Number(/^decide import-model: weights (\d+)% of [\d.]+M weight values written/.exec(l)?.[1]));
     expect(percents.every((p) => p % 10 === 0), lines.join('\n')).toBe(true);
     expect(percents.at(-1)).toBe(100);
     expect([...percents].sort((a, b) => a - b)).toEqual(percents);
