@@ -32,7 +32,7 @@ export interface BatchSettingsOptions {
   sweepIntervalMs?: number;
   /** Jobs run at once; default DECIDE_BATCH_CONCURRENCY or 2. */
   concurrency?: number;
-  /** Records / bytes per engine call; default DECIDE_BATCH_CHUNK_RECORDS (128) / DECIDE_BATCH_CHUNK_BYTES (64 KiB). */
+  /** Records / bytes per engine call; default DECIDE_BATCH_CHUNK_RECORDS / DECIDE_BATCH_CHUNK_BYTES, else DEFAULT_CHUNK_OPTIONS. */
   chunk?: Partial<ChunkOptions>;
   validation?: Partial<ValidationLimits>;
   /** Environment read for the defaults; default process.env. */

@@ -27,7 +27,7 @@ import { takePidLock } from '../batches/pid-lock.js';
 import { PRIVATE_FILE_MODE } from '../batches/private-files.js';
 import { parseFormQuestions } from '../batches/query.js';
 import { RecordCounter } from '../batches/records.js';
-import { runBatch } from '../batches/runner.js';
+import { DEFAULT_CHUNK_OPTIONS, runBatch } from '../batches/runner.js';
 import { chunkOptionsFromEnv } from '../batches/settings.js';
 import { zeroUsage, type JobProgress } from '../batches/ports.js';
 import { exitNow } from '../engine/native.js';
@@ -60,7 +60,7 @@ umask, as the server keeps batch results; an existing --out keeps its mode.
 
 environment:
   DECIDE_BATCH_CHUNK_RECORDS, DECIDE_BATCH_CHUNK_BYTES  rows written and committed together
-                     (default 128 records, 65536 input bytes): a run resumes after its last whole chunk
+                     (default ${DEFAULT_CHUNK_OPTIONS.chunkRecords} records, ${DEFAULT_CHUNK_OPTIONS.chunkBytes} input bytes): a run resumes after its last whole chunk
 `;
 
 const OPTIONS = {
