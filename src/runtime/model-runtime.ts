@@ -16,10 +16,13 @@ import { PromptRenderer } from './prompt.js';
 import { Scheduler, type Priority, type SchedulerOptions } from './scheduler.js';
 import { TokenizerThread } from './tokenizer-thread.js';
 
+/** The most state tokens a request may send unless a service sets maxStateTokens (the model's context may allow fewer). */
+export const DEFAULT_MAX_STATE_TOKENS = 8192;
+
 export interface ModelRuntimeOptions {
   engine?: Omit<EngineLoadOptions, 'modelDir'>;
   scheduler?: Partial<SchedulerOptions>;
-  /** Upper bound on state tokens (ERR_STATE_TOO_LONG above it); default 8192. */
+  /** Upper bound on state tokens (ERR_STATE_TOO_LONG above it); default DEFAULT_MAX_STATE_TOKENS. */
   maxStateTokens?: number;
 }
 
@@ -145,7 +148,7 @@ export class ModelRuntime {
       engine = await Engine.load({ ...options.engine, modelDir: dir });
       const overhead = (await tokenizer.encode(renderer.renderPrefix(''))).length;
       const scheduler = new Scheduler(engine, options.scheduler);
-      return new ModelRuntime(id, dir, engine, scheduler, tokenizer, renderer, labels, calibration, overhead, options.maxStateTokens ?? 8192);
+      return new ModelRuntime(id, dir, engine, scheduler, tokenizer, renderer, labels, calibration, overhead, options.maxStateTokens ?? DEFAULT_MAX_STATE_TOKENS);
     } catch (err) {
       engine?.close();
       tokenizer?.close();

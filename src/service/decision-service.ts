@@ -40,7 +40,7 @@ export interface DecisionServiceOptions {
   preload?: string[];
   provider?: 'cpu' | 'cuda';
   threads?: number;
-  /** Upper bound on state tokens; default 8192. */
+  /** Upper bound on state tokens; default DEFAULT_MAX_STATE_TOKENS (8,192). */
   maxStateTokens?: number;
   validation?: Partial<ValidationLimits>;
   runtime?: ModelRuntimeOptions;
