@@ -12,7 +12,8 @@ import { jsonInOrder } from '../domain/key-order.js';
 import type { RecordOutcome } from '../service/decision-service.js';
 import { parseEndpointLine } from './openai/lines.js';
 import { addUsage, zeroUsage, type RecordScorer, type TokenUsage } from './ports.js';
-import { parseRecord, type RawLine, type RecordContext } from './records.js';
+import { parseRecord, type RecordContext } from './records.js';
+import { type RawLine } from './jsonl-lines.js';
 
 interface Item {
   customId: string | null;

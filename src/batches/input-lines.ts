@@ -6,7 +6,8 @@
  * exists.
  */
 import type { InputLine } from './ports.js';
-import { claimedCustomIdOf, decodeLine, splitLines, type DecodedLine, type RawLine } from './records.js';
+import { claimedCustomIdOf, decodeLine, type DecodedLine } from './records.js';
+import { splitLines, type RawLine } from './jsonl-lines.js';
 
 /**
  * What creation checks of every line (openai/input-check.ts). A check refuses every input in which

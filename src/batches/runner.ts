@@ -21,7 +21,8 @@ import type { ValidationLimits } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
 import { addLine, chunkRows, emptyChunk, scoreChunk, type ParsedChunk } from './chunk-scoring.js';
 import { addUsage, type ChunkOptions, type JobProgress, type RecordScorer } from './ports.js';
-import { claimCustomId, DEFAULT_MAX_RECORD_BYTES, readLines, type RawLine, type RecordContext } from './records.js';
+import { claimCustomId, DEFAULT_MAX_RECORD_BYTES, type RecordContext } from './records.js';
+import { readLines, type RawLine } from './jsonl-lines.js';
 
 export { resultRow } from './chunk-scoring.js';
 export type { ChunkOptions, JobProgress, RecordScorer } from './ports.js';

@@ -14,7 +14,7 @@ import { ApiError } from '../api/errors.js';
 import { inputLines } from './input-lines.js';
 import type { BatchInput, StagedUpload } from './ports.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir } from './private-files.js';
-import { RecordCounter } from './records.js';
+import { RecordCounter } from './jsonl-lines.js';
 
 export type { StagedUpload };
 

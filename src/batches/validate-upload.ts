@@ -8,7 +8,8 @@
 import { open } from 'node:fs/promises';
 
 import type { BatchValidation } from '../api/schemas.js';
-import { parseRecord, readLines, type RecordContext } from './records.js';
+import { parseRecord, type RecordContext } from './records.js';
+import { readLines } from './jsonl-lines.js';
 
 /** The errors listed in one answer; the counts cover every record. */
 export const MAX_LISTED_ERRORS = 100;

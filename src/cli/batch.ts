@@ -26,7 +26,7 @@ import { ApiError, describeError } from '../api/errors.js';
 import { takePidLock } from '../batches/pid-lock.js';
 import { PRIVATE_FILE_MODE } from '../batches/private-files.js';
 import { parseFormQuestions } from '../batches/query.js';
-import { RecordCounter } from '../batches/records.js';
+import { RecordCounter } from '../batches/jsonl-lines.js';
 import { DEFAULT_CHUNK_OPTIONS, runBatch } from '../batches/runner.js';
 import { chunkOptionsFromEnv } from '../batches/settings.js';
 import { zeroUsage, type JobProgress } from '../batches/ports.js';

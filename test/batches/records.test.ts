@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { claimCustomId, parseRecord, readLines, RecordCounter, type RawLine, type RecordContext } from '../../src/batches/records.js';
+import { claimCustomId, parseRecord, type RecordContext } from '../../src/batches/records.js';
+import { readLines, RecordCounter, type RawLine } from '../../src/batches/jsonl-lines.js';
 import { parseEndpointLine } from '../../src/batches/openai/lines.js';
 
 let dir: string;

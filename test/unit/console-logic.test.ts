@@ -18,7 +18,7 @@ import { parseSystemOne } from '../../src/api/systemone/validate.js';
 import { validateDecideRequest, type NormalizedQuestion } from '../../src/api/validate.js';
 import { resultRow } from '../../src/batches/chunk-scoring.js';
 import { parseEndpointLine } from '../../src/batches/openai/lines.js';
-import type { RawLine } from '../../src/batches/records.js';
+import type { RawLine } from '../../src/batches/jsonl-lines.js';
 
 /** A question as the model reads it: type, instructions, each option's label (score: its key) and text. */
 function asTheModelReadsIt(q: NormalizedQuestion) {

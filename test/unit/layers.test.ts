@@ -44,6 +44,7 @@ const RANK: Record<string, number> = {
 const BATCH_FLOOR: Record<string, number> = {
   'ports.ts': 0,
   'records.ts': 1,
+  'jsonl-lines.ts': 1,
   'chunk-scoring.ts': 1,
   'runner.ts': 1,
   'settings.ts': 1,

@@ -8,7 +8,8 @@
  * nothing.
  */
 import type { LineCheck } from '../input-lines.js';
-import { splitLines, decodeLine, type DecodedLine, type RawLine } from '../records.js';
+import { decodeLine, type DecodedLine } from '../records.js';
+import { splitLines, type RawLine } from '../jsonl-lines.js';
 import { unreadableBody } from './envelope-text.js';
 import { oaError } from './errors.js';
 import { envelopeProblem } from './lines.js';

@@ -19,7 +19,8 @@ import { jsonType } from '../../api/json-value.js';
 import type { NormalizedDecideRequest } from '../../api/validate.js';
 import type { DecisionResult } from '../../domain/decision.js';
 import { jsonInOrder } from '../../domain/key-order.js';
-import { decodeLine, DEFAULT_MAX_RECORD_BYTES, MAX_CUSTOM_ID_LENGTH, namesBatchModel, type RawLine, type RecordContext } from '../records.js';
+import { decodeLine, DEFAULT_MAX_RECORD_BYTES, MAX_CUSTOM_ID_LENGTH, namesBatchModel, type RecordContext } from '../records.js';
+import { type RawLine } from '../jsonl-lines.js';
 import { unreadableBody } from './envelope-text.js';
 
 const ENVELOPE_FIELDS = ['custom_id', 'method', 'url', 'body'];

@@ -26,7 +26,8 @@ import type { PgBoss } from 'pg-boss';
 
 import { toApiError } from '../../api/errors.js';
 import { addLine, chunkRows, emptyChunk, ModelUnusableError, scoreChunk } from '../chunk-scoring.js';
-import { claimedCustomId, type RawLine, type RecordContext } from '../records.js';
+import { claimedCustomId, type RecordContext } from '../records.js';
+import { type RawLine } from '../jsonl-lines.js';
 import { storedFormQuestions } from '../query.js';
 import type { BatchDecisionService, BatchSettings } from '../ports.js';
 import type { ConnectionState } from './connection-state.js';
