@@ -377,6 +377,12 @@ export function resolveProvider(options: Pick<EngineLoadOptions, 'provider'>): P
   return provider;
 }
 
+/** One option as an engine loaded with `given` runs it: the caller's, else its DECIDE_* variable's, else its provider's default. */
+export function effectiveOption<K extends keyof EngineOptions>(given: EngineOptions, name: K, env: NodeJS.ProcessEnv = process.env): NonNullable<EngineOptions[K]> {
+  const options = withEnvironment(given, env);
+  return (options[name] ?? ENGINE_OPTIONS[name].default(resolveProvider(options))) as NonNullable<EngineOptions[K]>;
+}
+
 /**
  * Every native load option but the graph path, each the caller's, else its DECIDE_* variable's,
  * else its default; each checked against its ENGINE_OPTIONS row (ERR_INPUT names the option).

@@ -9,15 +9,25 @@ import { objectInOrder } from '../domain/key-order.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { answerFromLogits, labelBiasFor, loadCalibration, type Calibration } from './calibrate.js';
 import { Engine, type EngineLoadOptions, type ScoreGroup, type SuffixScore } from '../engine/engine.js';
+import { effectiveOption, type EngineOptions } from '../engine/engine-options.js';
 import { readModelConfig } from '../engine/model-dir.js';
 import { codeGroup, codeLogProbs } from './code-scoring.js';
 import { LabelSet, LETTERS, type CodeIds } from './labels.js';
 import { PromptRenderer } from './prompt.js';
-import { Scheduler, type Priority, type SchedulerOptions } from './scheduler.js';
+import { DEFAULT_SCHEDULER_OPTIONS, Scheduler, type Priority, type SchedulerOptions } from './scheduler.js';
 import { TokenizerThread } from './tokenizer-thread.js';
 
 /** The most state tokens a request may send unless a service sets maxStateTokens (the model's context may allow fewer). */
 export const DEFAULT_MAX_STATE_TOKENS = 8192;
+
+/**
+ * The tokens a live engine call holds (the scheduler's maxCallTokens): the scheduler's default, or
+ * one forward pass's token budget where that is larger (CUDA's 65,536): a call smaller than a pass
+ * adds calls, each with its launch overhead, and no pass is shorter for it.
+ */
+export function liveCallTokens(engine: EngineOptions): number {
+  return Math.max(DEFAULT_SCHEDULER_OPTIONS.maxCallTokens, effectiveOption(engine, 'tokenBudget'));
+}
 
 export interface ModelRuntimeOptions {
   engine?: Omit<EngineLoadOptions, 'modelDir'>;
@@ -147,7 +157,7 @@ export class ModelRuntime {
       const calibration = await loadCalibration(dir);
       engine = await Engine.load({ ...options.engine, modelDir: dir });
       const overhead = (await tokenizer.encode(renderer.renderPrefix(''))).length;
-      const scheduler = new Scheduler(engine, options.scheduler);
+      const scheduler = new Scheduler(engine, { maxCallTokens: liveCallTokens(options.engine ?? {}), ...options.scheduler });
       return new ModelRuntime(id, dir, engine, scheduler, tokenizer, renderer, labels, calibration, overhead, options.maxStateTokens ?? DEFAULT_MAX_STATE_TOKENS);
     } catch (err) {
       engine?.close();
