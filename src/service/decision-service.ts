@@ -57,7 +57,7 @@ export type { DecisionResult };
 
 /** How one decide call runs. */
 export interface DecideContext {
-  /** The decision id (`dec_` + ULID) to answer with; a new one when absent. */
+  /** The decision id to answer with (a route passes its request id); a new `dec_` id when absent. */
   requestId?: string;
   /** 'live' (default) goes before batch work. */
   priority?: Priority;
