@@ -68,7 +68,10 @@ describe('decide worker without the job model', () => {
       const lines = goodLines(12, 2, 'w');
       const job = await host.create({ owner: 'o', model: 'svc-alpha', upload: await host.stageUpload(Readable.from([lines.join('\n')])) });
       // The worker sees the open job's model and skips its chunks (logged once).
-      await until('the worker to skip the model', () => /model svc-alpha-2026-10 cannot be served by this worker: not installed here/.test(worker.output()));
+      // 90 s: once, in a loaded CI run, this took over 60 s (the worker's output now says why if it fails).
+      await until('the worker to skip the model', () => /model svc-alpha-2026-10 cannot be served by this worker: not installed here/.test(worker.output()), 90_000).catch((err: Error) => {
+        throw new Error(`${err.message}; the worker said:\n${worker.output()}`);
+      });
       expect((await host.get('o', job.id)).status).toBe('queued');
       const chunks = await sql<{ state: string; retry_count: number }>(url, `SELECT state, retry_count FROM decide_queue.job WHERE name = 'decide-batch-chunks' AND data->>'job' = $1`, [job.id]);
       expect(chunks).toHaveLength(3);
@@ -87,7 +90,7 @@ describe('decide worker without the job model', () => {
       await helper?.close();
       await host.close();
     }
-  }, 120_000);
+  }, 180_000);
 });
 
 describe('a worker whose copy of the model fails to load', () => {
