@@ -37,8 +37,6 @@ import { dialectRoutes } from './routes/dialect-routes.js';
 import { healthRoutes } from './routes/health.js';
 import { modelRoutes } from './routes/models.js';
 
-export { DEFAULT_BODY_LIMIT_BYTES };
-
 export interface LoggerOptions {
   /** pino level: fatal, error, warn, info, debug, trace, silent. Default info. */
   level?: string;

@@ -9,7 +9,7 @@ import path from 'node:path';
 
 import { takePidLock } from '../pid-lock.js';
 
-export const LOCK_FILE = 'batches.lock';
+const LOCK_FILE = 'batches.lock';
 
 /** Takes the data dir's lock for this process, or throws naming the process that holds it; returns the release. */
 export function lockDataDir(dataDir: string): () => void {
