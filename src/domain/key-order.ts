@@ -121,3 +121,54 @@ function write(value: unknown, key: string, open: Set<object>, step: string, at:
   open.delete(value);
   return text;
 }
+
+/** The written forms inside one value (writtenFormsOf), to give to a copy of it (giveWrittenForms). */
+export type WrittenForms = Array<{ at: number; order?: readonly string[]; numbers?: Array<[string, string]> }>;
+
+/**
+ * The recorded key orders and number texts of every object and array inside `root`, by the
+ * position of each in a walk of `root`. They live beside the objects (WeakMaps), so a copy made by
+ * structuredClone or postMessage (a value read in a worker thread) has none: giveWrittenForms()
+ * gives them to the copy, whose walk meets the same containers in the same order.
+ * @example
+ * worker side:  port.postMessage({ call, forms: writtenFormsOf(call) });
+ * main side:    giveWrittenForms(message.call, message.forms);
+ */
+export function writtenFormsOf(root: unknown): WrittenForms {
+  const forms: WrittenForms = [];
+  walkContainers(root, (container, at) => {
+    const order = WRITTEN_ORDER.get(container);
+    const numbers = WRITTEN_NUMBERS.get(container);
+    if (order || numbers) forms.push({ at, ...(order ? { order } : {}), ...(numbers ? { numbers: [...numbers] } : {}) });
+  });
+  return forms;
+}
+
+/** Records `forms` (from writtenFormsOf on the original) on `copy`, a structured clone of it. */
+export function giveWrittenForms(copy: unknown, forms: WrittenForms): void {
+  if (forms.length === 0) return;
+  const byPosition = new Map(forms.map((form) => [form.at, form]));
+  walkContainers(copy, (container, at) => {
+    const form = byPosition.get(at);
+    if (form?.order) WRITTEN_ORDER.set(container, form.order);
+    if (form?.numbers) WRITTEN_NUMBERS.set(container, new Map(form.numbers));
+  });
+}
+
+/**
+ * Calls `visit` for every object, array and Map inside `root` (and root itself), each once, with
+ * its position in a depth-first walk in key order (a Map: its values). A structured clone keeps
+ * the keys' order and the sharing of objects, so its walk gives every container the same position.
+ */
+function walkContainers(root: unknown, visit: (container: object, at: number) => void): void {
+  const seen = new Set<object>();
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (value === null || typeof value !== 'object' || seen.has(value)) continue;
+    seen.add(value);
+    visit(value, seen.size - 1);
+    const members = value instanceof Map ? [...value.values()] : Object.values(value);
+    for (let i = members.length - 1; i >= 0; i--) stack.push(members[i]);
+  }
+}

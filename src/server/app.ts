@@ -6,7 +6,6 @@
  * by @fastify/swagger. Cross-cutting hooks run in this order: request id, authentication, rate
  * limit, no Content-Encoding (415); every error goes through one handler.
  */
-import { isUtf8 } from 'node:buffer';
 import http from 'node:http';
 import path from 'node:path';
 import type { Socket } from 'node:net';
@@ -17,7 +16,6 @@ import { ulid } from 'ulid';
 
 import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
-import { parseJsonText } from '../api/json-text.js';
 import { NAMED_SCHEMAS } from '../api/schemas.js';
 import type { EngineOptions } from '../engine/engine-options.js';
 import { DecisionService } from '../service/decision-service.js';
@@ -26,6 +24,8 @@ import { registerAuth } from './auth.js';
 import { frameworkErrorHandler, registerErrorHandling } from './errors.js';
 import { registerMetrics } from './metrics.js';
 import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
+import { BodyThread } from './body-thread.js';
+import { parseJsonBody } from './json-body.js';
 import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
 import { BatchService } from '../batches/batch-service.js';
 import { OpenAiBatchApi } from '../batches/openai/openai-batches.js';
@@ -131,17 +131,6 @@ export function loggerConfig(logger: ServerOptions['logger']) {
   };
 }
 
-/** Request bodies: UTF-8 JSON, each key once per object. Errors name the problem; they never echo the body back. */
-function parseJsonBody(_request: FastifyRequest, body: Buffer, done: (err: Error | null, value?: unknown) => void): void {
-  if (body.length === 0) return done(new ApiError('invalid_question', 'request body: empty; send a JSON object'));
-  if (!isUtf8(body)) return done(new ApiError('invalid_question', 'request body: not valid UTF-8'));
-  let text = body.toString('utf8');
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  const parsed = parseJsonText(text);
-  if (!parsed.ok) return done(new ApiError('invalid_question', `request body: ${parsed.reason}`));
-  done(null, parsed.value);
-}
-
 /** Malformed HTTP (before fastify has a request): the error shape, then the connection is closed. */
 function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
@@ -223,14 +212,17 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
 
   await app.register(healthRoutes, { service, isDraining: () => draining });
   await app.register(consoleRoutes);
-  registerMetrics(app, service);
+  // Large decision bodies are read off the main thread (body-thread.ts); /metrics counts them.
+  const bodies = new BodyThread();
+  app.addHook('onClose', async () => bodies.close());
+  registerMetrics(app, service, bodies);
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(
     async (v1) => {
       // Every dialect (ours, System One, OpenAI's decisions; docs/compatibility.md): one service
       // path, each in its own wire shape.
-      await v1.register(dialectRoutes, { service, bodyLimit: opts.bodyLimitBytes });
+      await v1.register(dialectRoutes, { service, bodyLimit: opts.bodyLimitBytes, bodies });
       await v1.register(modelRoutes, { service });
 
       // ---- Batch routes (src/server/routes/batches.ts) are registered HERE, in this /v1 scope, so

@@ -7,6 +7,7 @@
  * passes, prefix tokens computed and reused, suffix tokens, ...) and its queue depths, read from
  * DecisionService.metrics() at scrape time. None of it waits for a running engine call (the engine
  * reads its counters without the compute lock), so a scrape answers at once during a long call.
+ * The body reader thread (body-thread.ts): large request bodies read there, and those in progress.
  *
  * The engine series derive from the counter table (src/engine/engine-counters.ts): a counter added
  * there is exported here with no edit. Written by hand rather than with prom-client: a few dozen
@@ -16,6 +17,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { ENGINE_COUNTERS, ENGINE_GAUGES, type EngineCounterSpec } from '../engine/engine-counters.js';
 import type { DecisionService } from '../service/decision-service.js';
+import type { BodyThread } from './body-thread.js';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -120,9 +122,20 @@ const ENGINE_SERIES: EngineSeries[] = [
   { name: 'decide_scheduler_calls_total', help: 'Engine calls made by the scheduler.', type: 'counter', value: (m) => m.calls },
 ];
 
-export async function renderMetrics(http: HttpMetrics, service: DecisionService): Promise<string> {
+/** The body thread's two series: bodies read there, and those waiting or being read now. */
+function renderBodyThread(bodies: Pick<BodyThread, 'bodiesRead' | 'inProgress'>, out: string[]): void {
+  out.push('# HELP decide_request_bodies_off_thread_total Large decision request bodies read (JSON and validation) in the body reader thread.');
+  out.push('# TYPE decide_request_bodies_off_thread_total counter');
+  out.push(`decide_request_bodies_off_thread_total ${bodies.bodiesRead}`);
+  out.push('# HELP decide_request_bodies_off_thread_in_progress Large decision request bodies waiting for or being read in the body reader thread.');
+  out.push('# TYPE decide_request_bodies_off_thread_in_progress gauge');
+  out.push(`decide_request_bodies_off_thread_in_progress ${bodies.inProgress}`);
+}
+
+export async function renderMetrics(http: HttpMetrics, service: DecisionService, bodies: BodyThread): Promise<string> {
   const out: string[] = [];
   http.render(out);
+  renderBodyThread(bodies, out);
   const { models } = await service.metrics();
   for (const s of ENGINE_SERIES) {
     out.push(`# HELP ${s.name} ${s.help}`);
@@ -149,7 +162,7 @@ export async function renderMetrics(http: HttpMetrics, service: DecisionService)
 }
 
 /** Counts every response (hook on the root-level app) and serves GET /metrics. */
-export function registerMetrics(app: FastifyInstance, service: DecisionService): HttpMetrics {
+export function registerMetrics(app: FastifyInstance, service: DecisionService, bodies: BodyThread): HttpMetrics {
   const http = new HttpMetrics();
   app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
     const route = request.routeOptions.url ?? 'unmatched';
@@ -160,7 +173,7 @@ export function registerMetrics(app: FastifyInstance, service: DecisionService):
     { config: { public: true }, schema: { hide: true } },
     async (_request, reply) => {
       reply.type('text/plain; version=0.0.4; charset=utf-8');
-      return renderMetrics(http, service);
+      return renderMetrics(http, service, bodies);
     },
   );
   return http;

@@ -13,7 +13,7 @@ import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { parseJsonText } from '../../src/api/json-text.js';
-import { jsonInOrder, keysInOrder } from '../../src/domain/key-order.js';
+import { giveWrittenForms, jsonInOrder, keysInOrder, writtenFormsOf } from '../../src/domain/key-order.js';
 import { createServer } from '../../src/server/app.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { AUTH, TEST_KEY, tempModels, type TempDirs } from './fixtures.js';
@@ -119,6 +119,18 @@ describe('integer-like keys keep the written order', () => {
     expect(jsonInOrder(value, 2)).toBe('{\n  "b": [\n    {\n      "2": 1,\n      "1": {\n        "z": null,\n        "0": true\n      }\n    },\n    "x"\n  ],\n  "10": -0,\n  "a": "A",\n  "0": 1.5e-7\n}');
     expect(parse('{"__proto__":{"0":1},"1":2}').__proto__).toEqual({ 0: 1 });
     expect(jsonInOrder(parse('{"__proto__":{"5":1,"4":2},"1":2}'))).toBe('{"__proto__":{"5":1,"4":2},"1":2}');
+  });
+
+  it('a copy made by structuredClone (a worker thread\'s message) gets the written forms back with giveWrittenForms', () => {
+    const value = parse('{"b":[{"2":1,"1":{"z":null,"0":1.0}},"x"],"10":-0,"m":{"3":12345678901234567890,"1":2}}');
+    const shared = parse('{"9":1,"8":2}');
+    const root = { value, legends: new Map([['q', [shared, shared]]]) };
+    const copy = structuredClone(root);
+    expect(jsonInOrder(copy.value)).toBe('{"10":0,"b":[{"1":{"0":1,"z":null},"2":1},"x"],"m":{"1":2,"3":12345678901234567000}}');
+    giveWrittenForms(copy, writtenFormsOf(root));
+    expect(jsonInOrder(copy)).toBe(jsonInOrder(root));
+    expect(jsonInOrder(copy.value)).toBe('{"b":[{"2":1,"1":{"z":null,"0":1.0}},"x"],"10":-0,"m":{"3":12345678901234567890,"1":2}}');
+    expect(jsonInOrder([...copy.legends.values()])).toBe('[[{"9":1,"8":2},{"9":1,"8":2}]]');
   });
 
   it('/v1/decide: options reach the model and the answers come back in written order', async () => {

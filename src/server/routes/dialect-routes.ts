@@ -11,17 +11,33 @@
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, HTTPMethods, RouteShorthandOptions } from 'fastify';
 
 import type { AuthFailure, Dialect, WireError } from '../../api/dialect.js';
+import { OFF_THREAD_BODY_BYTES } from '../../api/body-limit.js';
 import { DIALECTS } from '../../api/dialects.js';
 import { ApiError } from '../../api/errors.js';
 import { jsonInOrder } from '../../domain/key-order.js';
 import type { DecisionService } from '../../service/decision-service.js';
+import type { BodyThread } from '../body-thread.js';
 import { httpError, sendWire } from '../errors.js';
+import { parseJsonBody } from '../json-body.js';
 import { DOCUMENTS_ONLY } from './route-options.js';
 
 export interface DialectRouteOptions {
   service: DecisionService;
   /** Request body limit in bytes. */
   bodyLimit: number;
+  /** Where bodies of OFF_THREAD_BODY_BYTES or more are read. */
+  bodies: BodyThread;
+}
+
+/** A body left unread by the JSON parser because of its size: the route reads it in the body thread. */
+class LargeBody {
+  constructor(readonly bytes: Buffer) {}
+}
+
+/** The JSON parser of these routes: a large body is passed on as bytes (LargeBody), others read at once. */
+function parseSmallJsonBody(request: FastifyRequest, body: Buffer, done: (err: Error | null, value?: unknown) => void): void {
+  if (body.length >= OFF_THREAD_BODY_BYTES) return done(null, new LargeBody(body));
+  parseJsonBody(request, body, done);
 }
 
 const BEARER_SCHEME = /^Bearer +\S/i;
@@ -65,7 +81,7 @@ export function dialectErrorHandler(dialect: Dialect) {
 }
 
 /** `POST <url>` for `dialect`, and its stray-request answers. */
-function registerDialect(app: FastifyInstance, dialect: Dialect, { service, bodyLimit }: DialectRouteOptions): void {
+function registerDialect(app: FastifyInstance, dialect: Dialect, { service, bodyLimit, bodies }: DialectRouteOptions): void {
   if (!dialect.path.startsWith(`${app.prefix}/`)) throw new Error(`dialect path ${dialect.path} is outside the ${app.prefix} scope`);
   const url = dialect.path.slice(app.prefix.length);
   const { openapi, requestIdHeader, stray } = dialect.route;
@@ -97,7 +113,8 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
         const empty = new ApiError('invalid_question', 'request body: empty; send a JSON object with Content-Type: application/json');
         return sendRejection(request, reply, dialect.error(empty, { requestId: request.id, unreadableBody: true }));
       }
-      const parsed = dialect.parse(request.body, { limits: service.validationLimits, requestId: request.id });
+      const context = { limits: service.validationLimits, requestId: request.id };
+      const parsed = request.body instanceof LargeBody ? await bodies.parse(dialect, request.body.bytes, context) : dialect.parse(request.body, context);
       if (!parsed.ok) return sendRejection(request, reply, parsed.error);
       const signal = abandonedWith(reply);
       try {
@@ -138,5 +155,8 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
 
 /** Registers every dialect of the registry; `app` is the /v1-prefixed scope (a dialect's path starts with it). */
 export const dialectRoutes: FastifyPluginAsync<DialectRouteOptions> = async (app, options) => {
+  // In this scope only: the other routes' JSON bodies (batches, files) are small and read at once.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseSmallJsonBody);
   for (const dialect of DIALECTS) registerDialect(app, dialect, options);
 };

@@ -1,0 +1,30 @@
+/**
+ * A request body read as JSON: UTF-8 (a byte-order mark dropped), each key once per object, key
+ * order and number texts kept (src/api/json-text.ts). Failures name the problem and never echo the
+ * body. Shared by the server's JSON parser and the body thread (body-worker.ts), so a body reads
+ * the same way on either.
+ */
+import { isUtf8 } from 'node:buffer';
+
+import type { FastifyRequest } from 'fastify';
+
+import { ApiError } from '../api/errors.js';
+import { parseJsonText } from '../api/json-text.js';
+
+export type JsonBody = { ok: true; value: unknown } | { ok: false; message: string };
+
+export function readJsonBody(body: Uint8Array): JsonBody {
+  if (body.length === 0) return { ok: false, message: 'request body: empty; send a JSON object' };
+  if (!isUtf8(body)) return { ok: false, message: 'request body: not valid UTF-8' };
+  let text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  const parsed = parseJsonText(text);
+  return parsed.ok ? parsed : { ok: false, message: `request body: ${parsed.reason}` };
+}
+
+/** The server's parser of `application/json` bodies (fastify's content type parser, parseAs buffer). */
+export function parseJsonBody(_request: FastifyRequest, body: Buffer, done: (err: Error | null, value?: unknown) => void): void {
+  const read = readJsonBody(body);
+  if (!read.ok) return done(new ApiError('invalid_question', read.message));
+  done(null, read.value);
+}
