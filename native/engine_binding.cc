@@ -11,6 +11,7 @@
 
 #include "errors.h"
 #include "ort_runtime.h"
+#include "thread_priority.h"
 
 namespace decide {
 
@@ -85,6 +86,8 @@ class LoadWorker final : public PromiseWorker {
 
  protected:
   void Run() override {
+    // Before the session exists: its intra-op threads, created with it, inherit the priority.
+    LowerThisThreadPriority(options_.compute_nice);
     EnsureOrtLoaded(ort_library_);
     scorer_ = std::make_shared<Scorer>(options_);
   }
@@ -138,7 +141,11 @@ class ScoreWorker final : public PromiseWorker {
   }
 
  protected:
-  void Run() override { output_ = scorer_->Score(input_); }
+  void Run() override {
+    // This libuv thread joins the intra-op pool in the session's runs.
+    LowerThisThreadPriority(scorer_->Options().compute_nice);
+    output_ = scorer_->Score(input_);
+  }
   Napi::Value Result(Napi::Env env) override {
     Napi::Object out = Napi::Object::New(env);
     auto logits = Napi::Float32Array::New(env, output_.label_logits.size());
@@ -235,6 +242,7 @@ ScorerOptions ReadLoadOptions(Napi::Env env, Napi::Object options) {
   out.max_context = RequiredInt(env, options, "maxContext", 0);
   out.pack_suffixes = RequiredBool(env, options, "packSuffixes");
   out.prefill_chunks = RequiredBool(env, options, "prefillChunks");
+  out.compute_nice = static_cast<int>(RequiredNumber(env, options, "computeNice", 0, 19, true));
   out.decoder.shape_buckets = RequiredBool(env, options, "shapeBuckets");
   out.decoder.length_multiple = RequiredInt(env, options, "passLengthMultiple", 1);
   out.decoder.cuda_graphs = RequiredBool(env, options, "cudaGraphs");

@@ -62,6 +62,8 @@ struct ScorerOptions {
   // Prefill a long state in chunks (PrefillChunk): a CPU win, where a pass's attention over the
   // causally hidden half costs real time; on a GPU the extra passes cost more than they save.
   bool prefill_chunks = false;
+  // How much lower than the process's the compute threads' priority is (thread_priority.h).
+  int compute_nice = 0;
 };
 
 struct ScoreCounters {

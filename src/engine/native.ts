@@ -39,6 +39,8 @@ export interface NativeLoadOptions {
   packSuffixes: boolean;
   /** Prefill long states in chunks (scorer.h PrefillChunk). */
   prefillChunks: boolean;
+  /** Nice increment of the compute threads, 0 to 19 (native/thread_priority.h). */
+  computeNice: number;
   /** Pad passes to fixed shapes on fixed buffers (native/shape_buckets.h). */
   shapeBuckets: boolean;
   /** CUDA graphs per fixed shape (needs shapeBuckets and provider 'cuda'). */
