@@ -10,9 +10,9 @@ import { ApiError, toApiError } from '../api/errors.js';
 import type { NormalizedDecideRequest } from '../api/validate.js';
 import { jsonInOrder } from '../domain/key-order.js';
 import type { RecordOutcome } from '../service/decision-service.js';
-import { parseEndpointLine } from './openai/lines.js';
 import { addUsage, zeroUsage, type RecordScorer, type TokenUsage } from './ports.js';
-import { parseRecord, type RecordContext } from './records.js';
+import { parseEndpointLineOffMain, parseRecordOffMain } from './record-thread.js';
+import { type RecordContext } from './records.js';
 import { type RawLine } from './jsonl-lines.js';
 
 interface Item {
@@ -36,10 +36,14 @@ export function emptyChunk(): ParsedChunk {
   return { items: [], requests: [], requestBytes: 0 };
 }
 
-/** Parses one non-blank line into the chunk (a bad record becomes an item with its error). */
-export function addLine(chunk: ParsedChunk, line: RawLine, ctx: RecordContext): void {
+/**
+ * Parses one non-blank line into the chunk (a bad record becomes an item with its error); a large
+ * line is read in the record thread (record-thread.ts). Lines must be added in file order, one at
+ * a time: each claims its custom_id against the lines before it.
+ */
+export async function addLine(chunk: ParsedChunk, line: RawLine, ctx: RecordContext): Promise<void> {
   if (ctx.endpoint !== undefined) {
-    const parsed = parseEndpointLine(line, { ...ctx, endpoint: ctx.endpoint });
+    const parsed = await parseEndpointLineOffMain(line, { ...ctx, endpoint: ctx.endpoint });
     if (parsed.request) {
       chunk.items.push({ customId: parsed.customId, request: chunk.requests.length, format: parsed.format });
       chunk.requests.push(parsed.request);
@@ -49,7 +53,7 @@ export function addLine(chunk: ParsedChunk, line: RawLine, ctx: RecordContext): 
     }
     return;
   }
-  const parsed = parseRecord(line, ctx);
+  const parsed = await parseRecordOffMain(line, ctx);
   if (parsed.ok) {
     chunk.items.push({ customId: parsed.customId, request: chunk.requests.length });
     chunk.requests.push(parsed.request);

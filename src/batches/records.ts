@@ -133,19 +133,44 @@ export function claimCustomId(line: RawLine, seen: Map<string, number>, maxRecor
   if (id !== undefined && !seen.has(id)) seen.set(id, line.lineNo);
 }
 
+/** What a record's line says on its own, before its custom_id is checked against the file's others. */
+export type RecordRead =
+  /** No custom_id claimed: the line is no JSON object, or its custom_id is invalid. */
+  | { customId: null; error: ApiError }
+  | { customId: string; request: NormalizedDecideRequest }
+  /** A valid custom_id (claimed all the same) on a record that fails. */
+  | { customId: string; error: ApiError };
+
+/** What reading a line needs to know: everything of RecordContext but the file's claims. */
+export type RecordReadContext = Omit<RecordContext, 'seen'>;
+
 /**
- * Parses and validates one non-blank line. Never throws for bad input: a bad record comes back as
- * `{ ok: false, customId, error }` and becomes a failed result row.
+ * Reads and validates one non-blank line on its own (readRecord, pure: a worker thread may run it
+ * for a large line, src/batches/record-thread.ts); claimRecord() then checks its custom_id against
+ * the lines before it.
  */
-export function parseRecord(line: RawLine, ctx: RecordContext): ParsedRecord {
+export function readRecord(line: RawLine, ctx: RecordReadContext): RecordRead {
   const decoded = decodeLine(line, ctx.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES);
-  if ('error' in decoded) return { ok: false, customId: null, error: decoded.error };
+  if ('error' in decoded) return { customId: null, error: decoded.error };
   const record = decoded.value;
   const cid = readCustomId(record);
   // The row will say custom_id null: the line number is what lets the caller find the record.
-  if ('error' in cid) return { ok: false, customId: null, error: new ApiError(cid.error.code, `line ${line.lineNo}: ${cid.error.message}`) };
-  const customId = cid.id;
-  const first = ctx.seen.get(customId);
+  if ('error' in cid) return { customId: null, error: new ApiError(cid.error.code, `line ${line.lineNo}: ${cid.error.message}`) };
+  try {
+    return { customId: cid.id, request: toRequest(record, ctx) };
+  } catch (err) {
+    return { customId: cid.id, error: toApiError(err) };
+  }
+}
+
+/**
+ * The record as its file has it: a duplicate custom_id fails (whatever else the line says), and the
+ * first use of one claims it in `seen`, even when that record fails for another reason.
+ */
+export function claimRecord(read: RecordRead, lineNo: number, seen: Map<string, number>): ParsedRecord {
+  if (read.customId === null) return { ok: false, customId: null, error: read.error };
+  const customId = read.customId;
+  const first = seen.get(customId);
   if (first !== undefined) {
     return {
       ok: false,
@@ -156,12 +181,16 @@ export function parseRecord(line: RawLine, ctx: RecordContext): ParsedRecord {
       ),
     };
   }
-  ctx.seen.set(customId, line.lineNo);
-  try {
-    return { ok: true, customId, request: toRequest(record, ctx) };
-  } catch (err) {
-    return { ok: false, customId, error: toApiError(err) };
-  }
+  seen.set(customId, lineNo);
+  return 'request' in read ? { ok: true, customId, request: read.request } : { ok: false, customId, error: read.error };
+}
+
+/**
+ * Parses and validates one non-blank line. Never throws for bad input: a bad record comes back as
+ * `{ ok: false, customId, error }` and becomes a failed result row.
+ */
+export function parseRecord(line: RawLine, ctx: RecordContext): ParsedRecord {
+  return claimRecord(readRecord(line, ctx), line.lineNo, ctx.seen);
 }
 
 function rejectUnknown(obj: Record<string, unknown>, allowed: string[], where: string): void {
@@ -183,7 +212,7 @@ export function namesBatchModel(model: unknown, ctx: Pick<RecordContext, 'model'
   return model === ctx.model || model === ctx.requestedModel || model === parseDatedId(ctx.model)?.alias;
 }
 
-function checkModel(model: unknown, ctx: RecordContext, where: string): void {
+function checkModel(model: unknown, ctx: RecordReadContext, where: string): void {
   if (model === undefined) return;
   if (namesBatchModel(model, ctx)) return;
   const shown = typeof model === 'string' ? JSON.stringify(model.slice(0, 200)) : jsonType(model);
@@ -193,7 +222,7 @@ function checkModel(model: unknown, ctx: RecordContext, where: string): void {
   );
 }
 
-function toRequest(record: Record<string, unknown>, ctx: RecordContext): NormalizedDecideRequest {
+function toRequest(record: Record<string, unknown>, ctx: RecordReadContext): NormalizedDecideRequest {
   const isEnvelope = ENVELOPE_MARKERS.some((k) => Object.hasOwn(record, k));
   let payload: Record<string, unknown>;
   let where = '';

@@ -138,7 +138,7 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
         const line: RawLine = next.value;
         chunk.endOffset = line.end;
         chunk.endLine = line.lineNo;
-        if (!line.blank) addLine(chunk, line, ctx);
+        if (!line.blank) await addLine(chunk, line, ctx);
       }
       return chunk.endOffset === -1 ? undefined : chunk;
     };

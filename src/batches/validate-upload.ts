@@ -1,14 +1,15 @@
 /**
  * A dry run of a batch upload: every record of a staged file parsed and validated exactly as the
- * runner will (parseRecord, one RecordContext for the whole file, so duplicate custom_ids are
- * found too), nothing created. POST /v1/batches/validate answers with it, so a client (the
+ * runner will (parseRecord, a large line in the record thread; one RecordContext for the whole
+ * file, so duplicate custom_ids are found too), nothing created. POST /v1/batches/validate answers with it, so a client (the
  * console) can show the bad lines before it creates the job. What only scoring finds (a state over
  * the model's token limit) is not checked here.
  */
 import { open } from 'node:fs/promises';
 
 import type { BatchValidation } from '../api/schemas.js';
-import { parseRecord, type RecordContext } from './records.js';
+import { parseRecordOffMain } from './record-thread.js';
+import { type RecordContext } from './records.js';
 import { readLines } from './jsonl-lines.js';
 
 /** The errors listed in one answer; the counts cover every record. */
@@ -23,7 +24,7 @@ export async function validateUploadFile(file: string, ctx: RecordContext): Prom
     for await (const line of readLines(fh, { maxLineBytes: ctx.maxRecordBytes })) {
       if (line.blank) continue;
       records += 1;
-      const parsed = parseRecord(line, ctx);
+      const parsed = await parseRecordOffMain(line, ctx);
       if (parsed.ok) continue;
       invalid += 1;
       if (errors.length < MAX_LISTED_ERRORS) {

@@ -1,19 +1,17 @@
 /**
- * The worker side of BodyThread (body-thread.ts): reads one decision request body per message,
- * `{id, path, body, limits, requestId}`, as the main thread would (json-body.ts, then the door's
- * parse() from the dialect registry), and answers `{id, call, forms}` (the call's written key
- * orders and number texts, which a copy does not carry: key-order.ts), `{id, error}` (the door's
- * own error), `{id, unreadable}` (not JSON: the message) or `{id, failure}` (a defect here).
+ * The worker side of BodyThread (body-thread.ts): reads one decision request body per request,
+ * as the main thread would (json-body.ts, then the door's parse() from the dialect registry), and
+ * answers with the call and its written key orders and number texts (which a copy does not carry:
+ * key-order.ts), the door's own error, or why the body is not JSON.
  */
-import { parentPort } from 'node:worker_threads';
-
-import type { ValidationLimits } from '../api/validate.js';
+import type { DialectCall, WireError } from '../api/dialect.js';
 import { DIALECTS } from '../api/dialects.js';
-import { writtenFormsOf } from '../domain/key-order.js';
+import type { ValidationLimits } from '../api/validate.js';
+import { writtenFormsOf, type WrittenForms } from '../domain/key-order.js';
+import { serveRequests } from '../engine/thread-client.js';
 import { readJsonBody } from './json-body.js';
 
-export interface BodyMessage {
-  id: number;
+export interface BodyRequest {
   /** The door's path: its dialect in the registry. */
   path: string;
   body: Uint8Array;
@@ -21,18 +19,13 @@ export interface BodyMessage {
   requestId: string;
 }
 
-const port = parentPort!;
+export type BodyReply = { call: DialectCall; forms: WrittenForms } | { error: WireError } | { unreadable: string };
 
-port.on('message', ({ id, path, body, limits, requestId }: BodyMessage) => {
-  try {
-    const dialect = DIALECTS.find((d) => d.path === path);
-    if (!dialect) throw new Error(`no dialect serves ${path}`);
-    const read = readJsonBody(body);
-    if (!read.ok) return port.postMessage({ id, unreadable: read.message });
-    const parsed = dialect.parse(read.value, { limits, requestId });
-    if (!parsed.ok) return port.postMessage({ id, error: parsed.error });
-    port.postMessage({ id, call: parsed.call, forms: writtenFormsOf(parsed.call) });
-  } catch (err) {
-    port.postMessage({ id, failure: (err as Error)?.message ?? String(err) });
-  }
+serveRequests(({ path, body, limits, requestId }: BodyRequest): BodyReply => {
+  const dialect = DIALECTS.find((d) => d.path === path);
+  if (!dialect) throw new Error(`no dialect serves ${path}`);
+  const read = readJsonBody(body);
+  if (!read.ok) return { unreadable: read.message };
+  const parsed = dialect.parse(read.value, { limits, requestId });
+  return parsed.ok ? { call: parsed.call, forms: writtenFormsOf(parsed.call) } : { error: parsed.error };
 });

@@ -7,7 +7,8 @@
  * passes, prefix tokens computed and reused, suffix tokens, ...) and its queue depths, read from
  * DecisionService.metrics() at scrape time. None of it waits for a running engine call (the engine
  * reads its counters without the compute lock), so a scrape answers at once during a long call.
- * The body reader thread (body-thread.ts): large request bodies read there, and those in progress.
+ * The reader threads (body-thread.ts, batches/record-thread.ts): large request bodies and batch
+ * lines read there, and those in progress.
  *
  * The engine series derive from the counter table (src/engine/engine-counters.ts): a counter added
  * there is exported here with no edit. Written by hand rather than with prom-client: a few dozen
@@ -16,6 +17,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { ENGINE_COUNTERS, ENGINE_GAUGES, type EngineCounterSpec } from '../engine/engine-counters.js';
+import { recordThreadStats } from '../batches/record-thread.js';
 import type { DecisionService } from '../service/decision-service.js';
 import type { BodyThread } from './body-thread.js';
 
@@ -122,7 +124,7 @@ const ENGINE_SERIES: EngineSeries[] = [
   { name: 'decide_scheduler_calls_total', help: 'Engine calls made by the scheduler.', type: 'counter', value: (m) => m.calls },
 ];
 
-/** The body thread's two series: bodies read there, and those waiting or being read now. */
+/** The reader threads' series: request bodies and batch lines read there, and those waiting or being read now. */
 function renderBodyThread(bodies: Pick<BodyThread, 'bodiesRead' | 'inProgress'>, out: string[]): void {
   out.push('# HELP decide_request_bodies_off_thread_total Large decision request bodies read (JSON and validation) in the body reader thread.');
   out.push('# TYPE decide_request_bodies_off_thread_total counter');
@@ -130,6 +132,13 @@ function renderBodyThread(bodies: Pick<BodyThread, 'bodiesRead' | 'inProgress'>,
   out.push('# HELP decide_request_bodies_off_thread_in_progress Large decision request bodies waiting for or being read in the body reader thread.');
   out.push('# TYPE decide_request_bodies_off_thread_in_progress gauge');
   out.push(`decide_request_bodies_off_thread_in_progress ${bodies.inProgress}`);
+  const lines = recordThreadStats();
+  out.push('# HELP decide_batch_lines_off_thread_total Large batch lines read (JSON and validation) in the record reader thread.');
+  out.push('# TYPE decide_batch_lines_off_thread_total counter');
+  out.push(`decide_batch_lines_off_thread_total ${lines.linesRead}`);
+  out.push('# HELP decide_batch_lines_off_thread_in_progress Large batch lines waiting for or being read in the record reader thread.');
+  out.push('# TYPE decide_batch_lines_off_thread_in_progress gauge');
+  out.push(`decide_batch_lines_off_thread_in_progress ${lines.inProgress}`);
 }
 
 export async function renderMetrics(http: HttpMetrics, service: DecisionService, bodies: BodyThread): Promise<string> {

@@ -56,6 +56,8 @@ const BATCH_FLOOR: Record<string, number> = {
   'sql-rows.ts': 1,
   'input-lines.ts': 1,
   'pid-lock.ts': 1,
+  'record-thread.ts': 1,
+  'record-worker.ts': 1,
   openai: 1,
   sqlite: 2,
   pg: 2,

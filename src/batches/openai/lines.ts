@@ -11,7 +11,7 @@
  */
 import { ulid } from 'ulid';
 
-import type { ErrorContext, ParseContext, WireError } from '../../api/dialect.js';
+import type { DialectCall, ErrorContext, ParseContext, WireError } from '../../api/dialect.js';
 import { dialectFor } from '../../api/dialects.js';
 import { ApiError } from '../../api/errors.js';
 import { newRequestId } from '../../api/request-ids.js';
@@ -19,7 +19,7 @@ import { jsonType } from '../../api/json-value.js';
 import type { NormalizedDecideRequest } from '../../api/validate.js';
 import type { DecisionResult } from '../../domain/decision.js';
 import { jsonInOrder } from '../../domain/key-order.js';
-import { decodeLine, DEFAULT_MAX_RECORD_BYTES, MAX_CUSTOM_ID_LENGTH, namesBatchModel, type RecordContext } from '../records.js';
+import { decodeLine, DEFAULT_MAX_RECORD_BYTES, MAX_CUSTOM_ID_LENGTH, namesBatchModel, type RecordContext, type RecordReadContext } from '../records.js';
 import { type RawLine } from '../jsonl-lines.js';
 import { unreadableBody } from './envelope-text.js';
 
@@ -85,14 +85,24 @@ export function envelopeProblem(value: Record<string, unknown>, endpoint: string
   return null;
 }
 
-/** Parses one non-blank line of an OpenAI-dialect batch; never throws. Claims its custom_id in ctx.seen. */
-export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint: string }): EndpointLine {
+/**
+ * What an OpenAI-dialect line says on its own, before its custom_id is checked against the file's
+ * others: not a request line (no claim), a request the endpoint refuses (its error, with the
+ * request id the error names), or the endpoint's parsed call.
+ */
+export type EndpointRead =
+  | { kind: 'broken'; customId: string | null; error: ApiError }
+  | { kind: 'refused'; customId: string; wire: WireError; requestId: string }
+  | { kind: 'call'; customId: string; call: DialectCall };
+
+/**
+ * Reads one non-blank line of an OpenAI-dialect batch on its own (pure: a worker thread may run it
+ * for a large line, src/batches/record-thread.ts); never throws. endpointLine() then claims its
+ * custom_id.
+ */
+export function readEndpointLine(line: RawLine, ctx: RecordReadContext & { endpoint: string }): EndpointRead {
   const dialect = dialectFor(ctx.endpoint);
-  const broken = (customId: string | null, error: ApiError): EndpointLine => ({
-    customId,
-    error,
-    format: () => row(customId, null, { code: error.code, message: error.message }),
-  });
+  const broken = (customId: string | null, error: ApiError): EndpointRead => ({ kind: 'broken', customId, error });
   if (!dialect) return broken(null, new ApiError('server_error', `line ${line.lineNo}: the batch's endpoint ${ctx.endpoint} is not served`));
   const decoded = decodeLine(line, ctx.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES);
   const unreadable = unreadableBody(line.bytes, decoded);
@@ -102,19 +112,10 @@ export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint
   const customId = typeof value.custom_id === 'string' ? value.custom_id : null;
   if (problem) return broken(problem.startsWith('custom_id') ? null : customId, new ApiError('invalid_question', `line ${line.lineNo}: ${problem}`));
   const id = customId!;
-  const first = ctx.seen.get(id);
-  if (first !== undefined && first !== line.lineNo) {
-    return broken(id, new ApiError('invalid_question', `line ${line.lineNo}: custom_id ${JSON.stringify(id)} is a duplicate of line ${first}`));
-  }
-  ctx.seen.set(id, line.lineNo);
 
   const wireContext = lineContext(ctx.limits, ctx.endpoint);
   // The endpoint refused the request (its 4xx): an error-file row with its status and body.
-  const refused = (wire: WireError): EndpointLine => ({
-    customId: id,
-    error: new ApiError('invalid_question', `refused with status ${wire.status}`),
-    format: () => wireRow(id, wire, wireContext.requestId),
-  });
+  const refused = (wire: WireError): EndpointRead => ({ kind: 'refused', customId: id, wire, requestId: wireContext.requestId });
   if (unreadable) {
     // What the synchronous endpoint answers a body it cannot read as JSON (a key given twice).
     const error = new ApiError('invalid_question', `request body: ${unreadable.bodyReason}`);
@@ -123,8 +124,7 @@ export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint
   // The body as the synchronous endpoint reads it: the same dialect, from the same registry.
   const parsed = dialect.parse(value.body, wireContext);
   if (!parsed.ok) return refused(parsed.error);
-  const call = parsed.call;
-  const model = call.request.model;
+  const model = parsed.call.request.model;
   if (!namesBatchModel(model, ctx)) {
     const mismatch = new ApiError(
       'invalid_question',
@@ -133,6 +133,33 @@ export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint
     );
     return refused(dialect.error(mismatch, wireContext));
   }
+  return { kind: 'call', customId: id, call: parsed.call };
+}
+
+/**
+ * The line as its file has it: a line that is not a request claims nothing; a duplicate custom_id
+ * fails; the first use of one claims it in ctx.seen. With the row maker of its outcome.
+ */
+export function endpointLine(read: EndpointRead, lineNo: number, ctx: Pick<RecordContext, 'seen' | 'limits' | 'model'> & { endpoint: string }): EndpointLine {
+  const broken = (customId: string | null, error: ApiError): EndpointLine => ({
+    customId,
+    error,
+    format: () => row(customId, null, { code: error.code, message: error.message }),
+  });
+  if (read.kind === 'broken') return broken(read.customId, read.error);
+  const id = read.customId;
+  const first = ctx.seen.get(id);
+  if (first !== undefined && first !== lineNo) {
+    return broken(id, new ApiError('invalid_question', `line ${lineNo}: custom_id ${JSON.stringify(id)} is a duplicate of line ${first}`));
+  }
+  ctx.seen.set(id, lineNo);
+  if (read.kind === 'refused') {
+    const { wire, requestId } = read;
+    return { customId: id, error: new ApiError('invalid_question', `refused with status ${wire.status}`), format: () => wireRow(id, wire, requestId) };
+  }
+  const { call } = read;
+  const dialect = dialectFor(ctx.endpoint)!;
+  const wireContext = lineContext(ctx.limits, ctx.endpoint);
   return {
     customId: id,
     request: { ...call.request, model: ctx.model },
@@ -145,6 +172,11 @@ export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint
       return wireRow(id, dialect.error(outcome.error, wireContext), wireContext.requestId);
     },
   };
+}
+
+/** Parses one non-blank line of an OpenAI-dialect batch; never throws. Claims its custom_id in ctx.seen. */
+export function parseEndpointLine(line: RawLine, ctx: RecordContext & { endpoint: string }): EndpointLine {
+  return endpointLine(readEndpointLine(line, ctx), line.lineNo, ctx);
 }
 
 /**

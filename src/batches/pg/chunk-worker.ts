@@ -206,7 +206,7 @@ export class ChunkWorker {
 
     const chunk = emptyChunk();
     const ctx = await this.recordContext(job, task);
-    for (const line of ctx.lines) addLine(chunk, line, ctx.records);
+    for (const line of ctx.lines) await addLine(chunk, line, ctx.records);
     let outcomes;
     try {
       outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping);

@@ -1,0 +1,66 @@
+/**
+ * Batch lines of OFF_THREAD_BODY_BYTES or more read in a worker thread, shorter ones at once: a
+ * line is a request of up to 1 MiB, and a JSON-object state that large takes hundreds of
+ * milliseconds to parse and check, during which a server running the batch would answer nothing
+ * (the health probes included). The line is read on its own there (readRecord, readEndpointLine);
+ * its custom_id is checked against the file's other lines here, in line order (claimRecord,
+ * endpointLine), so the rows are those the main thread alone would give. One thread per process
+ * (thread-client.ts), idle when no batch runs.
+ */
+import { OFF_THREAD_BODY_BYTES } from '../api/body-limit.js';
+import { ApiError } from '../api/errors.js';
+import { giveWrittenForms, writtenFormsOf } from '../domain/key-order.js';
+import { ThreadClient } from '../engine/thread-client.js';
+import type { RawLine } from './jsonl-lines.js';
+import { endpointLine, parseEndpointLine, type EndpointLine, type EndpointRead } from './openai/lines.js';
+import { claimRecord, parseRecord, type ParsedRecord, type RecordContext, type RecordRead } from './records.js';
+import type { ErrorData, LineReply, LineRequest } from './record-worker.js';
+
+const lines = new ThreadClient<LineRequest, LineReply>(import.meta.url, 'record-worker');
+let linesRead = 0;
+
+/** Lines read in the thread since the process started, and those waiting for it or being read now (for /metrics). */
+export function recordThreadStats(): { linesRead: number; inProgress: number } {
+  return { linesRead, inProgress: lines.inProgress };
+}
+
+const apiError = (e: ErrorData) => new ApiError(e.code, e.message, { status: e.status, ...(e.field !== undefined ? { field: e.field } : {}) });
+
+/** Whether the line is read in the thread. */
+function large(line: RawLine): boolean {
+  return line.bytes !== null && line.bytes.length >= OFF_THREAD_BODY_BYTES;
+}
+
+async function readInThread(line: RawLine, ctx: RecordContext): Promise<LineReply> {
+  const { seen: _claims, ...readContext } = ctx;
+  try {
+    return await lines.call({ line, ctx: readContext, formForms: ctx.formQuestions === undefined ? [] : writtenFormsOf(ctx.formQuestions) });
+  } finally {
+    linesRead += 1;
+  }
+}
+
+/** parseRecord(), a large line read in the thread. */
+export async function parseRecordOffMain(line: RawLine, ctx: RecordContext): Promise<ParsedRecord> {
+  if (!large(line)) return parseRecord(line, ctx);
+  const reply = await readInThread(line, ctx);
+  if (!('record' in reply)) throw new Error('record thread: an endpoint line came back for a record');
+  const r = reply.record;
+  const read: RecordRead = 'request' in r ? r : r.customId === null ? { customId: null, error: apiError(r.error) } : { customId: r.customId, error: apiError(r.error) };
+  return claimRecord(read, line.lineNo, ctx.seen);
+}
+
+/** parseEndpointLine() of an OpenAI-dialect batch's line, a large one read in the thread. */
+export async function parseEndpointLineOffMain(line: RawLine, ctx: RecordContext & { endpoint: string }): Promise<EndpointLine> {
+  if (!large(line)) return parseEndpointLine(line, ctx);
+  const reply = await readInThread(line, ctx);
+  if (!('endpoint' in reply)) throw new Error('record thread: a record came back for an endpoint line');
+  const e = reply.endpoint;
+  let read: EndpointRead;
+  if (e.kind === 'broken') read = { ...e, error: apiError(e.error) };
+  else if (e.kind === 'call') {
+    giveWrittenForms(e.call, 'forms' in reply ? reply.forms : []);
+    read = e;
+  } else read = e;
+  return endpointLine(read, line.lineNo, ctx);
+}
