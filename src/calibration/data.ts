@@ -13,7 +13,8 @@ import { readFile } from 'node:fs/promises';
 
 import { ApiError } from '../api/errors.js';
 import { parseJsonText } from '../api/json-text.js';
-import { validateDecideRequest, type NormalizedDecideRequest } from '../api/validate.js';
+import { scoreLevelValue, validateDecideRequest, type NormalizedDecideRequest } from '../api/validate.js';
+import { writtenNumberText } from '../domain/key-order.js';
 
 export interface CalibrationRow {
   /** 1-based line number in the file. */
@@ -46,15 +47,24 @@ const FIELDS = new Set(['state', 'questions', 'expected', 'model', 'custom_id'])
 
 /**
  * The index of the option an `expected` value names, or -1. An option key always matches; besides,
- * a score level may be written as a number or as any spelling of its value (3, "3.0" for "3"), and
- * a noul answer as a boolean (true for "yes"), as labelled data often has them.
+ * a score level may be written as a number or as another spelling of its value (3, "3.0" for "3"),
+ * and a noul answer as a boolean (true for "yes"), as labelled data often has them. A score label
+ * names a level exactly as /v1/decide compares levels (scoreLevelValue: exact decimals, never
+ * through a double, and only the spellings it accepts for score keys), so
+ * "100000000000000000001" is not "100000000000000000000" and "0x3" or "1e0" names no level.
+ * `numberText` is the text a JSON number label was written with (its double may have lost digits).
  */
-export function expectedOptionIndex(question: NormalizedDecideRequest['questions'][number], label: unknown): number {
+export function expectedOptionIndex(
+  question: NormalizedDecideRequest['questions'][number],
+  label: unknown,
+  numberText: string | undefined = typeof label === 'number' ? String(label) : undefined,
+): number {
   const byKey = typeof label === 'string' ? question.options.findIndex((o) => o.key === label) : -1;
   if (byKey >= 0) return byKey;
-  if (question.type === 'score' && (typeof label === 'number' || (typeof label === 'string' && label.trim() !== ''))) {
-    const value = Number(label);
-    if (Number.isFinite(value)) return question.options.findIndex((o) => Number(o.key) === value);
+  if (question.type === 'score') {
+    const spelling = typeof label === 'string' ? label : typeof label === 'number' ? numberText : undefined;
+    const value = spelling === undefined ? undefined : scoreLevelValue(spelling);
+    if (value !== undefined) return question.options.findIndex((o) => scoreLevelValue(o.key) === value);
   }
   if (question.type === 'noul' && typeof label === 'boolean') return question.options.findIndex((o) => o.key === (label ? 'yes' : 'no'));
   return -1;
@@ -111,11 +121,18 @@ export async function readCalibrationData(file: string, model: string): Promise<
         unusable.push({ line, question: qid, reason: `no question "${qid}" in this row` });
         continue;
       }
-      const index = expectedOptionIndex(question, label);
+      // A JSON number as it was written: its double may have lost digits (100000000000000000001).
+      const numberText = typeof label === 'number' ? (writtenNumberText(expected, qid) ?? String(label)) : undefined;
+      const index = expectedOptionIndex(question, label, numberText);
       if (index < 0) {
         const keys = question.options.map((o) => o.key).join(', ');
-        const shown = typeof label === 'string' ? JSON.stringify(label.slice(0, 60)) : (JSON.stringify(label) ?? String(label)).slice(0, 60);
-        unusable.push({ line, question: qid, reason: `${shown} is not an option (options: ${keys})` });
+        const shown = typeof label === 'string' ? JSON.stringify(label.slice(0, 60)) : (numberText ?? JSON.stringify(label) ?? String(label)).slice(0, 60);
+        const spelling = typeof label === 'string' ? label : numberText;
+        const why =
+          question.type === 'score' && spelling !== undefined && scoreLevelValue(spelling) === undefined
+            ? 'is not a score level as /v1/decide writes them ("0", "2.5", "-1": no spaces, "+", hex or exponent)'
+            : 'is not an option';
+        unusable.push({ line, question: qid, reason: `${shown} ${why} (options: ${keys})` });
         continue;
       }
       map.set(qid, index);
