@@ -40,7 +40,15 @@ export interface CalibrationData {
   unusable: Unusable[];
 }
 
-export class CalibrationDataError extends Error {}
+export class CalibrationDataError extends Error {
+  constructor(
+    message: string,
+    /** The lines that refused the file, each with why; empty when the file as a whole was refused. */
+    readonly badLines: Array<{ line: number; error: string }> = [],
+  ) {
+    super(message);
+  }
+}
 
 const MAX_LISTED = 10;
 const FIELDS = new Set(['state', 'questions', 'expected', 'model', 'custom_id']);
@@ -79,7 +87,7 @@ export async function readCalibrationData(file: string, model: string): Promise<
     throw new CalibrationDataError(`cannot read ${file}: ${(err as Error).message}`);
   }
   const text = buf.toString('utf8').replace(/^\uFEFF/, '');
-  const errors: string[] = [];
+  const errors: Array<{ line: number; error: string }> = [];
   const rows: CalibrationRow[] = [];
   const unusable: Unusable[] = [];
   text.split('\n').forEach((raw, i) => {
@@ -88,30 +96,30 @@ export async function readCalibrationData(file: string, model: string): Promise<
     // The /v1/decide body parser: a key given twice is refused, never "last wins".
     const parsed = parseJsonText(raw);
     if (!parsed.ok) {
-      errors.push(`line ${line}: ${parsed.reason}`);
+      errors.push({ line, error: parsed.reason });
       return;
     }
     const value = parsed.value;
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      errors.push(`line ${line}: must be a JSON object {"state", "questions", "expected"}`);
+      errors.push({ line, error: 'must be a JSON object {"state", "questions", "expected"}' });
       return;
     }
     const record = value as Record<string, unknown>;
     const unknown = Object.keys(record).filter((k) => !FIELDS.has(k));
     if (unknown.length > 0) {
-      errors.push(`line ${line}: unknown field ${JSON.stringify(unknown[0])} (a row is state, questions, expected)`);
+      errors.push({ line, error: `unknown field ${JSON.stringify(unknown[0])} (a row is state, questions, expected)` });
       return;
     }
     const expected = record.expected;
     if (typeof expected !== 'object' || expected === null || Array.isArray(expected) || Object.keys(expected).length === 0) {
-      errors.push(`line ${line}: expected: required, an object from question id to the right option key`);
+      errors.push({ line, error: 'expected: required, an object from question id to the right option key' });
       return;
     }
     let request: NormalizedDecideRequest;
     try {
       request = validateDecideRequest({ model, state: record.state, questions: record.questions });
     } catch (err) {
-      errors.push(`line ${line}: ${err instanceof ApiError ? err.message : String(err)}`);
+      errors.push({ line, error: err instanceof ApiError ? err.message : String(err) });
       return;
     }
     const map = new Map<string, number>();
@@ -140,9 +148,9 @@ export async function readCalibrationData(file: string, model: string): Promise<
     rows.push({ line, bytes: Buffer.byteLength(raw), request, expected: map });
   });
   if (errors.length > 0) {
-    const listed = errors.slice(0, MAX_LISTED).join('\n  ');
+    const listed = errors.slice(0, MAX_LISTED).map((e) => `line ${e.line}: ${e.error}`).join('\n  ');
     const more = errors.length > MAX_LISTED ? `\n  ... and ${errors.length - MAX_LISTED} more` : '';
-    throw new CalibrationDataError(`${file}: ${errors.length} bad line${errors.length > 1 ? 's' : ''}; nothing was fitted:\n  ${listed}${more}`);
+    throw new CalibrationDataError(`${file}: ${errors.length} bad line${errors.length > 1 ? 's' : ''}; nothing was fitted:\n  ${listed}${more}`, errors);
   }
   if (rows.length === 0) throw new CalibrationDataError(`${file} has no rows (one JSON object per line: state, questions, expected)`);
   return { rows, sha256: createHash('sha256').update(buf).digest('hex'), bytes: buf.length, unusable };
