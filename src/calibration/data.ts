@@ -1,7 +1,8 @@
 /**
  * The calibration data file: JSONL, one decide request plus its truth per line,
  *   {"state": ..., "questions": {...}, "expected": {"<question id>": "<option key>"}}
- * (`model` and `custom_id` may be present and are ignored: `--model` names the model).
+ * (`model` and `custom_id` may be present and are ignored: `--model` names the model; so may
+ * `label_mass`, checked as /v1/decide checks it and not used).
  *
  * A line that is not a JSON object (a key given twice included, as /v1/decide refuses it), has no
  * usable `expected`, or is not a valid decide request is an error: the whole file is refused, listing the bad lines, so a fit never silently drops data. An
@@ -51,7 +52,10 @@ export class CalibrationDataError extends Error {
 }
 
 const MAX_LISTED = 10;
-const FIELDS = new Set(['state', 'questions', 'expected', 'model', 'custom_id']);
+// label_mass: a decide request's and a batch record's diagnostic, so logged requests can be
+// labelled as they are; checked as /v1/decide checks it, and not used (it adds a figure to answers,
+// it changes no probability).
+const FIELDS = new Set(['state', 'questions', 'expected', 'model', 'custom_id', 'label_mass']);
 
 /**
  * The index of the option an `expected` value names, or -1. An option key always matches; besides,
@@ -107,7 +111,7 @@ export async function readCalibrationData(file: string, model: string): Promise<
     const record = value as Record<string, unknown>;
     const unknown = Object.keys(record).filter((k) => !FIELDS.has(k));
     if (unknown.length > 0) {
-      errors.push({ line, error: `unknown field ${JSON.stringify(unknown[0])} (a row is state, questions, expected)` });
+      errors.push({ line, error: `unknown field ${JSON.stringify(unknown[0])} (a row is state, questions, expected; model, custom_id, label_mass are allowed)` });
       return;
     }
     const expected = record.expected;
@@ -117,7 +121,8 @@ export async function readCalibrationData(file: string, model: string): Promise<
     }
     let request: NormalizedDecideRequest;
     try {
-      request = validateDecideRequest({ model, state: record.state, questions: record.questions });
+      const { labelMass: _ignored, ...checked } = validateDecideRequest({ model, state: record.state, questions: record.questions, label_mass: record.label_mass });
+      request = checked;
     } catch (err) {
       errors.push({ line, error: err instanceof ApiError ? err.message : String(err) });
       return;

@@ -85,7 +85,7 @@ describe('--json on every refusal: a JSON error object on stdout, the message on
     const error = await refusal([row({ topic: 'billing' }), '{oops', row({ topic: 'billing' }, { extra: 1 })], [], 'invalid_data');
     expect(error.bad_lines).toEqual([
       { line: 2, error: expect.stringMatching(/^not valid JSON/) },
-      { line: 3, error: 'unknown field "extra" (a row is state, questions, expected)' },
+      { line: 3, error: 'unknown field "extra" (a row is state, questions, expected; model, custom_id, label_mass are allowed)' },
     ]);
   }, 120_000);
 
@@ -93,6 +93,7 @@ describe('--json on every refusal: a JSON error object on stdout, the message on
     await refusal([row({ topic: 'billing' })], ['--model', 'svc-omega'], 'unknown_model');
     await refusal([row({ topic: 'billing' })], ['--as', MODEL_ID], 'invalid_id');
     expect((await refusal([row({ topic: 'billing' })], ['--seed', 'x'], 'invalid_argument')).message).toMatch(/--seed must be an integer/);
-    await refusal(Array.from({ length: 10 }, () => row({ topic: 'billing' })), [], 'too_few_labels');
+    // Rows carrying label_mass (logged decide requests) are read and scored: refused only for their number.
+    await refusal(Array.from({ length: 10 }, (_, i) => row({ topic: 'billing' }, { label_mass: i % 2 === 0 })), [], 'too_few_labels');
   }, 120_000);
 });

@@ -103,6 +103,15 @@ describe('score labels name levels exactly as /v1/decide compares them', () => {
   });
 });
 
+describe('fields of a decide request besides state and questions', () => {
+  it('label_mass (a logged request or batch record) is accepted, checked as /v1/decide checks it, and not used', async () => {
+    const data = await read([{ ...row({ topic: 'billing' }), label_mass: true }, { ...row({ refund: 'no' }), label_mass: false, custom_id: 'r2', model: 'x' }]);
+    expect(data.rows.map((r) => Object.fromEntries(r.expected))).toEqual([{ topic: 0 }, { refund: 0 }]);
+    expect(data.rows.map((r) => 'labelMass' in r.request)).toEqual([false, false]);
+    await expect(read([{ ...row({ topic: 'billing' }), label_mass: 1 }])).rejects.toThrow(/line 1: label_mass: must be true or false, got number/);
+  });
+});
+
 describe('files that are refused', () => {
   it('an empty file', async () => {
     await expect(read(['', '  '])).rejects.toThrow(/has no rows/);
