@@ -315,6 +315,16 @@ function exactLevel(key: string): { negative: boolean; whole: string; fraction: 
   return { negative: negative && !zero, whole, fraction, text: `${negative && !zero ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}` };
 }
 
+/**
+ * The exact value of a score level as /v1/decide compares levels ("2.50" and "2.5" are one level,
+ * "100000000000000000001" and "100000000000000000000" two), or undefined for a spelling it refuses
+ * as a score key ("+2", "0x3", "1e0", " 3"). Two spellings name the same level exactly when their
+ * values are equal strings.
+ */
+export function scoreLevelValue(spelling: string): string | undefined {
+  return SCORE_LEVEL.test(spelling) ? exactLevel(spelling).text : undefined;
+}
+
 /** Orders two exact levels as numbers. */
 function compareLevels(a: ReturnType<typeof exactLevel>, b: ReturnType<typeof exactLevel>): number {
   if (a.negative !== b.negative) return a.negative ? -1 : 1;
@@ -330,19 +340,19 @@ function compareLevels(a: ReturnType<typeof exactLevel>, b: ReturnType<typeof ex
 function orderScoreLevels(options: NormalizedOption[], at: string): NormalizedOption[] {
   const seen = new Map<string, string>();
   const levels = options.map((o) => {
-    if (!SCORE_LEVEL.test(o.key)) {
+    const text = scoreLevelValue(o.key);
+    if (text === undefined) {
       fail(
         `${at}.criteria[${quote(o.key)}]: score keys must be numeric levels written as strings, ` +
           'such as "0", "2.5" or "-1" (no spaces, "+" or exponent)',
       );
     }
-    const value = exactLevel(o.key);
-    const prev = seen.get(value.text);
+    const prev = seen.get(text);
     if (prev !== undefined) {
       fail(`${at}.criteria: score levels ${quote(prev)} and ${quote(o.key)} have the same value`);
     }
-    seen.set(value.text, o.key);
-    return { o, value };
+    seen.set(text, o.key);
+    return { o, value: exactLevel(o.key) };
   });
   levels.sort((a, b) => compareLevels(a.value, b.value));
   return levels.map((l) => l.o);

@@ -15,7 +15,8 @@ import { checkNewModelId, defaultVersionId, writeModelVersion } from '../models/
 import { parseDatedId } from '../models/registry.js';
 import type { EngineOptions } from '../engine/engine-options.js';
 import { DecisionService } from '../service/decision-service.js';
-import { readCalibrationData } from './data.js';
+import { CalibrationError } from './calibration-error.js';
+import { CalibrationDataError, readCalibrationData } from './data.js';
 import { fitType, TEMPERATURE_RANGE, type CandidateName } from './fit.js';
 import { scoreCalibrationRows } from './scoring.js';
 import { figuresWithIntervals, reliabilityBins, type Figures } from './metrics.js';
@@ -23,6 +24,7 @@ import { correctedProbs, seededRandom, uniformProbs, type Observation, type Type
 import type { CalibrationReport, Compared, TypeReport } from './report-types.js';
 
 export type { CalibrationReport, TypeReport } from './report-types.js';
+export { CalibrationError, type CalibrationErrorCode, type CalibrationErrorDetails } from './calibration-error.js';
 
 /**
  * What {@link calibrateModel} fits and where the new version goes (`decide calibrate`'s options).
@@ -62,13 +64,9 @@ export interface CalibrateOptions {
 export const MIN_FIT_OBSERVATIONS = 20;
 export const MIN_HELD_OUT_OBSERVATIONS = 5;
 export const HELD_OUT_SHARE = 0.2;
+/** Labels or rows named in a refusal's message; --json lists them all. */
+const MAX_LISTED = 10;
 
-/**
- * A calibration that was refused (bad data, an existing id, a poor fit) or failed; nothing is written.
- * @example
- * try { await calibrateModel({ model: 'svc-alpha', data: 'labelled.jsonl' }); }
- * catch (err) { if (err instanceof CalibrationError) process.exitCode = err.exitCode; }
- */
 /**
  * Throws CalibrationError (exit 2) when `dir` cannot become the report's folder, without making it
  * (a refused or interrupted run writes nothing): it, or its nearest existing ancestor, must be a
@@ -79,21 +77,11 @@ function checkReportDir(dir: string, modelsDir: string): void {
   const at = path.resolve(dir);
   const models = path.resolve(modelsDir);
   if (at === models || at.startsWith(`${models}${path.sep}`)) {
-    throw new CalibrationError(`--report ${dir}: cannot be the report's folder: it is inside the models directory ${models}; choose a folder outside it`, 2);
+    throw new CalibrationError(`--report ${dir}: cannot be the report's folder: it is inside the models directory ${models}; choose a folder outside it`, 2, 'invalid_report_dir');
   }
   let existing = at;
   while (!existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
-  if (!statSync(existing).isDirectory()) throw new CalibrationError(`--report ${dir}: cannot be the report's folder: it, or a folder above it, is a file`, 2);
-}
-
-export class CalibrationError extends Error {
-  constructor(
-    message: string,
-    /** 2: the caller's input (data, id, model); 1: anything else. */
-    readonly exitCode = 1,
-  ) {
-    super(message);
-  }
+  if (!statSync(existing).isDirectory()) throw new CalibrationError(`--report ${dir}: cannot be the report's folder: it, or a folder above it, is a file`, 2, 'invalid_report_dir');
 }
 
 interface ScoredRow {
@@ -152,7 +140,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
   try {
     service = await DecisionService.open({ modelsDir: options.modelsDir, threads: options.threads, runtime: { engine: options.engine }, preload: [] });
   } catch (err) {
-    throw new CalibrationError(`cannot open the models: ${(err as Error).message}`);
+    throw new CalibrationError(`cannot open the models: ${(err as Error).message}`, 1, 'models_unavailable');
   }
   try {
     const modelsDir = service.registry.modelsDir;
@@ -160,13 +148,13 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     try {
       base = service.registry.resolve(options.model);
     } catch (err) {
-      throw new CalibrationError(err instanceof Error ? err.message : String(err), 2);
+      throw new CalibrationError(err instanceof Error ? err.message : String(err), 2, 'unknown_model');
     }
     const newId = options.as ?? defaultVersionId(base.id, now);
     try {
       checkNewModelId(modelsDir, newId);
     } catch (err) {
-      throw new CalibrationError((err as Error).message, 2);
+      throw new CalibrationError((err as Error).message, 2, 'invalid_id');
     }
     // The report's folder is checked before anything is scored or installed: a path that cannot
     // be a folder would otherwise fail after the new version is already in the models directory.
@@ -175,7 +163,8 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     try {
       data = await readCalibrationData(options.data, base.id);
     } catch (err) {
-      throw new CalibrationError((err as Error).message, 2);
+      const badLines = err instanceof CalibrationDataError ? err.badLines : [];
+      throw new CalibrationError((err as Error).message, 2, 'invalid_data', badLines.length ? { bad_lines: badLines } : {});
     }
     log(`scoring ${data.rows.length} rows with ${base.id}`);
     await service.runtime(base.id);
@@ -200,8 +189,23 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     });
     const observationCount = scored.reduce((n, r) => n + r.observations.length, 0);
     if (observationCount === 0) {
-      const why = data.unusable.length ? ` (${data.unusable.length} expected labels were not options of their questions)` : '';
-      throw new CalibrationError(`${options.data}: no row gave a usable expected label${why}; nothing was fitted`, 2);
+      // Typically a systematic mismatch (labels written as display names, another question id):
+      // the labels themselves, with their options, show it.
+      const listed = [
+        ...data.unusable.map((u) => `line ${u.line}, ${u.question}: ${u.reason}`),
+        ...failedRows.map((f) => `line ${f.line}: could not be scored: ${f.error}`),
+      ];
+      const why = [
+        data.unusable.length ? `${data.unusable.length} expected label${data.unusable.length > 1 ? 's were' : ' was'} left out` : '',
+        failedRows.length ? `${failedRows.length} row${failedRows.length > 1 ? 's' : ''} could not be scored` : '',
+      ].filter(Boolean).join(', ');
+      const more = listed.length > MAX_LISTED ? `\n  ... and ${listed.length - MAX_LISTED} more (see --json)` : '';
+      throw new CalibrationError(
+        `${options.data}: no row gave a usable expected label; nothing was fitted${why ? ` (${why}):\n  ${listed.slice(0, MAX_LISTED).join('\n  ')}${more}` : ''}`,
+        2,
+        'no_usable_labels',
+        { unusable: data.unusable, failed_rows: failedRows },
+      );
     }
 
     // Seeded shuffle of rows (not of single answers: the questions of one state stay together).
@@ -274,6 +278,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
         `${options.data}: too few labelled answers to fit any question type (need ${MIN_FIT_OBSERVATIONS} fit and ` +
           `${MIN_HELD_OUT_OBSERVATIONS} held-out answers of one type after the ${Math.round(100 * (1 - HELD_OUT_SHARE))}/${Math.round(100 * HELD_OUT_SHARE)} split); nothing was written`,
         2,
+        'too_few_labels',
       );
     }
 
@@ -286,6 +291,8 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
             'Check the expected labels (are they the right option keys, for these questions?) or give more rows; ' +
             '--accept-poor-fit installs it anyway.',
           2,
+          'poor_fit',
+          { poor_fit: Object.fromEntries(poorTypes.map(([t, r]) => [t, r.poor_fit!])) },
         );
       }
       log(`installing a poor fit (--accept-poor-fit):\n  ${why}`);
@@ -350,7 +357,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
         },
       }),
     }).catch((err: unknown) => {
-      throw new CalibrationError((err as Error).message, 2);
+      throw new CalibrationError((err as Error).message, 2, 'invalid_id');
     });
     log(`wrote ${newId}`);
     service.registry.rescan();
@@ -362,7 +369,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
       try {
         report.report_files = await writeReport(options.reportDir, report);
       } catch (err) {
-        throw new CalibrationError(`${newId} is installed, but its report could not be written to ${options.reportDir}: ${(err as Error).message}`, 1);
+        throw new CalibrationError(`${newId} is installed, but its report could not be written to ${options.reportDir}: ${(err as Error).message}`, 1, 'report_failed');
       }
     }
     return report;

@@ -29,7 +29,8 @@ options:
   --seed N           seed of the split and of the bootstrap (default 1)
   --accept-poor-fit  install a fit whose temperature ended at a bound (0.02 or 50) or whose
                      held-out log-loss is no better than uniform (refused by default)
-  --json             print the whole report as one JSON object
+  --json             print the whole report as one JSON object; when refused,
+                     {"error": {"code", "message", "exit_code", ...}} instead
   -h, --help         this text
 
 ${ENGINE_FLAGS_HELP}`;
@@ -74,15 +75,25 @@ function summary(report: CalibrationReport): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * A refusal or failure: the message on stderr, and with --json also `{"error": {...}}` on stdout,
+ * so a script reads the reason (and the labels, lines or types behind it) without parsing stderr.
+ */
+function refuse(err: CalibrationError, json: boolean | undefined): number {
+  if (json) process.stdout.write(`${JSON.stringify(err.toJSON())}\n`);
+  return commandError('calibrate', err.message, err.exitCode);
+}
+
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('calibrate', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  if (!values.model || !values.data) return commandError('calibrate', `give --model and --data\n\n${HELP}`, 2);
+  const invalid = (message: string) => refuse(new CalibrationError(message, 2, 'invalid_argument'), values.json);
+  if (!values.model || !values.data) return values.json ? invalid('give --model and --data') : commandError('calibrate', `give --model and --data\n\n${HELP}`, 2);
   const seed = values.seed === undefined ? undefined : intArg(values.seed, '--seed', 0, 2 ** 31 - 1);
-  if (typeof seed === 'string') return commandError('calibrate', seed, 2);
+  if (typeof seed === 'string') return invalid(seed);
   const engine = engineOptionsFromFlags(values);
-  if (typeof engine === 'string') return commandError('calibrate', engine, 2);
+  if (typeof engine === 'string') return invalid(engine);
 
   let progress: ProgressReporter | undefined;
   const started = Date.now();
@@ -106,7 +117,6 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : summary(report));
     return 0;
   } catch (err) {
-    if (err instanceof CalibrationError) return commandError('calibrate', err.message, err.exitCode);
-    return commandError('calibrate', describeError(err), 1);
+    return refuse(err instanceof CalibrationError ? err : new CalibrationError(describeError(err), 1, 'failed'), values.json);
   }
 }

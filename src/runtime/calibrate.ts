@@ -21,7 +21,8 @@ export interface CalibrationQuestion {
 /**
  * The answer for one question from the logits of its label tokens (one per option, in option order).
  *
- * - softmax(logits / temperature) in float64 with the maximum subtracted first;
+ * - softmax((logits - bias) / temperature) in float64 with the maximum subtracted before the
+ *   temperature divides, so any positive temperature and finite bias give finite probabilities;
  * - rounded by largest remainder to multiples of 1e-6 that sum to exactly 1,000,000 units, so every
  *   value is in [0, 1] and within 1e-6 of the exact probability, and the sum is 1;
  * - `top` is the largest rounded value, ties going to the lowest `criteriaIndex`; `confidence === probs[top]`.
@@ -47,21 +48,28 @@ export function answerFromLogits(
   }
   if (labelBias && labelBias.length !== n) throw new EngineError('ERR_RUNTIME', `calibrate: ${labelBias.length} label biases for ${n} options`);
 
-  const z = new Float64Array(n);
+  // The biased logits first, their maximum subtracted before the temperature divides: dividing
+  // first overflows to Infinity (a tiny T, or a huge bias), and Infinity - Infinity is NaN. After
+  // the subtraction every z is <= 0, so z / T is <= 0 or -Infinity, and exp of it is in [0, 1].
+  const d = new Float64Array(n);
   let max = -Infinity;
   for (let i = 0; i < n; i++) {
     const l = labelLogits[i]!;
     // -Infinity is a label the model rules out; NaN or +Infinity means a broken forward pass.
     if (Number.isNaN(l) || l === Infinity) throw new EngineError('ERR_RUNTIME', `calibrate: logit ${i} is ${l}`);
-    z[i] = (l - (labelBias ? labelBias[i]! : 0)) / temperature;
-    if (z[i]! > max) max = z[i]!;
+    const bias = labelBias ? labelBias[i]! : 0;
+    if (!Number.isFinite(bias)) throw new EngineError('ERR_RUNTIME', `calibrate: label bias ${i} is ${bias}`);
+    d[i] = l - bias;
+    // Two finite numbers can still sum past the largest double.
+    if (d[i] === Infinity) throw new EngineError('ERR_RUNTIME', `calibrate: logit ${i} (${l}) minus its bias (${bias}) overflows`);
+    if (d[i]! > max) max = d[i]!;
   }
   if (max === -Infinity) throw new EngineError('ERR_RUNTIME', 'calibrate: every label logit is -Infinity');
 
   const e = new Float64Array(n);
   let sum = 0;
   for (let i = 0; i < n; i++) {
-    e[i] = Math.exp(z[i]! - max); // max entry is exp(0) = 1, so 1 <= sum <= n
+    e[i] = Math.exp((d[i]! - max) / temperature); // max entry is exp(0) = 1, so 1 <= sum <= n
     sum += e[i]!;
   }
 
@@ -102,6 +110,15 @@ export interface Calibration {
   labelBias: Readonly<Partial<Record<QuestionType, Readonly<Record<string, number>>>>>;
 }
 
+/**
+ * The temperatures and label biases a decision.json may hold. `decide calibrate` fits T in
+ * [0.02, 50] and biases of a few logit units; these bounds leave a wide margin for hand-written
+ * values, and refuse what can only be a slip (1e-320 for 1e-3, -1.7e308): past them a temperature
+ * makes every answer one-hot or uniform to 6 decimals, and a bias outweighs any logit.
+ */
+export const TEMPERATURE_BOUNDS: readonly [number, number] = [1e-4, 1e4];
+export const MAX_ABS_LABEL_BIAS = 1e4;
+
 export const DEFAULT_CALIBRATION: Readonly<Calibration> = Object.freeze({
   temperature: Object.freeze({ noul: 1, choice: 1, score: 1 }),
   labelBias: Object.freeze({}),
@@ -117,8 +134,9 @@ export function labelBiasFor(calibration: Calibration, type: QuestionType, label
 /**
  * Reads `calibration.temperature.{noul,choice,score}` and `calibration.label_bias.{type}.{label}`
  * from `<modelDir>/decision.json`. A missing file, section or entry means 1 (temperature) or 0
- * (bias). Anything else that is not a positive finite temperature or a finite bias, or an unknown
- * question type, is an error naming the field. Other keys (`calibration.fit`, the provenance
+ * (bias). Anything else that is not a temperature within TEMPERATURE_BOUNDS or a bias within
+ * ±MAX_ABS_LABEL_BIAS, or an unknown question type, is an error naming the field (the version is
+ * then listed as broken). Other keys (`calibration.fit`, the provenance
  * `decide calibrate` writes; anything other tools add) are ignored here.
  *
  * @example
@@ -174,8 +192,8 @@ export function parseCalibration(decision: unknown, source = 'decision.json'): C
     for (const type of QUESTION_TYPES) {
       const v = temps[type];
       if (v === undefined) continue;
-      if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
-        bad(`calibration.temperature.${type}`, `must be a positive finite number, got ${JSON.stringify(v)}`);
+      if (typeof v !== 'number' || !(v >= TEMPERATURE_BOUNDS[0] && v <= TEMPERATURE_BOUNDS[1])) {
+        bad(`calibration.temperature.${type}`, `must be a number from ${TEMPERATURE_BOUNDS[0]} to ${TEMPERATURE_BOUNDS[1]}, got ${JSON.stringify(v)}`);
       }
       temperature[type] = v as number;
     }
@@ -193,8 +211,8 @@ export function parseCalibration(decision: unknown, source = 'decision.json'): C
       if (!isObject(m)) bad(`calibration.label_bias.${type}`, 'must be an object from label to number');
       const map: Record<string, number> = Object.create(null);
       for (const [label, v] of Object.entries(m as Record<string, unknown>)) {
-        if (typeof v !== 'number' || !Number.isFinite(v)) {
-          bad(`calibration.label_bias.${type}.${label}`, `must be a finite number, got ${JSON.stringify(v)}`);
+        if (typeof v !== 'number' || !(Math.abs(v) <= MAX_ABS_LABEL_BIAS)) {
+          bad(`calibration.label_bias.${type}.${label}`, `must be a number from -${MAX_ABS_LABEL_BIAS} to ${MAX_ABS_LABEL_BIAS}, got ${JSON.stringify(v)}`);
         }
         map[label] = v as number;
       }

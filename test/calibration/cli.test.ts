@@ -206,12 +206,17 @@ describe('decide calibrate (CLI, tiny model)', () => {
     });
     await writeFile(file, `${lines.join('\n')}\n`);
     const before = (await readdir(modelsDir)).sort();
-    const refused = await runCliHere(['--model', MODEL_ID, '--data', file, '--models-dir', modelsDir, '--as', 'svc-alpha-2027-03-01']);
+    const refused = await runCliHere(['--model', MODEL_ID, '--data', file, '--models-dir', modelsDir, '--as', 'svc-alpha-2027-03-01', '--json']);
     expect(refused.code, refused.stderr).toBe(2);
     expect(refused.stderr).toMatch(/the fit is poor/);
     expect(refused.stderr).toMatch(/bound 50|no better than uniform/);
     expect(refused.stderr).toMatch(/--accept-poor-fit/);
     expect((await readdir(modelsDir)).sort()).toEqual(before);
+    // --json: the refusal as an object a script reads, each poor type with its reasons.
+    const { error } = JSON.parse(refused.stdout);
+    expect(error).toMatchObject({ code: 'poor_fit', exit_code: 2, message: expect.stringMatching(/the fit is poor/) });
+    expect(Object.keys(error.poor_fit).length).toBeGreaterThan(0);
+    for (const reasons of Object.values(error.poor_fit) as string[][]) expect(reasons.join('; ')).toMatch(/bound 50|no better than uniform/);
 
     const accepted = await runCliHere(['--model', MODEL_ID, '--data', file, '--models-dir', modelsDir, '--as', 'svc-alpha-2027-03-01', '--accept-poor-fit', '--json']);
     expect(accepted.code, accepted.stderr).toBe(0);
@@ -256,7 +261,7 @@ describe('decide calibrate (CLI, tiny model)', () => {
       refuse(JSON.stringify({ state: 'x', questions: { q: { type: 'maybe', instructions: 'x' } }, expected: { q: 'a' } }), ['--model', MODEL_ID], /line 1: .*type/));
     it('an unknown model', () => refuse(row({ topic: 'billing' }), ['--model', 'svc-omega'], /model 'svc-omega' is not installed/));
     it('labels that are not options (reported; fatal only when nothing usable is left)', () =>
-      refuse(`${row({ topic: 'weather' })}\n${row({ refund: 'maybe', nope: 'x' })}\n`, ['--model', MODEL_ID], /no row gave a usable expected label \(3 expected labels/));
+      refuse(`${row({ topic: 'weather' })}\n${row({ refund: 'maybe', nope: 'x' })}\n`, ['--model', MODEL_ID], /no row gave a usable expected label; nothing was fitted \(3 expected labels were left out\):\n {2}line 1, topic: "weather" is not an option \(options: .*\)\n {2}line 2, refund: "maybe" is not an option \(options: no, yes\)\n {2}line 2, nope: no question "nope" in this row$/m));
     it('a --report path that is a file (checked before anything is scored or installed)', async () => {
       const file = path.join(await mkdtemp(path.join(dir, 'report-')), 'taken');
       await writeFile(file, 'not a folder');

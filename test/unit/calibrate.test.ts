@@ -151,6 +151,29 @@ describe('answerFromLogits', () => {
     expect(() => answerFromLogits(noul, Float32Array.of(0, 1), -1)).toThrow(/temperature/);
   });
 
+  it('gives finite probabilities summing to 1 for any positive temperature and finite bias (no overflow to NaN)', () => {
+    const valid = (a: ReturnType<typeof answerFromLogits>) => {
+      const units = Object.values(a.probs).map((v) => Math.round(v * 1e6));
+      expect(units.every((u) => Number.isInteger(u) && u >= 0 && u <= 1e6)).toBe(true);
+      expect(units.reduce((x, y) => x + y, 0)).toBe(1e6);
+      expect(a.confidence).toBe(a.probs[a.top]);
+    };
+    const q = choiceQuestion(3);
+    // A subnormal temperature: (l - max) / T is 0 for the top label and -Infinity for the others.
+    const tiny = answerFromLogits(q, Float32Array.of(0.5, 2, -1), 1e-320);
+    valid(tiny);
+    expect(tiny.probs).toEqual({ opt0: 0, opt1: 1, opt2: 0 });
+    // A bias near the largest double, under a temperature below 1: dividing first overflowed.
+    const huge = answerFromLogits(q, Float32Array.of(0.5, 2, -1), 0.5, Float64Array.of(-1.7e308, -1.7e308, 0));
+    valid(huge);
+    // 0.5 and 2 vanish beside 1.7e308: the two biased labels tie, the third is ruled out.
+    expect(huge.probs).toEqual({ opt0: 0.5, opt1: 0.5, opt2: 0 });
+    valid(answerFromLogits(q, Float32Array.of(3e38, -3e38, -Infinity), 1e-300, Float64Array.of(-1e308, 1e308, 0)));
+    valid(answerFromLogits(q, Float32Array.of(0, 1, 2), Number.MAX_VALUE));
+    expect(() => answerFromLogits(q, Float64Array.of(1e308, 0, 0), 1, Float64Array.of(-1e308, 0, 0))).toThrow(/overflows/);
+    expect(() => answerFromLogits(q, Float32Array.of(0, 1, 2), 1, Float64Array.of(0, NaN, 0))).toThrow(/label bias 1 is NaN/);
+  });
+
   it('matches the documented example', () => {
     expect(answerFromLogits(noul, Float32Array.of(1.5, 3.0), 1)).toEqual({
       type: 'noul', probs: { no: 0.182426, yes: 0.817574 }, top: 'yes', confidence: 0.817574,
@@ -220,7 +243,7 @@ describe('loadCalibration', () => {
     expect(bad([])).toThrow(/must hold a JSON object/);
     expect(bad({ calibration: 3 })).toThrow(/calibration must be an object/);
     expect(bad({ calibration: { temperature: 2 } })).toThrow(/calibration\.temperature must be an object/);
-    expect(bad({ calibration: { temperature: { noul: 0 } } })).toThrow(/calibration\.temperature\.noul must be a positive finite number, got 0/);
+    expect(bad({ calibration: { temperature: { noul: 0 } } })).toThrow(/calibration\.temperature\.noul must be a number from 0\.0001 to 10000, got 0/);
     expect(bad({ calibration: { temperature: { choice: -1 } } })).toThrow(/temperature\.choice .*got -1/);
     expect(bad({ calibration: { temperature: { score: '1' } } })).toThrow(/temperature\.score .*got "1"/);
     expect(bad({ calibration: { temperature: { score: null } } })).toThrow(/temperature\.score .*got null/);
@@ -228,6 +251,15 @@ describe('loadCalibration', () => {
     expect(bad({ calibration: { label_bias: [] } })).toThrow(/calibration\.label_bias must be an object/);
     expect(bad({ calibration: { label_bias: { yesno: {} } } })).toThrow(/label_bias\.yesno is not a question type/);
     expect(bad({ calibration: { label_bias: { choice: 1 } } })).toThrow(/label_bias\.choice must be an object from label to number/);
-    expect(bad({ calibration: { label_bias: { choice: { A: 'x' } } } })).toThrow(/label_bias\.choice\.A must be a finite number, got "x"/);
+    expect(bad({ calibration: { label_bias: { choice: { A: 'x' } } } })).toThrow(/label_bias\.choice\.A must be a number from -10000 to 10000, got "x"/);
+    // Past the bounds: values that can only be slips, refused rather than answered as one-hot or NaN.
+    expect(bad({ calibration: { temperature: { noul: 1e-320 } } })).toThrow(/temperature\.noul must be a number from 0\.0001 to 10000, got 1e-320/);
+    expect(bad({ calibration: { temperature: { choice: 5e-5 } } })).toThrow(/temperature\.choice .*got 0\.00005/);
+    expect(bad({ calibration: { temperature: { score: 1e9 } } })).toThrow(/temperature\.score .*got 1000000000/);
+    expect(bad({ calibration: { label_bias: { choice: { A: -1.7e308 } } } })).toThrow(/label_bias\.choice\.A must be a number from -10000 to 10000, got -1\.7e\+308/);
+    expect(bad({ calibration: { label_bias: { noul: { yes: 10001 } } } })).toThrow(/label_bias\.noul\.yes .*got 10001/);
+    // The bounds themselves load.
+    expect(parseCalibration({ calibration: { temperature: { noul: 1e-4, choice: 1e4 }, label_bias: { choice: { A: -1e4, B: 1e4 } } } }).temperature)
+      .toEqual({ noul: 1e-4, choice: 1e4, score: 1 });
   });
 });
