@@ -5,7 +5,8 @@ import { useEffect, useState } from 'preact/hooks';
 
 import { ApiProblem, call, whenKeyRejected } from './api.js';
 import { Problem } from './components/problem.js';
-import { clearKey, readKey, storeKey } from './key-store.js';
+import { clearForm } from './form-store.js';
+import { clearKey, keyProblem, readKey, storeKey } from './key-store.js';
 import { Batches } from './pages/batches.js';
 import { Health } from './pages/health.js';
 import { Models } from './pages/models.js';
@@ -17,10 +18,14 @@ function KeyForm({ onAccepted, notice }: { onAccepted: () => void; notice: strin
   const [key, setKey] = useState('');
   const [error, setError] = useState<unknown>();
   const [checking, setChecking] = useState(false);
+  const [malformed, setMalformed] = useState('');
   const submit = async (e: Event) => {
     e.preventDefault();
-    setChecking(true);
     setError(undefined);
+    const problem = keyProblem(key.trim());
+    setMalformed(problem);
+    if (problem) return;
+    setChecking(true);
     try {
       // Any authenticated read checks the key; the listing is the cheapest.
       await call('/v1/models', { key: key.trim() });
@@ -51,7 +56,11 @@ function KeyForm({ onAccepted, notice }: { onAccepted: () => void; notice: strin
       <button type="submit" disabled={checking || key.trim() === ''}>
         {checking ? 'Checking…' : 'Use this key'}
       </button>
-      {rejected ? (
+      {malformed ? (
+        <p class="problem" role="alert" data-key-rejected>
+          <strong>This key cannot be used.</strong> {malformed}
+        </p>
+      ) : rejected ? (
         <p class="problem" role="alert" data-key-rejected>
           <strong>This key was not accepted by the server.</strong> {(error as ApiProblem).message}
         </p>
@@ -107,6 +116,7 @@ function App() {
             class="quiet"
             onClick={() => {
               clearKey();
+              clearForm();
               setNotice('');
               setSignedIn(false);
             }}

@@ -62,3 +62,21 @@ export function healthFigures(samples: Sample[]): HealthFigures {
     residentBytes: sum(samples, 'process_resident_memory_bytes'),
   };
 }
+
+/** A counter's value at a moment (Date.now() milliseconds). */
+export interface CounterReading {
+  at: number;
+  value: number;
+}
+
+/**
+ * How fast a counter grew between two readings, per second; null when no time passed. A counter
+ * that went down was reset (the server restarted): it counted from 0 since, so its value now is the
+ * increase, as Prometheus' rate() reads a reset. Never negative.
+ */
+export function perSecond(before: CounterReading, after: CounterReading): number | null {
+  const seconds = (after.at - before.at) / 1000;
+  if (!(seconds > 0)) return null;
+  const increase = after.value >= before.value ? after.value - before.value : after.value;
+  return increase / seconds;
+}

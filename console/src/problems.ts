@@ -37,6 +37,10 @@ export function describe(err: unknown): { title: string; detail: string } {
     case 503:
       return { title: 'The service is not ready (a model may still be loading); try again shortly', detail: `${err.message}${id}` };
     default:
-      return { title: `Server error ${err.status}: retry with backoff`, detail: `${err.message}${id}` };
+      // Only a 5xx may pass with time; any other 4xx (431 headers too large, 405, 409, 422, ...)
+      // is about the request itself, and sending it again gets the same answer.
+      if (err.status >= 500) return { title: `Server error ${err.status}: retry with backoff`, detail: `${err.message}${id}` };
+      if (err.status >= 400) return { title: `The request was refused (HTTP ${err.status})`, detail: `${err.message}${id}` };
+      return { title: `Unexpected answer from the server (HTTP ${err.status})`, detail: `${err.message}${id}` };
   }
 }

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { describe as group, expect, it } from 'vitest';
 
 import { asCurl, asOpenAi, asSystemOne, copyAsProblem, shellQuote } from '../../console/src/copy-as.js';
-import { healthFigures, parseMetrics } from '../../console/src/metrics-text.js';
+import { healthFigures, parseMetrics, perSecond } from '../../console/src/metrics-text.js';
 import { ApiProblem, describe } from '../../console/src/problems.js';
 import { rowFailure } from '../../console/src/result-rows.js';
 import type { DecideRequest } from '../../console/src/types.js';
@@ -65,6 +65,15 @@ group('what an API error is called', () => {
     expect(describe(new ApiProblem(500, 'server_error', 'Internal server error')).title).toMatch(/Server error 500: retry with backoff/);
     expect(describe(new ApiProblem(0, 'unreachable', 'fetch failed')).title).toBe('The server cannot be reached');
     expect(describe(new Error('boom'))).toEqual({ title: 'Something went wrong in the page', detail: 'boom' });
+  });
+
+  it('calls a 4xx it does not list a refused request, never a server error to retry', () => {
+    for (const status of [405, 408, 409, 422, 431]) {
+      const { title } = describe(new ApiProblem(status, `http_${status}`, 'request headers too large'));
+      expect(title, String(status)).toBe(`The request was refused (HTTP ${status})`);
+      expect(title, String(status)).not.toMatch(/retry|server error/i);
+    }
+    expect(describe(new ApiProblem(502, 'http_502', 'Bad Gateway')).title).toBe('Server error 502: retry with backoff');
   });
 });
 
@@ -145,6 +154,14 @@ group('/metrics text', () => {
     expect(f.prefixHitRate).toBe(0.75);
     expect([f.queueLive, f.queueBatch, f.modelsLoaded]).toEqual([1, 4, 1]);
     expect(healthFigures(parseMetrics('')).prefixHitRate).toBeNull();
+  });
+
+  it('a rate between two readings is never negative: a counter that went down was reset by a restart', () => {
+    expect(perSecond({ at: 0, value: 30 }, { at: 2000, value: 40 })).toBe(5);
+    // 30 decisions, then the server restarted and answered 4: 4 in those 2 s, not -26.
+    expect(perSecond({ at: 0, value: 30 }, { at: 2000, value: 4 })).toBe(2);
+    expect(perSecond({ at: 0, value: 30 }, { at: 2000, value: 0 })).toBe(0);
+    expect(perSecond({ at: 1000, value: 3 }, { at: 1000, value: 5 })).toBeNull();
   });
 });
 

@@ -133,6 +133,9 @@ function CreateBatch({ onCreated }: { onCreated: () => void }) {
   const [error, setError] = useState<unknown>();
   const [dragging, setDragging] = useState(false);
   const [created, setCreated] = useState('');
+  // One press, one job: a second press (double-click, Enter twice) while the POST is out is ignored.
+  const [creating, setCreating] = useState(false);
+  const creatingNow = useRef(false);
 
   useEffect(() => {
     if (!model && listing) setModel(modelChoices(listing)[0]?.value ?? '');
@@ -176,7 +179,9 @@ function CreateBatch({ onCreated }: { onCreated: () => void }) {
   }, [file, model, questions]);
 
   const create = async () => {
-    if (!file) return;
+    if (!file || creatingNow.current) return;
+    creatingNow.current = true;
+    setCreating(true);
     setError(undefined);
     try {
       const batch = await getJson<Batch>('/v1/batches', { method: 'POST', body: form(file) });
@@ -186,6 +191,9 @@ function CreateBatch({ onCreated }: { onCreated: () => void }) {
       onCreated();
     } catch (err) {
       setError(err);
+    } finally {
+      creatingNow.current = false;
+      setCreating(false);
     }
   };
 
@@ -211,10 +219,25 @@ function CreateBatch({ onCreated }: { onCreated: () => void }) {
         onDrop={(e) => {
           e.preventDefault();
           setDragging(false);
-          choose(e.dataTransfer?.files[0]);
+          // Text or a link dragged here is no file: the file already chosen stays.
+          const dropped = e.dataTransfer?.files[0];
+          if (dropped) choose(dropped);
         }}
       >
-        <input id="batch-file" class="visually-hidden" type="file" accept=".jsonl,.ndjson,.json,application/x-ndjson,text/plain" onChange={(e) => choose((e.target as HTMLInputElement).files?.[0])} />
+        <input
+          id="batch-file"
+          class="visually-hidden"
+          type="file"
+          accept=".jsonl,.ndjson,.json,application/x-ndjson,text/plain"
+          onChange={(e) => {
+            const input = e.target as HTMLInputElement;
+            const chosen = input.files?.[0];
+            // Emptied at once: the browser reports a change only for a selection that differs from
+            // the input's, so the same file chosen again (after a batch, or edited) is read again.
+            input.value = '';
+            if (chosen) choose(chosen);
+          }}
+        />
         <span>{file ? `${file.name} (${file.size} bytes)` : 'Drop a JSONL file here, or press to choose one'}</span>
       </label>
       {checking ? <p class="hint">Checking every record…</p> : null}
@@ -240,8 +263,10 @@ function CreateBatch({ onCreated }: { onCreated: () => void }) {
             />
           ) : null}
           {validation.errors_truncated ? <p class="hint">Only the first {validation.errors.length} problems are listed.</p> : null}
-          <button type="button" id="create-batch" onClick={create}>
-            {validation.invalid
+          <button type="button" id="create-batch" onClick={create} disabled={creating}>
+            {creating
+              ? 'Creating…'
+              : validation.invalid
               ? `Create anyway (${validation.invalid === 1 ? '1 row' : `${validation.invalid} rows`} will fail)`
               : `Create batch of ${validation.records === 1 ? '1 record' : `${validation.records} records`}`}
           </button>

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { ApiProblem, call } from '../api.js';
 import { Problem } from '../components/problem.js';
-import { healthFigures, parseMetrics, type HealthFigures, type Sample } from '../metrics-text.js';
+import { healthFigures, parseMetrics, perSecond, type HealthFigures, type Sample } from '../metrics-text.js';
 
 const REFRESH_MS = 2000;
 
@@ -43,7 +43,7 @@ export function Health() {
         const next = await read();
         if (!live) return;
         const before = previous.current;
-        if (before) setRate(((next.figures.decisionsAnswered - before.figures.decisionsAnswered) * 1000) / (next.at - before.at));
+        if (before) setRate(perSecond({ at: before.at, value: before.figures.decisionsAnswered }, { at: next.at, value: next.figures.decisionsAnswered }));
         previous.current = next;
         setReading(next);
         setError(undefined);

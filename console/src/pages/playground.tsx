@@ -7,6 +7,7 @@ import { AnswerBars } from '../components/bars.js';
 import { Problem } from '../components/problem.js';
 import { asCurl, asOpenAi, asSystemOne, copyAsProblem } from '../copy-as.js';
 import { draftsProblem, nextOptionKey, nextQuestionId, type Draft, type Option } from '../drafts.js';
+import { readForm, storeForm } from '../form-store.js';
 import type { DecideRequest, DecideResponse, Question, QuestionType } from '../types.js';
 import { modelChoices, ModelSelect, useModels } from '../use-models.js';
 
@@ -195,16 +196,21 @@ function CopyAs({ request }: { request: DecideRequest }) {
 
 export function Playground() {
   const { listing, error: modelsError } = useModels();
-  const [model, setModel] = useState('');
-  const [stateMode, setStateMode] = useState<'text' | 'json'>('text');
-  const [stateText, setStateText] = useState(STARTER_STATE);
-  const [drafts, setDrafts] = useState<Draft[]>(STARTER);
+  // What was typed before this page was last left (another page, or a rejected key), else the starter.
+  const [saved] = useState(readForm);
+  const [model, setModel] = useState(saved?.model ?? '');
+  const [stateMode, setStateMode] = useState<'text' | 'json'>(saved?.stateMode ?? 'text');
+  const [stateText, setStateText] = useState(saved?.stateText ?? STARTER_STATE);
+  const [drafts, setDrafts] = useState<Draft[]>(saved?.drafts ?? STARTER);
   const [running, setRunning] = useState(false);
   const [error, setError] = useState<unknown>();
   const [result, setResult] = useState<{ response: DecideResponse; latencyMs: number; request: DecideRequest }>();
 
+  useEffect(() => storeForm({ model, stateMode, stateText, drafts }), [model, stateMode, stateText, drafts]);
   useEffect(() => {
-    if (!model && listing) setModel(modelChoices(listing)[0]?.value ?? '');
+    // A kept model this key's listing lacks would be sent while the list shows another.
+    const choices = modelChoices(listing);
+    if (listing && !choices.some((c) => c.value === model)) setModel(choices[0]?.value ?? '');
   }, [listing]);
 
   let request: DecideRequest | undefined;
@@ -290,8 +296,14 @@ export function Playground() {
         ) : null}
         {request ? <CopyAs request={request} /> : null}
       </form>
-      <section class="panel results" aria-live="polite" aria-label="answers">
+      {/* While a run is in flight the answers shown are the previous request's: marked busy and stale. */}
+      <section class={running && result ? 'panel results stale' : 'panel results'} aria-live="polite" aria-busy={running} aria-label="answers">
         <Problem error={error} />
+        {running && result ? (
+          <p class="hint" role="status" data-stale>
+            Running… the answers below are the previous request's.
+          </p>
+        ) : null}
         {result ? (
           <>
             <dl class="facts" data-result={result.response.id}>
