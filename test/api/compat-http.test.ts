@@ -201,6 +201,13 @@ describe('POST /v1/systemone (plain fetch, the docs examples)', () => {
         400,
         (b) => expect(b.detail).toBe('Too many choices. Must have at most 255 choices.'),
       ],
+      // Below 2 levels, an empty list included, is the limit's 400, not a 422 shape error (as for choices).
+      ...[[], ['only']].map((levels): [unknown, number, (body: any) => void] => [
+        { ...QUICKSTART, questions: { q: { type: 'score', instructions: 'x', criteria: levels } } },
+        400,
+        (b) => expect(b.detail).toBe('Too few score levels. Must have at least 2 levels.'),
+      ]),
+      [{ ...QUICKSTART, questions: { q: { type: 'choice', instructions: 'x', criteria: {} } } }, 400, (b) => expect(b.detail).toBe('Too few choices. Must have at least 2 choices.')],
       [{ ...QUICKSTART, state: longState(5000) }, 400, (b) => expect(b.detail.error_type).toBe('max_tokens_exceeded')],
       [{ ...QUICKSTART, state: 'x'.repeat(1024 * 1024) }, 400, (b) => expect(b.detail.message).toContain('1048576 bytes')],
     ];
