@@ -10,15 +10,15 @@
 import type { Worker } from 'node:worker_threads';
 
 import type { Dialect, DialectCall, DialectParse, ParseContext } from '../api/dialect.js';
-import { ApiError } from '../api/errors.js';
 import { giveWrittenForms, type WrittenForms } from '../domain/key-order.js';
 import { startWorker } from '../engine/worker-thread.js';
 import type { BodyMessage } from './body-worker.js';
+import { unreadableBodyError, type JsonBody } from './json-body.js';
 
 type Reply = { id: number } & (
   | { call: DialectCall; forms: WrittenForms }
   | { error: Extract<DialectParse<DialectCall>, { ok: false }>['error'] }
-  | { unreadable: string }
+  | { unreadable: Extract<JsonBody, { ok: false }> }
   | { failure: string }
 );
 
@@ -95,7 +95,7 @@ export class BodyThread {
       resolve({ ok: false, error: reply.error });
     } else if ('unreadable' in reply) {
       // As the server's JSON parser fails it on the main thread (json-body.ts, parseJsonBody).
-      resolve({ ok: false, error: dialect.error(new ApiError('invalid_question', reply.unreadable), { requestId, unreadableBody: true }) });
+      resolve({ ok: false, error: dialect.error(unreadableBodyError(reply.unreadable), { requestId, unreadableBody: true }) });
     } else {
       resolve(this.failed(dialect, requestId, reply.failure));
     }

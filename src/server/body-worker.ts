@@ -3,7 +3,7 @@
  * `{id, path, body, limits, requestId}`, as the main thread would (json-body.ts, then the door's
  * parse() from the dialect registry), and answers `{id, call, forms}` (the call's written key
  * orders and number texts, which a copy does not carry: key-order.ts), `{id, error}` (the door's
- * own error), `{id, unreadable}` (not JSON: the message) or `{id, failure}` (a defect here).
+ * own error), `{id, unreadable}` (not JSON: readJsonBody's failure) or `{id, failure}` (a defect here).
  */
 import { parentPort } from 'node:worker_threads';
 
@@ -28,7 +28,7 @@ port.on('message', ({ id, path, body, limits, requestId }: BodyMessage) => {
     const dialect = DIALECTS.find((d) => d.path === path);
     if (!dialect) throw new Error(`no dialect serves ${path}`);
     const read = readJsonBody(body);
-    if (!read.ok) return port.postMessage({ id, unreadable: read.message });
+    if (!read.ok) return port.postMessage({ id, unreadable: read });
     const parsed = dialect.parse(read.value, { limits, requestId });
     if (!parsed.ok) return port.postMessage({ id, error: parsed.error });
     port.postMessage({ id, call: parsed.call, forms: writtenFormsOf(parsed.call) });

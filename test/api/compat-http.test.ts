@@ -303,6 +303,49 @@ describe('POST /v1/decisions (the official openai client)', () => {
   });
 });
 
+describe('a key given twice or a lone surrogate inside an array: every door names the place, indices included', () => {
+  // JSON.stringify cannot write these bodies; `pad` (40 KB of spaces in a string) makes the body one the body thread reads.
+  const pad = (large: boolean) => (large ? ' '.repeat(40_000) : '');
+  const choices = (second: string, large: boolean) =>
+    `{"model":"svc-alpha","input":"s${pad(large)}","questions":[{"type":"predicate","instructions":"p"},{"type":"choice","instructions":"p","choices":[{"value":"a"},${second}]}]}`;
+
+  for (const large of [false, true]) {
+    it(`/v1/decisions: the message and param (the SDK's BadRequestError.param) point into the choice${large ? ' (a body of 40 KB)' : ''}`, async () => {
+      const cases: Array<[string, string, string]> = [
+        [choices('{"value":"b","value":"c"}', large), 'duplicate key "value" in questions[1].choices[1]; each key may appear once', 'questions[1].choices[1].value'],
+        [choices('{"value":"b\\ud800"}', large), 'a string in questions[1].choices[1].value holds a lone surrogate', 'questions[1].choices[1].value'],
+        [`{"model":"svc-alpha","model":"svc-alpha","input":"s${pad(large)}","questions":[]}`, 'duplicate key "model"; each key may appear once', 'model'],
+        // Named as written: "state" is no field of this door, not its `input`.
+        [`{"model":"svc-alpha","input":"s${pad(large)}","questions":[],"state":"a","state":"b"}`, 'duplicate key "state"; each key may appear once', 'state'],
+      ];
+      for (const [body, message, param] of cases) {
+        const res = await post('/v1/decisions', body);
+        expect(res.status, body.slice(0, 60)).toBe(400);
+        expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param, code: null });
+        expect(res.body.error.message).toContain(`request body: ${message}`);
+      }
+      // The official client (its body swapped for the raw text: it cannot write a key twice) raises BadRequestError with that param.
+      const sdk = new OpenAI({ baseURL: `${url}/v1`, apiKey: TEST_KEY, maxRetries: 0, fetch: (input, init) => fetch(input, { ...init, body: cases[0]![0] }) });
+      const err = await sdk.decisions.create(DECISION_PARAMS).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('questions[1].choices[1].value');
+    });
+
+    it(`/v1/systemone and /v1/decide keep their shapes, the message naming the array index${large ? ' (a body of 40 KB)' : ''}`, async () => {
+      const body = `{"model":"svc-alpha","state":{"rows":[{"a":1},{"a":2,"a":3}],"note":"${pad(large)}"},"questions":{"q":{"type":"noul","instructions":"r"}}}`;
+      const where = 'request body: duplicate key "a" in state.rows[1]; each key may appear once';
+      const s1 = await systemone(body);
+      expect(s1.status).toBe(422);
+      expect(s1.body).toEqual({ detail: [{ type: 'json_invalid', loc: ['body'], msg: where }] });
+      const ours = await post('/v1/decide', body);
+      expect(ours.status).toBe(400);
+      expect(ours.body).toMatchObject({ code: 'invalid_question', message: where });
+      const surrogate = await systemone(`{"model":"svc-alpha","state":["a","b\\udc00"],"questions":{"q":{"type":"score","instructions":"r${pad(large)}","criteria":["x","y"]}}}`);
+      expect(surrogate.body.detail[0].msg).toContain('a string in state[1] holds a lone surrogate');
+    });
+  }
+});
+
 describe('the same question through every door', () => {
   const STATE = { ticket: 'My card was charged twice for one order and I want the money back today.', customer: { tier: 'gold' } };
 
