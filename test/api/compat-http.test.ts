@@ -5,7 +5,7 @@
  * /v1/decide, /v1/systemone and /v1/decisions gives the same probabilities within 1e-6; auth, rate
  * limits, load shedding, request ids, metrics and the OpenAPI document as for /v1/decide.
  */
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -443,5 +443,41 @@ describe('rate limits, load shedding, metrics, OpenAPI', () => {
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/systemone', '/v1/decisions']));
     expect(doc.paths['/v1/decisions']!.post.operationId).toBe('createDecision');
     expect(Object.keys(doc.paths['/v1/systemone']!.post.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '422', '429']));
+  });
+
+  it('the OpenAPI request schemas accept what the doors answer (null descriptions, a cache breakpoint) and refuse a value over 128 characters, as the doors do', async () => {
+    const doc = (await (await fetch(`${url}/openapi.json`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).json()) as {
+      paths: Record<string, { post: { requestBody: { content: { 'application/json': { schema: unknown } } } } }>;
+    };
+    // A JSON Schema validator (fastify's ajv, nothing removed or coerced) over the published schemas.
+    const checker = Fastify({ ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } } });
+    for (const path of ['/v1/decisions', '/v1/systemone']) {
+      checker.post(path, { schema: { body: doc.paths[path]!.post.requestBody.content['application/json'].schema } }, async () => ({ ok: true }));
+    }
+    const schemaAccepts = async (path: string, body: unknown) =>
+      (await checker.inject({ method: 'POST', url: path, payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } })).statusCode === 200;
+    const decisions = (value: string) => ({
+      model: 'svc-alpha',
+      input: 'The screen arrived broken.',
+      questions: [
+        { type: 'choice', instructions: [{ type: 'input_text', text: 'Which?', prompt_cache_breakpoint: null }], choices: [{ value, description: null }, { value: 'b' }] },
+        { type: 'score', instructions: 'How bad?', levels: [{ label: 'low', description: null }, { label: 'high' }] },
+      ],
+    });
+    const s1 = (key: string) => ({ model: 'svc-alpha', state: 's', questions: { q: { type: 'choice', instructions: 'Which?', criteria: { [key]: null, b: 'y' } } } });
+    try {
+      for (const [path, body, accepted] of [
+        ['/v1/decisions', decisions('a'), true],
+        ['/v1/decisions', decisions('a'.repeat(129)), false],
+        ['/v1/systemone', s1('a'.repeat(128)), true],
+        ['/v1/systemone', s1('a'.repeat(129)), false],
+      ] as const) {
+        const res = await post(path, body);
+        expect(res.status, `${path} ${JSON.stringify(res.body).slice(0, 200)}`).toBe(accepted ? 200 : 400);
+        expect(await schemaAccepts(path, body), path).toBe(accepted);
+      }
+    } finally {
+      await checker.close();
+    }
   });
 });
