@@ -42,7 +42,8 @@ export interface ApiErrorOptions {
   /**
    * The request field the error is about, as the domain request names it (`model`, `state`,
    * `questions["q1"]`), where the message starts with it: a dialect that names fields its own
-   * way (OpenAI's `param`) reads it instead of parsing the message.
+   * way (OpenAI's `param`) reads it instead of parsing the message. For a body that does not read
+   * as JSON (a key given twice), the place in the body as the caller wrote it (`questions[0].choices[1].value`).
    */
   field?: string;
   cause?: unknown;

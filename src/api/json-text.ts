@@ -14,13 +14,17 @@
 import { recordKeyOrder, recordNumberText } from '../domain/key-order.js';
 
 
-export type JsonTextResult = { ok: true; value: unknown } | { ok: false; reason: string };
+/**
+ * On a failure inside the value, `path` says where, as the text writes it (`questions[0].choices[1].value`,
+ * `questions.q.criteria.a`): the repeated key, or the string with a lone surrogate (for a key, its object).
+ */
+export type JsonTextResult = { ok: true; value: unknown } | { ok: false; reason: string; path?: string };
 
 /**
  * Parses `text`. On failure `reason` is a short sentence without any part of the text, such as
- * `not valid JSON (at line 1, column 9)` or `duplicate key "q1" in questions`.
+ * `not valid JSON (at line 1, column 9)` or `duplicate key "value" in questions[0].choices[1]`.
  * @example
- * const parsed = parseJsonText('{"a": 1, "a": 2}'); // { ok: false, reason: 'duplicate key "a"' }
+ * const parsed = parseJsonText('{"a": 1, "a": 2}'); // { ok: false, reason: 'duplicate key "a"; ...', path: 'a' }
  */
 export function parseJsonText(text: string): JsonTextResult {
   let value: unknown;
@@ -33,11 +37,21 @@ export function parseJsonText(text: string): JsonTextResult {
   if (typeof value === 'object' && value !== null) {
     const scan = scanKeys(text);
     if (scan.duplicate) {
-      const where = placeOf(scan.duplicate.path);
-      return { ok: false, reason: `duplicate key ${JSON.stringify(scan.duplicate.key.slice(0, 128))}${where}; each key may appear once` };
+      const key = scan.duplicate.key.slice(0, 128);
+      const where = pathOf(scan.duplicate.path);
+      return {
+        ok: false,
+        reason: `duplicate key ${JSON.stringify(key)}${where ? ` in ${where}` : ''}; each key may appear once`,
+        path: pathOf([...scan.duplicate.path, key]),
+      };
     }
     if (scan.loneSurrogate) {
-      return { ok: false, reason: `a string${placeOf(scan.loneSurrogate.path)} holds a lone surrogate escape (\\ud800-\\udfff without its pair): not Unicode text, and not writable as UTF-8` };
+      const where = pathOf(scan.loneSurrogate.path);
+      return {
+        ok: false,
+        reason: `a string${where ? ` in ${where}` : ''} holds a lone surrogate escape (\\ud800-\\udfff without its pair): not Unicode text, and not writable as UTF-8`,
+        ...(where ? { path: where } : {}),
+      };
     }
     // JavaScript keeps the written order of every object without an integer-like key, and the text
     // of every number a double writes back the same way.
@@ -100,6 +114,9 @@ function syntaxErrorPlace(text: string, message: string): string {
   return '';
 }
 
+/** A step of a path: an object's key or an array's index (a number, so no string is made per step). */
+type Step = string | number;
+
 interface Container {
   /** The keys seen so far; null for an array. */
   keys: Set<string> | null;
@@ -107,29 +124,32 @@ interface Container {
   expectKey: boolean;
   /** The last key read in this object: the name of a container that follows it. */
   lastKey: string;
-  /** How the parent names this container. */
-  name: string;
+  /** In an array: the index of the item being read (the commas seen so far at this level). */
+  index: number;
+  /** How the parent names this container: its key, or its index in an array. */
+  name: Step;
 }
 
-/** " in questions.q1" for a path of container names (see scanKeys), "" at the top. */
-function placeOf(names: string[]): string {
-  const path = names.map((name, i) => (name === '[]' || i === 0 ? name : `.${name}`)).join('');
-  return path ? ` in ${path}` : '';
+/** `questions[0].choices[1]` for a path of steps (see scanKeys), "" at the top. */
+function pathOf(steps: Step[]): string {
+  return steps.map((step, i) => (typeof step === 'number' ? `[${step}]` : i === 0 ? step : `.${step}`)).join('');
 }
 
 /** An unpaired UTF-16 surrogate: JSON's \ud800 escape without its partner decodes to one. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
- * One pass over valid JSON text (JSON.parse accepted it), tracking only strings and brackets: the
- * keys of every object in the order the objects open and the keys are written (a Set keeps that
- * order), whether any key is integer-like, and the first key that appears twice in one object, or
- * the first string with a lone surrogate escape, with the path of keys to it (the scan stops there).
+ * One pass over valid JSON text (JSON.parse accepted it), tracking only strings, brackets and
+ * commas: the keys of every object in the order the objects open and the keys are written (a Set
+ * keeps that order), whether any key is integer-like, and the first key that appears twice in one
+ * object, or the first string with a lone surrogate escape, with the path of keys and array
+ * indices to it (the scan stops there).
  */
 function scanKeys(text: string): {
-  duplicate?: { key: string; path: string[] };
-  /** A key or string value with an unpaired surrogate escape, and the path of its container. */
-  loneSurrogate?: { path: string[] };
+  /** The repeated key and the path of the object holding it. */
+  duplicate?: { key: string; path: Step[] };
+  /** A string with an unpaired surrogate escape: the path of a value or an array item, of the object for a key. */
+  loneSurrogate?: { path: Step[] };
   objects: Array<Set<string>>;
   indexKeys: boolean;
   /** Every number's text in text order, when one of them is not as a double writes it back (else undefined). */
@@ -166,6 +186,7 @@ function scanKeys(text: string): {
         if (nextEscape > i && LONE_SURROGATE.test(JSON.parse(text.slice(i, end + 1)) as string)) {
           const path = stack.slice(1).map((frame) => frame.name);
           if (top?.keys && !top.expectKey) path.push(top.lastKey);
+          else if (top && !top.keys) path.push(top.index);
           return { loneSurrogate: { path }, objects, indexKeys };
         }
         nextEscape = text.indexOf('\\u', end);
@@ -183,15 +204,16 @@ function scanKeys(text: string): {
       i = end;
     } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       const parent = stack[stack.length - 1];
-      const name = parent ? (parent.keys ? parent.lastKey : '[]') : '';
+      const name = parent ? (parent.keys ? parent.lastKey : parent.index) : '';
       const keys = c === 0x7b ? new Set<string>() : null;
       if (keys) objects.push(keys);
-      stack.push({ keys, expectKey: c === 0x7b, lastKey: '', name });
+      stack.push({ keys, expectKey: c === 0x7b, lastKey: '', index: 0, name });
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
       stack.pop();
     } else if (c === 0x2c /* , */) {
       const top = stack[stack.length - 1];
       if (top?.keys) top.expectKey = true;
+      else if (top) top.index += 1;
     }
   }
   if (!inexact) return { objects, indexKeys };

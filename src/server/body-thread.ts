@@ -7,10 +7,10 @@
  * one body at a time; if it dies, the bodies it held fail (500 in the door's shape).
  */
 import type { Dialect, DialectCall, DialectParse, ParseContext } from '../api/dialect.js';
-import { ApiError } from '../api/errors.js';
 import { giveWrittenForms } from '../domain/key-order.js';
 import { ThreadClient } from '../engine/thread-client.js';
 import type { BodyReply, BodyRequest } from './body-worker.js';
+import { unreadableBodyError } from './json-body.js';
 
 export class BodyThread {
   private readonly thread = new ThreadClient<BodyRequest, BodyReply>(import.meta.url, 'body-worker');
@@ -42,7 +42,7 @@ export class BodyThread {
     }
     if ('error' in reply) return { ok: false, error: reply.error };
     // As the server's JSON parser fails it on the main thread (json-body.ts, parseJsonBody).
-    return { ok: false, error: dialect.error(new ApiError('invalid_question', reply.unreadable), { requestId, unreadableBody: true }) };
+    return { ok: false, error: dialect.error(unreadableBodyError(reply.unreadable), { requestId, unreadableBody: true }) };
   }
 
   /** Ends the thread; bodies still waiting fail. */

@@ -2,14 +2,14 @@
  * The worker side of BodyThread (body-thread.ts): reads one decision request body per request,
  * as the main thread would (json-body.ts, then the door's parse() from the dialect registry), and
  * answers with the call and its written key orders and number texts (which a copy does not carry:
- * key-order.ts), the door's own error, or why the body is not JSON.
+ * key-order.ts), the door's own error, or why the body is not JSON (readJsonBody's failure).
  */
 import type { DialectCall, WireError } from '../api/dialect.js';
 import { DIALECTS } from '../api/dialects.js';
 import type { ValidationLimits } from '../api/validate.js';
 import { writtenFormsOf, type WrittenForms } from '../domain/key-order.js';
 import { serveRequests } from '../engine/thread-client.js';
-import { readJsonBody } from './json-body.js';
+import { readJsonBody, type JsonBody } from './json-body.js';
 
 export interface BodyRequest {
   /** The door's path: its dialect in the registry. */
@@ -19,13 +19,13 @@ export interface BodyRequest {
   requestId: string;
 }
 
-export type BodyReply = { call: DialectCall; forms: WrittenForms } | { error: WireError } | { unreadable: string };
+export type BodyReply = { call: DialectCall; forms: WrittenForms } | { error: WireError } | { unreadable: Extract<JsonBody, { ok: false }> };
 
 serveRequests(({ path, body, limits, requestId }: BodyRequest): BodyReply => {
   const dialect = DIALECTS.find((d) => d.path === path);
   if (!dialect) throw new Error(`no dialect serves ${path}`);
   const read = readJsonBody(body);
-  if (!read.ok) return { unreadable: read.message };
+  if (!read.ok) return { unreadable: read };
   const parsed = dialect.parse(read.value, { limits, requestId });
   return parsed.ok ? { call: parsed.call, forms: writtenFormsOf(parsed.call) } : { error: parsed.error };
 });

@@ -11,7 +11,8 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../api/errors.js';
 import { parseJsonText } from '../api/json-text.js';
 
-export type JsonBody = { ok: true; value: unknown } | { ok: false; message: string };
+/** On failure, `path`: where in the body, as it is written (parseJsonText's path), when the JSON itself is fine. */
+export type JsonBody = { ok: true; value: unknown } | { ok: false; message: string; path?: string };
 
 export function readJsonBody(body: Uint8Array): JsonBody {
   if (body.length === 0) return { ok: false, message: 'request body: empty; send a JSON object' };
@@ -19,12 +20,18 @@ export function readJsonBody(body: Uint8Array): JsonBody {
   let text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   const parsed = parseJsonText(text);
-  return parsed.ok ? parsed : { ok: false, message: `request body: ${parsed.reason}` };
+  if (parsed.ok) return parsed;
+  return { ok: false, message: `request body: ${parsed.reason}`, ...(parsed.path === undefined ? {} : { path: parsed.path }) };
 }
 
 /** The server's parser of `application/json` bodies (fastify's content type parser, parseAs buffer). */
 export function parseJsonBody(_request: FastifyRequest, body: Buffer, done: (err: Error | null, value?: unknown) => void): void {
   const read = readJsonBody(body);
-  if (!read.ok) return done(new ApiError('invalid_question', read.message));
+  if (!read.ok) return done(unreadableBodyError(read));
   done(null, read.value);
+}
+
+/** The error of a body that does not read as JSON; `field` is the place in the body, where one is known. */
+export function unreadableBodyError(read: Extract<JsonBody, { ok: false }>): ApiError {
+  return new ApiError('invalid_question', read.message, read.path === undefined ? {} : { field: read.path });
 }

@@ -5,7 +5,7 @@
  * /v1/decide, /v1/systemone and /v1/decisions gives the same probabilities within 1e-6; auth, rate
  * limits, load shedding, request ids, metrics and the OpenAPI document as for /v1/decide.
  */
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -201,6 +201,13 @@ describe('POST /v1/systemone (plain fetch, the docs examples)', () => {
         400,
         (b) => expect(b.detail).toBe('Too many choices. Must have at most 255 choices.'),
       ],
+      // Below 2 levels, an empty list included, is the limit's 400, not a 422 shape error (as for choices).
+      ...[[], ['only']].map((levels): [unknown, number, (body: any) => void] => [
+        { ...QUICKSTART, questions: { q: { type: 'score', instructions: 'x', criteria: levels } } },
+        400,
+        (b) => expect(b.detail).toBe('Too few score levels. Must have at least 2 levels.'),
+      ]),
+      [{ ...QUICKSTART, questions: { q: { type: 'choice', instructions: 'x', criteria: {} } } }, 400, (b) => expect(b.detail).toBe('Too few choices. Must have at least 2 choices.')],
       [{ ...QUICKSTART, state: longState(5000) }, 400, (b) => expect(b.detail.error_type).toBe('max_tokens_exceeded')],
       [{ ...QUICKSTART, state: 'x'.repeat(1024 * 1024) }, 400, (b) => expect(b.detail.message).toContain('1048576 bytes')],
     ];
@@ -294,6 +301,49 @@ describe('POST /v1/decisions (the official openai client)', () => {
     expect(long).toBeInstanceOf(OpenAI.BadRequestError);
     expect((long as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
   });
+});
+
+describe('a key given twice or a lone surrogate inside an array: every door names the place, indices included', () => {
+  // JSON.stringify cannot write these bodies; `pad` (40 KB of spaces in a string) makes the body one the body thread reads.
+  const pad = (large: boolean) => (large ? ' '.repeat(40_000) : '');
+  const choices = (second: string, large: boolean) =>
+    `{"model":"svc-alpha","input":"s${pad(large)}","questions":[{"type":"predicate","instructions":"p"},{"type":"choice","instructions":"p","choices":[{"value":"a"},${second}]}]}`;
+
+  for (const large of [false, true]) {
+    it(`/v1/decisions: the message and param (the SDK's BadRequestError.param) point into the choice${large ? ' (a body of 40 KB)' : ''}`, async () => {
+      const cases: Array<[string, string, string]> = [
+        [choices('{"value":"b","value":"c"}', large), 'duplicate key "value" in questions[1].choices[1]; each key may appear once', 'questions[1].choices[1].value'],
+        [choices('{"value":"b\\ud800"}', large), 'a string in questions[1].choices[1].value holds a lone surrogate', 'questions[1].choices[1].value'],
+        [`{"model":"svc-alpha","model":"svc-alpha","input":"s${pad(large)}","questions":[]}`, 'duplicate key "model"; each key may appear once', 'model'],
+        // Named as written: "state" is no field of this door, not its `input`.
+        [`{"model":"svc-alpha","input":"s${pad(large)}","questions":[],"state":"a","state":"b"}`, 'duplicate key "state"; each key may appear once', 'state'],
+      ];
+      for (const [body, message, param] of cases) {
+        const res = await post('/v1/decisions', body);
+        expect(res.status, body.slice(0, 60)).toBe(400);
+        expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param, code: null });
+        expect(res.body.error.message).toContain(`request body: ${message}`);
+      }
+      // The official client (its body swapped for the raw text: it cannot write a key twice) raises BadRequestError with that param.
+      const sdk = new OpenAI({ baseURL: `${url}/v1`, apiKey: TEST_KEY, maxRetries: 0, fetch: (input, init) => fetch(input, { ...init, body: cases[0]![0] }) });
+      const err = await sdk.decisions.create(DECISION_PARAMS).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('questions[1].choices[1].value');
+    });
+
+    it(`/v1/systemone and /v1/decide keep their shapes, the message naming the array index${large ? ' (a body of 40 KB)' : ''}`, async () => {
+      const body = `{"model":"svc-alpha","state":{"rows":[{"a":1},{"a":2,"a":3}],"note":"${pad(large)}"},"questions":{"q":{"type":"noul","instructions":"r"}}}`;
+      const where = 'request body: duplicate key "a" in state.rows[1]; each key may appear once';
+      const s1 = await systemone(body);
+      expect(s1.status).toBe(422);
+      expect(s1.body).toEqual({ detail: [{ type: 'json_invalid', loc: ['body'], msg: where }] });
+      const ours = await post('/v1/decide', body);
+      expect(ours.status).toBe(400);
+      expect(ours.body).toMatchObject({ code: 'invalid_question', message: where });
+      const surrogate = await systemone(`{"model":"svc-alpha","state":["a","b\\udc00"],"questions":{"q":{"type":"score","instructions":"r${pad(large)}","criteria":["x","y"]}}}`);
+      expect(surrogate.body.detail[0].msg).toContain('a string in state[1] holds a lone surrogate');
+    });
+  }
 });
 
 describe('the same question through every door', () => {
@@ -393,5 +443,41 @@ describe('rate limits, load shedding, metrics, OpenAPI', () => {
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/systemone', '/v1/decisions']));
     expect(doc.paths['/v1/decisions']!.post.operationId).toBe('createDecision');
     expect(Object.keys(doc.paths['/v1/systemone']!.post.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '422', '429']));
+  });
+
+  it('the OpenAPI request schemas accept what the doors answer (null descriptions, a cache breakpoint) and refuse a value over 128 characters, as the doors do', async () => {
+    const doc = (await (await fetch(`${url}/openapi.json`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).json()) as {
+      paths: Record<string, { post: { requestBody: { content: { 'application/json': { schema: unknown } } } } }>;
+    };
+    // A JSON Schema validator (fastify's ajv, nothing removed or coerced) over the published schemas.
+    const checker = Fastify({ ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } } });
+    for (const path of ['/v1/decisions', '/v1/systemone']) {
+      checker.post(path, { schema: { body: doc.paths[path]!.post.requestBody.content['application/json'].schema } }, async () => ({ ok: true }));
+    }
+    const schemaAccepts = async (path: string, body: unknown) =>
+      (await checker.inject({ method: 'POST', url: path, payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } })).statusCode === 200;
+    const decisions = (value: string) => ({
+      model: 'svc-alpha',
+      input: 'The screen arrived broken.',
+      questions: [
+        { type: 'choice', instructions: [{ type: 'input_text', text: 'Which?', prompt_cache_breakpoint: null }], choices: [{ value, description: null }, { value: 'b' }] },
+        { type: 'score', instructions: 'How bad?', levels: [{ label: 'low', description: null }, { label: 'high' }] },
+      ],
+    });
+    const s1 = (key: string) => ({ model: 'svc-alpha', state: 's', questions: { q: { type: 'choice', instructions: 'Which?', criteria: { [key]: null, b: 'y' } } } });
+    try {
+      for (const [path, body, accepted] of [
+        ['/v1/decisions', decisions('a'), true],
+        ['/v1/decisions', decisions('a'.repeat(129)), false],
+        ['/v1/systemone', s1('a'.repeat(128)), true],
+        ['/v1/systemone', s1('a'.repeat(129)), false],
+      ] as const) {
+        const res = await post(path, body);
+        expect(res.status, `${path} ${JSON.stringify(res.body).slice(0, 200)}`).toBe(accepted ? 200 : 400);
+        expect(await schemaAccepts(path, body), path).toBe(accepted);
+      }
+    } finally {
+      await checker.close();
+    }
   });
 });

@@ -249,7 +249,13 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
     const twice: Record<Endpoint, string> = {
       '/v1/decide': '{"model":"svc-alpha","state":"x","questions":{"q":{"type":"noul","instructions":"Is it?"},"q":{"type":"noul","instructions":"Or?"}}}',
       '/v1/systemone': '{"model":"svc-alpha","state":"x","questions":{"q":{"type":"noul","instructions":"Is it?"},"q":{"type":"noul","instructions":"Or?"}}}',
-      '/v1/decisions': '{"model":"svc-alpha","input":"x","input":"y","questions":[{"type":"predicate","instructions":"Is it?"}]}',
+      '/v1/decisions': '{"model":"svc-alpha","input":"x","questions":[{"type":"choice","instructions":"Which?","choices":[{"value":"a"},{"value":"b","value":"c"}]}]}',
+    };
+    // Where the key is, as the endpoint names it: the message places it, OpenAI's param points at it.
+    const place: Record<Endpoint, [string, string | undefined]> = {
+      '/v1/decide': ['duplicate key "q" in questions;', undefined],
+      '/v1/systemone': ['duplicate key "q" in questions;', undefined],
+      '/v1/decisions': ['duplicate key "value" in questions[0].choices[1];', 'questions[0].choices[1].value'],
     };
     for (const endpoint of Object.keys(BODIES) as Endpoint[]) {
       const good = JSON.stringify({ custom_id: 'good', method: 'POST', url: endpoint, body: BODIES[endpoint].good('my parcel is late') });
@@ -262,7 +268,9 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
       expect(refused!.custom_id).toBe('dup');
       expect(refused!.response!.status_code, endpoint).toBe(res.status);
       expectSameBody(refused!.response!.body, await res.json(), `${endpoint} error body`);
-      expect(JSON.stringify(refused!.response!.body)).toContain('duplicate key');
+      const [message, param] = place[endpoint];
+      expect(JSON.stringify(refused!.response!.body)).toContain(JSON.stringify(message).slice(1, -1));
+      if (param) expect((refused!.response!.body as { error: { param: string } }).error.param).toBe(param);
 
       const envelope = await upload(client, Buffer.from(`${good}\n{"custom_id":"a","custom_id":"b","method":"POST","url":"${endpoint}","body":{}}\n`));
       await expect(client.batches.create({ input_file_id: envelope.id, endpoint: endpoint as any, completion_window: '24h' })).rejects.toMatchObject({

@@ -27,28 +27,32 @@ function openAiField(field: string): string {
   return field === 'state' ? 'input' : field;
 }
 
-/** 400 for a request that breaks a rule: `param` and the message's leading field in OpenAI's names. */
-function invalidQuestion(api: ApiError): WireError {
+/**
+ * 400 for a request that breaks a rule: `param` and the message's leading field in OpenAI's names.
+ * For a body that does not read as JSON (a key given twice, a lone surrogate) the field is already
+ * the place in the body as the caller wrote it (`questions[0].choices[1].value`): OpenAI's name.
+ */
+function invalidQuestion(api: ApiError, unreadableBody: boolean): WireError {
   const status = api.status === 415 ? 415 : 400;
   if (api.field === undefined) return openAiErrorWire(status, api.message, 'invalid_request_error', null, null);
-  const param = openAiField(api.field);
+  const param = unreadableBody ? api.field : openAiField(api.field);
   const message = api.message.startsWith(api.field) ? `${param}${api.message.slice(api.field.length)}` : api.message;
   return openAiErrorWire(status, message, 'invalid_request_error', param, null);
 }
 
 /**
- * Any thrown value as OpenAI's error (the context is not needed: OpenAI answers every
- * authentication failure with 401). Server errors keep toApiError()'s hidden text.
+ * Any thrown value as OpenAI's error (OpenAI answers every authentication failure with 401; the
+ * context says only whether the body was unreadable). Server errors keep toApiError()'s hidden text.
  * @example
  * const { status, body } = openAiError(new ApiError('invalid_key', 'the API key is not valid')); // 401
  */
-export function openAiError(err: unknown, _context: ErrorContext = {}): WireError {
+export function openAiError(err: unknown, context: ErrorContext = {}): WireError {
   const api = toApiError(err);
   switch (api.code) {
     case 'invalid_key':
       return openAiErrorWire(401, api.message, 'invalid_request_error', null, 'invalid_api_key', { 'www-authenticate': 'Bearer' });
     case 'invalid_question':
-      return invalidQuestion(api);
+      return invalidQuestion(api, context.unreadableBody === true);
     case 'not_found':
       return openAiErrorWire(404, api.message, 'invalid_request_error', 'model', 'model_not_found');
     case 'state_too_long':

@@ -1,27 +1,44 @@
 // OpenAI's `POST /v1/decisions` wire format as TypeBox schemas, for the OpenAPI document and the
 // types validate.ts and respond.ts produce. Sources: the `openai` SDK's resources/decisions.ts
 // (7.x) and the others docs/compatibility.md ("Sources") lists; what differs on purpose:
-// docs/compatibility.md. The schemas document; validate.ts decides.
+// docs/compatibility.md. The schemas document; validate.ts decides. The counts and lengths are
+// the validators' own (QUESTION_LIMITS, DEFAULT_VALIDATION_LIMITS), read here, never written again.
 import { Type, type Static } from '@sinclair/typebox';
 import { QUESTION_LIMITS } from '../../domain/question-limits.js';
+import { DEFAULT_VALIDATION_LIMITS } from '../validate.js';
 
-const TextPart = Type.Object({ type: Type.Literal('input_text'), text: Type.String() }, { additionalProperties: true });
+const { maxKeyLength, maxDescriptionLength, maxInstructionsLength } = DEFAULT_VALIDATION_LIMITS;
+
+const CacheBreakpoint = Type.Optional(Type.Unknown({ description: 'Accepted and ignored: the prefix cache is automatic.' }));
+const TextPart = Type.Object({ type: Type.Literal('input_text'), text: Type.String(), prompt_cache_breakpoint: CacheBreakpoint }, { additionalProperties: false });
 const JsonPart = Type.Object(
-  { type: Type.Literal('input_json'), data: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Array(Type.Record(Type.String(), Type.Unknown()))]) },
-  { description: 'Structured state: read by the model as compact JSON.' },
+  {
+    type: Type.Literal('input_json'),
+    data: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Array(Type.Unknown())]),
+    prompt_cache_breakpoint: CacheBreakpoint,
+  },
+  { additionalProperties: false, description: 'Structured state: read by the model as compact JSON.' },
 );
 
 const Message = Type.Object(
   {
     role: Type.Union([Type.Literal('user'), Type.Literal('system'), Type.Literal('developer')]),
-    content: Type.Union([Type.String(), Type.Array(Type.Union([TextPart, JsonPart]))]),
+    content: Type.Union([Type.String(), Type.Array(Type.Union([TextPart, JsonPart]), { minItems: 1 })]),
     type: Type.Optional(Type.Literal('message')),
   },
-  { description: 'Images, assistant messages, tool calls and tool outputs get a 400: this server scores text.' },
+  { additionalProperties: false, description: 'Images, assistant messages, tool calls and tool outputs get a 400: this server scores text.' },
 );
 
-const Instructions = Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.Union([TextPart, JsonPart]))]);
+const Instructions = Type.Union(
+  [Type.String({ minLength: 1, maxLength: maxInstructionsLength }), Type.Array(Type.Union([TextPart, JsonPart]), { minItems: 1 })],
+  { description: `1 to ${maxInstructionsLength} characters as text (parts joined by a blank line, input_json as compact JSON), not only whitespace.` },
+);
 const Name = Type.Optional(Type.Union([Type.String(), Type.Null()]));
+const Description = Type.Optional(
+  Type.Union([Type.String({ maxLength: maxDescriptionLength }), Type.Null()], { description: 'Blank or null: none (the model reads the value, or the label alone).' }),
+);
+/** A choice value or a level label: 1 to maxKeyLength characters, not only whitespace. */
+const ShortText = Type.String({ minLength: 1, maxLength: maxKeyLength });
 
 export const DecisionQuestionSchema = Type.Union([
   Type.Object({ type: Type.Literal('predicate'), instructions: Instructions, name: Name }, { additionalProperties: false }),
@@ -31,7 +48,7 @@ export const DecisionQuestionSchema = Type.Union([
       instructions: Instructions,
       name: Name,
       choices: Type.Array(
-        Type.Object({ value: Type.Union([Type.String(), Type.Boolean()]), description: Type.Optional(Type.String()) }, { additionalProperties: false }),
+        Type.Object({ value: Type.Union([ShortText, Type.Boolean()]), description: Description }, { additionalProperties: false }),
         { minItems: QUESTION_LIMITS.minOptions, maxItems: QUESTION_LIMITS.maxOptions },
       ),
     },
@@ -42,7 +59,7 @@ export const DecisionQuestionSchema = Type.Union([
       type: Type.Literal('score'),
       instructions: Instructions,
       name: Name,
-      levels: Type.Array(Type.Object({ label: Type.String(), description: Type.Optional(Type.String()) }, { additionalProperties: false }), {
+      levels: Type.Array(Type.Object({ label: ShortText, description: Description }, { additionalProperties: false }), {
         minItems: QUESTION_LIMITS.minLevels,
         maxItems: QUESTION_LIMITS.maxLevels,
       }),

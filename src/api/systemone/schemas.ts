@@ -1,29 +1,42 @@
 // The TypeSafe System One wire format (`POST /v1/systemone`) as TypeBox schemas: the OpenAPI
 // document lists them for the route, and the types below are what validate.ts and respond.ts
 // produce. Sources, and what differs on purpose: docs/compatibility.md ("Sources",
-// "/v1/systemone field by field"). The schemas document; validate.ts decides.
+// "/v1/systemone field by field"). The schemas document; validate.ts decides. The counts and
+// lengths are the validators' own (QUESTION_LIMITS, DEFAULT_VALIDATION_LIMITS), read here, never
+// written again.
 import { Type, type Static } from '@sinclair/typebox';
 import { QUESTION_LIMITS } from '../../domain/question-limits.js';
+import { DEFAULT_VALIDATION_LIMITS } from '../validate.js';
 
-/** Caller text: a string, or an object/array the model reads as compact JSON. */
-const StructuredText = Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown()), Type.Array(Type.Unknown())]);
+const { maxKeyLength, maxDescriptionLength, maxInstructionsLength } = DEFAULT_VALIDATION_LIMITS;
+
+/**
+ * Caller text: a string within `lengths`, or an object/array the model reads as compact JSON (that
+ * text is held to the same lengths).
+ */
+const structuredText = (lengths: { minLength?: number; maxLength: number }, description?: string) =>
+  Type.Union([Type.String(lengths), Type.Record(Type.String(), Type.Unknown()), Type.Array(Type.Unknown())], description ? { description } : {});
+const Description = structuredText({ maxLength: maxDescriptionLength });
+/** Question ids and choice option names. */
+const KeyName = Type.String({ minLength: 1, maxLength: maxKeyLength });
 
 export const SystemOneQuestionSchema = Type.Object(
   {
     type: Type.Union([Type.Literal('noul'), Type.Literal('choice'), Type.Literal('score')]),
-    instructions: StructuredText,
+    instructions: structuredText({ minLength: 1, maxLength: maxInstructionsLength }, `Required; 1 to ${maxInstructionsLength} characters as text, not only whitespace.`),
     criteria: Type.Optional(
       Type.Union([
         Type.Object(
-          { true: Type.Optional(StructuredText), false: Type.Optional(StructuredText) },
-          { additionalProperties: false, description: 'noul: what yes (true) and no (false) mean; optional.' },
+          { true: Type.Optional(Type.Union([Description, Type.Null()])), false: Type.Optional(Type.Union([Description, Type.Null()])) },
+          { additionalProperties: false, description: 'noul: what yes (true) and no (false) mean; optional (null: none).' },
         ),
-        Type.Record(Type.String(), Type.Union([StructuredText, Type.Null()]), {
+        Type.Record(Type.String(), Type.Union([Description, Type.Null()]), {
           minProperties: QUESTION_LIMITS.minOptions,
           maxProperties: QUESTION_LIMITS.maxOptions,
+          propertyNames: KeyName,
           description: `choice: option name -> description or null (${QUESTION_LIMITS.minOptions} to ${QUESTION_LIMITS.maxOptions} options).`,
         }),
-        Type.Array(StructuredText, {
+        Type.Array(Description, {
           minItems: QUESTION_LIMITS.minLevels,
           maxItems: QUESTION_LIMITS.maxLevels,
           description: `score: the ordered levels (${QUESTION_LIMITS.minLevels} to ${QUESTION_LIMITS.maxLevels}); a level's index is its number.`,
@@ -43,6 +56,7 @@ export const SystemOneRequestSchema = Type.Object(
     questions: Type.Record(Type.String(), SystemOneQuestionSchema, {
       minProperties: 1,
       maxProperties: QUESTION_LIMITS.maxQuestions,
+      propertyNames: KeyName,
       description: 'Caller-chosen id -> question; answers come back under the same ids.',
     }),
   },

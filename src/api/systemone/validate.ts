@@ -98,8 +98,8 @@ function questionShape(id: string, q: unknown, add: (type: string, loc: Loc, msg
     case 'score':
       if (!hasCriteria) add('missing', [...at, 'criteria'], 'Field required');
       else if (!Array.isArray(criteria)) add('list_type', [...at, 'criteria'], 'Input should be a valid list of levels');
-      else if (criteria.length === 0) add('too_short', [...at, 'criteria'], 'List should have at least 1 item after validation, not 0');
       else {
+        // An empty list is no shape problem: like a single level, it is pass 2's 400 "Too few score levels".
         criteria.forEach((level, i) => {
           if (!isText(level)) add('string_type', [...at, 'criteria', i], 'Input should be a string, an object or an array');
         });

@@ -13,6 +13,8 @@ import type { DecodedLine } from '../records.js';
 export interface UnreadableBody {
   value: Record<string, unknown>;
   bodyReason: string;
+  /** Where in the body (parseJsonText's path), as the endpoint names the place for a body of its own. */
+  bodyPath?: string;
 }
 
 /**
@@ -38,7 +40,7 @@ export function unreadableBody(bytes: Buffer | null, decoded: DecodedLine): Unre
   for (const m of members) if (m !== body && !parseJsonText(text.slice(m.from, m.to)).ok) return undefined;
   const judged = parseJsonText(text.slice(body.from, body.to));
   if (judged.ok) return undefined;
-  return { value, bodyReason: judged.reason };
+  return { value, bodyReason: judged.reason, ...(judged.path === undefined ? {} : { bodyPath: judged.path }) };
 }
 
 /**

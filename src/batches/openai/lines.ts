@@ -118,7 +118,7 @@ export function readEndpointLine(line: RawLine, ctx: RecordReadContext & { endpo
   const refused = (wire: WireError): EndpointRead => ({ kind: 'refused', customId: id, wire, requestId: wireContext.requestId });
   if (unreadable) {
     // What the synchronous endpoint answers a body it cannot read as JSON (a key given twice).
-    const error = new ApiError('invalid_question', `request body: ${unreadable.bodyReason}`);
+    const error = new ApiError('invalid_question', `request body: ${unreadable.bodyReason}`, unreadable.bodyPath === undefined ? {} : { field: unreadable.bodyPath });
     return refused(dialect.error(error, { requestId: wireContext.requestId, unreadableBody: true }));
   }
   // The body as the synchronous endpoint reads it: the same dialect, from the same registry.
