@@ -81,8 +81,11 @@ const SERVICE_OPTION_NAMES: ReadonlyArray<keyof DecisionServiceOptions> = [
 ];
 const RUNTIME_OPTION_NAMES: ReadonlyArray<keyof ModelRuntimeOptions> = ['engine', 'scheduler', 'maxStateTokens'];
 
-/** The engine options every model of the service loads with (the runtime's own win over threads and provider). */
-// deriveFusedGraph: a CUDA engine runs the fused graph of a standard-op model (fusedAttention).
+/**
+ * The engine options every model of the service loads with (the runtime's own win over threads
+ * and provider). deriveFusedGraph: a CUDA engine runs the fused graph of a standard-op model
+ * (fusedAttention).
+ */
 function engineOptionsOf(options: DecisionServiceOptions): Omit<EngineLoadOptions, 'modelDir'> {
   return { provider: options.provider, threads: options.threads, graphDeriver: deriveFusedGraph, ...options.runtime?.engine };
 }

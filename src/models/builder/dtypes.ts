@@ -1,8 +1,8 @@
 /**
  * The builder's storage types, in a file of their own that imports nothing: makeModel's options
  * name them, and the package's published declarations must not pull in the ONNX protobuf types
- * (onnx-writer.ts) through them (onnx-proto's declarations need an ambient \`Long\` that a
- * consumer with \`"types": ["node"]\` does not have).
+ * (onnx-writer.ts) through them (onnx-proto's declarations need an ambient `Long` that a
+ * consumer with `"types": ["node"]` does not have).
  */
 
 /** Storage type of a float tensor. */
