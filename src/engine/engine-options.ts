@@ -343,11 +343,22 @@ export function checkLoadOptionNames(given: unknown): void {
   if (typeof given !== 'object' || given === null || Array.isArray(given)) {
     throw new EngineError('ERR_INPUT', 'Engine.load(options): options must be an object with at least modelDir');
   }
+  checkOptionNames(given, LOAD_OPTION_NAMES, 'Engine.load');
+}
+
+/** The options of an engine that a caller passes on (DecisionService's runtime.engine): all but modelDir. */
+export const ENGINE_PASS_OPTION_NAMES: readonly string[] = [...ENGINE_OPTION_NAMES, 'graphDeriver'];
+
+/**
+ * Refuses an options object that names an option not in `known` (ERR_INPUT, `where` says whose):
+ * a typo such as `thread` would otherwise be ignored and the default used.
+ */
+export function checkOptionNames(given: object, known: readonly string[], where: string): void {
   for (const key of Object.keys(given)) {
-    if (LOAD_OPTION_NAMES.includes(key)) continue;
+    if (known.includes(key)) continue;
     const lower = key.toLowerCase();
-    const near = LOAD_OPTION_NAMES.find((n) => n.toLowerCase().startsWith(lower) || lower.startsWith(n.toLowerCase()));
-    throw new EngineError('ERR_INPUT', `Engine.load: unknown option '${key.slice(0, 100)}'${near ? ` (did you mean '${near}'?)` : ''}`);
+    const near = known.find((n) => n.toLowerCase().startsWith(lower) || lower.startsWith(n.toLowerCase()));
+    throw new EngineError('ERR_INPUT', `${where}: unknown option '${key.slice(0, 100)}'${near ? ` (did you mean '${near}'?)` : ''}`);
   }
 }
 

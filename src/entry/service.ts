@@ -4,6 +4,11 @@
  */
 export { DecisionService, type DecideContext, type DecisionServiceOptions, type DecisionResult, type ModelListing } from '../service/decision-service.js';
 export { ApiError, type ErrorCode } from '../api/errors.js';
+// A decide body validated once, for decideNormalized(request, { signal }).
+export { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
 export type { DecideRequest, DecideResponse, Answer, Question } from '../api/schemas.js';
-export { makeModel, PRESETS } from '../models/builder/index.js';
+// From their own files, not the builder's index: its graph modules' declarations name the ONNX
+// protobuf types, which a strict consumer could not read (models/builder/dtypes.ts).
+export { makeModel } from '../models/builder/make-model.js';
+export { PRESETS } from '../models/builder/presets.js';
 export { calibrateModel, CalibrationError, type CalibrateOptions, type CalibrationReport } from '../calibration/run.js';

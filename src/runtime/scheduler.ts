@@ -24,6 +24,7 @@
  * Coalescing and cutting never change results: a row's scores do not depend on what else is in its
  * batch or whether its prefix came from the cache (tested in test/native/engine.test.ts).
  */
+import { checkOptionNames } from '../engine/engine-options.js';
 import { EngineError } from '../errors/engine-error.js';
 import type { Engine, ScoreGroup, SuffixScore } from '../engine/engine.js';
 
@@ -50,6 +51,26 @@ export interface SchedulerOptions {
 }
 
 export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = { windowMs: 3, maxCallTokens: 16384, maxQueuedJobs: 512, maxBatchCallTokens: 2048, maxQueueWaitMs: 8000 };
+
+/** What each option must be; a value outside it would refuse every request (a queue of 0) or none. */
+const SCHEDULER_RULES: Record<keyof SchedulerOptions, [rule: string, ok: (v: number) => boolean]> = {
+  windowMs: ['a number of milliseconds of at least 0', (v) => Number.isFinite(v) && v >= 0],
+  maxCallTokens: ['a whole number of tokens of at least 1', (v) => Number.isInteger(v) && v >= 1],
+  maxQueuedJobs: ['a whole number of jobs of at least 1', (v) => Number.isInteger(v) && v >= 1],
+  maxBatchCallTokens: ['a whole number of tokens of at least 1', (v) => Number.isInteger(v) && v >= 1],
+  maxQueueWaitMs: ['a number of milliseconds above 0 (Infinity: no limit)', (v) => v > 0],
+};
+
+/** Refuses unknown or out-of-range scheduler options (ERR_INPUT naming `<where>.<option>`). */
+export function checkSchedulerOptions(options: Partial<SchedulerOptions>, where = 'scheduler'): void {
+  checkOptionNames(options, Object.keys(SCHEDULER_RULES), where);
+  for (const [name, [rule, ok]] of Object.entries(SCHEDULER_RULES)) {
+    const value: unknown = options[name as keyof SchedulerOptions];
+    if (value !== undefined && !(typeof value === 'number' && ok(value))) {
+      throw new EngineError('ERR_INPUT', `${where}.${name} must be ${rule}, got ${String(value)}`);
+    }
+  }
+}
 
 export interface JobResult {
   groups: SuffixScore[][];
@@ -138,6 +159,7 @@ export class Scheduler {
     private readonly engine: Pick<Engine, 'scoreBatch'>,
     options: Partial<SchedulerOptions> = {},
   ) {
+    checkSchedulerOptions(options);
     this.options = { ...DEFAULT_SCHEDULER_OPTIONS, ...options };
   }
 

@@ -1,10 +1,11 @@
 /**
- * The HTTP API as one fastify plugin (`decisionApp`), and createServer() which builds a fastify
- * instance around it: it registers every route (routes/: the dialects' POST routes, ours, System
- * One's and OpenAI's, from their registry in dialect-routes.ts, one file per other path; the map
- * is in the README, "Where things are") and `GET /openapi.json`, generated from the route schemas
- * by @fastify/swagger. Cross-cutting hooks run in this order: request id, authentication, rate
- * limit, no Content-Encoding (415); every error goes through one handler.
+ * The HTTP API, registered by registerApi() either on the root of the fastify instance that
+ * createServer() builds or, as the `decisionApp` plugin, in its own scope of a host's app. It
+ * registers every route (routes/: the dialects' POST routes, ours, System One's and OpenAI's, from
+ * their registry in dialect-routes.ts, one file per other path; the map is in the README, "Where
+ * things are") and `GET /openapi.json`, generated from the route schemas by @fastify/swagger.
+ * Cross-cutting hooks run in this order: request id, authentication, rate limit, no
+ * Content-Encoding (415); every error goes through one handler.
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -21,12 +22,12 @@ import type { EngineOptions } from '../engine/engine-options.js';
 import { DecisionService } from '../service/decision-service.js';
 import { resolveApiKeys, type ApiKeySet } from './api-keys.js';
 import { registerAuth } from './auth.js';
-import { frameworkErrorHandler, registerErrorHandling } from './errors.js';
+import { frameworkErrorHandler, registerErrorHandling, registerScopedErrorHandling } from './errors.js';
 import { registerMetrics } from './metrics.js';
 import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { BodyThread } from './body-thread.js';
 import { parseJsonBody } from './json-body.js';
-import { genReqId, REQUEST_ID_HEADER } from './request-id.js';
+import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
 import { BatchService } from '../batches/batch-service.js';
 import { OpenAiBatchApi } from '../batches/openai/openai-batches.js';
 import { batchValidationRoutes } from './routes/batch-validation.js';
@@ -148,15 +149,25 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   socket.destroy();
 }
 
-const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, opts) => {
+/**
+ * Where the API is registered: on createServer's root instance, where its hooks, error handler
+ * and 404 handler cover every path of the server, or (decisionApp) in its own scope of a host's
+ * app, where they cover its routes only and the host's stay as they are.
+ */
+type Mount = 'server' | 'scope';
+
+/** Registers the whole API on `app`. */
+async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount: Mount): Promise<void> {
   const { service, keys } = opts;
   let draining = false;
 
-  // 1. Every response, success or error, names its request.
+  // 1. Every response, success or error, names its request (createServer's genReqId; a scope's own).
+  if (mount === 'scope') useOwnRequestIds(app);
   app.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);
   });
-  registerErrorHandling(app);
+  if (mount === 'server') registerErrorHandling(app);
+  else registerScopedErrorHandling(app);
 
   // Bodies: JSON only, as UTF-8; other content types are 400 invalid_question (errors.ts).
   app.removeContentTypeParser(['application/json', 'text/plain']);
@@ -211,7 +222,9 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
   }
 
   await app.register(healthRoutes, { service, isDraining: () => draining });
-  await app.register(consoleRoutes);
+  // The console's page calls /v1/... and loads /console/assets/... from the root of the site: it
+  // is served only where the API is (docs/api.md, "Embedding").
+  if (app.prefix === '') await app.register(consoleRoutes);
   // Large decision bodies are read off the main thread (body-thread.ts); /metrics counts them.
   const bodies = new BodyThread();
   app.addHook('onClose', async () => bodies.close());
@@ -241,24 +254,33 @@ const decisionAppPlugin: FastifyPluginAsync<DecisionAppOptions> = async (app, op
     },
     { prefix: '/v1' },
   );
-};
+}
 
 /**
- * The API as a plugin. It shares its context with the instance it is registered on (as
- * fastify-plugin would), so its error handler, 404 handler and hooks cover every route.
+ * The API as a plugin for a host's own fastify app. It is encapsulated, as plugins are: its
+ * request ids, authentication, rate limit, body parsers, error handler and 404 answers apply to
+ * its own routes only; the host's routes, parsers, error handler and 404 handler stay the host's.
+ * Registered with `{ prefix: '/decisions' }` (or inside a prefixed plugin) it answers at
+ * `/decisions/v1/decide`, `/decisions/healthz`, ...; the web console is served only at the root.
  * @example
  * const service = await DecisionService.open({ modelsDir: 'models' });
  * const app = Fastify();
- * await app.register(decisionApp, { service, keys: new ApiKeySet().add('my-key'), rateLimit: false,
- *   bodyLimitBytes: 1024 * 1024, dataDir: 'data', ownsService: true });
+ * await app.register(decisionApp, { prefix: '/decisions', service, keys: new ApiKeySet().add('my-key'),
+ *   rateLimit: false, bodyLimitBytes: 1024 * 1024, dataDir: 'data', ownsService: true });
  * await app.listen({ port: 8080 });
  */
 // Typed by name: an inferred type is printed in app.d.ts through fastify's namespace
 // (`Fastify.FastifyPluginAsync`), which TypeScript's bundler resolution cannot follow.
-export const decisionApp: FastifyPluginAsync<DecisionAppOptions> & { [key: symbol]: string | boolean } = Object.assign(decisionAppPlugin, {
-  [Symbol.for('skip-override')]: true,
-  [Symbol.for('fastify.display-name')]: 'decision-app',
-});
+export const decisionApp: FastifyPluginAsync<DecisionAppOptions> & { [key: symbol]: string | boolean } = Object.assign(
+  async (app: FastifyInstance, opts: DecisionAppOptions) => registerApi(app, opts, 'scope'),
+  { [Symbol.for('fastify.display-name')]: 'decision-app' },
+);
+
+/** createServer's: the API on the root instance itself (skip-override), covering every path of the server. */
+const serverApp: FastifyPluginAsync<DecisionAppOptions> = Object.assign(
+  async (app: FastifyInstance, opts: DecisionAppOptions) => registerApi(app, opts, 'server'),
+  { [Symbol.for('skip-override')]: true, [Symbol.for('fastify.display-name')]: 'decision-app' },
+);
 
 /**
  * Builds the HTTP server (not yet listening).
@@ -312,7 +334,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
     });
   }
   try {
-    await app.register(decisionApp, {
+    await app.register(serverApp, {
       service,
       keys,
       rateLimit,

@@ -56,7 +56,8 @@ function headerCount(rawHeaders: string[], name: string): number {
 }
 
 /**
- * Adds `request.keyId` and the authentication hook to `app` (call on the root-level app plugin).
+ * Adds `request.keyId` and the authentication hook to `app`, the API's level (app.ts: the server's
+ * root, or decisionApp's scope in a host's app).
  * `invalidKeys`: the per-IP limit on failed authentications; false: none.
  */
 export function registerAuth(app: FastifyInstance, keys: ApiKeySet, invalidKeys: BucketOptions | false): void {

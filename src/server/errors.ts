@@ -82,13 +82,29 @@ export function sendError(err: unknown, request: FastifyRequest, reply: FastifyR
   return sendWire(reply, decideError(mapped, { requestId: request.id }));
 }
 
-/** Installs the error handler, the 404 handler and the handler for malformed URLs. */
+/** The API's 404: an unknown path, in our shape. */
+function sendNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const url = request.url.length > 200 ? `${request.url.slice(0, 200)}...` : request.url;
+  return sendError(new ApiError('not_found', `no route ${request.method} ${url}`), request, reply);
+}
+
+/** Installs the error handler and the 404 handler of the whole server (createServer). */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => sendError(err, request, reply));
-  app.setNotFoundHandler((request, reply) => {
-    const url = request.url.length > 200 ? `${request.url.slice(0, 200)}...` : request.url;
-    return sendError(new ApiError('not_found', `no route ${request.method} ${url}`), request, reply);
-  });
+  app.setNotFoundHandler(sendNotFound);
+}
+
+/**
+ * The same for the API in a scope of a host's fastify app (decisionApp): the error handler covers
+ * the scope's routes only, and unknown paths get the API's 404 only where they are the API's:
+ * every path under the scope's prefix (its own 404 handler), or, mounted at the host's root,
+ * whose 404 handler stays the host's, the paths under /v1 (a catch-all route, which the host's
+ * own /v1 routes, being more specific, still win over).
+ */
+export function registerScopedErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err, request, reply) => sendError(err, request, reply));
+  if (app.prefix !== '') app.setNotFoundHandler(sendNotFound);
+  else app.all('/v1/*', { schema: { hide: true } }, sendNotFound);
 }
 
 /**

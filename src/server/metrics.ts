@@ -170,7 +170,7 @@ export async function renderMetrics(http: HttpMetrics, service: DecisionService,
   return `${out.join('\n')}\n`;
 }
 
-/** Counts every response (hook on the root-level app) and serves GET /metrics. */
+/** Counts every response of the API's level (app.ts) and serves GET /metrics. */
 export function registerMetrics(app: FastifyInstance, service: DecisionService, bodies: BodyThread): HttpMetrics {
   const http = new HttpMetrics();
   app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {

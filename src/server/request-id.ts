@@ -6,14 +6,57 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
+import type { FastifyInstance } from 'fastify';
+
 import { newRequestId } from '../api/request-ids.js';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
+/** createServer's fastify `genReqId`: the API is at the root of the server. */
 export function genReqId(req: IncomingMessage): string {
+  return newRequestId(req.method ?? 'GET', pathOf(req));
+}
+
+/**
+ * The generator for the API mounted under `prefix` (decisionApp in a host's fastify app, given to
+ * its scope's setGenReqId): the door is the path below the prefix, so `<prefix>/v1/decide` gets a
+ * `dec_` id as `/v1/decide` does on createServer's server.
+ */
+export function genReqIdUnder(prefix: string): (req: IncomingMessage) => string {
+  if (prefix === '') return genReqId;
+  return (req) => {
+    const path = pathOf(req);
+    return newRequestId(req.method ?? 'GET', path.startsWith(`${prefix}/`) ? path.slice(prefix.length) : path);
+  };
+}
+
+/**
+ * Request ids for the API in a scope of a host's fastify app: the scope's own generator, whatever
+ * the host's genReqId. A host that reads ids from a request header (fastify's requestIdHeader)
+ * would let a client choose a decision's id: such an id is replaced, in the request and its log
+ * lines. Call first in the scope, before its other hooks and plugins.
+ */
+export function useOwnRequestIds(app: FastifyInstance): void {
+  const generate = genReqIdUnder(app.prefix);
+  const issued = new WeakMap<IncomingMessage, string>();
+  app.setGenReqId((req) => {
+    const id = generate(req);
+    issued.set(req, id);
+    return id;
+  });
+  const logLabel = app.initialConfig.requestIdLogLabel ?? 'reqId';
+  app.addHook('onRequest', async (request) => {
+    if (issued.get(request.raw) === request.id) return;
+    const id = generate(request.raw);
+    request.id = id;
+    request.log = request.log.child({ [logLabel]: id });
+  });
+}
+
+function pathOf(req: IncomingMessage): string {
   const url = req.url ?? '';
   const q = url.indexOf('?');
-  return newRequestId(req.method ?? 'GET', q === -1 ? url : url.slice(0, q));
+  return q === -1 ? url : url.slice(0, q);
 }
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';

@@ -15,8 +15,9 @@ import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { decideResponse } from '../api/decide/index.js';
 import type { DecideResponse, ModelEntry, ModelListing } from '../api/schemas.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
+import { checkEngineOptions, checkOptionNames, ENGINE_PASS_OPTION_NAMES, optionConflict, withEnvironment, type EngineLoadOptions } from '../engine/engine-options.js';
 import { ModelRuntime, type ModelRuntimeOptions, type RawQuestionScore, type ScoredRequest } from '../runtime/model-runtime.js';
-import type { Priority } from '../runtime/scheduler.js';
+import { checkSchedulerOptions, type Priority } from '../runtime/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
 import type { DecisionResult } from '../domain/decision.js';
 import { DEFAULT_MODEL_ALIAS, ensureDefaultModel } from '../models/default-model.js';
@@ -74,8 +75,35 @@ export interface DecideContext {
  */
 export type RecordOutcome = { ok: true; result: DecisionResult; raw?: RawQuestionScore[] } | { ok: false; error: ApiError };
 
-/** Refuses options no service can run with (ERR_INPUT), before anything is created or loaded. */
+/** DecisionServiceOptions' names, and those of its `runtime`: anything else is a typo. */
+const SERVICE_OPTION_NAMES: ReadonlyArray<keyof DecisionServiceOptions> = [
+  'modelsDir', 'ensureDefaultModel', 'preload', 'provider', 'threads', 'maxStateTokens', 'validation', 'runtime', 'log',
+];
+const RUNTIME_OPTION_NAMES: ReadonlyArray<keyof ModelRuntimeOptions> = ['engine', 'scheduler', 'maxStateTokens'];
+
+/**
+ * The engine options every model of the service loads with (the runtime's own win over threads
+ * and provider). deriveFusedGraph: a CUDA engine runs the fused graph of a standard-op model
+ * (fusedAttention).
+ */
+function engineOptionsOf(options: DecisionServiceOptions): Omit<EngineLoadOptions, 'modelDir'> {
+  return { provider: options.provider, threads: options.threads, graphDeriver: deriveFusedGraph, ...options.runtime?.engine };
+}
+
+/**
+ * Refuses options no service can run with (ERR_INPUT naming the option), before anything is
+ * created or loaded: unknown names, engine options (with their DECIDE_* variables) and scheduler
+ * options out of range, as Engine.load and the commands refuse them.
+ */
 function checkServiceOptions(options: DecisionServiceOptions, modelsDir: string): void {
+  checkOptionNames(options, SERVICE_OPTION_NAMES, 'DecisionService.open');
+  if (options.runtime !== undefined) checkOptionNames(options.runtime, RUNTIME_OPTION_NAMES, 'DecisionService.open: runtime');
+  if (options.runtime?.engine !== undefined) checkOptionNames(options.runtime.engine, ENGINE_PASS_OPTION_NAMES, 'DecisionService.open: runtime.engine');
+  if (options.runtime?.scheduler !== undefined) checkSchedulerOptions(options.runtime.scheduler, 'runtime.scheduler');
+  const engine = withEnvironment(engineOptionsOf(options));
+  checkEngineOptions(engine);
+  const conflict = optionConflict(engine);
+  if (conflict !== undefined) throw new EngineError('ERR_INPUT', `options.${conflict}`);
   for (const [name, value] of [['maxStateTokens', options.maxStateTokens], ['runtime.maxStateTokens', options.runtime?.maxStateTokens]] as const) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
       throw new EngineError('ERR_INPUT', `${name} must be a whole number of tokens of at least 1, got ${String(value)}`);
@@ -323,8 +351,7 @@ export class DecisionService {
       pending = ModelRuntime.load(model.id, model.dir, {
         ...this.options.runtime,
         maxStateTokens: this.options.maxStateTokens ?? this.options.runtime?.maxStateTokens,
-        // deriveFusedGraph: a CUDA engine runs the fused graph of a standard-op model (fusedAttention).
-        engine: { provider: this.options.provider, threads: this.options.threads, graphDeriver: deriveFusedGraph, ...this.options.runtime?.engine },
+        engine: engineOptionsOf(this.options),
       });
       this.runtimes.set(model.id, pending);
       const loading = pending;

@@ -36,8 +36,13 @@ async function listen(server: FastifyInstance): Promise<string> {
 beforeAll(async () => {
   dirs = await tempModels([MODEL_ID]);
   service = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false });
-  // A live queue of 0 jobs: every scoring request is shed with ERR_QUEUE_FULL (deterministically).
-  sheddingService = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, runtime: { scheduler: { maxQueuedJobs: 0 } } });
+  // A live job may wait 1 ms, and the first one waits 1 s for companions: every scoring request is
+  // shed with ERR_QUEUE_FULL (deterministically) before its engine call starts.
+  sheddingService = await DecisionService.open({
+    modelsDir: dirs.modelsDir,
+    ensureDefaultModel: false,
+    runtime: { scheduler: { windowMs: 1000, maxQueueWaitMs: 1 } },
+  });
   app = await createServer({ service, apiKeys: [TEST_KEY], dataDir: `${dirs.dataDir}/a`, rateLimit: false });
   limited = await createServer({
     service,

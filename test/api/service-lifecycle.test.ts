@@ -3,13 +3,15 @@
  * before anything is created; calls made before close() (still tokenizing, not yet in a scheduler
  * queue) are answered, calls made after it begins are refused as "shutting down".
  */
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 import { ApiError } from '../../src/api/errors.js';
-import { DecisionService } from '../../src/service/decision-service.js';
+import { EngineError } from '../../src/errors/engine-error.js';
+import { DecisionService, type DecisionServiceOptions } from '../../src/service/decision-service.js';
 import { decideBody, expectValidAnswers, tempModels, MIXED_QUESTIONS, type TempDirs } from './fixtures.js';
 
 let dirs: TempDirs;
@@ -50,4 +52,47 @@ it('open() refuses a state limit under 1 token and a models folder that is a fil
   const file = path.join(dirs.root, 'models-is-a-file');
   await writeFile(file, 'x');
   await expect(DecisionService.open({ modelsDir: file })).rejects.toMatchObject({ code: 'ERR_INPUT', message: `modelsDir ${file} is not a folder (it holds one folder per model)` });
+});
+
+it('open() refuses bad engine options as EngineError ERR_INPUT before it writes the default model', async () => {
+  const fresh = path.join(dirs.root, 'fresh-models');
+  const cases: Array<[DecisionServiceOptions, RegExp, NodeJS.ProcessEnv?]> = [
+    [{ threads: 0 }, /^options\.threads must be/],
+    [{ provider: 'gpu' as 'cpu' }, /^options\.provider must be/],
+    [{ runtime: { engine: { cudaGraphs: true } } }, /^options\.cudaGraphs needs provider 'cuda'/],
+    [{}, /^DECIDE_THREADS must be/, { DECIDE_THREADS: '0' }],
+  ];
+  for (const [options, message, env] of cases) {
+    const saved = { ...process.env };
+    Object.assign(process.env, env ?? {});
+    try {
+      const err = await DecisionService.open({ modelsDir: fresh, ...options }).catch((e: unknown) => e);
+      expect(err, message.source).toBeInstanceOf(EngineError);
+      expect(err).toMatchObject({ code: 'ERR_INPUT', message: expect.stringMatching(message) });
+    } finally {
+      process.env = saved;
+    }
+    expect(existsSync(fresh), 'nothing written').toBe(false);
+  }
+});
+
+it('open() refuses unknown options and scheduler options that would refuse every call, naming them', async () => {
+  const open = (options: Record<string, unknown>) => DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, ...options } as DecisionServiceOptions);
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ bogus: 1 }, "DecisionService.open: unknown option 'bogus'"],
+    [{ thread: 2 }, "DecisionService.open: unknown option 'thread' (did you mean 'threads'?)"],
+    [{ runtime: { schedulerOptions: {} } }, "DecisionService.open: runtime: unknown option 'schedulerOptions' (did you mean 'scheduler'?)"],
+    [{ runtime: { engine: { thread: 2 } } }, "DecisionService.open: runtime.engine: unknown option 'thread' (did you mean 'threads'?)"],
+    [{ runtime: { scheduler: { maxQueuedJobs: 0 } } }, 'runtime.scheduler.maxQueuedJobs must be a whole number of jobs of at least 1, got 0'],
+    [{ runtime: { scheduler: { maxQueuedJobs: -1 } } }, 'runtime.scheduler.maxQueuedJobs must be a whole number of jobs of at least 1, got -1'],
+    [{ runtime: { scheduler: { maxQueueWaitMs: -5 } } }, 'runtime.scheduler.maxQueueWaitMs must be a number of milliseconds above 0 (Infinity: no limit), got -5'],
+    [{ runtime: { scheduler: { maxQueueWait: 5 } } }, "runtime.scheduler: unknown option 'maxQueueWait' (did you mean 'maxQueueWaitMs'?)"],
+  ];
+  for (const [options, message] of cases) {
+    const err = await open(options).catch((e: unknown) => e);
+    expect(err, message).toBeInstanceOf(EngineError);
+    expect(err).toMatchObject({ code: 'ERR_INPUT', message });
+  }
+  // Infinity is a wait without limit, not a bad value.
+  await (await open({ runtime: { scheduler: { maxQueueWaitMs: Infinity } } })).close();
 });

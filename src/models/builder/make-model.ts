@@ -7,10 +7,12 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { checkModelOutput, makeStagingDir, placeModelDir } from '../output-dir.js';
-import { buildDecoderGraph, type DecoderFeatures, type WeightDecl } from './decoder-graph.js';
-import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from './onnx-writer.js';
+import { buildDecoderGraph, type WeightDecl } from './decoder-graph.js';
+import type { DecoderFeatures } from './decoder-features.js';
+import type { FloatDtype, Int8Kernel, Int8Scheme, ModelDtype } from './dtypes.js';
+import { bytesPerElement, numel, writeModel, type WeightSpec } from './onnx-writer.js';
 import { PRESETS, validateShape, type ModelShape } from './presets.js';
-import { computeDtype, DEFAULT_INT8_SCHEME, MODEL_DTYPES, quantizeWeightSpecs, type Int8Kernel, type Int8Scheme, type ModelDtype } from './quantize.js';
+import { computeDtype, DEFAULT_INT8_SCHEME, MODEL_DTYPES, quantizeWeightSpecs } from './quantize.js';
 import { Rng } from './rng.js';
 import { assembleWeight } from './weight-parts.js';
 import { readSpecialTokenIds, writeTokenizerFiles } from './tokenizer-files.js';

@@ -9,6 +9,7 @@ import { endianness } from 'node:os';
 import path from 'node:path';
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
+import type { FloatDtype } from './dtypes.js';
 
 export const { onnx } = onnxProto;
 export type NodeProto = OnnxTypes.INodeProto;
@@ -29,8 +30,7 @@ export const DataType = {
 } as const;
 export type ElemType = (typeof DataType)[keyof typeof DataType];
 
-/** Storage type of a float tensor. */
-export type FloatDtype = 'fp32' | 'fp16';
+export type { FloatDtype };
 
 export function floatElemType(dtype: FloatDtype): ElemType {
   return dtype === 'fp16' ? DataType.FLOAT16 : DataType.FLOAT;

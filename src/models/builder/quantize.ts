@@ -26,10 +26,11 @@
  *   and its int8 weights saturate like 'rowq-s8' on CPUs without VNNI. Kept to be measured, never
  *   the default.
  */
-import { DataType, makeTensor, MS_DOMAIN, type FloatDtype, type GraphBuilder, type WeightSpec } from './onnx-writer.js';
+import type { FloatDtype, Int8Kernel, Int8Scheme, ModelDtype } from './dtypes.js';
+import { DataType, makeTensor, MS_DOMAIN, type GraphBuilder, type WeightSpec } from './onnx-writer.js';
 
-/** What make-model and import-model store: a float type, or int8 weights that compute in fp32. */
-export type ModelDtype = FloatDtype | 'int8';
+export type { Int8Kernel, Int8Scheme, ModelDtype };
+
 
 export const MODEL_DTYPES: readonly ModelDtype[] = ['fp32', 'fp16', 'int8'];
 
@@ -101,24 +102,6 @@ export function quantizeBlocksNBits8(w: Float32Array, k: number, n: number, bloc
     }
   }
   return { packed, scales };
-}
-
-/** The int8 kernels (see the top of this file). */
-export type Int8Kernel = 'rowq-u8' | 'rowq-s8' | 'dqmm' | 'nbits8';
-
-export interface Int8Scheme {
-  /** The projections' and MLP's kernel. */
-  kernel: Int8Kernel;
-  /**
-   * The LM head's: 'fp32' leaves it a MatMul. The engine's LM-head rewrite gathers the wanted rows
-   * before the head and is verified against the stock graph at 1e-4, which a per-tensor quantized
-   * head ('dqmm') fails (its activation scale then comes from fewer rows): the engine then falls
-   * back to the stock graph's logits for every position. 'nbits8' quantizes rows on their own and
-   * passes.
-   */
-  lmHead: Int8Kernel | 'fp32';
-  /** MatMulNBits' block size along K (a power of two >= 16 dividing K). */
-  block: number;
 }
 
 /** What make-model and import-model write for --dtype int8. */

@@ -74,7 +74,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
       if (openai && isJsonRequest(request)) return reply.code(200).send(await openai.createBatch(owner, request.body));
       const { model, questions, upload } = await readBatchForm(request, batches);
       const batch = await batches.create({ owner, model, questions, upload });
-      return reply.code(201).header('location', `/v1/batches/${batch.id}`).send(batch);
+      return reply.code(201).header('location', `${app.prefix}/batches/${batch.id}`).send(batch);
     },
   );
 

@@ -82,8 +82,11 @@ export function dialectErrorHandler(dialect: Dialect) {
 
 /** `POST <url>` for `dialect`, and its stray-request answers. */
 function registerDialect(app: FastifyInstance, dialect: Dialect, { service, bodyLimit, bodies }: DialectRouteOptions): void {
-  if (!dialect.path.startsWith(`${app.prefix}/`)) throw new Error(`dialect path ${dialect.path} is outside the ${app.prefix} scope`);
-  const url = dialect.path.slice(app.prefix.length);
+  // A dialect's path is the API's (`/v1/...`); this scope is that `/v1` under wherever the API is
+  // mounted (the server's root, or a prefix in a host's app).
+  const scope = /^\/[^/]+(?=\/)/.exec(dialect.path)?.[0];
+  if (!scope || !app.prefix.endsWith(scope)) throw new Error(`dialect path ${dialect.path} is outside the ${app.prefix} scope`);
+  const url = dialect.path.slice(scope.length);
   const { openapi, requestIdHeader, stray } = dialect.route;
   const errorHandler = dialectErrorHandler(dialect);
   // On every response of the path, errors included (an onSend hook runs for each).
@@ -153,7 +156,7 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
   }
 }
 
-/** Registers every dialect of the registry; `app` is the /v1-prefixed scope (a dialect's path starts with it). */
+/** Registers every dialect of the registry; `app` is the API's /v1 scope (a dialect's path starts with /v1). */
 export const dialectRoutes: FastifyPluginAsync<DialectRouteOptions> = async (app, options) => {
   // In this scope only: the other routes' JSON bodies (batches, files) are small and read at once.
   app.removeContentTypeParser('application/json');
