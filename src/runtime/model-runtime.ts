@@ -120,6 +120,8 @@ const STATE_SLICE_CHARS = 8_192;
 
 export class ModelRuntime {
   private readonly suffixes = new SuffixCache();
+  /** performance.now() when the load finished: a request that waited for the load counts its queue wait from here. */
+  readonly readyAt = performance.now();
 
   private constructor(
     readonly id: string,
@@ -261,11 +263,12 @@ export class ModelRuntime {
 
   /**
    * Scores prepared requests through the scheduler (one job: they share engine calls). An aborted
-   * `signal` drops what is not yet scored and rejects with its reason.
+   * `signal` drops what is not yet scored and rejects with its reason. `since`: when a live job's
+   * wait began (performance.now(); default now), which its queue wait limit counts from.
    */
-  async score(prepared: PreparedRequest[], priority: Priority = 'live', signal?: AbortSignal): Promise<ScoredRequest[]> {
+  async score(prepared: PreparedRequest[], priority: Priority = 'live', signal?: AbortSignal, since?: number): Promise<ScoredRequest[]> {
     const perRequest = prepared.map(engineGroups);
-    const result = await this.scheduler.submit(perRequest.flat(), priority, signal);
+    const result = await this.scheduler.submit(perRequest.flat(), priority, signal, since);
     let at = 0;
     return prepared.map((p, i) => {
       const n = perRequest[i]!.length;
