@@ -266,6 +266,20 @@ export class DecisionService {
     return outcomes;
   }
 
+  /**
+   * Checks a request's questions against a model as scoring will, without its state: throws 400
+   * invalid_question naming a question the model cannot label or that cannot fit its context even
+   * with an empty state (ModelRuntime.checkQuestions). A batch's dry run checks each record so.
+   */
+  async checkQuestions(modelId: string, request: NormalizedDecideRequest): Promise<void> {
+    const runtime = await this.runtime(modelId);
+    try {
+      await runtime.checkQuestions(request.questions);
+    } catch (err) {
+      throw toApiError(err);
+    }
+  }
+
   /** Resolves an id or alias to the dated id, or throws 404 not_found. */
   resolveModel(id: string): string {
     return this.resolveInstalled(id).id;
