@@ -12,6 +12,7 @@
  * - cancel: queued or in_progress -> cancelled at once, keeping the rows committed before it; a chunk
  *   in flight on a worker is discarded at its commit (its transaction checks the status).
  * - retention: every process sweeps; expiring a job deletes its rows.
+ * - an outage: a call that fails because the database is down rejects with a 503 (pg/outage.ts).
  */
 import { Readable } from 'node:stream';
 
@@ -23,6 +24,7 @@ import { inTransaction, openPool, queueDb, type Pool } from './database.js';
 import { insertInputRows } from './input-rows.js';
 import { closeJob, getJob, JOB_COLUMNS, toJob } from './job-rows.js';
 import { migrate, withSchemaLock } from './migrations.js';
+import { answeringOutages } from './outage.js';
 import { CHUNK_QUEUE, chunkPriorities, leaseSeconds, startQueue } from './queue.js';
 import { openAiFieldsToText } from '../openai/job-fields.js';
 import { resultRowsBytes, type BatchJob, type BatchResults, type BatchStore, type NewBatch, type ResultRows, type BatchInput, type StoreContext } from '../ports.js';
@@ -87,7 +89,7 @@ export class PgBatchStore implements BatchStore {
     );
     store.sweepTimer.unref();
     store.worker?.start();
-    return store;
+    return answeringOutages(store);
   }
 
   async create(job: NewBatch, input: BatchInput): Promise<BatchJob> {
