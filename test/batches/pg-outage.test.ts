@@ -1,7 +1,9 @@
 /**
  * The Postgres batch store while its database is down, on a real Postgres started here:
- * a running API host answers every batch and file call with 503 and Retry-After, saying the batch
- * store is unavailable, in each route's own shape (ours; OpenAI's on /v1/files and a JSON batch).
+ * - a running API host answers every batch and file call with 503 and Retry-After, saying the batch
+ *   store is unavailable, in each route's own shape (ours; OpenAI's on /v1/files and a JSON batch);
+ * - a `decide worker` started before the database waits for it (one log line per attempt) and
+ *   becomes ready once it is up; one pointed at a database that does not exist exits at once.
  */
 import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -12,8 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createServer } from '../../src/server/app.js';
 import { DecisionService } from '../../src/service/decision-service.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { tempWorkspace } from './helpers.js';
+import { freePort, startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { startWorker, tempWorkspace } from './helpers.js';
 
 const KEY = 'test-key-pg-outage';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -109,4 +111,35 @@ describe('an API host whose database goes down', () => {
     const live = await fetch(`${base}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'svc-alpha', state: 's', questions: { q: { type: 'noul', instructions: 'Refund?' } } }) });
     expect(live.status).toBe(200);
   }, 120_000);
+});
+
+describe('a worker started before its database', () => {
+  it('waits for it, one log line per attempt, and is ready once it is up', async () => {
+    const port = await freePort();
+    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    const starting = startWorker({ modelsDir, env: { DECIDE_DATABASE_URL: url }, args: ['--threads', '1'] });
+    let output = () => '';
+    // The worker prints its waits while nothing listens on the port.
+    const early = await Promise.race([starting.then(() => 'ready'), new Promise((r) => setTimeout(r, 4000, 'waiting'))]);
+    expect(early).toBe('waiting');
+    const postgres = await startPostgres({ port });
+    cleanups.push(() => postgres.stop());
+    const worker = await starting;
+    cleanups.push(() => worker.kill());
+    output = worker.output;
+    const waits = output().split('\n').filter((l) => l.includes('the database is not answering'));
+    expect(waits.length).toBeGreaterThanOrEqual(2);
+    expect(waits[0]).toMatch(/ECONNREFUSED.*trying again in 0\.25 s \(attempt 1 failed\)/);
+    expect(waits[1]).toMatch(/trying again in 0\.5 s \(attempt 2 failed\)/);
+    expect(await worker.stop()).toBe(0);
+
+    // What waiting cannot fix fails at once: a database that does not exist.
+    const missing = await startWorker({ modelsDir, env: { DECIDE_DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/no_such_db` } }).then(
+      () => 'started',
+      (err: Error) => err.message,
+    );
+    expect(missing).toMatch(/exited with 1/);
+    expect(missing).toMatch(/no_such_db" does not exist/);
+    expect(missing).not.toMatch(/not answering/);
+  }, 180_000);
 });
