@@ -32,7 +32,10 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
 });
 
 export interface ApiErrorOptions {
-  /** Only for `rate_limited`: seconds for the `Retry-After` header (rounded up, at least 1). */
+  /**
+   * For `rate_limited`, and a `server_error` whose status is 503 (a part the service needs is
+   * unavailable for a while): seconds for the `Retry-After` header (rounded up, at least 1).
+   */
   retryAfterSeconds?: number;
   /**
    * A status more precise than the code's, where HTTP has one and the spec's code list does not:

@@ -14,6 +14,7 @@ import { monotonicFactory } from 'ulid';
 
 import { ApiError } from '../api/errors.js';
 import type { BatchValidation } from '../api/schemas.js';
+import type { NormalizedDecideRequest } from '../api/validate.js';
 import { isBatchId, parseFormQuestions, parseListQuery } from './query.js';
 import { resolveBatchSettings, type BatchSettings, type BatchSettingsOptions } from './settings.js';
 import { openBatchStore, type StoreSelection } from './open-stores.js';
@@ -158,7 +159,9 @@ export class BatchService {
     try {
       const { model, requestedModel, formQuestions } = this.checkForm(input);
       const ctx = { model, requestedModel, formQuestions, seen: new Map(), limits: this.settings.validation, maxRecordBytes: this.settings.maxRecordBytes };
-      return { object: 'batch_validation', model, ...(await validateUploadFile(input.upload!.path, ctx)) };
+      const { service } = this.options;
+      const checkQuestions = service.checkQuestions && ((request: NormalizedDecideRequest) => service.checkQuestions!(model, request));
+      return { object: 'batch_validation', model, ...(await validateUploadFile(input.upload!.path, ctx, checkQuestions)) };
     } finally {
       await this.discard(input.upload);
     }

@@ -41,6 +41,12 @@ export interface BatchDecisionService extends RecordScorer {
   runtime(id: string): Promise<unknown>;
   /** False once the service is closed: runners stop rather than fail rows. */
   isReady?(): boolean;
+  /**
+   * Throws the ApiError of a record whose questions the model cannot take whatever its state (400
+   * invalid_question), as scoring would: the dry run's check of a record's questions. Without it the
+   * dry run checks the records' fields only.
+   */
+  checkQuestions?(modelId: string, request: NormalizedDecideRequest): Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -120,6 +120,8 @@ const STATE_SLICE_CHARS = 8_192;
 
 export class ModelRuntime {
   private readonly suffixes = new SuffixCache();
+  /** performance.now() when the load finished: a request that waited for the load counts its queue wait from here. */
+  readonly readyAt = performance.now();
 
   private constructor(
     readonly id: string,
@@ -172,31 +174,7 @@ export class ModelRuntime {
    * whatever the state, then ERR_STATE_TOO_LONG when the state does not fit.
    */
   async prepare(request: NormalizedDecideRequest): Promise<PreparedRequest> {
-    const suffixes = await Promise.all(
-      request.questions.map((q) =>
-        this.suffixFor(q).catch((err: unknown) => {
-          // The only input error of labelling: the codes a tokenizer breaks (LabelSet.codeProblem).
-          if (isEngineError(err) && err.code === 'ERR_INPUT') {
-            throw new EngineError('ERR_INPUT', `questions[${quote(q.id)}]: model ${this.id} takes at most ${LETTERS.length} options per question: ${this.labels.codeProblem}`, {
-              field: `questions[${quote(q.id)}]`,
-            });
-          }
-          throw err;
-        }),
-      ),
-    );
-    const context = this.engine.info.maxContext;
-    // A question that does not fit even with an empty state is the question's fault, not the state's.
-    request.questions.forEach((q, i) => {
-      const alone = this.prefixOverhead + suffixes[i]!.tokens.length + (suffixes[i]!.codes ? 1 : 0);
-      if (alone > context) {
-        throw new EngineError(
-          'ERR_INPUT',
-          `questions[${quote(q.id)}]: its instructions and options take ${alone} tokens with the prompt, more than the model's context of ${context} tokens even with an empty state; shorten the instructions or the option descriptions`,
-          { field: `questions[${quote(q.id)}]` },
-        );
-      }
-    });
+    const suffixes = await this.questionSuffixes(request.questions);
     // The questions are checked first: one that cannot fit is the question's fault (400) whatever
     // the state. Then the state: counted in slices first when it is long.
     await this.refuseFarTooLongState(request.stateText);
@@ -236,6 +214,46 @@ export class ModelRuntime {
   }
 
   /**
+   * Checks questions as prepare() does before it reads the state: throws ERR_INPUT naming the
+   * first one this model cannot label or that cannot fit the context even with an empty state.
+   * What a batch's dry run (POST /v1/batches/validate) runs on each record. Each distinct question
+   * is tokenized once (the suffix cache), however many records ask it.
+   */
+  async checkQuestions(questions: readonly NormalizedQuestion[]): Promise<void> {
+    await this.questionSuffixes(questions);
+  }
+
+  /** Each question's suffix tokens, after the checks of checkQuestions(). */
+  private async questionSuffixes(questions: readonly NormalizedQuestion[]): Promise<SuffixTokens[]> {
+    const suffixes = await Promise.all(
+      questions.map((q) =>
+        this.suffixFor(q).catch((err: unknown) => {
+          // The only input error of labelling: the codes a tokenizer breaks (LabelSet.codeProblem).
+          if (isEngineError(err) && err.code === 'ERR_INPUT') {
+            throw new EngineError('ERR_INPUT', `questions[${quote(q.id)}]: model ${this.id} takes at most ${LETTERS.length} options per question: ${this.labels.codeProblem}`, {
+              field: `questions[${quote(q.id)}]`,
+            });
+          }
+          throw err;
+        }),
+      ),
+    );
+    const context = this.engine.info.maxContext;
+    // A question that does not fit even with an empty state is the question's fault, not the state's.
+    questions.forEach((q, i) => {
+      const alone = this.prefixOverhead + suffixes[i]!.tokens.length + (suffixes[i]!.codes ? 1 : 0);
+      if (alone > context) {
+        throw new EngineError(
+          'ERR_INPUT',
+          `questions[${quote(q.id)}]: its instructions and options take ${alone} tokens with the prompt, more than the model's context of ${context} tokens even with an empty state; shorten the instructions or the option descriptions`,
+          { field: `questions[${quote(q.id)}]` },
+        );
+      }
+    });
+    return suffixes;
+  }
+
+  /**
    * Throws ERR_STATE_TOO_LONG for a state well over the most any request allows, counted slice by
    * slice before the state is tokenized whole: tokenizing near 1 MiB of text takes the tokenizer's
    * thread seconds, and every other request of the model waits for it. A slice cut inside a word
@@ -261,11 +279,12 @@ export class ModelRuntime {
 
   /**
    * Scores prepared requests through the scheduler (one job: they share engine calls). An aborted
-   * `signal` drops what is not yet scored and rejects with its reason.
+   * `signal` drops what is not yet scored and rejects with its reason. `since`: when a live job's
+   * wait began (performance.now(); default now), which its queue wait limit counts from.
    */
-  async score(prepared: PreparedRequest[], priority: Priority = 'live', signal?: AbortSignal): Promise<ScoredRequest[]> {
+  async score(prepared: PreparedRequest[], priority: Priority = 'live', signal?: AbortSignal, since?: number): Promise<ScoredRequest[]> {
     const perRequest = prepared.map(engineGroups);
-    const result = await this.scheduler.submit(perRequest.flat(), priority, signal);
+    const result = await this.scheduler.submit(perRequest.flat(), priority, signal, since);
     let at = 0;
     return prepared.map((p, i) => {
       const n = perRequest[i]!.length;

@@ -17,7 +17,9 @@
  *   a live request waits at most one short engine call behind batch work.
  * - The live queue is bounded: past `maxQueuedJobs`, submit() rejects with ERR_QUEUE_FULL; so
  *   does a live job that waited `maxQueueWaitMs` without starting (the server is busy: a client
- *   gets a 429 to retry on, not an answer after its own timeout).
+ *   gets a 429 to retry on, not an answer after its own timeout). The wait counts from when the
+ *   caller says it began (`since`: the request's arrival, before its tokenization, which
+ *   withinQueueWait() bounds by the same limit), else from submit.
  * - A job whose signal aborts is dropped: its pieces not yet scored never run, and submit()
  *   rejects with the signal's reason (a call already running finishes; its scores are discarded).
  * - A failed shared call is retried job by job, so one bad job cannot fail its companions.
@@ -167,7 +169,7 @@ export class Scheduler {
    * Queues groups for scoring; resolves with their scores in order. An aborted `signal` drops the
    * job (what is not yet scored never runs) and rejects with the signal's reason.
    */
-  submit(groups: ScoreGroup[], priority: Priority = 'live', signal?: AbortSignal): Promise<JobResult> {
+  submit(groups: ScoreGroup[], priority: Priority = 'live', signal?: AbortSignal, since = performance.now()): Promise<JobResult> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (priority === 'live' && this.live.length >= this.options.maxQueuedJobs) {
       return Promise.reject(new EngineError('ERR_QUEUE_FULL', 'the engine queue is full; retry shortly'));
@@ -199,7 +201,7 @@ export class Scheduler {
       if (priority === 'live') {
         this.live.push(job);
         this.liveTokens += job.tokensLeft;
-        this.startDeadline(job);
+        this.startDeadline(job, since);
       } else {
         this.batch.push(job);
       }
@@ -230,14 +232,36 @@ export class Scheduler {
     this.timer ??= setTimeout(() => void this.runCall(), this.options.windowMs);
   }
 
-  /** Refuses `job` with ERR_QUEUE_FULL if it has not started within maxQueueWaitMs. */
-  private startDeadline(job: Job): void {
+  /**
+   * Runs `work` (what a live job does before it is submitted: tokenizing its request) under the
+   * queue's wait limit counted from `since` (performance.now() at the request's arrival): past it,
+   * rejects with the same ERR_QUEUE_FULL as a job that waited in the queue, and the job is never
+   * submitted. The tokenizer's queue is shared with batch records, and a client's timeout counts
+   * that wait too.
+   */
+  withinQueueWait<T>(work: Promise<T>, since: number): Promise<T> {
+    const waitMs = this.options.maxQueueWaitMs;
+    if (!Number.isFinite(waitMs)) return work;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(this.waitedTooLong()), Math.max(0, since + waitMs - performance.now()));
+      timer.unref();
+    });
+    return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  }
+
+  private waitedTooLong(): EngineError {
+    return new EngineError('ERR_QUEUE_FULL', `the engine is busy: this request waited ${this.options.maxQueueWaitMs / 1000} s without starting; retry shortly`);
+  }
+
+  /** Refuses `job` with ERR_QUEUE_FULL if it has not started within maxQueueWaitMs of `since`. */
+  private startDeadline(job: Job, since: number): void {
     const waitMs = this.options.maxQueueWaitMs;
     if (!Number.isFinite(waitMs)) return;
     const timer = setTimeout(() => {
       if (job.next > 0) return;
-      this.finish(job, new EngineError('ERR_QUEUE_FULL', `the engine is busy: this request waited ${waitMs / 1000} s without starting; retry shortly`));
-    }, waitMs);
+      this.finish(job, this.waitedTooLong());
+    }, Math.max(0, since + waitMs - performance.now()));
     timer.unref();
     const release = job.release;
     job.release = () => {

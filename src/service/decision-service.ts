@@ -214,7 +214,9 @@ export class DecisionService {
    *   questions: { topic: { type: 'choice', instructions: 'Topic?', criteria: { shipping: 'Shipping', billing: 'Billing' } } } });
    */
   async decide(body: unknown, context: DecideContext = {}): Promise<DecideResponse> {
-    return decideResponse(await this.decideNormalized(validateDecideRequest(body, this.options.validation), context));
+    const arrivedAt = performance.now();
+    const request = validateDecideRequest(body, this.options.validation);
+    return decideResponse(await this.tracked(() => this.answer(request, context, arrivedAt)));
   }
 
   /**
@@ -226,16 +228,25 @@ export class DecisionService {
    * if (parsed.ok) body = systemOne.respond(parsed.call, await svc.decideNormalized(parsed.call.request));
    */
   async decideNormalized(request: NormalizedDecideRequest, context: DecideContext = {}): Promise<DecisionResult> {
-    return this.tracked(() => this.answer(request, context));
+    const arrivedAt = performance.now();
+    return this.tracked(() => this.answer(request, context, arrivedAt));
   }
 
-  private async answer(request: NormalizedDecideRequest, context: DecideContext): Promise<DecisionResult> {
+  /**
+   * A live call's queue wait limit (the scheduler's maxQueueWaitMs) counts from its arrival
+   * (`arrivedAt`, performance.now()), so it covers tokenizing, which waits in the model's one
+   * tokenizer queue with batch records; a model's load is not counted.
+   */
+  private async answer(request: NormalizedDecideRequest, context: DecideContext, arrivedAt: number): Promise<DecisionResult> {
     const runtime = await this.runtime(request.model);
+    const priority = context.priority ?? 'live';
+    const since = Math.max(arrivedAt, runtime.readyAt);
     let scored: ScoredRequest | undefined;
     try {
-      const prepared = await runtime.prepare(request);
+      const preparing = runtime.prepare(request);
+      const prepared = await (priority === 'live' ? runtime.scheduler.withinQueueWait(preparing, since) : preparing);
       context.signal?.throwIfAborted();
-      [scored] = await runtime.score([prepared], context.priority ?? 'live', context.signal);
+      [scored] = await runtime.score([prepared], priority, context.signal, since);
     } catch (err) {
       // An abort is the caller's own: its reason as given (an AbortError by default), not an API error.
       if (context.signal?.aborted && err === context.signal.reason) throw err;
@@ -281,6 +292,20 @@ export class DecisionService {
       });
     }
     return outcomes;
+  }
+
+  /**
+   * Checks a request's questions against a model as scoring will, without its state: throws 400
+   * invalid_question naming a question the model cannot label or that cannot fit its context even
+   * with an empty state (ModelRuntime.checkQuestions). A batch's dry run checks each record so.
+   */
+  async checkQuestions(modelId: string, request: NormalizedDecideRequest): Promise<void> {
+    const runtime = await this.runtime(modelId);
+    try {
+      await runtime.checkQuestions(request.questions);
+    } catch (err) {
+      throw toApiError(err);
+    }
   }
 
   /** Resolves an id or alias to the dated id, or throws 404 not_found. */

@@ -162,6 +162,25 @@ describe('POST /v1/batches/validate', () => {
     expect(((await list.json()) as { data: unknown[] }).data).toEqual([]);
   });
 
+  it('finds a question the model cannot fit even with an empty state, with the message /v1/decide gives it', async () => {
+    // Three options of 1,900 emoji: far past the model's context whatever the state.
+    const tooBig = { q: { type: 'choice', instructions: 'p', criteria: Object.fromEntries([0, 1, 2].map((i) => [`o${i}`, '\u{1F600}'.repeat(1900)])) } };
+    const lines = [
+      JSON.stringify({ custom_id: 'fits', state: 's' }),
+      ...Array.from({ length: 150 }, (_, i) => JSON.stringify({ custom_id: `big${i}`, state: 's', questions: tooBig })),
+      JSON.stringify({ custom_id: 'fits too', state: 's' }),
+    ];
+    const { status, body } = await validate({ model: 'svc-alpha', questions: JSON.stringify(QUESTIONS), file: `${lines.join('\n')}\n` });
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ records: 152, valid: 2, invalid: 150, errors_truncated: true });
+    expect(body.errors).toHaveLength(100);
+    const live = await fetch(`${url}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'svc-alpha', state: 's', questions: tooBig }) });
+    expect(live.status).toBe(400);
+    const liveError = (await live.json()) as { code: string; message: string };
+    expect(liveError.message).toMatch(/even with an empty state/);
+    expect(body.errors[0]).toEqual({ line: 2, custom_id: 'big0', code: 'invalid_question', message: liveError.message });
+  });
+
   it('refuses the envelope as POST /v1/batches does: unknown model 404, no file 400, empty file 400', async () => {
     expect((await validate({ model: 'nope', file: '{}\n' })).status).toBe(404);
     const noFile = await validate({ model: 'svc-alpha' });

@@ -18,6 +18,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 import { createServer } from '../../src/server/app.js';
+import { validateDecideRequest } from '../../src/api/validate.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { AUTH, TEST_KEY, decideBody, letters, tempModels, type Questions, type TempDirs } from './fixtures.js';
 
@@ -141,7 +142,9 @@ it('a request that waits maxQueueWaitMs without starting gets 429 rate_limited w
   const post = (body: unknown) => fetch(`${busyBase}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   try {
     expect((await post(decideBody(STATE, { refund: { type: 'noul', instructions: 'Refund?' } }))).status).toBe(200); // loads the model
-    const large = post(decideBody(STATE, largeQuestions('busy')));
+    // The large one through the library's record path, whose wait is not bounded (a live request's
+    // 100 ms would also cover tokenizing its 64 questions).
+    const large = busy.decideRecords('svc-alpha', [validateDecideRequest(decideBody(STATE, largeQuestions('busy')))], 'live');
     await waitFor(async () => {
       const body = await (await fetch(`${busyBase}/metrics`)).text();
       return body.includes('decide_engine_calls_in_progress{model="svc-alpha-2026-10"} 1');
@@ -150,10 +153,43 @@ it('a request that waits maxQueueWaitMs without starting gets 429 rate_limited w
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(await refused.json()).toMatchObject({ code: 'rate_limited', message: expect.stringContaining('without starting') });
-    expect((await large).status).toBe(200);
+    expect((await large)[0]!.ok).toBe(true);
   } finally {
     await busyApp.close();
     await busy.close();
     rmSync(busyData, { recursive: true, force: true });
   }
 });
+
+it('the wait limit counts from arrival: a live request whose tokenizing waits past it behind batch records gets 429 without being scored', async () => {
+  // Batch records queue their states in the model's one tokenizer thread; the live request's
+  // tokens wait behind them for longer than its 300 ms. The records' states are over a 16-token
+  // limit, so they fail once tokenized and the engine scores none of them.
+  const waitMs = 300;
+  const busy = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, maxStateTokens: 16, runtime: { scheduler: { maxQueueWaitMs: waitMs } } });
+  const busyData = mkdtempSync(path.join(os.tmpdir(), 'busy-data-'));
+  const busyApp = await createServer({ service: busy, apiKeys: [TEST_KEY], dataDir: busyData, rateLimit: false, logger: false });
+  await busyApp.listen({ port: 0, host: '127.0.0.1' });
+  const busyBase = `http://127.0.0.1:${(busyApp.server.address() as AddressInfo).port}`;
+  const post = (body: unknown) => fetch(`${busyBase}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const question = { refund: { type: 'noul', instructions: 'Refund?' } };
+  try {
+    expect((await post(decideBody('Late.', question))).status).toBe(200); // loads the model
+    const records = Array.from({ length: 400 }, (_, i) => validateDecideRequest(decideBody(`record ${i}: ${'the parcel came late and the box was open, '.repeat(180)}`, question)));
+    let batchDone = 0;
+    const batch = busy.decideRecords('svc-alpha', records).then((outcomes) => ((batchDone = performance.now()), outcomes));
+    const sent = performance.now();
+    const refused = await post(decideBody('Late.', question));
+    const answeredAt = performance.now();
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ code: 'rate_limited', message: expect.stringContaining('without starting') });
+    // Refused while the batch was still tokenizing, not once its own tokens came back.
+    expect(batchDone).toBe(0);
+    expect(answeredAt - sent).toBeGreaterThanOrEqual(waitMs - 1);
+    expect((await batch).every((o) => !o.ok && o.error.code === 'state_too_long')).toBe(true);
+  } finally {
+    await busyApp.close();
+    await busy.close();
+    rmSync(busyData, { recursive: true, force: true });
+  }
+}, 60_000);

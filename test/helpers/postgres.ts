@@ -63,7 +63,7 @@ function serverUser(): { uid: number; gid: number } | undefined {
   throw new Error('running as root without a postgres or nobody user to run the test Postgres server as');
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
@@ -102,15 +102,15 @@ async function waitForConnection(url: string, server: ChildProcess, log: () => s
   }
 }
 
-/** Starts a throwaway Postgres server on a free port. */
-export async function startPostgres(): Promise<TestPostgres> {
+/** Starts a throwaway Postgres server on a free port, or on `port` (a process may be waiting for it there). */
+export async function startPostgres(options: { port?: number } = {}): Promise<TestPostgres> {
   const bin = binDir();
   const user = serverUser();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'decide-pg-'));
   if (user) await chown(dir, user.uid, user.gid);
   const dataDir = path.join(dir, 'data');
   await run(path.join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync'], user);
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const server = spawn(
     path.join(bin, 'postgres'),
     ['-D', dataDir, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=200'],

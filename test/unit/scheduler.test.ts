@@ -426,6 +426,29 @@ describe('queue wait', () => {
     await expect(running).resolves.toMatchObject({ cachedTokens: [90] });
   });
 
+  it('the wait counts from `since` (the arrival of the request): time spent before submit counts, and withinQueueWait bounds it', async () => {
+    const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 10, maxQueuedJobs: 10, maxQueueWaitMs: 1000 });
+    const running = scheduler.submit([wideGroup(9, 4, 6, 3)]);
+    await flush();
+    const since = performance.now();
+    await vi.advanceTimersByTimeAsync(600); // tokenizing, say
+    const waiting = scheduler.submit([group(1, 9)], 'live', undefined, since).then(
+      () => 'resolved',
+      (err: unknown) => err,
+    );
+    await vi.advanceTimersByTimeAsync(399);
+    expect(scheduler.getStats().liveQueued).toBe(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await waiting).toMatchObject({ code: 'ERR_QUEUE_FULL', message: expect.stringContaining('waited 1 s without starting') });
+    // Work before submit that outlasts the limit is refused at the limit, whatever it does after.
+    const slow = scheduler.withinQueueWait(new Promise(() => undefined), performance.now()).catch((err: unknown) => err);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(await slow).toMatchObject({ code: 'ERR_QUEUE_FULL' });
+    await expect(scheduler.withinQueueWait(Promise.resolve('tokens'), performance.now())).resolves.toBe('tokens');
+    for (let i = 0; i < 3; i++) await engine.release();
+    await running;
+  });
+
   it('batch jobs have no deadline', async () => {
     const scheduler = new Scheduler(engine, { windowMs: 5, maxCallTokens: 1000, maxQueuedJobs: 10, maxQueueWaitMs: 1000 });
     void scheduler.submit([group(11)], 'batch');

@@ -31,7 +31,8 @@ export function decideResponse(result: DecisionResult): DecideResponse {
 
 /**
  * Any thrown value as our error: `{code, message, request_id}` (5xx text hidden by toApiError),
- * `www-authenticate: Bearer` on invalid_key, `retry-after` (integer seconds) on rate_limited.
+ * `www-authenticate: Bearer` on invalid_key, `retry-after` (integer seconds) on rate_limited and
+ * on a 503 that says when to come back.
  * @example
  * const { status, body } = decideError(new ApiError('not_found', 'no model x'), { requestId: 'req_1' }); // 404
  */
@@ -40,6 +41,7 @@ export function decideError(err: unknown, context: ErrorContext = {}): WireError
   const headers: Record<string, string> = {};
   if (api.code === 'invalid_key') headers['www-authenticate'] = 'Bearer';
   if (api.code === 'rate_limited') headers['retry-after'] = String(api.retryAfterSeconds ?? 1);
+  else if (api.retryAfterSeconds !== undefined) headers['retry-after'] = String(api.retryAfterSeconds);
   return { status: api.status, body: errorBody(api, context.requestId ?? ''), headers };
 }
 

@@ -61,6 +61,6 @@ export function openAiError(err: unknown, context: ErrorContext = {}): WireError
       return openAiErrorWire(429, api.message, 'rate_limit_error', null, 'rate_limit_exceeded', retryHeaders(api.retryAfterSeconds));
     case 'server_error':
     default:
-      return openAiErrorWire(api.status >= 500 ? api.status : 500, api.message, 'server_error', null, null);
+      return openAiErrorWire(api.status >= 500 ? api.status : 500, api.message, 'server_error', null, null, api.retryAfterSeconds === undefined ? {} : retryHeaders(api.retryAfterSeconds));
   }
 }

@@ -38,7 +38,12 @@ export class ConnectionState {
 
   /** How long to wait before the next try: 0 while calls succeed. */
   backoffMs(): number {
-    if (this.failures === 0) return 0;
-    return Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** Math.min(16, this.failures - 1));
+    return retryPauseMs(this.failures);
   }
+}
+
+/** The pause before the next try after `failures` failures in a row: 0, then doubling up to MAX_BACKOFF_MS. */
+export function retryPauseMs(failures: number): number {
+  if (failures === 0) return 0;
+  return Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** Math.min(16, failures - 1));
 }

@@ -14,6 +14,7 @@ import { placeInNewDir } from '../uploads.js';
 import { FileGoneError, type FileStore, type StagedUpload, type StoredFile } from '../ports.js';
 import { storedFileFromRow, type StoredFileRow } from '../sql-rows.js';
 import { inTransaction, openPool, type Pool } from './database.js';
+import { answeringOutages } from './outage.js';
 
 /** Bytes per stored part (and the most a part holds in memory, in either direction). */
 export const FILE_PART_BYTES = 1024 * 1024;
@@ -26,8 +27,9 @@ const LIVE = '(expires_at IS NULL OR expires_at > $2)';
 export class PgFileStore implements FileStore {
   private constructor(private readonly pool: Pool) {}
 
+  /** The store, its calls answering a database outage with a 503 (outage.ts). */
   static async open(url: string): Promise<PgFileStore> {
-    return new PgFileStore(openPool(url, 3));
+    return answeringOutages(new PgFileStore(openPool(url, 3)));
   }
 
   async create(file: StoredFile, upload: StagedUpload): Promise<StoredFile> {

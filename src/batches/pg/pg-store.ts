@@ -12,17 +12,19 @@
  * - cancel: queued or in_progress -> cancelled at once, keeping the rows committed before it; a chunk
  *   in flight on a worker is discarded at its commit (its transaction checks the status).
  * - retention: every process sweeps; expiring a job deletes its rows.
+ * - an outage: a call that fails because the database is down rejects with a 503 (pg/outage.ts).
  */
 import { Readable } from 'node:stream';
 
 import type { PgBoss } from 'pg-boss';
 
 import { ChunkWorker } from './chunk-worker.js';
-import { ConnectionState } from './connection-state.js';
+import { ConnectionState, retryPauseMs } from './connection-state.js';
 import { inTransaction, openPool, queueDb, type Pool } from './database.js';
 import { insertInputRows } from './input-rows.js';
 import { closeJob, getJob, JOB_COLUMNS, toJob } from './job-rows.js';
 import { migrate, withSchemaLock } from './migrations.js';
+import { answeringOutages, isDatabaseOutage } from './outage.js';
 import { CHUNK_QUEUE, chunkPriorities, leaseSeconds, startQueue } from './queue.js';
 import { openAiFieldsToText } from '../openai/job-fields.js';
 import { resultRowsBytes, type BatchJob, type BatchResults, type BatchStore, type NewBatch, type ResultRows, type BatchInput, type StoreContext } from '../ports.js';
@@ -53,8 +55,30 @@ export class PgBatchStore implements BatchStore {
     }
   }
 
-  /** Connects, brings the schema (ours and pg-boss's) up to date under the schema lock, then starts working. */
+  /**
+   * Connects, brings the schema (ours and pg-boss's) up to date under the schema lock, then starts
+   * working. A database that is down or unreachable (isDatabaseOutage) is waited for, as a running
+   * process waits out an outage: each attempt that fails says so in one log line, and the next one
+   * comes after a pause that doubles up to 30 s. A failure that waiting cannot fix (a host name that
+   * does not resolve, a refused password, a database that does not exist) throws at once.
+   */
   static async open(options: PgStoreOptions): Promise<PgBatchStore> {
+    for (let failures = 1; ; failures++) {
+      try {
+        return await PgBatchStore.openOnce(options);
+      } catch (err) {
+        const cause = (err as Error).cause;
+        if (!isDatabaseOutage(cause)) throw err;
+        const pause = retryPauseMs(failures);
+        // A name with several addresses fails as an AggregateError with an empty message.
+        const why = (cause as Error).message || String((cause as { code?: unknown }).code ?? cause);
+        options.log(`batch store: the database is not answering (${why}); trying again in ${pause / 1000} s (attempt ${failures} failed)`);
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    }
+  }
+
+  private static async openOnce(options: PgStoreOptions): Promise<PgBatchStore> {
     const lease = leaseSeconds(options.env);
     const connection = new ConnectionState(options.log);
     const pool = openPool(options.url, options.settings.chunk.pipelineDepth + 4);
@@ -74,7 +98,7 @@ export class PgBatchStore implements BatchStore {
     } catch (err) {
       await boss?.stop({ graceful: false }).catch(() => undefined);
       await pool.end().catch(() => undefined);
-      throw new Error(`DECIDE_DATABASE_URL: the batch store could not be opened: ${(err as Error).message}`);
+      throw new Error(`DECIDE_DATABASE_URL: the batch store could not be opened: ${(err as Error).message}`, { cause: err });
     }
     const store = new PgBatchStore(pool, boss, options, lease, connection);
     store.sweepTimer = setInterval(
@@ -87,7 +111,7 @@ export class PgBatchStore implements BatchStore {
     );
     store.sweepTimer.unref();
     store.worker?.start();
-    return store;
+    return answeringOutages(store);
   }
 
   async create(job: NewBatch, input: BatchInput): Promise<BatchJob> {

@@ -1,0 +1,145 @@
+/**
+ * The Postgres batch store while its database is down, on a real Postgres started here:
+ * - a running API host answers every batch and file call with 503 and Retry-After, saying the batch
+ *   store is unavailable, in each route's own shape (ours; OpenAI's on /v1/files and a JSON batch);
+ * - a `decide worker` started before the database waits for it (one log line per attempt) and
+ *   becomes ready once it is up; one pointed at a database that does not exist exits at once.
+ */
+import { rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createServer } from '../../src/server/app.js';
+import { DecisionService } from '../../src/service/decision-service.js';
+import { freePort, startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { startWorker, tempWorkspace } from './helpers.js';
+
+const KEY = 'test-key-pg-outage';
+const AUTH = { authorization: `Bearer ${KEY}` };
+let workDir: string;
+let modelsDir: string;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  ({ dir: workDir, modelsDir } = await tempWorkspace('pg-outage'));
+});
+
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  await rm(workDir, { recursive: true, force: true });
+});
+
+describe('an API host whose database goes down', () => {
+  let postgres: TestPostgres;
+  let app: FastifyInstance;
+  let service: DecisionService;
+  let base: string;
+
+  beforeAll(async () => {
+    postgres = await startPostgres();
+    const url = await postgres.database('outage_api');
+    service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, threads: 1 });
+    // The batch store is picked from the process's DECIDE_DATABASE_URL.
+    const saved = process.env.DECIDE_DATABASE_URL;
+    process.env.DECIDE_DATABASE_URL = url;
+    try {
+      app = await createServer({ service, apiKeys: [KEY], dataDir: path.join(workDir, 'api'), batchWorker: false, rateLimit: false, logger: false });
+    } finally {
+      if (saved === undefined) delete process.env.DECIDE_DATABASE_URL;
+      else process.env.DECIDE_DATABASE_URL = saved;
+    }
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    cleanups.push(() => service.close(), () => app.close(), () => postgres.stop());
+  }, 120_000);
+
+  it('answers every batch and file call with 503 and Retry-After in the route shape, not a 500', async () => {
+    const line = `${JSON.stringify({ custom_id: 'a', state: 'late parcel', questions: { refund: { type: 'noul', instructions: 'Refund?' } } })}\n`;
+    const form = () => {
+      const f = new FormData();
+      f.append('model', 'svc-alpha');
+      f.append('file', new Blob([line]), 'records.jsonl');
+      return f;
+    };
+    const fileForm = () => {
+      const f = new FormData();
+      f.append('purpose', 'batch');
+      f.append('file', new Blob([line]), 'records.jsonl');
+      return f;
+    };
+    // Up: a job and a file to ask about.
+    const created = await fetch(`${base}/v1/batches`, { method: 'POST', body: form(), headers: AUTH });
+    expect(created.status).toBe(201);
+    const batchId = ((await created.json()) as { id: string }).id;
+    const uploaded = await fetch(`${base}/v1/files`, { method: 'POST', body: fileForm(), headers: AUTH });
+    expect(uploaded.status).toBe(200);
+    const fileId = ((await uploaded.json()) as { id: string }).id;
+
+    await postgres.stop();
+
+    const ours: Array<[string, string, RequestInit?]> = [
+      ['GET', `/v1/batches/${batchId}`],
+      ['GET', '/v1/batches'],
+      ['GET', `/v1/batches/${batchId}/results`],
+      ['POST', `/v1/batches/${batchId}/cancel`],
+      ['POST', '/v1/batches', { body: form() }],
+    ];
+    for (const [method, route, init] of ours) {
+      const res = await fetch(`${base}${route}`, { method, headers: AUTH, ...init });
+      expect(res.status, `${method} ${route}`).toBe(503);
+      expect(res.headers.get('retry-after'), route).toBe('5');
+      expect(await res.json(), route).toMatchObject({ code: 'server_error', message: expect.stringMatching(/batch store is unavailable/) });
+    }
+    const openAi: Array<[string, string, RequestInit?]> = [
+      ['GET', '/v1/files'],
+      ['GET', `/v1/files/${fileId}`],
+      ['GET', `/v1/files/${fileId}/content`],
+      ['POST', '/v1/files', { body: fileForm() }],
+      ['POST', '/v1/batches', { body: JSON.stringify({ input_file_id: fileId, endpoint: '/v1/decide', completion_window: '24h' }), headers: { ...AUTH, 'content-type': 'application/json' } }],
+    ];
+    for (const [method, route, init] of openAi) {
+      const res = await fetch(`${base}${route}`, { method, headers: AUTH, ...init });
+      expect(res.status, `${method} ${route}`).toBe(503);
+      expect(res.headers.get('retry-after'), route).toBe('5');
+      expect(res.headers.get('retry-after-ms'), route).toBe('5000');
+      expect(await res.json(), route).toMatchObject({ error: { type: 'server_error', message: expect.stringMatching(/batch store is unavailable/) } });
+    }
+    // Live decisions do not need the database.
+    const live = await fetch(`${base}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'svc-alpha', state: 's', questions: { q: { type: 'noul', instructions: 'Refund?' } } }) });
+    expect(live.status).toBe(200);
+  }, 120_000);
+});
+
+describe('a worker started before its database', () => {
+  it('waits for it, one log line per attempt, and is ready once it is up', async () => {
+    const port = await freePort();
+    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    const starting = startWorker({ modelsDir, env: { DECIDE_DATABASE_URL: url }, args: ['--threads', '1'] });
+    let output = () => '';
+    // The worker prints its waits while nothing listens on the port.
+    const early = await Promise.race([starting.then(() => 'ready'), new Promise((r) => setTimeout(r, 4000, 'waiting'))]);
+    expect(early).toBe('waiting');
+    const postgres = await startPostgres({ port });
+    cleanups.push(() => postgres.stop());
+    const worker = await starting;
+    cleanups.push(() => worker.kill());
+    output = worker.output;
+    const waits = output().split('\n').filter((l) => l.includes('the database is not answering'));
+    expect(waits.length).toBeGreaterThanOrEqual(2);
+    expect(waits[0]).toMatch(/ECONNREFUSED.*trying again in 0\.25 s \(attempt 1 failed\)/);
+    expect(waits[1]).toMatch(/trying again in 0\.5 s \(attempt 2 failed\)/);
+    expect(await worker.stop()).toBe(0);
+
+    // What waiting cannot fix fails at once: a database that does not exist.
+    const missing = await startWorker({ modelsDir, env: { DECIDE_DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/no_such_db` } }).then(
+      () => 'started',
+      (err: Error) => err.message,
+    );
+    expect(missing).toMatch(/exited with 1/);
+    expect(missing).toMatch(/no_such_db" does not exist/);
+    expect(missing).not.toMatch(/not answering/);
+  }, 180_000);
+});
