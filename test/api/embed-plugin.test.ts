@@ -32,7 +32,7 @@ function pluginOptions(dataDir: string): DecisionAppOptions {
 
 /** A host app with its own routes, error handler and (optionally) 404 handler, then the plugin. */
 async function hostApp(
-  mount: (app: FastifyInstance, options: DecisionAppOptions) => Promise<unknown>,
+  mount: (app: FastifyInstance, options: DecisionAppOptions) => PromiseLike<unknown>,
   dataDir: string,
   { notFound = false, fastify = {} }: { notFound?: boolean; fastify?: FastifyServerOptions } = {},
 ): Promise<FastifyInstance> {
@@ -143,7 +143,7 @@ describe('decisionApp beside a host 404 handler and request-id settings', () => 
 });
 
 describe('decisionApp under a prefix', () => {
-  const mounts: Array<[string, (app: FastifyInstance, options: DecisionAppOptions) => Promise<unknown>]> = [
+  const mounts: Array<[string, (app: FastifyInstance, options: DecisionAppOptions) => PromiseLike<unknown>]> = [
     ['the register option', (host, options) => host.register(decisionApp, { ...options, prefix: '/decisions' })],
     ['a prefixed parent plugin', (host, options) => host.register(async (scope) => scope.register(decisionApp, options), { prefix: '/decisions' })],
   ];
