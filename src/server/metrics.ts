@@ -124,27 +124,24 @@ const ENGINE_SERIES: EngineSeries[] = [
   { name: 'decide_scheduler_calls_total', help: 'Engine calls made by the scheduler.', type: 'counter', value: (m) => m.calls },
 ];
 
+/** One unlabelled series with its HELP and TYPE lines. */
+function single(out: string[], name: string, type: 'counter' | 'gauge', help: string, value: number): void {
+  out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${num(value)}`);
+}
+
 /** The reader threads' series: request bodies and batch lines read there, and those waiting or being read now. */
-function renderBodyThread(bodies: Pick<BodyThread, 'bodiesRead' | 'inProgress'>, out: string[]): void {
-  out.push('# HELP decide_request_bodies_off_thread_total Large decision request bodies read (JSON and validation) in the body reader thread.');
-  out.push('# TYPE decide_request_bodies_off_thread_total counter');
-  out.push(`decide_request_bodies_off_thread_total ${bodies.bodiesRead}`);
-  out.push('# HELP decide_request_bodies_off_thread_in_progress Large decision request bodies waiting for or being read in the body reader thread.');
-  out.push('# TYPE decide_request_bodies_off_thread_in_progress gauge');
-  out.push(`decide_request_bodies_off_thread_in_progress ${bodies.inProgress}`);
+function renderReaderThreads(bodies: Pick<BodyThread, 'bodiesRead' | 'inProgress'>, out: string[]): void {
   const lines = recordThreadStats();
-  out.push('# HELP decide_batch_lines_off_thread_total Large batch lines read (JSON and validation) in the record reader thread.');
-  out.push('# TYPE decide_batch_lines_off_thread_total counter');
-  out.push(`decide_batch_lines_off_thread_total ${lines.linesRead}`);
-  out.push('# HELP decide_batch_lines_off_thread_in_progress Large batch lines waiting for or being read in the record reader thread.');
-  out.push('# TYPE decide_batch_lines_off_thread_in_progress gauge');
-  out.push(`decide_batch_lines_off_thread_in_progress ${lines.inProgress}`);
+  single(out, 'decide_request_bodies_off_thread_total', 'counter', 'Large decision request bodies read (JSON and validation) in the body reader thread.', bodies.bodiesRead);
+  single(out, 'decide_request_bodies_off_thread_in_progress', 'gauge', 'Large decision request bodies waiting for or being read in the body reader thread.', bodies.inProgress);
+  single(out, 'decide_batch_lines_off_thread_total', 'counter', 'Large batch lines read (JSON and validation) in the record reader thread.', lines.linesRead);
+  single(out, 'decide_batch_lines_off_thread_in_progress', 'gauge', 'Large batch lines waiting for or being read in the record reader thread.', lines.inProgress);
 }
 
 export async function renderMetrics(http: HttpMetrics, service: DecisionService, bodies: BodyThread): Promise<string> {
   const out: string[] = [];
   http.render(out);
-  renderBodyThread(bodies, out);
+  renderReaderThreads(bodies, out);
   const { models } = await service.metrics();
   for (const s of ENGINE_SERIES) {
     out.push(`# HELP ${s.name} ${s.help}`);
