@@ -5,7 +5,7 @@
  * (the health probes included). The line is read on its own there (readRecord, readEndpointLine);
  * its custom_id is checked against the file's other lines here, in line order (claimRecord,
  * endpointLine), so the rows are those the main thread alone would give. One thread per process
- * (thread-client.ts), idle when no batch runs.
+ * (thread-client.ts), idle when no batch runs. A line the thread fails (it died) is read here.
  */
 import { OFF_THREAD_BODY_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
@@ -31,10 +31,13 @@ function large(line: RawLine): boolean {
   return line.bytes !== null && line.bytes.length >= OFF_THREAD_BODY_BYTES;
 }
 
-async function readInThread(line: RawLine, ctx: RecordContext): Promise<LineReply> {
+/** The thread's reading of the line; undefined when the thread failed it. */
+async function readInThread(line: RawLine, ctx: RecordContext): Promise<LineReply | undefined> {
   const { seen: _claims, ...readContext } = ctx;
   try {
     return await lines.call({ line, ctx: readContext, formForms: ctx.formQuestions === undefined ? [] : writtenFormsOf(ctx.formQuestions) });
+  } catch {
+    return undefined;
   } finally {
     linesRead += 1;
   }
@@ -44,7 +47,8 @@ async function readInThread(line: RawLine, ctx: RecordContext): Promise<LineRepl
 export async function parseRecordOffMain(line: RawLine, ctx: RecordContext): Promise<ParsedRecord> {
   if (!large(line)) return parseRecord(line, ctx);
   const reply = await readInThread(line, ctx);
-  if (!('record' in reply)) throw new Error('record thread: an endpoint line came back for a record');
+  // The thread failed (it died, say): the line is read here, late rather than lost.
+  if (!reply || !('record' in reply)) return parseRecord(line, ctx);
   const r = reply.record;
   const read: RecordRead = 'request' in r ? r : r.customId === null ? { customId: null, error: apiError(r.error) } : { customId: r.customId, error: apiError(r.error) };
   return claimRecord(read, line.lineNo, ctx.seen);
@@ -54,7 +58,7 @@ export async function parseRecordOffMain(line: RawLine, ctx: RecordContext): Pro
 export async function parseEndpointLineOffMain(line: RawLine, ctx: RecordContext & { endpoint: string }): Promise<EndpointLine> {
   if (!large(line)) return parseEndpointLine(line, ctx);
   const reply = await readInThread(line, ctx);
-  if (!('endpoint' in reply)) throw new Error('record thread: a record came back for an endpoint line');
+  if (!reply || !('endpoint' in reply)) return parseEndpointLine(line, ctx);
   const e = reply.endpoint;
   let read: EndpointRead;
   if (e.kind === 'broken') read = { ...e, error: apiError(e.error) };

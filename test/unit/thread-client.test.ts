@@ -1,0 +1,53 @@
+/**
+ * ThreadClient (src/engine/thread-client.ts), the worker thread behind the request body and batch
+ * line readers, with a real worker thread: answers come back to their own calls, a request the
+ * worker fails rejects alone, a worker that dies fails the requests it held and the next request
+ * starts another, and close() ends it.
+ */
+import { afterEach, expect, it } from 'vitest';
+
+import { ThreadClient } from '../../src/engine/thread-client.js';
+
+type Request = { text: string; fail?: boolean; exit?: number };
+const clients: Array<ThreadClient<Request, number>> = [];
+const client = () => {
+  const c = new ThreadClient<Request, number>(import.meta.url, 'fixtures/length-worker');
+  clients.push(c);
+  return c;
+};
+afterEach(() => {
+  for (const c of clients.splice(0)) c.close();
+});
+
+it('answers each call with its own reply, and counts the calls in progress', async () => {
+  const c = client();
+  const calls = ['a', 'bb', 'ccc'].map((text) => c.call({ text }));
+  expect(c.inProgress).toBe(3);
+  expect(await Promise.all(calls)).toEqual([1, 2, 3]);
+  expect(c.inProgress).toBe(0);
+});
+
+it('a request the worker throws on rejects alone, with its message', async () => {
+  const c = client();
+  const [bad, good] = await Promise.allSettled([c.call({ text: 'x', fail: true }), c.call({ text: 'yy' })]);
+  expect(bad).toMatchObject({ status: 'rejected', reason: { message: 'fixtures/length-worker: cannot measure x' } });
+  expect(good).toEqual({ status: 'fulfilled', value: 2 });
+});
+
+it('a worker that dies fails what it held; the next call starts another', async () => {
+  const c = client();
+  const held = c.call({ text: 'held' });
+  const dying = c.call({ text: 'x', exit: 3 });
+  await expect(dying).rejects.toThrow('the fixtures/length-worker thread stopped (exit code 3)');
+  // 'held' was answered before the exit (one message at a time, in order).
+  expect(await held).toBe(4);
+  expect(await c.call({ text: 'again' })).toBe(5);
+});
+
+it('close() fails the calls waiting and refuses later ones', async () => {
+  const c = client();
+  const waiting = c.call({ text: 'late' });
+  c.close();
+  await expect(waiting).rejects.toThrow('is closed');
+  await expect(c.call({ text: 'after' })).rejects.toThrow('is closed');
+});
