@@ -14,11 +14,14 @@
  *
  * One run per --out: a run holds `<out>.lock` (naming its pid) from before it reads the state file
  * until it ends. A second run on the same --out refuses (exit 1) naming the process; the lock of a
- * run that was killed is taken over, so killing and resuming still works.
+ * run that was killed is taken over, so killing and resuming still works. `<out>` is the file itself
+ * (symbolic links followed), and an existing --out is also locked by device and inode, so a link to
+ * it is the same --out.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream, existsSync, statSync } from 'node:fs';
 import { open, readFile, rename, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 
@@ -34,7 +37,7 @@ import { exitNow } from '../engine/native.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand } from './args.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
-import { outputClash, outputPlaceProblem } from './output-path.js';
+import { outputClash, outputPlaceProblem, realOutputPath } from './output-path.js';
 import { ProgressReporter } from './progress.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
@@ -53,7 +56,8 @@ options:
 ${ENGINE_FLAGS_HELP}
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
 kept in <out>.state.json, which is removed when the run completes. While a run is going, a
-second run on the same --out refuses (<out>.lock names the running process). An existing --out with no
+second run on the same --out refuses (<out>.lock names the running process), also through a symbolic
+or hard link (the lock and state file sit beside the file links lead to). An existing --out with no
 unfinished run is overwritten only after a yes on a terminal, or with --force. The results hold
 customer data: --out and its state file are created with mode 0600 (owner only), whatever the
 umask, as the server keeps batch results; an existing --out keeps its mode.
@@ -134,6 +138,16 @@ async function readState(file: string): Promise<RunState | undefined> {
 }
 
 /**
+ * Where the lock shared by every name of the existing file `file` lives (os.tmpdir(), named after its
+ * device and inode), or undefined when there is no file yet. An open file's inode is not reused, so
+ * the name stays that file's while a run holds it.
+ */
+function inodeLockPath(file: string): string | undefined {
+  const info = statSync(file, { throwIfNoEntry: false });
+  return info === undefined ? undefined : path.join(os.tmpdir(), `decide-batch-${info.dev}-${info.ino}.lock`);
+}
+
+/**
  * Whether an existing `out` may be overwritten: --force, else a yes on a terminal. Without a
  * terminal (a script, CI) nobody can answer, so the answer is no and the message says what to do.
  */
@@ -165,11 +179,14 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   const inputPath = path.resolve(positionals[0]!);
-  const outPath = path.resolve(values.out);
-  const statePath = `${outPath}.state.json`;
-  if (inputPath === outPath) return commandError('batch', '--out must not be the input file');
-  const place = outputPlaceProblem(outPath);
+  const givenOut = path.resolve(values.out);
+  if (inputPath === givenOut) return commandError('batch', '--out must not be the input file');
+  const place = outputPlaceProblem(givenOut);
   if (place) return commandError('batch', place);
+  // The lock and the state file go beside the file itself, not beside the name it was given: a
+  // symbolic link to --out (or a path through one) finds the same lock and resumes the same state.
+  const outPath = realOutputPath(givenOut);
+  const statePath = `${outPath}.state.json`;
   const inputs = [{ label: 'the input file', path: inputPath }, ...(values.questions === undefined ? [] : [{ label: '--questions', path: values.questions }])];
   const lockPath = `${outPath}.lock`;
   for (const [written, label] of [[outPath, '--out'], [statePath, 'the state file'], [`${statePath}.tmp`, 'the state file'], [lockPath, 'the lock file']] as const) {
@@ -180,13 +197,19 @@ export async function run(argv: string[]): Promise<number> {
 
   // One run writes an --out at a time: a second one would take the live run for an interrupted one
   // and write the same rows into the same file. A killed run's lock is taken over, so it resumes.
-  let release: () => void;
+  const releases: Array<() => void> = [];
+  const release = () => releases.reverse().forEach((r) => r());
+  const inUse = (pid: number) =>
+    `${values.out} is being written by another decide batch run (process ${pid}); wait for it to finish, or stop it and run this command again to resume`;
   try {
-    release = takePidLock(
-      lockPath,
-      (pid) => `${values.out} is being written by another decide batch run (process ${pid}); wait for it to finish, or stop it and run this command again to resume`,
-    );
+    // A hard link (or a bind mount) names an existing file under a path no link leads back from:
+    // a second lock, named after its device and inode, is what every name of it shares. Taken
+    // first, so a run whose <out>.lock is there holds both.
+    const inodeLock = inodeLockPath(outPath);
+    if (inodeLock) releases.push(takePidLock(inodeLock, inUse));
+    releases.push(takePidLock(lockPath, inUse));
   } catch (err) {
+    release();
     // A system error (no permission, ...) names the lock file; a held lock is its own message.
     const e = err as NodeJS.ErrnoException;
     return commandError('batch', e.code === undefined ? e.message : `cannot lock ${values.out}: ${e.message}`, 1);
