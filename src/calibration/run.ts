@@ -138,7 +138,15 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
   const log = options.log ?? (() => undefined);
   let service: DecisionService;
   try {
-    service = await DecisionService.open({ modelsDir: options.modelsDir, threads: options.threads, runtime: { engine: options.engine }, preload: [] });
+    // Nothing is created here: calibrating the random-weights default model that a mistyped
+    // models folder would get fits nothing real.
+    service = await DecisionService.open({
+      modelsDir: options.modelsDir,
+      threads: options.threads,
+      runtime: { engine: options.engine },
+      ensureDefaultModel: false,
+      preload: [],
+    });
   } catch (err) {
     throw new CalibrationError(`cannot open the models: ${(err as Error).message}`, 1, 'models_unavailable');
   }
@@ -148,7 +156,8 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     try {
       base = service.registry.resolve(options.model);
     } catch (err) {
-      throw new CalibrationError(err instanceof Error ? err.message : String(err), 2, 'unknown_model');
+      const message = err instanceof Error ? err.message : String(err);
+      throw new CalibrationError(`${message} (models dir ${modelsDir})`, 2, 'unknown_model');
     }
     const newId = options.as ?? defaultVersionId(base.id, now);
     try {

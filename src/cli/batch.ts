@@ -49,7 +49,8 @@ options:
   --model ID         model id or alias (e.g. svc-alpha)                         (required)
   --out FILE         where the result rows go                                   (required)
   --questions FILE   JSON questions for records without their own
-  --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models)
+  --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models); nothing is created
+                     there: a model that is not installed is refused (exit 2)
   --force            overwrite an existing --out without asking
   -h, --help         this text
 
@@ -269,14 +270,19 @@ async function runLocked(args: {
   process.on('SIGTERM', onSignal);
   let service: DecisionService;
   try {
-    service = await DecisionService.open({ modelsDir: values['models-dir'], runtime: { engine }, preload: [] });
+    // Nothing is created here: a mistyped --models-dir must not become a folder holding the
+    // random-weights default model that the run would then score with.
+    service = await DecisionService.open({ modelsDir: values['models-dir'], runtime: { engine }, ensureDefaultModel: false, preload: [] });
   } catch (err) {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     return commandError('batch', `cannot open the models: ${(err as Error).message}`, 1);
   }
   try {
-    const modelFailure = (err: unknown) => commandError('batch', describeError(err), err instanceof ApiError && err.code === 'not_found' ? 2 : 1);
+    const modelFailure = (err: unknown) =>
+      err instanceof ApiError && err.code === 'not_found'
+        ? commandError('batch', `${describeError(err)} (models dir ${service.registry.modelsDir}; give --models-dir or DECIDE_MODELS_DIR)`)
+        : commandError('batch', describeError(err), 1);
     let model: string;
     try {
       model = service.resolveModel(values.model);

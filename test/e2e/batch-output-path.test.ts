@@ -132,3 +132,15 @@ describe('one decide batch run per --out file, whatever name it is given by', ()
     }
   });
 });
+
+describe('decide batch creates no model', () => {
+  it('a --models-dir that does not exist is refused naming it, and is not created', async () => {
+    const missing = path.join(scratch, 'mistyped-models');
+    const out = path.join(scratch, 'no-model.jsonl');
+    const res = await batch([input, '--model', 'svc-alpha', '--models-dir', missing, '--threads', '1', '--out', out]);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toMatch(/^decide batch: model 'svc-alpha' is not installed; installed: \(none\) \(models dir .*mistyped-models; give --models-dir or DECIDE_MODELS_DIR\)\n$/);
+    expect(existsSync(missing)).toBe(false);
+    expect(existsSync(out)).toBe(false);
+  });
+});
