@@ -12,6 +12,7 @@ import { ApiError } from '../api/errors.js';
 import { QUESTION_TYPES, type QuestionType } from '../api/schemas.js';
 import { loadCalibration } from '../runtime/calibrate.js';
 import { checkNewModelId, defaultVersionId, writeModelVersion } from '../models/model-version.js';
+import { directoryProblem } from '../models/make-directories.js';
 import { parseDatedId } from '../models/registry.js';
 import type { EngineOptions } from '../engine/engine-options.js';
 import { DecisionService } from '../service/decision-service.js';
@@ -82,6 +83,9 @@ function checkReportDir(dir: string, modelsDir: string): void {
   let existing = at;
   while (!existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
   if (!statSync(existing).isDirectory()) throw new CalibrationError(`--report ${dir}: cannot be the report's folder: it, or a folder above it, is a file`, 2, 'invalid_report_dir');
+  // A place the system refuses (under /proc, a read-only mount) is found now, not after the install.
+  const refused = directoryProblem(at);
+  if (refused) throw new CalibrationError(`--report ${dir}: cannot be the report's folder: ${refused}`, 2, 'invalid_report_dir');
 }
 
 interface ScoredRow {

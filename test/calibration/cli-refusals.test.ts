@@ -110,3 +110,12 @@ describe('a models folder without the model', () => {
     expect(existsSync(missing)).toBe(false);
   }, 120_000);
 });
+
+describe('a --report folder the system refuses', () => {
+  it('under /proc: refused (exit 2) before anything is scored or installed, not a spin', async () => {
+    const lines = Array.from({ length: 5 }, () => row({ topic: 'nope' }));
+    const res = await calibrate(lines, ['--report', '/proc/decide-test-report']);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toBe("decide calibrate: --report /proc/decide-test-report: cannot be the report's folder: cannot create /proc/decide-test-report: ENOENT\n");
+  }, 120_000);
+});

@@ -1,0 +1,65 @@
+/**
+ * `decide` refusals that must come before any work, each in a real process with a time limit (the
+ * failure this guards against is a run that goes on: a benchmark of minutes, or a mkdir spinning
+ * forever under /proc): output places the system refuses, options that would be ignored.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { decideBin } from '../helpers/bin.js';
+
+let scratch: string;
+let bin: string;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'decide-refusals-'));
+  bin = await decideBin();
+});
+afterAll(async () => {
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+/** `decide ...args`, killed after 60 s: a refusal takes well under that. */
+function decide(args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string; timedOut: boolean } {
+  const res = spawnSync(process.execPath, [bin, ...args], { cwd: scratch, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr, timedOut: res.signal === 'SIGKILL' };
+}
+
+describe('an output folder the system refuses is an error at once, not a spin', () => {
+  it('gpu-report --out under /proc: exit 2, naming the folder', () => {
+    const res = decide(['gpu-report', '--provider', 'cpu', '--out', '/proc/decide-test-report']);
+    expect(res.timedOut).toBe(false);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toBe('decide gpu-report: --out /proc/decide-test-report: cannot create /proc/decide-test-report: ENOENT\n');
+  });
+
+  it.each([
+    ['/proc/decide-test-results', 'cannot create /proc/decide-test-results: ENOENT'],
+    ['afile', 'is not a folder'],
+  ])('bench --results-dir %s: exit 2 before anything runs', async (dir, message) => {
+    await writeFile(path.join(scratch, 'afile'), 'hi\n');
+    const res = decide(['bench', '--preset', 'tiny', '--quick', '--no-micro', '--no-latency', '--workloads', 'single', '--repetitions', '1', '--results-dir', dir]);
+    expect(res.timedOut).toBe(false);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toBe(`decide bench: --results-dir ${dir}: ${message}\n`);
+    expect(existsSync(path.join(scratch, 'models'))).toBe(false); // no bench model was built
+  });
+});
+
+describe('decide bench: --attention and --scale', () => {
+  it.each([
+    [['--attention', 'bogus'], "--attention must be ops, fused or causal, got 'bogus'"],
+    [['--scale', '0'], "--scale must be a number in (0, 1], got '0'"],
+    [['--attention', 'fused'], '--attention applies only with --size gpu'],
+    [['--attention', 'fused', '--scale', '0.5'], '--attention and --scale apply only with --size gpu'],
+  ])('%j without --size gpu: a usage error (exit 2)', (args, message) => {
+    const res = decide(['bench', ...args]);
+    expect(res.timedOut).toBe(false);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toBe(`decide bench: ${message}\n`);
+  });
+});
