@@ -24,9 +24,14 @@ function usage(): string {
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
+  if (!name) {
+    // No command is a usage error, on stderr as every other.
+    process.stderr.write(usage());
+    return 2;
+  }
+  if (name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(usage());
-    return name ? 0 : 2;
+    return 0;
   }
   const command = COMMANDS[name];
   if (!command) {

@@ -4,6 +4,7 @@
  * forever under /proc): output places the system refuses, options that would be ignored.
  */
 import { spawnSync } from 'node:child_process';
+import net from 'node:net';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -23,8 +24,16 @@ afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
+/** A port a server of this test holds: `decide serve` cannot have it. */
+async function takenPort(): Promise<{ port: number; release: () => Promise<void> }> {
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  const { port } = holder.address() as net.AddressInfo;
+  return { port, release: () => new Promise((resolve) => holder.close(() => resolve())) };
+}
+
 /** `decide ...args`, killed after 60 s: a refusal takes well under that. */
-function decide(args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string; timedOut: boolean } {
+function decide(args: string[], env: Record<string, string | undefined> = {}): { code: number | null; stdout: string; stderr: string; timedOut: boolean } {
   const res = spawnSync(process.execPath, [bin, ...args], { cwd: scratch, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
   return { code: res.status, stdout: res.stdout, stderr: res.stderr, timedOut: res.signal === 'SIGKILL' };
 }
@@ -61,5 +70,37 @@ describe('decide bench: --attention and --scale', () => {
     expect(res.timedOut).toBe(false);
     expect(res.code, res.stderr).toBe(2);
     expect(res.stderr).toBe(`decide bench: ${message}\n`);
+  });
+});
+
+describe('decide serve: a place it cannot listen on', () => {
+  it('a port in use: exit 1 before an API key is created or a model loads', async () => {
+    const taken = await takenPort();
+    try {
+      const dataDir = path.join(scratch, 'serve-data');
+      const res = decide(['serve', '--port', String(taken.port), '--data-dir', dataDir, '--models-dir', path.join(scratch, 'serve-models')], { DECIDE_API_KEYS: undefined });
+      expect(res.code, res.stderr).toBe(1);
+      expect(res.stderr).toBe(`decide serve: cannot listen on 127.0.0.1:${taken.port}: EADDRINUSE\n`);
+      expect(res.stdout).toBe('');
+      expect(existsSync(dataDir)).toBe(false);
+      expect(existsSync(path.join(scratch, 'serve-models'))).toBe(false);
+    } finally {
+      await taken.release();
+    }
+  });
+
+  it('a bad PORT variable is named as the variable', () => {
+    const res = decide(['serve', '--data-dir', path.join(scratch, 'serve-data')], { PORT: 'abc' });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe("decide serve: PORT must be an integer from 0 to 65535, got 'abc'\n");
+  });
+});
+
+describe('decide with no command', () => {
+  it('is a usage error: the usage on stderr, exit 2', () => {
+    const res = decide([]);
+    expect(res.code).toBe(2);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).toMatch(/^usage: decide <command> \[options\]/);
   });
 });
