@@ -179,6 +179,8 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('batch', (err as Error).message);
   }
 
+  // `-` is not stdout here: the rows go to a file, with a state file and a lock beside it.
+  if (values.out === '-') return commandError('batch', '--out - : the results go to a file (resumable, with a state file beside it), not to stdout; name the file');
   const inputPath = path.resolve(positionals[0]!);
   const givenOut = path.resolve(values.out);
   if (inputPath === givenOut) return commandError('batch', '--out must not be the input file');
@@ -190,7 +192,7 @@ export async function run(argv: string[]): Promise<number> {
   const statePath = `${outPath}.state.json`;
   const inputs = [{ label: 'the input file', path: inputPath }, ...(values.questions === undefined ? [] : [{ label: '--questions', path: values.questions }])];
   const lockPath = `${outPath}.lock`;
-  for (const [written, label] of [[outPath, '--out'], [statePath, 'the state file'], [`${statePath}.tmp`, 'the state file'], [lockPath, 'the lock file']] as const) {
+  for (const [written, label] of [[givenOut, '--out'], [statePath, 'the state file'], [`${statePath}.tmp`, 'the state file'], [lockPath, 'the lock file']] as const) {
     // The state and lock files are named after --out: another --out is the way out of either clash.
     const clash = outputClash(written, inputs, label, '--out');
     if (clash) return commandError('batch', clash);

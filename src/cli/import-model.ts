@@ -66,7 +66,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(HELP);
     return 2;
   }
-  if (values.id !== undefined && (values.id.includes('/') || values.id.includes('\\') || values.id.startsWith('.'))) {
+  if (values.id !== undefined && (values.id === '' || values.id.includes('/') || values.id.includes('\\') || values.id.startsWith('.'))) {
     return commandError('import-model', `--id must be a model id (a directory name), got '${values.id}'`);
   }
   // Usage errors exit 2, as every command's do; a checkpoint that cannot be imported exits 1.

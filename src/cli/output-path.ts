@@ -27,6 +27,9 @@ export function outputClash(output: string, inputs: readonly NamedInput[], outpu
   for (const input of inputs) {
     const info = statSync(input.path, { throwIfNoEntry: false });
     if (info !== undefined && info.dev === out.dev && info.ino === out.ino) {
+      if (path.resolve(output) === path.resolve(input.path)) {
+        return `${outputLabel} ${output} is ${input.label} itself; writing it would destroy the input. Choose another ${choose}`;
+      }
       return `${outputLabel} ${output} is ${input.label} (${input.path}) under another name (a link); writing it would destroy the input. Choose another ${choose}`;
     }
   }

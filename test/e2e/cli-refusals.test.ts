@@ -104,3 +104,27 @@ describe('decide with no command', () => {
     expect(res.stderr).toMatch(/^usage: decide <command> \[options\]/);
   });
 });
+
+describe('small refusals, each a usage error (exit 2) before anything is read or written', () => {
+  it('batch --out the very --questions path: named as itself, not as a link', async () => {
+    await writeFile(path.join(scratch, 'q.json'), '{}');
+    await writeFile(path.join(scratch, 'in.jsonl'), '{"state": "x"}\n');
+    const res = decide(['batch', 'in.jsonl', '--model', 'm', '--questions', 'q.json', '--out', 'q.json', '--models-dir', 'none']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/^decide batch: --out .*q\.json is --questions itself; writing it would destroy the input\. Choose another --out\n$/);
+  });
+
+  it('batch --out -: refused, no file named - written', async () => {
+    await writeFile(path.join(scratch, 'in.jsonl'), '{"state": "x"}\n');
+    const res = decide(['batch', 'in.jsonl', '--model', 'm', '--out', '-', '--models-dir', 'none']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('decide batch: --out - : the results go to a file');
+    expect(existsSync(path.join(scratch, '-'))).toBe(false);
+  });
+
+  it('import-model --id "": refused as an id', () => {
+    const res = decide(['import-model', 'hf', '--out', 'im', '--id', '']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe("decide import-model: --id must be a model id (a directory name), got ''\n");
+  });
+});
