@@ -128,3 +128,12 @@ describe('small refusals, each a usage error (exit 2) before anything is read or
     expect(res.stderr).toBe("decide import-model: --id must be a model id (a directory name), got ''\n");
   });
 });
+
+describe('an error no command words itself', () => {
+  it('still carries the `decide <command>: ` prefix, once (exit 1)', () => {
+    const res = decide(['bench', '--model-dir', '/nonexistent', '--preset', 'tiny', '--quick', '--no-micro', '--no-latency']);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('\ndecide bench: /nonexistent is not a model directory');
+    expect(res.stderr).not.toContain('decide: ');
+  });
+});
