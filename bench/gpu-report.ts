@@ -17,10 +17,11 @@
  */
 import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
+import { makeDirectories } from '../src/models/make-directories.js';
 import { summarizeAttentionLog, type AttentionKernelCounts } from './attention-kernels.js';
 import type { GpuScaleReport } from './gpu-scale.js';
 import type { BenchReport } from './report.js';
@@ -324,7 +325,7 @@ export function formatGpuReport(r: GpuReport): string {
 
 export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport> {
   const { root, outDir, provider, log } = options;
-  await mkdir(outDir, { recursive: true });
+  makeDirectories(outDir);
   const started = Date.now();
   const deadline = started + options.budgetSeconds * 1000;
   const decide = [process.execPath, path.join(root, 'bin', 'decide.js')];

@@ -10,7 +10,7 @@
  * own state) for tokens/s; each with the call's host-side counters. `scale` shrinks the states for
  * a quick run on a CPU. Asserts nothing; writes JSON beside the other bench results.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -19,6 +19,7 @@ import type { EngineOptions, Provider } from '../src/engine/engine-options.js';
 import type { NativeCounters } from '../src/engine/native.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
 import { deriveFusedGraph } from '../src/models/fused-graph.js';
+import { makeDirectories } from '../src/models/make-directories.js';
 import { gitInfo, machineInfo, packageRoot } from './provenance.js';
 import { ensureModel, type BenchGraph } from './bench-model.js';
 import { table } from './report.js';
@@ -217,7 +218,7 @@ export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuSca
     workloads: results,
   };
   const dir = options.resultsDir ?? path.join(root, 'bench', 'results');
-  mkdirSync(dir, { recursive: true });
+  makeDirectories(dir);
   const file = path.join(dir, `gpu-scale-${report.createdAt.replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   log(

@@ -2,10 +2,11 @@
  * The benchmark's results: their shape (also the JSON written to bench/results/<timestamp>.json),
  * the text tables, and the targets (reported as PASS / MISS, never asserted).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import type { CounterValues } from '../src/engine/engine-counters.js';
+import { makeDirectories } from '../src/models/make-directories.js';
 import type { BaselineStats } from './baseline.js';
 import type { LatencyResult } from './http-latency.js';
 import type { MicroResult } from './micro.js';
@@ -319,7 +320,7 @@ export function formatLatency(latency: LatencyResult[]): string {
 }
 
 export async function writeReport(report: BenchReport, dir: string): Promise<string> {
-  await mkdir(dir, { recursive: true });
+  makeDirectories(dir);
   const stamp = report.startedAt.replace(/[:.]/g, '-');
   const file = path.join(dir, `${stamp}.json`);
   await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);

@@ -6,8 +6,10 @@
  * recognisably ours (it holds `batches.sqlite` or `api-key`), since `--data-dir` may name a
  * directory someone else shares; otherwise a wide data dir is reported (dataDirWarning).
  */
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
+
+import { makeDirectories } from '../models/make-directories.js';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
@@ -16,7 +18,7 @@ const DATA_DIR_MARKERS = ['batches.sqlite', 'api-key'];
 
 /** Creates `dir` (and missing parents) 0700, or tightens it to 0700 when it exists. */
 export function privateDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  makeDirectories(dir, PRIVATE_DIR_MODE);
   tighten(dir, PRIVATE_DIR_MODE);
 }
 
@@ -25,7 +27,7 @@ export function privateDir(dir: string): void {
  * Returns a warning when it stays readable or searchable by group or others.
  */
 export function prepareDataDir(dir: string): string | undefined {
-  if (!existsSync(dir)) mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  if (!existsSync(dir)) makeDirectories(dir, PRIVATE_DIR_MODE);
   else if (DATA_DIR_MARKERS.some((name) => existsSync(path.join(dir, name)))) tighten(dir, PRIVATE_DIR_MODE);
   return dataDirWarning(dir);
 }

@@ -3,9 +3,10 @@
  * reliability-svg.ts), and index.html with the held-out figures and the diagrams. The data behind
  * every point is in report.json beside them.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
+import { makeDirectories } from '../models/make-directories.js';
 import { reliabilitySvg } from './reliability-svg.js';
 import type { CalibrationReport } from './report-types.js';
 
@@ -42,7 +43,7 @@ ${sections.join('\n')}
 
 /** Writes reliability-<type>.svg, index.html and report.json into `dir`; returns their paths. */
 export async function writeReport(dir: string, report: CalibrationReport): Promise<string[]> {
-  await mkdir(dir, { recursive: true });
+  makeDirectories(dir);
   const written: string[] = [];
   const images: Record<string, string> = {};
   for (const [type, r] of Object.entries(report.types)) {

@@ -12,6 +12,7 @@ import { ApiError } from '../api/errors.js';
 import { QUESTION_TYPES, type QuestionType } from '../api/schemas.js';
 import { loadCalibration } from '../runtime/calibrate.js';
 import { checkNewModelId, defaultVersionId, writeModelVersion } from '../models/model-version.js';
+import { directoryProblem } from '../models/make-directories.js';
 import { parseDatedId } from '../models/registry.js';
 import type { EngineOptions } from '../engine/engine-options.js';
 import { DecisionService } from '../service/decision-service.js';
@@ -82,6 +83,9 @@ function checkReportDir(dir: string, modelsDir: string): void {
   let existing = at;
   while (!existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
   if (!statSync(existing).isDirectory()) throw new CalibrationError(`--report ${dir}: cannot be the report's folder: it, or a folder above it, is a file`, 2, 'invalid_report_dir');
+  // A place the system refuses (under /proc, a read-only mount) is found now, not after the install.
+  const refused = directoryProblem(at);
+  if (refused) throw new CalibrationError(`--report ${dir}: cannot be the report's folder: ${refused}`, 2, 'invalid_report_dir');
 }
 
 interface ScoredRow {
@@ -138,7 +142,15 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
   const log = options.log ?? (() => undefined);
   let service: DecisionService;
   try {
-    service = await DecisionService.open({ modelsDir: options.modelsDir, threads: options.threads, runtime: { engine: options.engine }, preload: [] });
+    // Nothing is created here: calibrating the random-weights default model that a mistyped
+    // models folder would get fits nothing real.
+    service = await DecisionService.open({
+      modelsDir: options.modelsDir,
+      threads: options.threads,
+      runtime: { engine: options.engine },
+      ensureDefaultModel: false,
+      preload: [],
+    });
   } catch (err) {
     throw new CalibrationError(`cannot open the models: ${(err as Error).message}`, 1, 'models_unavailable');
   }
@@ -148,7 +160,8 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
     try {
       base = service.registry.resolve(options.model);
     } catch (err) {
-      throw new CalibrationError(err instanceof Error ? err.message : String(err), 2, 'unknown_model');
+      const message = err instanceof Error ? err.message : String(err);
+      throw new CalibrationError(`${message} (models dir ${modelsDir})`, 2, 'unknown_model');
     }
     const newId = options.as ?? defaultVersionId(base.id, now);
     try {

@@ -14,11 +14,14 @@
  *
  * One run per --out: a run holds `<out>.lock` (naming its pid) from before it reads the state file
  * until it ends. A second run on the same --out refuses (exit 1) naming the process; the lock of a
- * run that was killed is taken over, so killing and resuming still works.
+ * run that was killed is taken over, so killing and resuming still works. `<out>` is the file itself
+ * (symbolic links followed), and an existing --out is also locked by device and inode, so a link to
+ * it is the same --out.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream, existsSync, statSync } from 'node:fs';
 import { open, readFile, rename, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 
@@ -34,7 +37,7 @@ import { exitNow } from '../engine/native.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand } from './args.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
-import { outputClash, outputPlaceProblem } from './output-path.js';
+import { outputClash, outputPlaceProblem, realOutputPath } from './output-path.js';
 import { ProgressReporter } from './progress.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
@@ -46,14 +49,16 @@ options:
   --model ID         model id or alias (e.g. svc-alpha)                         (required)
   --out FILE         where the result rows go                                   (required)
   --questions FILE   JSON questions for records without their own
-  --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models)
+  --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models); nothing is created
+                     there: a model that is not installed is refused (exit 2)
   --force            overwrite an existing --out without asking
   -h, --help         this text
 
 ${ENGINE_FLAGS_HELP}
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
 kept in <out>.state.json, which is removed when the run completes. While a run is going, a
-second run on the same --out refuses (<out>.lock names the running process). An existing --out with no
+second run on the same --out refuses (<out>.lock names the running process), also through a symbolic
+or hard link (the lock and state file sit beside the file links lead to). An existing --out with no
 unfinished run is overwritten only after a yes on a terminal, or with --force. The results hold
 customer data: --out and its state file are created with mode 0600 (owner only), whatever the
 umask, as the server keeps batch results; an existing --out keeps its mode.
@@ -134,6 +139,16 @@ async function readState(file: string): Promise<RunState | undefined> {
 }
 
 /**
+ * Where the lock shared by every name of the existing file `file` lives (os.tmpdir(), named after its
+ * device and inode), or undefined when there is no file yet. An open file's inode is not reused, so
+ * the name stays that file's while a run holds it.
+ */
+function inodeLockPath(file: string): string | undefined {
+  const info = statSync(file, { throwIfNoEntry: false });
+  return info === undefined ? undefined : path.join(os.tmpdir(), `decide-batch-${info.dev}-${info.ino}.lock`);
+}
+
+/**
  * Whether an existing `out` may be overwritten: --force, else a yes on a terminal. Without a
  * terminal (a script, CI) nobody can answer, so the answer is no and the message says what to do.
  */
@@ -164,15 +179,20 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('batch', (err as Error).message);
   }
 
+  // `-` is not stdout here: the rows go to a file, with a state file and a lock beside it.
+  if (values.out === '-') return commandError('batch', '--out - : the results go to a file (resumable, with a state file beside it), not to stdout; name the file');
   const inputPath = path.resolve(positionals[0]!);
-  const outPath = path.resolve(values.out);
-  const statePath = `${outPath}.state.json`;
-  if (inputPath === outPath) return commandError('batch', '--out must not be the input file');
-  const place = outputPlaceProblem(outPath);
+  const givenOut = path.resolve(values.out);
+  if (inputPath === givenOut) return commandError('batch', '--out must not be the input file');
+  const place = outputPlaceProblem(givenOut);
   if (place) return commandError('batch', place);
+  // The lock and the state file go beside the file itself, not beside the name it was given: a
+  // symbolic link to --out (or a path through one) finds the same lock and resumes the same state.
+  const outPath = realOutputPath(givenOut);
+  const statePath = `${outPath}.state.json`;
   const inputs = [{ label: 'the input file', path: inputPath }, ...(values.questions === undefined ? [] : [{ label: '--questions', path: values.questions }])];
   const lockPath = `${outPath}.lock`;
-  for (const [written, label] of [[outPath, '--out'], [statePath, 'the state file'], [`${statePath}.tmp`, 'the state file'], [lockPath, 'the lock file']] as const) {
+  for (const [written, label] of [[givenOut, '--out'], [statePath, 'the state file'], [`${statePath}.tmp`, 'the state file'], [lockPath, 'the lock file']] as const) {
     // The state and lock files are named after --out: another --out is the way out of either clash.
     const clash = outputClash(written, inputs, label, '--out');
     if (clash) return commandError('batch', clash);
@@ -180,13 +200,19 @@ export async function run(argv: string[]): Promise<number> {
 
   // One run writes an --out at a time: a second one would take the live run for an interrupted one
   // and write the same rows into the same file. A killed run's lock is taken over, so it resumes.
-  let release: () => void;
+  const releases: Array<() => void> = [];
+  const release = () => releases.reverse().forEach((r) => r());
+  const inUse = (pid: number) =>
+    `${values.out} is being written by another decide batch run (process ${pid}); wait for it to finish, or stop it and run this command again to resume`;
   try {
-    release = takePidLock(
-      lockPath,
-      (pid) => `${values.out} is being written by another decide batch run (process ${pid}); wait for it to finish, or stop it and run this command again to resume`,
-    );
+    // A hard link (or a bind mount) names an existing file under a path no link leads back from:
+    // a second lock, named after its device and inode, is what every name of it shares. Taken
+    // first, so a run whose <out>.lock is there holds both.
+    const inodeLock = inodeLockPath(outPath);
+    if (inodeLock) releases.push(takePidLock(inodeLock, inUse));
+    releases.push(takePidLock(lockPath, inUse));
   } catch (err) {
+    release();
     // A system error (no permission, ...) names the lock file; a held lock is its own message.
     const e = err as NodeJS.ErrnoException;
     return commandError('batch', e.code === undefined ? e.message : `cannot lock ${values.out}: ${e.message}`, 1);
@@ -246,14 +272,19 @@ async function runLocked(args: {
   process.on('SIGTERM', onSignal);
   let service: DecisionService;
   try {
-    service = await DecisionService.open({ modelsDir: values['models-dir'], runtime: { engine }, preload: [] });
+    // Nothing is created here: a mistyped --models-dir must not become a folder holding the
+    // random-weights default model that the run would then score with.
+    service = await DecisionService.open({ modelsDir: values['models-dir'], runtime: { engine }, ensureDefaultModel: false, preload: [] });
   } catch (err) {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     return commandError('batch', `cannot open the models: ${(err as Error).message}`, 1);
   }
   try {
-    const modelFailure = (err: unknown) => commandError('batch', describeError(err), err instanceof ApiError && err.code === 'not_found' ? 2 : 1);
+    const modelFailure = (err: unknown) =>
+      err instanceof ApiError && err.code === 'not_found'
+        ? commandError('batch', `${describeError(err)} (models dir ${service.registry.modelsDir}; give --models-dir or DECIDE_MODELS_DIR)`)
+        : commandError('batch', describeError(err), 1);
     let model: string;
     try {
       model = service.resolveModel(values.model);

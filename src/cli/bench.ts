@@ -5,15 +5,25 @@
  * The benchmark itself lives in bench/ (compiled to dist/bench/), loaded only when this runs.
  */
 
+import { statSync } from 'node:fs';
+
 import type { WorkloadName } from '../../bench/workloads.js';
 import type { ModelDtype } from '../models/builder/index.js';
 import { withEnvironment } from '../engine/engine-options.js';
+import { directoryProblem } from '../models/make-directories.js';
 import { commandError, parseCommand } from './args.js';
 import { presetProblem } from './graph-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { renamedFlag } from './renamed-flags.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['tickets', 'document', 'single'];
+
+/** Why the report cannot be written into `dir`, or undefined: a folder, or one that can be created. */
+function resultsDirProblem(dir: string): string | undefined {
+  const info = statSync(dir, { throwIfNoEntry: false });
+  if (info !== undefined) return info.isDirectory() ? undefined : 'is not a folder';
+  return directoryProblem(dir);
+}
 
 /** The package an import could not find ('benchmark', 'onnxruntime-node'), or undefined for any other error. */
 function missingPackage(err: unknown): string | undefined {
@@ -36,7 +46,7 @@ options:
                         packed, forked and fresh rows, with the host-side counters of each call;
                         default preset qwen3-0.6b, fp16 and the fused decoder graph on cuda
                         (--attention ops|fused|causal picks the graph, causal: fused with causal
-                        states; --scale F shrinks the states)
+                        states; --scale F shrinks the states; both are refused without --size gpu)
   --quick               fewer states and repetitions (under 2 minutes on 2 cores)
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(', ')} (default: all)
   --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2)
@@ -51,7 +61,7 @@ options:
   --model-dir DIR       use this model directory instead of models/bench-<preset>[-fp16]
   --reference-dir DIR   the fp32 twin of --model-dir that an fp16 or cuda run is checked against
                         (default models/bench-<preset>, built when missing)
-  --results-dir DIR     where the JSON report goes (default bench/results)
+  --results-dir DIR     where the JSON report goes (default bench/results); checked before the run
   --ort-profile FILE    instead of the benchmark: ONNX Runtime's profile of one warm engine call
                         (the first call of the first --workloads entry, default document) written
                         to FILE as chrome-trace JSON; \`decide gpu-report\` sums it by op type
@@ -131,13 +141,23 @@ async function runCommand(argv: string[]): Promise<number> {
   if (seed !== undefined && (!Number.isInteger(seed) || seed < 0)) throw new UsageError(`--seed must be a non-negative integer`);
 
   if (values.size !== undefined && values.size !== 'gpu') throw new UsageError(`--size must be gpu, got '${values.size}'`);
+  const scale = values.scale === undefined ? 1 : Number(values.scale);
+  if (!(scale > 0 && scale <= 1)) throw new UsageError(`--scale must be a number in (0, 1], got '${values.scale}'`);
+  if (values.attention !== undefined && values.attention !== 'ops' && values.attention !== 'fused' && values.attention !== 'causal') {
+    throw new UsageError(`--attention must be ops, fused or causal, got '${values.attention}'`);
+  }
+  // Only the GPU-size run builds its graph by --attention and shrinks its states by --scale: the
+  // benchmark would run without them, its numbers taken for theirs.
+  const gpuOnly = (['attention', 'scale'] as const).filter((name) => values[name] !== undefined);
+  if (values.size !== 'gpu' && gpuOnly.length > 0) {
+    throw new UsageError(`${gpuOnly.map((name) => `--${name}`).join(' and ')} ${gpuOnly.length > 1 ? 'apply' : 'applies'} only with --size gpu`);
+  }
+  // Checked before the run: a benchmark takes minutes, and its report would have nowhere to go.
+  const resultsDir = values['results-dir'];
+  const resultsProblem = resultsDir === undefined ? undefined : resultsDirProblem(resultsDir);
+  if (resultsProblem) throw new UsageError(`--results-dir ${resultsDir}: ${resultsProblem}`);
   if (values.size === 'gpu') {
     const { runGpuScale } = await import('../../bench/gpu-scale.js');
-    const scale = values.scale === undefined ? 1 : Number(values.scale);
-    if (!(scale > 0 && scale <= 1)) throw new UsageError(`--scale must be a number in (0, 1], got '${values.scale}'`);
-    if (values.attention !== undefined && values.attention !== 'ops' && values.attention !== 'fused' && values.attention !== 'causal') {
-      throw new UsageError(`--attention must be ops, fused or causal, got '${values.attention}'`);
-    }
     await runGpuScale({
       provider,
       attention: values.attention as 'ops' | 'fused' | 'causal' | undefined,

@@ -24,7 +24,8 @@ options:
   --model ID         model id or alias to calibrate                                (required)
   --data FILE        labelled JSONL                                                 (required)
   --as NEW_ID        id of the new version (default: <alias>-YYYY-MM-DD, today UTC; must not exist)
-  --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models)
+  --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models); nothing is created
+                     there: a model that is not installed is refused (exit 2)
   --report DIR       write reliability diagrams (SVG), index.html and report.json there
   --seed N           seed of the split and of the bootstrap (default 1)
   --accept-poor-fit  install a fit whose temperature ended at a bound (0.02 or 50) or whose

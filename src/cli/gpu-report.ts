@@ -5,6 +5,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
+import { directoryProblem } from '../models/make-directories.js';
 import { commandError, parseCommand } from './args.js';
 import { presetProblem } from './graph-options.js';
 import { renamedFlag } from './renamed-flags.js';
@@ -81,7 +82,8 @@ function reportFolderProblem(dir: string): string | undefined {
   const st = statSync(dir, { throwIfNoEntry: false });
   if (st === undefined) {
     const parent = statSync(path.dirname(dir), { throwIfNoEntry: false });
-    return parent !== undefined && !parent.isDirectory() ? `${path.dirname(dir)} is not a folder` : undefined;
+    if (parent !== undefined && !parent.isDirectory()) return `${path.dirname(dir)} is not a folder`;
+    return directoryProblem(dir);
   }
   if (!st.isDirectory()) return 'is a file, not a folder';
   if (readdirSync(dir).length > 0) return 'already holds files (an earlier report?); give a new or empty folder, so that no earlier figure stands in for this run';

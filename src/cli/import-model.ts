@@ -6,6 +6,7 @@ import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { formatDuration } from './progress.js';
 import { removeLeftoverTwins, reportInt8Agreement } from './int8-check.js';
+import { removeStagingOnSignal } from './interrupt-cleanup.js';
 
 const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--id NAME] [--force]
 
@@ -65,7 +66,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(HELP);
     return 2;
   }
-  if (values.id !== undefined && (values.id.includes('/') || values.id.includes('\\') || values.id.startsWith('.'))) {
+  if (values.id !== undefined && (values.id === '' || values.id.includes('/') || values.id.includes('\\') || values.id.startsWith('.'))) {
     return commandError('import-model', `--id must be a model id (a directory name), got '${values.id}'`);
   }
   // Usage errors exit 2, as every command's do; a checkpoint that cannot be imported exits 1.
@@ -90,6 +91,7 @@ export async function run(argv: string[]): Promise<number> {
           });
         }
       : undefined;
+  const signalsHandled = removeStagingOnSignal(outDir, 'import-model');
   try {
     const result = await importModel({
       hfDir,
@@ -115,6 +117,8 @@ export async function run(argv: string[]): Promise<number> {
       return commandError('import-model', `cannot import ${positionals[0]}: ${err.message}`, 1);
     }
     throw err;
+  } finally {
+    signalsHandled();
   }
 }
 

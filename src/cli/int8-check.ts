@@ -22,7 +22,7 @@ const INT8_PROB_BOUND = 2e-2;
  * killed during the check (Ctrl-C) cannot remove its twin, an fp32 model's size; the next
  * make-model or import-model does (removeLeftoverTwins).
  */
-const TWIN_PREFIX = 'decide-int8-twin-';
+export const TWIN_PREFIX = 'decide-int8-twin-';
 
 /** The check could not run: the command fails and the model is not put in place. */
 export class Int8CheckError extends Error {

@@ -2,6 +2,8 @@
  * `decide <command>`: one command with subcommands. Each subcommand lives in its own file and is
  * imported only when used, so `decide make-model` does not load the HTTP server and vice versa.
  */
+import { commandError } from './args.js';
+
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   serve: { summary: 'run the HTTP API (/v1/decide, /v1/systemone, /v1/decisions, /v1/batches, /v1/files, /v1/models) and the web console (/console)', load: () => import('./serve.js') },
   worker: { summary: 'work on batch chunks from the Postgres batch store (DECIDE_DATABASE_URL); no HTTP', load: () => import('./worker.js') },
@@ -24,9 +26,14 @@ function usage(): string {
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
+  if (!name) {
+    // No command is a usage error, on stderr as every other.
+    process.stderr.write(usage());
+    return 2;
+  }
+  if (name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(usage());
-    return name ? 0 : 2;
+    return 0;
   }
   const command = COMMANDS[name];
   if (!command) {
@@ -34,5 +41,12 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const module = await command.load();
-  return module.run(rest);
+  try {
+    return await module.run(rest);
+  } catch (err) {
+    // An error no command turned into a message of its own still says which command failed, as
+    // commandError does; a message that already starts with the command's name keeps it once.
+    const message = err instanceof Error ? err.message : String(err);
+    return commandError(name, message.startsWith(`${name}: `) ? message.slice(name.length + 2) : message, 1);
+  }
 }

@@ -7,6 +7,7 @@ import { newModelIdProblem } from '../models/registry.js';
 import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice, presetProblem } from './graph-options.js';
 import { Int8CheckError, removeLeftoverTwins, reportInt8Agreement } from './int8-check.js';
+import { removeStagingOnSignal } from './interrupt-cleanup.js';
 
 const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--force]
 
@@ -77,11 +78,14 @@ export async function run(argv: string[]): Promise<number> {
         }
       : undefined;
   let result;
+  const signalsHandled = removeStagingOnSignal(out, 'make-model');
   try {
     result = await makeModel({ preset, outDir: values.out, seed, dtype, features, force: values.force, ...(checkInt8 ? { beforePlacing: checkInt8 } : {}) });
   } catch (err) {
     if (err instanceof ModelOutputError || err instanceof Int8CheckError) return commandError('make-model', err.message, 1);
     throw err;
+  } finally {
+    signalsHandled();
   }
   process.stdout.write(
     `wrote ${result.dir} (preset ${values.preset}, seed ${seed}, ${dtype}, ${graph.attention} graph, ${result.nodesPerLayer} nodes per layer) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,

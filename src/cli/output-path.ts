@@ -4,7 +4,7 @@
  * path, and opening such an --out for writing would empty the input. Two names are the same file
  * when stat (which follows links) gives the same device and inode.
  */
-import { statSync } from 'node:fs';
+import { readlinkSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 export interface NamedInput {
@@ -27,6 +27,9 @@ export function outputClash(output: string, inputs: readonly NamedInput[], outpu
   for (const input of inputs) {
     const info = statSync(input.path, { throwIfNoEntry: false });
     if (info !== undefined && info.dev === out.dev && info.ino === out.ino) {
+      if (path.resolve(output) === path.resolve(input.path)) {
+        return `${outputLabel} ${output} is ${input.label} itself; writing it would destroy the input. Choose another ${choose}`;
+      }
       return `${outputLabel} ${output} is ${input.label} (${input.path}) under another name (a link); writing it would destroy the input. Choose another ${choose}`;
     }
   }
@@ -47,4 +50,37 @@ export function outputPlaceProblem(output: string, outputLabel = '--out'): strin
   const out = statSync(output, { throwIfNoEntry: false });
   if (out === undefined || out.isFile()) return undefined;
   return `${outputLabel} ${output}: ${out.isDirectory() ? 'is a folder' : 'is not a regular file'}; name the file to write`;
+}
+
+/**
+ * The path of the file `output` names, whatever name it is given by: its folder through realpath,
+ * then the file's own symbolic link (followed to where it points, even when that file does not exist
+ * yet). Files kept beside an output (`decide batch`'s lock and state file) are named after this, so
+ * every name of one file finds them. The folder must exist (outputPlaceProblem).
+ * @example
+ * const lockPath = `${realOutputPath(outPath)}.lock`;
+ */
+export function realOutputPath(output: string): string {
+  let current = path.join(realpathSync(path.dirname(output)), path.basename(output));
+  // A chain of links to a file not written yet; 40 links, as the kernel allows, and then a loop.
+  for (let hops = 0; hops < 40; hops++) {
+    try {
+      return realpathSync(current);
+    } catch {
+      // Not there yet, or a link to a file not there yet: follow the link by hand.
+    }
+    let target: string;
+    try {
+      target = readlinkSync(current);
+    } catch {
+      return current;
+    }
+    const next = path.resolve(path.dirname(current), target);
+    try {
+      current = path.join(realpathSync(path.dirname(next)), path.basename(next));
+    } catch {
+      return current;
+    }
+  }
+  return current;
 }

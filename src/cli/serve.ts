@@ -5,6 +5,7 @@
  * stdout gets the lines meant for the operator (the generated API key, once; `decide: listening on
  * http://HOST:PORT`); the JSON log lines go to stderr.
  */
+import net from 'node:net';
 import path from 'node:path';
 
 import { describeError } from '../api/errors.js';
@@ -20,7 +21,8 @@ import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engin
 const HELP = `usage: decide serve [options]
 
 options:
-  --port N          port to listen on (env PORT; default 8080; 0 = any free port)
+  --port N          port to listen on (env PORT; default 8080; 0 = any free port); a port in
+                    use or a host that does not resolve exits 1 before a key is made
   --host HOST       address to bind (default 127.0.0.1; 0.0.0.0 for every interface)
   --data-dir DIR    service state: generated API key, batch jobs, uploaded files (env DECIDE_DATA_DIR;
                     default ./data)
@@ -56,12 +58,23 @@ const OPTIONS = {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+/** Why nothing can listen on `host`:`port` now (EADDRINUSE, ENOTFOUND, ...), or undefined: a trial bind, closed at once. */
+function listenProblem(port: number, host: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const trial = net.createServer();
+    trial.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    trial.listen({ port, host, exclusive: true }, () => trial.close(() => resolve(undefined)));
+  });
+}
+
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('serve', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
 
-  const port = intArg(values.port ?? process.env.PORT ?? '8080', '--port', 0, 65535);
+  // The message names where the bad value came from: the flag, else the variable.
+  const portFrom = values.port === undefined && process.env.PORT !== undefined ? 'PORT' : '--port';
+  const port = intArg(values.port ?? process.env.PORT ?? '8080', portFrom, 0, 65535);
   if (typeof port === 'string') return commandError('serve', port);
   const host = values.host ?? '127.0.0.1';
   const engine = engineOptionsFromFlags(values);
@@ -86,6 +99,12 @@ export async function run(argv: string[]): Promise<number> {
   } catch (err) {
     return commandError('serve', (err as Error).message);
   }
+
+  // A port in use or a host that does not resolve is found before a key is made ("shown only this
+  // once", for a server that would never run) or a model loads. Another process can still take
+  // the port in between; then the listen below fails the same way, only later.
+  const unusable = await listenProblem(port, host);
+  if (unusable) return commandError('serve', `cannot listen on ${host}:${port}: ${unusable}`, 1);
 
   let resolved;
   try {

@@ -5,10 +5,11 @@
  * probabilities are well-formed and reproducible but carry no knowledge until a real model is
  * installed under the same models directory (README: "Installing a real model").
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { makeModel } from './builder/index.js';
+import { makeDirectories } from './make-directories.js';
 
 /** The alias the service loads at start (the newest installed svc-alpha version). */
 export const DEFAULT_MODEL_ALIAS = 'svc-alpha';
@@ -20,7 +21,7 @@ const DEFAULT_MODEL_SEED = 202610;
 export async function ensureDefaultModel(modelsDir: string, log?: (line: string) => void): Promise<string> {
   const dir = path.join(modelsDir, DEFAULT_MODEL_ID);
   if (existsSync(path.join(dir, 'config.json'))) return dir;
-  mkdirSync(modelsDir, { recursive: true });
+  makeDirectories(modelsDir);
   log?.(`creating the embedded default model ${DEFAULT_MODEL_ID} (random weights) in ${dir}`);
   try {
     // The packing graph, as every model the CLI writes: it serves packed questions on CUDA and

@@ -25,6 +25,7 @@ import { readFileSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
+import { DirectoryError, makeDirectories } from './make-directories.js';
 import { parseDatedId } from './registry.js';
 
 export class ModelOutputError extends Error {
@@ -163,7 +164,7 @@ async function assertOnlyOurFiles(dir: string): Promise<void> {
 /** The hidden staging directory for `outDir` (created, with its parents): the model is assembled in it. */
 export async function makeStagingDir(outDir: string): Promise<string> {
   const parent = path.dirname(outDir);
-  await makeDirectories(parent);
+  makeParents(parent);
   await removeStaleStaging(parent, path.basename(outDir));
   const staging = path.join(parent, `.${path.basename(outDir)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
   try {
@@ -253,26 +254,12 @@ async function assertCreatable(out: string): Promise<void> {
   }
 }
 
-/** mkdir -p one level at a time: every refusal (ENOENT under /proc, EACCES, ENOTDIR) is an error naming the directory. */
-async function makeDirectories(dir: string): Promise<void> {
-  const missing: string[] = [];
-  for (let d = dir; ; d = path.dirname(d)) {
-    const info = await stat(d).catch(() => undefined);
-    if (info !== undefined) {
-      if (!info.isDirectory()) throw new ModelOutputError(`cannot create ${dir}: ${d} is not a directory`);
-      break;
-    }
-    missing.unshift(d);
-    if (path.dirname(d) === d) break;
-  }
-  for (const d of missing) {
-    try {
-      await mkdir(d);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST') continue;
-      throw new ModelOutputError(`cannot create ${d}: ${code ?? (err as Error).message}`);
-    }
+/** makeDirectories, its refusal as this module's error. */
+function makeParents(dir: string): void {
+  try {
+    makeDirectories(dir);
+  } catch (err) {
+    throw err instanceof DirectoryError ? new ModelOutputError(err.message) : err;
   }
 }
 

@@ -14,8 +14,10 @@
  * hash, stable across restarts and safe to log; batch ownership uses it.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+
+import { makeDirectories } from '../models/make-directories.js';
 
 const HASHED_LINE = /^sha256:([0-9a-fA-F]{64})$/;
 /** Keys are opaque tokens; what RFC 6750 allows in a bearer token (b64token). */
@@ -185,7 +187,7 @@ export function resolveApiKeys(options: KeySourceOptions): ResolvedKeys {
           `decide serve creates one in ${file}`,
       );
     }
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    makeDirectories(dataDir, 0o700);
     const fresh = generateApiKey();
     try {
       // 'wx': never overwrite a key another process has just written.

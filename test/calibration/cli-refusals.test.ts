@@ -2,6 +2,7 @@
 // the message on stderr names what is wrong (every unusable label with its question's options,
 // even when no label is usable), and with --json stdout holds {"error": {code, message, exit_code,
 // ...details}} instead of staying empty. Nothing is written.
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,5 +96,26 @@ describe('--json on every refusal: a JSON error object on stdout, the message on
     expect((await refusal([row({ topic: 'billing' })], ['--seed', 'x'], 'invalid_argument')).message).toMatch(/--seed must be an integer/);
     // Rows carrying label_mass (logged decide requests) are read and scored: refused only for their number.
     await refusal(Array.from({ length: 10 }, (_, i) => row({ topic: 'billing' }, { label_mass: i % 2 === 0 })), [], 'too_few_labels');
+  }, 120_000);
+});
+
+describe('a models folder without the model', () => {
+  it('a --models-dir that does not exist is refused naming it (exit 2), and is not created', async () => {
+    const missing = path.join(dir, 'mistyped-models');
+    const file = path.join(await mkdtemp(path.join(dir, 'data-')), 'data.jsonl');
+    await writeFile(file, `${row({ topic: 'nope' })}\n`);
+    const res = await runDecide(['calibrate', '--model', 'svc-alpha', '--data', file, '--models-dir', missing, '--threads', '1']);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toMatch(/^decide calibrate: model 'svc-alpha' is not installed; installed: \(none\) \(models dir .*mistyped-models\)\n$/);
+    expect(existsSync(missing)).toBe(false);
+  }, 120_000);
+});
+
+describe('a --report folder the system refuses', () => {
+  it('under /proc: refused (exit 2) before anything is scored or installed, not a spin', async () => {
+    const lines = Array.from({ length: 5 }, () => row({ topic: 'nope' }));
+    const res = await calibrate(lines, ['--report', '/proc/decide-test-report']);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toBe("decide calibrate: --report /proc/decide-test-report: cannot be the report's folder: cannot create /proc/decide-test-report: ENOENT\n");
   }, 120_000);
 });

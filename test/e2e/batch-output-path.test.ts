@@ -4,14 +4,15 @@
  * check runs before any model is loaded, so no models are needed there. And the files a run writes
  * (results, state) are mode 0600 whatever the umask, as the server keeps batch results.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { link, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { tempModels } from '../api/fixtures.js';
-import { runDecide } from '../helpers/bin.js';
+import { decideBin, runDecide } from '../helpers/bin.js';
 
 let scratch: string;
 let input: string;
@@ -91,5 +92,55 @@ describe('the files decide batch writes', () => {
       process.umask(before);
       dirs.cleanup();
     }
+  });
+});
+
+describe('one decide batch run per --out file, whatever name it is given by', () => {
+  // The first run's --questions is a named pipe: it holds its locks, waiting to read the questions,
+  // until the test writes them, so the second run surely meets a live run.
+  it.each([
+    ['a symbolic link to --out', 'soft'],
+    ['a hard link to an existing --out', 'hard'],
+  ] as const)('a second run through %s is refused naming the first; the first finishes unharmed', async (_, kind) => {
+    const dirs = await tempModels(['svc-alpha-2026-10']);
+    const work = await mkdtemp(path.join(scratch, `lock-${kind}-`));
+    try {
+      const out = path.join(work, 'out.jsonl');
+      const other = path.join(work, 'other-name.jsonl');
+      if (kind === 'soft') await symlink(out, other);
+      else {
+        await writeFile(out, 'an earlier run\n');
+        await link(out, other);
+      }
+      const pipe = path.join(work, 'questions.fifo');
+      execFileSync('mkfifo', [pipe]);
+      const models = ['--model', 'svc-alpha', '--models-dir', dirs.modelsDir, '--threads', '1', '--force'];
+      const first = spawn(process.execPath, [await decideBin(), 'batch', input, '--out', out, '--questions', pipe, ...models], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let firstErr = '';
+      first.stderr.on('data', (d: Buffer) => (firstErr += d.toString()));
+      const firstCode = new Promise<number | null>((resolve) => first.on('exit', resolve));
+      while (!existsSync(`${out}.lock`)) await new Promise((r) => setTimeout(r, 5));
+      const second = await batch([input, '--out', other, ...models]);
+      expect(second.code, second.stderr).toBe(1);
+      expect(second.stderr).toContain(`is being written by another decide batch run (process ${first.pid})`);
+      await writeFile(pipe, JSON.stringify({ q: { type: 'noul', instructions: 'Is it?' } }));
+      expect(await firstCode, firstErr).toBe(0);
+      expect(JSON.parse(await readFile(out, 'utf8')).custom_id).toBe('a');
+      expect(readdirSync(work).sort()).toEqual(['other-name.jsonl', 'out.jsonl', 'questions.fifo']);
+    } finally {
+      dirs.cleanup();
+    }
+  });
+});
+
+describe('decide batch creates no model', () => {
+  it('a --models-dir that does not exist is refused naming it, and is not created', async () => {
+    const missing = path.join(scratch, 'mistyped-models');
+    const out = path.join(scratch, 'no-model.jsonl');
+    const res = await batch([input, '--model', 'svc-alpha', '--models-dir', missing, '--threads', '1', '--out', out]);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toMatch(/^decide batch: model 'svc-alpha' is not installed; installed: \(none\) \(models dir .*mistyped-models; give --models-dir or DECIDE_MODELS_DIR\)\n$/);
+    expect(existsSync(missing)).toBe(false);
+    expect(existsSync(out)).toBe(false);
   });
 });

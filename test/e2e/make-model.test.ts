@@ -4,14 +4,15 @@
  * without it (and `--packing off`, its old name, with a notice), and a bad value refused before
  * anything is written.
  */
-import { existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
-import { runDecide } from '../helpers/bin.js';
+import { decideBin, runDecide } from '../helpers/bin.js';
 
 let scratch: string;
 
@@ -132,4 +133,24 @@ describe('decide make-model onto an existing model', () => {
     expect(JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8')).builder.seed).toBe(4);
     expect(JSON.parse(await readFile(path.join(out, '.decide-files'), 'utf8'))).toEqual(expect.arrayContaining(['config.json', 'decision.json', 'onnx/model.onnx']));
   });
+});
+
+describe('decide make-model interrupted', () => {
+  it.each([
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const)('%s while the model is being written: its hidden staging folder is removed, exit %i', async (signal, code) => {
+    const parent = await mkdtemp(path.join(scratch, 'interrupted-'));
+    const child = spawn(process.execPath, [await decideBin(), 'make-model', '--preset', 'small', '--out', path.join(parent, 'm')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    // Signalled once the staging folder holds a file: the model is being written.
+    const staging = () => readdirSync(parent).filter((name) => name.startsWith('.m.tmp-'));
+    while (!staging().some((name) => readdirSync(path.join(parent, name)).length > 0)) await new Promise((r) => setTimeout(r, 10));
+    child.kill(signal);
+    expect(await exited, stderr).toBe(code);
+    expect(stderr).toContain(`decide make-model: ${signal}: removing the unfinished model`);
+    expect(readdirSync(parent)).toEqual([]);
+  }, 120_000);
 });
