@@ -94,7 +94,7 @@ describe('decide import-model --dtype int8', () => {
     expect(await readdir(modelsDir)).toEqual(['i8-2026-11']);
   });
 
-  it('a command stopped during the check (Ctrl-C) leaves its fp32 twin in TMPDIR; the next import-model removes it', async () => {
+  it('stopped during the check: Ctrl-C removes its fp32 twin and staging folder (exit 130); a killed one leaves them, and the next import-model removes the twin', async () => {
     const tmp = path.join(dirs.root, 'own-tmp');
     await mkdir(tmp);
     // Big enough that the twin is still being written when the signal comes.
@@ -104,26 +104,40 @@ describe('decide import-model --dtype int8', () => {
     await writeFile(path.join(hfDir, 'config.json'), JSON.stringify(cfg));
     writeSafetensors(path.join(hfDir, 'model.safetensors'), randomCheckpoint(cfg, 9, 1), 'BF16');
     const modelsDir = path.join(dirs.root, 'interrupted-models');
+    const twinsOf = async () => (await readdir(tmp)).filter((n) => n.startsWith('decide-int8-twin-'));
 
-    const child = spawn(process.execPath, [await decideBin(), 'import-model', hfDir, '--out', path.join(modelsDir, 'big-2026-11'), '--dtype', 'int8'], {
-      env: { ...process.env, TMPDIR: tmp },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
-    // The twin's directory exists before this line is printed.
-    await new Promise<void>((resolve) => {
-      let err = '';
-      child.stderr!.on('data', (d: Buffer) => {
-        err += d.toString();
-        if (err.includes('measuring int8 against its fp32 twin')) resolve();
+    /** Starts the import and sends `signal` once it measures int8 against its twin; resolves with how it ended. */
+    const stopDuringCheck = async (signal: NodeJS.Signals) => {
+      const child = spawn(process.execPath, [await decideBin(), 'import-model', hfDir, '--out', path.join(modelsDir, 'big-2026-11'), '--dtype', 'int8'], {
+        env: { ...process.env, TMPDIR: tmp },
+        stdio: ['ignore', 'ignore', 'pipe'],
       });
-      child.on('exit', () => resolve());
-    });
-    child.kill('SIGINT');
-    expect(await exited).toBe('SIGINT');
-    const twins = (await readdir(tmp)).filter((n) => n.startsWith('decide-int8-twin-'));
-    expect(twins).toEqual([expect.stringMatching(new RegExp(`^decide-int8-twin-${child.pid}-`))]);
-    // Nor was the model put in place: only the hidden staging directory, which the next import to that name removes.
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, sig) => resolve({ code, signal: sig })));
+      // The twin's directory exists before this line is printed.
+      await new Promise<void>((resolve) => {
+        let err = '';
+        child.stderr!.on('data', (d: Buffer) => {
+          err += d.toString();
+          if (err.includes('measuring int8 against its fp32 twin')) resolve();
+        });
+        child.on('exit', () => resolve());
+      });
+      child.kill(signal);
+      return { pid: child.pid!, ...(await exited) };
+    };
+
+    // Ctrl-C: the command cleans up after itself.
+    const interrupted = await stopDuringCheck('SIGINT');
+    expect(interrupted.code).toBe(130);
+    expect(await twinsOf()).toEqual([]);
+    expect(existsSync(modelsDir) ? await readdir(modelsDir) : []).toEqual([]);
+
+    // Killed: nothing can run, so the twin stays, and the model was not put in place (only the
+    // hidden staging directory, which the next import to that name removes).
+    const killed = await stopDuringCheck('SIGKILL');
+    expect(killed.signal).toBe('SIGKILL');
+    const twins = await twinsOf();
+    expect(twins).toEqual([expect.stringMatching(new RegExp(`^decide-int8-twin-${killed.pid}-`))]);
     expect((await readdir(modelsDir)).every((n) => n.startsWith('.big-2026-11.tmp-'))).toBe(true);
 
     const next = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', path.join(dirs.root, 'after-interrupt'), '--dtype', 'int8', '--no-agreement'], undefined, { TMPDIR: tmp });
