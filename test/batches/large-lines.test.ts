@@ -5,7 +5,8 @@
  * - the same file with every line made large (trailing spaces, which JSON ignores) gives the same
  *   rows, in both formats: ours (good, broken, duplicate, invalid, over-long, envelope lines) and
  *   OpenAI's envelopes for /v1/systemone (score legends given as objects keep their written key
- *   order; a duplicate custom_id, a refused body and another model fail as before);
+ *   order; a duplicate custom_id, a refused body, another model and a body with a key given twice
+ *   fail as before);
  * - while a large line is read, the JavaScript thread runs other work: a timer saw the thread
  *   holding a line (proven by ordering: before the record thread, a line was parsed on the spot and
  *   the thread never held one).
@@ -105,12 +106,15 @@ describe('a large batch line is read as a small one', () => {
       line('c', body('refused', { colour: 1 })),
       line('d', body('other model').replace('"svc-alpha"', '"svc-beta"')),
       '{"custom_id": "e", "method": "GET"}',
+      // A body that does not read as JSON (a key given twice): the endpoint's own 422.
+      line('f', body('twice').replace('"state"', '"state": "x", "state"')),
     ].join('\n')}\n`;
     const small = await run('systemone-small', text, { endpoint: '/v1/systemone' });
     const large = await run('systemone-large', padded(text), { endpoint: '/v1/systemone' });
     expectSameRows(large, small);
     expect(small[0]).toContain('"legend":{"0":{"2":"b","1":"a"}');
     expect(small[2]).toContain('duplicate');
+    expect(small[6]).toContain('"status_code":422');
   });
 });
 
