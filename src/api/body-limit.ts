@@ -5,9 +5,9 @@
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
- * A decision request body of at least this many bytes is read (JSON text, then the door's
- * validation) in a worker thread, not on the main thread: a JSON-object state of 1 MiB takes
- * hundreds of milliseconds to parse and check, and the health probes would wait as long. Smaller
- * bodies, nearly all of them, are read at once, without the hop.
+ * A decision request body or a batch line of at least this many bytes is read (JSON text, then
+ * the door's validation) in a worker thread, not on the main thread: a JSON-object state of 1 MiB
+ * takes hundreds of milliseconds to parse and check, and the health probes would wait as long.
+ * Smaller ones, nearly all of them, are read at once, without the hop.
  */
 export const OFF_THREAD_BODY_BYTES = 32 * 1024;
