@@ -154,16 +154,9 @@ export async function renderMetrics(http: HttpMetrics, service: DecisionService,
     out.push(`decide_engine_queue_depth${labels({ model: m.id, queue: 'live' })} ${m.queue.live}`);
     out.push(`decide_engine_queue_depth${labels({ model: m.id, queue: 'batch' })} ${m.queue.batch}`);
   }
-  out.push('# HELP decide_models_loaded Models loaded in this process.');
-  out.push('# TYPE decide_models_loaded gauge');
-  out.push(`decide_models_loaded ${models.length}`);
-  const mem = process.memoryUsage();
-  out.push('# HELP process_resident_memory_bytes Resident memory size in bytes.');
-  out.push('# TYPE process_resident_memory_bytes gauge');
-  out.push(`process_resident_memory_bytes ${mem.rss}`);
-  out.push('# HELP process_start_time_seconds Start time of the process since the Unix epoch in seconds.');
-  out.push('# TYPE process_start_time_seconds gauge');
-  out.push(`process_start_time_seconds ${Math.floor((Date.now() - process.uptime() * 1000) / 1000)}`);
+  single(out, 'decide_models_loaded', 'gauge', 'Models loaded in this process.', models.length);
+  single(out, 'process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', process.memoryUsage().rss);
+  single(out, 'process_start_time_seconds', 'gauge', 'Start time of the process since the Unix epoch in seconds.', Math.floor((Date.now() - process.uptime() * 1000) / 1000));
   return `${out.join('\n')}\n`;
 }
 
