@@ -9,7 +9,7 @@
  */
 import { OFF_THREAD_BODY_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
-import { giveWrittenForms, writtenFormsOf } from '../domain/key-order.js';
+import { giveWrittenForms, writtenFormsOf, type WrittenForms } from '../domain/key-order.js';
 import { ThreadClient } from '../engine/thread-client.js';
 import type { RawLine } from './jsonl-lines.js';
 import { endpointLine, parseEndpointLine, type EndpointLine, type EndpointRead } from './openai/lines.js';
@@ -31,11 +31,20 @@ function large(line: RawLine): boolean {
   return line.bytes !== null && line.bytes.length >= OFF_THREAD_BODY_BYTES;
 }
 
+/** The written forms of a job's form questions, found once per job (every large line sends them). */
+const formFormsOf = new WeakMap<object, WrittenForms>();
+function formForms(formQuestions: unknown): WrittenForms {
+  if (typeof formQuestions !== 'object' || formQuestions === null) return [];
+  let forms = formFormsOf.get(formQuestions);
+  if (!forms) formFormsOf.set(formQuestions, (forms = writtenFormsOf(formQuestions)));
+  return forms;
+}
+
 /** The thread's reading of the line; undefined when the thread failed it. */
 async function readInThread(line: RawLine, ctx: RecordContext): Promise<LineReply | undefined> {
   const { seen: _claims, ...readContext } = ctx;
   try {
-    return await lines.call({ line, ctx: readContext, formForms: ctx.formQuestions === undefined ? [] : writtenFormsOf(ctx.formQuestions) });
+    return await lines.call({ line, ctx: readContext, formForms: formForms(ctx.formQuestions) });
   } catch {
     return undefined;
   } finally {

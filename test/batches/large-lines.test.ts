@@ -95,6 +95,16 @@ describe('a large batch line is read as a small one', () => {
     expect(small.filter((r) => r.includes('"error":{')).length).toBeGreaterThanOrEqual(5);
   });
 
+  it("ours with the form's questions: criteria written out of JavaScript's order keep it in the thread", async () => {
+    const parsed = parseJsonText('{"q": {"type": "choice", "instructions": "Which line?", "criteria": {"10": "cable", "2": "charger", "1": "neither"}}}');
+    if (!parsed.ok) throw new Error(parsed.reason);
+    const text = `${['one', 'two', 'three'].map((state, i) => JSON.stringify({ custom_id: `f${i}`, state })).join('\n')}\n`;
+    const small = await run('form-small', text, { formQuestions: parsed.value });
+    const large = await run('form-large', padded(text), { formQuestions: parsed.value });
+    expectSameRows(large, small);
+    expect(small[0]).toContain('"probs":{"10":');
+  });
+
   it("OpenAI's envelopes for /v1/systemone: the same rows, legends in their written key order", async () => {
     const body = (state: string, extra: Record<string, unknown> = {}) =>
       `{"model": "svc-alpha", "state": ${JSON.stringify(state)}, "questions": {"level": {"type": "score", "instructions": "How angry?", "criteria": [{"2": "b", "1": "a"}, {"n": 1.0}, "very"]}}${Object.keys(extra).length ? `, ${JSON.stringify(extra).slice(1, -1)}` : ''}}`;
