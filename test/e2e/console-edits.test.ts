@@ -22,6 +22,8 @@ let browser: Awaited<ReturnType<typeof launchChromium>>;
 let context: BrowserContext;
 let page: Page;
 
+/** How long a poll waits for what the page shows after a server answer (a loaded CI machine takes seconds). */
+const SERVER_WAIT = { timeout: 15_000 };
 const api = (p: string) => fetch(`${server.url}${p}`, { headers: AUTH });
 const batchIds = async () => ((await (await api('/v1/batches')).json()) as { data: Array<{ id: string }> }).data.map((b) => b.id);
 
@@ -48,7 +50,7 @@ async function hold(matches: (route: Route) => boolean): Promise<{ release: () =
 }
 
 /** The playground's model list has the alias and the dated id (an option whose value is its text has no value attribute). */
-const modelsListed = () => expect.poll(() => page.locator('#model option').count()).toBe(2);
+const modelsListed = () => expect.poll(() => page.locator('#model option').count(), SERVER_WAIT).toBe(2);
 
 async function signIn(key: string): Promise<void> {
   await page.fill('#api-key', key);
@@ -107,7 +109,7 @@ describe('the console keeps work and does one thing per press', () => {
     // The server stops accepting the tab's key: a real 401 on Run brings the key form back.
     await page.evaluate("sessionStorage.setItem('decide.apiKey', 'a-key-this-server-never-had')");
     await page.click('#run');
-    await expect.poll(() => page.locator('.key-form [role="alert"]').first().textContent()).toContain('The server stopped accepting the key');
+    await expect.poll(() => page.locator('.key-form [role="alert"]').first().textContent(), SERVER_WAIT).toContain('The server stopped accepting the key');
     await signIn(TEST_KEY);
     await modelsListed();
     expect(await form()).toEqual(typed);
@@ -125,14 +127,14 @@ describe('the console keeps work and does one thing per press', () => {
     try {
       await page.fill('#state', 'a different ticket: charged twice');
       await page.click('#run');
-      await expect.poll(() => decide.count()).toBe(1);
+      await expect.poll(() => decide.count(), SERVER_WAIT).toBe(1);
       expect(await results.getAttribute('aria-busy')).toBe('true');
       expect(await page.locator('[data-stale]').textContent()).toContain("the answers below are the previous request's");
       expect(await results.getAttribute('class')).toContain('stale');
     } finally {
       await decide.release();
     }
-    await expect.poll(() => page.locator('[data-result]').getAttribute('data-result')).not.toBe(first);
+    await expect.poll(() => page.locator('[data-result]').getAttribute('data-result'), SERVER_WAIT).not.toBe(first);
     expect(await results.getAttribute('aria-busy')).toBe('false');
     expect(await page.locator('[data-stale]').count()).toBe(0);
   });
@@ -160,13 +162,13 @@ describe('the console keeps work and does one thing per press', () => {
     let create = await hold(isCreate);
     try {
       await page.dblclick('#create-batch');
-      await expect.poll(() => create.count()).toBe(1);
+      await expect.poll(() => create.count(), SERVER_WAIT).toBe(1);
       expect(await page.locator('#create-batch').isDisabled()).toBe(true);
       await page.waitForTimeout(300); // room for a second POST, were one sent
     } finally {
       await create.release();
     }
-    await expect.poll(() => page.locator('section.create [role="status"]').last().textContent()).toMatch(/^Created batch_\w+ \(1 records\)\.$/);
+    await expect.poll(() => page.locator('section.create [role="status"]').last().textContent(), SERVER_WAIT).toMatch(/^Created batch_\w+ \(1 records\)\.$/);
     expect(create.count()).toBe(1);
     expect((await batchIds()).filter((id) => !before.includes(id))).toHaveLength(1);
 
@@ -178,12 +180,12 @@ describe('the console keeps work and does one thing per press', () => {
       await page.focus('#create-batch');
       await page.keyboard.press('Enter');
       await page.keyboard.press('Enter');
-      await expect.poll(() => create.count()).toBe(1);
+      await expect.poll(() => create.count(), SERVER_WAIT).toBe(1);
       await page.waitForTimeout(300);
     } finally {
       await create.release();
     }
-    await expect.poll(async () => (await batchIds()).filter((id) => !before.includes(id)).length).toBe(2);
+    await expect.poll(async () => (await batchIds()).filter((id) => !before.includes(id)).length, SERVER_WAIT).toBe(2);
     await page.waitForTimeout(500);
     expect((await batchIds()).filter((id) => !before.includes(id))).toHaveLength(2);
   });
@@ -196,7 +198,7 @@ describe('the console keeps work and does one thing per press', () => {
 
     await signIn('ключ-один');
     const verdict = page.locator('[data-key-rejected]');
-    await expect.poll(() => verdict.textContent()).toContain('This key cannot be used');
+    await expect.poll(() => verdict.textContent(), SERVER_WAIT).toContain('This key cannot be used');
     expect(await verdict.textContent()).toContain('plain ASCII');
     expect(await page.locator('main').textContent()).not.toContain('Something went wrong in the page');
     expect(await page.evaluate("sessionStorage.getItem('decide.apiKey')")).toBeNull();
@@ -204,7 +206,7 @@ describe('the console keeps work and does one thing per press', () => {
     // Past the server's header limit: 431 is about the request; retrying cannot help.
     await signIn('k'.repeat(20_000));
     const alert = page.locator('form [role="alert"]');
-    await expect.poll(() => alert.textContent()).toContain('The request was refused (HTTP 431)');
+    await expect.poll(() => alert.textContent(), SERVER_WAIT).toContain('The request was refused (HTTP 431)');
     expect(await alert.textContent()).not.toMatch(/retry|server error/i);
 
     await signIn(TEST_KEY);
