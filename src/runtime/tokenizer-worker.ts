@@ -1,33 +1,28 @@
 /**
  * The worker side of TokenizerThread (tokenizer-thread.ts): loads one model's TextTokenizer and
- * answers `{id, text}` with `{id, ids}` (the Int32Array's buffer transferred) or `{id, error}`.
- * Its first message says whether the load worked: `{ready: true, vocabSize}` or `{ready: false, error}`.
+ * answers `{text}` with its ids (the Int32Array's buffer moved, not copied) and `{vocabSize: true}`
+ * with its vocabSize. A load that failed fails every request with the load's EngineError.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { workerData } from 'node:worker_threads';
 
-import { isEngineError } from '../errors/engine-error.js';
+import { serveRequests } from '../engine/thread-client.js';
+import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { TextTokenizer } from './tokenizer.js';
+import type { TokenizerReply, TokenizerRequest } from './tokenizer-thread.js';
 
-const port = parentPort!;
-const failure = (err: unknown) => ({ code: isEngineError(err) ? err.code : 'ERR_RUNTIME', message: (err as Error)?.message ?? String(err) });
+const loading = TextTokenizer.load((workerData as { modelDir: string }).modelDir);
+// Its failure is each request's answer; unobserved until the first one, it must not end the thread.
+loading.catch(() => undefined);
 
-let tokenizer: TextTokenizer | undefined;
-try {
-  tokenizer = await TextTokenizer.load((workerData as { modelDir: string }).modelDir);
-} catch (err) {
-  // The main side ends this thread once it has read why.
-  port.postMessage({ ready: false, error: failure(err) });
-}
-if (tokenizer) serve(tokenizer);
-
-function serve(tokenizer: TextTokenizer): void {
-  port.on('message', async ({ id, text }: { id: number; text: string }) => {
+serveRequests(
+  async (request: TokenizerRequest): Promise<TokenizerReply> => {
     try {
-      const ids = await tokenizer.encode(text);
-      port.postMessage({ id, ids }, [ids.buffer as ArrayBuffer]);
+      const tokenizer = await loading;
+      return 'text' in request ? await tokenizer.encode(request.text) : tokenizer.vocabSize;
     } catch (err) {
-      port.postMessage({ id, error: failure(err) });
+      // Every failure crosses with an engine code (TokenizerThread rebuilds the EngineError).
+      throw isEngineError(err) ? err : new EngineError('ERR_RUNTIME', (err as Error)?.message ?? String(err));
     }
-  });
-  port.postMessage({ ready: true, vocabSize: tokenizer.vocabSize });
-}
+  },
+  (reply) => (typeof reply === 'number' ? [] : [reply.buffer as ArrayBuffer]),
+);

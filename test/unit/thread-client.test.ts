@@ -8,7 +8,7 @@ import { afterEach, expect, it } from 'vitest';
 
 import { ThreadClient } from '../../src/engine/thread-client.js';
 
-type Request = { text: string; fail?: boolean; exit?: number };
+type Request = { text: string; fail?: boolean; later?: boolean; exit?: number };
 const clients: Array<ThreadClient<Request, number>> = [];
 const client = () => {
   const c = new ThreadClient<Request, number>(import.meta.url, 'fixtures/length-worker');
@@ -32,6 +32,20 @@ it('a request the worker throws on rejects alone, with its message', async () =>
   const [bad, good] = await Promise.allSettled([c.call({ text: 'x', fail: true }), c.call({ text: 'yy' })]);
   expect(bad).toMatchObject({ status: 'rejected', reason: { message: 'fixtures/length-worker: cannot measure x' } });
   expect(good).toEqual({ status: 'fulfilled', value: 2 });
+});
+
+it('a handler that answers through a promise: its value, or its rejection with the error\'s code; errors can be the caller\'s own', async () => {
+  const c = new ThreadClient<Request, number>(import.meta.url, 'fixtures/length-worker', {
+    errors: { failed: (failure) => Object.assign(new Error(`own: ${failure.message}`), { code: failure.code }) },
+  });
+  clients.push(c);
+  const [slow, bad, fast] = await Promise.allSettled([c.call({ text: 'slow', later: true }), c.call({ text: 'x', fail: true, later: true }), c.call({ text: 'ok' })]);
+  expect(slow).toEqual({ status: 'fulfilled', value: 4 });
+  expect(bad).toMatchObject({ status: 'rejected', reason: { message: 'own: cannot measure x', code: 'E_MEASURE' } });
+  expect(fast).toEqual({ status: 'fulfilled', value: 2 });
+  // The errors not given stay the default ones.
+  c.close();
+  await expect(c.call({ text: 'after' })).rejects.toThrow('the fixtures/length-worker thread is closed');
 });
 
 it('a worker that dies fails what it held; the next call starts another', async () => {

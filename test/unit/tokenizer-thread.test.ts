@@ -59,7 +59,7 @@ describe('TokenizerThread (the full Qwen3 tokenizer in a worker)', () => {
     const thread = await TokenizerThread.load(model.dir);
     const expected = Array.from(await here.encode('hello world'));
     // The worker ends under it (a crash, say): the next call starts another and answers.
-    await (thread as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    await (thread as unknown as { thread: { worker: { terminate(): Promise<number> } } }).thread.worker.terminate();
     expect(Array.from(await thread.encode('hello world'))).toEqual(expected);
 
     const waiting = thread.encode('lorem ipsum '.repeat(20_000));
