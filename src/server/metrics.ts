@@ -8,7 +8,7 @@
  * DecisionService.metrics() at scrape time. None of it waits for a running engine call (the engine
  * reads its counters without the compute lock), so a scrape answers at once during a long call.
  * The reader threads (body-thread.ts, batches/record-thread.ts): large request bodies and batch
- * lines read there, and those in progress.
+ * lines read there, and those in progress. The batch store: its calls that met a database outage.
  *
  * The engine series derive from the counter table (src/engine/engine-counters.ts): a counter added
  * there is exported here with no edit. Written by hand rather than with prom-client: a few dozen
@@ -17,6 +17,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { ENGINE_COUNTERS, ENGINE_GAUGES, type EngineCounterSpec } from '../engine/engine-counters.js';
+import { storeOutageStats } from '../batches/pg/outage.js';
 import { recordThreadStats } from '../batches/record-thread.js';
 import type { DecisionService } from '../service/decision-service.js';
 import type { BodyThread } from './body-thread.js';
@@ -142,6 +143,7 @@ export async function renderMetrics(http: HttpMetrics, service: DecisionService,
   const out: string[] = [];
   http.render(out);
   renderReaderThreads(bodies, out);
+  single(out, 'decide_batch_store_unavailable_total', 'counter', 'Batch store calls that failed because its database was not answering (Postgres down, restarting or unreachable).', storeOutageStats.unavailable);
   const { models } = await service.metrics();
   for (const s of ENGINE_SERIES) {
     out.push(`# HELP ${s.name} ${s.help}`);

@@ -1,7 +1,8 @@
 /**
  * The Postgres batch store while its database is down, on a real Postgres started here:
  * - a running API host answers every batch and file call with 503 and Retry-After, saying the batch
- *   store is unavailable, in each route's own shape (ours; OpenAI's on /v1/files and a JSON batch);
+ *   store is unavailable, in each route's own shape (ours; OpenAI's on /v1/files and a JSON batch),
+ *   counts them in /metrics and stays ready;
  * - a `decide worker` started before the database waits for it (one log line per attempt) and
  *   becomes ready once it is up; one pointed at a database that does not exist exits at once.
  */
@@ -107,6 +108,10 @@ describe('an API host whose database goes down', () => {
       expect(res.headers.get('retry-after-ms'), route).toBe('5000');
       expect(await res.json(), route).toMatchObject({ error: { type: 'server_error', message: expect.stringMatching(/batch store is unavailable/) } });
     }
+    // Monitoring sees the outage too; readiness does not change (live decisions go on).
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(Number(/^decide_batch_store_unavailable_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(ours.length + openAi.length);
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
     // Live decisions do not need the database.
     const live = await fetch(`${base}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'svc-alpha', state: 's', questions: { q: { type: 'noul', instructions: 'Refund?' } } }) });
     expect(live.status).toBe(200);
