@@ -2,6 +2,8 @@
  * A worker thread that answers requests, one message each way: ThreadClient on the calling side,
  * serveRequests() in the worker script. Started on first use; while no request waits it keeps no
  * process alive; if it dies, the requests it held reject and the next request starts another.
+ * Background calls (a batch's work) queue here and go to the worker one at a time, behind the
+ * others (a live request's).
  * For work that must not hold the JavaScript thread (a model's tokenizer:
  * src/runtime/tokenizer-thread.ts; reading large request bodies and batch lines:
  * src/server/body-thread.ts, src/batches/record-thread.ts).
@@ -36,6 +38,9 @@ export interface ThreadClientOptions {
 export class ThreadClient<Request, Response> {
   private worker: Worker | undefined;
   private readonly pending = new Map<number, { resolve: (reply: Response) => void; reject: (err: Error) => void }>();
+  /** Background calls not yet sent, oldest first; and the one the worker holds (BACKGROUND_IN_WORKER). */
+  private readonly backgroundWaiting: Array<{ id: number; request: Request }> = [];
+  private readonly backgroundSent = new Set<number>();
   private nextId = 0;
   private closed = false;
   private readonly errors: ThreadErrors;
@@ -54,21 +59,34 @@ export class ThreadClient<Request, Response> {
     };
   }
 
-  /** Requests sent and not yet answered. */
+  /** Requests sent or waiting to be sent, not yet answered. */
   get inProgress(): number {
     return this.pending.size;
   }
 
-  /** The worker's answer to `request`; rejects when the worker fails it, dies or is closed. */
-  call(request: Request): Promise<Response> {
+  /** Of inProgress, the background calls (waiting here or in the worker). */
+  get backgroundInProgress(): number {
+    return this.backgroundWaiting.length + this.backgroundSent.size;
+  }
+
+  /**
+   * The worker's answer to `request`; rejects when the worker fails it, dies or is closed.
+   * The worker answers in the order it receives. A `background` call is sent only when no other
+   * background call is in the worker, so a call that is not (a live request's) waits behind at
+   * most one of them, however many are queued (a batch's records).
+   */
+  call(request: Request, options: { background?: boolean } = {}): Promise<Response> {
     if (this.closed) return Promise.reject(this.errors.closed());
-    const worker = this.running();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       // Referenced while a request waits on it, so that the process stays for the answer.
-      if (this.pending.size === 1) worker.ref();
-      worker.postMessage({ id, request });
+      if (this.pending.size === 1) this.running().ref();
+      if (!options.background) this.send(id, request);
+      else {
+        this.backgroundWaiting.push({ id, request });
+        this.sendBackground();
+      }
     });
   }
 
@@ -81,15 +99,29 @@ export class ThreadClient<Request, Response> {
     void worker?.terminate();
   }
 
+  private send(id: number, request: Request): void {
+    this.running().postMessage({ id, request });
+  }
+
+  private sendBackground(): void {
+    if (this.backgroundSent.size >= BACKGROUND_IN_WORKER) return;
+    const next = this.backgroundWaiting.shift();
+    if (!next) return;
+    this.backgroundSent.add(next.id);
+    this.send(next.id, next.request);
+  }
+
   private running(): Worker {
     if (this.worker) return this.worker;
     const worker = startWorker(this.besideUrl, this.name, this.options.workerData);
-    worker.unref();
+    // Referenced only while a request waits (call()), so that an idle thread keeps no process alive.
+    if (this.pending.size === 0) worker.unref();
     worker.on('message', (message: Reply<Response>) => {
       const call = this.pending.get(message.id);
       if (!call) return;
       this.pending.delete(message.id);
       if (this.pending.size === 0) worker.unref();
+      if (this.backgroundSent.delete(message.id)) this.sendBackground();
       if ('reply' in message) call.resolve(message.reply);
       else call.reject(this.errors.failed(message.failure));
     });
@@ -105,9 +137,14 @@ export class ThreadClient<Request, Response> {
   private failPending(err: Error): void {
     const calls = [...this.pending.values()];
     this.pending.clear();
+    this.backgroundWaiting.length = 0;
+    this.backgroundSent.clear();
     for (const call of calls) call.reject(err);
   }
 }
+
+/** Background calls the worker holds at once: one, so that a call that is not waits behind one at most. */
+const BACKGROUND_IN_WORKER = 1;
 
 /**
  * The worker side: answers each request ThreadClient.call() sends with `handle(request)` (or what

@@ -173,12 +173,14 @@ export class ModelRuntime {
    * Tokenizes a validated request; throws ERR_INPUT naming a question that cannot fit the context
    * whatever the state, then ERR_STATE_TOO_LONG when the state does not fit.
    */
-  async prepare(request: NormalizedDecideRequest): Promise<PreparedRequest> {
-    const suffixes = await this.questionSuffixes(request.questions);
+  async prepare(request: NormalizedDecideRequest, priority: Priority = 'live'): Promise<PreparedRequest> {
+    // A batch's records tokenize in the background: a live request waits behind one of them at most.
+    const background = priority === 'batch';
+    const suffixes = await this.questionSuffixes(request.questions, background);
     // The questions are checked first: one that cannot fit is the question's fault (400) whatever
     // the state. Then the state: counted in slices first when it is long.
-    await this.refuseFarTooLongState(request.stateText);
-    const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText));
+    await this.refuseFarTooLongState(request.stateText, background);
+    const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText), { background });
     // A code question's rows also read one letter after its prompt.
     const longestSuffix = Math.max(...suffixes.map((s) => s.tokens.length + (s.codes ? 1 : 0)));
     const stateTokens = Math.max(0, prefix.length - this.prefixOverhead);
@@ -220,14 +222,14 @@ export class ModelRuntime {
    * is tokenized once (the suffix cache), however many records ask it.
    */
   async checkQuestions(questions: readonly NormalizedQuestion[]): Promise<void> {
-    await this.questionSuffixes(questions);
+    await this.questionSuffixes(questions, true);
   }
 
   /** Each question's suffix tokens, after the checks of checkQuestions(). */
-  private async questionSuffixes(questions: readonly NormalizedQuestion[]): Promise<SuffixTokens[]> {
+  private async questionSuffixes(questions: readonly NormalizedQuestion[], background: boolean): Promise<SuffixTokens[]> {
     const suffixes = await Promise.all(
       questions.map((q) =>
-        this.suffixFor(q).catch((err: unknown) => {
+        this.suffixFor(q, background).catch((err: unknown) => {
           // The only input error of labelling: the codes a tokenizer breaks (LabelSet.codeProblem).
           if (isEngineError(err) && err.code === 'ERR_INPUT') {
             throw new EngineError('ERR_INPUT', `questions[${quote(q.id)}]: model ${this.id} takes at most ${LETTERS.length} options per question: ${this.labels.codeProblem}`, {
@@ -260,13 +262,13 @@ export class ModelRuntime {
    * counts a token or two more than the whole text would, which the quarter's margin absorbs; a
    * state under that bound gets the exact count below.
    */
-  private async refuseFarTooLongState(stateText: string): Promise<void> {
+  private async refuseFarTooLongState(stateText: string, background: boolean): Promise<void> {
     if (stateText.length <= STATE_SLICE_CHARS) return;
     const most = Math.max(0, Math.min(this.maxStateTokens, this.engine.info.maxContext - this.prefixOverhead));
     const bound = most + Math.max(64, Math.ceil(most / 4));
     let counted = 0;
     for (let at = 0; at < stateText.length; at += STATE_SLICE_CHARS) {
-      counted += (await this.tokenizer.encode(stateText.slice(at, at + STATE_SLICE_CHARS))).length;
+      counted += (await this.tokenizer.encode(stateText.slice(at, at + STATE_SLICE_CHARS), { background })).length;
       if (counted > bound) {
         throw new EngineError(
           'ERR_STATE_TOO_LONG',
@@ -317,6 +319,11 @@ export class ModelRuntime {
     );
   }
 
+  /** Texts of live requests and of batch records waiting for the tokenizer thread or in it. */
+  get tokenizerQueue(): { live: number; batch: number } {
+    return this.tokenizer.queue;
+  }
+
   /** The calibration this version answers with (from its decision.json). */
   get calibrationInUse(): Calibration {
     return this.calibration;
@@ -327,11 +334,11 @@ export class ModelRuntime {
     this.tokenizer.close();
   }
 
-  private suffixFor(q: NormalizedQuestion): Promise<SuffixTokens> {
+  private suffixFor(q: NormalizedQuestion, background: boolean): Promise<SuffixTokens> {
     const key = JSON.stringify([q.type, q.instructions, q.options.map((o) => [o.key, o.description])]);
     return this.suffixes.get(key, async () => {
       const { labels, labelIds, codes } = await this.labels.forQuestion(q);
-      const tokens = await this.tokenizer.encode(this.renderer.renderSuffix(q, labels));
+      const tokens = await this.tokenizer.encode(this.renderer.renderSuffix(q, labels), { background });
       return codes ? { tokens, labels: labelIds, shown: labels, codes } : { tokens, labels: labelIds, shown: labels };
     });
   }

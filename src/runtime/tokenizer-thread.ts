@@ -49,9 +49,18 @@ export class TokenizerThread {
     }
   }
 
-  /** Token ids of `text`, with no special tokens added (TextTokenizer.encode). */
-  async encode(text: string): Promise<Int32Array> {
-    return (await this.thread.call({ text })) as Int32Array;
+  /**
+   * Token ids of `text`, with no special tokens added (TextTokenizer.encode). `background` (a
+   * batch record's text) queues behind the other calls: the thread holds one such text at a time.
+   */
+  async encode(text: string, options: { background?: boolean } = {}): Promise<Int32Array> {
+    return (await this.thread.call({ text }, options)) as Int32Array;
+  }
+
+  /** Texts waiting for the thread or being tokenized: batch records' (background) and the others. */
+  get queue(): { live: number; batch: number } {
+    const batch = this.thread.backgroundInProgress;
+    return { live: this.thread.inProgress - batch, batch };
   }
 
   /** Ends the worker; calls still waiting reject. */

@@ -156,6 +156,12 @@ export async function renderMetrics(http: HttpMetrics, service: DecisionService,
     out.push(`decide_engine_queue_depth${labels({ model: m.id, queue: 'live' })} ${m.queue.live}`);
     out.push(`decide_engine_queue_depth${labels({ model: m.id, queue: 'batch' })} ${m.queue.batch}`);
   }
+  out.push('# HELP decide_tokenizer_queue_depth Texts waiting for the model\'s tokenizer thread or being tokenized, by queue (live requests, batch records).');
+  out.push('# TYPE decide_tokenizer_queue_depth gauge');
+  for (const m of models) {
+    out.push(`decide_tokenizer_queue_depth${labels({ model: m.id, queue: 'live' })} ${m.tokenizerQueue.live}`);
+    out.push(`decide_tokenizer_queue_depth${labels({ model: m.id, queue: 'batch' })} ${m.tokenizerQueue.batch}`);
+  }
   single(out, 'decide_models_loaded', 'gauge', 'Models loaded in this process.', models.length);
   single(out, 'process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', process.memoryUsage().rss);
   single(out, 'process_start_time_seconds', 'gauge', 'Start time of the process since the Unix epoch in seconds.', Math.floor((Date.now() - process.uptime() * 1000) / 1000));

@@ -51,7 +51,15 @@ export interface DecisionServiceOptions {
 export type { ModelEntry, ModelListing };
 
 export interface ServiceMetrics {
-  models: Array<{ id: string; counters: EngineCounters; queue: { live: number; batch: number }; calls: number }>;
+  models: Array<{
+    id: string;
+    counters: EngineCounters;
+    /** Jobs waiting in the scheduler. */
+    queue: { live: number; batch: number };
+    /** Texts waiting for the model's tokenizer thread or in it. */
+    tokenizerQueue: { live: number; batch: number };
+    calls: number;
+  }>;
 }
 
 export type { DecisionResult };
@@ -234,8 +242,8 @@ export class DecisionService {
 
   /**
    * A live call's queue wait limit (the scheduler's maxQueueWaitMs) counts from its arrival
-   * (`arrivedAt`, performance.now()), so it covers tokenizing, which waits in the model's one
-   * tokenizer queue with batch records; a model's load is not counted.
+   * (`arrivedAt`, performance.now()), so it covers tokenizing (in the model's one tokenizer thread,
+   * where it waits behind one batch record at most); a model's load is not counted.
    */
   private async answer(request: NormalizedDecideRequest, context: DecideContext, arrivedAt: number): Promise<DecisionResult> {
     const runtime = await this.runtime(request.model);
@@ -243,7 +251,7 @@ export class DecisionService {
     const since = Math.max(arrivedAt, runtime.readyAt);
     let scored: ScoredRequest | undefined;
     try {
-      const preparing = runtime.prepare(request);
+      const preparing = runtime.prepare(request, priority);
       const prepared = await (priority === 'live' ? runtime.scheduler.withinQueueWait(preparing, since) : preparing);
       context.signal?.throwIfAborted();
       [scored] = await runtime.score([prepared], priority, context.signal, since);
@@ -270,7 +278,7 @@ export class DecisionService {
     await Promise.all(
       requests.map(async (request, index) => {
         try {
-          prepared.push({ index, value: await runtime.prepare(request) });
+          prepared.push({ index, value: await runtime.prepare(request, priority) });
         } catch (err) {
           outcomes[index] = { ok: false, error: toApiError(err) };
         }
@@ -359,7 +367,7 @@ export class DecisionService {
     this.retireReplaced();
     for (const [id, runtime] of this.loaded) {
       const stats = runtime.scheduler.getStats();
-      models.push({ id, counters: runtime.engine.counters(), queue: { live: stats.liveQueued, batch: stats.batchQueued }, calls: stats.calls });
+      models.push({ id, counters: runtime.engine.counters(), queue: { live: stats.liveQueued, batch: stats.batchQueued }, tokenizerQueue: runtime.tokenizerQueue, calls: stats.calls });
     }
     return { models };
   }

@@ -161,10 +161,11 @@ it('a request that waits maxQueueWaitMs without starting gets 429 rate_limited w
   }
 });
 
-it('the wait limit counts from arrival: a live request whose tokenizing waits past it behind batch records gets 429 without being scored', async () => {
-  // Batch records queue their states in the model's one tokenizer thread; the live request's
-  // tokens wait behind them for longer than its 300 ms. The records' states are over a 16-token
-  // limit, so they fail once tokenized and the engine scores none of them.
+it('the wait limit counts from arrival: a live request whose tokenizing waits past it behind other live work gets 429 without being scored', async () => {
+  // Live records (the library's record path at live priority) queue their states in the model's
+  // one tokenizer thread; the live request's tokens wait behind them for longer than its 300 ms.
+  // The records' states are over a 16-token limit, so they fail once tokenized and the engine
+  // scores none of them.
   const waitMs = 300;
   const busy = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, maxStateTokens: 16, runtime: { scheduler: { maxQueueWaitMs: waitMs } } });
   const busyData = mkdtempSync(path.join(os.tmpdir(), 'busy-data-'));
@@ -175,21 +176,60 @@ it('the wait limit counts from arrival: a live request whose tokenizing waits pa
   const question = { refund: { type: 'noul', instructions: 'Refund?' } };
   try {
     expect((await post(decideBody('Late.', question))).status).toBe(200); // loads the model
-    const records = Array.from({ length: 400 }, (_, i) => validateDecideRequest(decideBody(`record ${i}: ${'the parcel came late and the box was open, '.repeat(180)}`, question)));
-    let batchDone = 0;
-    const batch = busy.decideRecords('svc-alpha', records).then((outcomes) => ((batchDone = performance.now()), outcomes));
+    let othersDone = 0;
+    const others = busy.decideRecords('svc-alpha', longStateRecords(400, question), 'live').then((outcomes) => ((othersDone = performance.now()), outcomes));
     const sent = performance.now();
     const refused = await post(decideBody('Late.', question));
     const answeredAt = performance.now();
     expect(refused.status).toBe(429);
     expect(await refused.json()).toMatchObject({ code: 'rate_limited', message: expect.stringContaining('without starting') });
-    // Refused while the batch was still tokenizing, not once its own tokens came back.
-    expect(batchDone).toBe(0);
+    // Refused while the others were still tokenizing, not once its own tokens came back.
+    expect(othersDone).toBe(0);
     expect(answeredAt - sent).toBeGreaterThanOrEqual(waitMs - 1);
-    expect((await batch).every((o) => !o.ok && o.error.code === 'state_too_long')).toBe(true);
+    expect((await others).every((o) => !o.ok && o.error.code === 'state_too_long')).toBe(true);
   } finally {
     await busyApp.close();
     await busy.close();
     rmSync(busyData, { recursive: true, force: true });
   }
 }, 60_000);
+
+it('batch records tokenize behind live requests: a live request sent while 400 records wait for the tokenizer is answered before they are tokenized', async () => {
+  // The same records at batch priority: the tokenizer thread holds one of them at a time, and the
+  // live request's texts go before the rest. /metrics shows the records still waiting when it is answered.
+  const busy = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, maxStateTokens: 16 });
+  const busyData = mkdtempSync(path.join(os.tmpdir(), 'busy-data-'));
+  const busyApp = await createServer({ service: busy, apiKeys: [TEST_KEY], dataDir: busyData, rateLimit: false, logger: false });
+  await busyApp.listen({ port: 0, host: '127.0.0.1' });
+  const busyBase = `http://127.0.0.1:${(busyApp.server.address() as AddressInfo).port}`;
+  const post = (body: unknown) => fetch(`${busyBase}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const depth = async (queue: string) => {
+    const line = (await (await fetch(`${busyBase}/metrics`)).text()).split('\n').find((l) => l.startsWith(`decide_tokenizer_queue_depth{model="svc-alpha-2026-10",queue="${queue}"}`));
+    return Number(line?.split(' ').pop());
+  };
+  const question = { refund: { type: 'noul', instructions: 'Refund?' } };
+  try {
+    expect((await post(decideBody('Late.', question))).status).toBe(200); // loads the model
+    let batchDone = false;
+    const batch = busy.decideRecords('svc-alpha', longStateRecords(400, question), 'batch').then((outcomes) => ((batchDone = true), outcomes));
+    // Sent once the records wait in the tokenizer's queue (not before them).
+    for (let i = 0; i < 2000 && (await depth('batch')) < 300; i++) await new Promise((r) => setTimeout(r, 2));
+    expect(await depth('batch')).toBeGreaterThanOrEqual(300);
+    const live = await post(decideBody('Late.', { other: { type: 'noul', instructions: 'Was it late?' } }));
+    expect(live.status).toBe(200);
+    expect(batchDone).toBe(false);
+    expect(await depth('batch')).toBeGreaterThan(100);
+    expect(await depth('live')).toBe(0);
+    expect((await batch).every((o) => !o.ok && o.error.code === 'state_too_long')).toBe(true);
+    expect(await depth('batch')).toBe(0);
+  } finally {
+    await busyApp.close();
+    await busy.close();
+    rmSync(busyData, { recursive: true, force: true });
+  }
+}, 60_000);
+
+/** `n` records of distinct ~1,500-token states asking `question`. */
+function longStateRecords(n: number, question: Questions) {
+  return Array.from({ length: n }, (_, i) => validateDecideRequest(decideBody(`record ${i}: ${'the parcel came late and the box was open, '.repeat(180)}`, question)));
+}

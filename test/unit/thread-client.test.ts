@@ -8,7 +8,7 @@ import { afterEach, expect, it } from 'vitest';
 
 import { ThreadClient } from '../../src/engine/thread-client.js';
 
-type Request = { text: string; fail?: boolean; later?: boolean; exit?: number };
+type Request = { text: string; fail?: boolean; later?: boolean; exit?: number; busyMs?: number };
 const clients: Array<ThreadClient<Request, number>> = [];
 const client = () => {
   const c = new ThreadClient<Request, number>(import.meta.url, 'fixtures/length-worker');
@@ -46,6 +46,31 @@ it('a handler that answers through a promise: its value, or its rejection with t
   // The errors not given stay the default ones.
   c.close();
   await expect(c.call({ text: 'after' })).rejects.toThrow('the fixtures/length-worker thread is closed');
+});
+
+it('background calls go to the worker one at a time: a call that is not waits behind one of them, not all', async () => {
+  const c = client();
+  const order: string[] = [];
+  const track = (name: string, p: Promise<number>) => p.then(() => order.push(name));
+  const background = ['b1', 'b2', 'b3', 'b4'].map((text) => track(text, c.call({ text, busyMs: 60 }, { background: true })));
+  const live = track('live', c.call({ text: 'live' }));
+  expect(c.inProgress).toBe(5);
+  await Promise.all([...background, live]);
+  // The worker answers in the order it receives: b1 was in it; b2-b4 waited here.
+  expect(order).toEqual(['b1', 'live', 'b2', 'b3', 'b4']);
+});
+
+it('background calls waiting are failed with the rest when the worker dies, and by close()', async () => {
+  const c = client();
+  const held = c.call({ text: 'x', busyMs: 50, exit: 4 }, { background: true });
+  const waiting = c.call({ text: 'waiting' }, { background: true });
+  await expect(held).rejects.toThrow('stopped (exit code 4)');
+  await expect(waiting).rejects.toThrow('stopped (exit code 4)');
+  // The next background call is sent to a new worker (nothing is left counted as in the old one).
+  expect(await c.call({ text: 'again' }, { background: true })).toBe(5);
+  const queued = [c.call({ text: 'a', busyMs: 50 }, { background: true }), c.call({ text: 'b' }, { background: true })];
+  c.close();
+  for (const q of queued) await expect(q).rejects.toThrow('is closed');
 });
 
 it('a worker that dies fails what it held; the next call starts another', async () => {
