@@ -10,6 +10,7 @@ import { ApiError, toApiError } from '../api/errors.js';
 import type { NormalizedDecideRequest } from '../api/validate.js';
 import { jsonInOrder } from '../domain/key-order.js';
 import type { RecordOutcome } from '../service/decision-service.js';
+import { ModelChangedError, type VersionPin } from '../service/version-pin.js';
 import { addUsage, zeroUsage, type RecordScorer, type TokenUsage } from './ports.js';
 import { parseEndpointLineOffMain, parseRecordOffMain } from './record-thread.js';
 import { type RecordContext } from './records.js';
@@ -90,15 +91,24 @@ async function checkModel(scorer: RecordScorer, model: string): Promise<void> {
  * Scores the chunk's valid records in one engine call at batch priority. When the shared call
  * fails, scores record by record so that one record cannot fail the others; `stopping()` true
  * skips that fallback (the caller is abandoning the chunk). A failure that is the model's (removed
- * or unloadable meanwhile) throws ModelUnusableError rather than becoming every record's error.
+ * or unloadable meanwhile, or replaced under the run's `pin`) throws ModelUnusableError rather than
+ * becoming every record's error.
  */
-export async function scoreChunk(scorer: RecordScorer, model: string, chunk: ParsedChunk, stopping: () => boolean = () => false): Promise<RecordOutcome[]> {
+export async function scoreChunk(
+  scorer: RecordScorer,
+  model: string,
+  chunk: ParsedChunk,
+  stopping: () => boolean = () => false,
+  pin?: VersionPin,
+): Promise<RecordOutcome[]> {
   const { requests } = chunk;
   if (requests.length === 0) return [];
   try {
-    return await scorer.decideRecords(model, requests, 'batch');
+    return await scorer.decideRecords(model, requests, 'batch', pin);
   } catch (err) {
     if (stopping()) throw err;
+    // The version the run started on was replaced: the job's failure, not each record's.
+    if (err instanceof ModelChangedError) throw new ModelUnusableError(model, err);
     await checkModel(scorer, model);
     const outcomes = await Promise.all(
       requests.map((r) =>

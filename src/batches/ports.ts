@@ -12,6 +12,7 @@ import type { Readable } from 'node:stream';
 import { BATCH_STATUSES, type BatchStatus } from '../api/schemas.js';
 import type { NormalizedDecideRequest, ValidationLimits } from '../api/validate.js';
 import type { RecordOutcome } from '../service/decision-service.js';
+import type { VersionPin } from '../service/version-pin.js';
 
 export { BATCH_STATUSES, type BatchStatus };
 export const FINAL_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'cancelled', 'expired'];
@@ -27,7 +28,8 @@ export function isFinal(status: BatchStatus): boolean {
 
 /** What the chunk scorer needs of DecisionService: the valid records of a chunk, scored in one call. */
 export interface RecordScorer {
-  decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch'): Promise<RecordOutcome[]>;
+  /** `pin`: one per batch run, holding its calls to one loaded version (service/version-pin.ts). */
+  decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch', pin?: VersionPin): Promise<RecordOutcome[]>;
   /**
    * The model, loaded; throws when it is not installed or cannot load. When present, a failed
    * chunk asks it whether the failure is the whole job's (scoreChunk: ModelUnusableError).

@@ -23,6 +23,7 @@ import { addLine, chunkRows, emptyChunk, scoreChunk, type ParsedChunk } from './
 import { addUsage, type ChunkOptions, type JobProgress, type RecordScorer } from './ports.js';
 import { claimCustomId, DEFAULT_MAX_RECORD_BYTES, type RecordContext } from './records.js';
 import { readLines, type RawLine } from './jsonl-lines.js';
+import type { VersionPin } from '../service/version-pin.js';
 
 export { resultRow } from './chunk-scoring.js';
 export type { ChunkOptions, JobProgress, RecordScorer } from './ports.js';
@@ -97,6 +98,8 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
   const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
   const stop = () => options.shouldStop?.() ?? false;
   const progress: JobProgress = { ...options.start };
+  // The run scores every chunk on the version its first chunk loaded (a replaced one fails the job).
+  const pin: VersionPin = {};
 
   const input = await open(options.inputPath, 'r');
   let results: FileHandle | undefined;
@@ -147,7 +150,7 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
       while (!eof && inFlight.length < chunking.pipelineDepth && !stop()) {
         const chunk = await readChunk();
         if (!chunk) break;
-        chunk.outcomes = scoreChunk(options.scorer, options.model, chunk, stop);
+        chunk.outcomes = scoreChunk(options.scorer, options.model, chunk, stop, pin);
         chunk.outcomes.catch(() => undefined);
         inFlight.push(chunk);
       }

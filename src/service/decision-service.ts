@@ -25,7 +25,9 @@ import { deriveFusedGraph } from '../models/fused-graph.js';
 import { calibrationSummary } from '../models/model-info.js';
 import { saturatingInt8Warning } from '../models/int8-warning.js';
 import { ModelRegistry, type InstalledModel } from '../models/registry.js';
+import { RuntimeLeases } from './runtime-leases.js';
 import { systemOneModels } from './systemone-models.js';
+import { checkPin, type VersionPin } from './version-pin.js';
 
 /**
  * How {@link DecisionService.open} opens the service; every field is optional.
@@ -132,6 +134,9 @@ const MODEL_IDENTITY_FILES = ['config.json', 'decision.json', 'tokenizer.json', 
  * engine's own derived graphs are written beside the stored one at a model's first load, which
  * changes nothing about the model.
  */
+/** Times a call looks a model up again when the runtime it got was retired (or its load met a change). */
+const MAX_RUNTIME_ATTEMPTS = 5;
+
 function modelStamp(dir: string): string {
   const folder = statSync(dir, { bigint: true, throwIfNoEntry: false });
   const files = MODEL_IDENTITY_FILES.map((name) => {
@@ -171,6 +176,8 @@ export class DecisionService {
   private readonly calls = new Set<Promise<unknown>>();
   /** Per runtime, what model its directory held when the load began (modelStamp). */
   private readonly loadedFrom = new Map<string, string>();
+  /** The calls holding each runtime, which a retired one waits for before it closes. */
+  private readonly leases = new RuntimeLeases<ModelRuntime>();
 
   private constructor(
     readonly registry: ModelRegistry,
@@ -245,8 +252,11 @@ export class DecisionService {
    * (`arrivedAt`, performance.now()), so it covers tokenizing (in the model's one tokenizer thread,
    * where it waits behind one batch record at most); a model's load is not counted.
    */
-  private async answer(request: NormalizedDecideRequest, context: DecideContext, arrivedAt: number): Promise<DecisionResult> {
-    const runtime = await this.runtime(request.model);
+  private answer(request: NormalizedDecideRequest, context: DecideContext, arrivedAt: number): Promise<DecisionResult> {
+    return this.withRuntime(request.model, (runtime) => this.answerOn(runtime, request, context, arrivedAt));
+  }
+
+  private async answerOn(runtime: ModelRuntime, request: NormalizedDecideRequest, context: DecideContext, arrivedAt: number): Promise<DecisionResult> {
     const priority = context.priority ?? 'live';
     const since = Math.max(arrivedAt, runtime.readyAt);
     let scored: ScoredRequest | undefined;
@@ -266,13 +276,19 @@ export class DecisionService {
   /**
    * Answers many already-validated requests for one model in ONE scheduler job (batch work).
    * A record that fails on its own (e.g. state too long) gets its error; the rest are answered.
+   * `pin` (one per batch run) holds the run's calls to the loaded version its first call used:
+   * when the model's directory was replaced since, this throws ModelChangedError (version-pin.ts).
    */
-  async decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority: Priority = 'batch'): Promise<RecordOutcome[]> {
-    return this.tracked(() => this.answerRecords(modelId, requests, priority));
+  async decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority: Priority = 'batch', pin?: VersionPin): Promise<RecordOutcome[]> {
+    return this.tracked(() =>
+      this.withRuntime(modelId, (runtime) => {
+        checkPin(pin, runtime.id, runtime);
+        return this.answerRecordsOn(runtime, requests, priority);
+      }),
+    );
   }
 
-  private async answerRecords(modelId: string, requests: NormalizedDecideRequest[], priority: Priority): Promise<RecordOutcome[]> {
-    const runtime = await this.runtime(modelId);
+  private async answerRecordsOn(runtime: ModelRuntime, requests: NormalizedDecideRequest[], priority: Priority): Promise<RecordOutcome[]> {
     const outcomes: RecordOutcome[] = new Array(requests.length);
     const prepared: Array<{ index: number; value: Awaited<ReturnType<ModelRuntime['prepare']>> }> = [];
     await Promise.all(
@@ -372,15 +388,41 @@ export class DecisionService {
     return { models };
   }
 
+  /**
+   * Runs `use` with the runtime of a model id or alias held (RuntimeLeases): a retirement (its
+   * directory changed) closes it only after `use` is done. A runtime retired between its load and
+   * this call is not taken: the model is looked up again, so the version there now answers.
+   */
+  private async withRuntime<T>(id: string, use: (runtime: ModelRuntime) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const runtime = await this.runtime(id);
+      if (this.leases.isRetired(runtime)) {
+        if (attempt < MAX_RUNTIME_ATTEMPTS) continue;
+        throw new ApiError('server_error', `model ${runtime.id} kept changing while the request waited for it; retry`);
+      }
+      const release = this.leases.hold(runtime);
+      try {
+        return await use(runtime);
+      } finally {
+        release();
+      }
+    }
+  }
+
   /** Loads (once) and returns the runtime of a model id or alias. Throws ApiError (404 not_found, 500). */
-  async runtime(id: string): Promise<ModelRuntime> {
+  runtime(id: string): Promise<ModelRuntime> {
+    return this.loadRuntime(id, 1);
+  }
+
+  private async loadRuntime(id: string, attempt: number): Promise<ModelRuntime> {
     this.ensureOpen();
     const model = this.resolveInstalled(id);
     if (this.runtimes.has(model.id) && this.loadedFrom.get(model.id) !== modelStamp(model.dir)) this.retire(model.id, 'its directory changed');
     let pending = this.runtimes.get(model.id);
+    const stamp = pending ? this.loadedFrom.get(model.id) : modelStamp(model.dir);
     if (!pending) {
       this.options.log?.(`loading model ${model.id} from ${model.dir}`);
-      this.loadedFrom.set(model.id, modelStamp(model.dir));
+      this.loadedFrom.set(model.id, stamp!);
       pending = ModelRuntime.load(model.id, model.dir, {
         ...this.options.runtime,
         maxStateTokens: this.options.maxStateTokens ?? this.options.runtime?.maxStateTokens,
@@ -409,6 +451,9 @@ export class DecisionService {
       return await pending;
     } catch (err) {
       if (!this.closed && isEngineError(err) && (err.code === 'ERR_MODEL_LOAD' || err.code === 'ERR_RUNTIME')) {
+        // The directory changed (removed, replaced) while it loaded: what is there now decides
+        // (404 when it is gone), not a load of files that were being taken away.
+        if (modelStamp(model.dir) !== stamp && attempt < MAX_RUNTIME_ATTEMPTS) return this.loadRuntime(id, attempt + 1);
         this.registry.markBroken(model.id, describeError(err));
         // An alias never stays on a version that cannot load: it falls back to the newest good one.
         if (model.id !== id) return this.runtime(id);
@@ -434,15 +479,16 @@ export class DecisionService {
     }
   }
 
-  /** Forgets a model's runtime; it is closed once the work already queued on it is done. */
+  /** Forgets a model's runtime; it is closed once the calls that hold it are done. */
   private retire(id: string, why: string): void {
     const pending = this.runtimes.get(id);
     this.runtimes.delete(id);
     this.loaded.delete(id);
     this.loadedFrom.delete(id);
     this.options.log?.(`unloading model ${id}: ${why}`);
+    // Closed once the calls holding it (tokenizing, or queued on its engine) are done.
     pending?.then(
-      (runtime) => void runtime.scheduler.whenIdle().then(() => runtime.close()),
+      (runtime) => void this.leases.retire(runtime).then(() => runtime.scheduler.whenIdle()).then(() => runtime.close()),
       () => undefined,
     );
   }

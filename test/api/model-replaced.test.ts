@@ -2,13 +2,15 @@
  * A model directory removed or written again under the same id while the service runs (the
  * README's way to change a pinned version: remove its directory, install again): the next call
  * answers with what is there now, never with the engine of a model that is gone, and a removed id
- * leaves the readiness and metrics listings.
+ * leaves the readiness and metrics listings. Calls that took the old one are answered by it.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
+import { decideResponse } from '../../src/api/decide/index.js';
+import { validateDecideRequest } from '../../src/api/validate.js';
 import { makeModel } from '../../src/models/builder/make-model.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
@@ -78,6 +80,46 @@ it('answers with the directory as it is now: a model written again under its id,
     rmSync(path.join(modelsDir, ID), { recursive: true, force: true });
     await expect(service.decide(body)).rejects.toMatchObject({ code: 'not_found' });
     expect((await service.metrics()).models).toEqual([]);
+  } finally {
+    await service.close();
+  }
+});
+
+it('calls that took the model before it was written again are answered by it, none cut off halfway; later calls get the new one', async () => {
+  install();
+  // The long states are over its 64-token limit: they are tokenized, then refused, never scored.
+  const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [], maxStateTokens: 64 });
+  try {
+    const body = decideBody('My card was charged twice.', undefined, ID);
+    const before = await service.decide(body);
+    // Batch records whose long states keep the old version's tokenizer busy when the change is seen.
+    const records = [validateDecideRequest(body), ...Array.from({ length: 300 }, (_, i) => validateDecideRequest(decideBody(`record ${i}: ${'the parcel came late and the box was open, '.repeat(180)}`, undefined, ID)))];
+    const scoring = service.decideRecords(ID, records, 'batch');
+    const queued = async () => (await service.metrics()).models.find((m) => m.id === ID)?.tokenizerQueue.batch ?? 0;
+    for (let i = 0; i < 2000 && (await queued()) < 100; i++) await new Promise((r) => setTimeout(r, 2));
+    expect(await queued()).toBeGreaterThanOrEqual(100);
+
+    install(4);
+    const after = await service.decide(body); // sees the change: the old version is retired
+    expect(after.answers).not.toEqual(before.answers);
+    const outcomes = await scoring;
+    // Each long state was tokenized to the end by the old version (not 'the tokenizer is closed').
+    expect(new Set(outcomes.slice(1).map((o) => (o.ok ? 'answered' : o.error.code)))).toEqual(new Set(['state_too_long']));
+    // The records were answered by the version they took: the first one as before the change.
+    expect(outcomes[0]!.ok && decideResponse(outcomes[0]!.result).answers).toEqual(before.answers);
+  } finally {
+    await service.close();
+  }
+}, 60_000);
+
+it('a model removed while its first load runs is 404 not_found (what the directory says now), not a failed load', async () => {
+  install();
+  const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
+  try {
+    const answer = service.decide(decideBody('My card was charged twice.', undefined, ID));
+    rmSync(path.join(modelsDir, ID), { recursive: true, force: true });
+    await expect(answer).rejects.toMatchObject({ code: 'not_found', message: expect.stringContaining(`'${ID}' is not installed`) });
+    expect(service.listModels().data.map((m) => m.id)).not.toContain(ID);
   } finally {
     await service.close();
   }

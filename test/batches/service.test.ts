@@ -1,12 +1,12 @@
 /**
  * BatchService across a restart in one process: a job stopped by close() resumes when the service
  * is opened again on the same data dir; a job left `cancelling` becomes `cancelled`; a job whose
- * model disappeared, before it started or while it ran, fails with the reason (keeping the rows
- * finished before); crash leftovers (staging files, job dirs without a row)
+ * model disappeared, before it started or while it ran, or whose version was written again while
+ * it ran, fails with the reason (keeping the rows finished before); crash leftovers (staging files, job dirs without a row)
  * are removed at open.
  */
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cpSync, existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +15,8 @@ import { ApiError } from '../../src/api/errors.js';
 import type { NormalizedDecideRequest } from '../../src/api/validate.js';
 import { BatchService, type BatchDecisionService } from '../../src/batches/batch-service.js';
 import { DecisionService } from '../../src/service/decision-service.js';
+import type { VersionPin } from '../../src/service/version-pin.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
 import { goodLines, MODEL_ID, parseRows, streamText, tempWorkspace } from './helpers.js';
 
 let workDir: string;
@@ -151,6 +153,53 @@ describe('BatchService restart', () => {
       const rows = parseRows(await streamText((await batches.openResults('o', b.id)).stream));
       expect(rows.map((r) => r.custom_id)).toEqual(lines.slice(0, failed.progress.completed).map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
       expect(rows.every((r) => !r.error)).toBe(true);
+    } finally {
+      await batches.close();
+      await real.close();
+      await rm(own.dir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails a job whose version is written again under its id while it runs: no row is scored by the new one', async () => {
+    const own = await tempWorkspace('batch-model-replaced');
+    const real = await DecisionService.open({ modelsDir: own.modelsDir, preload: [MODEL_ID] });
+    let left = 2;
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const service: BatchDecisionService = {
+      resolveModel: (id) => real.resolveModel(id),
+      runtime: (id) => real.runtime(id),
+      async decideRecords(model: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch', pin?: VersionPin) {
+        if (left-- <= 0) await released;
+        return real.decideRecords(model, requests, priority, pin);
+      },
+    };
+    const batches = await BatchService.open({ service, dataDir: path.join(own.dir, 'data'), chunk: { chunkRecords: 4 } });
+    try {
+      const lines = goodLines(40, 5, 'v');
+      const b = await batches.create({ owner: 'o', model: 'svc-alpha-2026-10', upload: await batches.stageUpload(Readable.from([lines.join('\n')])) });
+      await progressAtLeast(batches, b.id, 8);
+      // The same id written again with another calibration: other answers from the same weights.
+      const dir = path.join(own.modelsDir, MODEL_ID);
+      const staged = path.join(own.modelsDir, '.replacement');
+      cpSync(await tinyModelDir(), staged, { recursive: true, dereference: true });
+      const decision = JSON.parse(await readFile(path.join(staged, 'decision.json'), 'utf8')) as Record<string, unknown>;
+      await writeFile(path.join(staged, 'decision.json'), JSON.stringify({ ...decision, calibration: { temperature: { noul: 4, choice: 4, score: 4 } } }));
+      await rm(dir);
+      await rename(staged, dir);
+      release();
+      const failed = await waitFor(batches, 'o', b.id, ['failed', 'completed']);
+      expect(failed.status).toBe('failed');
+      expect(failed.error).toMatchObject({ code: 'server_error', message: expect.stringMatching(/^model svc-alpha-2026-10 could not be used: model svc-alpha-2026-10 changed while the job ran/) });
+      expect(failed.progress.failed).toBe(0);
+      expect(failed.progress.completed).toBeGreaterThanOrEqual(8);
+      expect(failed.progress.completed).toBeLessThan(40);
+      // The rows kept are the old version's: each equals the record asked of a service opened before the change.
+      const rows = parseRows(await streamText((await batches.openResults('o', b.id)).stream));
+      expect(rows.map((r) => r.custom_id)).toEqual(lines.slice(0, failed.progress.completed).map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
+      const first = JSON.parse(lines[0]!) as { state: string; questions: unknown };
+      const asked = await svc.decide({ model: MODEL_ID, state: first.state, questions: first.questions });
+      expect((rows[0] as { answers: unknown }).answers).toEqual(asked.answers);
     } finally {
       await batches.close();
       await real.close();
