@@ -33,17 +33,17 @@ afterAll(async () => {
   await rm(workDir, { recursive: true, force: true });
 });
 
-/** The real service, with decideRecords blocked after `passes` calls while `blocked` is set. */
-function gatedService(passes: number) {
+/** A real service (`real`, default the shared one), its decideRecords held after `passes` calls until release(). */
+function gatedService(passes: number, real: DecisionService = svc) {
   let left = passes;
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
   const service: BatchDecisionService = {
-    resolveModel: (id) => svc.resolveModel(id),
-    runtime: (id) => svc.runtime(id),
-    async decideRecords(model: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch') {
+    resolveModel: (id) => real.resolveModel(id),
+    runtime: (id) => real.runtime(id),
+    async decideRecords(model: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch', pin?: VersionPin) {
       if (left-- <= 0) await released;
-      return svc.decideRecords(model, requests, priority);
+      return real.decideRecords(model, requests, priority, pin);
     },
   };
   return { service, release };
@@ -126,17 +126,7 @@ describe('BatchService restart', () => {
   it('fails a job whose model is removed while it runs, with the reason, keeping the rows finished before', async () => {
     const own = await tempWorkspace('batch-model-gone');
     const real = await DecisionService.open({ modelsDir: own.modelsDir, preload: [MODEL_ID] });
-    let left = 2;
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    const service: BatchDecisionService = {
-      resolveModel: (id) => real.resolveModel(id),
-      runtime: (id) => real.runtime(id),
-      async decideRecords(model: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch') {
-        if (left-- <= 0) await released;
-        return real.decideRecords(model, requests, priority);
-      },
-    };
+    const { service, release } = gatedService(2, real);
     const batches = await BatchService.open({ service, dataDir: path.join(own.dir, 'data'), chunk: { chunkRecords: 4 } });
     try {
       const lines = goodLines(40, 5, 'g');
@@ -163,17 +153,7 @@ describe('BatchService restart', () => {
   it('fails a job whose version is written again under its id while it runs: no row is scored by the new one', async () => {
     const own = await tempWorkspace('batch-model-replaced');
     const real = await DecisionService.open({ modelsDir: own.modelsDir, preload: [MODEL_ID] });
-    let left = 2;
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    const service: BatchDecisionService = {
-      resolveModel: (id) => real.resolveModel(id),
-      runtime: (id) => real.runtime(id),
-      async decideRecords(model: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch', pin?: VersionPin) {
-        if (left-- <= 0) await released;
-        return real.decideRecords(model, requests, priority, pin);
-      },
-    };
+    const { service, release } = gatedService(2, real);
     const batches = await BatchService.open({ service, dataDir: path.join(own.dir, 'data'), chunk: { chunkRecords: 4 } });
     try {
       const lines = goodLines(40, 5, 'v');
