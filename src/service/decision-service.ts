@@ -365,7 +365,7 @@ export class DecisionService {
       id: m.id,
       object: 'model' as const,
       ...(m.alias ? { alias: m.alias } : {}),
-      loaded: this.runtimes.has(m.id),
+      loaded: this.loaded.has(m.id),
       status: m.broken ? ('broken' as const) : ('ok' as const),
       // Paths relative to the models directory: the listing is for every key holder, not the operator.
       ...(m.broken ? { error: this.registry.shownText(m.broken) } : {}),

@@ -117,6 +117,8 @@ it('a model removed while its first load runs is 404 not_found (what the directo
   const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
   try {
     const answer = service.decide(decideBody('My card was charged twice.', undefined, ID));
+    // Loading is not loaded (the listing and /readyz agree).
+    expect(service.listModels().data.find((m) => m.id === ID)?.loaded).toBe(false);
     rmSync(path.join(modelsDir, ID), { recursive: true, force: true });
     await expect(answer).rejects.toMatchObject({ code: 'not_found', message: expect.stringContaining(`'${ID}' is not installed`) });
     expect(service.listModels().data.map((m) => m.id)).not.toContain(ID);
