@@ -123,7 +123,9 @@ export class ThreadClient<Request, Response> {
       if (this.pending.size === 0) worker.unref();
       if (this.backgroundSent.delete(message.id)) this.sendBackground();
       if ('reply' in message) call.resolve(message.reply);
-      else call.reject(this.errors.failed(message.failure));
+      // A worker script of another version (the package replaced under a running process) may
+      // answer in another shape: a failure, not a TypeError here.
+      else call.reject(this.errors.failed(message.failure ?? { message: 'the thread answered in a shape this caller does not read' }));
     });
     worker.once('error', () => undefined); // its exit follows, and fails what it held
     worker.once('exit', (code) => {
