@@ -17,7 +17,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { ENGINE_COUNTERS, ENGINE_GAUGES, type EngineCounterSpec } from '../engine/engine-counters.js';
-import { storeOutageStats } from '../batches/pg/outage.js';
+import { storeOutageStats } from '../batches/store-outages.js';
 import { recordThreadStats } from '../batches/record-thread.js';
 import type { DecisionService } from '../service/decision-service.js';
 import type { BodyThread } from './body-thread.js';

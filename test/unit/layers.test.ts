@@ -58,6 +58,7 @@ const BATCH_FLOOR: Record<string, number> = {
   'pid-lock.ts': 1,
   'record-thread.ts': 1,
   'record-worker.ts': 1,
+  'store-outages.ts': 1,
   openai: 1,
   sqlite: 2,
   pg: 2,

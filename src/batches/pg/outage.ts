@@ -5,6 +5,7 @@
  * unavailable, in each route's own shape, instead of the 500 of an unexpected failure.
  */
 import { ApiError } from '../../api/errors.js';
+import { storeOutageStats } from '../store-outages.js';
 
 /** Socket errors of a server that is down, restarting or unreachable. */
 const OUTAGE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'EPIPE', 'EAI_AGAIN']);
@@ -17,14 +18,6 @@ const OUTAGE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
 
 /** node-postgres's own messages for a connection lost or never made in time. */
 const OUTAGE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection error and is not queryable/i;
-
-/**
- * Store calls of this process that failed because the database was not answering (each became a
- * 503, or a runner's retry): /metrics exports it as decide_batch_store_unavailable_total, so an
- * outage shows in monitoring, not only in the clients that met it. /readyz does not change with
- * it: live decisions do not need the database.
- */
-export const storeOutageStats = { unavailable: 0 };
 
 /** Seconds a client is asked to wait before it tries again during an outage. */
 export const OUTAGE_RETRY_AFTER_SECONDS = 5;
