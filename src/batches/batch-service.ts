@@ -37,6 +37,8 @@ export interface BatchServiceOptions extends BatchSettingsOptions, StoreSelectio
   /** Work on jobs in this process (default true): SQLite resumes unfinished jobs; Postgres takes chunks. */
   resume?: boolean;
   log?: (line: string) => void;
+  /** What an operator should act on (a data dir others can enter); default `log`. */
+  warn?: (line: string) => void;
 }
 
 export interface CreateBatchInput {
@@ -104,7 +106,7 @@ export class BatchService {
     const uploads = new UploadStaging(path.join(dataDir, 'batches', '.staging'), settings);
     await uploads.clear();
     const log = options.log ?? (() => undefined);
-    const store = await openBatchStore(options, { dataDir, settings, service: options.service, work: options.resume ?? true, log });
+    const store = await openBatchStore(options, { dataDir, settings, service: options.service, work: options.resume ?? true, log, warn: options.warn ?? log });
     return new BatchService(options, store, settings, uploads);
   }
 

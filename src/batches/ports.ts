@@ -271,6 +271,8 @@ export interface StoreContext {
   /** Work on jobs in this process. */
   work: boolean;
   log: (line: string) => void;
+  /** What an operator should act on (a data dir others can enter); default `log`. */
+  warn?: (line: string) => void;
 }
 
 // ---------------------------------------------------------------------------------------------

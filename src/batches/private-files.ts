@@ -13,7 +13,11 @@ import { makeDirectories } from '../models/make-directories.js';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
-/** Files whose presence marks a data dir as this package's own. */
+/**
+ * Files whose presence marks a data dir as this package's own, when a run before this process
+ * wrote them: the key `decide serve` has just written into a directory it found does not make that
+ * directory ours.
+ */
 const DATA_DIR_MARKERS = ['batches.sqlite', 'api-key'];
 
 /** Creates `dir` (and missing parents) 0700, or tightens it to 0700 when it exists. */
@@ -28,8 +32,13 @@ export function privateDir(dir: string): void {
  */
 export function prepareDataDir(dir: string): string | undefined {
   if (!existsSync(dir)) makeDirectories(dir, PRIVATE_DIR_MODE);
-  else if (DATA_DIR_MARKERS.some((name) => existsSync(path.join(dir, name)))) tighten(dir, PRIVATE_DIR_MODE);
+  else if (DATA_DIR_MARKERS.some((name) => writtenBeforeThisProcess(path.join(dir, name)))) tighten(dir, PRIVATE_DIR_MODE);
   return dataDirWarning(dir);
+}
+
+function writtenBeforeThisProcess(file: string): boolean {
+  const info = statSync(file, { throwIfNoEntry: false });
+  return info !== undefined && info.mtimeMs < performance.timeOrigin;
 }
 
 /** A warning when the data dir lets group or others in (batch data and keys live there). */

@@ -17,6 +17,25 @@ export const DEFAULT_SWEEP_INTERVAL_MS = 60 * 1000;
 export const DEFAULT_CONCURRENCY = 2;
 /** The Postgres store's chunk lease without a heartbeat (DECIDE_BATCH_LEASE_SECONDS); pg-boss refuses shorter heartbeats than the minimum. */
 export const LEASE_SECONDS = Object.freeze({ default: 30, min: 10 });
+/**
+ * The longest retention: a job's expiry (now + retention, in ms) is stored as an integer (SQLite
+ * INTEGER, Postgres bigint) and must stay an exact JavaScript integer; 100 years is far inside both.
+ */
+export const MAX_RETENTION_SECONDS = 100 * 365 * 24 * 3600;
+/** The longest sweep interval: Node runs a timer longer than 2^31-1 ms every millisecond instead. */
+export const MAX_SWEEP_SECONDS = (2 ** 31 - 1) / 1000;
+
+/** The DECIDE_BATCH_* lines of `decide serve --help` (the lease is listed beside the database URL). */
+export const BATCH_SETTINGS_HELP = `  DECIDE_BATCH_MAX_FILE_BYTES     largest batch upload in bytes (default ${DEFAULT_MAX_FILE_BYTES})
+  DECIDE_BATCH_MAX_RECORDS        most records in one batch file (default ${DEFAULT_MAX_RECORDS})
+  DECIDE_BATCH_RETENTION_SECONDS  results are kept this long after a batch ends (default ${DEFAULT_RETENTION_MS / 1000},
+                                  7 days; at most ${MAX_RETENTION_SECONDS}, 100 years; rounded to whole ms)
+  DECIDE_BATCH_SWEEP_SECONDS      how often expired results and uploads are deleted (default ${DEFAULT_SWEEP_INTERVAL_MS / 1000};
+                                  0.01 to ${MAX_SWEEP_SECONDS}, about 24.8 days: Node's longest timer)
+  DECIDE_BATCH_CONCURRENCY        batches run at once, SQLite store (default ${DEFAULT_CONCURRENCY})
+  DECIDE_BATCH_CHUNK_RECORDS, DECIDE_BATCH_CHUNK_BYTES  records / input bytes per chunk (default
+                                  ${DEFAULT_CHUNK_OPTIONS.chunkRecords}, ${DEFAULT_CHUNK_OPTIONS.chunkBytes})
+`;
 
 /** The options a caller may set; every one is optional. */
 export interface BatchSettingsOptions {
@@ -40,14 +59,38 @@ export interface BatchSettingsOptions {
 }
 
 /** A number from the environment; `fallback` when unset or empty, an Error naming the variable when malformed. */
-export function envNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, { integer = true, min = 1 } = {}): number {
+export function envNumber(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  { integer = true, min = 1, max = Number.MAX_SAFE_INTEGER } = {},
+): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
-    throw new Error(`${name}: must be ${integer ? 'an integer' : 'a number'} >= ${min}, got '${raw}'`);
+  if (!Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+    throw new Error(`${name}: must be ${integer ? 'an integer' : 'a number'} ${range}, got '${raw}'`);
   }
   return value;
+}
+
+/**
+ * A duration in seconds from the environment, as whole milliseconds (a fraction finer than a
+ * millisecond is rounded: the stores keep times as integer milliseconds).
+ */
+function envMilliseconds(env: NodeJS.ProcessEnv, name: string, fallbackMs: number, min: number, max: number): number {
+  return Math.round(envNumber(env, name, fallbackMs / 1000, { integer: false, min, max }) * 1000);
+}
+
+function integerIn(name: string, value: number, min: number, max: number): number {
+  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name}: must be an integer from ${min} to ${max}, got ${value}`);
+  return value;
+}
+
+/** The Postgres store's chunk lease in seconds, from DECIDE_BATCH_LEASE_SECONDS. */
+export function leaseSeconds(env: NodeJS.ProcessEnv = process.env): number {
+  return envNumber(env, 'DECIDE_BATCH_LEASE_SECONDS', LEASE_SECONDS.default, { min: LEASE_SECONDS.min });
 }
 
 function positiveInteger(name: string, value: number): number {
@@ -78,10 +121,18 @@ export function resolveBatchSettings(options: BatchSettingsOptions = {}): BatchS
     maxFileBytes: positiveInteger('maxFileBytes', options.maxFileBytes ?? envNumber(env, 'DECIDE_BATCH_MAX_FILE_BYTES', DEFAULT_MAX_FILE_BYTES)),
     maxRecords: positiveInteger('maxRecords', options.maxRecords ?? envNumber(env, 'DECIDE_BATCH_MAX_RECORDS', DEFAULT_MAX_RECORDS)),
     maxRecordBytes: positiveInteger('maxRecordBytes', options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES),
-    retentionMs:
-      options.retentionMs ?? envNumber(env, 'DECIDE_BATCH_RETENTION_SECONDS', DEFAULT_RETENTION_MS / 1000, { integer: false, min: 0 }) * 1000,
-    sweepIntervalMs:
-      options.sweepIntervalMs ?? envNumber(env, 'DECIDE_BATCH_SWEEP_SECONDS', DEFAULT_SWEEP_INTERVAL_MS / 1000, { integer: false, min: 0.01 }) * 1000,
+    retentionMs: integerIn(
+      'retentionMs',
+      options.retentionMs ?? envMilliseconds(env, 'DECIDE_BATCH_RETENTION_SECONDS', DEFAULT_RETENTION_MS, 0, MAX_RETENTION_SECONDS),
+      0,
+      MAX_RETENTION_SECONDS * 1000,
+    ),
+    sweepIntervalMs: integerIn(
+      'sweepIntervalMs',
+      options.sweepIntervalMs ?? envMilliseconds(env, 'DECIDE_BATCH_SWEEP_SECONDS', DEFAULT_SWEEP_INTERVAL_MS, 0.01, MAX_SWEEP_SECONDS),
+      1,
+      MAX_SWEEP_SECONDS * 1000,
+    ),
     concurrency: positiveInteger('concurrency', options.concurrency ?? envNumber(env, 'DECIDE_BATCH_CONCURRENCY', DEFAULT_CONCURRENCY)),
     chunk: { ...chunkOptionsFromEnv(env), ...options.chunk },
     validation: options.validation,

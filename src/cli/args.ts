@@ -20,7 +20,8 @@ export type OptionValues<O extends OptionsConfig> = {
 /**
  * Parses a command's arguments; an unknown option is an error. Returns the parsed values, or the
  * exit code when the command has nothing left to do: 0 after printing `help` for --help, 2 after
- * printing the usage error and `help` to stderr.
+ * printing the usage error and `help` to stderr (after `onUsageError` has the message: a command
+ * that promises a machine-readable refusal writes it there).
  * @example
  * const parsed = parseCommand('serve', argv, HELP, { port: { type: 'string' } });
  * if (typeof parsed === 'number') return parsed;
@@ -31,12 +32,14 @@ export function parseCommand<const O extends OptionsConfig>(
   help: string,
   options: O,
   allowPositionals = false,
+  onUsageError?: (message: string) => void,
 ): { values: OptionValues<O>; positionals: string[] } | number {
   const all: OptionsConfig = { ...options, help: { type: 'boolean', short: 'h' } };
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: all, strict: true, allowPositionals });
   } catch (err) {
+    onUsageError?.((err as Error).message);
     process.stderr.write(`decide ${command}: ${(err as Error).message}\n\n${help}`);
     return 2;
   }

@@ -36,6 +36,7 @@ import { zeroUsage, type JobProgress } from '../batches/ports.js';
 import { exitNow } from '../engine/native.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand } from './args.js';
+import { dirOption } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { outputClash, outputPlaceProblem, realOutputPath } from './output-path.js';
 import { ProgressReporter } from './progress.js';
@@ -179,6 +180,9 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('batch', (err as Error).message);
   }
 
+  const models = dirOption(values['models-dir'], '--models-dir', 'DECIDE_MODELS_DIR', 'models');
+  if ('problem' in models) return commandError('batch', models.problem);
+
   // `-` is not stdout here: the rows go to a file, with a state file and a lock beside it.
   if (values.out === '-') return commandError('batch', '--out - : the results go to a file (resumable, with a state file beside it), not to stdout; name the file');
   const inputPath = path.resolve(positionals[0]!);
@@ -219,7 +223,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   try {
     const { model, out, questions, force } = values;
-    return await runLocked({ values: { model, out, questions, force, 'models-dir': values['models-dir'] }, positionals, engine, chunking, inputPath, outPath, statePath });
+    return await runLocked({ values: { model, out, questions, force, 'models-dir': models.dir }, positionals, engine, chunking, inputPath, outPath, statePath });
   } finally {
     release();
   }

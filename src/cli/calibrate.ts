@@ -7,6 +7,7 @@
 import { describeError } from '../api/errors.js';
 import { calibrateModel, CalibrationError, type CalibrationReport } from '../calibration/run.js';
 import { commandError, intArg, parseCommand } from './args.js';
+import { dirOption } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { ProgressReporter } from './progress.js';
 
@@ -86,7 +87,12 @@ function refuse(err: CalibrationError, json: boolean | undefined): number {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const parsed = parseCommand('calibrate', argv, HELP, OPTIONS);
+  // An unknown option or a missing value is refused before --json is parsed; the JSON refusal is
+  // still owed to a script that asked for it.
+  const wantsJson = argv.includes('--json');
+  const parsed = parseCommand('calibrate', argv, HELP, OPTIONS, false, (message) => {
+    if (wantsJson) process.stdout.write(`${JSON.stringify(new CalibrationError(message, 2, 'invalid_argument').toJSON())}\n`);
+  });
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
   const invalid = (message: string) => refuse(new CalibrationError(message, 2, 'invalid_argument'), values.json);
@@ -95,6 +101,8 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof seed === 'string') return invalid(seed);
   const engine = engineOptionsFromFlags(values);
   if (typeof engine === 'string') return invalid(engine);
+  const models = dirOption(values['models-dir'], '--models-dir', 'DECIDE_MODELS_DIR', 'models');
+  if ('problem' in models) return invalid(models.problem);
 
   let progress: ProgressReporter | undefined;
   const started = Date.now();
@@ -103,7 +111,7 @@ export async function run(argv: string[]): Promise<number> {
       model: values.model,
       data: values.data,
       as: values.as,
-      modelsDir: values['models-dir'],
+      modelsDir: models.dir,
       reportDir: values.report,
       seed,
       engine,

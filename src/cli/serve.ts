@@ -6,16 +6,16 @@
  * http://HOST:PORT`); the JSON log lines go to stderr.
  */
 import net from 'node:net';
-import path from 'node:path';
 
 import { describeError } from '../api/errors.js';
 import { databaseUrl } from '../batches/open-stores.js';
-import { LEASE_SECONDS } from '../batches/settings.js';
+import { BATCH_SETTINGS_HELP, leaseSeconds, LEASE_SECONDS, resolveBatchSettings } from '../batches/settings.js';
 import { exitNow } from '../engine/native.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
 import { DEFAULT_INVALID_KEY_LIMIT, DEFAULT_RATE_LIMIT, rateLimitFromEnv } from '../server/rate-limit.js';
 import { commandError, intArg, parseCommand } from './args.js';
+import { dirOption, folderProblem } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 
 const HELP = `usage: decide serve [options]
@@ -23,7 +23,8 @@ const HELP = `usage: decide serve [options]
 options:
   --port N          port to listen on (env PORT; default 8080; 0 = any free port); a port in
                     use or a host that does not resolve exits 1 before a key is made
-  --host HOST       address to bind (default 127.0.0.1; 0.0.0.0 for every interface)
+  --host HOST       address to bind (default 127.0.0.1; 0.0.0.0 for every interface; an empty
+                    value is refused)
   --data-dir DIR    service state: generated API key, batch jobs, uploaded files (env DECIDE_DATA_DIR;
                     default ./data)
   --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models)
@@ -44,7 +45,7 @@ environment:
   DECIDE_DATABASE_URL      postgres://... : batch jobs, input and results in Postgres, shared with
                            other API hosts and \`decide worker\`s (unset: SQLite in <data-dir>)
   DECIDE_BATCH_LEASE_SECONDS  seconds a batch chunk stays taken without a heartbeat (default ${LEASE_SECONDS.default}, min ${LEASE_SECONDS.min})
-`;
+${BATCH_SETTINGS_HELP}`;
 
 const OPTIONS = {
   port: { type: 'string' },
@@ -76,12 +77,22 @@ export async function run(argv: string[]): Promise<number> {
   const portFrom = values.port === undefined && process.env.PORT !== undefined ? 'PORT' : '--port';
   const port = intArg(values.port ?? process.env.PORT ?? '8080', portFrom, 0, 65535);
   if (typeof port === 'string') return commandError('serve', port);
+  // An empty --host (`--host "$HOST"` with HOST unset) would bind every interface: Node's listen
+  // reads '' as "any address".
+  if (values.host !== undefined && values.host.trim() === '') {
+    return commandError('serve', '--host must name an address, got an empty value (leave it out for 127.0.0.1; 0.0.0.0 binds every interface)');
+  }
   const host = values.host ?? '127.0.0.1';
   const engine = engineOptionsFromFlags(values);
   if (typeof engine === 'string') return commandError('serve', engine);
   const logLevel = values['log-level'] ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) return commandError('serve', `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
-  const dataDir = path.resolve(values['data-dir'] ?? process.env.DECIDE_DATA_DIR ?? 'data');
+  const data = dirOption(values['data-dir'], '--data-dir', 'DECIDE_DATA_DIR', 'data');
+  if ('problem' in data) return commandError('serve', data.problem);
+  const models = dirOption(values['models-dir'], '--models-dir', 'DECIDE_MODELS_DIR', 'models');
+  if ('problem' in models) return commandError('serve', models.problem);
+  const { dir: dataDir } = data;
+  const { dir: modelsDir } = models;
   const batchWorker = !values['no-worker'];
   let url;
   try {
@@ -92,13 +103,18 @@ export async function run(argv: string[]): Promise<number> {
   if (!batchWorker && url === undefined) {
     return commandError('serve', '--no-worker needs DECIDE_DATABASE_URL: with the embedded SQLite batch store this process is the only one that can run batches');
   }
-  const modelsDir = path.resolve(values['models-dir'] ?? process.env.DECIDE_MODELS_DIR ?? 'models');
-  // The environment's settings are read (and refused) before a key is made or anything loads.
+  // The environment's settings are read (and refused) before a key is made or anything loads, by
+  // the same parsers the server uses.
   try {
     rateLimitFromEnv(process.env);
+    resolveBatchSettings({ env: process.env });
+    if (url !== undefined) leaseSeconds(process.env);
   } catch (err) {
     return commandError('serve', (err as Error).message);
   }
+  // The folders too: the key is written into the data dir, the default model into the models dir.
+  const folder = folderProblem(dataDir, data.from, { write: true }) ?? folderProblem(modelsDir, models.from);
+  if (folder) return commandError('serve', folder);
 
   // A port in use or a host that does not resolve is found before a key is made ("shown only this
   // once", for a server that would never run) or a model loads. Another process can still take

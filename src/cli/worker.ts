@@ -11,15 +11,13 @@
  * it takes only the chunks of models it has (pg/chunk-worker.ts), and the others wait for a
  * worker that has them.
  */
-import path from 'node:path';
-
 import { describeError } from '../api/errors.js';
-import { LEASE_SECONDS } from '../batches/settings.js';
-import { resolveBatchSettings } from '../batches/settings.js';
+import { leaseSeconds, LEASE_SECONDS, resolveBatchSettings } from '../batches/settings.js';
 import { exitNow } from '../engine/native.js';
 import { databaseUrl, openBatchStore } from '../batches/open-stores.js';
 import { DecisionService } from '../service/decision-service.js';
 import { commandError, parseCommand } from './args.js';
+import { dirOption } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 
 const HELP = `usage: decide worker [options]
@@ -74,7 +72,17 @@ export async function run(argv: string[]): Promise<number> {
   if (url === undefined) {
     return commandError('worker', 'DECIDE_DATABASE_URL is not set: a worker takes its chunks from the Postgres batch store (postgres://...)');
   }
-  const modelsDir = path.resolve(values['models-dir'] ?? process.env.DECIDE_MODELS_DIR ?? 'models');
+  const models = dirOption(values['models-dir'], '--models-dir', 'DECIDE_MODELS_DIR', 'models');
+  if ('problem' in models) return commandError('worker', models.problem);
+  const modelsDir = models.dir;
+  let settings;
+  try {
+    // Read (and refused) before anything loads, by the parsers the store uses again.
+    settings = resolveBatchSettings();
+    leaseSeconds(process.env);
+  } catch (err) {
+    return commandError('worker', (err as Error).message);
+  }
   const log = (line: string) => process.stderr.write(`${line}\n`);
 
   let service: DecisionService | undefined;
@@ -83,7 +91,7 @@ export async function run(argv: string[]): Promise<number> {
     // No default model, no preload: a worker serves what is installed, and loads a model with its first chunk.
     service = await DecisionService.open({ modelsDir, runtime: { engine }, log, ensureDefaultModel: false, preload: [] });
     log(servedModels(service, modelsDir));
-    store = await openBatchStore({}, { dataDir: modelsDir, settings: resolveBatchSettings(), service, work: true, log });
+    store = await openBatchStore({}, { dataDir: modelsDir, settings, service, work: true, log });
   } catch (err) {
     await service?.close().catch(() => undefined);
     return commandError('worker', describeError(err), 1);

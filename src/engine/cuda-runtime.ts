@@ -9,6 +9,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
+import { envPath } from './env-path.js';
+
 /**
  * The known-good pair (with CUDA 13.0; README, "GPU hosts"): onnxruntime-node 1.30's core is built
  * with CUDA support, but its own provider comes from a postinstall download outside the registry;
@@ -28,7 +30,7 @@ export const PROVIDER_LIBRARIES = ['libonnxruntime_providers_cuda.so', 'libonnxr
 
 /** Where setup-cuda puts the runtime: DECIDE_CUDA_RUNTIME_DIR, else `cuda-runtime/` in the package. */
 export function cudaRuntimeDir(packageRoot: string, env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(env.DECIDE_CUDA_RUNTIME_DIR ?? path.join(packageRoot, 'cuda-runtime'));
+  return path.resolve(envPath(env, 'DECIDE_CUDA_RUNTIME_DIR') ?? path.join(packageRoot, 'cuda-runtime'));
 }
 
 /** The core library of an assembled runtime in `dir`, or undefined when any of its files is missing. */

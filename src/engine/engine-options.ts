@@ -293,7 +293,7 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
     help: "ONNX Runtime's log severity for the session (and, below 3, for the process's kernels too): 0 verbose, 3 errors, 4 fatal only",
   },
   ortProfilePrefix: {
-    flag: '--ort-profile-prefix', env: 'DECIDE_ORT_PROFILE_PREFIX', check: { kind: 'path' },
+    flag: '--ort-profile-prefix', env: 'DECIDE_ORT_PROFILE_PREFIX', check: { kind: 'prefix' },
     default: () => undefined, defaultText: 'none',
     help: "diagnostics: ONNX Runtime's profiler writes every node's kernel time to `<prefix>_<date>.json` when the engine closes (slows every call a little)",
   },

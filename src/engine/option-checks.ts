@@ -3,6 +3,8 @@
  * checked as given, a text (a `decide` flag or a DECIDE_* variable) parsed, and the rule in words
  * for error messages, --help and the docs. ENGINE_OPTIONS (engine-options.ts) names one per option.
  */
+import { statSync } from 'node:fs';
+import path from 'node:path';
 
 export type OptionCheck =
   | { kind: 'integer'; min: number; max: number }
@@ -10,8 +12,13 @@ export type OptionCheck =
   | { kind: 'number'; min: number }
   | { kind: 'boolean' }
   | { kind: 'choice'; values: readonly string[] }
-  /** A non-empty path (or path prefix). */
-  | { kind: 'path' };
+  /** A non-empty path. */
+  | { kind: 'path' }
+  /**
+   * A file name prefix whose folder exists: the file is written only when the engine closes, so a
+   * mistyped folder would otherwise lose it without a word.
+   */
+  | { kind: 'prefix' };
 
 export type OptionValue = number | boolean | string;
 
@@ -28,6 +35,8 @@ export function ruleOf(check: OptionCheck): string {
       return `${check.values.slice(0, -1).join(', ')} or ${check.values.at(-1)}`;
     case 'path':
       return 'a non-empty path';
+    case 'prefix':
+      return 'a path prefix in a folder that exists';
   }
 }
 
@@ -43,6 +52,7 @@ export function placeholderOf(check: OptionCheck): string {
     case 'choice':
       return check.values.join('|');
     case 'path':
+    case 'prefix':
       return 'PATH';
   }
 }
@@ -60,6 +70,8 @@ export function accepts(check: OptionCheck, value: unknown): boolean {
       return typeof value === 'string' && check.values.includes(value);
     case 'path':
       return typeof value === 'string' && value !== '';
+    case 'prefix':
+      return typeof value === 'string' && value !== '' && statSync(prefixFolder(value), { throwIfNoEntry: false })?.isDirectory() === true;
   }
 }
 
@@ -79,6 +91,7 @@ export function parseText(check: OptionCheck, text: string): OptionValue | undef
       break;
     case 'choice':
     case 'path':
+    case 'prefix':
       value = t;
       break;
   }
@@ -88,4 +101,9 @@ export function parseText(check: OptionCheck, text: string): OptionValue | undef
 /** A value as a flag or the docs write it: on/off for booleans. */
 export function showValue(value: OptionValue): string {
   return typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value);
+}
+
+/** The folder a prefix's files go in: the prefix itself when it ends with a separator (`dir/`). */
+function prefixFolder(prefix: string): string {
+  return /[\\/]$/.test(prefix) ? prefix : path.dirname(path.resolve(prefix));
 }

@@ -18,6 +18,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { makeDirectories } from '../models/make-directories.js';
+import { envPath } from '../engine/env-path.js';
 
 const HASHED_LINE = /^sha256:([0-9a-fA-F]{64})$/;
 /** Keys are opaque tokens; what RFC 6750 allows in a bearer token (b64token). */
@@ -169,7 +170,7 @@ export function resolveApiKeys(options: KeySourceOptions): ResolvedKeys {
     if (keys.size === 0) throw new Error('no API keys: DECIDE_API_KEYS and DECIDE_API_KEYS_FILE hold no key');
     return { keys, source: 'env', warnings: fileWarnings(fileFromEnv) };
   }
-  const dataDir = path.resolve(options.dataDir ?? env.DECIDE_DATA_DIR ?? 'data');
+  const dataDir = path.resolve(options.dataDir ?? envPath(env, 'DECIDE_DATA_DIR') ?? 'data');
   const file = path.join(dataDir, GENERATED_KEY_FILE);
   let created = false;
   let key: string | undefined;

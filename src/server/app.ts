@@ -19,6 +19,7 @@ import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
 import { NAMED_SCHEMAS } from '../api/schemas.js';
 import type { EngineOptions } from '../engine/engine-options.js';
+import { envPath } from '../engine/env-path.js';
 import { DecisionService } from '../service/decision-service.js';
 import { resolveApiKeys, type ApiKeySet } from './api-keys.js';
 import { registerAuth } from './auth.js';
@@ -242,7 +243,13 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
       // they get authentication (request.keyId), the rate limit, the error shape and the OpenAPI doc.
       // Limits and retention come from DECIDE_BATCH_* (src/batches/settings.ts). This onClose
       // runs before the root's, so the runners stop at a chunk boundary before the service closes.
-      const batches = await BatchService.open({ service, dataDir: opts.dataDir, resume: opts.batchWorker ?? true, log: (line) => app.log.info(line) });
+      const batches = await BatchService.open({
+        service,
+        dataDir: opts.dataDir,
+        resume: opts.batchWorker ?? true,
+        log: (line) => app.log.info(line),
+        warn: (line) => app.log.warn(line),
+      });
       v1.addHook('onClose', async () => batches.close());
       // OpenAI's Files + Batch flow on the same jobs (docs/compatibility.md, Batches).
       const openai = await OpenAiBatchApi.open(batches, (line) => app.log.info(line));
@@ -291,7 +298,7 @@ const serverApp: FastifyPluginAsync<DecisionAppOptions> = Object.assign(
  */
 export async function createServer(options: ServerOptions = {}): Promise<FastifyInstance> {
   const env = options.env ?? process.env;
-  const dataDir = path.resolve(options.dataDir ?? env.DECIDE_DATA_DIR ?? 'data');
+  const dataDir = path.resolve(options.dataDir ?? envPath(env, 'DECIDE_DATA_DIR') ?? 'data');
   const resolvedKeys = options.keys ? undefined : resolveApiKeys({ apiKeys: options.apiKeys, keysFile: options.keysFile, env, dataDir, generate: false });
   const keys = options.keys ?? resolvedKeys!.keys;
   const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
@@ -326,7 +333,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
   let service = options.service;
   if (!service) {
     service = await DecisionService.open({
-      modelsDir: options.modelsDir ?? env.DECIDE_MODELS_DIR,
+      modelsDir: options.modelsDir ?? envPath(env, 'DECIDE_MODELS_DIR') ?? 'models',
       threads: options.threads,
       provider: options.provider,
       runtime: { engine: options.engine },

@@ -26,6 +26,12 @@ export interface RateLimitOptions extends BucketOptions {
 
 export const DEFAULT_RATE_LIMIT: Readonly<BucketOptions> = Object.freeze({ requestsPerSecond: 100, burst: 200 });
 export const DEFAULT_INVALID_KEY_LIMIT: Readonly<BucketOptions> = Object.freeze({ requestsPerSecond: 2, burst: 30 });
+/**
+ * The slowest refill: one token in 100,000 s (about 28 hours). Retry-After is the whole seconds
+ * until a token is back, so a slower rate would ask clients to wait longer than anyone means (and
+ * below about 1e-21 per second the header would be written in exponent notation).
+ */
+export const MIN_REQUESTS_PER_SECOND = 1e-5;
 
 /**
  * Rate limits from DECIDE_RATE_LIMIT_RPS / _BURST (per key) and DECIDE_INVALID_KEY_RPS / _BURST
@@ -33,16 +39,17 @@ export const DEFAULT_INVALID_KEY_LIMIT: Readonly<BucketOptions> = Object.freeze(
  */
 export function rateLimitFromEnv(env: NodeJS.ProcessEnv = process.env): Required<RateLimitOptions> {
   const bucket = (prefix: string, defaults: BucketOptions): BucketOptions => ({
-    requestsPerSecond: parsePositive(env[`${prefix}_RPS`], `${prefix}_RPS`) ?? defaults.requestsPerSecond,
-    burst: parsePositive(env[`${prefix}_BURST`], `${prefix}_BURST`) ?? defaults.burst,
+    requestsPerSecond: parseAtLeast(env[`${prefix}_RPS`], `${prefix}_RPS`, MIN_REQUESTS_PER_SECOND) ?? defaults.requestsPerSecond,
+    burst: parseAtLeast(env[`${prefix}_BURST`], `${prefix}_BURST`, 1) ?? defaults.burst,
   });
   return { ...bucket('DECIDE_RATE_LIMIT', DEFAULT_RATE_LIMIT), invalidKeys: bucket('DECIDE_INVALID_KEY', DEFAULT_INVALID_KEY_LIMIT) };
 }
 
-function parsePositive(value: string | undefined, name: string): number | undefined {
+/** The same bounds as TokenBuckets', checked at start so that the message names the variable. */
+function parseAtLeast(value: string | undefined, name: string, min: number): number | undefined {
   if (value === undefined || value.trim() === '') return undefined;
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name}: must be a positive number, got '${value}'`);
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name}: must be a number of at least ${min}, got '${value}'`);
   return n;
 }
 
@@ -61,8 +68,8 @@ export class TokenBuckets {
   readonly burst: number;
 
   constructor(options: BucketOptions, private readonly now: () => number = () => performance.now()) {
-    if (!(options.requestsPerSecond > 0) || !Number.isFinite(options.requestsPerSecond)) {
-      throw new Error('rate limit: requestsPerSecond must be a positive number');
+    if (!(options.requestsPerSecond >= MIN_REQUESTS_PER_SECOND) || !Number.isFinite(options.requestsPerSecond)) {
+      throw new Error(`rate limit: requestsPerSecond must be a number of at least ${MIN_REQUESTS_PER_SECOND}`);
     }
     if (!(options.burst >= 1) || !Number.isFinite(options.burst)) throw new Error('rate limit: burst must be at least 1');
     this.requestsPerSecond = options.requestsPerSecond;

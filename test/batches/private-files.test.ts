@@ -5,7 +5,7 @@
  * version left 0755 is tightened when it is recognisably ours; a shared directory named as the data
  * dir is reported, not changed. A keys file that others can read is used with a warning.
  */
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -73,6 +73,9 @@ describe('batch data on disk is private', () => {
     writeFileSync(path.join(old, 'api-key'), 'dk_x\n', { mode: 0o600 });
     writeFileSync(path.join(old, 'batches.sqlite'), '');
     for (const [p, m] of [[old, 0o755], [path.join(old, 'batches'), 0o755], [path.join(old, 'batches.sqlite'), 0o644]] as const) chmodSync(p, m);
+    // Written by an older version: before this process started (a file this process wrote does not mark the dir as ours).
+    const before = new Date(performance.timeOrigin - 60_000);
+    for (const name of ['api-key', 'batches.sqlite']) utimesSync(path.join(old, name), before, before);
     const a = await BatchService.open({ service: svc, dataDir: old, databaseUrl: '' });
     await a.close();
     expect(mode(old)).toBe(0o700);

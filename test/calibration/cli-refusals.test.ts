@@ -99,6 +99,18 @@ describe('--json on every refusal: a JSON error object on stdout, the message on
   }, 120_000);
 });
 
+describe('--json with an option the parser refuses', () => {
+  it.each([
+    [['--bogus', '1'], "Unknown option '--bogus'"],
+    [['--seed'], "Option '--seed <value>' argument missing"],
+    [['--models-dir', ''], '--models-dir must name a folder, got an empty value'],
+  ])('%j: the invalid_argument object on stdout, exit 2', async (args, message) => {
+    const res = await calibrate([row({ topic: 'billing' })], ['--json', ...args]);
+    expect(res.code, res.stderr).toBe(2);
+    expect(JSON.parse(res.stdout)).toEqual({ error: { code: 'invalid_argument', message: expect.stringContaining(message), exit_code: 2 } });
+  }, 60_000);
+});
+
 describe('a models folder without the model', () => {
   it('a --models-dir that does not exist is refused naming it (exit 2), and is not created', async () => {
     const missing = path.join(dir, 'mistyped-models');

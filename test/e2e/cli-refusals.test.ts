@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import net from 'node:net';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -93,6 +93,44 @@ describe('decide serve: a place it cannot listen on', () => {
     const res = decide(['serve', '--data-dir', path.join(scratch, 'serve-data')], { PORT: 'abc' });
     expect(res.code).toBe(2);
     expect(res.stderr).toBe("decide serve: PORT must be an integer from 0 to 65535, got 'abc'\n");
+  });
+});
+
+describe('decide serve: settings and folders refused before a key is made or anything loads', () => {
+  const NO_KEYS = { DECIDE_API_KEYS: undefined, DECIDE_API_KEYS_FILE: undefined };
+  it.each([
+    ['an empty --host (it would bind every interface)', ['--host', ''], {}, /^decide serve: --host must name an address, got an empty value/],
+    ['an empty --data-dir', ['--data-dir', ''], {}, /^decide serve: --data-dir must name a folder, got an empty value\n$/],
+    ['an empty --models-dir', ['--models-dir', ''], {}, /^decide serve: --models-dir must name a folder, got an empty value\n$/],
+    ['DECIDE_BATCH_CONCURRENCY=0', [], { DECIDE_BATCH_CONCURRENCY: '0' }, /^decide serve: DECIDE_BATCH_CONCURRENCY: must be an integer >= 1, got '0'\n$/],
+    ['DECIDE_BATCH_MAX_RECORDS=abc', [], { DECIDE_BATCH_MAX_RECORDS: 'abc' }, /^decide serve: DECIDE_BATCH_MAX_RECORDS: /],
+    ['a retention past 100 years', [], { DECIDE_BATCH_RETENTION_SECONDS: '1e20' }, /^decide serve: DECIDE_BATCH_RETENTION_SECONDS: must be a number from 0 to 3153600000, got '1e20'\n$/],
+    ['a sweep longer than a timer can wait', [], { DECIDE_BATCH_SWEEP_SECONDS: '2592000' }, /^decide serve: DECIDE_BATCH_SWEEP_SECONDS: must be a number from 0.01 to 2147483.647, got '2592000'\n$/],
+    ['a lease under the minimum', [], { DECIDE_DATABASE_URL: 'postgres://127.0.0.1:1/x', DECIDE_BATCH_LEASE_SECONDS: '5' }, /^decide serve: DECIDE_BATCH_LEASE_SECONDS: must be an integer >= 10, got '5'\n$/],
+    ['a burst under 1', [], { DECIDE_RATE_LIMIT_BURST: '0.5' }, /^decide serve: DECIDE_RATE_LIMIT_BURST: must be a number of at least 1, got '0.5'\n$/],
+    ['an invalid-key burst under 1', [], { DECIDE_INVALID_KEY_BURST: '0.2' }, /^decide serve: DECIDE_INVALID_KEY_BURST: must be a number of at least 1, got '0.2'\n$/],
+    ['a rate whose Retry-After would be absurd', [], { DECIDE_RATE_LIMIT_RPS: '1e-300' }, /^decide serve: DECIDE_RATE_LIMIT_RPS: must be a number of at least 0.00001, got '1e-300'\n$/],
+    ['--models-dir that is a file', ['--models-dir', 'afile'], {}, /^decide serve: --models-dir: .*afile is not a folder\n$/],
+    ['--models-dir under /proc', ['--models-dir', '/proc/decide-test-models'], {}, /^decide serve: --models-dir: cannot create \/proc\/decide-test-models: ENOENT\n$/],
+    ['DECIDE_DATA_DIR under /proc', [], { DECIDE_DATA_DIR: '/proc/decide-test-data' }, /^decide serve: DECIDE_DATA_DIR: cannot create \/proc\/decide-test-data: ENOENT\n$/],
+    ['--ort-profile-prefix in a folder that does not exist', ['--ort-profile-prefix', 'no-such-folder/p'], {}, /^decide serve: --ort-profile-prefix must be a path prefix in a folder that exists, got 'no-such-folder\/p'\n$/],
+    ['DECIDE_ORT_PROFILE_PREFIX in a folder that does not exist', [], { DECIDE_ORT_PROFILE_PREFIX: 'no-such-folder/p' }, /^decide serve: DECIDE_ORT_PROFILE_PREFIX must be a path prefix in a folder that exists, got 'no-such-folder\/p'\n$/],
+  ] as const)('%s: exit 2 naming it, nothing written', async (_, args, env, message) => {
+    await writeFile(path.join(scratch, 'afile'), 'hi\n');
+    const dataDir = path.join(scratch, 'refused-data');
+    const modelsDir = path.join(scratch, 'refused-models');
+    // Each folder flag the row does not give names a scratch folder (the data dir: unless the row's variable names it).
+    const all = ['serve', '--port', '0', ...args];
+    if (!args.includes('--models-dir')) all.push('--models-dir', modelsDir);
+    if (!args.includes('--data-dir') && !('DECIDE_DATA_DIR' in env)) all.push('--data-dir', dataDir);
+    const res = decide(all, { ...NO_KEYS, ...env });
+    expect(res.timedOut).toBe(false);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toMatch(message);
+    expect(res.stdout).toBe('');
+    expect(existsSync(dataDir)).toBe(false);
+    expect(existsSync(modelsDir)).toBe(false);
+    expect(readdirSync(scratch).filter((name) => name === 'api-key' || name === 'data' || name === 'models')).toEqual([]);
   });
 });
 

@@ -47,7 +47,7 @@ describe('decide serve when the engine cannot load', () => {
     const dataDir = path.join(dirs.root, 'serve-data-rps');
     const res = await runDecide(['serve', '--port', '0', '--models-dir', dirs.modelsDir, '--data-dir', dataDir], undefined, { DECIDE_RATE_LIMIT_RPS: 'abc', DECIDE_API_KEYS: undefined, DECIDE_API_KEYS_FILE: undefined });
     expect(res.code, res.stderr).toBe(2);
-    expect(res.stderr).toContain("DECIDE_RATE_LIMIT_RPS: must be a positive number, got 'abc'");
+    expect(res.stderr).toContain("DECIDE_RATE_LIMIT_RPS: must be a number of at least 0.00001, got 'abc'");
     expect(res.stdout).not.toContain('created an API key');
     expect(existsSync(path.join(dataDir, 'api-key'))).toBe(false);
   });

@@ -91,6 +91,7 @@ describe('Engine.load', () => {
     ['passLengthMultiple', 0],
     ['passLengthMultiple', 2.5],
     ['ortProfilePrefix', ''],
+    ['ortProfilePrefix', '/no-such-folder/ort'],
     ['provider', 'tpu'],
   ])('refuses %s = %s with ERR_INPUT naming it', async (key, value) => {
     await expect(Engine.load({ modelDir, [key]: value } as unknown as Parameters<typeof Engine.load>[0])).rejects.toMatchObject({

@@ -25,7 +25,8 @@ import { insertInputRows } from './input-rows.js';
 import { closeJob, getJob, JOB_COLUMNS, toJob } from './job-rows.js';
 import { migrate, withSchemaLock } from './migrations.js';
 import { answeringOutages, isDatabaseOutage } from './outage.js';
-import { CHUNK_QUEUE, chunkPriorities, leaseSeconds, startQueue } from './queue.js';
+import { leaseSeconds } from '../settings.js';
+import { CHUNK_QUEUE, chunkPriorities, startQueue } from './queue.js';
 import { openAiFieldsToText } from '../openai/job-fields.js';
 import { resultRowsBytes, type BatchJob, type BatchResults, type BatchStore, type NewBatch, type ResultRows, type BatchInput, type StoreContext } from '../ports.js';
 

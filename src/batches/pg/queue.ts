@@ -11,7 +11,6 @@
  */
 import { PgBoss } from 'pg-boss';
 
-import { envNumber, LEASE_SECONDS } from '../settings.js';
 import { CONNECTION_LIMITS, type Client } from './database.js';
 
 export const QUEUE_SCHEMA = 'decide_queue';
@@ -42,10 +41,6 @@ export async function chunkPriorities(client: Client, count: number): Promise<nu
     [count],
   );
   return rows.map((r) => -r.v);
-}
-
-export function leaseSeconds(env: NodeJS.ProcessEnv): number {
-  return envNumber(env, 'DECIDE_BATCH_LEASE_SECONDS', LEASE_SECONDS.default, { min: LEASE_SECONDS.min });
 }
 
 /**

@@ -28,6 +28,8 @@ export interface SqliteStoreOptions {
   /** Run (and resume) jobs in this process (default true). */
   work: boolean;
   log: (line: string) => void;
+  /** A data dir others can enter is reported here; default `log`. */
+  warn?: (line: string) => void;
 }
 
 export class SqliteBatchStore implements BatchStore {
@@ -50,7 +52,7 @@ export class SqliteBatchStore implements BatchStore {
   /** Opens the database, removes crash leftovers, expires what is due, then resumes unfinished jobs. */
   static async open(options: SqliteStoreOptions): Promise<SqliteBatchStore> {
     const warning = prepareDataDir(options.dataDir);
-    if (warning) options.log(`batch store: ${warning}`);
+    if (warning) (options.warn ?? options.log)(`batch store: ${warning}`);
     privateDir(path.join(options.dataDir, 'batches'));
     const unlock = lockDataDir(options.dataDir);
     let table: SqliteJobTable | undefined;
