@@ -120,9 +120,10 @@ describe('decide serve: settings and folders refused before a key is made or any
     const dataDir = path.join(scratch, 'refused-data');
     const modelsDir = path.join(scratch, 'refused-models');
     // Each folder flag the row does not give names a scratch folder (the data dir: unless the row's variable names it).
-    const all = ['serve', '--port', '0', ...args];
-    if (!args.includes('--models-dir')) all.push('--models-dir', modelsDir);
-    if (!args.includes('--data-dir') && !('DECIDE_DATA_DIR' in env)) all.push('--data-dir', dataDir);
+    const given: readonly string[] = args;
+    const all = ['serve', '--port', '0', ...given];
+    if (!given.includes('--models-dir')) all.push('--models-dir', modelsDir);
+    if (!given.includes('--data-dir') && !('DECIDE_DATA_DIR' in env)) all.push('--data-dir', dataDir);
     const res = decide(all, { ...NO_KEYS, ...env });
     expect(res.timedOut).toBe(false);
     expect(res.code, res.stderr).toBe(2);
