@@ -187,6 +187,34 @@ describe('BatchService restart', () => {
     }
   });
 
+  it('a job whose store refuses writes is tried again after a pause, not in a loop, and completes once the store takes writes', async () => {
+    const dataDir = path.join(workDir, 'refusing-store');
+    const logged: string[] = [];
+    const { service, release } = gatedService(0);
+    const batches = await BatchService.open({ service, dataDir, log: (line) => logged.push(line) });
+    // The store's own SQLite connection, made to refuse writes as a full disk would.
+    const db = (batches.store as unknown as { table: { db: { pragma(sql: string): unknown } } }).table.db;
+    try {
+      const lines = goodLines(6, 3, 'w');
+      const b = await batches.create({ owner: 'o', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([lines.join('\n')])) });
+      db.pragma('query_only = ON');
+      release();
+      await new Promise((r) => setTimeout(r, 2_500));
+      const errors = logged.filter((l) => l.includes('runner error'));
+      // Without a pause this was hundreds of attempts a second; with one, at most one try and its two retries.
+      expect(errors.length).toBeGreaterThanOrEqual(1);
+      expect(errors.length).toBeLessThanOrEqual(3);
+      expect(errors[0]).toMatch(/runner error \(attempt 1; trying again in 1 s\)/);
+      db.pragma('query_only = OFF');
+      const done = await waitFor(batches, 'o', b.id, ['completed', 'failed']);
+      expect(done.status).toBe('completed');
+      expect(done.progress).toMatchObject({ total: 6, completed: 6, failed: 0 });
+    } finally {
+      db.pragma('query_only = OFF');
+      await batches.close();
+    }
+  }, 60_000);
+
   it('keeps the input on disk and fsynced before the job exists; a job row always has its input', async () => {
     const dataDir = path.join(workDir, 'durable');
     const batches = await BatchService.open({ service: svc, dataDir });

@@ -19,8 +19,19 @@ interface RunningJob {
   done: Promise<void>;
 }
 
+/** The pause before a job whose run failed outside its records is started again: doubling from the first to the most. */
+const RETRY_FIRST_MS = 1_000;
+const RETRY_MOST_MS = 60_000;
+
 export class JobPump {
   private readonly running = new Map<string, RunningJob>();
+  /**
+   * Jobs whose last run ended in a runner error (the store refused a write: a full disk, say):
+   * not started again before `at`, so that a lasting fault is retried with a pause, not in a loop
+   * that takes a core and fills the log.
+   */
+  private readonly backoff = new Map<string, { failures: number; at: number }>();
+  private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(
@@ -44,19 +55,48 @@ export class JobPump {
 
   /** Starts queued/unfinished jobs up to the concurrency limit, oldest first. */
   pump(): void {
+    this.scheduleRetry();
     if (this.closed || this.running.size >= this.settings.concurrency) return;
+    const now = Date.now();
     for (const job of this.store.unfinished()) {
       if (this.running.size >= this.settings.concurrency) break;
-      if (this.running.has(job.id)) continue;
+      if (this.running.has(job.id) || (this.backoff.get(job.id)?.at ?? 0) > now) continue;
       const run: RunningJob = { stop: false, done: Promise.resolve() };
       this.running.set(job.id, run);
       run.done = this.runJob(job, run)
-        .catch((err) => this.log(`batch ${job.id}: runner error: ${String((err as Error)?.stack ?? err)}`))
+        .then(
+          () => void this.backoff.delete(job.id),
+          (err) => this.runFailed(job.id, err),
+        )
         .finally(() => {
           this.running.delete(job.id);
           this.pump();
         });
     }
+  }
+
+  private runFailed(id: string, err: unknown): void {
+    const failures = (this.backoff.get(id)?.failures ?? 0) + 1;
+    const waitMs = Math.min(RETRY_MOST_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
+    this.backoff.set(id, { failures, at: Date.now() + waitMs });
+    this.log(`batch ${id}: runner error (attempt ${failures}; trying again in ${waitMs / 1000} s): ${String((err as Error)?.stack ?? err)}`);
+  }
+
+  /**
+   * One timer, for the earliest pause still to end (pump() skips a pausing job). A job whose pause
+   * has ended but that waits for a free slot starts when a running job ends (its pump()).
+   */
+  private scheduleRetry(): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    const now = Date.now();
+    const ends = [...this.backoff.values()].map((b) => b.at).filter((at) => at > now);
+    if (this.closed || ends.length === 0) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.pump();
+    }, Math.min(...ends) - now);
+    this.retryTimer.unref();
   }
 
   private finishJob(id: string, status: 'completed' | 'failed' | 'cancelled', progress?: JobProgress, error?: { code: string; message: string }): void {
@@ -144,6 +184,7 @@ export class JobPump {
   /** Stops every runner at its next chunk boundary and waits for them; no job starts after. */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     for (const run of this.running.values()) run.stop = true;
     await Promise.all([...this.running.values()].map((r) => r.done));
   }
