@@ -419,6 +419,17 @@ describe('other routes', () => {
     expect(doc.paths['/metrics']).toBeUndefined();
     expect(schemaOf(doc.paths['/v1/batches/validate'].post.responses['200'].content).properties.errors).toBeDefined();
     expect(Object.keys(doc.paths).filter((p) => p.startsWith('/console'))).toEqual([]);
+    // Downloads: their own type on the 200 only; their errors are JSON like every other.
+    for (const [route, type] of [['/v1/batches/{id}/results', 'application/x-ndjson'], ['/v1/files/{id}/content', 'application/octet-stream']] as const) {
+      const { responses } = doc.paths[route].get;
+      expect(Object.keys(responses['200'].content), route).toEqual([type]);
+      for (const status of ['401', '404', '429', '500']) expect(Object.keys(responses[status].content), `${route} ${status}`).toEqual(['application/json']);
+    }
+    // POST /v1/batches takes our form or OpenAI's JSON body, and answers errors in the shape of each.
+    const create = doc.paths['/v1/batches'].post;
+    expect(Object.keys(create.requestBody.content).sort()).toEqual(['application/json', 'multipart/form-data']);
+    expect(create.requestBody.content['application/json'].schema.required).toEqual(['input_file_id', 'endpoint', 'completion_window']);
+    expect(create.responses['400'].content['application/json'].schema.anyOf).toHaveLength(2);
   });
 
   it('every dialect of the registry is served at its path by the one route function, documented as it says', async () => {

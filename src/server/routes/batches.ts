@@ -17,9 +17,11 @@ import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 
+import { DIALECT_PATHS } from '../../api/dialects.js';
+import { OpenAiErrorSchema } from '../../api/openai/schemas.js';
 import { ref } from '../../api/schemas.js';
 import { BATCH_LIST_LIMIT, type BatchService } from '../../batches/batch-service.js';
-import type { OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
+import { COMPLETION_WINDOWS, METADATA_LIMITS, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
 import { ownerOf } from '../auth.js';
 import { readBatchForm } from '../batch-form.js';
 import { sendError } from '../errors.js';
@@ -36,6 +38,22 @@ const IdParams = Type.Object({ id: Type.String({ description: 'The batch id.' })
 const errors = (codes: string) => ref('Error', codes);
 const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: errors('server_error') };
 
+/** POST /v1/batches answers an error in the shape of what it was sent: ours for the form, OpenAI's for a JSON body. */
+const createErrors = (codes: string) => ({ anyOf: [ref('Error'), OpenAiErrorSchema], description: `${codes} (a multipart form gets ours, a JSON body OpenAI's {error})` });
+
+/** OpenAI's batch creation, the JSON body of POST /v1/batches (docs/compatibility.md, Batches). */
+const OpenAiBatchCreate = Type.Object(
+  {
+    input_file_id: Type.String({ description: 'A file uploaded with purpose "batch" (POST /v1/files).' }),
+    endpoint: Type.Union(DIALECT_PATHS.map((p) => Type.Literal(p))),
+    completion_window: Type.Union(COMPLETION_WINDOWS.map((w) => Type.Literal(w))),
+    metadata: Type.Optional(
+      Type.Union([Type.Record(Type.String({ maxLength: METADATA_LIMITS.keyChars }), Type.String({ maxLength: METADATA_LIMITS.valueChars }), { maxProperties: METADATA_LIMITS.keys }), Type.Null()]),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { batches, openai }) => {
   if (!app.hasContentTypeParser('multipart/form-data')) {
     // Scoped to these routes; limits are given per request below.
@@ -46,22 +64,28 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
     '/batches',
     {
       schema: {
-        summary: 'Create a batch from a JSONL file (multipart form: model, file, optional questions)',
+        summary: "Create a batch from a JSONL file (multipart form: model, file, optional questions), or OpenAI's way (JSON: input_file_id, endpoint, completion_window)",
         operationId: 'createBatch',
         tags: ['batches'],
-        consumes: ['multipart/form-data'],
-        body: Type.Object({
-          model: Type.String({ description: 'Model id or alias, e.g. svc-alpha.' }),
-          file: Type.String({ format: 'binary', description: 'JSONL: one record per line, {"custom_id", "state", "questions"} or {"custom_id", "method": "POST", "url": "/v1/decide", "body"}.' }),
-          questions: Type.Optional(Type.String({ description: 'JSON text (a text field or a small file part): questions for records without their own.' })),
-        }),
+        body: {
+          content: {
+            'multipart/form-data': {
+              schema: Type.Object({
+                model: Type.String({ description: 'Model id or alias, e.g. svc-alpha.' }),
+                file: Type.String({ format: 'binary', description: 'JSONL: one record per line, {"custom_id", "state", "questions"} or {"custom_id", "method": "POST", "url": "/v1/decide", "body"}.' }),
+                questions: Type.Optional(Type.String({ description: 'JSON text (a text field or a small file part): questions for records without their own.' })),
+              }),
+            },
+            'application/json': { schema: OpenAiBatchCreate },
+          },
+        },
         response: {
           200: Type.Object({}, { additionalProperties: true, description: "OpenAI's Batch object, for a JSON body (docs/compatibility.md, Batches)" }),
           201: ref('Batch'),
-          400: errors('invalid_question: missing model or file, empty file, invalid questions field'),
-          404: errors('not_found: unknown model'),
-          413: errors('state_too_long: the file is over the size limit or has more records than the limit'),
-          415: errors('invalid_question: a compressed body (Content-Encoding other than identity); send it uncompressed'),
+          400: createErrors('invalid_question: missing model or file, empty file, invalid questions field; a JSON body: an invalid field'),
+          404: createErrors('not_found: unknown model; a JSON body: unknown input file'),
+          413: createErrors('state_too_long: the file is over the size limit or has more records than the limit'),
+          415: createErrors('invalid_question: a compressed body (Content-Encoding other than identity); send it uncompressed'),
           ...common,
         },
       },
@@ -122,9 +146,12 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         operationId: 'getBatchResults',
         tags: ['batches'],
         params: IdParams,
-        produces: ['application/x-ndjson'],
         response: {
-          200: { description: 'One JSON object per line: {custom_id, id, answers, usage} or {custom_id, error: {code, message}}.', type: 'string' },
+          // The rows' type on the 200 alone: the errors are JSON (`produces` would type every answer so).
+          200: {
+            description: 'One JSON object per line: {custom_id, id, answers, usage} or {custom_id, error: {code, message}}.',
+            content: { 'application/x-ndjson': { schema: { type: 'string' } } },
+          },
           404: errors('not_found: unknown batch, not final yet (poll GET /v1/batches/{id}), or expired'),
           ...common,
         },

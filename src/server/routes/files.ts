@@ -154,8 +154,8 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
         operationId: 'downloadFile',
         tags,
         params: IdParams,
-        produces: ['application/octet-stream'],
-        response: { 200: { type: 'string', description: 'The bytes.' }, 404: OpenAiError, ...common },
+        // The bytes' type on the 200 alone: the errors are JSON (`produces` would type every answer so).
+        response: { 200: { description: 'The bytes.', content: { 'application/octet-stream': { schema: { type: 'string' } } } }, 404: OpenAiError, ...common },
       },
       ...asBuilt,
     },
