@@ -15,6 +15,7 @@ import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { decideResponse } from '../api/decide/index.js';
 import type { DecideResponse, ModelEntry, ModelListing } from '../api/schemas.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
+import { envPath } from '../engine/env-path.js';
 import { checkEngineOptions, checkOptionNames, ENGINE_PASS_OPTION_NAMES, optionConflict, withEnvironment, type EngineLoadOptions } from '../engine/engine-options.js';
 import { ModelRuntime, type ModelRuntimeOptions, type RawQuestionScore, type ScoredRequest } from '../runtime/model-runtime.js';
 import { checkSchedulerOptions, type Priority } from '../runtime/scheduler.js';
@@ -35,7 +36,7 @@ import { checkPin, type VersionPin } from './version-pin.js';
  * const svc = await DecisionService.open({ modelsDir: '/srv/models', preload: ['svc-alpha'], threads: 4 });
  */
 export interface DecisionServiceOptions {
-  /** Where model directories live; default DECIDE_MODELS_DIR or ./models. */
+  /** Where model directories live; default DECIDE_MODELS_DIR (unset or empty: ./models). */
   modelsDir?: string;
   /** Create the embedded default model (random weights) when missing; default true. */
   ensureDefaultModel?: boolean;
@@ -194,7 +195,7 @@ export class DecisionService {
    * await svc.close();
    */
   static async open(options: DecisionServiceOptions = {}): Promise<DecisionService> {
-    const modelsDir = path.resolve(options.modelsDir ?? process.env.DECIDE_MODELS_DIR ?? 'models');
+    const modelsDir = path.resolve(options.modelsDir ?? envPath(process.env, 'DECIDE_MODELS_DIR') ?? 'models');
     checkServiceOptions(options, modelsDir);
     if (options.ensureDefaultModel ?? true) await ensureDefaultModel(modelsDir, options.log);
     const service = new DecisionService(new ModelRegistry(modelsDir, { log: options.log }), { ...options, modelsDir });

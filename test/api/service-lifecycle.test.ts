@@ -96,3 +96,19 @@ it('open() refuses unknown options and scheduler options that would refuse every
   // Infinity is a wait without limit, not a bad value.
   await (await open({ runtime: { scheduler: { maxQueueWaitMs: Infinity } } })).close();
 });
+
+it('open(): an empty DECIDE_MODELS_DIR is unset (./models), not the current directory', async () => {
+  const saved = process.env.DECIDE_MODELS_DIR;
+  process.env.DECIDE_MODELS_DIR = '';
+  try {
+    const service = await DecisionService.open({ ensureDefaultModel: false, preload: [] });
+    try {
+      expect(service.registry.modelsDir).toBe(path.resolve('models'));
+    } finally {
+      await service.close();
+    }
+  } finally {
+    if (saved === undefined) delete process.env.DECIDE_MODELS_DIR;
+    else process.env.DECIDE_MODELS_DIR = saved;
+  }
+});
