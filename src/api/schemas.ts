@@ -197,6 +197,8 @@ export type HeldOutFigures = Static<typeof HeldOutFiguresSchema>;
 export const ModelSchema = Type.Object({
   id: Type.String({ description: 'Dated model id, e.g. svc-alpha-2026-10.' }),
   object: Type.Literal('model'),
+  created: Type.Integer({ description: "OpenAI's Model field: Unix seconds of the version's date (release_date in the System One list), 00:00 UTC." }),
+  owned_by: Type.String({ description: "OpenAI's Model field: always 'decision-engine' (the service's own installs)." }),
   alias: Type.Optional(Type.String({ description: 'The undated alias this id belongs to.' })),
   loaded: Type.Boolean({ description: 'Whether the model is loaded in this process.' }),
   status: Type.Union([Type.Literal('ok'), Type.Literal('broken')], {

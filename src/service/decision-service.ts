@@ -27,7 +27,7 @@ import { calibrationSummary } from '../models/model-info.js';
 import { saturatingInt8Warning } from '../models/int8-warning.js';
 import { ModelRegistry, type InstalledModel } from '../models/registry.js';
 import { RuntimeLeases } from './runtime-leases.js';
-import { systemOneModels } from './systemone-models.js';
+import { releaseDate, systemOneModels } from './systemone-models.js';
 import { checkPin, type VersionPin } from './version-pin.js';
 
 /**
@@ -135,6 +135,9 @@ const MODEL_IDENTITY_FILES = ['config.json', 'decision.json', 'tokenizer.json', 
  * engine's own derived graphs are written beside the stored one at a model's first load, which
  * changes nothing about the model.
  */
+/** OpenAI's `owned_by` of every model listed: the models are this service's own installs. */
+const MODEL_OWNER = 'decision-engine';
+
 /** Times a call looks a model up again when the runtime it got was retired (or its load met a change). */
 const MAX_RUNTIME_ATTEMPTS = 5;
 
@@ -365,6 +368,9 @@ export class DecisionService {
     return {
       id: m.id,
       object: 'model' as const,
+      // OpenAI's Model fields, so that its SDK's models.list() / retrieve() read them.
+      created: Date.parse(`${releaseDate(m)}T00:00:00Z`) / 1000,
+      owned_by: MODEL_OWNER,
       ...(m.alias ? { alias: m.alias } : {}),
       loaded: this.loaded.has(m.id),
       status: m.broken ? ('broken' as const) : ('ok' as const),

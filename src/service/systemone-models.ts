@@ -8,8 +8,11 @@ import { statSync } from 'node:fs';
 import type { ModelListing } from '../api/schemas.js';
 import type { InstalledModel } from '../models/registry.js';
 
-/** YYYY-MM-DD of a dated id's version (YYYY-MM: the first of the month), else the day its directory last changed. */
-function releaseDate(model: InstalledModel): string {
+/**
+ * YYYY-MM-DD of a dated id's version (YYYY-MM: the first of the month), else the day its directory
+ * last changed: System One's release_date, and (as Unix seconds) OpenAI's `created` in our listing.
+ */
+export function releaseDate(model: InstalledModel): string {
   if (model.version) return model.version.length === 7 ? `${model.version}-01` : model.version;
   try {
     return statSync(model.dir).mtime.toISOString().slice(0, 10);

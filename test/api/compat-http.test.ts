@@ -306,6 +306,14 @@ describe('POST /v1/decisions (the official openai client)', () => {
     expect(long).toBeInstanceOf(OpenAI.BadRequestError);
     expect((long as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
   });
+
+  it("client.models.list() and retrieve() read OpenAI's Model fields: id, object, created (the version's date), owned_by", async () => {
+    const listed = [];
+    for await (const model of openai().models.list()) listed.push(model);
+    const version = listed.find((m) => m.id === 'svc-alpha-2026-10');
+    expect(version).toMatchObject({ object: 'model', created: Date.UTC(2026, 9, 1) / 1000, owned_by: 'decision-engine' });
+    expect(await openai().models.retrieve('svc-alpha')).toMatchObject({ id: 'svc-alpha-2026-10', created: Date.UTC(2026, 9, 1) / 1000, owned_by: 'decision-engine' });
+  });
 });
 
 describe('a key given twice or a lone surrogate inside an array: every door names the place, indices included', () => {
