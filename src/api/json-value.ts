@@ -19,3 +19,13 @@ export function jsonType(v: unknown): string {
   if (Array.isArray(v)) return 'array';
   return typeof v;
 }
+
+/**
+ * A value a client sent (or left out), shown in a message: a string quoted (its first 100
+ * characters), 'nothing' for a missing field (never JavaScript's `undefined`), else its JSON type.
+ */
+export function shownValue(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (typeof v === 'string') return JSON.stringify(v.slice(0, 100));
+  return jsonType(v) === 'array' ? 'an array' : jsonType(v);
+}

@@ -305,6 +305,9 @@ describe('POST /v1/decisions (the official openai client)', () => {
     const long = await openai().decisions.create({ ...DECISION_PARAMS, input: longState(5000) }).catch((e: unknown) => e);
     expect(long).toBeInstanceOf(OpenAI.BadRequestError);
     expect((long as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
+    // Named as this door's request names it: the input, never our word "state".
+    expect((long as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/^400 input is \d+ tokens; .*trim the input/);
+    expect((long as InstanceType<typeof OpenAI.BadRequestError>).message).not.toMatch(/\bstate\b/);
   });
 
   it("client.models.list() and retrieve() read OpenAI's Model fields: id, object, created (the version's date), owned_by", async () => {

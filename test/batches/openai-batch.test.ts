@@ -378,6 +378,12 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
     const metadata = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']));
     await expect(client.batches.create({ input_file_id: good.id, endpoint: '/v1/decide' as any, completion_window: '24h', metadata })).rejects.toMatchObject({ status: 400, param: 'metadata' });
     await expect(client.batches.create({ input_file_id: 'file-nope', endpoint: '/v1/decide' as any, completion_window: '24h' })).rejects.toMatchObject({ status: 404, param: 'input_file_id' });
+    // A field left out is named as missing, not as JavaScript's `undefined`.
+    await expect(client.batches.create({ endpoint: '/v1/decide' as any, completion_window: '24h' } as any)).rejects.toMatchObject({
+      status: 400,
+      param: 'input_file_id',
+      message: expect.stringMatching(/input_file_id: required, a file id, got nothing$/),
+    });
 
     expect(await client.files.delete(good.id)).toEqual({ id: good.id, object: 'file', deleted: true });
     await expect(client.files.retrieve(good.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);

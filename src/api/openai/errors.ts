@@ -56,7 +56,8 @@ export function openAiError(err: unknown, context: ErrorContext = {}): WireError
     case 'not_found':
       return openAiErrorWire(404, api.message, 'invalid_request_error', 'model', 'model_not_found');
     case 'state_too_long':
-      return openAiErrorWire(400, api.message, 'invalid_request_error', 'input', 'context_length_exceeded');
+      // The engine says "state"; here the state is the request's `input`.
+      return openAiErrorWire(400, api.message.replace(/\bstate\b/g, 'input'), 'invalid_request_error', 'input', 'context_length_exceeded');
     case 'rate_limited':
       return openAiErrorWire(429, api.message, 'rate_limit_error', null, 'rate_limit_exceeded', retryHeaders(api.retryAfterSeconds));
     case 'server_error':

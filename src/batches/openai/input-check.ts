@@ -7,6 +7,7 @@
  * input_file_id) listing up to 20 bad lines, thrown after the last line, so the store creates
  * nothing.
  */
+import { shownValue } from '../../api/json-value.js';
 import type { LineCheck } from '../input-lines.js';
 import { decodeLine, type DecodedLine } from '../records.js';
 import { splitLines, type RawLine } from '../jsonl-lines.js';
@@ -16,8 +17,6 @@ import { envelopeProblem } from './lines.js';
 
 /** Problems a creation error lists. */
 const MAX_LISTED_PROBLEMS = 20;
-
-const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v.slice(0, 100)) : v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
 
 export class EnvelopeCheck implements LineCheck {
   /** The first request line's body.model, once seen. */
@@ -44,7 +43,7 @@ export class EnvelopeCheck implements LineCheck {
     this.seen.set(id, line.lineNo);
     if (this.model === undefined) {
       const m = (value.body as Record<string, unknown>).model;
-      if (typeof m !== 'string' || m === '') this.note(`line ${line.lineNo}: body.model: required, the model that runs the batch (got ${shown(m)})`);
+      if (typeof m !== 'string' || m === '') this.note(`line ${line.lineNo}: body.model: required, the model that runs the batch (got ${shownValue(m)})`);
       else this.model = m;
     }
   }

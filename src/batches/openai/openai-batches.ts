@@ -22,7 +22,7 @@ import { monotonicFactory } from 'ulid';
 
 import { DIALECT_PATHS } from '../../api/dialects.js';
 import { isApiError } from '../../api/errors.js';
-import { isPlainObject } from '../../api/json-value.js';
+import { isPlainObject, shownValue } from '../../api/json-value.js';
 import type { BatchService, StagedUpload } from '../batch-service.js';
 import { openFileStore } from '../open-stores.js';
 import { inputLines } from '../input-lines.js';
@@ -56,8 +56,6 @@ export interface FileListPage {
   has_more: boolean;
 }
 
-const shown = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v.slice(0, 100)) : v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
-
 /** The form fields `expires_after[anchor]` and `expires_after[seconds]` as sent (undefined when absent). */
 export interface ExpiresAfterFields {
   anchor: string | undefined;
@@ -69,11 +67,11 @@ function uploadExpirySeconds(fields: ExpiresAfterFields | undefined): number {
   if (fields === undefined || (fields.anchor === undefined && fields.seconds === undefined)) return FILE_EXPIRY_SECONDS.default;
   const { min, max } = FILE_EXPIRY_SECONDS;
   if (fields.anchor === undefined) throw oaError(400, "expires_after[anchor]: required with expires_after[seconds] (send 'created_at')", 'expires_after[anchor]');
-  if (fields.anchor !== 'created_at') throw oaError(400, `expires_after[anchor]: must be 'created_at' (the only anchor), got ${shown(fields.anchor)}`, 'expires_after[anchor]');
+  if (fields.anchor !== 'created_at') throw oaError(400, `expires_after[anchor]: must be 'created_at' (the only anchor), got ${shownValue(fields.anchor)}`, 'expires_after[anchor]');
   const range = `an integer from ${min} (1 hour) to ${max} (30 days)`;
   if (fields.seconds === undefined) throw oaError(400, `expires_after[seconds]: required with expires_after[anchor] (${range})`, 'expires_after[seconds]');
   const seconds = /^[0-9]{1,10}$/.test(fields.seconds) ? Number(fields.seconds) : NaN;
-  if (!(seconds >= min && seconds <= max)) throw oaError(400, `expires_after[seconds]: must be ${range}, got ${shown(fields.seconds)}`, 'expires_after[seconds]');
+  if (!(seconds >= min && seconds <= max)) throw oaError(400, `expires_after[seconds]: must be ${range}, got ${shownValue(fields.seconds)}`, 'expires_after[seconds]');
   return seconds;
 }
 
@@ -140,7 +138,7 @@ export class OpenAiBatchApi {
     try {
       if (input.purpose === undefined) throw oaError(400, "purpose: required (form field 'purpose'; the only purpose served is 'batch')", 'purpose');
       if (!(FILE_PURPOSES as readonly string[]).includes(input.purpose)) {
-        throw oaError(400, `purpose: ${shown(input.purpose)} is not supported; this server keeps files for batches only (purpose 'batch')`, 'purpose');
+        throw oaError(400, `purpose: ${shownValue(input.purpose)} is not supported; this server keeps files for batches only (purpose 'batch')`, 'purpose');
       }
       if (!input.upload) throw oaError(400, "file: required (form field 'file', a JSONL file with one request per line)", 'file');
       if (input.upload.records === 0) throw oaError(400, 'file: empty; a batch file needs at least one request line', 'file');
@@ -285,17 +283,17 @@ export class OpenAiBatchApi {
   }
 
   private createParams(body: unknown): OpenAiJobFields {
-    if (!isPlainObject(body)) throw oaError(400, `request body: must be a JSON object {input_file_id, endpoint, completion_window, metadata?}, got ${shown(body)}`);
+    if (!isPlainObject(body)) throw oaError(400, `request body: must be a JSON object {input_file_id, endpoint, completion_window, metadata?}, got ${shownValue(body)}`);
     for (const key of Object.keys(body)) {
       if (!CREATE_FIELDS.includes(key)) throw oaError(400, `${key.slice(0, 100)}: unknown field (allowed: ${CREATE_FIELDS.join(', ')})`, key.slice(0, 100));
     }
     const { input_file_id: inputFileId, endpoint, completion_window: completionWindow, metadata } = body;
-    if (typeof inputFileId !== 'string' || inputFileId === '') throw oaError(400, `input_file_id: required, a file id, got ${shown(inputFileId)}`, 'input_file_id');
+    if (typeof inputFileId !== 'string' || inputFileId === '') throw oaError(400, `input_file_id: required, a file id, got ${shownValue(inputFileId)}`, 'input_file_id');
     if (typeof endpoint !== 'string' || !DIALECT_PATHS.includes(endpoint)) {
-      throw oaError(400, `endpoint: must be one of ${DIALECT_PATHS.join(', ')}, got ${shown(endpoint)}`, 'endpoint');
+      throw oaError(400, `endpoint: must be one of ${DIALECT_PATHS.join(', ')}, got ${shownValue(endpoint)}`, 'endpoint');
     }
     if (typeof completionWindow !== 'string' || !(COMPLETION_WINDOWS as readonly string[]).includes(completionWindow)) {
-      throw oaError(400, `completion_window: must be '24h', got ${shown(completionWindow)}`, 'completion_window');
+      throw oaError(400, `completion_window: must be '24h', got ${shownValue(completionWindow)}`, 'completion_window');
     }
     return { inputFileId, endpoint, completionWindow, metadata: this.metadata(metadata) };
   }
@@ -303,12 +301,12 @@ export class OpenAiBatchApi {
   private metadata(value: unknown): Record<string, string> | null {
     if (value === undefined || value === null) return null;
     const { keys, keyChars, valueChars } = METADATA_LIMITS;
-    if (!isPlainObject(value)) throw oaError(400, `metadata: must be an object of strings, got ${shown(value)}`, 'metadata');
+    if (!isPlainObject(value)) throw oaError(400, `metadata: must be an object of strings, got ${shownValue(value)}`, 'metadata');
     const entries = Object.entries(value);
     if (entries.length > keys) throw oaError(400, `metadata: at most ${keys} keys, got ${entries.length}`, 'metadata');
     for (const [k, v] of entries) {
-      if (k.length > keyChars) throw oaError(400, `metadata: key ${shown(k)} is longer than ${keyChars} characters`, 'metadata');
-      if (typeof v !== 'string') throw oaError(400, `metadata.${k.slice(0, 64)}: must be a string, got ${shown(v)}`, 'metadata');
+      if (k.length > keyChars) throw oaError(400, `metadata: key ${shownValue(k)} is longer than ${keyChars} characters`, 'metadata');
+      if (typeof v !== 'string') throw oaError(400, `metadata.${k.slice(0, 64)}: must be a string, got ${shownValue(v)}`, 'metadata');
       if (v.length > valueChars) throw oaError(400, `metadata.${k.slice(0, 64)}: longer than ${valueChars} characters`, 'metadata');
     }
     return Object.fromEntries(entries) as Record<string, string>;
