@@ -156,7 +156,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
     log(`model ${modelDir}: ${shape.numLayers} layers, hidden ${shape.hiddenSize}, ${(params.total / 1e6).toFixed(1)}M params (body ${(params.body / 1e6).toFixed(1)}M); graph ${path.basename(engine.info.graphFile)}, gathered LM head: ${engine.info.hasLogitsIndex}, packed suffix rows: ${engine.info.packsSuffixes}, decoder graph: ${engine.info.attention.graph} (${engine.info.attention.source})`);
     if (engine.info.int8 !== undefined) log(`int8 path: ${engine.info.int8.path} (${engine.info.int8.reason})`);
 
-    log(`[${elapsed()}] measuring the ${dtype} MatMul peak ...`);
+    log(`[${elapsed()}] measuring the ${computeDtype(dtype)} MatMul peak ...`);
     const measured = await measurePeak({ threads, provider, dtype: computeDtype(dtype), quick }, peakShapes(shape.hiddenSize, shape.intermediateSize));
     const peak = measured.result;
     probe = measured.probe;

@@ -34,7 +34,8 @@ const DEFAULT_PRESET = 'small';
 
 const HELP = `usage: decide bench [options]
 
-Runs, in one process on one generated model (built into models/bench-<preset>[-fp16] when missing):
+Runs, in one process on one generated model (built when missing into the package's own folder,
+<package>/models/bench-<preset>[-fp16|-int8], whatever the current directory):
 the engine (prefix reuse, batched suffix pass), the fresh-scoring baseline (onnxruntime-node JS API,
 every question as one full sequence, same graph file), the ideal speedup, and the measured fp32
 MatMul peak of this machine; prints a table per workload and writes bench/results/<timestamp>.json.
@@ -58,9 +59,9 @@ options:
   --no-micro            skip the TypeScript micro-benchmarks
   --no-latency          skip the latency of POST /v1/decide over HTTP
   --seed N              seed of the generated states (default 1)
-  --model-dir DIR       use this model directory instead of models/bench-<preset>[-fp16]
+  --model-dir DIR       use this model directory instead of <package>/models/bench-<preset>[-fp16|-int8]
   --reference-dir DIR   the fp32 twin of --model-dir that an fp16 or cuda run is checked against
-                        (default models/bench-<preset>, built when missing)
+                        (default <package>/models/bench-<preset>, built when missing)
   --results-dir DIR     where the JSON report goes (default bench/results); checked before the run
   --ort-profile FILE    instead of the benchmark: ONNX Runtime's profile of one warm engine call
                         (the first call of the first --workloads entry, default document) written

@@ -448,6 +448,10 @@ export class DecisionService {
           }
           const int8Warning = saturatingInt8Warning(model.dir);
           if (int8Warning !== undefined) this.options.log?.(`model ${model.id}: ${int8Warning}`);
+          // A forced int8 path is the operator's choice: said once per load, with its caveat (a
+          // u8 x s8 GEMM on a CPU without VNNI or AMX may answer wrongly).
+          const { int8 } = runtime.engine.info;
+          if (int8?.forced) this.options.log?.(`model ${model.id}: int8 path ${int8.path}, ${int8.reason}`);
         },
         () => {
           if (this.runtimes.get(model.id) === loading) this.runtimes.delete(model.id);

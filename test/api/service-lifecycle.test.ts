@@ -4,7 +4,7 @@
  * queue) are answered, calls made after it begins are refused as "shutting down".
  */
 import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.js';
 import { EngineError } from '../../src/errors/engine-error.js';
 import { DecisionService, type DecisionServiceOptions } from '../../src/service/decision-service.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
 import { decideBody, expectValidAnswers, tempModels, MIXED_QUESTIONS, type TempDirs } from './fixtures.js';
 
 let dirs: TempDirs;
@@ -110,5 +111,23 @@ it('open(): an empty DECIDE_MODELS_DIR is unset (./models), not the current dire
   } finally {
     if (saved === undefined) delete process.env.DECIDE_MODELS_DIR;
     else process.env.DECIDE_MODELS_DIR = saved;
+  }
+});
+
+it('a forced int8 path is logged at load with its reason (on a CPU without VNNI or AMX, u8s8 says it may answer wrongly)', async () => {
+  const int8 = await tempModels([]);
+  try {
+    await symlink(await tinyModelDir({}, 'int8'), path.join(int8.modelsDir, 'tiny-int8-2026-10'), 'dir');
+    const logged: string[] = [];
+    const service = await DecisionService.open({ modelsDir: int8.modelsDir, ensureDefaultModel: false, preload: ['tiny-int8-2026-10'], runtime: { engine: { int8Path: 'u8u8' } }, log: (l) => logged.push(l) });
+    await service.close();
+    expect(logged.filter((l) => l.includes('int8 path'))).toEqual([expect.stringMatching(/^model tiny-int8-2026-10: int8 path u8u8, forced \(DECIDE_INT8_KERNEL or options\.int8Path\)/)]);
+    // The automatic choice is not an operator's: nothing said.
+    const quiet: string[] = [];
+    const auto = await DecisionService.open({ modelsDir: int8.modelsDir, ensureDefaultModel: false, preload: ['tiny-int8-2026-10'], log: (l) => quiet.push(l) });
+    await auto.close();
+    expect(quiet.filter((l) => l.includes('int8 path'))).toEqual([]);
+  } finally {
+    int8.cleanup();
   }
 });
