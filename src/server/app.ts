@@ -215,6 +215,18 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
     if (draining) reply.header('connection', 'close');
     return payload;
   });
+  // A request answered before its body was read to the end (a form refused at its first wrong
+  // field while its file part is still arriving): the rest of the body is read and dropped, so the
+  // client can finish sending it, read the answer and send its next request on the connection.
+  // Left with its reader stopped mid-body, the connection would carry nothing more until the
+  // keep-alive timeout reset it. (A body nobody began to read Node drops by itself.)
+  app.addHook('onSend', async (request, _reply, payload) => {
+    if (!request.raw.complete) {
+      request.raw.unpipe();
+      request.raw.resume();
+    }
+    return payload;
+  });
   if (opts.ownsService) {
     // onClose runs after the HTTP server has closed, i.e. after every in-flight request has been answered.
     app.addHook('onClose', async () => {

@@ -426,3 +426,99 @@ describe('keys', () => {
     }
   });
 });
+
+/**
+ * One kept-alive connection read as a client reads it: send() writes bytes as they are, next()
+ * returns the next whole response (Content-Length bodies) or null when the server closed the
+ * connection, and fails after `waitMs` without either (a connection left hanging).
+ */
+class KeptAlive {
+  private readonly socket: net.Socket;
+  private data = Buffer.alloc(0);
+  private closed = false;
+  private wake: (() => void) | undefined;
+
+  constructor() {
+    this.socket = net.connect(port, '127.0.0.1');
+    this.socket.on('data', (piece: Buffer) => {
+      this.data = Buffer.concat([this.data, piece]);
+      this.wake?.();
+    });
+    this.socket.on('error', () => undefined);
+    this.socket.on('close', () => {
+      this.closed = true;
+      this.wake?.();
+    });
+  }
+
+  send(bytes: string | Buffer): void {
+    this.socket.write(bytes);
+  }
+
+  async next(waitMs = 5000): Promise<RawResponse | null> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const res = this.take();
+      if (res) return res;
+      if (this.closed) return null;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no response and the connection still open after ${waitMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  private take(): RawResponse | undefined {
+    const end = this.data.indexOf('\r\n\r\n');
+    if (end === -1) return undefined;
+    const [statusLine, ...headerLines] = this.data.subarray(0, end).toString('latin1').split('\r\n');
+    const headers: Record<string, string> = {};
+    for (const h of headerLines) {
+      const i = h.indexOf(':');
+      headers[h.slice(0, i).toLowerCase()] = h.slice(i + 1).trim();
+    }
+    const length = Number(headers['content-length'] ?? 0);
+    if (this.data.length < end + 4 + length) return undefined;
+    const body = this.data.subarray(end + 4, end + 4 + length).toString('utf8');
+    this.data = this.data.subarray(end + 4 + length);
+    return { status: Number(statusLine!.split(' ')[1]), headers, body };
+  }
+}
+
+/** A request as post() writes it, without Connection: close. */
+function keptAlivePost(path: string, headers: Record<string, string>, body: string): string {
+  return post(path, headers, body).replace('Connection: close\r\n', '');
+}
+
+describe('one kept-alive connection, several requests', () => {
+  it('a form refused at its first wrong field, its file still arriving: the 400, then the next request on the connection is answered', async () => {
+    // The file part is far larger than the socket buffers: refused before it is read, it must be
+    // read and dropped for the connection to carry the next request.
+    const file = `${RECORD}\n`.repeat(Math.ceil((2 * 1024 * 1024) / (RECORD.length + 1)));
+    for (const [route, extra] of [
+      ['/v1/files', { name: 'bogus', value: '1' }],
+      ['/v1/batches', { name: 'bogus', value: '1' }],
+    ] as const) {
+      const conn = new KeptAlive();
+      try {
+        conn.send(keptAlivePost(route, { 'Content-Type': FORM_TYPE }, form([extra, { name: 'file', value: file, filename: 'in.jsonl' }])));
+        const refused = await conn.next();
+        expect(refused?.status, route).toBe(400);
+        expect(refused!.body, route).toMatch(/form field 'bogus': unknown/);
+        conn.send('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+        expect((await conn.next())?.status, route).toBe(200);
+      } finally {
+        conn.close();
+      }
+    }
+  });
+});
