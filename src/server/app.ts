@@ -133,21 +133,60 @@ export function loggerConfig(logger: ServerOptions['logger']) {
   };
 }
 
-/** Malformed HTTP (before fastify has a request): the error shape, then the connection is closed. */
+/** A socket as Node's HTTP server keeps it: the response being written on it, if any. */
+type ServerSocket = Socket & { _httpMessage?: http.ServerResponse | null };
+
+/** Sockets whose client error is being answered: Node reports each later byte on them again. */
+const answering = new WeakSet<Socket>();
+
+/**
+ * Calls `then` once no response is being written on `socket` for a request received whole: the
+ * answers to the requests pipelined before a malformed one go out first, in order (Node hands the
+ * socket to the next queued response when one finishes), or at once when the socket is gone.
+ */
+function afterResponsesInFlight(socket: ServerSocket, then: () => void): void {
+  const inFlight = socket._httpMessage;
+  // A response whose own request is still arriving is not waited for: the error is in that
+  // request (a client that hung up mid-body), and closing the socket is what ends it.
+  if (!inFlight || inFlight.writableFinished || !inFlight.req.complete || socket.destroyed) return then();
+  let settled = false;
+  const next = () => {
+    if (settled) return;
+    settled = true;
+    afterResponsesInFlight(socket, then);
+  };
+  inFlight.once('finish', next);
+  inFlight.once('close', next);
+}
+
+/**
+ * Malformed HTTP (before fastify has a request): the error shape, then the connection is closed.
+ * A malformed request pipelined behind good ones waits for their answers: written at once, it
+ * would stand in place of the first answer (and a client would take a created batch for a 400).
+ */
 function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (err.code === 'ECONNRESET' || socket.destroyed || answering.has(socket)) return;
+  answering.add(socket);
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  const id = `req_${ulid()}`;
-  const message =
-    status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed HTTP request';
-  const body = JSON.stringify({ code: 'invalid_question', message, request_id: id });
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n${REQUEST_ID_HEADER}: ${id}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy();
+  const answer = () => {
+    const id = `req_${ulid()}`;
+    const message =
+      status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed HTTP request';
+    const body = JSON.stringify({ code: 'invalid_question', message, request_id: id });
+    if (socket.writable) {
+      socket.write(
+        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n${REQUEST_ID_HEADER}: ${id}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy();
+  };
+  if (status !== 408) return afterResponsesInFlight(socket, answer);
+  // A timed-out request is not waited for: its connection has held the server long enough. An
+  // answer still being written on it is cut short rather than have the 408 written into it.
+  const inFlight = (socket as ServerSocket)._httpMessage;
+  if (inFlight && !inFlight.writableFinished) socket.destroy();
+  else answer();
 }
 
 /**

@@ -522,3 +522,32 @@ describe('one kept-alive connection, several requests', () => {
     }
   });
 });
+
+describe('a malformed request pipelined behind good ones', () => {
+  it('the good ones are answered first, in order; then the error, and the connection is closed', async () => {
+    const decide = keptAlivePost('/v1/decide', { 'Content-Type': 'application/json' }, JSON.stringify(decideBody('a state')));
+    const health = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n';
+    const bigHeader = `GET /v1/models HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`;
+    for (const [what, bad, status] of [
+      ['garbage', 'GARBAGE\r\n\r\n', 400],
+      ['headers over the limit', bigHeader, 431],
+    ] as const) {
+      const conn = new KeptAlive();
+      try {
+        conn.send(decide + health + bad);
+        const first = await conn.next();
+        expect(first?.status, what).toBe(200);
+        expect(JSON.parse(first!.body).answers, what).toBeDefined();
+        const second = await conn.next();
+        expect(second?.status, what).toBe(200);
+        expect(JSON.parse(second!.body), what).toEqual({ status: 'ok' });
+        const third = await conn.next();
+        expect(third?.status, what).toBe(status);
+        expect(JSON.parse(third!.body).code, what).toBe('invalid_question');
+        expect(await conn.next(), what).toBeNull();
+      } finally {
+        conn.close();
+      }
+    }
+  });
+});
