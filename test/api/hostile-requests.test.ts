@@ -427,6 +427,35 @@ describe('keys', () => {
   });
 });
 
+describe('OPTIONS (a browser\'s CORS preflight): no CORS, no key needed, never a failed authentication', () => {
+  it('many preflights from one address, then a keyed request is still answered', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'preflight-data-'));
+    const limited = await createServer({
+      service,
+      apiKeys: [TEST_KEY],
+      dataDir,
+      rateLimit: { requestsPerSecond: 100, burst: 100, invalidKeys: { requestsPerSecond: 0.01, burst: 3 } },
+    });
+    try {
+      await limited.listen({ port: 0, host: '127.0.0.1' });
+      const root = `http://127.0.0.1:${(limited.server.address() as net.AddressInfo).port}`;
+      const preflight = { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' };
+      for (let i = 0; i < 10; i++) {
+        // 405 with Allow where the path answers other methods itself, else the API's 404.
+        for (const [p, status] of [['/v1/decide', 404], ['/healthz', 404], ['/v1/models', 404], ['/v1/files', 405], ['/v1/decisions', 405], ['/v1/systemone', 405]] as const) {
+          const res = await fetch(`${root}${p}`, { method: 'OPTIONS', headers: preflight });
+          expect(res.status, p).toBe(status);
+          expect([...res.headers.keys()].filter((h) => h.startsWith('access-control-')), p).toEqual([]);
+        }
+      }
+      expect((await fetch(`${root}/v1/models`, { headers: AUTH })).status).toBe(200);
+    } finally {
+      await limited.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
 /**
  * One kept-alive connection read as a client reads it: send() writes bytes as they are, next()
  * returns the next whole response (Content-Length bodies) or null when the server closed the
