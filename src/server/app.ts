@@ -13,17 +13,17 @@ import type { Socket } from 'node:net';
 
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
-import { ulid } from 'ulid';
 
 import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
+import { newRequestId } from '../api/request-ids.js';
 import { NAMED_SCHEMAS } from '../api/schemas.js';
 import type { EngineOptions } from '../engine/engine-options.js';
 import { envPath } from '../engine/env-path.js';
 import { DecisionService } from '../service/decision-service.js';
 import { resolveApiKeys, type ApiKeySet } from './api-keys.js';
 import { registerAuth } from './auth.js';
-import { frameworkErrorHandler, registerErrorHandling, registerScopedErrorHandling } from './errors.js';
+import { doorError, frameworkErrorHandler, registerErrorHandling, registerScopedErrorHandling } from './errors.js';
 import { registerMetrics } from './metrics.js';
 import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { BodyThread } from './body-thread.js';
@@ -160,7 +160,30 @@ function afterResponsesInFlight(socket: ServerSocket, then: () => void): void {
 }
 
 /**
- * Malformed HTTP (before fastify has a request): the error shape, then the connection is closed.
+ * The method and path of the request a client error is about, where they can be read: a request
+ * whose headers were read (a body that timed out), or one whose request line is in the bytes the
+ * parser failed on, with no blank line after it (the error is in its headers, not past them).
+ */
+function requestLineOf(err: NodeJS.ErrnoException, socket: Socket): { method: string; path: string } | undefined {
+  const incoming = (socket as Socket & { parser?: { incoming?: http.IncomingMessage | null } | null }).parser?.incoming;
+  if (incoming && !incoming.complete && incoming.url !== undefined) return { method: incoming.method ?? '', path: pathOf(incoming.url) };
+  const { rawPacket, bytesParsed } = err as { rawPacket?: unknown; bytesParsed?: unknown };
+  if (!Buffer.isBuffer(rawPacket)) return undefined;
+  const text = rawPacket.subarray(0, typeof bytesParsed === 'number' ? bytesParsed + 1 : undefined).toString('latin1');
+  let last: RegExpExecArray | undefined;
+  for (const match of text.matchAll(/(?:^|\n)([A-Z]+) (\S+) HTTP\/1\.[01]\r?\n/g)) last = match;
+  if (!last || text.indexOf('\r\n\r\n', last.index + last[0].length - 2) !== -1) return undefined;
+  return { method: last[1]!, path: pathOf(last[2]!) };
+}
+
+/** A request target's path: no query, no scheme and host (absolute form). */
+function pathOf(target: string): string {
+  return target.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?]*/i, '').split('?')[0]!;
+}
+
+/**
+ * Malformed HTTP (before fastify has a request): the error in the shape of the request's door
+ * where its request line can be read (doorError; ours otherwise), then the connection is closed.
  * A malformed request pipelined behind good ones waits for their answers: written at once, it
  * would stand in place of the first answer (and a client would take a created batch for a 400).
  */
@@ -169,16 +192,16 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   answering.add(socket);
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const answer = () => {
-    const id = `req_${ulid()}`;
+    const { method, path } = requestLineOf(err, socket) ?? { method: '', path: '' };
+    const id = newRequestId(method, path);
     const message =
       status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed HTTP request';
-    const body = JSON.stringify({ code: 'invalid_question', message, request_id: id });
-    if (socket.writable) {
-      socket.write(
-        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\n${REQUEST_ID_HEADER}: ${id}\r\nConnection: close\r\n\r\n${body}`,
-      );
-    }
+    // The door's shape; the status stays the protocol's (a door would call any of these a 400).
+    const wire = { ...doorError(path, new ApiError('invalid_question', message, { status }), id), status };
+    const body = JSON.stringify(wire.body);
+    let head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n`;
+    for (const [name, value] of Object.entries({ ...wire.headers, [REQUEST_ID_HEADER]: id })) head += `${name}: ${value}\r\n`;
+    if (socket.writable) socket.write(`${head}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     socket.destroy();
   };
   if (status !== 408) return afterResponsesInFlight(socket, answer);

@@ -580,3 +580,38 @@ describe('a malformed request pipelined behind good ones', () => {
     }
   });
 });
+
+describe('errors in HTTP itself, on the foreign doors', () => {
+  const TYPESAFE_ID = /^req_[0-9a-f]{32}$/;
+  const request = (line: string, header: string) => `${line} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TEST_KEY}\r\n${header}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`;
+  const big = `X-Big: ${'a'.repeat(20_000)}`;
+
+  it("headers over the limit, a malformed header or URL: System One's detail shape with its request id, OpenAI's {error}, ours elsewhere", async () => {
+    for (const [line, header, status] of [
+      ['POST /v1/systemone', big, 431],
+      ['POST /v1/systemone', 'Bad Header: 1', 400],
+      ['POST /v1/systemone/%zz', 'X-Ok: 1', 400],
+    ] as const) {
+      const res = await rawRequest(request(line, header));
+      expect(res?.status, line).toBe(status);
+      expect(JSON.parse(res!.body), line).toEqual({ detail: { error_type: 'api_usage_error', message: expect.any(String) } });
+      expect(res!.headers['x-typesafe-request-id'], line).toMatch(TYPESAFE_ID);
+      expect(res!.headers['x-request-id'], line).toBe(res!.headers['x-typesafe-request-id']);
+    }
+    for (const [line, header, status] of [
+      ['POST /v1/decisions', big, 431],
+      ['POST /v1/decisions', 'Bad Header: 1', 400],
+      ['POST /v1/decisions/%zz', 'X-Ok: 1', 400],
+      ['GET /v1/files', big, 431],
+      ['GET /v1/files?limit=1', 'Bad Header: 1', 400],
+    ] as const) {
+      const res = await rawRequest(request(line, header));
+      expect(res?.status, line).toBe(status);
+      expect(Object.keys(JSON.parse(res!.body)), line).toEqual(['error']);
+      expect(JSON.parse(res!.body).error, line).toMatchObject({ type: 'invalid_request_error' });
+      expect(res!.headers['x-request-id'], line).toMatch(/^req_/);
+    }
+    const ours = await rawRequest(request('POST /v1/decide', big));
+    expectError(ours, 431, 'invalid_question');
+  });
+});
