@@ -239,15 +239,24 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
   // 2. Authentication (request.keyId) with its per-IP limit on failures, 3. the per-key rate limit.
   registerAuth(app, keys, opts.rateLimit ? (opts.rateLimit.invalidKeys ?? DEFAULT_INVALID_KEY_LIMIT) : false);
   if (opts.rateLimit) registerRateLimit(app, opts.rateLimit);
-  // A compressed body would reach the parsers as binary noise: refuse it by its encoding. A request
+  // A compressed body would reach the parsers as binary noise: refuse it by its encoding, a content
+  // coding or a transfer coding before `chunked` (Node's parser undoes only `chunked`). A request
   // without a body (a probe, a GET) is answered whatever the header says.
   app.addHook('onRequest', async (request) => {
     const encoding = request.headers['content-encoding'];
-    const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+    const transfer = request.headers['transfer-encoding'];
+    const hasBody = transfer !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
     if (hasBody && encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
       throw new ApiError('invalid_question', `request body: Content-Encoding '${encoding.slice(0, 50)}' is not supported; send the body uncompressed`, {
         status: 415,
       });
+    }
+    if (transfer !== undefined && transfer.split(',').some((coding) => coding.trim().toLowerCase() !== 'chunked')) {
+      throw new ApiError(
+        'invalid_question',
+        `request body: Transfer-Encoding '${transfer.slice(0, 50)}' is not supported; send the body uncompressed, chunked or with a Content-Length`,
+        { status: 415 },
+      );
     }
   });
 

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { Writable } from 'node:stream';
 
 import type { FastifyInstance } from 'fastify';
@@ -339,6 +340,18 @@ describe('JSON bodies', () => {
     expect(error.param).toBe('questions[1]');
     expect(error.type).toBe('invalid_request_error');
     expect(error.message).toMatch(/^questions\[1\]: its instructions and options take \d+ tokens/);
+  });
+
+  it('a transfer coding other than chunked (Transfer-Encoding: gzip, chunked): 415 naming it, on decide and batches', async () => {
+    const gz = gzipSync(JSON.stringify(decideBody('s', { q: { type: 'noul', instructions: 'Is it?' } })));
+    for (const [path, type] of [['/v1/decide', 'application/json'], ['/v1/batches', FORM_TYPE]] as const) {
+      for (const coding of ['gzip, chunked', 'deflate,chunked']) {
+        const head = post(path, { 'Content-Type': type, 'Transfer-Encoding': coding }, '').replace('Content-Length: 0\r\n', '');
+        const res = await rawRequest(Buffer.concat([Buffer.from(`${head}${gz.length.toString(16)}\r\n`), gz, Buffer.from('\r\n0\r\n\r\n')]));
+        const message = expectError(res, 415, 'invalid_question');
+        expect(message).toBe(`request body: Transfer-Encoding '${coding}' is not supported; send the body uncompressed, chunked or with a Content-Length`);
+      }
+    }
   });
 
   it('a Content-Encoding body: 415 naming the encoding, on decide and batches', async () => {
