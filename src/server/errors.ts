@@ -26,8 +26,11 @@ function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError 
     }
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {
       const type = String(request.headers['content-type'] ?? '').slice(0, 100);
-      // What the route reads: a form route says so in its OpenAPI `consumes`, the others read JSON.
-      const wanted = ((request.routeOptions?.schema as { consumes?: string[] } | undefined)?.consumes ?? ['application/json']).join(' or ');
+      // What the route reads: its OpenAPI `consumes`, or the types of its body's `content` (POST
+      // /v1/batches: the form and OpenAI's JSON); a route that says neither reads JSON.
+      const schema = request.routeOptions?.schema as { consumes?: string[]; body?: { content?: Record<string, unknown> } } | undefined;
+      const types = schema?.consumes ?? Object.keys(schema?.body?.content ?? {});
+      const wanted = (types.length > 0 ? types : ['application/json']).join(' or ');
       return new ApiError(
         'invalid_question',
         type

@@ -377,7 +377,10 @@ describe('JSON bodies', () => {
     const text = await rawRequest(post('/v1/batches', { 'Content-Type': `multipart/form-data; boundary=${boundary}` }, form));
     expect(expectError(text, 400, 'invalid_question')).toBe("form field 'file': must be a file part with a filename (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field");
     const untyped = await rawRequest(post('/v1/batches', {}, 'model=svc-alpha'));
-    expect(expectError(untyped, 400, 'invalid_question')).toBe('request body: Content-Type header missing; send multipart/form-data');
+    expect(expectError(untyped, 400, 'invalid_question')).toBe('request body: Content-Type header missing; send multipart/form-data or application/json');
+    const openAiJsonAsText = JSON.stringify({ input_file_id: 'file-x', endpoint: '/v1/decide', completion_window: '24h' });
+    const asText = await rawRequest(post('/v1/batches', { 'Content-Type': 'text/plain' }, openAiJsonAsText));
+    expect(expectError(asText, 400, 'invalid_question')).toBe("request body: Content-Type 'text/plain' is not supported; send multipart/form-data or application/json");
     const decideUntyped = await rawRequest(post('/v1/decide', {}, '{}'));
     expect(expectError(decideUntyped, 400, 'invalid_question')).toBe('request body: Content-Type header missing; send application/json');
   });
