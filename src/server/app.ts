@@ -13,17 +13,17 @@ import type { Socket } from 'node:net';
 
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
-import { ulid } from 'ulid';
 
 import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
+import { newRequestId } from '../api/request-ids.js';
 import { NAMED_SCHEMAS } from '../api/schemas.js';
 import type { EngineOptions } from '../engine/engine-options.js';
 import { envPath } from '../engine/env-path.js';
 import { DecisionService } from '../service/decision-service.js';
 import { resolveApiKeys, type ApiKeySet } from './api-keys.js';
 import { registerAuth } from './auth.js';
-import { frameworkErrorHandler, registerErrorHandling, registerScopedErrorHandling } from './errors.js';
+import { doorError, frameworkErrorHandler, registerErrorHandling, registerScopedErrorHandling } from './errors.js';
 import { registerMetrics } from './metrics.js';
 import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { BodyThread } from './body-thread.js';
@@ -133,21 +133,83 @@ export function loggerConfig(logger: ServerOptions['logger']) {
   };
 }
 
-/** Malformed HTTP (before fastify has a request): the error shape, then the connection is closed. */
+/** A socket as Node's HTTP server keeps it: the response being written on it, if any. */
+type ServerSocket = Socket & { _httpMessage?: http.ServerResponse | null };
+
+/** Sockets whose client error is being answered: Node reports each later byte on them again. */
+const answering = new WeakSet<Socket>();
+
+/**
+ * Calls `then` once no response is being written on `socket` for a request received whole: the
+ * answers to the requests pipelined before a malformed one go out first, in order (Node hands the
+ * socket to the next queued response when one finishes), or at once when the socket is gone.
+ */
+function afterResponsesInFlight(socket: ServerSocket, then: () => void): void {
+  const inFlight = socket._httpMessage;
+  // A response whose own request is still arriving is not waited for: the error is in that
+  // request (a client that hung up mid-body), and closing the socket is what ends it.
+  if (!inFlight || inFlight.writableFinished || !inFlight.req.complete || socket.destroyed) return then();
+  let settled = false;
+  const next = () => {
+    if (settled) return;
+    settled = true;
+    afterResponsesInFlight(socket, then);
+  };
+  inFlight.once('finish', next);
+  inFlight.once('close', next);
+}
+
+/**
+ * The method and path of the request a client error is about, where they can be read: a request
+ * whose headers were read (a body that timed out), or one whose request line is in the bytes the
+ * parser failed on, with no blank line after it (the error is in its headers, not past them).
+ */
+function requestLineOf(err: NodeJS.ErrnoException, socket: Socket): { method: string; path: string } | undefined {
+  const incoming = (socket as Socket & { parser?: { incoming?: http.IncomingMessage | null } | null }).parser?.incoming;
+  if (incoming && !incoming.complete && incoming.url !== undefined) return { method: incoming.method ?? '', path: pathOf(incoming.url) };
+  const { rawPacket, bytesParsed } = err as { rawPacket?: unknown; bytesParsed?: unknown };
+  if (!Buffer.isBuffer(rawPacket)) return undefined;
+  const text = rawPacket.subarray(0, typeof bytesParsed === 'number' ? bytesParsed + 1 : undefined).toString('latin1');
+  let last: RegExpExecArray | undefined;
+  for (const match of text.matchAll(/(?:^|\n)([A-Z]+) (\S+) HTTP\/1\.[01]\r?\n/g)) last = match;
+  if (!last || text.indexOf('\r\n\r\n', last.index + last[0].length - 2) !== -1) return undefined;
+  return { method: last[1]!, path: pathOf(last[2]!) };
+}
+
+/** A request target's path: no query, no scheme and host (absolute form). */
+function pathOf(target: string): string {
+  return target.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?]*/i, '').split('?')[0]!;
+}
+
+/**
+ * Malformed HTTP (before fastify has a request): the error in the shape of the request's door
+ * where its request line can be read (doorError; ours otherwise), then the connection is closed.
+ * A malformed request pipelined behind good ones waits for their answers: written at once, it
+ * would stand in place of the first answer (and a client would take a created batch for a 400).
+ */
 function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (err.code === 'ECONNRESET' || socket.destroyed || answering.has(socket)) return;
+  answering.add(socket);
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  const id = `req_${ulid()}`;
-  const message =
-    status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed HTTP request';
-  const body = JSON.stringify({ code: 'invalid_question', message, request_id: id });
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n${REQUEST_ID_HEADER}: ${id}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy();
+  const answer = () => {
+    const { method, path } = requestLineOf(err, socket) ?? { method: '', path: '' };
+    const id = newRequestId(method, path);
+    const message =
+      status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed HTTP request';
+    // The door's shape; the status stays the protocol's (a door would call any of these a 400).
+    const wire = { ...doorError(path, new ApiError('invalid_question', message, { status }), id), status };
+    const body = JSON.stringify(wire.body);
+    let head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n`;
+    for (const [name, value] of Object.entries({ ...wire.headers, [REQUEST_ID_HEADER]: id })) head += `${name}: ${value}\r\n`;
+    if (socket.writable) socket.write(`${head}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.destroy();
+  };
+  if (status !== 408) return afterResponsesInFlight(socket, answer);
+  // A timed-out request is not waited for: its connection has held the server long enough. An
+  // answer still being written on it is cut short rather than have the 408 written into it.
+  const inFlight = (socket as ServerSocket)._httpMessage;
+  if (inFlight && !inFlight.writableFinished) socket.destroy();
+  else answer();
 }
 
 /**
@@ -177,15 +239,24 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
   // 2. Authentication (request.keyId) with its per-IP limit on failures, 3. the per-key rate limit.
   registerAuth(app, keys, opts.rateLimit ? (opts.rateLimit.invalidKeys ?? DEFAULT_INVALID_KEY_LIMIT) : false);
   if (opts.rateLimit) registerRateLimit(app, opts.rateLimit);
-  // A compressed body would reach the parsers as binary noise: refuse it by its encoding. A request
+  // A compressed body would reach the parsers as binary noise: refuse it by its encoding, a content
+  // coding or a transfer coding before `chunked` (Node's parser undoes only `chunked`). A request
   // without a body (a probe, a GET) is answered whatever the header says.
   app.addHook('onRequest', async (request) => {
     const encoding = request.headers['content-encoding'];
-    const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+    const transfer = request.headers['transfer-encoding'];
+    const hasBody = transfer !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
     if (hasBody && encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
       throw new ApiError('invalid_question', `request body: Content-Encoding '${encoding.slice(0, 50)}' is not supported; send the body uncompressed`, {
         status: 415,
       });
+    }
+    if (transfer !== undefined && transfer.split(',').some((coding) => coding.trim().toLowerCase() !== 'chunked')) {
+      throw new ApiError(
+        'invalid_question',
+        `request body: Transfer-Encoding '${transfer.slice(0, 50)}' is not supported; send the body uncompressed, chunked or with a Content-Length`,
+        { status: 415 },
+      );
     }
   });
 
@@ -213,6 +284,18 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
   // waits for every connection, and an idle keep-alive one would hold it for the keep-alive timeout.
   app.addHook('onSend', async (_request, reply, payload) => {
     if (draining) reply.header('connection', 'close');
+    return payload;
+  });
+  // A request answered before its body was read to the end (a form refused at its first wrong
+  // field while its file part is still arriving): the rest of the body is read and dropped, so the
+  // client can finish sending it, read the answer and send its next request on the connection.
+  // Left with its reader stopped mid-body, the connection would carry nothing more until the
+  // keep-alive timeout reset it. (A body nobody began to read Node drops by itself.)
+  app.addHook('onSend', async (request, _reply, payload) => {
+    if (!request.raw.complete) {
+      request.raw.unpipe();
+      request.raw.resume();
+    }
     return payload;
   });
   if (opts.ownsService) {

@@ -10,6 +10,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 
 import { decideError } from '../api/decide/index.js';
 import type { WireError } from '../api/dialect.js';
+import { DIALECTS } from '../api/dialects.js';
 import { ApiError, ERROR_CODES, ERROR_STATUS, isApiError, toApiError } from '../api/errors.js';
 import { toOpenAiWire } from '../batches/openai/errors.js';
 
@@ -25,8 +26,11 @@ function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError 
     }
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {
       const type = String(request.headers['content-type'] ?? '').slice(0, 100);
-      // What the route reads: a form route says so in its OpenAPI `consumes`, the others read JSON.
-      const wanted = ((request.routeOptions?.schema as { consumes?: string[] } | undefined)?.consumes ?? ['application/json']).join(' or ');
+      // What the route reads: its OpenAPI `consumes`, or the types of its body's `content` (POST
+      // /v1/batches: the form and OpenAI's JSON); a route that says neither reads JSON.
+      const schema = request.routeOptions?.schema as { consumes?: string[]; body?: { content?: Record<string, unknown> } } | undefined;
+      const types = schema?.consumes ?? Object.keys(schema?.body?.content ?? {});
+      const wanted = (types.length > 0 ? types : ['application/json']).join(' or ');
       return new ApiError(
         'invalid_question',
         type
@@ -108,8 +112,23 @@ export function registerScopedErrorHandling(app: FastifyInstance): void {
 }
 
 /**
+ * An error answered before any route was chosen (a malformed URL, malformed HTTP), in the shape of
+ * the door its path belongs to: OpenAI's under /v1/files, a dialect's under its path (with the
+ * dialect's request-id header, System One's x-typesafe-request-id), ours elsewhere. The one place
+ * that maps a path to its door for such answers; the routes themselves carry their own handlers.
+ */
+export function doorError(path: string, error: ApiError, requestId: string): WireError {
+  if (/^\/v1\/files(?:\/|$)/.test(path)) return toOpenAiWire(error);
+  const dialect = DIALECTS.find((d) => path === d.path || path.startsWith(`${d.path}/`));
+  if (!dialect) return decideError(error, { requestId });
+  const wire = dialect.error(error, { requestId });
+  const header = dialect.route.requestIdHeader;
+  return header ? { ...wire, headers: { ...wire.headers, [header]: requestId } } : wire;
+}
+
+/**
  * For fastify's `frameworkErrors` option (malformed URLs and the like, before routing): no route's
- * error handler has been chosen yet, so the path picks the shape (OpenAI's under /v1/files).
+ * error handler has been chosen yet, so the path picks the shape (doorError).
  */
 export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const pathOnly = request.url.split('?')[0]!;
@@ -118,11 +137,8 @@ export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest
     err.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? new ApiError('not_found', `no route ${request.method} ${url}: a path segment longer than any id`)
       : new ApiError('invalid_question', err.code === 'FST_ERR_BAD_URL' ? 'malformed URL' : 'bad request');
-  if (!/^\/v1\/files(?:[/?]|$)/.test(request.url)) {
-    void sendError(error, request, reply);
-    return;
-  }
   request.log.info({ code: error.code, status: error.status }, 'request rejected');
+  // Also set by the request-id hook, which these errors precede.
   reply.header('x-request-id', request.id);
-  void sendWire(reply, toOpenAiWire(error));
+  void sendWire(reply, doorError(pathOnly, error, request.id));
 }

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { Writable } from 'node:stream';
 
 import type { FastifyInstance } from 'fastify';
@@ -341,6 +342,18 @@ describe('JSON bodies', () => {
     expect(error.message).toMatch(/^questions\[1\]: its instructions and options take \d+ tokens/);
   });
 
+  it('a transfer coding other than chunked (Transfer-Encoding: gzip, chunked): 415 naming it, on decide and batches', async () => {
+    const gz = gzipSync(JSON.stringify(decideBody('s', { q: { type: 'noul', instructions: 'Is it?' } })));
+    for (const [path, type] of [['/v1/decide', 'application/json'], ['/v1/batches', FORM_TYPE]] as const) {
+      for (const coding of ['gzip, chunked', 'deflate,chunked']) {
+        const head = post(path, { 'Content-Type': type, 'Transfer-Encoding': coding }, '').replace('Content-Length: 0\r\n', '');
+        const res = await rawRequest(Buffer.concat([Buffer.from(`${head}${gz.length.toString(16)}\r\n`), gz, Buffer.from('\r\n0\r\n\r\n')]));
+        const message = expectError(res, 415, 'invalid_question');
+        expect(message).toBe(`request body: Transfer-Encoding '${coding}' is not supported; send the body uncompressed, chunked or with a Content-Length`);
+      }
+    }
+  });
+
   it('a Content-Encoding body: 415 naming the encoding, on decide and batches', async () => {
     for (const [path, type] of [['/v1/decide', 'application/json'], ['/v1/batches', FORM_TYPE]] as const) {
       for (const encoding of ['gzip', 'br', 'deflate, gzip']) {
@@ -364,7 +377,10 @@ describe('JSON bodies', () => {
     const text = await rawRequest(post('/v1/batches', { 'Content-Type': `multipart/form-data; boundary=${boundary}` }, form));
     expect(expectError(text, 400, 'invalid_question')).toBe("form field 'file': must be a file part with a filename (the JSONL file, as curl -F file=@input.jsonl sends it), got a text field");
     const untyped = await rawRequest(post('/v1/batches', {}, 'model=svc-alpha'));
-    expect(expectError(untyped, 400, 'invalid_question')).toBe('request body: Content-Type header missing; send multipart/form-data');
+    expect(expectError(untyped, 400, 'invalid_question')).toBe('request body: Content-Type header missing; send multipart/form-data or application/json');
+    const openAiJsonAsText = JSON.stringify({ input_file_id: 'file-x', endpoint: '/v1/decide', completion_window: '24h' });
+    const asText = await rawRequest(post('/v1/batches', { 'Content-Type': 'text/plain' }, openAiJsonAsText));
+    expect(expectError(asText, 400, 'invalid_question')).toBe("request body: Content-Type 'text/plain' is not supported; send multipart/form-data or application/json");
     const decideUntyped = await rawRequest(post('/v1/decide', {}, '{}'));
     expect(expectError(decideUntyped, 400, 'invalid_question')).toBe('request body: Content-Type header missing; send application/json');
   });
@@ -424,5 +440,194 @@ describe('keys', () => {
       await limited.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('OPTIONS (a browser\'s CORS preflight): no CORS, no key needed, never a failed authentication', () => {
+  it('many preflights from one address, then a keyed request is still answered', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'preflight-data-'));
+    const limited = await createServer({
+      service,
+      apiKeys: [TEST_KEY],
+      dataDir,
+      rateLimit: { requestsPerSecond: 100, burst: 100, invalidKeys: { requestsPerSecond: 0.01, burst: 3 } },
+    });
+    try {
+      await limited.listen({ port: 0, host: '127.0.0.1' });
+      const root = `http://127.0.0.1:${(limited.server.address() as net.AddressInfo).port}`;
+      const preflight = { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' };
+      for (let i = 0; i < 10; i++) {
+        // 405 with Allow where the path answers other methods itself, else the API's 404.
+        for (const [p, status] of [['/v1/decide', 404], ['/healthz', 404], ['/v1/models', 404], ['/v1/files', 405], ['/v1/decisions', 405], ['/v1/systemone', 405]] as const) {
+          const res = await fetch(`${root}${p}`, { method: 'OPTIONS', headers: preflight });
+          expect(res.status, p).toBe(status);
+          expect([...res.headers.keys()].filter((h) => h.startsWith('access-control-')), p).toEqual([]);
+        }
+      }
+      expect((await fetch(`${root}/v1/models`, { headers: AUTH })).status).toBe(200);
+    } finally {
+      await limited.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+/**
+ * One kept-alive connection read as a client reads it: send() writes bytes as they are, next()
+ * returns the next whole response (Content-Length bodies) or null when the server closed the
+ * connection, and fails after `waitMs` without either (a connection left hanging).
+ */
+class KeptAlive {
+  private readonly socket: net.Socket;
+  private data = Buffer.alloc(0);
+  private closed = false;
+  private wake: (() => void) | undefined;
+
+  constructor() {
+    this.socket = net.connect(port, '127.0.0.1');
+    this.socket.on('data', (piece: Buffer) => {
+      this.data = Buffer.concat([this.data, piece]);
+      this.wake?.();
+    });
+    this.socket.on('error', () => undefined);
+    this.socket.on('close', () => {
+      this.closed = true;
+      this.wake?.();
+    });
+  }
+
+  send(bytes: string | Buffer): void {
+    this.socket.write(bytes);
+  }
+
+  async next(waitMs = 5000): Promise<RawResponse | null> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const res = this.take();
+      if (res) return res;
+      if (this.closed) return null;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no response and the connection still open after ${waitMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  private take(): RawResponse | undefined {
+    const end = this.data.indexOf('\r\n\r\n');
+    if (end === -1) return undefined;
+    const [statusLine, ...headerLines] = this.data.subarray(0, end).toString('latin1').split('\r\n');
+    const headers: Record<string, string> = {};
+    for (const h of headerLines) {
+      const i = h.indexOf(':');
+      headers[h.slice(0, i).toLowerCase()] = h.slice(i + 1).trim();
+    }
+    const length = Number(headers['content-length'] ?? 0);
+    if (this.data.length < end + 4 + length) return undefined;
+    const body = this.data.subarray(end + 4, end + 4 + length).toString('utf8');
+    this.data = this.data.subarray(end + 4 + length);
+    return { status: Number(statusLine!.split(' ')[1]), headers, body };
+  }
+}
+
+/** A request as post() writes it, without Connection: close. */
+function keptAlivePost(path: string, headers: Record<string, string>, body: string): string {
+  return post(path, headers, body).replace('Connection: close\r\n', '');
+}
+
+describe('one kept-alive connection, several requests', () => {
+  it('a form refused at its first wrong field, its file still arriving: the 400, then the next request on the connection is answered', async () => {
+    // The file part is far larger than the socket buffers: refused before it is read, it must be
+    // read and dropped for the connection to carry the next request.
+    const file = `${RECORD}\n`.repeat(Math.ceil((2 * 1024 * 1024) / (RECORD.length + 1)));
+    for (const [route, extra] of [
+      ['/v1/files', { name: 'bogus', value: '1' }],
+      ['/v1/batches', { name: 'bogus', value: '1' }],
+    ] as const) {
+      const conn = new KeptAlive();
+      try {
+        conn.send(keptAlivePost(route, { 'Content-Type': FORM_TYPE }, form([extra, { name: 'file', value: file, filename: 'in.jsonl' }])));
+        const refused = await conn.next();
+        expect(refused?.status, route).toBe(400);
+        expect(refused!.body, route).toMatch(/form field 'bogus': unknown/);
+        conn.send('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+        expect((await conn.next())?.status, route).toBe(200);
+      } finally {
+        conn.close();
+      }
+    }
+  });
+});
+
+describe('a malformed request pipelined behind good ones', () => {
+  it('the good ones are answered first, in order; then the error, and the connection is closed', async () => {
+    const decide = keptAlivePost('/v1/decide', { 'Content-Type': 'application/json' }, JSON.stringify(decideBody('a state')));
+    const health = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n';
+    const bigHeader = `GET /v1/models HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`;
+    for (const [what, bad, status] of [
+      ['garbage', 'GARBAGE\r\n\r\n', 400],
+      ['headers over the limit', bigHeader, 431],
+    ] as const) {
+      const conn = new KeptAlive();
+      try {
+        conn.send(decide + health + bad);
+        const first = await conn.next();
+        expect(first?.status, what).toBe(200);
+        expect(JSON.parse(first!.body).answers, what).toBeDefined();
+        const second = await conn.next();
+        expect(second?.status, what).toBe(200);
+        expect(JSON.parse(second!.body), what).toEqual({ status: 'ok' });
+        const third = await conn.next();
+        expect(third?.status, what).toBe(status);
+        expect(JSON.parse(third!.body).code, what).toBe('invalid_question');
+        expect(await conn.next(), what).toBeNull();
+      } finally {
+        conn.close();
+      }
+    }
+  });
+});
+
+describe('errors in HTTP itself, on the foreign doors', () => {
+  const TYPESAFE_ID = /^req_[0-9a-f]{32}$/;
+  const request = (line: string, header: string) => `${line} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TEST_KEY}\r\n${header}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`;
+  const big = `X-Big: ${'a'.repeat(20_000)}`;
+
+  it("headers over the limit, a malformed header or URL: System One's detail shape with its request id, OpenAI's {error}, ours elsewhere", async () => {
+    for (const [line, header, status] of [
+      ['POST /v1/systemone', big, 431],
+      ['POST /v1/systemone', 'Bad Header: 1', 400],
+      ['POST /v1/systemone/%zz', 'X-Ok: 1', 400],
+    ] as const) {
+      const res = await rawRequest(request(line, header));
+      expect(res?.status, line).toBe(status);
+      expect(JSON.parse(res!.body), line).toEqual({ detail: { error_type: 'api_usage_error', message: expect.any(String) } });
+      expect(res!.headers['x-typesafe-request-id'], line).toMatch(TYPESAFE_ID);
+      expect(res!.headers['x-request-id'], line).toBe(res!.headers['x-typesafe-request-id']);
+    }
+    for (const [line, header, status] of [
+      ['POST /v1/decisions', big, 431],
+      ['POST /v1/decisions', 'Bad Header: 1', 400],
+      ['POST /v1/decisions/%zz', 'X-Ok: 1', 400],
+      ['GET /v1/files', big, 431],
+      ['GET /v1/files?limit=1', 'Bad Header: 1', 400],
+    ] as const) {
+      const res = await rawRequest(request(line, header));
+      expect(res?.status, line).toBe(status);
+      expect(Object.keys(JSON.parse(res!.body)), line).toEqual(['error']);
+      expect(JSON.parse(res!.body).error, line).toMatchObject({ type: 'invalid_request_error' });
+      expect(res!.headers['x-request-id'], line).toMatch(/^req_/);
+    }
+    const ours = await rawRequest(request('POST /v1/decide', big));
+    expectError(ours, 431, 'invalid_question');
   });
 });
