@@ -278,7 +278,13 @@ async function runLocked(args: {
   try {
     // Nothing is created here: a mistyped --models-dir must not become a folder holding the
     // random-weights default model that the run would then score with.
-    service = await DecisionService.open({ modelsDir: values['models-dir'], runtime: { engine }, ensureDefaultModel: false, preload: [] });
+    service = await DecisionService.open({
+      modelsDir: values['models-dir'],
+      runtime: { engine },
+      ensureDefaultModel: false,
+      preload: [],
+      warn: (line) => process.stderr.write(`decide batch: ${line}\n`),
+    });
   } catch (err) {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -421,6 +421,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
       provider: options.provider,
       runtime: { engine: options.engine },
       log: (line) => app.log.info(line),
+      warn: (line) => app.log.warn(line),
     });
   }
   try {

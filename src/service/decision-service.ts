@@ -49,6 +49,8 @@ export interface DecisionServiceOptions {
   validation?: Partial<ValidationLimits>;
   runtime?: ModelRuntimeOptions;
   log?: (line: string) => void;
+  /** What an operator should act on (an int8 path forced, int8 weights that saturate here); default `log`. */
+  warn?: (line: string) => void;
 }
 
 export type { ModelEntry, ModelListing };
@@ -88,7 +90,7 @@ export type RecordOutcome = { ok: true; result: DecisionResult; raw?: RawQuestio
 
 /** DecisionServiceOptions' names, and those of its `runtime`: anything else is a typo. */
 const SERVICE_OPTION_NAMES: ReadonlyArray<keyof DecisionServiceOptions> = [
-  'modelsDir', 'ensureDefaultModel', 'preload', 'provider', 'threads', 'maxStateTokens', 'validation', 'runtime', 'log',
+  'modelsDir', 'ensureDefaultModel', 'preload', 'provider', 'threads', 'maxStateTokens', 'validation', 'runtime', 'log', 'warn',
 ];
 const RUNTIME_OPTION_NAMES: ReadonlyArray<keyof ModelRuntimeOptions> = ['engine', 'scheduler', 'maxStateTokens'];
 
@@ -446,12 +448,13 @@ export class DecisionService {
           if (lmHead.graph === 'stock' && lmHead.reason === 'fallback') {
             this.options.log?.(`model ${model.id}: scoring with the stock graph (logits at every position, slower): ${lmHead.detail}`);
           }
+          const warn = this.options.warn ?? this.options.log;
           const int8Warning = saturatingInt8Warning(model.dir);
-          if (int8Warning !== undefined) this.options.log?.(`model ${model.id}: ${int8Warning}`);
-          // A forced int8 path is the operator's choice: said once per load, with its caveat (a
+          if (int8Warning !== undefined) warn?.(`model ${model.id}: ${int8Warning}`);
+          // A forced int8 path overrides the CPU's choice: said once per load, with its caveat (a
           // u8 x s8 GEMM on a CPU without VNNI or AMX may answer wrongly).
           const { int8 } = runtime.engine.info;
-          if (int8?.forced) this.options.log?.(`model ${model.id}: int8 path ${int8.path}, ${int8.reason}`);
+          if (int8?.forced) warn?.(`model ${model.id}: int8 path ${int8.path}, ${int8.reason}`);
         },
         () => {
           if (this.runtimes.get(model.id) === loading) this.runtimes.delete(model.id);

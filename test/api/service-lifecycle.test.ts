@@ -114,14 +114,18 @@ it('open(): an empty DECIDE_MODELS_DIR is unset (./models), not the current dire
   }
 });
 
-it('a forced int8 path is logged at load with its reason (on a CPU without VNNI or AMX, u8s8 says it may answer wrongly)', async () => {
+it('a forced int8 path is logged at load, at warning level, with its reason (on a CPU without VNNI or AMX, u8s8 says it may answer wrongly)', async () => {
   const int8 = await tempModels([]);
   try {
     await symlink(await tinyModelDir({}, 'int8'), path.join(int8.modelsDir, 'tiny-int8-2026-10'), 'dir');
     const logged: string[] = [];
-    const service = await DecisionService.open({ modelsDir: int8.modelsDir, ensureDefaultModel: false, preload: ['tiny-int8-2026-10'], runtime: { engine: { int8Path: 'u8u8' } }, log: (l) => logged.push(l) });
+    const warned: string[] = [];
+    const options = { modelsDir: int8.modelsDir, ensureDefaultModel: false, preload: ['tiny-int8-2026-10'], runtime: { engine: { int8Path: 'u8u8' as const } } };
+    const service = await DecisionService.open({ ...options, log: (l) => logged.push(l), warn: (l) => warned.push(l) });
     await service.close();
-    expect(logged.filter((l) => l.includes('int8 path'))).toEqual([expect.stringMatching(/^model tiny-int8-2026-10: int8 path u8u8, forced \(DECIDE_INT8_KERNEL or options\.int8Path\)/)]);
+    // At warning level (an operator running at --log-level warn sees it).
+    expect(warned.filter((l) => l.includes('int8 path'))).toEqual([expect.stringMatching(/^model tiny-int8-2026-10: int8 path u8u8, forced \(DECIDE_INT8_KERNEL or options\.int8Path\)/)]);
+    expect(logged.filter((l) => l.includes('int8 path'))).toEqual([]);
     // The automatic choice is not an operator's: nothing said.
     const quiet: string[] = [];
     const auto = await DecisionService.open({ modelsDir: int8.modelsDir, ensureDefaultModel: false, preload: ['tiny-int8-2026-10'], log: (l) => quiet.push(l) });
