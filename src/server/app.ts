@@ -206,9 +206,10 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   };
   if (status !== 408) return afterResponsesInFlight(socket, answer);
   // A timed-out request is not waited for: its connection has held the server long enough. An
-  // answer still being written on it is cut short rather than have the 408 written into it.
+  // answer already being written on it is cut short rather than have the 408 written into it; the
+  // response object of the late request itself (nothing sent yet: its body never arrived) gets the 408.
   const inFlight = (socket as ServerSocket)._httpMessage;
-  if (inFlight && !inFlight.writableFinished) socket.destroy();
+  if (inFlight && inFlight.headersSent && !inFlight.writableFinished) socket.destroy();
   else answer();
 }
 

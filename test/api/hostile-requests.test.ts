@@ -631,3 +631,41 @@ describe('errors in HTTP itself, on the foreign doors', () => {
     expectError(ours, 431, 'invalid_question');
   });
 });
+
+describe('a request whose body has not arrived when its time runs out', () => {
+  it("gets its 408 in the door's shape, its connection then closed (not a bare close)", async () => {
+    // Node reports a late request as a clientError with code ERR_HTTP_REQUEST_TIMEOUT (after 300 s
+    // here); the test sends that report for a connection whose request is waiting on its body.
+    const sockets: net.Socket[] = [];
+    const onConnection = (s: net.Socket) => sockets.push(s);
+    app.server.on('connection', onConnection);
+    try {
+      for (const [path, check] of [
+        ['/v1/systemone', (body: any) => expect(body).toEqual({ detail: { error_type: 'api_usage_error', message: 'request timed out' } })],
+        ['/v1/decisions', (body: any) => expect(body.error).toMatchObject({ type: 'invalid_request_error', message: 'request timed out' })],
+        ['/v1/decide', (body: any) => expect(body).toMatchObject({ code: 'invalid_question', message: 'request timed out' })],
+      ] as const) {
+        const client = net.connect(port, '127.0.0.1');
+        let data = '';
+        client.setEncoding('latin1');
+        client.on('data', (piece: string) => (data += piece));
+        const closed = new Promise((resolve) => client.on('close', resolve));
+        client.write(`POST ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`);
+        // The server has the request (its response object exists) and waits for the body.
+        let server: (net.Socket & { _httpMessage?: unknown }) | undefined;
+        for (let i = 0; i < 500 && !server; i++) {
+          server = sockets.find((s) => (s as { _httpMessage?: unknown })._httpMessage) as typeof server;
+          if (!server) await new Promise((r) => setTimeout(r, 5));
+        }
+        expect(server, path).toBeDefined();
+        app.server.emit('clientError', Object.assign(new Error('request timed out'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), server);
+        await closed;
+        expect(data, path).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+        check(JSON.parse(data.slice(data.indexOf('\r\n\r\n') + 4)));
+        sockets.length = 0;
+      }
+    } finally {
+      app.server.off('connection', onConnection);
+    }
+  });
+});
