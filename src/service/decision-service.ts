@@ -127,6 +127,12 @@ function checkServiceOptions(options: DecisionServiceOptions, modelsDir: string)
   }
 }
 
+/** OpenAI's `owned_by` of every model listed: the models are this service's own installs. */
+const MODEL_OWNER = 'decision-engine';
+
+/** Times a call looks a model up again when the runtime it got was retired (or its load met a change). */
+const MAX_RUNTIME_ATTEMPTS = 5;
+
 /** The files whose identity (inode, mtime, size) says which model a directory holds. */
 const MODEL_IDENTITY_FILES = ['config.json', 'decision.json', 'tokenizer.json', path.join('onnx', 'model.onnx')];
 
@@ -137,12 +143,6 @@ const MODEL_IDENTITY_FILES = ['config.json', 'decision.json', 'tokenizer.json', 
  * engine's own derived graphs are written beside the stored one at a model's first load, which
  * changes nothing about the model.
  */
-/** OpenAI's `owned_by` of every model listed: the models are this service's own installs. */
-const MODEL_OWNER = 'decision-engine';
-
-/** Times a call looks a model up again when the runtime it got was retired (or its load met a change). */
-const MAX_RUNTIME_ATTEMPTS = 5;
-
 function modelStamp(dir: string): string {
   const folder = statSync(dir, { bigint: true, throwIfNoEntry: false });
   const files = MODEL_IDENTITY_FILES.map((name) => {
