@@ -154,7 +154,7 @@ export class ChunkWorker {
     try {
       this.o.service.resolveModel(model);
     } catch (err) {
-      this.markUnservable(model, `not installed here (${toApiError(err).message})`);
+      this.markUnservable(model, unservableReason(err));
       return false;
     }
     if (known) {
@@ -193,7 +193,9 @@ export class ChunkWorker {
     } catch (err) {
       if (this.stopping) throw err;
       // Not this worker's model (not installed, or it fails to load here): another worker's, or later.
-      this.markUnservable(job.model, toApiError(err).message);
+      // Worded as canServe() words a missing model, so that one cause is logged once, whichever
+      // path met it first.
+      this.markUnservable(job.model, unservableReason(err));
       await this.release(attempt);
       return;
     }
@@ -311,3 +313,9 @@ export class ChunkWorker {
 }
 
 class LeaseLost extends Error {}
+
+/** Why a model cannot be served here, in one wording per cause (markUnservable logs a reason once). */
+function unservableReason(err: unknown): string {
+  const e = toApiError(err);
+  return e.code === 'not_found' ? `not installed here (${e.message})` : e.message;
+}
