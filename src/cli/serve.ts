@@ -13,6 +13,7 @@ import { BATCH_SETTINGS_HELP, leaseSeconds, LEASE_SECONDS, resolveBatchSettings 
 import { exitNow } from '../engine/native.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
+import { hasDefaultModel } from '../models/default-model.js';
 import { DEFAULT_INVALID_KEY_LIMIT, DEFAULT_RATE_LIMIT, rateLimitFromEnv } from '../server/rate-limit.js';
 import { commandError, intArg, parseCommand } from './args.js';
 import { dirOption, folderProblem } from './dir-options.js';
@@ -112,8 +113,11 @@ export async function run(argv: string[]): Promise<number> {
   } catch (err) {
     return commandError('serve', (err as Error).message);
   }
-  // The folders too: the key is written into the data dir, the default model into the models dir.
-  const folder = folderProblem(dataDir, data.from, { write: true }) ?? folderProblem(modelsDir, models.from);
+  // The folders too: the key is written into the data dir, the default model into the models dir
+  // when it is not there yet (a read-only models dir that holds it serves).
+  const folder =
+    folderProblem(dataDir, data.from, { write: true }) ??
+    folderProblem(modelsDir, models.from, { write: !hasDefaultModel(modelsDir) });
   if (folder) return commandError('serve', folder);
 
   // A port in use or a host that does not resolve is found before a key is made ("shown only this

@@ -17,10 +17,15 @@ const DEFAULT_MODEL_ID = `${DEFAULT_MODEL_ALIAS}-2026-10`;
 const DEFAULT_MODEL_PRESET = 'tiny';
 const DEFAULT_MODEL_SEED = 202610;
 
+/** Whether the default model is already under modelsDir (so starting writes nothing there). */
+export function hasDefaultModel(modelsDir: string): boolean {
+  return existsSync(path.join(modelsDir, DEFAULT_MODEL_ID, 'config.json'));
+}
+
 /** Creates the default model under modelsDir unless it is there; returns its directory. */
 export async function ensureDefaultModel(modelsDir: string, log?: (line: string) => void): Promise<string> {
   const dir = path.join(modelsDir, DEFAULT_MODEL_ID);
-  if (existsSync(path.join(dir, 'config.json'))) return dir;
+  if (hasDefaultModel(modelsDir)) return dir;
   makeDirectories(modelsDir);
   log?.(`creating the embedded default model ${DEFAULT_MODEL_ID} (random weights) in ${dir}`);
   try {

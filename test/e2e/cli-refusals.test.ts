@@ -112,6 +112,8 @@ describe('decide serve: settings and folders refused before a key is made or any
     ['a rate whose Retry-After would be absurd', [], { DECIDE_RATE_LIMIT_RPS: '1e-300' }, /^decide serve: DECIDE_RATE_LIMIT_RPS: must be a number of at least 0.00001, got '1e-300'\n$/],
     ['--models-dir that is a file', ['--models-dir', 'afile'], {}, /^decide serve: --models-dir: .*afile is not a folder\n$/],
     ['--models-dir under /proc', ['--models-dir', '/proc/decide-test-models'], {}, /^decide serve: --models-dir: cannot create \/proc\/decide-test-models: ENOENT\n$/],
+    // A folder that exists but takes no entry (root passes permission checks; /proc refuses even root), where the default model would be created.
+    ['--models-dir that takes no write, without the default model', ['--models-dir', '/proc'], {}, /^decide serve: --models-dir: cannot write in \/proc: ENOENT\n$/],
     ['DECIDE_DATA_DIR under /proc', [], { DECIDE_DATA_DIR: '/proc/decide-test-data' }, /^decide serve: DECIDE_DATA_DIR: cannot create \/proc\/decide-test-data: ENOENT\n$/],
     ['--ort-profile-prefix in a folder that does not exist', ['--ort-profile-prefix', 'no-such-folder/p'], {}, /^decide serve: --ort-profile-prefix must be a path prefix in a folder that exists, got 'no-such-folder\/p'\n$/],
     ['DECIDE_ORT_PROFILE_PREFIX in a folder that does not exist', [], { DECIDE_ORT_PROFILE_PREFIX: 'no-such-folder/p' }, /^decide serve: DECIDE_ORT_PROFILE_PREFIX must be a path prefix in a folder that exists, got 'no-such-folder\/p'\n$/],
