@@ -19,6 +19,7 @@ import { isBatchId, parseFormQuestions, parseListQuery } from './query.js';
 import { resolveBatchSettings, type BatchSettings, type BatchSettingsOptions } from './settings.js';
 import { openBatchStore, type StoreSelection } from './open-stores.js';
 import { RESULT_STATUSES, type BatchDecisionService, type BatchInput, type BatchJob, type BatchStore, type ResultRows, type StagedUpload } from './ports.js';
+import { storageFailureAnswer } from './storage-failures.js';
 import { stagedInput, UploadStaging } from './uploads.js';
 import type { OpenAiJobFields } from './openai/job-fields.js';
 import { wireBatch, type WireBatch, type WireBatchList } from './openai/wire.js';
@@ -116,7 +117,11 @@ export class BatchService {
   /** Streams an upload to a staging file (see UploadStaging.stage). 413 state_too_long over the limits. */
   async stageUpload(stream: AsyncIterable<Buffer | string>): Promise<StagedUpload> {
     this.ensureOpen();
-    return this.uploads.stage(stream);
+    try {
+      return await this.uploads.stage(stream);
+    } catch (err) {
+      throw storageFailureAnswer(err);
+    }
   }
 
   /** Removes a staged upload that will not become a job. */

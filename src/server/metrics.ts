@@ -143,7 +143,7 @@ export async function renderMetrics(http: HttpMetrics, service: DecisionService,
   const out: string[] = [];
   http.render(out);
   renderReaderThreads(bodies, out);
-  single(out, 'decide_batch_store_unavailable_total', 'counter', 'Batch store calls that failed because its database was not answering (Postgres down, restarting or unreachable).', storeOutageStats.unavailable);
+  single(out, 'decide_batch_store_unavailable_total', 'counter', 'Batch store calls that failed because its database was not answering (Postgres down, restarting or unreachable) or its disk refused a write (full, read-only).', storeOutageStats.unavailable);
   const { models } = await service.metrics();
   for (const s of ENGINE_SERIES) {
     out.push(`# HELP ${s.name} ${s.help}`);

@@ -215,6 +215,24 @@ describe('BatchService restart', () => {
     }
   }, 60_000);
 
+  it('a store that refuses writes (a full or read-only disk) answers 503 with Retry-After, and takes jobs again afterwards', async () => {
+    const dataDir = path.join(workDir, 'read-only-store');
+    const batches = await BatchService.open({ service: svc, dataDir });
+    const db = (batches.store as unknown as { table: { db: { pragma(sql: string): unknown } } }).table.db;
+    try {
+      db.pragma('query_only = ON');
+      const refused = batches.create({ owner: 'o', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([goodLines(2, 1, 'r').join('\n')])) });
+      await expect(refused).rejects.toMatchObject({ status: 503, retryAfterSeconds: 30, code: 'server_error', message: expect.stringMatching(/^the batch store cannot write to its disk \(SQLITE_READONLY[A-Z_]*: full, read-only or failing\); nothing was stored/) });
+      expect(await batches.list('o')).toMatchObject({ data: [] });
+      db.pragma('query_only = OFF');
+      const b = await batches.create({ owner: 'o', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([goodLines(2, 1, 'r').join('\n')])) });
+      expect((await waitFor(batches, 'o', b.id, ['completed'])).status).toBe('completed');
+    } finally {
+      db.pragma('query_only = OFF');
+      await batches.close();
+    }
+  });
+
   it('keeps the input on disk and fsynced before the job exists; a job row always has its input', async () => {
     const dataDir = path.join(workDir, 'durable');
     const batches = await BatchService.open({ service: svc, dataDir });

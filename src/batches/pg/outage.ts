@@ -5,7 +5,7 @@
  * unavailable, in each route's own shape, instead of the 500 of an unexpected failure.
  */
 import { ApiError } from '../../api/errors.js';
-import { storeOutageStats } from '../store-outages.js';
+import { answeringOutages } from '../store-outages.js';
 
 /** Socket errors of a server that is down, restarting or unreachable. */
 const OUTAGE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'EPIPE', 'EAI_AGAIN']);
@@ -41,24 +41,7 @@ export function storeUnavailable(cause: unknown): ApiError {
   });
 }
 
-/**
- * `store` with every method's rejection that is an outage turned into storeUnavailable(): what a
- * route answers is then a 503, whatever store method it called.
- */
-export function answeringOutages<T extends object>(store: T): T {
-  return new Proxy(store, {
-    get(target, name) {
-      const value = Reflect.get(target, name, target) as unknown;
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
-        if (!(result instanceof Promise)) return result;
-        return result.catch((err: unknown) => {
-          if (!isDatabaseOutage(err)) throw err;
-          storeOutageStats.unavailable += 1;
-          throw storeUnavailable(err);
-        });
-      };
-    },
-  });
+/** `store` with every outage of its database answered by storeUnavailable() (store-outages.ts). */
+export function answeringDatabaseOutages<T extends object>(store: T): T {
+  return answeringOutages(store, isDatabaseOutage, storeUnavailable);
 }

@@ -14,7 +14,7 @@ import { placeInNewDir } from '../uploads.js';
 import { FileGoneError, type FileStore, type StagedUpload, type StoredFile } from '../ports.js';
 import { storedFileFromRow, type StoredFileRow } from '../sql-rows.js';
 import { inTransaction, openPool, type Pool } from './database.js';
-import { answeringOutages } from './outage.js';
+import { answeringDatabaseOutages } from './outage.js';
 
 /** Bytes per stored part (and the most a part holds in memory, in either direction). */
 export const FILE_PART_BYTES = 1024 * 1024;
@@ -29,7 +29,7 @@ export class PgFileStore implements FileStore {
 
   /** The store, its calls answering a database outage with a 503 (outage.ts). */
   static async open(url: string): Promise<PgFileStore> {
-    return answeringOutages(new PgFileStore(openPool(url, 3)));
+    return answeringDatabaseOutages(new PgFileStore(openPool(url, 3)));
   }
 
   async create(file: StoredFile, upload: StagedUpload): Promise<StoredFile> {

@@ -24,7 +24,7 @@ import { inTransaction, openPool, queueDb, type Pool } from './database.js';
 import { insertInputRows } from './input-rows.js';
 import { closeJob, getJob, JOB_COLUMNS, toJob } from './job-rows.js';
 import { migrate, withSchemaLock } from './migrations.js';
-import { answeringOutages, isDatabaseOutage } from './outage.js';
+import { answeringDatabaseOutages, isDatabaseOutage } from './outage.js';
 import { leaseSeconds } from '../settings.js';
 import { CHUNK_QUEUE, chunkPriorities, startQueue } from './queue.js';
 import { openAiFieldsToText } from '../openai/job-fields.js';
@@ -112,7 +112,7 @@ export class PgBatchStore implements BatchStore {
     );
     store.sweepTimer.unref();
     store.worker?.start();
-    return answeringOutages(store);
+    return answeringDatabaseOutages(store);
   }
 
   async create(job: NewBatch, input: BatchInput): Promise<BatchJob> {

@@ -11,6 +11,7 @@ import type { Readable } from 'node:stream';
 
 import { FileGoneError, type FileStore, type StagedUpload, type StoredFile } from '../ports.js';
 import { privateDir } from '../private-files.js';
+import { answeringStorageFailures } from '../storage-failures.js';
 import { storedFileFromRow, type StoredFileRow } from '../sql-rows.js';
 import { moveUploadInto, placeInNewDir } from '../uploads.js';
 import { addMissingColumns, openSqlite, type SqliteDatabase } from './sqlite-driver.js';
@@ -56,7 +57,7 @@ export class SqliteFileStore implements FileStore {
     for (const name of await readdir(store.filesDir)) {
       if (!known.has(name)) await rm(path.join(store.filesDir, name), { recursive: true, force: true });
     }
-    return store;
+    return answeringStorageFailures(store);
   }
 
   private contentPath(id: string): string {

@@ -14,6 +14,7 @@ import path from 'node:path';
 
 import type { BatchDecisionService, BatchInput, BatchJob, BatchResults, BatchSettings, BatchStore, NewBatch, ResultRows } from '../ports.js';
 import { prepareDataDir, privateDir } from '../private-files.js';
+import { answeringStorageFailures } from '../storage-failures.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { JobPump } from './job-pump.js';
 import { openResultRows, reindexOldJobs } from './result-rows.js';
@@ -70,7 +71,8 @@ export class SqliteBatchStore implements BatchStore {
     }
     store.retention.start(options.settings.sweepIntervalMs);
     if (options.work) store.pump.pump();
-    return store;
+    // A full or read-only disk answers 503 + Retry-After, as a Postgres outage does.
+    return answeringStorageFailures(store);
   }
 
   async create(job: NewBatch, input: BatchInput): Promise<BatchJob> {
