@@ -28,6 +28,7 @@ import { registerMetrics } from './metrics.js';
 import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { BodyThread } from './body-thread.js';
 import { parseJsonBody } from './json-body.js';
+import { afterOwedResponses, countOwedResponses } from './owed-responses.js';
 import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
 import { BatchService } from '../batches/batch-service.js';
 import { OpenAiBatchApi } from '../batches/openai/openai-batches.js';
@@ -140,26 +141,6 @@ type ServerSocket = Socket & { _httpMessage?: http.ServerResponse | null };
 const answering = new WeakSet<Socket>();
 
 /**
- * Calls `then` once no response is being written on `socket` for a request received whole: the
- * answers to the requests pipelined before a malformed one go out first, in order (Node hands the
- * socket to the next queued response when one finishes), or at once when the socket is gone.
- */
-function afterResponsesInFlight(socket: ServerSocket, then: () => void): void {
-  const inFlight = socket._httpMessage;
-  // A response whose own request is still arriving is not waited for: the error is in that
-  // request (a client that hung up mid-body), and closing the socket is what ends it.
-  if (!inFlight || inFlight.writableFinished || !inFlight.req.complete || socket.destroyed) return then();
-  let settled = false;
-  const next = () => {
-    if (settled) return;
-    settled = true;
-    afterResponsesInFlight(socket, then);
-  };
-  inFlight.once('finish', next);
-  inFlight.once('close', next);
-}
-
-/**
  * The method and path of the request a client error is about, where they can be read: a request
  * whose headers were read (a body that timed out), or one whose request line is in the bytes the
  * parser failed on, with no blank line after it (the error is in its headers, not past them).
@@ -204,7 +185,7 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
     if (socket.writable) socket.write(`${head}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     socket.destroy();
   };
-  if (status !== 408) return afterResponsesInFlight(socket, answer);
+  if (status !== 408) return afterOwedResponses(socket, answer);
   // A timed-out request is not waited for: its connection has held the server long enough. An
   // answer already being written on it is cut short rather than have the 408 written into it; the
   // response object of the late request itself (nothing sent yet: its body never arrived) gets the 408.
@@ -412,6 +393,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
     // answered like any other, errors in the API's shape.
     http: { requireHostHeader: false },
   });
+  countOwedResponses(app.server);
 
   for (const warning of resolvedKeys?.warnings ?? []) app.log.warn(warning);
   let service = options.service;

@@ -569,6 +569,28 @@ describe('one kept-alive connection, several requests', () => {
 });
 
 describe('a malformed request pipelined behind good ones', () => {
+  it('five good ones ahead of it: each answered, in order, then the error', async () => {
+    const decide = (state: string) => keptAlivePost('/v1/decide', { 'Content-Type': 'application/json' }, JSON.stringify(decideBody(state)));
+    const health = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n';
+    const conn = new KeptAlive();
+    try {
+      conn.send(decide('first') + health + decide('second') + decide('third') + health + 'GARBAGE\r\n\r\n');
+      const statuses: number[] = [];
+      const kinds: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const res = await conn.next(20_000);
+        statuses.push(res?.status ?? 0);
+        const body = res ? JSON.parse(res.body) : {};
+        kinds.push(body.answers ? 'answers' : body.status === 'ok' ? 'health' : String(body.code));
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 400]);
+      expect(kinds).toEqual(['answers', 'health', 'answers', 'answers', 'health', 'invalid_question']);
+      expect(await conn.next()).toBeNull();
+    } finally {
+      conn.close();
+    }
+  });
+
   it('the good ones are answered first, in order; then the error, and the connection is closed', async () => {
     const decide = keptAlivePost('/v1/decide', { 'Content-Type': 'application/json' }, JSON.stringify(decideBody('a state')));
     const health = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n';

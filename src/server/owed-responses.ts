@@ -1,0 +1,51 @@
+/**
+ * The responses a server still owes on each connection. A malformed request pipelined behind good
+ * ones is answered after all of them (app.ts, clientErrorHandler): written at once, its error would
+ * stand in place of the first answer, and a client would take a created batch for a 400. Node keeps
+ * its own queue of a pipelined connection's responses but does not expose it: its socket names only
+ * the response being written, and a queued one that finished into its buffer already reads as
+ * finished before its bytes have gone out. So each request's response is counted here from the
+ * server's 'request' event until it has been written (its 'finish') or its connection closed.
+ */
+import type http from 'node:http';
+import type { Socket } from 'node:net';
+
+interface Owed {
+  responses: Set<http.ServerResponse>;
+  /** Called once the set is empty. */
+  whenNone?: () => void;
+}
+
+const bySocket = new WeakMap<Socket, Owed>();
+
+/** Counts every response `server` owes, per connection. */
+export function countOwedResponses(server: http.Server): void {
+  server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
+    const socket = request.socket;
+    let owed = bySocket.get(socket);
+    if (!owed) bySocket.set(socket, (owed = { responses: new Set() }));
+    const entry = owed;
+    entry.responses.add(response);
+    const settled = () => {
+      entry.responses.delete(response);
+      if (entry.responses.size > 0 || !entry.whenNone) return;
+      const then = entry.whenNone;
+      entry.whenNone = undefined;
+      then();
+    };
+    response.once('finish', settled);
+    response.once('close', settled);
+  });
+}
+
+/**
+ * Calls `then` once every response owed on `socket` has been written, or at once when none is owed.
+ * Also at once when one of them belongs to a request still arriving: the error is in that request
+ * (a client that hung up mid-body, say), and closing the socket is what ends it.
+ */
+export function afterOwedResponses(socket: Socket, then: () => void): void {
+  const owed = bySocket.get(socket);
+  if (!owed || owed.responses.size === 0 || socket.destroyed) return then();
+  for (const response of owed.responses) if (!response.req.complete) return then();
+  owed.whenNone = then;
+}
