@@ -16,6 +16,7 @@
  */
 import type { DecisionResult, NormalizedDecideRequest } from '../domain/decision.js';
 import type { ValidationLimits } from './validate.js';
+import type { ErrorCode } from './errors.js';
 
 /** An error as one dialect sends it: HTTP status, JSON body, extra response headers. */
 export interface WireError {
@@ -33,7 +34,8 @@ export interface DialectCall {
   request: NormalizedDecideRequest;
 }
 
-export type DialectParse<Call extends DialectCall> = { ok: true; call: Call } | { ok: false; error: WireError };
+/** A body refused: the answer in the dialect's shape, and our code for it (the same on every door: logs, metrics). */
+export type DialectParse<Call extends DialectCall> = { ok: true; call: Call } | { ok: false; error: WireError; code: ErrorCode };
 
 /** What the caller knows about the request, for a dialect whose bodies name it. */
 export interface RequestContext {

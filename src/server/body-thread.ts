@@ -32,7 +32,7 @@ export class BodyThread {
     try {
       reply = await this.thread.call({ path: dialect.path, body, limits: context.limits, requestId });
     } catch (err) {
-      return { ok: false, error: dialect.error(new Error(`reading the request body: ${(err as Error).message}`), { requestId }) };
+      return { ok: false, error: dialect.error(new Error(`reading the request body: ${(err as Error).message}`), { requestId }), code: 'server_error' };
     } finally {
       this.bodiesRead += 1;
     }
@@ -40,9 +40,10 @@ export class BodyThread {
       giveWrittenForms(reply.call, reply.forms);
       return { ok: true, call: reply.call };
     }
-    if ('error' in reply) return { ok: false, error: reply.error };
+    if ('error' in reply) return { ok: false, error: reply.error, code: reply.code };
     // As the server's JSON parser fails it on the main thread (json-body.ts, parseJsonBody).
-    return { ok: false, error: dialect.error(unreadableBodyError(reply.unreadable), { requestId, unreadableBody: true }) };
+    const unreadable = unreadableBodyError(reply.unreadable);
+    return { ok: false, error: dialect.error(unreadable, { requestId, unreadableBody: true }), code: unreadable.code };
   }
 
   /** Ends the thread; bodies still waiting fail. */

@@ -6,6 +6,7 @@
  */
 import type { DialectCall, WireError } from '../api/dialect.js';
 import { DIALECTS } from '../api/dialects.js';
+import type { ErrorCode } from '../api/errors.js';
 import type { ValidationLimits } from '../api/validate.js';
 import { writtenFormsOf, type WrittenForms } from '../domain/key-order.js';
 import { serveRequests } from '../engine/thread-client.js';
@@ -19,7 +20,7 @@ export interface BodyRequest {
   requestId: string;
 }
 
-export type BodyReply = { call: DialectCall; forms: WrittenForms } | { error: WireError } | { unreadable: Extract<JsonBody, { ok: false }> };
+export type BodyReply = { call: DialectCall; forms: WrittenForms } | { error: WireError; code: ErrorCode } | { unreadable: Extract<JsonBody, { ok: false }> };
 
 serveRequests(({ path, body, limits, requestId }: BodyRequest): BodyReply => {
   const dialect = DIALECTS.find((d) => d.path === path);
@@ -27,5 +28,5 @@ serveRequests(({ path, body, limits, requestId }: BodyRequest): BodyReply => {
   const read = readJsonBody(body);
   if (!read.ok) return { unreadable: read };
   const parsed = dialect.parse(read.value, { limits, requestId });
-  return parsed.ok ? { call: parsed.call, forms: writtenFormsOf(parsed.call) } : { error: parsed.error };
+  return parsed.ok ? { call: parsed.call, forms: writtenFormsOf(parsed.call) } : { error: parsed.error, code: parsed.code };
 });

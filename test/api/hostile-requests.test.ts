@@ -139,6 +139,24 @@ function form(parts: Array<{ name: string; value: string; filename?: string }>, 
 const FORM_TYPE = `multipart/form-data; boundary=${BOUNDARY}`;
 const RECORD = JSON.stringify({ custom_id: 'r1', state: 's', questions: { q: { type: 'noul', instructions: 'Is it?' } } });
 
+describe('a refused request is logged with our code on every door', () => {
+  it.each([
+    ['/v1/decide', 400, 'invalid_question', 'application/json', '{"model":"svc-alpha","state":"s","questions":{"q":{"type":"noul","instructions":"a"},"q":{"type":"noul","instructions":"b"}}}'],
+    ['/v1/decide', 404, 'not_found', 'application/json', JSON.stringify({ model: 'no-such-model', state: 's', questions: { q: { type: 'noul', instructions: 'a' } } })],
+    ['/v1/systemone', 422, 'invalid_question', 'application/json', '{"model":"svc-alpha","state":"s"}'],
+    ['/v1/decisions', 400, 'invalid_question', 'application/json', '{"model":"svc-alpha"}'],
+    ['/v1/decisions', 404, 'not_found', 'application/json', JSON.stringify({ model: 'no-such-model', input: 's', questions: [{ type: 'predicate', name: 'q', instructions: 'a' }] })],
+    ['/v1/batches', 400, 'invalid_question', 'application/json', '{"endpoint":"/v1/decisions","completion_window":"24h"}'],
+    ['/v1/files/file-nope', 404, 'not_found', undefined, undefined],
+  ] as const)('%s, a %i: logged as %s', async (path, status, code, type, body) => {
+    const res = await fetch(`${base}${path}`, { method: body === undefined ? 'GET' : 'POST', headers: { ...AUTH, ...(type ? { 'content-type': type } : {}) }, body });
+    expect(res.status).toBe(status);
+    const requestId = res.headers.get('x-request-id')!;
+    const rejected = await logLine(0, (l) => l.request_id === requestId && l.msg === 'request rejected');
+    expect(rejected).toMatchObject({ code, status });
+  });
+});
+
 describe('POST /v1/batches with a body that is not good multipart', () => {
   const cases: Array<[string, Record<string, string>, string]> = [
     ['multipart/form-data without a boundary', { 'Content-Type': 'multipart/form-data' }, form([{ name: 'model', value: 'svc-alpha' }])],

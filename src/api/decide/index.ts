@@ -50,7 +50,7 @@ export function parseDecide(body: unknown, context: ParseContext = {}): DialectP
   try {
     return { ok: true, call: { request: validateDecideRequest(body, context.limits) } };
   } catch (err) {
-    return { ok: false, error: decideError(err, context) };
+    return { ok: false, error: decideError(err, context), code: toApiError(err).code };
   }
 }
 

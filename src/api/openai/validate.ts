@@ -249,8 +249,8 @@ export function parseDecisions(body: unknown, context: ParseContext = {}): Diale
     const request: NormalizedDecideRequest = { model, stateText, questions: parsed.map((p) => p.domain) };
     return { ok: true, call: { request, questions: parsed.map((p) => p.wire) } };
   } catch (err) {
-    if (err instanceof Rejection) return { ok: false, error: err.error };
-    if (isApiError(err)) return { ok: false, error: openAiError(err) };
+    if (err instanceof Rejection) return { ok: false, error: err.error, code: 'invalid_question' };
+    if (isApiError(err)) return { ok: false, error: openAiError(err), code: err.code };
     throw err;
   }
 }

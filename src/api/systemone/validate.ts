@@ -197,7 +197,7 @@ function stateText(state: unknown, limits: Partial<ValidationLimits>): string {
 export function parseSystemOne(body: unknown, context: ParseContext = {}): DialectParse<SystemOneCall> {
   const limits = context.limits ?? {};
   const problems = shapeProblems(body);
-  if (problems.length > 0) return { ok: false, error: unprocessable(problems) };
+  if (problems.length > 0) return { ok: false, error: unprocessable(problems), code: 'invalid_question' };
   const b = body as Record<string, unknown>;
   try {
     for (const field of Object.keys(b)) {
@@ -213,8 +213,8 @@ export function parseSystemOne(body: unknown, context: ParseContext = {}): Diale
     };
     return { ok: true, call: { request, legends } };
   } catch (err) {
-    if (err instanceof Rejection) return { ok: false, error: err.error };
-    if (isApiError(err)) return { ok: false, error: systemOneError(err) };
+    if (err instanceof Rejection) return { ok: false, error: err.error, code: 'invalid_question' };
+    if (isApiError(err)) return { ok: false, error: systemOneError(err), code: err.code };
     throw err;
   }
 }

@@ -13,7 +13,7 @@ import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, F
 import type { AuthFailure, Dialect, WireError } from '../../api/dialect.js';
 import { OFF_THREAD_BODY_BYTES } from '../../api/body-limit.js';
 import { DIALECTS } from '../../api/dialects.js';
-import { ApiError } from '../../api/errors.js';
+import { ApiError, toApiError, type ErrorCode } from '../../api/errors.js';
 import { jsonInOrder } from '../../domain/key-order.js';
 import type { DecisionService } from '../../service/decision-service.js';
 import type { BodyThread } from '../body-thread.js';
@@ -62,10 +62,13 @@ function abandonedWith(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
-/** Sends a dialect's error, logged as the app's error handler logs (5xx with the error, else its status). */
-function sendRejection(request: FastifyRequest, reply: FastifyReply, wire: WireError, err?: unknown): FastifyReply {
+/**
+ * Sends a dialect's error, logged as the app's error handler logs: 5xx with the error, else our
+ * code (the same on every door, whatever the dialect's shape calls it) and the status.
+ */
+function sendRejection(request: FastifyRequest, reply: FastifyReply, wire: WireError, code: ErrorCode, err?: unknown): FastifyReply {
   if (wire.status >= 500) request.log.error({ err }, 'request failed');
-  else request.log.info({ status: wire.status }, 'request rejected');
+  else request.log.info({ code, status: wire.status }, 'request rejected');
   return sendWire(reply, wire);
 }
 
@@ -76,7 +79,7 @@ export function dialectErrorHandler(dialect: Dialect) {
     // Errors that reach this handler come before the body was parsed: an invalid_question here is
     // about reading the body (not JSON, wrong Content-Type); 415 (compressed) keeps its status.
     const unreadableBody = api.code === 'invalid_question' && api.status === 400;
-    return sendRejection(request, reply, dialect.error(api, { auth: authFailure(request), unreadableBody, requestId: request.id }), err);
+    return sendRejection(request, reply, dialect.error(api, { auth: authFailure(request), unreadableBody, requestId: request.id }), api.code, err);
   };
 }
 
@@ -114,11 +117,11 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
       if (request.body === undefined) {
         // No body and no Content-Type: fastify ran no parser. The same answer as an empty JSON body.
         const empty = new ApiError('invalid_question', 'request body: empty; send a JSON object with Content-Type: application/json');
-        return sendRejection(request, reply, dialect.error(empty, { requestId: request.id, unreadableBody: true }));
+        return sendRejection(request, reply, dialect.error(empty, { requestId: request.id, unreadableBody: true }), empty.code);
       }
       const context = { limits: service.validationLimits, requestId: request.id };
       const parsed = request.body instanceof LargeBody ? await bodies.parse(dialect, request.body.bytes, context) : dialect.parse(request.body, context);
-      if (!parsed.ok) return sendRejection(request, reply, parsed.error);
+      if (!parsed.ok) return sendRejection(request, reply, parsed.error, parsed.code);
       const signal = abandonedWith(reply);
       try {
         return dialect.respond(parsed.call, await service.decideNormalized(parsed.call.request, { requestId: request.id, signal }));
@@ -128,7 +131,7 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
           request.log.info('client closed the connection before its answer; the decision was abandoned');
           return reply;
         }
-        return sendRejection(request, reply, dialect.error(err, { requestId: request.id }), err);
+        return sendRejection(request, reply, dialect.error(err, { requestId: request.id }), toApiError(err).code, err);
       }
     },
   );
