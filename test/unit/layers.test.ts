@@ -59,6 +59,7 @@ const BATCH_FLOOR: Record<string, number> = {
   'record-thread.ts': 1,
   'record-worker.ts': 1,
   'store-outages.ts': 1,
+  'storage-failures.ts': 1,
   openai: 1,
   sqlite: 2,
   pg: 2,
