@@ -178,7 +178,7 @@ export const HeldOutFiguresSchema = Type.Object(
     accuracy: Type.Optional(Type.Number()),
     brier: Type.Optional(Type.Number()),
     observations: Type.Optional(Type.Integer({ description: 'Held-out answers.' })),
-    kept: Type.Optional(Type.String({ description: 'The correction kept: none, temperature, label_bias or temperature+label_bias.' })),
+    kept: Type.Optional(Type.String({ description: 'The correction kept: base (the base version\'s, unchanged), none, temperature, label_bias or temperature+label_bias.' })),
     poor_fit: Type.Optional(Type.Array(Type.String(), { description: 'Why the fit is poor, one reason each (installed with --accept-poor-fit).' })),
     reliability: Type.Optional(
       Type.Object(

@@ -12,9 +12,11 @@
  *   When contents are not exchangeable (a yes/no set that is mostly "yes") the estimate is wrong
  *   and the held-out check below drops it.
  *
- * Held-out selection: four candidates (none, T, bias, T + bias) are scored by log-loss on the
- * held-out rows; the best is kept, a simpler one winning ties. So a correction is applied only
- * where it improved held-out log-loss.
+ * Held-out selection: the base version's own correction (when it has one: a calibrated version
+ * calibrated again) and four fitted candidates (none, T, bias, T + bias) are scored by log-loss on
+ * the held-out rows; the best is kept, the base's correction and then a simpler one winning ties.
+ * So the answers change only where that improved held-out log-loss over what the base answers
+ * today (a fit on a few rows never replaces a better correction the base already has).
  *
  * Uncertainty: the parameters are refitted on bootstrap resamples of the fit rows (percentile 95%).
  */
@@ -103,6 +105,11 @@ export function estimateLabelBias(observations: readonly Observation[]): Record<
   return Object.fromEntries(means.map(([label, m]) => [label, m - center]));
 }
 
+/** Whether `c` changes nothing: temperature 1 and no label bias other than zeros. */
+export function isIdentity(c: TypeCorrection): boolean {
+  return c.temperature === 1 && Object.values(c.labelBias ?? {}).every((b) => b === 0);
+}
+
 /** Mean negative log-likelihood of the expected options under a correction. */
 export function meanNll(observations: readonly Observation[], correction: TypeCorrection): number {
   let total = 0;
@@ -110,14 +117,15 @@ export function meanNll(observations: readonly Observation[], correction: TypeCo
   return total / observations.length;
 }
 
-export type CandidateName = 'none' | 'temperature' | 'label_bias' | 'temperature+label_bias';
+/** `base`: the base version's correction, unchanged. */
+export type CandidateName = 'base' | 'none' | 'temperature' | 'label_bias' | 'temperature+label_bias';
 
 export interface TypeFit {
   /** The correction kept (the best held-out candidate). */
   correction: TypeCorrection;
   chosen: CandidateName;
-  /** Held-out mean NLL of each candidate. */
-  heldOutNll: Record<CandidateName, number>;
+  /** Held-out mean NLL of each candidate (`base` only where the base has a correction). */
+  heldOutNll: Partial<Record<CandidateName, number>>;
   /** The fitted parameters of each structure with bootstrap 95% intervals (whether kept or not). */
   estimates: {
     temperatureOnly: { temperature: number; ci: [number, number] };
@@ -133,6 +141,8 @@ export interface FitOptions {
   /** Bootstrap resamples for the parameter intervals; default 200. */
   resamples?: number;
   seed?: number;
+  /** The base version's correction for this type; absent or the identity: none (it is `none`). */
+  base?: TypeCorrection;
 }
 
 function fitBoth(observations: readonly Observation[]) {
@@ -146,19 +156,19 @@ export function fitType(fit: readonly Observation[], heldOut: readonly Observati
   if (fit.length === 0) throw new Error('fit: no observations to fit on');
   const point = fitBoth(fit);
   const candidates: Array<[CandidateName, TypeCorrection]> = [
+    ...(options.base && !isIdentity(options.base) ? [['base', options.base] as [CandidateName, TypeCorrection]] : []),
     ['none', IDENTITY],
     ['temperature', { temperature: point.temperatureOnly }],
     ['label_bias', { temperature: 1, labelBias: point.labelBias }],
     ['temperature+label_bias', { temperature: point.temperatureWithBias, labelBias: point.labelBias }],
   ];
-  const heldOutNll = Object.fromEntries(candidates.map(([name, c]) => [name, heldOut.length ? meanNll(heldOut, c) : NaN])) as Record<
-    CandidateName,
-    number
-  >;
+  const heldOutNll: Partial<Record<CandidateName, number>> = Object.fromEntries(
+    candidates.map(([name, c]) => [name, heldOut.length ? meanNll(heldOut, c) : NaN]),
+  );
   let best = 0;
   for (let i = 1; i < candidates.length; i++) {
-    // Strictly better only: on a tie (or without held-out rows: NaN) the simpler candidate stays.
-    if (heldOutNll[candidates[i]![0]] < heldOutNll[candidates[best]![0]]) best = i;
+    // Strictly better only: on a tie (or without held-out rows: NaN) the earlier candidate stays.
+    if (heldOutNll[candidates[i]![0]]! < heldOutNll[candidates[best]![0]]!) best = i;
   }
 
   const resamples = options.resamples ?? 200;

@@ -185,7 +185,9 @@ export function wilsonInterval(successes: number, n: number): [number, number] {
   const denominator = 1 + z2 / n;
   const center = (p + z2 / (2 * n)) / denominator;
   const half = (Z95 * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / denominator;
-  return [Math.max(0, center - half), Math.min(1, center + half)];
+  // The interval holds p in exact arithmetic; rounding can put an end past it at p = 0 or 1 (a
+  // high of 0.9999999999999999 for 30 of 30), and a point must lie inside its own interval.
+  return [Math.max(0, Math.min(p, center - half)), Math.min(1, Math.max(p, center + half))];
 }
 
 /** The points of a reliability diagram, in order of confidence (see reliabilityBinCount for how many). */

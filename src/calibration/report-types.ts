@@ -25,7 +25,8 @@ export interface TypeReport {
   /** Applied label bias, or null when none is kept. */
   label_bias: Record<string, number> | null;
   kept: CandidateName;
-  held_out_nll_by_candidate?: Record<CandidateName, number>;
+  /** Held-out log-loss of each candidate; `base` only where the base version has a correction of its own. */
+  held_out_nll_by_candidate?: Partial<Record<CandidateName, number>>;
   /** The fitted parameters with bootstrap 95% intervals, whether kept or not. */
   estimates?: {
     temperature_only: { temperature: Estimate };

@@ -18,7 +18,7 @@ import type { EngineOptions } from '../engine/engine-options.js';
 import { DecisionService } from '../service/decision-service.js';
 import { CalibrationError } from './calibration-error.js';
 import { CalibrationDataError, readCalibrationData } from './data.js';
-import { fitType, TEMPERATURE_RANGE, type CandidateName } from './fit.js';
+import { fitType, isIdentity, TEMPERATURE_RANGE, type CandidateName } from './fit.js';
 import { scoreCalibrationRows } from './scoring.js';
 import { figuresWithIntervals, reliabilityBins, type Figures } from './metrics.js';
 import { correctedProbs, seededRandom, uniformProbs, type Observation, type TypeCorrection } from './observations.js';
@@ -248,7 +248,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
         ...(baseCalibration.labelBias[type] ? { labelBias: baseCalibration.labelBias[type] } : {}),
       };
       const enough = fit.length >= MIN_FIT_OBSERVATIONS && heldOut.length >= MIN_HELD_OUT_OBSERVATIONS;
-      const result = enough ? fitType(fit, heldOut, { resamples: options.resamples?.parameters, seed }) : undefined;
+      const result = enough ? fitType(fit, heldOut, { resamples: options.resamples?.parameters, seed, base: before }) : undefined;
       const after = result ? result.correction : before;
       const figures = compare(heldOut, before, after, options.resamples?.figures ?? 1000, seed);
       const report: TypeReport = {
@@ -256,7 +256,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
         held_out_observations: heldOut.length,
         temperature: after.temperature,
         label_bias: after.labelBias ? { ...after.labelBias } : null,
-        kept: result?.chosen ?? 'none',
+        kept: result?.chosen ?? (isIdentity(before) ? 'none' : 'base'),
         ...figures,
         reliability: {
           before: reliabilityBins(heldOut.map((o) => ({ probs: correctedProbs(o, before), expected: o.expected }))),

@@ -15,7 +15,7 @@ const HELP = `usage: decide calibrate --model ID --data FILE.jsonl [options]
 
 Scores labelled rows (as the batch path does, at batch priority; progress on stderr), fits per question type (noul, choice, score) a
 temperature and a label-bias correction on a seeded 80% of the rows, keeps each only where it
-improves held-out log-loss, and installs the result as a NEW model version sharing the base's
+improves held-out log-loss (over the base's own correction, when the base is calibrated), and installs the result as a NEW model version sharing the base's
 weights. The base id keeps answering exactly as before; the undated alias moves to the new
 version when its date is the newest.
 
@@ -65,7 +65,7 @@ function summary(report: CalibrationReport): string {
   if (report.data.failed_rows.length) lines.push(`  ${report.data.failed_rows.length} rows could not be scored (first: line ${report.data.failed_rows[0]!.line}: ${report.data.failed_rows[0]!.error})`);
   for (const [type, r] of Object.entries(report.types)) {
     const bias = r.label_bias ? ' + label bias' : '';
-    lines.push(`  ${type}: kept ${r.kept} (temperature ${f4(r.temperature)}${bias}); ${r.fit_observations} fit / ${r.held_out_observations} held-out answers${r.not_fitted ? `; NOT FITTED: ${r.not_fitted}` : ''}`);
+    lines.push(`  ${type}: kept ${r.kept === 'base' ? "the base's correction" : r.kept} (temperature ${f4(r.temperature)}${bias}); ${r.fit_observations} fit / ${r.held_out_observations} held-out answers${r.not_fitted ? `; NOT FITTED: ${r.not_fitted}` : ''}`);
     if (r.poor_fit) lines.push(`    POOR FIT (installed with --accept-poor-fit): ${r.poor_fit.join('; ')}`);
     lines.push(`    ${'held out'.padEnd(10)} ${'before'.padStart(24)} ${'after'.padStart(24)} ${'uniform'.padStart(24)}`);
     for (const k of ['accuracy', 'nll', 'brier', 'ece'] as const) {

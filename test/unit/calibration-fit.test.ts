@@ -63,8 +63,8 @@ describe('fitType on a simulated classifier with known T* and b*', () => {
   it('keeps temperature and label bias because both improve held-out log-loss', () => {
     expect(result.chosen).toBe('temperature+label_bias');
     const nll = result.heldOutNll;
-    expect(nll['temperature+label_bias']).toBeLessThan(nll.temperature);
-    expect(nll.temperature).toBeLessThan(nll.none);
+    expect(nll['temperature+label_bias']).toBeLessThan(nll.temperature!);
+    expect(nll.temperature).toBeLessThan(nll.none!);
   });
 
   it('brings held-out ECE (15 equal-mass bins) to <= 0.03 on 2,000 rows, from far above', () => {
@@ -78,6 +78,31 @@ describe('fitType on a simulated classifier with known T* and b*', () => {
 });
 
 describe('fitType keeps only what helps', () => {
+  it("a calibrated base calibrated again on few rows: the base's own correction is a candidate, and what is kept never does worse on the held-out rows", () => {
+    const labels = ['A', 'B', 'C', 'D'];
+    const tStar = 2.5;
+    const bStar = [0.9, 0.2, -0.4, -0.7];
+    const truth = { temperature: tStar, labelBias: Object.fromEntries(labels.map((l, i) => [l, bStar[i]!])) };
+    let keptBase = 0;
+    for (let seed = 1; seed <= 20; seed++) {
+      // 36 fit and 9 held-out rows: fits this small are often worse than the right correction.
+      const data = simulate({ rows: 45, labels, tStar, bStar, spread: 3.5, seed });
+      const result = fitType(data.slice(0, 36), data.slice(36), { resamples: 20, seed, base: truth });
+      const nll = result.heldOutNll;
+      expect(nll.base, `seed ${seed}`).toBeDefined();
+      expect(nll[result.chosen]!, `seed ${seed}`).toBeLessThanOrEqual(nll.base!);
+      if (result.chosen === 'base') {
+        keptBase += 1;
+        expect(result.correction).toEqual(truth);
+      }
+    }
+    // The base's correction is the truth here, so it must win on some splits (a fitted candidate beat it on the others).
+    expect(keptBase).toBeGreaterThan(0);
+    // An uncalibrated base has nothing of its own to keep: it is `none`.
+    const plain = fitType(simulate({ rows: 45, labels, tStar, bStar, spread: 3.5, seed: 1 }).slice(0, 36), [], { resamples: 5, base: IDENTITY });
+    expect(plain.heldOutNll).not.toHaveProperty('base');
+  });
+
   it('a calibrated yes/no model on a mostly-"yes" set: no label bias (it would erase the real base rate), T ~ 1', () => {
     const random = seededRandom(11);
     const obs: Observation[] = [];
@@ -166,6 +191,16 @@ describe('figures', () => {
     const [low20, high20] = wilsonInterval(20, 20);
     expect(low20).toBeCloseTo(0.8389, 4);
     expect(high20).toBe(1);
+    // Every point inside its own interval, the ends exactly 0 and 1 (rounding put 30 of 30 at a high of 0.9999999999999999).
+    for (let n = 1; n <= 300; n++) {
+      for (const k of [0, 1, Math.floor(n / 3), n - 1, n]) {
+        const [low, high] = wilsonInterval(k, n);
+        expect(low, `${k}/${n}`).toBeLessThanOrEqual(k / n);
+        expect(high, `${k}/${n}`).toBeGreaterThanOrEqual(k / n);
+      }
+      expect(wilsonInterval(n, n)[1]).toBe(1);
+      expect(wilsonInterval(0, n)[0]).toBe(0);
+    }
   });
 
   it('the uniform predictor: accuracy 1/k, log-loss log k, Brier 1 - 1/k, ECE 0', () => {
