@@ -15,8 +15,9 @@ import { EngineError } from '../errors/engine-error.js';
  * The tokenizer of one model directory.
  *
  * @example
- * const tok = await TextTokenizer.load('/models/svc-alpha-2026-10');
- * const ids = await tok.encode('<|im_start|>user\nhello'); // Int32Array [151644, 872, 198, 14990]
+ * const tok = await TextTokenizer.load('models/svc-alpha-2026-10');
+ * // svc-alpha's vocabulary is Qwen3's cut to 16,384 ids: its <|im_start|> is 16359 (Qwen3's 151644)
+ * const ids = await tok.encode('<|im_start|>user\nhello'); // Int32Array [16359, 872, 198, 14990]
  */
 export class TextTokenizer {
   private constructor(

@@ -245,8 +245,9 @@ export class DecisionService {
    * maps onto and renders (src/api/dialects.ts), so the same question through any door is scored
    * by the same path. Throws ApiError.
    * @example
-   * const parsed = systemOne.parse(body);
-   * if (parsed.ok) body = systemOne.respond(parsed.call, await svc.decideNormalized(parsed.call.request));
+   * const request = validateDecideRequest(body); // throws ApiError for a bad body
+   * const result = await svc.decideNormalized(request);
+   * console.log(result.answers);
    */
   async decideNormalized(request: NormalizedDecideRequest, context: DecideContext = {}): Promise<DecisionResult> {
     const arrivedAt = performance.now();
