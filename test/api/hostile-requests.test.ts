@@ -431,17 +431,8 @@ describe('keys', () => {
   });
 
   it('failed attempts are limited per client address: 429 with Retry-After, then even a good key waits', async () => {
-    // A second server: its own data dir (a batch data dir has one owner).
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'limited-data-'));
-    const limited = await createServer({
-      service,
-      apiKeys: [TEST_KEY],
-      dataDir,
-      rateLimit: { requestsPerSecond: 100, burst: 100, invalidKeys: { requestsPerSecond: 0.01, burst: 3 } },
-    });
-    try {
-      await limited.listen({ port: 0, host: '127.0.0.1' });
-      const url = `http://127.0.0.1:${(limited.server.address() as net.AddressInfo).port}/v1/models`;
+    await withLimitedServer(async (root) => {
+      const url = `${root}/v1/models`;
       expect((await fetch(url, { headers: AUTH })).status).toBe(200);
       const statuses: number[] = [];
       for (const authorization of ['Bearer guess-1', 'Bearer guess-2', '', 'Bearer guess-4']) {
@@ -453,26 +444,14 @@ describe('keys', () => {
       expect(Number(good.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expectErrorShape(await good.json(), 'rate_limited', good.headers.get('x-request-id')!);
       // Probes are never limited.
-      expect((await fetch(url.replace('/v1/models', '/healthz'))).status).toBe(200);
-    } finally {
-      await limited.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+      expect((await fetch(`${root}/healthz`)).status).toBe(200);
+    });
   });
 });
 
 describe('OPTIONS (a browser\'s CORS preflight): no CORS, no key needed, never a failed authentication', () => {
   it('many preflights from one address, then a keyed request is still answered', async () => {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'preflight-data-'));
-    const limited = await createServer({
-      service,
-      apiKeys: [TEST_KEY],
-      dataDir,
-      rateLimit: { requestsPerSecond: 100, burst: 100, invalidKeys: { requestsPerSecond: 0.01, burst: 3 } },
-    });
-    try {
-      await limited.listen({ port: 0, host: '127.0.0.1' });
-      const root = `http://127.0.0.1:${(limited.server.address() as net.AddressInfo).port}`;
+    await withLimitedServer(async (root) => {
       const preflight = { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' };
       for (let i = 0; i < 10; i++) {
         // 405 with Allow where the path answers other methods itself, else the API's 404.
@@ -483,12 +462,30 @@ describe('OPTIONS (a browser\'s CORS preflight): no CORS, no key needed, never a
         }
       }
       expect((await fetch(`${root}/v1/models`, { headers: AUTH })).status).toBe(200);
-    } finally {
-      await limited.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    });
   });
 });
+
+/**
+ * Runs `fn` against a second server whose failed authentications are limited to a burst of 3 per
+ * address (the main one's limits are off), on its own data dir (a batch data dir has one owner).
+ */
+async function withLimitedServer(fn: (root: string) => Promise<void>): Promise<void> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'limited-data-'));
+  const limited = await createServer({
+    service,
+    apiKeys: [TEST_KEY],
+    dataDir,
+    rateLimit: { requestsPerSecond: 100, burst: 100, invalidKeys: { requestsPerSecond: 0.01, burst: 3 } },
+  });
+  try {
+    await limited.listen({ port: 0, host: '127.0.0.1' });
+    await fn(`http://127.0.0.1:${(limited.server.address() as net.AddressInfo).port}`);
+  } finally {
+    await limited.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
 
 /**
  * One kept-alive connection read as a client reads it: send() writes bytes as they are, next()
