@@ -1,9 +1,10 @@
 /**
  * Which failures are the data dir's disk refusing writes (full, over quota, read-only, failing)
  * rather than a fault of the request or of this code: the SQLite store's database and files, and
- * the staged uploads of either store. What the API answers while one lasts: 503 server_error with Retry-After, in each route's own shape, as Postgres outages answer
- * (store-outages.ts). Nothing accepted is lost: a write that failed committed nothing, and a
- * running job pauses and resumes from its last committed row (job-pump.ts).
+ * the staged uploads of either store. What the API answers while one lasts: 503 server_error with
+ * Retry-After, in each route's own shape, as Postgres outages answer (store-outages.ts). Nothing
+ * accepted is lost: a write that failed committed nothing, and a running job pauses and resumes
+ * from its last committed row (job-pump.ts).
  */
 import { ApiError } from '../api/errors.js';
 import { answeringOutages, outageAnswer } from './store-outages.js';
