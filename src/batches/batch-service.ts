@@ -270,6 +270,7 @@ export class BatchService {
     if (this.closed) return;
     this.closed = true;
     await this.store.close();
+    await this.uploads.close();
   }
 
   private async owned(owner: string, id: string): Promise<BatchJob> {

@@ -1,11 +1,14 @@
 /**
- * Uploads: a JSONL upload streamed to a staging file under `<jobsDir>/.staging`, counted and
- * fsynced, then moved into its job's directory (or its file's). A crash before the move leaves only
- * a staging file, removed at the next start (clear()). Staged files are 0600 in a 0700 dir
- * (private-files.ts).
+ * Uploads: a JSONL upload streamed to a staging file under `<jobsDir>/.staging/<process>/`, counted
+ * and fsynced, then moved into its job's directory (or its file's). A crash before the move leaves
+ * only a staging file, in the folder of a process that is gone: the next start removes it
+ * (clear()). Each process (each BatchService) stages in its own folder, named after it
+ * (process-identity.ts), so that a start never removes the uploads a live process is receiving:
+ * a second server refused on a SQLite data dir, or API hosts of one Postgres store sharing a data
+ * dir. Staged files are 0600 in 0700 dirs (private-files.ts).
  */
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 
 import { monotonicFactory } from 'ulid';
@@ -14,6 +17,7 @@ import { ApiError } from '../api/errors.js';
 import { inputLines } from './input-lines.js';
 import type { BatchInput, StagedUpload } from './ports.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir } from './private-files.js';
+import { isRunning, thisProcess } from './process-identity.js';
 import { RecordCounter } from './jsonl-lines.js';
 
 export type { StagedUpload };
@@ -27,17 +31,37 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+/** Staging folders opened by this process so far: each BatchService gets its own. */
+let opened = 0;
+
+/** A staging folder's name: the process that stages there, and which of its BatchServices. */
+const FOLDER = /^(\d+)-(\d+|x)-\d+$/;
+
 export class UploadStaging {
   private readonly newId = monotonicFactory();
+  /** This service's staging folder, under `root`. */
+  readonly dir: string;
 
   constructor(
-    readonly dir: string,
+    private readonly root: string,
     private readonly limits: { maxFileBytes: number; maxRecords: number },
-  ) {}
+  ) {
+    const me = thisProcess();
+    this.dir = path.join(root, `${me.pid}-${me.start ?? 'x'}-${++opened}`);
+  }
 
-  /** Removes every staged file (crash leftovers); call at start, before any upload. */
+  /**
+   * Removes what processes that are gone left staged (crash leftovers, and the loose files of
+   * versions that staged without folders), keeps the folders of live ones, and makes this one's;
+   * call at start, before any upload.
+   */
   async clear(): Promise<void> {
-    await rm(this.dir, { recursive: true, force: true });
+    privateDir(this.root);
+    for (const name of await readdir(this.root)) {
+      const owner = FOLDER.exec(name);
+      if (owner && isRunning({ pid: Number(owner[1]), ...(owner[2] === 'x' ? {} : { start: owner[2] }) })) continue;
+      await rm(path.join(this.root, name), { recursive: true, force: true });
+    }
     privateDir(this.dir);
   }
 
@@ -83,6 +107,11 @@ export class UploadStaging {
     }
     await fh.close();
     return { path: file, bytes: counter.bytes, records: counter.total() };
+  }
+
+  /** Removes this service's staging folder when nothing is staged there (an upload still arriving keeps it). */
+  async close(): Promise<void> {
+    await rmdir(this.dir).catch(() => undefined);
   }
 
   /** Removes a staged upload that will not become a job. */

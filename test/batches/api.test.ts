@@ -265,7 +265,8 @@ describe('creation errors and limits', () => {
     expect(ok.status).toBe(201);
     expect(ok.body.progress.total).toBe(5);
     // Rejected uploads leave nothing behind.
-    expect(await readdir(path.join(dataDir, 'batches', '.staging'))).toEqual([]);
+    const stagingLeft = await readdir(path.join(dataDir, 'batches', '.staging'), { recursive: true, withFileTypes: true });
+    expect(stagingLeft.filter((e) => e.isFile()).map((e) => e.name)).toEqual([]);
     expect((await readdir(path.join(dataDir, 'batches'))).filter((n) => n !== '.staging')).toEqual([ok.body.id]);
     await a.waitFor(ok.body.id, ['completed']);
   });

@@ -6,7 +6,7 @@
  * are removed at open.
  */
 import { cpSync, existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -229,6 +229,34 @@ describe('BatchService restart', () => {
       expect((await waitFor(batches, 'o', b.id, ['completed'])).status).toBe('completed');
     } finally {
       db.pragma('query_only = OFF');
+      await batches.close();
+    }
+  });
+
+  it('a results file the disk refuses (ENOSPC: /dev/full) pauses the job, which completes once it can write; it never fails', async () => {
+    const dataDir = path.join(workDir, 'full-results');
+    const lines = goodLines(5, 2, 'f');
+    // Created by a service that runs nothing, so that its results path can be pointed at /dev/full first.
+    const idle = await BatchService.open({ service: svc, dataDir, resume: false });
+    const b = await idle.create({ owner: 'o', model: 'svc-alpha', upload: await idle.stageUpload(Readable.from([lines.join('\n')])) });
+    await idle.close();
+    const results = path.join(dataDir, 'batches', b.id, 'results.jsonl');
+    await symlink('/dev/full', results);
+    const logged: string[] = [];
+    const batches = await BatchService.open({ service: svc, dataDir, log: (line) => logged.push(line) });
+    try {
+      const until = Date.now() + 30_000;
+      while (!logged.some((l) => l.includes('runner error'))) {
+        if (Date.now() > until) throw new Error(`no runner error; log: ${logged.join('\n')}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(logged.find((l) => l.includes('runner error'))).toMatch(/runner error \(attempt 1; trying again in 1 s\): Error: ENOSPC/);
+      expect((await batches.get('o', b.id)).status).toBe('in_progress');
+      await rm(results);
+      const done = await waitFor(batches, 'o', b.id, ['completed', 'failed']);
+      expect(done.status).toBe('completed');
+      expect(done.progress).toMatchObject({ total: 5, completed: 5, failed: 0 });
+    } finally {
       await batches.close();
     }
   });

@@ -10,6 +10,7 @@ import { ModelUnusableError } from '../chunk-scoring.js';
 import type { BatchDecisionService, BatchSettings, JobProgress } from '../ports.js';
 import { PRIVATE_FILE_MODE } from '../private-files.js';
 import { storedFormQuestions } from '../query.js';
+import { isStorageFailure } from '../storage-failures.js';
 import { runBatch } from '../runner.js';
 import type { JobRow, SqliteJobTable } from './sqlite-jobs.js';
 
@@ -161,6 +162,9 @@ export class JobPump {
         this.finishJob(job.id, 'failed', undefined, { code: err.error.code, message: err.error.message });
         return;
       }
+      // A disk that refused the results' bytes (full, read-only) is the store refusing a write, as
+      // when SQLite refuses one: the job pauses and resumes from its last committed row (runFailed).
+      if (isStorageFailure(err)) throw err;
       this.log(`batch ${job.id}: failed: ${String((err as Error)?.stack ?? err)}`);
       this.finishJob(job.id, 'failed', undefined, {
         code: 'server_error',
