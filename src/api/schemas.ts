@@ -321,10 +321,22 @@ export const NAMED_SCHEMAS = Object.freeze({
 export type SchemaName = keyof typeof NAMED_SCHEMAS;
 
 /**
- * A route schema that points at a named schema (registered with fastify by its name as `$id`).
+ * Fastify shares schema ids with the app around an embedded decisionApp, so ours are namespaced
+ * (a host's own `Error` schema must not collide); /openapi.json names them without the prefix.
+ */
+export const SCHEMA_ID_PREFIX = 'decision-engine.';
+
+/** The fastify `$id` a named schema is registered under. */
+export function schemaId(name: SchemaName): string {
+  return `${SCHEMA_ID_PREFIX}${name}`;
+}
+
+/**
+ * A route schema that points at a named schema (registered with fastify under schemaId(name)).
  * @example
  * response: { 200: ref('Batch'), 404: ref('Error', 'not_found') }
  */
 export function ref(name: SchemaName, description?: string): { $ref: string; description?: string } {
-  return description === undefined ? { $ref: `${name}#` } : { $ref: `${name}#`, description };
+  const $ref = `${schemaId(name)}#`;
+  return description === undefined ? { $ref } : { $ref, description };
 }

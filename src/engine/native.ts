@@ -3,7 +3,7 @@
  * tokens and offsets as Int32Array, results as Float32Array. No other file loads the addon.
  */
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -195,14 +195,28 @@ function ortLibraryNames(): string[] {
   return ['libonnxruntime.so.1', 'libonnxruntime.so'];
 }
 
+/**
+ * The oldest ONNX Runtime the addon runs on: it asks for the C API version of the headers it is
+ * built with (ORT_API_VERSION 29, native/ort_runtime.cc), which ONNX Runtime 1.29 and newer serve.
+ */
+const MIN_ORT_MINOR = 29;
+
+/** Whether an onnxruntime-node version ("1.30.0") carries an ONNX Runtime the addon can run on. */
+export function servesOurApi(version: string): boolean {
+  const [major, minor] = version.split('.').map(Number);
+  return major! > 1 || (major === 1 && minor! >= MIN_ORT_MINOR);
+}
+
 /** Directories that may hold a CPU ONNX Runtime library, in order of preference. */
 function ortLibraryDirs(): string[] {
   const dirs: string[] = [];
   // onnxruntime-node first when it is installed (a devDependency here; or the host application's):
   // its JS API may be loaded in the same process, and one process must not hold two ORT copies.
+  // An older one (Transformers.js 3 pins 1.21) cannot run the addon: this package's own copy then.
   try {
-    const root = path.dirname(require.resolve('onnxruntime-node/package.json'));
-    dirs.push(path.join(root, 'bin', 'napi-v6', process.platform, process.arch));
+    const manifest = require.resolve('onnxruntime-node/package.json');
+    const { version } = JSON.parse(readFileSync(manifest, 'utf8')) as { version: string };
+    if (servesOurApi(version)) dirs.push(path.join(path.dirname(manifest), 'bin', 'napi-v6', process.platform, process.arch));
   } catch {
     // not installed
   }

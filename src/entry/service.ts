@@ -10,5 +10,6 @@ export type { DecideRequest, DecideResponse, Answer, Question } from '../api/sch
 // From their own files, not the builder's index: its graph modules' declarations name the ONNX
 // protobuf types, which a strict consumer could not read (models/builder/dtypes.ts).
 export { makeModel } from '../models/builder/make-model.js';
+export { importModel, ImportError, type ImportModelOptions, type ImportedModel } from '../models/import/import-model.js';
 export { PRESETS } from '../models/builder/presets.js';
 export { calibrateModel, CalibrationError, type CalibrateOptions, type CalibrationReport } from '../calibration/run.js';

@@ -17,7 +17,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, 
 import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
 import { newRequestId } from '../api/request-ids.js';
-import { NAMED_SCHEMAS } from '../api/schemas.js';
+import { NAMED_SCHEMAS, SCHEMA_ID_PREFIX, schemaId, type SchemaName } from '../api/schemas.js';
 import type { EngineOptions } from '../engine/engine-options.js';
 import { envPath } from '../engine/env-path.js';
 import { DecisionService } from '../service/decision-service.js';
@@ -242,11 +242,15 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
     }
   });
 
-  // The named wire schemas, by name: routes point at them with ref(), /openapi.json lists them
-  // under components.schemas (refResolver keeps the name instead of def-N).
-  for (const [name, schema] of Object.entries(NAMED_SCHEMAS)) app.addSchema({ ...schema, $id: name });
+  // The named wire schemas, under namespaced ids (a host app's own schemas are shared with this
+  // scope): routes point at them with ref(), /openapi.json lists them under components.schemas by
+  // their names (refResolver: the name, not def-N; a host's schema keeps its own id).
+  for (const [name, schema] of Object.entries(NAMED_SCHEMAS)) app.addSchema({ ...schema, $id: schemaId(name as SchemaName) });
   await app.register(swagger, {
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id !== 'string' ? `def-${i}` : json.$id.startsWith(SCHEMA_ID_PREFIX) ? json.$id.slice(SCHEMA_ID_PREFIX.length) : json.$id,
+    },
     openapi: {
       openapi: '3.1.0',
       info: {

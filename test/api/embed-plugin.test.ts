@@ -42,7 +42,9 @@ async function hostApp(
     reply.status(err.statusCode ?? 500).send({ mine: true, msg: err.message }),
   );
   if (notFound) app.setNotFoundHandler((request, reply) => reply.status(404).send({ host404: request.url }));
-  app.get('/hello', async () => ({ hi: 1 }));
+  // A shared schema of the host's own, named as one of the API's wire schemas.
+  app.addSchema({ $id: 'Error', type: 'object', properties: { mine: { type: 'boolean' }, msg: { type: 'string' } } });
+  app.get('/hello', { schema: { response: { 500: { $ref: 'Error#' } } } }, async () => ({ hi: 1 }));
   app.post('/echo', async (request) => ({ got: request.body }));
   app.get('/boom', async () => {
     throw Object.assign(new Error('host failure'), { statusCode: 418 });
@@ -172,6 +174,10 @@ describe('decisionApp under a prefix', () => {
       const spec = await app.inject({ method: 'GET', url: '/decisions/openapi.json', headers: AUTH });
       expect(Object.keys(spec.json().paths)).toContain('/decisions/v1/decide');
       expect(Object.keys(spec.json().paths)).not.toContain('/hello');
+      // The API's own Error schema, by its name, beside a host schema of that name.
+      const errorRef = spec.json().paths['/decisions/v1/decide'].post.responses['400'].content['application/json'].schema.$ref as string;
+      const component = spec.json().components.schemas[errorRef.replace('#/components/schemas/', '')];
+      expect(Object.keys(component.properties)).toEqual(['code', 'message', 'request_id']);
     });
 
     it("answers unknown paths under the prefix with the API's 404 (after authentication), the rest with the host's", async () => {

@@ -171,12 +171,12 @@ console.log(JSON.stringify(res));
         '--input-type=module',
         '-e',
         `const e = await import('decision-engine/engine'); const s = await import('decision-engine/service'); const h = await import('decision-engine/server');
-console.log(JSON.stringify([typeof e.Engine.load, typeof e.TextTokenizer.load, typeof s.DecisionService.open, typeof s.calibrateModel, typeof h.createServer, typeof h.decisionApp]));`,
+console.log(JSON.stringify([typeof e.Engine.load, typeof e.TextTokenizer.load, typeof s.DecisionService.open, typeof s.calibrateModel, typeof s.makeModel, typeof s.importModel, typeof h.createServer, typeof h.decisionApp]));`,
       ],
       { cwd: project, env: cleanEnv(), encoding: 'utf8' },
     );
     expect(subpaths.status, subpaths.stderr).toBe(0);
-    expect(JSON.parse(subpaths.stdout)).toEqual(Array(6).fill('function'));
+    expect(JSON.parse(subpaths.stdout)).toEqual(Array(8).fill('function'));
   });
 
   it('decide serve answers /v1/decide over HTTP', async () => {

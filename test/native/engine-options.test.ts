@@ -4,6 +4,9 @@
  * and refuses what would be undefined behaviour in a C++ cast (NaN, infinities, negatives,
  * fractions, out of range), each with ERR_INPUT naming the field.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { assertProviderReady, Engine } from '../../src/engine/engine.js';
@@ -11,7 +14,8 @@ import { ENGINE_DEFAULTS, ENGINE_OPTION_NAMES, ENGINE_OPTIONS, resolveLoadOption
 import { engineOptionsFromFlags } from '../../src/cli/engine-flags.js';
 import { accepts, parseText } from '../../src/engine/option-checks.js';
 import { readModelConfig } from '../../src/engine/model-dir.js';
-import { loadNativeModule, resolveOrtLibrary, type NativeLoadOptions } from '../../src/engine/native.js';
+import { loadNativeModule, resolveOrtLibrary, servesOurApi, type NativeLoadOptions } from '../../src/engine/native.js';
+import { ROOT } from '../helpers/bin.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 
 let modelDir: string;
@@ -235,5 +239,15 @@ describe('the DECIDE_* variables', () => {
   it('ortLogLevel is an option like the others (it was a variable only)', async () => {
     await expect(Engine.load({ modelDir, ortLogLevel: 7 })).rejects.toMatchObject({ code: 'ERR_INPUT', message: expect.stringContaining('options.ortLogLevel') });
     expect(resolveLoadOptions({ modelDir, ortLogLevel: 1 }, readModelConfig(modelDir), resolveOrtLibrary()).ortLogSeverity).toBe(1);
+  });
+});
+
+describe('which ONNX Runtime is loaded', () => {
+  it("an installed onnxruntime-node is used only when it serves the addon's C API (1.29 or newer); an older one is passed over for the package's own", () => {
+    expect(['1.21.0', '1.24.3', '1.28.9'].filter(servesOurApi)).toEqual([]);
+    expect(['1.29.0', '1.30.0', '1.100.1', '2.0.0'].every(servesOurApi)).toBe(true);
+    // This checkout's devDependency is new enough (its library is the one the tests load).
+    const installed = JSON.parse(readFileSync(path.join(ROOT, 'node_modules', 'onnxruntime-node', 'package.json'), 'utf8')) as { version: string };
+    expect(servesOurApi(installed.version)).toBe(true);
   });
 });

@@ -56,6 +56,7 @@ const BATCH_FLOOR: Record<string, number> = {
   'sql-rows.ts': 1,
   'input-lines.ts': 1,
   'pid-lock.ts': 1,
+  'process-identity.ts': 1,
   'record-thread.ts': 1,
   'record-worker.ts': 1,
   'store-outages.ts': 1,

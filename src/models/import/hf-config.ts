@@ -4,7 +4,7 @@
  * `rope_scaling` with `type` or `rope_type`) and 5.x (`rope_parameters`). Anything the graph
  * cannot compute exactly is an ImportError naming the field, before a byte is written.
  */
-import type { DecoderFeatures } from '../builder/decoder-graph.js';
+import type { DecoderFeatures } from '../builder/decoder-features.js';
 import type { ModelShape } from '../builder/presets.js';
 
 export class ImportError extends Error {

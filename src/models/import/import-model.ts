@@ -26,7 +26,8 @@ import { ImportError, planFromConfig, type ImportPlan } from './hf-config.js';
 import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed, type TensorEntry } from './safetensors.js';
 import { assembleWeight } from '../builder/weight-parts.js';
 import { checkSizesAgainstTensors, mapWeights, type WeightSource } from './weight-map.js';
-import { computeDtype, DEFAULT_INT8_SCHEME, quantizeWeightSpecs, type ModelDtype } from '../builder/quantize.js';
+import type { ModelDtype } from '../builder/dtypes.js';
+import { computeDtype, DEFAULT_INT8_SCHEME, quantizeWeightSpecs } from '../builder/quantize.js';
 import { checkModelOutput, makeStagingDir, ModelOutputError, placeModelDir } from '../output-dir.js';
 import { newModelIdProblem } from '../registry.js';
 
