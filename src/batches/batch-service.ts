@@ -104,10 +104,16 @@ export class BatchService {
   static async open(options: BatchServiceOptions): Promise<BatchService> {
     const dataDir = path.resolve(options.dataDir);
     const settings = resolveBatchSettings(options); // malformed DECIDE_BATCH_* fails before any file is touched
-    const uploads = new UploadStaging(path.join(dataDir, 'batches', '.staging'), settings);
-    await uploads.clear();
     const log = options.log ?? (() => undefined);
+    // The store first: a SQLite data dir another process owns is refused before anything in it is touched.
     const store = await openBatchStore(options, { dataDir, settings, service: options.service, work: options.resume ?? true, log, warn: options.warn ?? log });
+    const uploads = new UploadStaging(path.join(dataDir, 'batches', '.staging'), settings);
+    try {
+      await uploads.clear();
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
     return new BatchService(options, store, settings, uploads);
   }
 

@@ -2,10 +2,10 @@
  * Uploads: a JSONL upload streamed to a staging file under `<jobsDir>/.staging/<process>/`, counted
  * and fsynced, then moved into its job's directory (or its file's). A crash before the move leaves
  * only a staging file, in the folder of a process that is gone: the next start removes it
- * (clear()). Each process (each BatchService) stages in its own folder, named after it
- * (process-identity.ts), so that a start never removes the uploads a live process is receiving:
- * a second server refused on a SQLite data dir, or API hosts of one Postgres store sharing a data
- * dir. Staged files are 0600 in 0700 dirs (private-files.ts).
+ * (clear()). Each process (each BatchService) stages in its own folder and holds a kernel lock in
+ * it while it lives (file-lock.ts), so that a start never removes the uploads a live process is
+ * receiving: a second server refused on a SQLite data dir, or API hosts of one Postgres store
+ * sharing a data dir, in containers or not. Staged files are 0600 in 0700 dirs (private-files.ts).
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
@@ -17,7 +17,7 @@ import { ApiError } from '../api/errors.js';
 import { inputLines } from './input-lines.js';
 import type { BatchInput, StagedUpload } from './ports.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir } from './private-files.js';
-import { isRunning, thisProcess } from './process-identity.js';
+import { tryLockFile } from './file-lock.js';
 import { RecordCounter } from './jsonl-lines.js';
 
 export type { StagedUpload };
@@ -34,35 +34,51 @@ export async function fsyncDir(dir: string): Promise<void> {
 /** Staging folders opened by this process so far: each BatchService gets its own. */
 let opened = 0;
 
-/** A staging folder's name: the process that stages there, and which of its BatchServices. */
-const FOLDER = /^(\d+)-(\d+|x)-\d+$/;
+/** In each staging folder: the kernel lock its process holds while it lives (file-lock.ts). */
+const OWNER_LOCK = '.owner.lock';
 
 export class UploadStaging {
   private readonly newId = monotonicFactory();
   /** This service's staging folder, under `root`. */
   readonly dir: string;
+  private releaseOwner?: () => void;
 
   constructor(
     private readonly root: string,
     private readonly limits: { maxFileBytes: number; maxRecords: number },
   ) {
-    const me = thisProcess();
-    this.dir = path.join(root, `${me.pid}-${me.start ?? 'x'}-${++opened}`);
+    this.dir = path.join(root, `${process.pid}-${Date.now()}-${++opened}`);
   }
 
   /**
    * Removes what processes that are gone left staged (crash leftovers, and the loose files of
-   * versions that staged without folders), keeps the folders of live ones, and makes this one's;
-   * call at start, before any upload.
+   * versions that staged without folders), keeps the folders of live ones (their lock is held),
+   * and makes this one's; call at start, before any upload.
    */
   async clear(): Promise<void> {
     privateDir(this.root);
-    for (const name of await readdir(this.root)) {
-      const owner = FOLDER.exec(name);
-      if (owner && isRunning({ pid: Number(owner[1]), ...(owner[2] === 'x' ? {} : { start: owner[2] }) })) continue;
-      await rm(path.join(this.root, name), { recursive: true, force: true });
+    for (const entry of await readdir(this.root, { withFileTypes: true })) {
+      const full = path.join(this.root, entry.name);
+      if (!entry.isDirectory()) {
+        await rm(full, { force: true });
+        continue;
+      }
+      const owner = tryLockFile(path.join(full, OWNER_LOCK));
+      if (!owner.held) continue;
+      await rm(full, { recursive: true, force: true });
+      owner.release();
     }
     privateDir(this.dir);
+    const own = tryLockFile(path.join(this.dir, OWNER_LOCK));
+    if (!own.held) throw new Error(`${this.dir}: its lock is held by process ${own.holder}`);
+    this.releaseOwner = own.release;
+  }
+
+  /** Gives up this service's staging folder: removed when nothing is staged there (an upload still arriving keeps it). */
+  async close(): Promise<void> {
+    this.releaseOwner?.();
+    this.releaseOwner = undefined;
+    await rmdir(this.dir).catch(() => undefined);
   }
 
   /**
@@ -107,11 +123,6 @@ export class UploadStaging {
     }
     await fh.close();
     return { path: file, bytes: counter.bytes, records: counter.total() };
-  }
-
-  /** Removes this service's staging folder when nothing is staged there (an upload still arriving keeps it). */
-  async close(): Promise<void> {
-    await rmdir(this.dir).catch(() => undefined);
   }
 
   /** Removes a staged upload that will not become a job. */

@@ -24,15 +24,18 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The pid a lock file names (its first word: the start time follows where the system gives one). */
+/** The pid a lock file names (a small SQLite database whose user_version, bytes 60-63, is the holder's pid). */
 function lockPid(file: string): number {
-  return Number(readFileSync(file, 'utf8').trim().split(/\s+/)[0]);
+  return readFileSync(file).readUInt32BE(60);
 }
 
-/** Files staged under the data dir's upload staging folder, at any depth. */
+/** Files staged under the data dir's upload staging folder, at any depth (not the folders' owner locks). */
 function staged(dataDir: string): string[] {
   const root = path.join(dataDir, 'batches', '.staging');
-  return existsSync(root) ? readdirSync(root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name) : [];
+  if (!existsSync(root)) return [];
+  return readdirSync(root, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name !== '.owner.lock')
+    .map((e) => e.name);
 }
 
 it('a second server on the same data dir refuses to start; a killed owner is taken over; a clean stop releases', async () => {

@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { resolveBatchSettings } from '../../src/batches/settings.js';
 import { SqliteFileStore } from '../../src/batches/sqlite/sqlite-files.js';
-import { addMissingColumns, openSqlite } from '../../src/batches/sqlite/sqlite-driver.js';
+import { addMissingColumns, openSqlite } from '../../src/batches/sqlite-driver.js';
 import { SqliteBatchStore } from '../../src/batches/sqlite/sqlite-store.js';
 import { UploadStaging } from '../../src/batches/uploads.js';
 import { streamText } from './helpers.js';

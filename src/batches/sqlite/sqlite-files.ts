@@ -14,7 +14,7 @@ import { privateDir } from '../private-files.js';
 import { answeringStorageFailures } from '../storage-failures.js';
 import { storedFileFromRow, type StoredFileRow } from '../sql-rows.js';
 import { moveUploadInto, placeInNewDir } from '../uploads.js';
-import { addMissingColumns, openSqlite, type SqliteDatabase } from './sqlite-driver.js';
+import { addMissingColumns, openSqlite, type SqliteDatabase } from '../sqlite-driver.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS files (

@@ -16,7 +16,7 @@ import { openAiFieldsToText } from '../openai/job-fields.js';
 import { PRIVATE_FILE_MODE, privateFile } from '../private-files.js';
 import type { BatchJob, BatchStatus, JobProgress, NewBatch } from '../ports.js';
 import { batchJobFromColumns, type BatchJobColumns } from '../sql-rows.js';
-import { addMissingColumns, openSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
+import { addMissingColumns, openSqlite, type SqliteDatabase, type SqliteStatement } from '../sqlite-driver.js';
 
 /** A job row: the common job fields, where its files are and how far its runner got. */
 export interface JobRow extends BatchJob, JobProgress {

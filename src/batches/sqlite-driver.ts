@@ -1,7 +1,8 @@
 /**
- * better-sqlite3 as the batch stores use it: the slice of its API they call (the package ships no
- * TypeScript types) and the one way they open the shared `batches.sqlite` (the job table and the
- * OpenAI file table live in the same file and wait the same time on each other's locks).
+ * better-sqlite3 as this package uses it: the slice of its API it calls (the package ships no
+ * TypeScript types) and the one way to open a database: the SQLite store's shared `batches.sqlite`
+ * (the job table and the OpenAI file table live in the same file and wait the same time on each
+ * other's locks), and the small lock files of file-lock.ts.
  */
 import { createRequire } from 'node:module';
 
@@ -33,10 +34,10 @@ const require = createRequire(import.meta.url);
  * install-script policy that does not allow it; better-sqlite3 then fails here listing a dozen
  * paths it tried and naming no fix, so the error says what to do.
  */
-export function openSqlite(file: string): SqliteDatabase {
+export function openSqlite(file: string, { busyTimeoutMs = BUSY_TIMEOUT_MS } = {}): SqliteDatabase {
   const Sqlite = require('better-sqlite3') as DatabaseConstructor;
   try {
-    return new Sqlite(file, { timeout: BUSY_TIMEOUT_MS });
+    return new Sqlite(file, { timeout: busyTimeoutMs });
   } catch (err) {
     if (!/Could not locate the bindings file/.test(String((err as Error).message))) throw err;
     throw new Error(
