@@ -14,7 +14,7 @@
  * hash, stable across restarts and safe to log; batch ownership uses it.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { makeDirectories } from '../models/make-directories.js';
@@ -196,7 +196,12 @@ export function resolveApiKeys(options: KeySourceOptions): ResolvedKeys {
       key = fresh;
       created = true;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+        // The file is ours ('wx' made it): a write that failed part way (a full disk) must not
+        // leave an empty or cut key that every later start refuses. The next start makes a new one.
+        rmSync(file, { force: true });
+        throw err;
+      }
       key = readFileSync(file, 'utf8').trim();
     }
   }

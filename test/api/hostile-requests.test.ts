@@ -148,6 +148,8 @@ describe('a refused request is logged with our code on every door', () => {
     ['/v1/decisions', 404, 'not_found', 'application/json', JSON.stringify({ model: 'no-such-model', input: 's', questions: [{ type: 'predicate', name: 'q', instructions: 'a' }] })],
     ['/v1/batches', 400, 'invalid_question', 'application/json', '{"endpoint":"/v1/decisions","completion_window":"24h"}'],
     ['/v1/files/file-nope', 404, 'not_found', undefined, undefined],
+    ['/v1/decisions', 405, 'invalid_question', undefined, undefined],
+    ['/v1/systemone/below', 404, 'not_found', undefined, undefined],
   ] as const)('%s, a %i: logged as %s', async (path, status, code, type, body) => {
     const res = await fetch(`${base}${path}`, { method: body === undefined ? 'GET' : 'POST', headers: { ...AUTH, ...(type ? { 'content-type': type } : {}) }, body });
     expect(res.status).toBe(status);

@@ -4,14 +4,15 @@
  * a store that refuses writes). The server keeps answering decisions; batch and file uploads answer
  * 503 with Retry-After in their route's shape, store nothing, and work again once space is freed.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, openSync, rmSync, rmdirSync, writeSync, closeSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, rmdirSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { AUTH, TEST_KEY, decideBody, tempModels, type TempDirs } from '../api/fixtures.js';
+import { decideBin } from '../helpers/bin.js';
 import { metricValue, postDecide, startServe, type ServeProcess } from './serve-process.js';
 
 const mountPoint = mkdtempSync(path.join(os.tmpdir(), 'decide-full-disk-'));
@@ -96,5 +97,26 @@ describe.skipIf(!mounted)('a data dir whose disk is full', () => {
     expect(created.status).toBe(201);
     const file = await fetch(`${server.url}/v1/files`, { method: 'POST', body: fileForm(), headers: AUTH });
     expect(file.status).toBe(200);
+  }, 120_000);
+});
+
+describe.skipIf(!mounted)('a first start on a full disk', () => {
+  it('fails without leaving an empty API key file behind; the start after space is freed makes a key and serves', async () => {
+    const filler = path.join(mountPoint, 'filler-2');
+    const dataDir = path.join(mountPoint, 'fresh-data');
+    fillDisk(filler);
+    const env = { ...process.env, DECIDE_API_KEYS: undefined, DECIDE_API_KEYS_FILE: undefined };
+    const refused = spawnSync(process.execPath, [await decideBin(), 'serve', '--port', '0', '--data-dir', dataDir, '--models-dir', dirs.modelsDir], { env, encoding: 'utf8', timeout: 60_000 });
+    expect(refused.status, refused.stderr).toBe(1);
+    expect(refused.stderr).toMatch(/ENOSPC/);
+    expect(existsSync(path.join(dataDir, 'api-key'))).toBe(false);
+    rmSync(filler);
+    const started = await startServe({ args: ['--models-dir', dirs.modelsDir, '--data-dir', dataDir, '--log-level', 'warn'], env: { DECIDE_API_KEYS: undefined, DECIDE_API_KEYS_FILE: undefined, PORT: undefined } });
+    try {
+      expect(started.stdout()).toMatch(/created an API key/);
+      expect(readFileSync(path.join(dataDir, 'api-key'), 'utf8').trim()).toMatch(/.{20,}/);
+    } finally {
+      expect(await started.stop()).toBe(0);
+    }
   }, 120_000);
 });

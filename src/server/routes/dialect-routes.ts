@@ -144,7 +144,7 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
   for (const [status, methods, at] of strays) {
     const answer = (request: FastifyRequest, reply: FastifyReply) => {
       if (requestIdHeader) reply.header(requestIdHeader, request.id); // first, as the vendor's router sends it
-      return sendWire(reply, stray.answer(status, request.method, request.url.split('?')[0]!));
+      return sendRejection(request, reply, stray.answer(status, request.method, request.url.split('?')[0]!), status === 404 ? 'not_found' : 'invalid_question');
     };
     app.route({
       method: methods,
