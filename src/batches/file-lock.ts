@@ -11,12 +11,12 @@
  * never opens a file it holds except through its lock (a second attempt in this process is
  * answered from `held`, without opening the file).
  */
-import { closeSync, openSync, readFileSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, realpathSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 
 import { processAlive } from '../models/output-dir.js';
 import { PRIVATE_FILE_MODE } from './private-files.js';
-import { openSqlite, type SqliteDatabase } from './sqlite-driver.js';
+import { openSqlite, SqliteUnavailableError, type SqliteDatabase } from './sqlite-driver.js';
 
 export type LockAttempt = { held: true; release(): void } | { held: false; holder: number | undefined };
 
@@ -73,8 +73,53 @@ function lockedConnection(file: string): SqliteDatabase | 'busy' | 'not a databa
   }
 }
 
+/** Text locks this process holds (pidFileLock), by real path. */
+const heldText = new Set<string>();
+
+/**
+ * Without better-sqlite3's binary (an install that ran no scripts: `decide batch` still works
+ * there) the lock is a file created exclusively that names this pid, as older versions made:
+ * taken over when its pid is gone, and unable to tell two PID namespaces apart.
+ */
+function pidFileLock(file: string): LockAttempt {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const key = keyOf(file);
+    try {
+      const fd = openSync(file, 'wx', PRIVATE_FILE_MODE);
+      try {
+        writeSync(fd, `${process.pid}\n`);
+      } finally {
+        closeSync(fd);
+      }
+      heldText.add(key);
+      return {
+        held: true,
+        release: () => {
+          heldText.delete(key);
+          if (textHolder(file) === process.pid) unlinkSync(file);
+        },
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const pid = textHolder(file);
+    if (pid !== undefined && (pid === process.pid ? heldText.has(key) : processAlive(pid))) return { held: false, holder: pid };
+    unlinkSync(file);
+  }
+  throw new Error(`${file}: could not be locked (it was replaced at every attempt)`);
+}
+
 /** Takes the lock on `file` (created when missing) for this process, or says which process holds it. */
 export function tryLockFile(file: string): LockAttempt {
+  try {
+    return kernelLock(file);
+  } catch (err) {
+    if (err instanceof SqliteUnavailableError) return pidFileLock(file);
+    throw err;
+  }
+}
+
+function kernelLock(file: string): LockAttempt {
   for (let attempt = 0; attempt < 5; attempt++) {
     const key = keyOf(file);
     if (held.has(key)) return { held: false, holder: process.pid };

@@ -28,6 +28,9 @@ const BUSY_TIMEOUT_MS = 5000;
 
 const require = createRequire(import.meta.url);
 
+/** better-sqlite3 is installed but not compiled (its install script did not run). */
+export class SqliteUnavailableError extends Error {}
+
 /**
  * Opens (creating if needed) the SQLite database `file`. better-sqlite3's compiled binding comes
  * from its own install script, which does not run under `npm install --ignore-scripts` or an
@@ -40,7 +43,7 @@ export function openSqlite(file: string, { busyTimeoutMs = BUSY_TIMEOUT_MS } = {
     return new Sqlite(file, { timeout: busyTimeoutMs });
   } catch (err) {
     if (!/Could not locate the bindings file/.test(String((err as Error).message))) throw err;
-    throw new Error(
+    throw new SqliteUnavailableError(
       'the SQLite batch store needs better-sqlite3 compiled, and its install script has not run ' +
         '(npm install --ignore-scripts, or an install-script policy without it). Allow it ' +
         '("allowScripts": {"better-sqlite3": true} in your package.json) and run `npm rebuild better-sqlite3`',
