@@ -31,6 +31,11 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   server_error: 500,
 });
 
+/** The code of a 4xx or 5xx status made without an ApiError (a door's own answer): the code with that status, else invalid_question. */
+export function errorCodeOfStatus(status: number): ErrorCode {
+  return ERROR_CODES.find((code) => ERROR_STATUS[code] === status) ?? 'invalid_question';
+}
+
 export interface ApiErrorOptions {
   /**
    * For `rate_limited`, and a `server_error` whose status is 503 (a part the service needs is

@@ -76,6 +76,13 @@ function lockedConnection(file: string): SqliteDatabase | 'busy' | 'not a databa
 /** Text locks this process holds (pidFileLock), by real path. */
 const heldText = new Set<string>();
 
+/** The pid of a text lock's holder while it runs (this process: only where it took that lock), else undefined. */
+function liveTextHolder(file: string, key: string): number | undefined {
+  const pid = textHolder(file);
+  if (pid === undefined) return undefined;
+  return (pid === process.pid ? heldText.has(key) : processAlive(pid)) ? pid : undefined;
+}
+
 /**
  * Without better-sqlite3's binary (an install that ran no scripts: `decide batch` still works
  * there) the lock is a file created exclusively that names this pid, as older versions made:
@@ -102,8 +109,8 @@ function pidFileLock(file: string): LockAttempt {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    const pid = textHolder(file);
-    if (pid !== undefined && (pid === process.pid ? heldText.has(key) : processAlive(pid))) return { held: false, holder: pid };
+    const pid = liveTextHolder(file, key);
+    if (pid !== undefined) return { held: false, holder: pid };
     unlinkSync(file);
   }
   throw new Error(`${file}: could not be locked (it was replaced at every attempt)`);
@@ -130,8 +137,8 @@ function kernelLock(file: string): LockAttempt {
     if (db === 'busy') return { held: false, holder: recordedHolder(file) };
     if (db === 'not a database') {
       // A text lock of an older version: held while its pid runs (it cannot say more).
-      const pid = textHolder(file);
-      if (pid !== undefined && pid !== process.pid && processAlive(pid)) return { held: false, holder: pid };
+      const pid = liveTextHolder(file, key);
+      if (pid !== undefined) return { held: false, holder: pid };
       unlinkSync(file);
       continue;
     }

@@ -13,7 +13,7 @@ import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, F
 import type { AuthFailure, Dialect, WireError } from '../../api/dialect.js';
 import { OFF_THREAD_BODY_BYTES } from '../../api/body-limit.js';
 import { DIALECTS } from '../../api/dialects.js';
-import { ApiError, toApiError, type ErrorCode } from '../../api/errors.js';
+import { ApiError, errorCodeOfStatus, toApiError, type ErrorCode } from '../../api/errors.js';
 import { jsonInOrder } from '../../domain/key-order.js';
 import type { DecisionService } from '../../service/decision-service.js';
 import type { BodyThread } from '../body-thread.js';
@@ -144,7 +144,7 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
   for (const [status, methods, at] of strays) {
     const answer = (request: FastifyRequest, reply: FastifyReply) => {
       if (requestIdHeader) reply.header(requestIdHeader, request.id); // first, as the vendor's router sends it
-      return sendRejection(request, reply, stray.answer(status, request.method, request.url.split('?')[0]!), status === 404 ? 'not_found' : 'invalid_question');
+      return sendRejection(request, reply, stray.answer(status, request.method, request.url.split('?')[0]!), errorCodeOfStatus(status));
     };
     app.route({
       method: methods,

@@ -5,7 +5,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
-import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../../api/errors.js';
+import { errorCodeOfStatus } from '../../api/errors.js';
 import { oaError, OpenAiWireError, toOpenAiWire } from '../../batches/openai/errors.js';
 import { httpError, sendWire } from '../errors.js';
 
@@ -29,13 +29,8 @@ export function sendOpenAiError(err: unknown, request: FastifyRequest, reply: Fa
   const wire = toOpenAiWire(known ?? api, 'id');
   if (wire.status >= 500) request.log.error({ err }, 'request failed');
   // Logged with our code, as on every route: an error made in OpenAI's words has it by its status.
-  else request.log.info({ code: api?.code ?? codeOfStatus(wire.status), status: wire.status }, 'request rejected');
+  else request.log.info({ code: api?.code ?? errorCodeOfStatus(wire.status), status: wire.status }, 'request rejected');
   return sendWire(reply, wire);
-}
-
-/** Our code for an OpenAI error's 4xx status (the codes' statuses, ERROR_STATUS; any other 4xx is a request asked wrongly). */
-function codeOfStatus(status: number): ErrorCode {
-  return ERROR_CODES.find((code) => ERROR_STATUS[code] === status) ?? 'invalid_question';
 }
 
 export function openAiErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
