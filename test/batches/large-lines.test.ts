@@ -11,7 +11,7 @@
  *   holding a line (proven by ordering: before the record thread, a line was parsed on the spot and
  *   the thread never held one).
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,6 +37,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await svc?.close();
+  await rm(workDir, { recursive: true, force: true });
 });
 
 /** Every line padded past the thread's threshold with spaces after its JSON. */

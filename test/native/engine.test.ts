@@ -8,7 +8,7 @@
  * questions in rows of their own, or in the state's prefill row), and the packing graph with
  * fused attention (fused contrib ops and ONNX's Attention).
  */
-import { mkdtemp, writeFile, mkdir, cp } from 'node:fs/promises';
+import { mkdtemp, writeFile, mkdir, cp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -280,6 +280,7 @@ describe('Engine.load failures', () => {
     modelDir = await tinyModelDir();
     scratch = await mkdtemp(path.join(os.tmpdir(), 'decide-engine-'));
   });
+  afterAll(() => rm(scratch, { recursive: true, force: true }));
 
   const expectLoadError = async (options: Parameters<typeof Engine.load>[0], code: string, message: RegExp) => {
     const err = await Engine.load(options).then(
