@@ -18,7 +18,13 @@ import { recordKeyOrder, recordNumberText } from '../domain/key-order.js';
  * On a failure inside the value, `path` says where, as the text writes it (`questions[0].choices[1].value`,
  * `questions.q.criteria.a`): the repeated key, or the string with a lone surrogate (for a key, its object).
  */
-export type JsonTextResult = { ok: true; value: unknown } | { ok: false; reason: string; path?: string };
+export type JsonTextResult =
+  | { ok: true; value: unknown }
+  /**
+   * `value`: JSON.parse's reading (a repeated key's last value kept) when the text is JSON and only
+   * a rule above refuses it; a caller may still read what lies away from `path`.
+   */
+  | { ok: false; reason: string; path?: string; value?: unknown };
 
 /**
  * Parses `text`. On failure `reason` is a short sentence without any part of the text, such as
@@ -43,6 +49,7 @@ export function parseJsonText(text: string): JsonTextResult {
         ok: false,
         reason: `duplicate key ${JSON.stringify(key)}${where ? ` in ${where}` : ''}; each key may appear once`,
         path: pathOf([...scan.duplicate.path, key]),
+        value,
       };
     }
     if (scan.loneSurrogate) {
@@ -51,6 +58,7 @@ export function parseJsonText(text: string): JsonTextResult {
         ok: false,
         reason: `a string${where ? ` in ${where}` : ''} holds a lone surrogate escape (\\ud800-\\udfff without its pair): not Unicode text, and not writable as UTF-8`,
         ...(where ? { path: where } : {}),
+        value,
       };
     }
     // JavaScript keeps the written order of every object without an integer-like key, and the text

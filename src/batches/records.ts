@@ -67,8 +67,15 @@ function codePoints(s: string, cap: number): number {
   return n;
 }
 
-/** A line's JSON object, or why it is none. */
-export type DecodedLine = { value: Record<string, unknown> } | { error: ApiError };
+/**
+ * A line's JSON object, or why it is none. `readable`: the object as JSON.parse reads it when the
+ * line is refused only for a fault away from its custom_id (a key repeated, or a lone surrogate,
+ * elsewhere in the record): its custom_id still names the failed row and claims the id.
+ */
+export type DecodedLine = { value: Record<string, unknown> } | { error: ApiError; readable?: Record<string, unknown> };
+
+/** Whether parseJsonText's fault `path` lies in the record's custom_id (or is the custom_id key repeated). */
+const inCustomId = (path: string | undefined) => path === undefined || path === 'custom_id' || /^custom_id[.[]/.test(path);
 
 /** The record's JSON value, or a failed row's error when the line is not a JSON object. */
 export function decodeLine(line: RawLine, maxRecordBytes: number): DecodedLine {
@@ -87,7 +94,10 @@ export function decodeLine(line: RawLine, maxRecordBytes: number): DecodedLine {
     return { error: new ApiError('invalid_question', `line ${line.lineNo}: not valid UTF-8 (the input must be UTF-8 JSONL)`) };
   }
   const parsed = parseJsonText(text);
-  if (!parsed.ok) return { error: new ApiError('invalid_question', `line ${line.lineNo}: ${parsed.reason}`) };
+  if (!parsed.ok) {
+    const error = new ApiError('invalid_question', `line ${line.lineNo}: ${parsed.reason}`);
+    return isPlainObject(parsed.value) && !inCustomId(parsed.path) ? { error, readable: parsed.value } : { error };
+  }
   const value = parsed.value;
   if (!isPlainObject(value)) {
     return { error: new ApiError('invalid_question', `line ${line.lineNo}: a record must be a JSON object, got ${jsonType(value)}`) };
@@ -119,8 +129,9 @@ export function claimedCustomId(line: RawLine, maxRecordBytes = DEFAULT_MAX_RECO
 
 /** claimedCustomId() of a line already decoded. */
 export function claimedCustomIdOf(decoded: DecodedLine): string | undefined {
-  if ('error' in decoded) return undefined;
-  const cid = readCustomId(decoded.value);
+  const record = 'error' in decoded ? decoded.readable : decoded.value;
+  if (record === undefined) return undefined;
+  const cid = readCustomId(record);
   return 'id' in cid ? cid.id : undefined;
 }
 
@@ -135,7 +146,7 @@ export function claimCustomId(line: RawLine, seen: Map<string, number>, maxRecor
 
 /** What a record's line says on its own, before its custom_id is checked against the file's others. */
 export type RecordRead =
-  /** No custom_id claimed: the line is no JSON object, or its custom_id is invalid. */
+  /** No custom_id claimed: the line is no JSON object, its custom_id is invalid, or the fault is in the custom_id itself. */
   | { customId: null; error: ApiError }
   | { customId: string; request: NormalizedDecideRequest }
   /** A valid custom_id (claimed all the same) on a record that fails. */
@@ -151,7 +162,10 @@ export type RecordReadContext = Omit<RecordContext, 'seen'>;
  */
 export function readRecord(line: RawLine, ctx: RecordReadContext): RecordRead {
   const decoded = decodeLine(line, ctx.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES);
-  if ('error' in decoded) return { customId: null, error: decoded.error };
+  if ('error' in decoded) {
+    const customId = claimedCustomIdOf(decoded);
+    return customId === undefined ? { customId: null, error: decoded.error } : { customId, error: decoded.error };
+  }
   const record = decoded.value;
   const cid = readCustomId(record);
   // The row will say custom_id null: the line number is what lets the caller find the record.

@@ -205,9 +205,14 @@ describe('parseRecord', () => {
       [JSON.stringify({ custom_id: 7, state: 's', questions: Q }), null, 'invalid_question', /^line 1: custom_id: .*got number/],
       [JSON.stringify({ custom_id: '', state: 's', questions: Q }), null, 'invalid_question', /^line 1: custom_id: .*empty string/],
       [JSON.stringify({ custom_id: 'x'.repeat(257), state: 's', questions: Q }), null, 'invalid_question', /^line 1: custom_id: .*more than 256/],
-      // JSON.parse would keep the last value of a repeated key: the record is refused instead.
-      ['{"custom_id": "d1", "state": "s", "questions": {"q": {"type": "noul", "instructions": "A?"}, "q": {"type": "noul", "instructions": "B?"}}}', null, 'invalid_question', /^line 1: duplicate key "q" in questions/],
+      // JSON.parse would keep the last value of a repeated key: the record is refused instead, and
+      // names its row by its custom_id unless the fault is in the custom_id itself.
+      ['{"custom_id": "d1", "state": "s", "questions": {"q": {"type": "noul", "instructions": "A?"}, "q": {"type": "noul", "instructions": "B?"}}}', 'd1', 'invalid_question', /^line 1: duplicate key "q" in questions/],
+      ['{"custom_id": "d4", "state": "s", "state": "t", "questions": {}}', 'd4', 'invalid_question', /^line 1: duplicate key "state"/],
+      ['{"custom_id": "d5", "state": "s\\ud800", "questions": {}}', 'd5', 'invalid_question', /^line 1: a string in state holds a lone surrogate/],
+      ['{"custom_id": "d6\\udc00", "state": "s", "questions": {}}', null, 'invalid_question', /^line 1: a string in custom_id holds a lone surrogate/],
       ['{"custom_id": "d2", "custom_id": "d3", "state": "s", "questions": {}}', null, 'invalid_question', /^line 1: duplicate key "custom_id"/],
+      ['{"custom_id": 8, "state": "s", "state": "t", "questions": {}}', null, 'invalid_question', /^line 1: duplicate key "state"/],
       [`{"custom_id": "s1", "state": "${'SECRET '.repeat(40)}" x}`, null, 'invalid_question', /^line 1: not valid JSON \(at line 1, column \d+\)$/],
       [JSON.stringify({ custom_id: 'q1', state: 's', questions: { q: { type: 'maybe', instructions: 'x' } } }), 'q1', 'invalid_question', /type: must be one of/],
       [JSON.stringify({ custom_id: 'q2', state: 's', questions: Q, extra: 1 }), 'q2', 'invalid_question', /extra: unknown field/],
@@ -237,10 +242,16 @@ describe('parseRecord', () => {
       line(JSON.stringify({ custom_id: 'a', state: 's', questions: Q }), 3),
       line('garbage', 4),
       line(JSON.stringify({ custom_id: 'b', state: 's', questions: Q }), 5),
+      line('{"custom_id": "c", "state": "s", "questions": {"q": {"type": "choice", "instructions": "A?", "criteria": {"x": "", "x": ""}}}}', 6),
+      line(JSON.stringify({ custom_id: 'c', state: 's', questions: Q }), 7),
     ];
     const c = ctx();
     const results = lines.map((l) => parseRecord(l, c));
-    expect(results.map((r) => r.ok)).toEqual([false, true, false, false, false]);
+    expect(results.map((r) => r.ok)).toEqual([false, true, false, false, false, false, false]);
+    expect(results.slice(5).map((r) => !r.ok && [r.customId, r.error.message])).toEqual([
+      ['c', 'line 6: duplicate key "x" in questions.q.criteria; each key may appear once'],
+      ['c', 'custom_id: "c" is a duplicate of line 6; custom_id must be unique within the file'],
+    ]);
     const dup = results[2]!;
     expect(!dup.ok && [dup.customId, dup.error.message]).toEqual(['a', 'custom_id: "a" is a duplicate of line 1; custom_id must be unique within the file']);
     const rebuilt = new Map<string, number>();
