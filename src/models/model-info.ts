@@ -7,7 +7,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
-import type { HeldOutFigures } from '../api/schemas.js';
+import { Value } from '@sinclair/typebox/value';
+
+import { HeldOutFiguresSchema, type HeldOutFigures } from '../api/schemas.js';
 
 export interface CalibrationSummary {
   calibrated: boolean;
@@ -42,10 +44,32 @@ export function calibrationSummary(modelDir: string): CalibrationSummary {
         if (isObject(figures) && typeof figures.ece === 'number') ece[type] = figures.ece;
       }
       out.held_out_ece = ece;
-      out.held_out = fit.held_out as Record<string, HeldOutFigures>;
+      out.held_out = {};
+      for (const [type, figures] of Object.entries(fit.held_out)) {
+        if (isObject(figures)) out.held_out[type] = heldOutFigures(figures);
+      }
     }
     if (typeof fit.base_model === 'string') out.calibrated_from = fit.base_model;
     if (typeof fit.date === 'string') out.calibrated_at = fit.date;
   }
   return out;
+}
+
+/** A figure's 95% interval as decide calibrate records it beside the figure (`ece_ci`). */
+const isInterval = (v: unknown) => Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === 'number' && Number.isFinite(x));
+
+/**
+ * The figures of one question type that fit the listing's schema. decision.json may be written by
+ * hand or by other tools, and a type with no held-out answers records its figures as null: a figure
+ * that is missing, null or of the wrong type is left out, never turned into 0 (which would read as a
+ * perfect fit) and never allowed to fail the listing of every model.
+ */
+function heldOutFigures(raw: Record<string, unknown>): HeldOutFigures {
+  const figures: Record<string, unknown> = {};
+  const known = HeldOutFiguresSchema.properties as Record<string, Parameters<typeof Value.Check>[0]>;
+  for (const [key, value] of Object.entries(raw)) {
+    const schema = known[key];
+    if (schema ? Value.Check(schema, value) : key.endsWith('_ci') && isInterval(value)) figures[key] = value;
+  }
+  return figures as HeldOutFigures;
 }

@@ -44,6 +44,25 @@ beforeAll(async () => {
       },
     }),
   });
+  // A hand-written fit record with figures of the wrong type, and the nulls decide calibrate writes
+  // for a type without held-out answers.
+  await writeModelVersion({
+    modelsDir: dirs.modelsDir,
+    baseDir,
+    newId: 'svc-alpha-2026-09',
+    decision: () => ({
+      calibration: {
+        temperature: { choice: 1.2 },
+        fit: {
+          held_out: {
+            choice: { ece: 'x', nll: null, observations: 'many', kept: 5, reliability: 'no', poor_fit: 'bad', ece_ci: [null, null], accuracy: 0.5, note: 'by hand' },
+            score: 'str',
+            noul: { brier: 0.2, nll_ci: [0.1, 0.2], reliability: { before: [{ confidence: 0.7, accuracy: 0.6, count: 20 }], after: [] } },
+          },
+        },
+      },
+    }),
+  });
   service = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, preload: [] });
   app = await createServer({ service, apiKeys: [TEST_KEY], dataDir: dirs.dataDir, rateLimit: false, logger: false });
 }, 120_000);
@@ -127,6 +146,24 @@ describe('GET /v1/models and /v1/models/{id}', () => {
       calibrated_at: '2026-11-22T10:00:00.000Z',
     });
     expect(res.json().aliases).toEqual({ 'svc-alpha': 'svc-alpha-2026-11-22' });
+  });
+
+  it('leaves out held-out figures that are null or of the wrong type instead of failing the listing or reading them as 0', async () => {
+    const expected = {
+      calibrated: true,
+      held_out_ece: {},
+      held_out: {
+        choice: { accuracy: 0.5 },
+        noul: { brier: 0.2, nll_ci: [0.1, 0.2], reliability: { before: [{ confidence: 0.7, accuracy: 0.6, count: 20 }], after: [] } },
+      },
+    };
+    const list = await app.inject({ method: 'GET', url: '/v1/models', headers: AUTH });
+    expect(list.statusCode).toBe(200);
+    expect(list.json().data.find((m: { id: string }) => m.id === 'svc-alpha-2026-09')).toMatchObject(expected);
+    const one = await app.inject({ method: 'GET', url: '/v1/models/svc-alpha-2026-09', headers: AUTH });
+    expect(one.statusCode).toBe(200);
+    expect(one.json()).toMatchObject(expected);
+    expect(one.json().held_out).toEqual(expected.held_out);
   });
 
   it('one model by id or alias; 404 not_found otherwise; 401 without a key', async () => {
