@@ -20,6 +20,7 @@
  *
  * Uncertainty: the parameters are refitted on bootstrap resamples of the fit rows (percentile 95%).
  */
+import { RowResampler } from './bootstrap.js';
 import { quantile } from './metrics.js';
 import { correctedProbs, IDENTITY, seededRandom, type Observation, type TypeCorrection } from './observations.js';
 
@@ -176,10 +177,9 @@ export function fitType(fit: readonly Observation[], heldOut: readonly Observati
   const tOnly = new Float64Array(resamples);
   const tBias = new Float64Array(resamples);
   const biasDraws = new Map<string, number[]>(Object.keys(point.labelBias).map((l) => [l, []]));
-  const sample = new Array<Observation>(fit.length);
+  const resampler = new RowResampler(fit, (o) => o.row);
   for (let r = 0; r < resamples; r++) {
-    for (let i = 0; i < fit.length; i++) sample[i] = fit[Math.floor(random() * fit.length)]!;
-    const b = fitBoth(sample);
+    const b = fitBoth(resampler.draw(random));
     tOnly[r] = b.temperatureOnly;
     tBias[r] = b.temperatureWithBias;
     for (const [label, draws] of biasDraws) if (label in b.labelBias) draws.push(b.labelBias[label]!);

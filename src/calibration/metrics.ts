@@ -13,12 +13,15 @@
  * held-out answers hold two each, and their accuracies can only be 0, 0.5 or 1. Each point carries
  * the Wilson 95% interval of its accuracy, so a reader sees how little a small bin says.
  */
+import { RowResampler } from './bootstrap.js';
 import { seededRandom } from './observations.js';
 
 /** One prediction: probabilities in option order and the index of the right option. */
 export interface Prediction {
   probs: ArrayLike<number>;
   expected: number;
+  /** The data row it came from: the bootstrap draws a row's answers together (bootstrap.ts). */
+  row?: number;
 }
 
 export interface Figures {
@@ -128,7 +131,7 @@ export function quantile(sorted: ArrayLike<number>, q: number): number {
   return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (at - lo);
 }
 
-/** The four figures with percentile bootstrap 95% intervals (resampling predictions, seeded). */
+/** The four figures with percentile bootstrap 95% intervals (resampling data rows, seeded). */
 export function figuresWithIntervals(
   predictions: readonly Prediction[],
   options: { resamples?: number; seed?: number; bins?: number } = {},
@@ -144,10 +147,9 @@ export function figuresWithIntervals(
     brier: new Float64Array(resamples),
     ece: new Float64Array(resamples),
   };
-  const sample = new Array<Row>(rows.length);
+  const resampler = new RowResampler(rows, (_, i) => predictions[i]!.row);
   for (let r = 0; r < resamples && rows.length > 0; r++) {
-    for (let i = 0; i < rows.length; i++) sample[i] = rows[Math.floor(random() * rows.length)]!;
-    const f = figuresOf(sample, bins);
+    const f = figuresOf(resampler.draw(random), bins);
     for (const key of Object.keys(draws) as Array<keyof Figures>) draws[key][r] = f[key];
   }
   const out = {} as FiguresWithIntervals;

@@ -13,6 +13,8 @@ export interface Observation {
   labels: readonly string[];
   /** Index of the expected option. */
   expected: number;
+  /** The data row it came from: bootstrap intervals draw a row's answers together (bootstrap.ts). */
+  row?: number;
 }
 
 /** A correction for one question type: probs = softmax((logits - bias[label]) / temperature). */

@@ -119,7 +119,7 @@ function compare(
 ): Record<keyof Figures, Compared> {
   const run = (probs: (o: Observation) => Float64Array) =>
     figuresWithIntervals(
-      heldOut.map((o) => ({ probs: probs(o), expected: o.expected })),
+      heldOut.map((o) => ({ probs: probs(o), expected: o.expected, row: o.row })),
       { resamples, seed },
     );
   const b = run((o) => correctedProbs(o, before));
@@ -196,7 +196,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
         const expected = row.expected.get(q.id);
         if (expected === undefined) continue;
         const raw = s.raw[i]!;
-        observations.push({ type: q.type, logits: Array.from(raw.labelLogits), labels: raw.labels, expected });
+        observations.push({ type: q.type, logits: Array.from(raw.labelLogits), labels: raw.labels, expected, row: index });
       }
       if (observations.length > 0) scored.push({ index, observations });
     });

@@ -226,4 +226,27 @@ describe('figures', () => {
     }
     expect(large.nll.ci[1] - large.nll.ci[0]).toBeLessThan((small.nll.ci[1] - small.nll.ci[0]) / 2);
   });
+
+  it('resamples data rows, not answers: a row asking the same question four times gives the intervals of the row asked once', () => {
+    const obs = simulate({ rows: 300, labels: ['A', 'B', 'C'], tStar: 2, bStar: [0, 0, 0], spread: 1, seed: 4 });
+    const once = obs.map((o, row) => ({ ...o, row }));
+    const fourTimes = once.flatMap((o) => [o, o, o, o]);
+    const asPredictions = (list: Observation[]) => list.map((o) => ({ probs: correctedProbs(o, IDENTITY), expected: o.expected, row: o.row }));
+    const a = figuresWithIntervals(asPredictions(once), { resamples: 200 });
+    const b = figuresWithIntervals(asPredictions(fourTimes), { resamples: 200 });
+    for (const key of ['accuracy', 'nll', 'brier'] as const) {
+      expect(b[key].value).toBeCloseTo(a[key].value, 12);
+      expect(b[key].ci[0]).toBeCloseTo(a[key].ci[0], 12);
+      expect(b[key].ci[1]).toBeCloseTo(a[key].ci[1], 12);
+    }
+    // Answers drawn one by one would take the copies for new evidence: half the width.
+    const loose = figuresWithIntervals(asPredictions(fourTimes.map(({ row: _, ...o }) => o)), { resamples: 200 });
+    expect(loose.nll.ci[1] - loose.nll.ci[0]).toBeLessThan(0.7 * (a.nll.ci[1] - a.nll.ci[0]));
+
+    const fitOnce = fitType(once, [], { resamples: 100 }).estimates.temperatureOnly;
+    const fitFour = fitType(fourTimes, [], { resamples: 100 }).estimates.temperatureOnly;
+    expect(fitFour.temperature).toBeCloseTo(fitOnce.temperature, 6);
+    expect(fitFour.ci[0]).toBeCloseTo(fitOnce.ci[0], 6);
+    expect(fitFour.ci[1]).toBeCloseTo(fitOnce.ci[1], 6);
+  });
 });
