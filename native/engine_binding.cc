@@ -314,6 +314,7 @@ Napi::Value EngineBinding::Score(const Napi::CallbackInfo& info) {
     auto suffix_group = Int32Field(env, batch, "suffixGroup");
     auto label_ids = Int32Field(env, batch, "labelIds");
     auto label_offsets = Int32Field(env, batch, "labelOffsets");
+    auto prefix_scopes = Int32Field(env, batch, "prefixScopes");
     if (prefix_offsets.ElementLength() < 1 || suffix_offsets.ElementLength() < 1) {
       throw MakeError(env, kErrInput, "offset arrays need at least one element");
     }
@@ -324,8 +325,12 @@ Napi::Value EngineBinding::Score(const Napi::CallbackInfo& info) {
         label_offsets.ElementLength() != static_cast<size_t>(input.num_suffixes) + 1) {
       throw MakeError(env, kErrInput, "suffixGroup / labelOffsets lengths do not match suffixOffsets");
     }
+    if (prefix_scopes.ElementLength() != static_cast<size_t>(input.num_groups)) {
+      throw MakeError(env, kErrInput, "prefixScopes needs one scope per group");
+    }
     input.prefix_tokens = prefix_tokens.Data();
     input.prefix_offsets = prefix_offsets.Data();
+    input.prefix_scopes = prefix_scopes.Data();
     input.prefix_tokens_length = prefix_tokens.ElementLength();
     input.suffix_tokens = suffix_tokens.Data();
     input.suffix_offsets = suffix_offsets.Data();

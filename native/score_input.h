@@ -11,6 +11,9 @@ namespace decide {
 struct ScoreInput {
   const int32_t* prefix_tokens = nullptr;
   const int32_t* prefix_offsets = nullptr;  // num_groups + 1
+  // num_groups: each group's cache scope. A cached prefix is reused only by groups of its own scope
+  // (the service gives each API key one, so no caller learns another's state from what is cached).
+  const int32_t* prefix_scopes = nullptr;
   int num_groups = 0;
   size_t prefix_tokens_length = 0;
   const int32_t* suffix_tokens = nullptr;

@@ -219,6 +219,7 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
   std::vector<int> same_as(in.num_groups, -1);  // groups whose prefix equals an earlier group's
   std::unordered_map<uint64_t, std::vector<int>> seen;
   auto prefix_len = [&](int g) { return in.prefix_offsets[g + 1] - in.prefix_offsets[g]; };
+  auto scope = [&](int g) { return in.prefix_scopes ? in.prefix_scopes[g] : 0; };
 
   for (int g = 0; g < in.num_groups; ++g) {
     const int32_t* ids = in.prefix_tokens + in.prefix_offsets[g];
@@ -226,7 +227,7 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
     auto& candidates = seen[HashIds(ids, count)];
     for (int other : candidates) {
       const int32_t* other_ids = in.prefix_tokens + in.prefix_offsets[other];
-      if (prefix_len(other) == count && std::equal(ids, ids + count, other_ids)) {
+      if (scope(other) == scope(g) && prefix_len(other) == count && std::equal(ids, ids + count, other_ids)) {
         same_as[g] = other;
         break;
       }
@@ -237,7 +238,7 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
       continue;
     }
     candidates.push_back(g);
-    PrefixCache::Match match = cache_.Lookup(ids, count);
+    PrefixCache::Match match = cache_.Lookup(scope(g), ids, count);
     counters.cached_tokens += match.length;
     output.cached_tokens[g] = match.length;
     if (match.length == count) {
@@ -328,7 +329,7 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
       const int32_t* ids = in.prefix_tokens + in.prefix_offsets[p.group];
       const int count = prefix_len(p.group);
       std::shared_ptr<KvBlock> block = std::move(blocks[i - begin]);
-      counters.prefix_cache_evictions += cache_.Insert(ids, count, block);
+      counters.prefix_cache_evictions += cache_.Insert(scope(p.group), ids, count, block);
       PublishCacheSize();
       pasts[p.group] = GroupPast{std::move(block), count};
       if (fused[p.group]) {

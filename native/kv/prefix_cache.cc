@@ -6,11 +6,19 @@ namespace decide {
 
 namespace {
 
-int CommonLength(const std::vector<int32_t>& key, const int32_t* ids, int count) {
-  const int limit = std::min<int>(count, static_cast<int>(key.size()));
-  int common = 0;
-  while (common < limit && key[common] == ids[common]) ++common;
-  return common;
+std::vector<int32_t> ScopedKey(int32_t scope, const int32_t* ids, int count) {
+  std::vector<int32_t> key;
+  key.reserve(static_cast<size_t>(count) + 1);
+  key.push_back(scope);
+  key.insert(key.end(), ids, ids + count);
+  return key;
+}
+
+int CommonLength(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t limit = std::min(a.size(), b.size());
+  size_t common = 0;
+  while (common < limit && a[common] == b[common]) ++common;
+  return static_cast<int>(common);
 }
 
 }  // namespace
@@ -19,33 +27,33 @@ void PrefixCache::Touch(std::map<std::vector<int32_t>, Entry>::iterator it) {
   recency_.splice(recency_.begin(), recency_, it->second.recent);
 }
 
-PrefixCache::Match PrefixCache::Lookup(const int32_t* ids, int count) {
-  Match best;
-  if (by_ids_.empty()) return best;
+PrefixCache::Match PrefixCache::Lookup(int32_t scope, const int32_t* ids, int count) {
+  if (by_ids_.empty()) return Match{};
   // The longest common prefix with any key is reached at a neighbour of the query in key order.
-  const std::vector<int32_t> query(ids, ids + count);
+  const std::vector<int32_t> query = ScopedKey(scope, ids, count);
   auto after = by_ids_.lower_bound(query);
   auto best_it = by_ids_.end();
+  int best = 0;  // common length of the keys, the scope included
   if (after != by_ids_.end()) {
-    best.length = CommonLength(after->first, ids, count);
+    best = CommonLength(after->first, query);
     best_it = after;
   }
   if (after != by_ids_.begin()) {
     auto before = std::prev(after);
-    const int common = CommonLength(before->first, ids, count);
-    if (common > best.length) {
-      best.length = common;
+    const int common = CommonLength(before->first, query);
+    if (common > best) {
+      best = common;
       best_it = before;
     }
   }
-  if (best.length == 0) return Match{};
-  best.block = best_it->second.block;
+  // Another scope's entry shares nothing (0); the scope alone matches no token (1).
+  if (best <= 1) return Match{};
   Touch(best_it);
-  return best;
+  return Match{best_it->second.block, best - 1};
 }
 
-int PrefixCache::Insert(const int32_t* ids, int count, std::shared_ptr<KvBlock> block) {
-  std::vector<int32_t> key(ids, ids + count);
+int PrefixCache::Insert(int32_t scope, const int32_t* ids, int count, std::shared_ptr<KvBlock> block) {
+  std::vector<int32_t> key = ScopedKey(scope, ids, count);
   auto found = by_ids_.find(key);
   if (found != by_ids_.end()) {
     Touch(found);

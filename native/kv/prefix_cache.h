@@ -1,4 +1,6 @@
-// Bounded (bytes) LRU cache of prefix KV blocks, keyed by the prefix's token ids.
+// Bounded (bytes) LRU cache of prefix KV blocks, keyed by a scope and the prefix's token ids: a
+// lookup matches only entries of its own scope (the key is the scope followed by the ids, so the
+// scope is the key's first element and a match shorter than it is no match).
 // Lookup returns the entry sharing the LONGEST common prefix with the query, so a new state still
 // reuses the system-prompt part that every earlier state shares with it (the vocabulary is
 // SGLang's: match / insert / evict). The keys are kept in lexicographic order: the key sharing
@@ -27,11 +29,11 @@ class PrefixCache {
     int length = 0;  // tokens of the query covered by block's first `length` positions
   };
 
-  Match Lookup(const int32_t* ids, int count);
-  // Inserts (or refreshes) the block for exactly these ids, then evicts least recently used entries
-  // until the cache fits; returns how many it evicted (the caller counts them). A block larger than
-  // the whole capacity is not kept.
-  int Insert(const int32_t* ids, int count, std::shared_ptr<KvBlock> block);
+  Match Lookup(int32_t scope, const int32_t* ids, int count);
+  // Inserts (or refreshes) the block for exactly this scope and these ids, then evicts least
+  // recently used entries until the cache fits; returns how many it evicted (the caller counts
+  // them). A block larger than the whole capacity is not kept.
+  int Insert(int32_t scope, const int32_t* ids, int count, std::shared_ptr<KvBlock> block);
   void Clear();
 
   size_t Bytes() const { return bytes_; }
@@ -46,7 +48,7 @@ class PrefixCache {
   };
   void Touch(std::map<std::vector<int32_t>, Entry>::iterator it);
 
-  std::map<std::vector<int32_t>, Entry> by_ids_;  // lexicographic by token ids
+  std::map<std::vector<int32_t>, Entry> by_ids_;  // lexicographic by {scope, token ids...}
   Recency recency_;                               // front: most recently used
   size_t capacity_bytes_;
   size_t bytes_ = 0;

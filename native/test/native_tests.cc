@@ -115,15 +115,31 @@ void PrefixCacheTests() {
     const auto shape = Shape();
     decide::PrefixCache cache(size_t{1} << 20);
     const std::vector<int32_t> a = {1, 2, 3, 4}, b = {1, 2, 9};
-    cache.Insert(a.data(), 4, Filled(&device, shape, 4, 0));
-    cache.Insert(b.data(), 3, Filled(&device, shape, 3, 0));
+    cache.Insert(0, a.data(), 4, Filled(&device, shape, 4, 0));
+    cache.Insert(0, b.data(), 3, Filled(&device, shape, 3, 0));
     const std::vector<int32_t> q = {1, 2, 3, 7, 7};
-    auto m = cache.Lookup(q.data(), 5);
+    auto m = cache.Lookup(0, q.data(), 5);
     CHECK(m.length == 3);
     CHECK(m.block != nullptr && m.block->length == 4);
     const std::vector<int32_t> none = {5, 6};
-    CHECK(cache.Lookup(none.data(), 2).length == 0);
+    CHECK(cache.Lookup(0, none.data(), 2).length == 0);
     CHECK(cache.Entries() == 2);
+  });
+  Test("prefix cache: an entry is found only by lookups of its own scope", [] {
+    CountingDevice device;
+    const auto shape = Shape();
+    decide::PrefixCache cache(size_t{1} << 20);
+    const std::vector<int32_t> a = {1, 2, 3, 4};
+    cache.Insert(7, a.data(), 4, Filled(&device, shape, 4, 0));
+    const std::vector<int32_t> q = {1, 2, 3, 5};
+    CHECK(cache.Lookup(7, q.data(), 4).length == 3);
+    CHECK(cache.Lookup(8, q.data(), 4).length == 0);  // a neighbour in key order, of another scope
+    CHECK(cache.Lookup(6, a.data(), 4).length == 0);
+    CHECK(cache.Lookup(0, a.data(), 4).block == nullptr);
+    // The same ids in two scopes are two entries.
+    cache.Insert(8, a.data(), 4, Filled(&device, shape, 4, 0));
+    CHECK(cache.Entries() == 2);
+    CHECK(cache.Lookup(8, a.data(), 4).length == 4);
   });
   Test("prefix cache: the byte bound evicts the least recently used; a block over the bound is not kept", [] {
     CountingDevice device;
@@ -131,16 +147,16 @@ void PrefixCacheTests() {
     const size_t per_token = shape.BytesPerToken();
     decide::PrefixCache cache(per_token * 10);
     const std::vector<int32_t> a = {1, 2, 3, 4}, b = {5, 6, 7, 8}, c = {9, 10, 11, 12};
-    CHECK(cache.Insert(a.data(), 4, Filled(&device, shape, 4, 0)) == 0);
-    CHECK(cache.Insert(b.data(), 4, Filled(&device, shape, 4, 0)) == 0);
-    CHECK(cache.Lookup(a.data(), 4).length == 4);  // a is now the most recent
-    CHECK(cache.Insert(c.data(), 4, Filled(&device, shape, 4, 0)) == 1);
-    CHECK(cache.Lookup(b.data(), 4).length == 0);  // b went
-    CHECK(cache.Lookup(a.data(), 4).length == 4);
+    CHECK(cache.Insert(0, a.data(), 4, Filled(&device, shape, 4, 0)) == 0);
+    CHECK(cache.Insert(0, b.data(), 4, Filled(&device, shape, 4, 0)) == 0);
+    CHECK(cache.Lookup(0, a.data(), 4).length == 4);  // a is now the most recent
+    CHECK(cache.Insert(0, c.data(), 4, Filled(&device, shape, 4, 0)) == 1);
+    CHECK(cache.Lookup(0, b.data(), 4).length == 0);  // b went
+    CHECK(cache.Lookup(0, a.data(), 4).length == 4);
     CHECK(cache.Bytes() == per_token * 8);
     const std::vector<int32_t> huge(11, 3);
-    cache.Insert(huge.data(), 11, Filled(&device, shape, 11, 0));
-    CHECK(cache.Lookup(huge.data(), 11).length < 11);
+    cache.Insert(0, huge.data(), 11, Filled(&device, shape, 11, 0));
+    CHECK(cache.Lookup(0, huge.data(), 11).length < 11);
     CHECK(cache.Bytes() <= per_token * 10);
     cache.Clear();
     CHECK(cache.Entries() == 0 && cache.Bytes() == 0);
@@ -162,7 +178,7 @@ void PrefixCacheTests() {
       std::vector<int32_t> ids = system;
       const int extra = 1 + next(12);
       for (int i = 0; i < extra; ++i) ids.push_back(next(4));
-      cache.Insert(ids.data(), static_cast<int>(ids.size()), Filled(&device, shape, static_cast<int>(ids.size()), 0));
+      cache.Insert(0, ids.data(), static_cast<int>(ids.size()), Filled(&device, shape, static_cast<int>(ids.size()), 0));
       keys.push_back(ids);
     }
     for (int q = 0; q < 500; ++q) {
@@ -175,7 +191,7 @@ void PrefixCacheTests() {
         while (common < static_cast<int>(std::min(key.size(), query.size())) && key[common] == query[common]) ++common;
         scan = std::max(scan, common);
       }
-      auto m = cache.Lookup(query.data(), static_cast<int>(query.size()));
+      auto m = cache.Lookup(0, query.data(), static_cast<int>(query.size()));
       CHECK(m.length == scan);
       CHECK(m.length == 0 || (m.block != nullptr && m.block->length >= m.length));
     }
@@ -186,7 +202,7 @@ void PrefixCacheTests() {
     decide::PrefixCache cache(size_t{1} << 20);
     const std::vector<int32_t> a = {1, 2};
     auto block = Filled(&device, shape, 2, 0);
-    cache.Insert(a.data(), 2, block);
+    cache.Insert(0, a.data(), 2, block);
     cache.Clear();
     CHECK(device.frees == 0);  // still held here, as by a running pass
     block.reset();

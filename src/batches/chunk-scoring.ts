@@ -100,11 +100,12 @@ export async function scoreChunk(
   chunk: ParsedChunk,
   stopping: () => boolean = () => false,
   pin?: VersionPin,
+  cacheScope?: string,
 ): Promise<RecordOutcome[]> {
   const { requests } = chunk;
   if (requests.length === 0) return [];
   try {
-    return await scorer.decideRecords(model, requests, 'batch', pin);
+    return await scorer.decideRecords(model, requests, 'batch', pin, cacheScope);
   } catch (err) {
     if (stopping()) throw err;
     // The version the run started on was replaced: the job's failure, not each record's.
@@ -112,7 +113,7 @@ export async function scoreChunk(
     await checkModel(scorer, model);
     const outcomes = await Promise.all(
       requests.map((r) =>
-        scorer.decideRecords(model, [r], 'batch').then(
+        scorer.decideRecords(model, [r], 'batch', undefined, cacheScope).then(
           (o) => o[0]!,
           (e: unknown): RecordOutcome => ({ ok: false, error: toApiError(e) }),
         ),

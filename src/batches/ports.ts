@@ -28,8 +28,11 @@ export function isFinal(status: BatchStatus): boolean {
 
 /** What the chunk scorer needs of DecisionService: the valid records of a chunk, scored in one call. */
 export interface RecordScorer {
-  /** `pin`: one per batch run, holding its calls to one loaded version (service/version-pin.ts). */
-  decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch', pin?: VersionPin): Promise<RecordOutcome[]>;
+  /**
+   * `pin`: one per batch run, holding its calls to one loaded version (service/version-pin.ts).
+   * `cacheScope`: who may share the records' cached states (the job owner's key id).
+   */
+  decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority?: 'live' | 'batch', pin?: VersionPin, cacheScope?: string): Promise<RecordOutcome[]>;
   /**
    * The model, loaded; throws when it is not installed or cannot load. When present, a failed
    * chunk asks it whether the failure is the whole job's (scoreChunk: ModelUnusableError).

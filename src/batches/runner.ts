@@ -40,6 +40,8 @@ export interface RunOptions extends Partial<ChunkOptions> {
   formQuestions?: unknown;
   /** An OpenAI-dialect batch's endpoint: lines are its request envelopes (see RecordContext.endpoint). */
   endpoint?: string;
+  /** Who may share the records' cached states (DecideContext.cacheScope): the job owner's key id. */
+  cacheScope?: string;
   inputPath: string;
   resultsPath: string;
   /**
@@ -150,7 +152,7 @@ export async function runBatch(options: RunOptions): Promise<RunResult> {
       while (!eof && inFlight.length < chunking.pipelineDepth && !stop()) {
         const chunk = await readChunk();
         if (!chunk) break;
-        chunk.outcomes = scoreChunk(options.scorer, options.model, chunk, stop, pin);
+        chunk.outcomes = scoreChunk(options.scorer, options.model, chunk, stop, pin, options.cacheScope);
         chunk.outcomes.catch(() => undefined);
         inFlight.push(chunk);
       }

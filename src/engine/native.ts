@@ -58,6 +58,7 @@ export interface NativeLoadOptions {
 export interface NativeScoreBatch {
   prefixTokens: Int32Array;
   prefixOffsets: Int32Array; // groups + 1
+  prefixScopes: Int32Array; // groups: each group's cache scope (ScoreGroup.cacheScope)
   suffixTokens: Int32Array;
   suffixOffsets: Int32Array; // suffixes + 1
   suffixGroup: Int32Array; // suffixes

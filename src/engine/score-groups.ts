@@ -25,6 +25,13 @@ export interface ScoreGroup {
   /** Tokens shared by every suffix of the group (system text + state). */
   prefix: Int32Array;
   suffixes: ScoreSuffix[];
+  /**
+   * Who may share this prefix's cached KV: a prefix is reused (from the prefix cache, or from an
+   * identical group of the same call) only by groups of the same scope, so callers of different
+   * scopes cannot learn each other's states from `cachedTokens` or from timing. An integer in
+   * [0, 2^31); default 0.
+   */
+  cacheScope?: number;
 }
 
 function int32(value: unknown, what: string): Int32Array {
@@ -44,6 +51,10 @@ export function flatten(groups: ScoreGroup[]) {
       throw new EngineError('ERR_INPUT', `group ${g} must be { prefix, suffixes: [...] }`);
     }
     prefixLength += int32(group.prefix, `groups[${g}].prefix`).length;
+    const scope = group.cacheScope;
+    if (scope !== undefined && !(Number.isInteger(scope) && scope >= 0 && scope <= 0x7fffffff)) {
+      throw new EngineError('ERR_INPUT', `groups[${g}].cacheScope must be an integer in [0, 2^31)`);
+    }
     group.suffixes.forEach((suffix, s) => {
       suffixLength += int32(suffix?.tokens, `groups[${g}].suffixes[${s}].tokens`).length;
       labelLength += int32(suffix?.labels, `groups[${g}].suffixes[${s}].labels`).length;
@@ -52,6 +63,7 @@ export function flatten(groups: ScoreGroup[]) {
   });
   const prefixTokens = new Int32Array(prefixLength);
   const prefixOffsets = new Int32Array(groups.length + 1);
+  const prefixScopes = new Int32Array(groups.length);
   const suffixTokens = new Int32Array(suffixLength);
   const suffixOffsets = new Int32Array(suffixCount + 1);
   const suffixGroup = new Int32Array(suffixCount);
@@ -65,6 +77,7 @@ export function flatten(groups: ScoreGroup[]) {
     prefixTokens.set(group.prefix, p);
     p += group.prefix.length;
     prefixOffsets[g + 1] = p;
+    prefixScopes[g] = group.cacheScope ?? 0;
     for (const suffix of group.suffixes) {
       suffixTokens.set(suffix.tokens, t);
       t += suffix.tokens.length;
@@ -76,5 +89,5 @@ export function flatten(groups: ScoreGroup[]) {
       labelOffsets[s] = l;
     }
   });
-  return { prefixTokens, prefixOffsets, suffixTokens, suffixOffsets, suffixGroup, labelIds, labelOffsets };
+  return { prefixTokens, prefixOffsets, prefixScopes, suffixTokens, suffixOffsets, suffixGroup, labelIds, labelOffsets };
 }

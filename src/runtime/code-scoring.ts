@@ -29,7 +29,7 @@ function digitsOf(letter: number, count: number): number {
  * @example
  * const group = codeGroup(prefixIds, suffixIds, labels.codes!); // scored with the call's other groups
  */
-export function codeGroup(prefix: Int32Array, suffix: Int32Array, codes: CodeIds): ScoreGroup {
+export function codeGroup(prefix: Int32Array, suffix: Int32Array, codes: CodeIds, cacheScope = 0): ScoreGroup {
   if (suffix.length === 0) throw new Error('codeGroup: an empty question suffix');
   const head = new Int32Array(prefix.length + suffix.length - 1);
   head.set(prefix, 0);
@@ -39,7 +39,7 @@ export function codeGroup(prefix: Int32Array, suffix: Int32Array, codes: CodeIds
   codes.letterIds.forEach((letter, i) => {
     suffixes.push({ tokens: Int32Array.of(last, letter), labels: codes.digitIds.slice(0, digitsOf(i, codes.count)) });
   });
-  return { prefix: head, suffixes };
+  return { prefix: head, suffixes, cacheScope };
 }
 
 /**

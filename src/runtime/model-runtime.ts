@@ -11,6 +11,7 @@ import { answerFromLogits, labelBiasFor, loadCalibration, type Calibration } fro
 import { Engine, type EngineLoadOptions, type ScoreGroup, type SuffixScore } from '../engine/engine.js';
 import { effectiveOption, type EngineOptions } from '../engine/engine-options.js';
 import { readModelConfig } from '../engine/model-dir.js';
+import { CacheScopes } from './cache-scopes.js';
 import { codeGroup, codeLogProbs } from './code-scoring.js';
 import { LabelSet, LETTERS, type CodeIds } from './labels.js';
 import { PromptRenderer } from './prompt.js';
@@ -120,6 +121,8 @@ const STATE_SLICE_CHARS = 8_192;
 
 export class ModelRuntime {
   private readonly suffixes = new SuffixCache();
+  /** Callers' cache scopes (prepare's `cacheScope`) as the engine's integers. */
+  private readonly cacheScopes = new CacheScopes();
   /** performance.now() when the load finished: a request that waited for the load counts its queue wait from here. */
   readonly readyAt = performance.now();
 
@@ -171,9 +174,10 @@ export class ModelRuntime {
 
   /**
    * Tokenizes a validated request; throws ERR_INPUT naming a question that cannot fit the context
-   * whatever the state, then ERR_STATE_TOO_LONG when the state does not fit.
+   * whatever the state, then ERR_STATE_TOO_LONG when the state does not fit. `cacheScope`: who may
+   * share its state's cached KV (CacheScopes; none: the shared scope).
    */
-  async prepare(request: NormalizedDecideRequest, priority: Priority = 'live'): Promise<PreparedRequest> {
+  async prepare(request: NormalizedDecideRequest, priority: Priority = 'live', cacheScope?: string): Promise<PreparedRequest> {
     // A batch's records tokenize in the background: a live request waits behind one of them at most.
     const background = priority === 'batch';
     const suffixes = await this.questionSuffixes(request.questions, background);
@@ -194,11 +198,12 @@ export class ModelRuntime {
       );
     }
     const inputTokens = prefix.length + suffixes.reduce((n, s) => n + s.tokens.length, 0);
-    const group: ScoreGroup = { prefix, suffixes: [] };
+    const scope = this.cacheScopes.idOf(cacheScope);
+    const group: ScoreGroup = { prefix, suffixes: [], cacheScope: scope };
     const codeGroups: ScoreGroup[] = [];
     const reads = suffixes.map((s): QuestionRead => {
       if (s.codes) {
-        codeGroups.push(codeGroup(prefix, s.tokens, s.codes));
+        codeGroups.push(codeGroup(prefix, s.tokens, s.codes, scope));
         return { codeGroup: codeGroups.length - 1, codes: s.codes };
       }
       group.suffixes.push({ tokens: s.tokens, labels: s.labels });

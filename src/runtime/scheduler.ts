@@ -30,7 +30,9 @@ import { checkOptionNames } from '../engine/engine-options.js';
 import { EngineError } from '../errors/engine-error.js';
 import type { Engine, ScoreGroup, SuffixScore } from '../engine/engine.js';
 
-export type Priority = 'live' | 'batch';
+/** Live calls go before batch work. */
+export const PRIORITIES = ['live', 'batch'] as const;
+export type Priority = (typeof PRIORITIES)[number];
 
 export interface SchedulerOptions {
   /** How long the first live job of a call waits for companions. */
@@ -144,7 +146,7 @@ function cutPieces(groups: ScoreGroup[], budget: number): Piece[] {
 
 function engineGroup(job: Job, piece: Piece): ScoreGroup {
   const g = job.groups[piece.group]!;
-  return piece.from === 0 && piece.to === g.suffixes.length ? g : { prefix: g.prefix, suffixes: g.suffixes.slice(piece.from, piece.to) };
+  return piece.from === 0 && piece.to === g.suffixes.length ? g : { ...g, suffixes: g.suffixes.slice(piece.from, piece.to) };
 }
 
 export class Scheduler {

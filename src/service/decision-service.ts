@@ -29,6 +29,7 @@ import { ModelRegistry, type InstalledModel } from '../models/registry.js';
 import { RuntimeLeases } from './runtime-leases.js';
 import { releaseDate, systemOneModels } from './systemone-models.js';
 import { checkPin, type VersionPin } from './version-pin.js';
+import { checkDecideContext, checkNormalizedRequest, type DecideContext } from './decide-context.js';
 
 /**
  * How {@link DecisionService.open} opens the service; every field is optional.
@@ -69,18 +70,7 @@ export interface ServiceMetrics {
 
 export type { DecisionResult };
 
-/** How one decide call runs. */
-export interface DecideContext {
-  /** The decision id to answer with (a route passes its request id); a new `dec_` id when absent. */
-  requestId?: string;
-  /** 'live' (default) goes before batch work. */
-  priority?: Priority;
-  /**
-   * Abandons the call: what is not yet scored is never computed (a large request's remaining
-   * engine calls are dropped) and the call rejects with the signal's reason.
-   */
-  signal?: AbortSignal;
-}
+export type { DecideContext };
 
 /**
  * One record's outcome in decideRecords(). `raw` holds the uncalibrated label logits behind the
@@ -234,10 +224,11 @@ export class DecisionService {
    * const res = await svc.decide({ model: 'svc-alpha', state: { text: 'Where is my order?' },
    *   questions: { topic: { type: 'choice', instructions: 'Topic?', criteria: { shipping: 'Shipping', billing: 'Billing' } } } });
    */
-  async decide(body: unknown, context: DecideContext = {}): Promise<DecideResponse> {
+  async decide(body: unknown, context?: DecideContext): Promise<DecideResponse> {
     const arrivedAt = performance.now();
+    const checked = checkDecideContext(context);
     const request = validateDecideRequest(body, this.options.validation);
-    return decideResponse(await this.tracked(() => this.answer(request, context, arrivedAt)));
+    return decideResponse(await this.tracked(() => this.answer(request, checked, arrivedAt)));
   }
 
   /**
@@ -249,9 +240,11 @@ export class DecisionService {
    * const result = await svc.decideNormalized(request);
    * console.log(result.answers);
    */
-  async decideNormalized(request: NormalizedDecideRequest, context: DecideContext = {}): Promise<DecisionResult> {
+  async decideNormalized(request: NormalizedDecideRequest, context?: DecideContext): Promise<DecisionResult> {
     const arrivedAt = performance.now();
-    return this.tracked(() => this.answer(request, context, arrivedAt));
+    const checked = checkDecideContext(context);
+    checkNormalizedRequest(request);
+    return this.tracked(() => this.answer(request, checked, arrivedAt));
   }
 
   /**
@@ -268,7 +261,7 @@ export class DecisionService {
     const since = Math.max(arrivedAt, runtime.readyAt);
     let scored: ScoredRequest | undefined;
     try {
-      const preparing = runtime.prepare(request, priority);
+      const preparing = runtime.prepare(request, priority, context.cacheScope);
       const prepared = await (priority === 'live' ? runtime.scheduler.withinQueueWait(preparing, since) : preparing);
       context.signal?.throwIfAborted();
       [scored] = await runtime.score([prepared], priority, context.signal, since);
@@ -285,23 +278,24 @@ export class DecisionService {
    * A record that fails on its own (e.g. state too long) gets its error; the rest are answered.
    * `pin` (one per batch run) holds the run's calls to the loaded version its first call used:
    * when the model's directory was replaced since, this throws ModelChangedError (version-pin.ts).
+   * `cacheScope`: as DecideContext's (a batch job passes its owner's key id).
    */
-  async decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority: Priority = 'batch', pin?: VersionPin): Promise<RecordOutcome[]> {
+  async decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority: Priority = 'batch', pin?: VersionPin, cacheScope?: string): Promise<RecordOutcome[]> {
     return this.tracked(() =>
       this.withRuntime(modelId, (runtime) => {
         checkPin(pin, runtime.id, runtime);
-        return this.answerRecordsOn(runtime, requests, priority);
+        return this.answerRecordsOn(runtime, requests, priority, cacheScope);
       }),
     );
   }
 
-  private async answerRecordsOn(runtime: ModelRuntime, requests: NormalizedDecideRequest[], priority: Priority): Promise<RecordOutcome[]> {
+  private async answerRecordsOn(runtime: ModelRuntime, requests: NormalizedDecideRequest[], priority: Priority, cacheScope: string | undefined): Promise<RecordOutcome[]> {
     const outcomes: RecordOutcome[] = new Array(requests.length);
     const prepared: Array<{ index: number; value: Awaited<ReturnType<ModelRuntime['prepare']>> }> = [];
     await Promise.all(
       requests.map(async (request, index) => {
         try {
-          prepared.push({ index, value: await runtime.prepare(request, priority) });
+          prepared.push({ index, value: await runtime.prepare(request, priority, cacheScope) });
         } catch (err) {
           outcomes[index] = { ok: false, error: toApiError(err) };
         }

@@ -115,6 +115,27 @@ describe.each([
     miss.forEach((group, g) => group.forEach((score, s) => expect(maxLogitDiff(score.labelLogits, hit[g]![s]!.labelLogits)).toBeLessThan(1e-5)));
   });
 
+  it('a cached prefix is reused only by groups of its own cache scope, within a call and across calls', async () => {
+    const next = rng(41);
+    const prefix = randomIds(next, 60);
+    const question = { tokens: randomIds(next, 10), labels: randomIds(next, 4) };
+    const group = (cacheScope?: number) => ({ prefix, suffixes: [question], ...(cacheScope === undefined ? {} : { cacheScope }) });
+    engine.clearPrefixCache();
+    const first = await engine.scoreBatch([group(1), group(2), group(1)]);
+    // The third group shares the first one's computation; the second, of another scope, does not.
+    expect(Array.from(first.cachedTokens)).toEqual([0, 0, prefix.length]);
+    const again = await engine.scoreBatch([group(3), group(2), group()]);
+    expect(Array.from(again.cachedTokens)).toEqual([0, prefix.length, 0]);
+    const shared = await engine.scoreBatch([group(0)]);
+    expect(Array.from(shared.cachedTokens)).toEqual([prefix.length]); // scope 0 is the default's
+    for (const g of [...first.groups, ...again.groups, ...shared.groups]) {
+      expect(maxLogitDiff(g[0]!.labelLogits, first.groups[0]![0]!.labelLogits)).toBeLessThan(1e-5);
+    }
+    for (const bad of [-1, 1.5, 2 ** 31, Number.NaN]) {
+      await expect(engine.score([group(bad)])).rejects.toMatchObject({ code: 'ERR_INPUT', message: expect.stringMatching(/cacheScope/) });
+    }
+  });
+
   it('reuses a shared leading part (system prompt) of a different cached prefix', async () => {
     const next = rng(31);
     const system = randomIds(next, 120);

@@ -211,7 +211,7 @@ export class ChunkWorker {
     for (const line of ctx.lines) await addLine(chunk, line, ctx.records);
     let outcomes;
     try {
-      outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping);
+      outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping, undefined, job.owner);
     } catch (err) {
       if (!(err instanceof ModelUnusableError) || this.stopping) throw err;
       // The model went (or stopped loading) here mid-chunk: as when it is missing before, the chunk

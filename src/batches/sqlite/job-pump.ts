@@ -135,6 +135,7 @@ export class JobPump {
         requestedModel: job.requestedModel,
         formQuestions: storedFormQuestions(job.questions),
         endpoint: job.openai?.endpoint,
+        cacheScope: job.owner,
         inputPath: path.join(this.dataDir, job.inputPath),
         resultsPath: path.join(this.dataDir, job.resultsPath),
         statusPath: path.join(this.dataDir, job.statusPath),

@@ -16,6 +16,7 @@ import { DIALECTS } from '../../api/dialects.js';
 import { ApiError, errorCodeOfStatus, toApiError, type ErrorCode } from '../../api/errors.js';
 import { jsonInOrder } from '../../domain/key-order.js';
 import type { DecisionService } from '../../service/decision-service.js';
+import { ownerOf } from '../auth.js';
 import type { BodyThread } from '../body-thread.js';
 import { httpError, sendWire } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
@@ -124,7 +125,9 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
       if (!parsed.ok) return sendRejection(request, reply, parsed.error, parsed.code);
       const signal = abandonedWith(reply);
       try {
-        return dialect.respond(parsed.call, await service.decideNormalized(parsed.call.request, { requestId: request.id, signal }));
+        // Each API key its own cache scope: no key learns another's state from cached_tokens or timing.
+        const cacheScope = ownerOf(request);
+        return dialect.respond(parsed.call, await service.decideNormalized(parsed.call.request, { requestId: request.id, signal, cacheScope }));
       } catch (err) {
         if (signal.aborted) {
           // Nobody is left to answer: the rest of its engine work was dropped.
