@@ -98,6 +98,35 @@ it('open() refuses unknown options and scheduler options that would refuse every
   await (await open({ runtime: { scheduler: { maxQueueWaitMs: Infinity } } })).close();
 });
 
+it('open() refuses validation limits it does not know or that would turn a limit off or refuse every call, naming them', async () => {
+  const open = (validation: Record<string, unknown>) => DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, preload: [], validation });
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ bogus: 1 }, "DecisionService.open: validation: unknown option 'bogus'"],
+    [{ maxQuestion: 5 }, "DecisionService.open: validation: unknown option 'maxQuestion' (did you mean 'maxQuestions'?)"],
+    [{ maxQuestions: 'x' }, "validation.maxQuestions must be a whole number of at least 1, got 'x'"],
+    [{ maxQuestions: -1 }, 'validation.maxQuestions must be a whole number of at least 1, got -1'],
+    [{ maxStateDepth: Number.NaN }, 'validation.maxStateDepth must be a whole number from 1 to 1000, got NaN'],
+    [{ maxStateDepth: 100_000 }, 'validation.maxStateDepth must be a whole number from 1 to 1000, got 100000'],
+    [{ maxStateValues: 2.5 }, 'validation.maxStateValues must be a whole number of at least 1, got 2.5'],
+  ];
+  for (const [validation, message] of cases) {
+    const err = await open(validation).catch((e: unknown) => e);
+    expect(err, message).toBeInstanceOf(EngineError);
+    expect(err).toMatchObject({ code: 'ERR_INPUT', message });
+  }
+  // A limit in range holds: 3 questions where 2 are allowed are refused, a state 1,000 levels deep is answered.
+  const service = await open({ maxQuestions: 2, maxStateDepth: 1000 });
+  try {
+    await expect(service.decide(decideBody('three questions'))).rejects.toMatchObject({ code: 'invalid_question', message: expect.stringMatching(/^questions: at most 2 questions per request/) });
+    let state: Record<string, unknown> = { text: 'deep' };
+    for (let i = 1; i < 1000; i++) state = { a: state };
+    const body = decideBody(state, { q: { type: 'noul', instructions: 'Is it?' } });
+    await expect(service.decide(body)).resolves.toMatchObject({ answers: { q: expect.any(Object) } });
+  } finally {
+    await service.close();
+  }
+});
+
 it('open(): an empty DECIDE_MODELS_DIR is unset (./models), not the current directory', async () => {
   const saved = process.env.DECIDE_MODELS_DIR;
   process.env.DECIDE_MODELS_DIR = '';
