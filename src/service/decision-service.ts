@@ -15,7 +15,6 @@ import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { decideResponse } from '../api/decide/index.js';
 import type { DecideResponse, ModelEntry, ModelListing } from '../api/schemas.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
-import { envPath } from '../engine/env-path.js';
 import { ModelRuntime, type RawQuestionScore, type ScoredRequest } from '../runtime/model-runtime.js';
 import type { Priority } from '../runtime/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
@@ -139,8 +138,7 @@ export class DecisionService {
    * await svc.close();
    */
   static async open(options: DecisionServiceOptions = {}): Promise<DecisionService> {
-    const modelsDir = path.resolve(options.modelsDir ?? envPath(process.env, 'DECIDE_MODELS_DIR') ?? 'models');
-    checkServiceOptions(options, modelsDir);
+    const modelsDir = checkServiceOptions(options);
     if (options.ensureDefaultModel ?? true) await ensureDefaultModel(modelsDir, options.log);
     const service = new DecisionService(new ModelRegistry(modelsDir, { log: options.log }), { ...options, modelsDir });
     const preload = options.preload ?? (service.registry.list().length ? [DEFAULT_MODEL_ALIAS] : []);

@@ -3,12 +3,15 @@
  * service can run with (EngineError ERR_INPUT naming the option) before anything is created or
  * loaded, as Engine.load and the commands refuse theirs.
  */
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
+import path from 'node:path';
 
 import { VALIDATION_LIMIT_RANGES, type ValidationLimits } from '../api/validate.js';
+import { envPath } from '../engine/env-path.js';
 import { checkEngineOptions, checkOptionNames, ENGINE_PASS_OPTION_NAMES, optionConflict, withEnvironment, type EngineLoadOptions } from '../engine/engine-options.js';
 import { EngineError } from '../errors/engine-error.js';
 import { deriveFusedGraph } from '../models/fused-graph.js';
+import { directoryProblem } from '../models/make-directories.js';
 import type { ModelRuntimeOptions } from '../runtime/model-runtime.js';
 import { checkSchedulerOptions } from '../runtime/scheduler.js';
 
@@ -53,15 +56,19 @@ export function engineOptionsOf(options: DecisionServiceOptions): Omit<EngineLoa
 
 /**
  * Refuses options no service can run with (ERR_INPUT naming the option), before anything is
- * created or loaded: unknown names, engine options (with their DECIDE_* variables), scheduler
- * options and validation limits out of range.
+ * created or loaded: options of the wrong type, unknown names, engine options (with their
+ * DECIDE_* variables), scheduler options and validation limits out of range, a models folder that
+ * cannot be. Returns the models folder, resolved.
  */
-export function checkServiceOptions(options: DecisionServiceOptions, modelsDir: string): void {
+export function checkServiceOptions(given: unknown): string {
+  const options = objectOption(given, 'options') as DecisionServiceOptions;
   checkOptionNames(options, SERVICE_OPTION_NAMES, 'DecisionService.open');
-  if (options.runtime !== undefined) checkOptionNames(options.runtime, RUNTIME_OPTION_NAMES, 'DecisionService.open: runtime');
-  if (options.runtime?.engine !== undefined) checkOptionNames(options.runtime.engine, ENGINE_PASS_OPTION_NAMES, 'DecisionService.open: runtime.engine');
-  if (options.runtime?.scheduler !== undefined) checkSchedulerOptions(options.runtime.scheduler, 'runtime.scheduler');
-  if (options.validation !== undefined) checkValidationLimits(options.validation);
+  checkTypes(options);
+  const modelsDir = path.resolve(options.modelsDir ?? envPath(process.env, 'DECIDE_MODELS_DIR') ?? 'models');
+  if (options.runtime !== undefined) checkOptionNames(objectOption(options.runtime, 'runtime'), RUNTIME_OPTION_NAMES, 'DecisionService.open: runtime');
+  if (options.runtime?.engine !== undefined) checkOptionNames(objectOption(options.runtime.engine, 'runtime.engine'), ENGINE_PASS_OPTION_NAMES, 'DecisionService.open: runtime.engine');
+  if (options.runtime?.scheduler !== undefined) checkSchedulerOptions(objectOption(options.runtime.scheduler, 'runtime.scheduler'), 'runtime.scheduler');
+  if (options.validation !== undefined) checkValidationLimits(objectOption(options.validation, 'validation'));
   const engine = withEnvironment(engineOptionsOf(options));
   checkEngineOptions(engine);
   const conflict = optionConflict(engine);
@@ -71,9 +78,48 @@ export function checkServiceOptions(options: DecisionServiceOptions, modelsDir: 
       throw new EngineError('ERR_INPUT', `${name} must be a whole number of tokens of at least 1, got ${String(value)}`);
     }
   }
-  if (existsSync(modelsDir) && !statSync(modelsDir).isDirectory()) {
+  const folder = statSync(modelsDir, { throwIfNoEntry: false });
+  if (folder !== undefined && !folder.isDirectory()) {
     throw new EngineError('ERR_INPUT', `modelsDir ${modelsDir} is not a folder (it holds one folder per model)`);
   }
+  // Where the default model would be created, the folder must be one that can be.
+  const problem = folder === undefined && (options.ensureDefaultModel ?? true) ? directoryProblem(modelsDir) : undefined;
+  if (problem !== undefined) throw new EngineError('ERR_INPUT', `modelsDir: ${problem}`);
+  return modelsDir;
+}
+
+/** The options that are not engine, scheduler or limit numbers (those have their own checks). */
+function checkTypes(options: DecisionServiceOptions): void {
+  const { modelsDir, ensureDefaultModel, preload, log, warn } = options as Record<keyof DecisionServiceOptions, unknown>;
+  if (modelsDir !== undefined && typeof modelsDir !== 'string') refuse('modelsDir', 'a path (a string)', modelsDir);
+  if (ensureDefaultModel !== undefined && typeof ensureDefaultModel !== 'boolean') refuse('ensureDefaultModel', 'true or false', ensureDefaultModel);
+  if (preload !== undefined) {
+    if (!Array.isArray(preload)) refuse('preload', 'an array of model ids or aliases', preload);
+    preload.forEach((id: unknown, i) => {
+      if (typeof id !== 'string' || id === '') refuse(`preload[${i}]`, 'a model id or alias', id);
+    });
+  }
+  if (log !== undefined && typeof log !== 'function') refuse('log', 'a function taking a line', log);
+  if (warn !== undefined && typeof warn !== 'function') refuse('warn', 'a function taking a line', warn);
+}
+
+/** `value` as an options object, or ERR_INPUT naming it: null, an array or a scalar has no options. */
+function objectOption(value: unknown, name: string): object {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) refuse(name, 'an object', value);
+  return value;
+}
+
+function refuse(name: string, rule: string, value: unknown): never {
+  throw new EngineError('ERR_INPUT', `DecisionService.open: ${name} must be ${rule}, got ${shown(value)}`);
+}
+
+/** A value as a message shows it: strings quoted (and cut), arrays and functions by kind. */
+function shown(value: unknown): string {
+  if (typeof value === 'string') return `'${value.slice(0, 100)}'`;
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'object' && value !== null) return 'an object';
+  return String(value);
 }
 
 /**
@@ -86,7 +132,7 @@ function checkValidationLimits(validation: Partial<ValidationLimits>): void {
     const value: unknown = validation[name as keyof ValidationLimits];
     if (value !== undefined && !(typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max)) {
       const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
-      throw new EngineError('ERR_INPUT', `validation.${name} must be a whole number ${range}, got ${typeof value === 'string' ? `'${value.slice(0, 100)}'` : String(value)}`);
+      throw new EngineError('ERR_INPUT', `validation.${name} must be a whole number ${range}, got ${shown(value)}`);
     }
   }
 }

@@ -98,6 +98,31 @@ it('open() refuses unknown options and scheduler options that would refuse every
   await (await open({ runtime: { scheduler: { maxQueueWaitMs: Infinity } } })).close();
 });
 
+it('open() refuses options of the wrong type with ERR_INPUT naming them, before it creates anything', async () => {
+  const fresh = path.join(dirs.root, 'typed-models');
+  const cases: Array<[unknown, string]> = [
+    [null, 'DecisionService.open: options must be an object, got null'],
+    [[], 'DecisionService.open: options must be an object, got an array'],
+    [{ modelsDir: 123 }, 'DecisionService.open: modelsDir must be a path (a string), got 123'],
+    [{ modelsDir: fresh, ensureDefaultModel: 'yes' }, "DecisionService.open: ensureDefaultModel must be true or false, got 'yes'"],
+    [{ modelsDir: fresh, preload: 'svc-alpha' }, "DecisionService.open: preload must be an array of model ids or aliases, got 'svc-alpha'"],
+    [{ modelsDir: fresh, preload: ['svc-alpha', 1] }, 'DecisionService.open: preload[1] must be a model id or alias, got 1'],
+    [{ modelsDir: fresh, log: 'x' }, "DecisionService.open: log must be a function taking a line, got 'x'"],
+    [{ modelsDir: fresh, warn: 5 }, 'DecisionService.open: warn must be a function taking a line, got 5'],
+    [{ modelsDir: fresh, runtime: null }, 'DecisionService.open: runtime must be an object, got null'],
+    [{ modelsDir: fresh, runtime: { engine: 4 } }, 'DecisionService.open: runtime.engine must be an object, got 4'],
+    [{ modelsDir: fresh, runtime: { scheduler: [] } }, 'DecisionService.open: runtime.scheduler must be an object, got an array'],
+    [{ modelsDir: fresh, validation: 'strict' }, "DecisionService.open: validation must be an object, got 'strict'"],
+    [{ modelsDir: '/proc/decide-models' }, 'modelsDir: cannot create /proc/decide-models: ENOENT'],
+  ];
+  for (const [options, message] of cases) {
+    const err = await DecisionService.open(options as DecisionServiceOptions).catch((e: unknown) => e);
+    expect(err, message).toBeInstanceOf(EngineError);
+    expect(err).toMatchObject({ code: 'ERR_INPUT', message });
+    expect(existsSync(fresh), 'nothing written').toBe(false);
+  }
+});
+
 it('open() refuses validation limits it does not know or that would turn a limit off or refuse every call, naming them', async () => {
   const open = (validation: Record<string, unknown>) => DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, preload: [], validation });
   const cases: Array<[Record<string, unknown>, string]> = [
