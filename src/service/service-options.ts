@@ -9,6 +9,7 @@ import path from 'node:path';
 import { VALIDATION_LIMIT_RANGES, type ValidationLimits } from '../api/validate.js';
 import { envPath } from '../engine/env-path.js';
 import { checkEngineOptions, checkOptionNames, ENGINE_PASS_OPTION_NAMES, optionConflict, withEnvironment, type EngineLoadOptions } from '../engine/engine-options.js';
+import { objectOption, refuseOption as refuse, valueForMessage } from '../engine/option-checks.js';
 import { EngineError } from '../errors/engine-error.js';
 import { deriveFusedGraph } from '../models/fused-graph.js';
 import { directoryProblem } from '../models/make-directories.js';
@@ -39,6 +40,9 @@ export interface DecisionServiceOptions {
   warn?: (line: string) => void;
 }
 
+/** Whose options the messages name. */
+const WHERE = 'DecisionService.open';
+
 /** DecisionServiceOptions' names, and those of its `runtime`: anything else is a typo. */
 const SERVICE_OPTION_NAMES: ReadonlyArray<keyof DecisionServiceOptions> = [
   'modelsDir', 'ensureDefaultModel', 'preload', 'provider', 'threads', 'maxStateTokens', 'validation', 'runtime', 'log', 'warn',
@@ -61,14 +65,14 @@ export function engineOptionsOf(options: DecisionServiceOptions): Omit<EngineLoa
  * cannot be. Returns the models folder, resolved.
  */
 export function checkServiceOptions(given: unknown): string {
-  const options = objectOption(given, 'options') as DecisionServiceOptions;
+  const options = objectOption(given, 'options', WHERE) as DecisionServiceOptions;
   checkOptionNames(options, SERVICE_OPTION_NAMES, 'DecisionService.open');
   checkTypes(options);
   const modelsDir = path.resolve(options.modelsDir ?? envPath(process.env, 'DECIDE_MODELS_DIR') ?? 'models');
-  if (options.runtime !== undefined) checkOptionNames(objectOption(options.runtime, 'runtime'), RUNTIME_OPTION_NAMES, 'DecisionService.open: runtime');
-  if (options.runtime?.engine !== undefined) checkOptionNames(objectOption(options.runtime.engine, 'runtime.engine'), ENGINE_PASS_OPTION_NAMES, 'DecisionService.open: runtime.engine');
-  if (options.runtime?.scheduler !== undefined) checkSchedulerOptions(objectOption(options.runtime.scheduler, 'runtime.scheduler'), 'runtime.scheduler');
-  if (options.validation !== undefined) checkValidationLimits(objectOption(options.validation, 'validation'));
+  if (options.runtime !== undefined) checkOptionNames(objectOption(options.runtime, 'runtime', WHERE), RUNTIME_OPTION_NAMES, 'DecisionService.open: runtime');
+  if (options.runtime?.engine !== undefined) checkOptionNames(objectOption(options.runtime.engine, 'runtime.engine', WHERE), ENGINE_PASS_OPTION_NAMES, 'DecisionService.open: runtime.engine');
+  if (options.runtime?.scheduler !== undefined) checkSchedulerOptions(objectOption(options.runtime.scheduler, 'runtime.scheduler', WHERE), 'runtime.scheduler');
+  if (options.validation !== undefined) checkValidationLimits(objectOption(options.validation, 'validation', WHERE));
   const engine = withEnvironment(engineOptionsOf(options));
   checkEngineOptions(engine);
   const conflict = optionConflict(engine);
@@ -91,35 +95,16 @@ export function checkServiceOptions(given: unknown): string {
 /** The options that are not engine, scheduler or limit numbers (those have their own checks). */
 function checkTypes(options: DecisionServiceOptions): void {
   const { modelsDir, ensureDefaultModel, preload, log, warn } = options as Record<keyof DecisionServiceOptions, unknown>;
-  if (modelsDir !== undefined && typeof modelsDir !== 'string') refuse('modelsDir', 'a path (a string)', modelsDir);
-  if (ensureDefaultModel !== undefined && typeof ensureDefaultModel !== 'boolean') refuse('ensureDefaultModel', 'true or false', ensureDefaultModel);
+  if (modelsDir !== undefined && typeof modelsDir !== 'string') refuse(WHERE, 'modelsDir', 'a path (a string)', modelsDir);
+  if (ensureDefaultModel !== undefined && typeof ensureDefaultModel !== 'boolean') refuse(WHERE, 'ensureDefaultModel', 'true or false', ensureDefaultModel);
   if (preload !== undefined) {
-    if (!Array.isArray(preload)) refuse('preload', 'an array of model ids or aliases', preload);
+    if (!Array.isArray(preload)) refuse(WHERE, 'preload', 'an array of model ids or aliases', preload);
     preload.forEach((id: unknown, i) => {
-      if (typeof id !== 'string' || id === '') refuse(`preload[${i}]`, 'a model id or alias', id);
+      if (typeof id !== 'string' || id === '') refuse(WHERE, `preload[${i}]`, 'a model id or alias', id);
     });
   }
-  if (log !== undefined && typeof log !== 'function') refuse('log', 'a function taking a line', log);
-  if (warn !== undefined && typeof warn !== 'function') refuse('warn', 'a function taking a line', warn);
-}
-
-/** `value` as an options object, or ERR_INPUT naming it: null, an array or a scalar has no options. */
-function objectOption(value: unknown, name: string): object {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) refuse(name, 'an object', value);
-  return value;
-}
-
-function refuse(name: string, rule: string, value: unknown): never {
-  throw new EngineError('ERR_INPUT', `DecisionService.open: ${name} must be ${rule}, got ${shown(value)}`);
-}
-
-/** A value as a message shows it: strings quoted (and cut), arrays and functions by kind. */
-function shown(value: unknown): string {
-  if (typeof value === 'string') return `'${value.slice(0, 100)}'`;
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'function') return 'a function';
-  if (typeof value === 'object' && value !== null) return 'an object';
-  return String(value);
+  if (log !== undefined && typeof log !== 'function') refuse(WHERE, 'log', 'a function taking a line', log);
+  if (warn !== undefined && typeof warn !== 'function') refuse(WHERE, 'warn', 'a function taking a line', warn);
 }
 
 /**
@@ -132,7 +117,7 @@ function checkValidationLimits(validation: Partial<ValidationLimits>): void {
     const value: unknown = validation[name as keyof ValidationLimits];
     if (value !== undefined && !(typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max)) {
       const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
-      throw new EngineError('ERR_INPUT', `validation.${name} must be a whole number ${range}, got ${shown(value)}`);
+      throw new EngineError('ERR_INPUT', `validation.${name} must be a whole number ${range}, got ${valueForMessage(value)}`);
     }
   }
 }
