@@ -133,3 +133,13 @@ export function valueForMessage(value: unknown): string {
   if (typeof value === 'object' && value !== null) return 'an object';
   return String(value);
 }
+
+/**
+ * A folder option (modelsDir, dataDir): a string that names one. An empty one is refused, as the
+ * commands refuse an empty --models-dir: path.resolve('') is the current directory, where a model
+ * or a batch database would otherwise be written.
+ */
+export function checkFolderOption(value: unknown, name: string, where: string): void {
+  if (typeof value !== 'string') refuseOption(where, name, 'a path (a string)', value);
+  if (value.trim() === '') throw new EngineError('ERR_INPUT', `${where}: ${name} must name a folder, got an empty value`);
+}

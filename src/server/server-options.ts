@@ -7,7 +7,7 @@
 import type { EngineOptions } from '../engine/engine-options.js';
 import { checkOptionNames } from '../engine/engine-options.js';
 import { EngineError } from '../errors/engine-error.js';
-import { objectOption, refuseOption as refuse } from '../engine/option-checks.js';
+import { checkFolderOption, objectOption, refuseOption as refuse } from '../engine/option-checks.js';
 import type { DecisionService } from '../service/decision-service.js';
 import { ApiKeySet } from './api-keys.js';
 import { MIN_REQUESTS_PER_SECOND, type BucketOptions, type RateLimitOptions } from './rate-limit.js';
@@ -28,7 +28,7 @@ export interface LoggerOptions {
 export interface ServerOptions {
   /** A service to serve; the caller keeps ownership (the server does not close it). */
   service?: DecisionService;
-  /** For the service opened when `service` is not given; default DECIDE_MODELS_DIR or ./models. */
+  /** For the service opened when `service` is not given; default DECIDE_MODELS_DIR (unset or empty: ./models). An empty modelsDir is refused (ERR_INPUT). */
   modelsDir?: string;
   threads?: number;
   provider?: 'cpu' | 'cuda';
@@ -36,7 +36,7 @@ export interface ServerOptions {
   engine?: EngineOptions;
   /** Work on batch jobs in this process (default true); false with the Postgres store only serves them. */
   batchWorker?: boolean;
-  /** Service state (generated API key, batch jobs); default DECIDE_DATA_DIR or ./data. */
+  /** Service state (generated API key, batch jobs); default DECIDE_DATA_DIR (unset or empty: ./data). An empty dataDir is refused (ERR_INPUT), as an empty --data-dir is. */
   dataDir?: string;
   /** API keys, in clear or `sha256:<hex>`. With keysFile, replaces the environment's keys. */
   apiKeys?: string[];
@@ -74,7 +74,7 @@ export interface DecisionAppOptions {
   rateLimit: RateLimitOptions | false;
   /** Largest JSON body accepted (DEFAULT_BODY_LIMIT_BYTES in createServer). */
   bodyLimitBytes: number;
-  /** Where the batch database and uploaded files live. */
+  /** Where the batch database and uploaded files live; an empty one is refused (ERR_INPUT). */
   dataDir: string;
   /** Work on batch jobs in this process (default true). */
   batchWorker?: boolean;
@@ -98,9 +98,10 @@ export function checkServerOptions(given: unknown): ServerOptions {
   const options = objectOption(given, 'options', where) as Record<keyof ServerOptions, unknown>;
   checkOptionNames(options, SERVER_OPTION_NAMES, where);
   if (options.service !== undefined) checkService(options.service, where);
-  for (const name of ['modelsDir', 'dataDir', 'keysFile'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'string') refuse(where, name, 'a path (a string)', options[name]);
+  for (const name of ['modelsDir', 'dataDir'] as const) {
+    if (options[name] !== undefined) checkFolderOption(options[name], name, where);
   }
+  if (options.keysFile !== undefined && typeof options.keysFile !== 'string') refuse(where, 'keysFile', 'a path (a string)', options.keysFile);
   if (options.batchWorker !== undefined && typeof options.batchWorker !== 'boolean') refuse(where, 'batchWorker', 'true or false', options.batchWorker);
   if (options.apiKeys !== undefined) {
     if (!Array.isArray(options.apiKeys)) refuse(where, 'apiKeys', 'an array of keys', options.apiKeys);
@@ -132,7 +133,7 @@ export function checkAppOptions(given: unknown): DecisionAppOptions {
   if (!(options.keys instanceof ApiKeySet)) refuse(where, 'keys', 'an ApiKeySet', options.keys);
   checkRateLimit(options.rateLimit, where);
   checkBodyLimit(options.bodyLimitBytes, where);
-  if (typeof options.dataDir !== 'string') refuse(where, 'dataDir', 'a path (a string)', options.dataDir);
+  checkFolderOption(options.dataDir, 'dataDir', where);
   if (options.batchWorker !== undefined && typeof options.batchWorker !== 'boolean') refuse(where, 'batchWorker', 'true or false', options.batchWorker);
   if (typeof options.ownsService !== 'boolean') refuse(where, 'ownsService', 'true or false', options.ownsService);
   return options as DecisionAppOptions;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { VALIDATION_LIMIT_RANGES, type ValidationLimits } from '../api/validate.js';
 import { envPath } from '../engine/env-path.js';
 import { checkEngineOptions, checkOptionNames, ENGINE_PASS_OPTION_NAMES, optionConflict, withEnvironment, type EngineLoadOptions } from '../engine/engine-options.js';
-import { objectOption, refuseOption as refuse, valueForMessage } from '../engine/option-checks.js';
+import { checkFolderOption, objectOption, refuseOption as refuse, valueForMessage } from '../engine/option-checks.js';
 import { EngineError } from '../errors/engine-error.js';
 import { deriveFusedGraph } from '../models/fused-graph.js';
 import { directoryProblem } from '../models/make-directories.js';
@@ -22,7 +22,7 @@ import { checkSchedulerOptions } from '../runtime/scheduler.js';
  * const svc = await DecisionService.open({ modelsDir: '/srv/models', preload: ['svc-alpha'], threads: 4 });
  */
 export interface DecisionServiceOptions {
-  /** Where model directories live; default DECIDE_MODELS_DIR (unset or empty: ./models). */
+  /** Where model directories live; default DECIDE_MODELS_DIR (that variable unset or empty: ./models). An empty modelsDir is refused (ERR_INPUT), as an empty --models-dir is. */
   modelsDir?: string;
   /** Create the embedded default model (random weights) when missing; default true. */
   ensureDefaultModel?: boolean;
@@ -95,7 +95,7 @@ export function checkServiceOptions(given: unknown): string {
 /** The options that are not engine, scheduler or limit numbers (those have their own checks). */
 function checkTypes(options: DecisionServiceOptions): void {
   const { modelsDir, ensureDefaultModel, preload, log, warn } = options as Record<keyof DecisionServiceOptions, unknown>;
-  if (modelsDir !== undefined && typeof modelsDir !== 'string') refuse(WHERE, 'modelsDir', 'a path (a string)', modelsDir);
+  if (modelsDir !== undefined) checkFolderOption(modelsDir, 'modelsDir', WHERE);
   if (ensureDefaultModel !== undefined && typeof ensureDefaultModel !== 'boolean') refuse(WHERE, 'ensureDefaultModel', 'true or false', ensureDefaultModel);
   if (preload !== undefined) {
     if (!Array.isArray(preload)) refuse(WHERE, 'preload', 'an array of model ids or aliases', preload);

@@ -203,6 +203,7 @@ describe('decisionApp options', () => {
       [{}, "decisionApp: missing options 'service', 'keys', 'rateLimit', 'bodyLimitBytes', 'dataDir', 'ownsService'"],
       [{ service, keys: good.keys }, "decisionApp: missing options 'rateLimit', 'bodyLimitBytes', 'dataDir', 'ownsService'"],
       [{ ...good, dataDir: undefined }, "decisionApp: missing option 'dataDir'"],
+      [{ ...good, dataDir: '' }, 'decisionApp: dataDir must name a folder, got an empty value'],
       [{ ...good, bogus: 1 }, "decisionApp: unknown option 'bogus'"],
       [{ ...good, keys: [TEST_KEY] }, 'decisionApp: keys must be an ApiKeySet, got an array'],
       [{ ...good, rateLimit: { bogus: 1 } }, "decisionApp: rateLimit: unknown option 'bogus'"],

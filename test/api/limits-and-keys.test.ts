@@ -277,6 +277,9 @@ describe('through the server', () => {
       [{ ...base, service: {} }, 'createServer: service must be an open DecisionService, got an object'],
       [{ ...base, keys: ['k'] }, 'createServer: keys must be an ApiKeySet, got an array'],
       [{ ...base, dataDir: 5 }, 'createServer: dataDir must be a path (a string), got 5'],
+      // An empty folder would be the current directory: a batch database and a model written there.
+      [{ ...base, dataDir: '' }, 'createServer: dataDir must name a folder, got an empty value'],
+      [{ ...base, modelsDir: ' ' }, 'createServer: modelsDir must name a folder, got an empty value'],
       [{ ...base, logger: { level: 'info', colour: true } }, "createServer: logger: unknown option 'colour'"],
     ];
     for (const [options, message] of cases) {

@@ -4,7 +4,7 @@
  * queue) are answered, calls made after it begins are refused as "shutting down".
  */
 import { existsSync } from 'node:fs';
-import { symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -165,6 +165,23 @@ it('open(): an empty DECIDE_MODELS_DIR is unset (./models), not the current dire
   } finally {
     if (saved === undefined) delete process.env.DECIDE_MODELS_DIR;
     else process.env.DECIDE_MODELS_DIR = saved;
+  }
+});
+
+it('open() refuses an empty modelsDir (it would mean the current directory), as the CLI refuses an empty --models-dir', async () => {
+  const cwd = process.cwd();
+  const here = path.join(dirs.root, 'cwd-for-empty-models-dir');
+  await mkdir(here);
+  process.chdir(here);
+  try {
+    for (const modelsDir of ['', '  ']) {
+      const err = await DecisionService.open({ modelsDir }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(EngineError);
+      expect(err).toMatchObject({ code: 'ERR_INPUT', message: 'DecisionService.open: modelsDir must name a folder, got an empty value' });
+    }
+    expect(await readdir(here), 'no default model written in the current directory').toEqual([]);
+  } finally {
+    process.chdir(cwd);
   }
 });
 
