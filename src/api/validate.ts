@@ -55,6 +55,21 @@ export const DEFAULT_VALIDATION_LIMITS: Readonly<ValidationLimits> = Object.free
   maxStateValues: 1_000_000,
 });
 
+/**
+ * The values each limit may be set to (DecisionService.open's `validation`): whole numbers, at
+ * least 1 (0 would refuse every request). maxStateDepth stops at 1,000: the text the model reads
+ * is written recursively (JSON.stringify, jsonInOrder), which overflows the stack at a few thousand
+ * levels.
+ */
+export const VALIDATION_LIMIT_RANGES: Readonly<Record<keyof ValidationLimits, { min: number; max: number }>> = Object.freeze({
+  maxQuestions: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  maxKeyLength: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  maxDescriptionLength: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  maxInstructionsLength: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  maxStateDepth: { min: 1, max: 1000 },
+  maxStateValues: { min: 1, max: Number.MAX_SAFE_INTEGER },
+});
+
 export type { NormalizedOption, NormalizedQuestion, NormalizedDecideRequest } from '../domain/decision.js';
 export { quote } from '../domain/decision.js';
 

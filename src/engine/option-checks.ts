@@ -2,9 +2,12 @@
  * The kinds of value an engine option takes, and the three readings of each: a library value
  * checked as given, a text (a `decide` flag or a DECIDE_* variable) parsed, and the rule in words
  * for error messages, --help and the docs. ENGINE_OPTIONS (engine-options.ts) names one per option.
+ * Also the refusal every library options object shares (objectOption, refuseOption).
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
+
+import { EngineError } from '../errors/engine-error.js';
 
 export type OptionCheck =
   | { kind: 'integer'; min: number; max: number }
@@ -106,4 +109,37 @@ export function showValue(value: OptionValue): string {
 /** The folder a prefix's files go in: the prefix itself when it ends with a separator (`dir/`). */
 function prefixFolder(prefix: string): string {
   return /[\\/]$/.test(prefix) ? prefix : path.dirname(path.resolve(prefix));
+}
+
+/**
+ * `value` as an options object (createServer's, DecisionService.open's, one of their nested ones),
+ * or ERR_INPUT naming it: null, an array or a scalar holds no options.
+ */
+export function objectOption(value: unknown, name: string, where: string): object {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) refuseOption(where, name, 'an object', value);
+  return value;
+}
+
+/** ERR_INPUT for a library option of the wrong type or range: `<where>: <name> must be <rule>, got <value>`. */
+export function refuseOption(where: string, name: string, rule: string, value: unknown): never {
+  throw new EngineError('ERR_INPUT', `${where}: ${name} must be ${rule}, got ${valueForMessage(value)}`);
+}
+
+/** A value as a message shows it: strings quoted (and cut), arrays, objects and functions by kind. */
+export function valueForMessage(value: unknown): string {
+  if (typeof value === 'string') return `'${value.slice(0, 100)}'`;
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'object' && value !== null) return 'an object';
+  return String(value);
+}
+
+/**
+ * A folder option (modelsDir, dataDir): a string that names one. An empty one is refused, as the
+ * commands refuse an empty --models-dir: path.resolve('') is the current directory, where a model
+ * or a batch database would otherwise be written.
+ */
+export function checkFolderOption(value: unknown, name: string, where: string): void {
+  if (typeof value !== 'string') refuseOption(where, name, 'a path (a string)', value);
+  if (value.trim() === '') throw new EngineError('ERR_INPUT', `${where}: ${name} must name a folder, got an empty value`);
 }

@@ -18,14 +18,15 @@ import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
 import { newRequestId } from '../api/request-ids.js';
 import { NAMED_SCHEMAS, SCHEMA_ID_PREFIX, schemaId, type SchemaName } from '../api/schemas.js';
-import type { EngineOptions } from '../engine/engine-options.js';
 import { envPath } from '../engine/env-path.js';
+import { EngineError } from '../errors/engine-error.js';
 import { DecisionService } from '../service/decision-service.js';
-import { resolveApiKeys, type ApiKeySet } from './api-keys.js';
+import { resolveApiKeys } from './api-keys.js';
 import { registerAuth } from './auth.js';
 import { doorError, frameworkErrorHandler, registerErrorHandling, registerScopedErrorHandling } from './errors.js';
 import { registerMetrics } from './metrics.js';
-import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
+import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit } from './rate-limit.js';
+import { checkAppOptions, checkServerOptions, type DecisionAppOptions, type LoggerOptions, type ServerOptions } from './server-options.js';
 import { BodyThread } from './body-thread.js';
 import { parseJsonBody } from './json-body.js';
 import { afterOwedResponses, countOwedResponses } from './owed-responses.js';
@@ -40,75 +41,7 @@ import { dialectRoutes } from './routes/dialect-routes.js';
 import { healthRoutes } from './routes/health.js';
 import { modelRoutes } from './routes/models.js';
 
-export interface LoggerOptions {
-  /** pino level: fatal, error, warn, info, debug, trace, silent. Default info. */
-  level?: string;
-  /** Where the JSON lines go; default stdout. */
-  stream?: NodeJS.WritableStream;
-}
-
-/**
- * How {@link createServer} builds the server; every field is optional (keys then come from the
- * environment or `<dataDir>/api-key`).
- * @example
- * const app = await createServer({ modelsDir: 'models', dataDir: 'data', apiKeys: ['my-key'], rateLimit: false });
- */
-export interface ServerOptions {
-  /** A service to serve; the caller keeps ownership (the server does not close it). */
-  service?: DecisionService;
-  /** For the service opened when `service` is not given; default DECIDE_MODELS_DIR or ./models. */
-  modelsDir?: string;
-  threads?: number;
-  provider?: 'cpu' | 'cuda';
-  /** Every other engine option (src/engine/engine-options.ts) for the service opened here; wins over threads and provider. */
-  engine?: EngineOptions;
-  /** Work on batch jobs in this process (default true); false with the Postgres store only serves them. */
-  batchWorker?: boolean;
-  /** Service state (generated API key, batch jobs); default DECIDE_DATA_DIR or ./data. */
-  dataDir?: string;
-  /** API keys, in clear or `sha256:<hex>`. With keysFile, replaces the environment's keys. */
-  apiKeys?: string[];
-  /** A keys file: one key per line, `#` comments, `sha256:<hex>` lines. */
-  keysFile?: string;
-  /** Already resolved keys (decide serve); wins over apiKeys/keysFile. */
-  keys?: ApiKeySet;
-  /**
-   * Per-key token bucket; default DECIDE_RATE_LIMIT_RPS / DECIDE_RATE_LIMIT_BURST, else 100 rps,
-   * burst 200. Its `invalidKeys`: failed authentications per client IP (DECIDE_INVALID_KEY_RPS /
-   * _BURST, else 2 per second, burst 30). false: both off.
-   */
-  rateLimit?: RateLimitOptions | false;
-  /** Body limit of POST /v1/decide in bytes; default 1 MiB. */
-  bodyLimitBytes?: number;
-  /** false (default): no logs; true: JSON lines at info on stdout. */
-  logger?: boolean | LoggerOptions;
-  /** Environment read for the defaults above; default process.env. */
-  env?: NodeJS.ProcessEnv;
-}
-
-/**
- * The options of {@link decisionApp}, the API as a plugin: unlike {@link createServer} it takes an
- * open service and resolved keys, and reads nothing from the environment.
- * @example
- * const options: DecisionAppOptions = { service, keys: new ApiKeySet().add('my-key'), rateLimit: false,
- *   bodyLimitBytes: 1024 * 1024, dataDir: 'data', ownsService: false };
- */
-export interface DecisionAppOptions {
-  /** The service to serve; closed with the app only when `ownsService`. */
-  service: DecisionService;
-  /** The accepted API keys (`new ApiKeySet().add(key)`; `sha256:<hex>` entries too). */
-  keys: ApiKeySet;
-  /** Per-key and failed-authentication limits, or false for none. */
-  rateLimit: RateLimitOptions | false;
-  /** Largest JSON body accepted (DEFAULT_BODY_LIMIT_BYTES in createServer). */
-  bodyLimitBytes: number;
-  /** Where the batch database and uploaded files live. */
-  dataDir: string;
-  /** Work on batch jobs in this process (default true). */
-  batchWorker?: boolean;
-  /** Close the service when the app closes. */
-  ownsService: boolean;
-}
+export type { DecisionAppOptions, LoggerOptions, ServerOptions };
 
 /** A URL for the log: the query string is replaced by `?[redacted]` (clients put keys there too). */
 export function urlForLog(url: string): string {
@@ -348,7 +281,7 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
 // Typed by name: an inferred type is printed in app.d.ts through fastify's namespace
 // (`Fastify.FastifyPluginAsync`), which TypeScript's bundler resolution cannot follow.
 export const decisionApp: FastifyPluginAsync<DecisionAppOptions> & { [key: symbol]: string | boolean } = Object.assign(
-  async (app: FastifyInstance, opts: DecisionAppOptions) => registerApi(app, opts, 'scope'),
+  async (app: FastifyInstance, opts: DecisionAppOptions) => registerApi(app, checkAppOptions(opts), 'scope'),
   { [Symbol.for('fastify.display-name')]: 'decision-app' },
 );
 
@@ -365,14 +298,16 @@ const serverApp: FastifyPluginAsync<DecisionAppOptions> = Object.assign(
  * await app.listen({ port: 8080, host: '127.0.0.1' });
  * // ... later: await app.close(); // drains requests, then closes the service it opened
  */
-export async function createServer(options: ServerOptions = {}): Promise<FastifyInstance> {
+export async function createServer(given: ServerOptions = {}): Promise<FastifyInstance> {
+  const options = checkServerOptions(given);
   const env = options.env ?? process.env;
   const dataDir = path.resolve(options.dataDir ?? envPath(env, 'DECIDE_DATA_DIR') ?? 'data');
-  const resolvedKeys = options.keys ? undefined : resolveApiKeys({ apiKeys: options.apiKeys, keysFile: options.keysFile, env, dataDir, generate: false });
+  const resolvedKeys = options.keys
+    ? undefined
+    : asInputError(() => resolveApiKeys({ apiKeys: options.apiKeys, keysFile: options.keysFile, env, dataDir, generate: false }));
   const keys = options.keys ?? resolvedKeys!.keys;
-  const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
+  const rateLimit = options.rateLimit ?? asInputError(() => rateLimitFromEnv(env));
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
-  if (!Number.isInteger(bodyLimitBytes) || bodyLimitBytes < 1) throw new Error('bodyLimitBytes: must be a positive integer');
 
   const app = Fastify({
     logger: loggerConfig(options.logger),
@@ -427,4 +362,16 @@ export async function createServer(options: ServerOptions = {}): Promise<Fastify
     throw err;
   }
   return app;
+}
+
+/**
+ * What createServer reads from its options and the environment (the keys, the rate limits): no key
+ * at all, a bad one or a bad DECIDE_* value is the caller's to fix, ERR_INPUT as a bad option is.
+ */
+function asInputError<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw new EngineError('ERR_INPUT', `createServer: ${(err as Error).message}`, { cause: err });
+  }
 }

@@ -5,7 +5,7 @@
  * It is the service boundary of the error path: below it the engine and the models throw
  * EngineError; every public method here throws (or returns) ApiError, through toApiError().
  */
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import path from 'node:path';
 
 import { ulid } from 'ulid';
@@ -15,14 +15,11 @@ import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { decideResponse } from '../api/decide/index.js';
 import type { DecideResponse, ModelEntry, ModelListing } from '../api/schemas.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
-import { envPath } from '../engine/env-path.js';
-import { checkEngineOptions, checkOptionNames, ENGINE_PASS_OPTION_NAMES, optionConflict, withEnvironment, type EngineLoadOptions } from '../engine/engine-options.js';
-import { ModelRuntime, type ModelRuntimeOptions, type RawQuestionScore, type ScoredRequest } from '../runtime/model-runtime.js';
-import { checkSchedulerOptions, type Priority } from '../runtime/scheduler.js';
+import { ModelRuntime, type RawQuestionScore, type ScoredRequest } from '../runtime/model-runtime.js';
+import type { Priority } from '../runtime/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
 import type { DecisionResult } from '../domain/decision.js';
 import { DEFAULT_MODEL_ALIAS, ensureDefaultModel } from '../models/default-model.js';
-import { deriveFusedGraph } from '../models/fused-graph.js';
 import { calibrationSummary } from '../models/model-info.js';
 import { saturatingInt8Warning } from '../models/int8-warning.js';
 import { ModelRegistry, type InstalledModel } from '../models/registry.js';
@@ -30,29 +27,9 @@ import { RuntimeLeases } from './runtime-leases.js';
 import { releaseDate, systemOneModels } from './systemone-models.js';
 import { checkPin, type VersionPin } from './version-pin.js';
 import { checkDecideContext, checkNormalizedRequest, type DecideContext } from './decide-context.js';
+import { checkServiceOptions, engineOptionsOf, type DecisionServiceOptions } from './service-options.js';
 
-/**
- * How {@link DecisionService.open} opens the service; every field is optional.
- * @example
- * const svc = await DecisionService.open({ modelsDir: '/srv/models', preload: ['svc-alpha'], threads: 4 });
- */
-export interface DecisionServiceOptions {
-  /** Where model directories live; default DECIDE_MODELS_DIR (unset or empty: ./models). */
-  modelsDir?: string;
-  /** Create the embedded default model (random weights) when missing; default true. */
-  ensureDefaultModel?: boolean;
-  /** Model ids or aliases loaded by open(); default [DEFAULT_MODEL_ALIAS] ('svc-alpha') when installed. */
-  preload?: string[];
-  provider?: 'cpu' | 'cuda';
-  threads?: number;
-  /** Upper bound on state tokens; default DEFAULT_MAX_STATE_TOKENS (8,192). */
-  maxStateTokens?: number;
-  validation?: Partial<ValidationLimits>;
-  runtime?: ModelRuntimeOptions;
-  log?: (line: string) => void;
-  /** What an operator should act on (an int8 path forced, int8 weights that saturate here); default `log`. */
-  warn?: (line: string) => void;
-}
+export type { DecisionServiceOptions };
 
 export type { ModelEntry, ModelListing };
 
@@ -77,45 +54,6 @@ export type { DecideContext };
  * answers (what `decide calibrate` fits on); result rows never include it.
  */
 export type RecordOutcome = { ok: true; result: DecisionResult; raw?: RawQuestionScore[] } | { ok: false; error: ApiError };
-
-/** DecisionServiceOptions' names, and those of its `runtime`: anything else is a typo. */
-const SERVICE_OPTION_NAMES: ReadonlyArray<keyof DecisionServiceOptions> = [
-  'modelsDir', 'ensureDefaultModel', 'preload', 'provider', 'threads', 'maxStateTokens', 'validation', 'runtime', 'log', 'warn',
-];
-const RUNTIME_OPTION_NAMES: ReadonlyArray<keyof ModelRuntimeOptions> = ['engine', 'scheduler', 'maxStateTokens'];
-
-/**
- * The engine options every model of the service loads with (the runtime's own win over threads
- * and provider). deriveFusedGraph: a CUDA engine runs the fused graph of a standard-op model
- * (fusedAttention).
- */
-function engineOptionsOf(options: DecisionServiceOptions): Omit<EngineLoadOptions, 'modelDir'> {
-  return { provider: options.provider, threads: options.threads, graphDeriver: deriveFusedGraph, ...options.runtime?.engine };
-}
-
-/**
- * Refuses options no service can run with (ERR_INPUT naming the option), before anything is
- * created or loaded: unknown names, engine options (with their DECIDE_* variables) and scheduler
- * options out of range, as Engine.load and the commands refuse them.
- */
-function checkServiceOptions(options: DecisionServiceOptions, modelsDir: string): void {
-  checkOptionNames(options, SERVICE_OPTION_NAMES, 'DecisionService.open');
-  if (options.runtime !== undefined) checkOptionNames(options.runtime, RUNTIME_OPTION_NAMES, 'DecisionService.open: runtime');
-  if (options.runtime?.engine !== undefined) checkOptionNames(options.runtime.engine, ENGINE_PASS_OPTION_NAMES, 'DecisionService.open: runtime.engine');
-  if (options.runtime?.scheduler !== undefined) checkSchedulerOptions(options.runtime.scheduler, 'runtime.scheduler');
-  const engine = withEnvironment(engineOptionsOf(options));
-  checkEngineOptions(engine);
-  const conflict = optionConflict(engine);
-  if (conflict !== undefined) throw new EngineError('ERR_INPUT', `options.${conflict}`);
-  for (const [name, value] of [['maxStateTokens', options.maxStateTokens], ['runtime.maxStateTokens', options.runtime?.maxStateTokens]] as const) {
-    if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
-      throw new EngineError('ERR_INPUT', `${name} must be a whole number of tokens of at least 1, got ${String(value)}`);
-    }
-  }
-  if (existsSync(modelsDir) && !statSync(modelsDir).isDirectory()) {
-    throw new EngineError('ERR_INPUT', `modelsDir ${modelsDir} is not a folder (it holds one folder per model)`);
-  }
-}
 
 /** OpenAI's `owned_by` of every model listed: the models are this service's own installs. */
 const MODEL_OWNER = 'decision-engine';
@@ -190,8 +128,7 @@ export class DecisionService {
    * await svc.close();
    */
   static async open(options: DecisionServiceOptions = {}): Promise<DecisionService> {
-    const modelsDir = path.resolve(options.modelsDir ?? envPath(process.env, 'DECIDE_MODELS_DIR') ?? 'models');
-    checkServiceOptions(options, modelsDir);
+    const modelsDir = checkServiceOptions(options);
     if (options.ensureDefaultModel ?? true) await ensureDefaultModel(modelsDir, options.log);
     const service = new DecisionService(new ModelRegistry(modelsDir, { log: options.log }), { ...options, modelsDir });
     const preload = options.preload ?? (service.registry.list().length ? [DEFAULT_MODEL_ALIAS] : []);

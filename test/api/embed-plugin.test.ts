@@ -3,12 +3,14 @@
 // plugin's options type and ApiKeySet are exported, so its documented use compiles and serves.
 // It is encapsulated: the host's routes, parsers, error handler and 404 handler stay the host's,
 // and a prefix (the register option, or a prefixed parent plugin) moves the API under it.
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { ApiKeySet, decisionApp, type DecisionAppOptions } from '../../src/entry/server.js';
+import { EngineError } from '../../src/entry/engine.js';
 import { DecisionService } from '../../src/entry/service.js';
 import { AUTH, MIXED_QUESTIONS, TEST_KEY, decideBody, expectErrorShape, expectValidAnswers, tempModels, type TempDirs } from './fixtures.js';
 
@@ -190,5 +192,34 @@ describe('decisionApp under a prefix', () => {
       expect((await app.inject({ method: 'GET', url: '/hello' })).json()).toEqual({ hi: 1 });
       expect((await app.inject({ method: 'GET', url: '/nowhere' })).json()).toEqual({ host404: '/nowhere' });
     });
+  });
+});
+
+describe('decisionApp options', () => {
+  it('refuses unknown, missing and wrong options as EngineError ERR_INPUT naming them, before it opens anything', async () => {
+    const dataDir = path.join(dirs.dataDir, 'refused-options');
+    const good = { ...pluginOptions('refused-options'), prefix: '/decisions' };
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{}, "decisionApp: missing options 'service', 'keys', 'rateLimit', 'bodyLimitBytes', 'dataDir', 'ownsService'"],
+      [{ service, keys: good.keys }, "decisionApp: missing options 'rateLimit', 'bodyLimitBytes', 'dataDir', 'ownsService'"],
+      [{ ...good, dataDir: undefined }, "decisionApp: missing option 'dataDir'"],
+      [{ ...good, dataDir: '' }, 'decisionApp: dataDir must name a folder, got an empty value'],
+      [{ ...good, bogus: 1 }, "decisionApp: unknown option 'bogus'"],
+      [{ ...good, keys: [TEST_KEY] }, 'decisionApp: keys must be an ApiKeySet, got an array'],
+      [{ ...good, rateLimit: { bogus: 1 } }, "decisionApp: rateLimit: unknown option 'bogus'"],
+      [{ ...good, bodyLimitBytes: 0 }, 'decisionApp: bodyLimitBytes must be a whole number of bytes of at least 1, got 0'],
+      [{ ...good, ownsService: 'no' }, "decisionApp: ownsService must be true or false, got 'no'"],
+    ];
+    for (const [options, message] of cases) {
+      const app = Fastify();
+      try {
+        const err = await app.register(decisionApp, options as unknown as DecisionAppOptions).ready().then(() => undefined, (e: unknown) => e);
+        expect(err, message).toBeInstanceOf(EngineError);
+        expect(err).toMatchObject({ code: 'ERR_INPUT', message });
+      } finally {
+        await app.close();
+      }
+      expect(existsSync(dataDir), 'nothing written').toBe(false);
+    }
   });
 });

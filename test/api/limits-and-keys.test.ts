@@ -3,13 +3,14 @@
  * Retry-After from the engine's queue, readiness and shutdown: through app.inject() with a stand-in
  * service where the behaviour comes from the service's answer, not from a model.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { ApiError } from '../../src/api/errors.js';
+import { EngineError } from '../../src/errors/engine-error.js';
 import type { NormalizedDecideRequest } from '../../src/api/validate.js';
 import {
   ApiKeySet,
@@ -253,8 +254,39 @@ describe('through the server', () => {
   });
 
   it('refuses to start without any API key', async () => {
-    await expect(createServer({ service: stubService(okDecide), env: {}, dataDir: path.join(tmp, 'empty') })).rejects.toThrow(
-      /no API keys configured/,
-    );
+    await expect(createServer({ service: stubService(okDecide), env: {}, dataDir: path.join(tmp, 'empty') })).rejects.toMatchObject({
+      code: 'ERR_INPUT',
+      message: expect.stringMatching(/^createServer: no API keys configured/),
+    });
+  });
+
+  it('refuses options it does not know or cannot run with, as EngineError ERR_INPUT naming the option', async () => {
+    const dataDir = path.join(tmp, 'refused-options');
+    const base = { service: stubService(okDecide), apiKeys: [TEST_KEY], dataDir, env: {} };
+    const cases: Array<[unknown, string]> = [
+      [null, 'createServer: options must be an object, got null'],
+      [{ ...base, bogus: 1 }, "createServer: unknown option 'bogus'"],
+      [{ ...base, apiKey: [TEST_KEY] }, "createServer: unknown option 'apiKey' (did you mean 'apiKeys'?)"],
+      [{ ...base, apiKeys: TEST_KEY }, `createServer: apiKeys must be an array of keys, got '${TEST_KEY}'`],
+      [{ ...base, apiKeys: [] }, 'createServer: no API keys: the configured key list and keys file are empty'],
+      [{ ...base, bodyLimitBytes: -1 }, 'createServer: bodyLimitBytes must be a whole number of bytes of at least 1, got -1'],
+      [{ ...base, rateLimit: { bogus: 1 } }, "createServer: rateLimit: unknown option 'bogus'"],
+      [{ ...base, rateLimit: { burst: 5 } }, 'createServer: rateLimit.requestsPerSecond must be a number of at least 0.00001, got undefined'],
+      [{ ...base, rateLimit: { requestsPerSecond: 1, burst: 1, invalidKeys: { requestsPerSecond: 1, burst: 0 } } }, 'createServer: rateLimit.invalidKeys.burst must be a number of at least 1, got 0'],
+      [{ ...base, env: { DECIDE_RATE_LIMIT_RPS: 'fast' } }, "createServer: DECIDE_RATE_LIMIT_RPS: must be a number of at least 0.00001, got 'fast'"],
+      [{ ...base, service: {} }, 'createServer: service must be an open DecisionService, got an object'],
+      [{ ...base, keys: ['k'] }, 'createServer: keys must be an ApiKeySet, got an array'],
+      [{ ...base, dataDir: 5 }, 'createServer: dataDir must be a path (a string), got 5'],
+      // An empty folder would be the current directory: a batch database and a model written there.
+      [{ ...base, dataDir: '' }, 'createServer: dataDir must name a folder, got an empty value'],
+      [{ ...base, modelsDir: ' ' }, 'createServer: modelsDir must name a folder, got an empty value'],
+      [{ ...base, logger: { level: 'info', colour: true } }, "createServer: logger: unknown option 'colour'"],
+    ];
+    for (const [options, message] of cases) {
+      const err = await createServer(options as Parameters<typeof createServer>[0]).catch((e: unknown) => e);
+      expect(err, message).toBeInstanceOf(EngineError);
+      expect(err).toMatchObject({ code: 'ERR_INPUT', message });
+      expect(existsSync(dataDir), 'nothing written').toBe(false);
+    }
   });
 });

@@ -4,7 +4,7 @@
  * queue) are answered, calls made after it begins are refused as "shutting down".
  */
 import { existsSync } from 'node:fs';
-import { symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -98,6 +98,60 @@ it('open() refuses unknown options and scheduler options that would refuse every
   await (await open({ runtime: { scheduler: { maxQueueWaitMs: Infinity } } })).close();
 });
 
+it('open() refuses options of the wrong type with ERR_INPUT naming them, before it creates anything', async () => {
+  const fresh = path.join(dirs.root, 'typed-models');
+  const cases: Array<[unknown, string]> = [
+    [null, 'DecisionService.open: options must be an object, got null'],
+    [[], 'DecisionService.open: options must be an object, got an array'],
+    [{ modelsDir: 123 }, 'DecisionService.open: modelsDir must be a path (a string), got 123'],
+    [{ modelsDir: fresh, ensureDefaultModel: 'yes' }, "DecisionService.open: ensureDefaultModel must be true or false, got 'yes'"],
+    [{ modelsDir: fresh, preload: 'svc-alpha' }, "DecisionService.open: preload must be an array of model ids or aliases, got 'svc-alpha'"],
+    [{ modelsDir: fresh, preload: ['svc-alpha', 1] }, 'DecisionService.open: preload[1] must be a model id or alias, got 1'],
+    [{ modelsDir: fresh, log: 'x' }, "DecisionService.open: log must be a function taking a line, got 'x'"],
+    [{ modelsDir: fresh, warn: 5 }, 'DecisionService.open: warn must be a function taking a line, got 5'],
+    [{ modelsDir: fresh, runtime: null }, 'DecisionService.open: runtime must be an object, got null'],
+    [{ modelsDir: fresh, runtime: { engine: 4 } }, 'DecisionService.open: runtime.engine must be an object, got 4'],
+    [{ modelsDir: fresh, runtime: { scheduler: [] } }, 'DecisionService.open: runtime.scheduler must be an object, got an array'],
+    [{ modelsDir: fresh, validation: 'strict' }, "DecisionService.open: validation must be an object, got 'strict'"],
+    [{ modelsDir: '/proc/decide-models' }, 'modelsDir: cannot create /proc/decide-models: ENOENT'],
+  ];
+  for (const [options, message] of cases) {
+    const err = await DecisionService.open(options as DecisionServiceOptions).catch((e: unknown) => e);
+    expect(err, message).toBeInstanceOf(EngineError);
+    expect(err).toMatchObject({ code: 'ERR_INPUT', message });
+    expect(existsSync(fresh), 'nothing written').toBe(false);
+  }
+});
+
+it('open() refuses validation limits it does not know or that would turn a limit off or refuse every call, naming them', async () => {
+  const open = (validation: Record<string, unknown>) => DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, preload: [], validation });
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ bogus: 1 }, "DecisionService.open: validation: unknown option 'bogus'"],
+    [{ maxQuestion: 5 }, "DecisionService.open: validation: unknown option 'maxQuestion' (did you mean 'maxQuestions'?)"],
+    [{ maxQuestions: 'x' }, "validation.maxQuestions must be a whole number of at least 1, got 'x'"],
+    [{ maxQuestions: -1 }, 'validation.maxQuestions must be a whole number of at least 1, got -1'],
+    [{ maxStateDepth: Number.NaN }, 'validation.maxStateDepth must be a whole number from 1 to 1000, got NaN'],
+    [{ maxStateDepth: 100_000 }, 'validation.maxStateDepth must be a whole number from 1 to 1000, got 100000'],
+    [{ maxStateValues: 2.5 }, 'validation.maxStateValues must be a whole number of at least 1, got 2.5'],
+  ];
+  for (const [validation, message] of cases) {
+    const err = await open(validation).catch((e: unknown) => e);
+    expect(err, message).toBeInstanceOf(EngineError);
+    expect(err).toMatchObject({ code: 'ERR_INPUT', message });
+  }
+  // A limit in range holds: 3 questions where 2 are allowed are refused, a state 1,000 levels deep is answered.
+  const service = await open({ maxQuestions: 2, maxStateDepth: 1000 });
+  try {
+    await expect(service.decide(decideBody('three questions'))).rejects.toMatchObject({ code: 'invalid_question', message: expect.stringMatching(/^questions: at most 2 questions per request/) });
+    let state: Record<string, unknown> = { text: 'deep' };
+    for (let i = 1; i < 1000; i++) state = { a: state };
+    const body = decideBody(state, { q: { type: 'noul', instructions: 'Is it?' } });
+    await expect(service.decide(body)).resolves.toMatchObject({ answers: { q: expect.any(Object) } });
+  } finally {
+    await service.close();
+  }
+});
+
 it('open(): an empty DECIDE_MODELS_DIR is unset (./models), not the current directory', async () => {
   const saved = process.env.DECIDE_MODELS_DIR;
   process.env.DECIDE_MODELS_DIR = '';
@@ -111,6 +165,23 @@ it('open(): an empty DECIDE_MODELS_DIR is unset (./models), not the current dire
   } finally {
     if (saved === undefined) delete process.env.DECIDE_MODELS_DIR;
     else process.env.DECIDE_MODELS_DIR = saved;
+  }
+});
+
+it('open() refuses an empty modelsDir (it would mean the current directory), as the CLI refuses an empty --models-dir', async () => {
+  const cwd = process.cwd();
+  const here = path.join(dirs.root, 'cwd-for-empty-models-dir');
+  await mkdir(here);
+  process.chdir(here);
+  try {
+    for (const modelsDir of ['', '  ']) {
+      const err = await DecisionService.open({ modelsDir }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(EngineError);
+      expect(err).toMatchObject({ code: 'ERR_INPUT', message: 'DecisionService.open: modelsDir must name a folder, got an empty value' });
+    }
+    expect(await readdir(here), 'no default model written in the current directory').toEqual([]);
+  } finally {
+    process.chdir(cwd);
   }
 });
 
