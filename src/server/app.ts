@@ -4,8 +4,8 @@
  * registers every route (routes/: the dialects' POST routes, ours, System One's and OpenAI's, from
  * their registry in dialect-routes.ts, one file per other path; the map is in the README, "Where
  * things are") and `GET /openapi.json`, generated from the route schemas by @fastify/swagger.
- * Cross-cutting hooks run in this order: request id, authentication, rate limit, no
- * Content-Encoding (415); every error goes through one handler.
+ * Cross-cutting hooks run in this order: request id, OPTIONS answered (preflight.ts),
+ * authentication, rate limit, no Content-Encoding (415); every error goes through one handler.
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -28,6 +28,7 @@ import { registerMetrics } from './metrics.js';
 import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { BodyThread } from './body-thread.js';
 import { parseJsonBody } from './json-body.js';
+import { registerPreflight } from './preflight.js';
 import { afterOwedResponses, countOwedResponses } from './owed-responses.js';
 import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
 import { BatchService } from '../batches/batch-service.js';
@@ -218,7 +219,9 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJsonBody);
 
-  // 2. Authentication (request.keyId) with its per-IP limit on failures, 3. the per-key rate limit.
+  // 2. OPTIONS needs no key: answered here, its body unread. 3. Authentication (request.keyId)
+  // with its per-IP limit on failures, 4. the per-key rate limit.
+  registerPreflight(app);
   registerAuth(app, keys, opts.rateLimit ? (opts.rateLimit.invalidKeys ?? DEFAULT_INVALID_KEY_LIMIT) : false);
   if (opts.rateLimit) registerRateLimit(app, opts.rateLimit);
   // A compressed body would reach the parsers as binary noise: refuse it by its encoding, a content

@@ -1,6 +1,6 @@
 /**
  * Bearer authentication for every route except the public ones (public-routes.ts: `/healthz`,
- * `/readyz`, `/metrics`) and every OPTIONS request. Unmatched paths are authenticated too, so an
+ * `/readyz`, `/metrics`); OPTIONS requests are answered before it (preflight.ts). Unmatched paths are authenticated too, so an
  * anonymous caller learns nothing about which paths exist. A missing, malformed or unknown key, or more than
  * one Authorization header, is 401 `invalid_key` with `WWW-Authenticate: Bearer` (the error handler
  * adds the header). Failures are counted per client IP (rate-limit.ts): an IP out of tokens gets
@@ -64,11 +64,7 @@ export function registerAuth(app: FastifyInstance, keys: ApiKeySet, invalidKeys:
   const failures = invalidKeys ? new TokenBuckets(invalidKeys) : undefined;
   app.decorateRequest('keyId', '');
   app.addHook('onRequest', async (request) => {
-    // A browser sends OPTIONS (a CORS preflight) without credentials before a cross-origin call;
-    // it is answered without a key (no CORS: no Access-Control-* headers, so the browser stops
-    // there) and never counts as a failed authentication, or one open page would lock its
-    // address out.
-    if (isPublicRoute(request) || request.method === 'OPTIONS') return;
+    if (isPublicRoute(request)) return;
     const wait = failures?.wait(request.ip) ?? 0;
     if (wait > 0) {
       throw new ApiError('rate_limited', `too many requests with a missing or invalid API key from this address; retry after ${wait} s`, {

@@ -466,6 +466,37 @@ describe('OPTIONS (a browser\'s CORS preflight): no CORS, no key needed, never a
       expect((await fetch(`${root}/v1/models`, { headers: AUTH })).status).toBe(200);
     });
   });
+
+  it('with a body (a preflight has none): answered the same, the body neither parsed nor held to the limit, and the connection goes on', async () => {
+    // Past the 1 MiB body limit: read, it would be a 413; parsed, a 400.
+    const big = `{${'"k":0,'.repeat(200_000)}"k":0}`;
+    const chunked = (body: string) => `Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    const sized = (body: string) => `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    // [path, status, the key of the door's error body, Allow]
+    const doors = [
+      ['/v1/decide', 404, 'code', undefined],
+      ['/v1/decisions', 405, 'error', 'POST'],
+      ['/v1/systemone', 405, 'detail', 'POST'],
+      ['/v1/files/file-x', 405, 'error', 'GET, DELETE'],
+      ['/v1/anything', 404, 'code', undefined],
+    ] as const;
+    for (const [p, status, shape, allow] of doors) {
+      for (const [what, body] of [['bad JSON', sized('{bad json')], ['over the limit', sized(big)], ['chunked', chunked('{bad json')]] as const) {
+        const conn = new KeptAlive();
+        try {
+          conn.send(`OPTIONS ${p} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${body}`);
+          const res = await conn.next();
+          expect(res?.status, `${p} ${what}`).toBe(status);
+          expect(Object.keys(JSON.parse(res!.body)), `${p} ${what}`).toContain(shape);
+          expect(res!.headers.allow, `${p} ${what}`).toBe(allow);
+          conn.send(`GET /v1/models HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`);
+          expect((await conn.next())?.status, `${p} ${what}: the next request`).toBe(200);
+        } finally {
+          conn.close();
+        }
+      }
+    }
+  });
 });
 
 /**
