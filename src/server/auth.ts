@@ -3,8 +3,12 @@
  * `/readyz`, `/metrics`); OPTIONS requests are answered before it (preflight.ts). Unmatched paths are authenticated too, so an
  * anonymous caller learns nothing about which paths exist. A missing, malformed or unknown key, or more than
  * one Authorization header, is 401 `invalid_key` with `WWW-Authenticate: Bearer` (the error handler
- * adds the header). Failures are counted per client IP (rate-limit.ts): an IP out of tokens gets
- * 429 `rate_limited` for every request, with or without a good key, until its bucket refills.
+ * adds the header). Failures that present a credential (any Authorization header) are counted per
+ * client IP (rate-limit.ts): an IP out of tokens gets 429 `rate_limited` for every request, with or
+ * without a good key, until its bucket refills. A request with no Authorization header guesses
+ * nothing and is not counted: any web page can make its visitor's browser send such requests (an
+ * image, a no-cors fetch; no page can add the header without CORS), and counting them would let
+ * the page lock the visitor's address out.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
@@ -77,7 +81,7 @@ export function registerAuth(app: FastifyInstance, keys: ApiKeySet, invalidKeys:
       }
       request.keyId = authenticate(request.headers.authorization, keys);
     } catch (err) {
-      failures?.take(request.ip);
+      if (headerCount(request.raw.rawHeaders, 'authorization') > 0) failures?.take(request.ip);
       throw err;
     }
   });

@@ -437,8 +437,8 @@ describe('keys', () => {
       const url = `${root}/v1/models`;
       expect((await fetch(url, { headers: AUTH })).status).toBe(200);
       const statuses: number[] = [];
-      for (const authorization of ['Bearer guess-1', 'Bearer guess-2', '', 'Bearer guess-4']) {
-        statuses.push((await fetch(url, { headers: authorization ? { authorization } : {} })).status);
+      for (const authorization of ['Bearer guess-1', 'Bearer guess-2', 'Basic eA==', 'Bearer guess-4']) {
+        statuses.push((await fetch(url, { headers: { authorization } })).status);
       }
       expect(statuses).toEqual([401, 401, 401, 429]);
       const good = await fetch(url, { headers: AUTH });
@@ -447,6 +447,25 @@ describe('keys', () => {
       expectErrorShape(await good.json(), 'rate_limited', good.headers.get('x-request-id')!);
       // Probes are never limited.
       expect((await fetch(`${root}/healthz`)).status).toBe(200);
+    });
+  });
+
+  it('a request with no Authorization header guesses nothing: refused, never counted (a page on another site can make a browser send it)', async () => {
+    await withLimitedServer(async (root) => {
+      // What an <img> or a no-cors fetch from another site sends: no key, a foreign Referer.
+      const crossSite = { referer: 'https://evil.example/', 'sec-fetch-site': 'cross-site', accept: 'image/avif,image/webp,*/*' };
+      for (let i = 0; i < 10; i++) {
+        for (const p of ['/v1/models', '/v1/x', '/', '/favicon.ico']) expect((await fetch(`${root}${p}`, { headers: crossSite })).status, p).toBe(401);
+        expect((await fetch(`${root}/v1/systemone`, { method: 'POST', headers: crossSite })).status).toBe(403);
+      }
+      expect((await fetch(`${root}/v1/models`, { headers: AUTH })).status).toBe(200);
+      // A wrong key, a malformed header or an empty one still counts: the burst of 3 is spent.
+      for (const authorization of ['Bearer guess-1', 'Basic eA==', '']) {
+        expect((await fetch(`${root}/v1/models`, { headers: { authorization } })).status, authorization).toBe(401);
+      }
+      const keyless = await fetch(`${root}/v1/models`, { headers: crossSite });
+      expect(keyless.status).toBe(429);
+      expect((await fetch(`${root}/v1/models`, { headers: AUTH })).status).toBe(429);
     });
   });
 });
