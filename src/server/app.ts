@@ -118,8 +118,15 @@ export function urlForLog(url: string): string {
 }
 
 /**
+ * Any `headers` object a log call carries, wherever it puts it: fastify's request, a plugin's
+ * options (@fastify/multipart logs busboy's options at trace, the request's headers among them),
+ * an error's. Up to four levels deep: pino's redaction has no wildcard for any depth.
+ */
+const HEADERS_ANYWHERE = ['headers', '*.headers', '*.*.headers', '*.*.*.headers'];
+
+/**
  * Logs never carry the Authorization header, keys, bodies, state or query strings: requests log
- * method and path only.
+ * method and path only, and any headers object is redacted whole, at every level.
  */
 export function loggerConfig(logger: ServerOptions['logger']) {
   if (!logger) return false;
@@ -127,7 +134,7 @@ export function loggerConfig(logger: ServerOptions['logger']) {
   return {
     level: opts.level ?? 'info',
     ...(opts.stream ? { stream: opts.stream } : {}),
-    redact: { paths: ['req.headers', 'req.body', 'headers.authorization', 'body'], censor: '[redacted]' },
+    redact: { paths: [...HEADERS_ANYWHERE, 'req.body', 'body'], censor: '[redacted]' },
     serializers: {
       req: (req: FastifyRequest) => ({ method: req.method, url: urlForLog(req.url), remoteAddress: req.ip }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
