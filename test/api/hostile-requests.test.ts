@@ -222,6 +222,39 @@ describe('POST /v1/batches with a body that is not good multipart', () => {
   });
 });
 
+describe('a form field named like an Object.prototype member', () => {
+  it('is an unknown field like any other, on every form: the same 400 naming it (OpenAI: in param), as a text field or a file part', async () => {
+    const forms: Array<[string, Array<{ name: string; value: string; filename?: string }>]> = [
+      ['/v1/files', [{ name: 'purpose', value: 'batch' }, { name: 'file', value: RECORD, filename: 'in.jsonl' }]],
+      ['/v1/batches', [{ name: 'model', value: 'svc-alpha' }, { name: 'file', value: RECORD, filename: 'in.jsonl' }]],
+      ['/v1/batches/validate', [{ name: 'model', value: 'svc-alpha' }, { name: 'file', value: RECORD, filename: 'in.jsonl' }]],
+    ];
+    const answer = async (route: string, parts: Array<{ name: string; value: string; filename?: string }>) => {
+      const res = await rawRequest(post(route, { 'Content-Type': FORM_TYPE }, form(parts)));
+      expect(res?.status, route).toBe(400);
+      return JSON.parse(res!.body) as { code?: string; message?: string; error?: { message: string; param: string | null } };
+    };
+    for (const [route, good] of forms) {
+      for (const filename of [undefined, 'x.jsonl']) {
+        const bogus = await answer(route, [{ name: 'bogus', value: '1', filename }, ...good]);
+        for (const name of ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__']) {
+          // Before the good parts and after them.
+          for (const parts of [[{ name, value: '1', filename }, ...good], [...good, { name, value: '1', filename }]]) {
+            const what = `${route} ${name} ${filename ? 'file' : 'text'}`;
+            const got = await answer(route, parts);
+            if (bogus.error) {
+              expect(got.error, what).toEqual({ ...bogus.error, message: bogus.error.message.replace("'bogus'", `'${name}'`), param: name });
+            } else {
+              expect(got.code, what).toBe(bogus.code);
+              expect(got.message, what).toBe(bogus.message!.replace("'bogus'", `'${name}'`));
+            }
+          }
+        }
+      }
+    }
+  });
+});
+
 describe('the batch form: a part without a name, questions that are not UTF-8', () => {
   const routes = ['/v1/batches', '/v1/batches/validate'];
 
