@@ -465,6 +465,30 @@ describe('keys', () => {
     expect(log.find((l) => l.msg === 'incoming request')).toMatchObject({ req: { url: '/v1/batches?[redacted]' } });
   });
 
+  it('the query string is not echoed in a 404 or 405 message either, on any door: the message quotes the path', async () => {
+    const q = '?api_key=QUERYSECRET&x=1';
+    const cases: Array<[string, string, number, string]> = [
+      ['GET', '/v1/x', 404, 'no route GET /v1/x'],
+      ['POST', '/v1/batches/abc/def', 404, 'no route POST /v1/batches/abc/def'],
+      ['OPTIONS', '/v1/models', 404, 'no route OPTIONS /v1/models'],
+      ['GET', '/v1/decisions/x', 404, 'Invalid URL (GET /v1/decisions/x)'],
+      ['PUT', '/v1/decisions', 405, 'Invalid URL (PUT /v1/decisions)'],
+      ['PUT', '/v1/files', 405, 'Invalid URL (PUT /v1/files)'],
+      ['GET', '/v1/files/file-x/other', 404, 'Invalid URL (GET /v1/files/file-x/other)'],
+      ['GET', '/v1/systemone/x', 404, 'Not Found'],
+      // A long path is cut at 200 characters, as before.
+      ['GET', `/v1/${'y'.repeat(300)}`, 404, `no route GET /v1/${'y'.repeat(196)}...`],
+    ];
+    for (const [method, p, status, message] of cases) {
+      const res = await fetch(`${base}${p}${q}`, { method, headers: AUTH });
+      const text = await res.text();
+      expect(res.status, p).toBe(status);
+      expect(text, p).not.toContain('QUERYSECRET');
+      expect(text, p).not.toContain('x=1');
+      expect(text, p).toContain(message);
+    }
+  });
+
   it('failed attempts are limited per client address: 429 with Retry-After, then even a good key waits', async () => {
     await withLimitedServer(async (root) => {
       const url = `${root}/v1/models`;

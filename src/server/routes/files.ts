@@ -17,6 +17,7 @@ import type { StagedUpload } from '../../batches/batch-service.js';
 import { oaError, OpenAiWireError } from '../../batches/openai/errors.js';
 import { FILE_EXPIRY_SECONDS, FILE_LIST_LIMIT, type ExpiresAfterFields, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
 import { ownerOf } from '../auth.js';
+import { pathForMessage } from '../errors.js';
 import { FILE_SENT_AS_TEXT, formParts, partName, readingMultipart, type PartHead } from '../multipart-body.js';
 import { openAiErrorHandler } from './openai-errors.js';
 import { AS_BUILT } from './route-options.js';
@@ -195,10 +196,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
 
   // Another method on a files path (405 with Allow) or a path below them (404): OpenAI's shape, as
   // every /v1/files answer, not the API's own 404; authentication runs first, as on the routes above.
-  const strayMessage = (request: FastifyRequest) => {
-    const path = request.url.split('?')[0]!;
-    return `Invalid URL (${request.method} ${path.length > 200 ? `${path.slice(0, 200)}...` : path})`;
-  };
+  const strayMessage = (request: FastifyRequest) => `Invalid URL (${request.method} ${pathForMessage(request)})`;
   for (const [url, allowed] of FILE_PATHS) {
     app.route({
       method: FILE_METHODS.filter((m) => !allowed.includes(m)),
