@@ -4,8 +4,8 @@
  * registers every route (routes/: the dialects' POST routes, ours, System One's and OpenAI's, from
  * their registry in dialect-routes.ts, one file per other path; the map is in the README, "Where
  * things are") and `GET /openapi.json`, generated from the route schemas by @fastify/swagger.
- * Cross-cutting hooks run in this order: request id, authentication, rate limit, no
- * Content-Encoding (415); every error goes through one handler.
+ * Cross-cutting hooks run in this order: request id, OPTIONS answered (preflight.ts),
+ * authentication, rate limit, no Content-Encoding (415); every error goes through one handler.
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -29,6 +29,7 @@ import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit } from '
 import { checkAppOptions, checkServerOptions, type DecisionAppOptions, type LoggerOptions, type ServerOptions } from './server-options.js';
 import { BodyThread } from './body-thread.js';
 import { parseJsonBody } from './json-body.js';
+import { registerPreflight } from './preflight.js';
 import { afterOwedResponses, countOwedResponses } from './owed-responses.js';
 import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
 import { BatchService } from '../batches/batch-service.js';
@@ -50,8 +51,15 @@ export function urlForLog(url: string): string {
 }
 
 /**
+ * Any `headers` object a log call carries, wherever it puts it: fastify's request, a plugin's
+ * options (@fastify/multipart logs busboy's options at trace, the request's headers among them),
+ * an error's. Up to four levels deep: pino's redaction has no wildcard for any depth.
+ */
+const HEADERS_ANYWHERE = ['headers', '*.headers', '*.*.headers', '*.*.*.headers'];
+
+/**
  * Logs never carry the Authorization header, keys, bodies, state or query strings: requests log
- * method and path only.
+ * method and path only, and any headers object is redacted whole, at every level.
  */
 export function loggerConfig(logger: ServerOptions['logger']) {
   if (!logger) return false;
@@ -59,7 +67,7 @@ export function loggerConfig(logger: ServerOptions['logger']) {
   return {
     level: opts.level ?? 'info',
     ...(opts.stream ? { stream: opts.stream } : {}),
-    redact: { paths: ['req.headers', 'req.body', 'headers.authorization', 'body'], censor: '[redacted]' },
+    redact: { paths: [...HEADERS_ANYWHERE, 'req.body', 'body'], censor: '[redacted]' },
     serializers: {
       req: (req: FastifyRequest) => ({ method: req.method, url: urlForLog(req.url), remoteAddress: req.ip }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
@@ -151,7 +159,9 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJsonBody);
 
-  // 2. Authentication (request.keyId) with its per-IP limit on failures, 3. the per-key rate limit.
+  // 2. OPTIONS needs no key: answered here, its body unread. 3. Authentication (request.keyId)
+  // with its per-IP limit on failures, 4. the per-key rate limit.
+  registerPreflight(app);
   registerAuth(app, keys, opts.rateLimit ? (opts.rateLimit.invalidKeys ?? DEFAULT_INVALID_KEY_LIMIT) : false);
   if (opts.rateLimit) registerRateLimit(app, opts.rateLimit);
   // A compressed body would reach the parsers as binary noise: refuse it by its encoding, a content

@@ -1,10 +1,14 @@
 /**
  * Bearer authentication for every route except the public ones (public-routes.ts: `/healthz`,
- * `/readyz`, `/metrics`) and every OPTIONS request. Unmatched paths are authenticated too, so an
+ * `/readyz`, `/metrics`); OPTIONS requests are answered before it (preflight.ts). Unmatched paths are authenticated too, so an
  * anonymous caller learns nothing about which paths exist. A missing, malformed or unknown key, or more than
  * one Authorization header, is 401 `invalid_key` with `WWW-Authenticate: Bearer` (the error handler
- * adds the header). Failures are counted per client IP (rate-limit.ts): an IP out of tokens gets
- * 429 `rate_limited` for every request, with or without a good key, until its bucket refills.
+ * adds the header). Failures that present a credential (any Authorization header) are counted per
+ * client IP (rate-limit.ts): an IP out of tokens gets 429 `rate_limited` for every request, with or
+ * without a good key, until its bucket refills. A request with no Authorization header guesses
+ * nothing and is not counted: any web page can make its visitor's browser send such requests (an
+ * image, a no-cors fetch; no page can add the header without CORS), and counting them would let
+ * the page lock the visitor's address out.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
@@ -64,11 +68,7 @@ export function registerAuth(app: FastifyInstance, keys: ApiKeySet, invalidKeys:
   const failures = invalidKeys ? new TokenBuckets(invalidKeys) : undefined;
   app.decorateRequest('keyId', '');
   app.addHook('onRequest', async (request) => {
-    // A browser sends OPTIONS (a CORS preflight) without credentials before a cross-origin call;
-    // it is answered without a key (no CORS: no Access-Control-* headers, so the browser stops
-    // there) and never counts as a failed authentication, or one open page would lock its
-    // address out.
-    if (isPublicRoute(request) || request.method === 'OPTIONS') return;
+    if (isPublicRoute(request)) return;
     const wait = failures?.wait(request.ip) ?? 0;
     if (wait > 0) {
       throw new ApiError('rate_limited', `too many requests with a missing or invalid API key from this address; retry after ${wait} s`, {
@@ -81,7 +81,7 @@ export function registerAuth(app: FastifyInstance, keys: ApiKeySet, invalidKeys:
       }
       request.keyId = authenticate(request.headers.authorization, keys);
     } catch (err) {
-      failures?.take(request.ip);
+      if (headerCount(request.raw.rawHeaders, 'authorization') > 0) failures?.take(request.ip);
       throw err;
     }
   });

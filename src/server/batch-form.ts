@@ -9,7 +9,7 @@ import type { FastifyRequest } from 'fastify';
 
 import { ApiError } from '../api/errors.js';
 import type { BatchService, StagedUpload } from '../batches/batch-service.js';
-import { FILE_SENT_AS_TEXT, partName, readingMultipart } from './multipart-body.js';
+import { FILE_SENT_AS_TEXT, formParts, partName, readingMultipart, type PartHead } from './multipart-body.js';
 
 /** The questions form field, in bytes. */
 export const MAX_QUESTIONS_FIELD_BYTES = 1024 * 1024;
@@ -39,6 +39,13 @@ async function readSmallPart(stream: AsyncIterable<Buffer>, limit: number, name:
   return body.toString('utf8');
 }
 
+/** A part the form does not take: a file other than `file`, or a text field other than `model`. */
+function unknownPart({ name, file }: PartHead): ApiError {
+  return file
+    ? new ApiError('invalid_question', `form field '${name.slice(0, 100)}': unexpected file (send the JSONL as the field "file", once)`)
+    : new ApiError('invalid_question', `form field '${name.slice(0, 100)}': unknown (allowed: model, file, questions)`);
+}
+
 /** Reads the form (400 invalid_question for anything but model, file, questions, each once). */
 export async function readBatchForm(request: FastifyRequest, batches: BatchService): Promise<BatchForm> {
   if (!request.isMultipart()) {
@@ -48,16 +55,20 @@ export async function readBatchForm(request: FastifyRequest, batches: BatchServi
   let questions: string | undefined;
   let upload: StagedUpload | undefined;
   try {
-    const parts = readingMultipart(request.parts({
-      limits: { files: 3, fields: 4, parts: 6, fieldSize: MAX_QUESTIONS_FIELD_BYTES, fileSize: batches.maxFileBytes + 1 },
-      // `questions` arrives as a file part however it was sent (`-F questions=...` or `-F
-      // questions=@q.json`): busboy decodes a text field leniently, invalid UTF-8 becoming U+FFFD,
-      // and the questions the model reads must be refused for that as a /v1/decide body is. The
-      // rest is busboy's own rule: a part with a filename or of type application/octet-stream.
-      isPartAFile: (name, type, filename) => name === 'questions' || filename !== undefined || type === 'application/octet-stream',
-      // Our own count gives the 413 (with the limit in the message); busboy only stops the bytes.
-      ...({ throwFileSizeLimit: false } as object),
-    }));
+    const parts = formParts(
+      request,
+      {
+        limits: { files: 3, fields: 4, parts: 6, fieldSize: MAX_QUESTIONS_FIELD_BYTES, fileSize: batches.maxFileBytes + 1 },
+        // `questions` arrives as a file part however it was sent (`-F questions=...` or `-F
+        // questions=@q.json`): busboy decodes a text field leniently, invalid UTF-8 becoming U+FFFD,
+        // and the questions the model reads must be refused for that as a /v1/decide body is. The
+        // rest is busboy's own rule: a part with a filename or of type application/octet-stream.
+        isPartAFile: (name, type, filename) => name === 'questions' || filename !== undefined || type === 'application/octet-stream',
+        // Our own count gives the 413 (with the limit in the message); busboy only stops the bytes.
+        ...({ throwFileSizeLimit: false } as object),
+      },
+      { unknownPart },
+    );
     const once = (name: string, seen: unknown) => {
       if (seen !== undefined) throw new ApiError('invalid_question', `form field '${name}': given more than once; send it once`);
     };
@@ -71,7 +82,7 @@ export async function readBatchForm(request: FastifyRequest, batches: BatchServi
       if (part.type === 'file') {
         if (name !== 'file' || upload) {
           part.file.resume();
-          throw new ApiError('invalid_question', `form field '${name.slice(0, 100)}': unexpected file (send the JSONL as the field "file", once)`);
+          throw unknownPart({ name, file: true });
         }
         upload = await batches.stageUpload(readingMultipart(part.file));
         continue;
@@ -87,7 +98,7 @@ export async function readBatchForm(request: FastifyRequest, batches: BatchServi
       if (name === 'model') {
         once('model', model);
         model = value;
-      } else throw new ApiError('invalid_question', `form field '${name.slice(0, 100)}': unknown (allowed: model, file, questions)`);
+      } else throw unknownPart({ name, file: false });
     }
   } catch (err) {
     await batches.discard(upload);

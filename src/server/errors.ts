@@ -86,10 +86,18 @@ export function sendError(err: unknown, request: FastifyRequest, reply: FastifyR
   return sendWire(reply, decideError(mapped, { requestId: request.id }));
 }
 
+/**
+ * The request's path as an error message quotes it: without the query string (clients put keys
+ * there, and an error body ends up in client logs and error trackers), at most 200 characters.
+ */
+export function pathForMessage(request: FastifyRequest): string {
+  const path = request.url.split('?')[0]!;
+  return path.length > 200 ? `${path.slice(0, 200)}...` : path;
+}
+
 /** The API's 404: an unknown path, in our shape. */
 function sendNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const url = request.url.length > 200 ? `${request.url.slice(0, 200)}...` : request.url;
-  return sendError(new ApiError('not_found', `no route ${request.method} ${url}`), request, reply);
+  return sendError(new ApiError('not_found', `no route ${request.method} ${pathForMessage(request)}`), request, reply);
 }
 
 /** Installs the error handler and the 404 handler of the whole server (createServer). */
@@ -132,10 +140,9 @@ export function doorError(path: string, error: ApiError, requestId: string): Wir
  */
 export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const pathOnly = request.url.split('?')[0]!;
-  const url = pathOnly.length > 200 ? `${pathOnly.slice(0, 200)}...` : pathOnly;
   const error =
     err.code === 'FST_ERR_MAX_PARAM_LENGTH'
-      ? new ApiError('not_found', `no route ${request.method} ${url}: a path segment longer than any id`)
+      ? new ApiError('not_found', `no route ${request.method} ${pathForMessage(request)}: a path segment longer than any id`)
       : new ApiError('invalid_question', err.code === 'FST_ERR_BAD_URL' ? 'malformed URL' : 'bad request');
   request.log.info({ code: error.code, status: error.status }, 'request rejected');
   // Also set by the request-id hook, which these errors precede.

@@ -5,9 +5,12 @@
  * limit errors become 400 invalid_question here, instead of reaching the error handler as unknown
  * errors (500 with a stack trace in the log). Errors from our own handling of the parts (writing
  * the upload to disk) are not touched: they pass through as they are. A part without a name and a
- * JSONL file sent as a text field are refused here too, with the same words on every form.
+ * JSONL file sent as a text field are refused here too, with the same words on every form. A part
+ * named like an Object.prototype member, which @fastify/multipart refuses itself without naming
+ * it, is handed back to the form (formParts) to refuse as the unknown field it is.
  */
 import type { Multipart } from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
 
 import { ApiError, isApiError } from '../api/errors.js';
 
@@ -48,8 +51,53 @@ export function malformedMultipart(err: unknown, fields: string = BATCH_FORM_FIE
   return new ApiError('invalid_question', `request body: not a complete multipart/form-data body (${reason})`, { cause: err });
 }
 
-/** Iterates `source`, turning every error its iteration raises into malformedMultipart(err, fields). */
-export async function* readingMultipart<T>(source: AsyncIterable<T>, fields?: string): AsyncGenerator<T> {
+/** The options of request.parts() (busboy's, without the headers). */
+type PartsOptions = NonNullable<Parameters<FastifyRequest['parts']>[0]>;
+
+/** A part as busboy read its headers: its name, and whether it is read as a file. */
+export interface PartHead {
+  name: string;
+  file: boolean;
+}
+
+/** busboy's own rule when a form gives none: a part with a filename or of type application/octet-stream. */
+const busboyIsPartAFile = (_name: string | undefined, type: string | undefined, filename: string | undefined) =>
+  filename !== undefined || type === 'application/octet-stream';
+
+/**
+ * request.parts() for one of the API's forms, read through readingMultipart(). @fastify/multipart
+ * refuses a part named like an Object.prototype member (`constructor`, `toString`, `__proto__`)
+ * by itself, with an error that names no field and comes only once the rest of the body has been
+ * read; to the form it is a field it does not know like any other, so `unknownPart(head)` gives
+ * the form's own error for it. Its name is the first that busboy passed to isPartAFile (busboy
+ * asks once per part, as it reads the part's headers) and the plugin refuses, by the plugin's own
+ * test. `fields` names the form's fields for malformedMultipart().
+ */
+export function formParts(
+  request: FastifyRequest,
+  options: PartsOptions,
+  form: { fields?: string; unknownPart: (head: PartHead) => Error },
+): AsyncGenerator<Multipart> {
+  const isPartAFile = options.isPartAFile ?? busboyIsPartAFile;
+  let refused: PartHead | undefined;
+  const parts = request.parts({
+    ...options,
+    isPartAFile: (name, type, filename) => {
+      const file = isPartAFile(name, type, filename);
+      if (!refused && name !== undefined && name in Object.prototype) refused = { name, file };
+      return file;
+    },
+  });
+  // The plugin keeps reading past the refused part, and a later fault (a file over the form's count)
+  // may take its error's place: once a part has been refused, that is the error.
+  return readingMultipart(parts, (err) => (refused ? form.unknownPart(refused) : malformedMultipart(err, form.fields)));
+}
+
+/** Iterates `source`, turning every error its iteration raises into `toError(err)` (default malformedMultipart(err)). */
+export async function* readingMultipart<T>(
+  source: AsyncIterable<T>,
+  toError: (err: unknown) => Error = (err) => malformedMultipart(err),
+): AsyncGenerator<T> {
   const iterator = source[Symbol.asyncIterator]();
   let done = false;
   try {
@@ -59,7 +107,7 @@ export async function* readingMultipart<T>(source: AsyncIterable<T>, fields?: st
         step = await iterator.next();
       } catch (err) {
         done = true;
-        throw malformedMultipart(err, fields);
+        throw toError(err);
       }
       if (step.done) {
         done = true;

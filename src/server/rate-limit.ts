@@ -3,9 +3,10 @@
  * `requestsPerSecond`; each request takes one token. An empty bucket is 429 `rate_limited` with
  * `Retry-After` = whole seconds until a token is back (at least 1).
  * - Per API key (keyId), for authenticated requests: registerRateLimit().
- * - Per client IP, for failed authentications (missing, malformed or unknown key): auth.ts takes a
- *   token for each failure and refuses every request from an IP whose bucket is empty, so keys
- *   cannot be guessed at the speed of the network.
+ * - Per client IP, for failed authentications (a malformed or unknown key; a request with no
+ *   Authorization header guesses nothing and is not counted): auth.ts takes a token for each
+ *   failure and refuses every request from an IP whose bucket is empty, so keys cannot be guessed
+ *   at the speed of the network.
  * Buckets live in memory per process. Per-key buckets are bounded by the number of keys; per-IP
  * buckets are dropped once full again (see prune()).
  */

@@ -222,6 +222,39 @@ describe('POST /v1/batches with a body that is not good multipart', () => {
   });
 });
 
+describe('a form field named like an Object.prototype member', () => {
+  it('is an unknown field like any other, on every form: the same 400 naming it (OpenAI: in param), as a text field or a file part', async () => {
+    const forms: Array<[string, Array<{ name: string; value: string; filename?: string }>]> = [
+      ['/v1/files', [{ name: 'purpose', value: 'batch' }, { name: 'file', value: RECORD, filename: 'in.jsonl' }]],
+      ['/v1/batches', [{ name: 'model', value: 'svc-alpha' }, { name: 'file', value: RECORD, filename: 'in.jsonl' }]],
+      ['/v1/batches/validate', [{ name: 'model', value: 'svc-alpha' }, { name: 'file', value: RECORD, filename: 'in.jsonl' }]],
+    ];
+    const answer = async (route: string, parts: Array<{ name: string; value: string; filename?: string }>) => {
+      const res = await rawRequest(post(route, { 'Content-Type': FORM_TYPE }, form(parts)));
+      expect(res?.status, route).toBe(400);
+      return JSON.parse(res!.body) as { code?: string; message?: string; error?: { message: string; param: string | null } };
+    };
+    for (const [route, good] of forms) {
+      for (const filename of [undefined, 'x.jsonl']) {
+        const bogus = await answer(route, [{ name: 'bogus', value: '1', filename }, ...good]);
+        for (const name of ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__']) {
+          // Before the good parts and after them.
+          for (const parts of [[{ name, value: '1', filename }, ...good], [...good, { name, value: '1', filename }]]) {
+            const what = `${route} ${name} ${filename ? 'file' : 'text'}`;
+            const got = await answer(route, parts);
+            if (bogus.error) {
+              expect(got.error, what).toEqual({ ...bogus.error, message: bogus.error.message.replace("'bogus'", `'${name}'`), param: name });
+            } else {
+              expect(got.code, what).toBe(bogus.code);
+              expect(got.message, what).toBe(bogus.message!.replace("'bogus'", `'${name}'`));
+            }
+          }
+        }
+      }
+    }
+  });
+});
+
 describe('the batch form: a part without a name, questions that are not UTF-8', () => {
   const routes = ['/v1/batches', '/v1/batches/validate'];
 
@@ -432,13 +465,37 @@ describe('keys', () => {
     expect(log.find((l) => l.msg === 'incoming request')).toMatchObject({ req: { url: '/v1/batches?[redacted]' } });
   });
 
+  it('the query string is not echoed in a 404 or 405 message either, on any door: the message quotes the path', async () => {
+    const q = '?api_key=QUERYSECRET&x=1';
+    const cases: Array<[string, string, number, string]> = [
+      ['GET', '/v1/x', 404, 'no route GET /v1/x'],
+      ['POST', '/v1/batches/abc/def', 404, 'no route POST /v1/batches/abc/def'],
+      ['OPTIONS', '/v1/models', 404, 'no route OPTIONS /v1/models'],
+      ['GET', '/v1/decisions/x', 404, 'Invalid URL (GET /v1/decisions/x)'],
+      ['PUT', '/v1/decisions', 405, 'Invalid URL (PUT /v1/decisions)'],
+      ['PUT', '/v1/files', 405, 'Invalid URL (PUT /v1/files)'],
+      ['GET', '/v1/files/file-x/other', 404, 'Invalid URL (GET /v1/files/file-x/other)'],
+      ['GET', '/v1/systemone/x', 404, 'Not Found'],
+      // A long path is cut at 200 characters, as before.
+      ['GET', `/v1/${'y'.repeat(300)}`, 404, `no route GET /v1/${'y'.repeat(196)}...`],
+    ];
+    for (const [method, p, status, message] of cases) {
+      const res = await fetch(`${base}${p}${q}`, { method, headers: AUTH });
+      const text = await res.text();
+      expect(res.status, p).toBe(status);
+      expect(text, p).not.toContain('QUERYSECRET');
+      expect(text, p).not.toContain('x=1');
+      expect(text, p).toContain(message);
+    }
+  });
+
   it('failed attempts are limited per client address: 429 with Retry-After, then even a good key waits', async () => {
     await withLimitedServer(async (root) => {
       const url = `${root}/v1/models`;
       expect((await fetch(url, { headers: AUTH })).status).toBe(200);
       const statuses: number[] = [];
-      for (const authorization of ['Bearer guess-1', 'Bearer guess-2', '', 'Bearer guess-4']) {
-        statuses.push((await fetch(url, { headers: authorization ? { authorization } : {} })).status);
+      for (const authorization of ['Bearer guess-1', 'Bearer guess-2', 'Basic eA==', 'Bearer guess-4']) {
+        statuses.push((await fetch(url, { headers: { authorization } })).status);
       }
       expect(statuses).toEqual([401, 401, 401, 429]);
       const good = await fetch(url, { headers: AUTH });
@@ -447,6 +504,25 @@ describe('keys', () => {
       expectErrorShape(await good.json(), 'rate_limited', good.headers.get('x-request-id')!);
       // Probes are never limited.
       expect((await fetch(`${root}/healthz`)).status).toBe(200);
+    });
+  });
+
+  it('a request with no Authorization header guesses nothing: refused, never counted (a page on another site can make a browser send it)', async () => {
+    await withLimitedServer(async (root) => {
+      // What an <img> or a no-cors fetch from another site sends: no key, a foreign Referer.
+      const crossSite = { referer: 'https://evil.example/', 'sec-fetch-site': 'cross-site', accept: 'image/avif,image/webp,*/*' };
+      for (let i = 0; i < 10; i++) {
+        for (const p of ['/v1/models', '/v1/x', '/', '/favicon.ico']) expect((await fetch(`${root}${p}`, { headers: crossSite })).status, p).toBe(401);
+        expect((await fetch(`${root}/v1/systemone`, { method: 'POST', headers: crossSite })).status).toBe(403);
+      }
+      expect((await fetch(`${root}/v1/models`, { headers: AUTH })).status).toBe(200);
+      // A wrong key, a malformed header or an empty one still counts: the burst of 3 is spent.
+      for (const authorization of ['Bearer guess-1', 'Basic eA==', '']) {
+        expect((await fetch(`${root}/v1/models`, { headers: { authorization } })).status, authorization).toBe(401);
+      }
+      const keyless = await fetch(`${root}/v1/models`, { headers: crossSite });
+      expect(keyless.status).toBe(429);
+      expect((await fetch(`${root}/v1/models`, { headers: AUTH })).status).toBe(429);
     });
   });
 });
@@ -465,6 +541,37 @@ describe('OPTIONS (a browser\'s CORS preflight): no CORS, no key needed, never a
       }
       expect((await fetch(`${root}/v1/models`, { headers: AUTH })).status).toBe(200);
     });
+  });
+
+  it('with a body (a preflight has none): answered the same, the body neither parsed nor held to the limit, and the connection goes on', async () => {
+    // Past the 1 MiB body limit: read, it would be a 413; parsed, a 400.
+    const big = `{${'"k":0,'.repeat(200_000)}"k":0}`;
+    const chunked = (body: string) => `Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    const sized = (body: string) => `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    // [path, status, the key of the door's error body, Allow]
+    const doors = [
+      ['/v1/decide', 404, 'code', undefined],
+      ['/v1/decisions', 405, 'error', 'POST'],
+      ['/v1/systemone', 405, 'detail', 'POST'],
+      ['/v1/files/file-x', 405, 'error', 'GET, DELETE'],
+      ['/v1/anything', 404, 'code', undefined],
+    ] as const;
+    for (const [p, status, shape, allow] of doors) {
+      for (const [what, body] of [['bad JSON', sized('{bad json')], ['over the limit', sized(big)], ['chunked', chunked('{bad json')]] as const) {
+        const conn = new KeptAlive();
+        try {
+          conn.send(`OPTIONS ${p} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${body}`);
+          const res = await conn.next();
+          expect(res?.status, `${p} ${what}`).toBe(status);
+          expect(Object.keys(JSON.parse(res!.body)), `${p} ${what}`).toContain(shape);
+          expect(res!.headers.allow, `${p} ${what}`).toBe(allow);
+          conn.send(`GET /v1/models HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`);
+          expect((await conn.next())?.status, `${p} ${what}: the next request`).toBe(200);
+        } finally {
+          conn.close();
+        }
+      }
+    }
   });
 });
 

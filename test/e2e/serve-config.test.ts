@@ -2,7 +2,8 @@
  * `decide serve`'s folders and settings as an operator writes them, in real processes: an empty
  * DECIDE_DATA_DIR is unset (./data, never the current directory); a data dir it finds that others
  * can enter is left as it is, with a warning at warn level, even though the generated key is
- * written into it; a retention with a fraction of a millisecond still lets batches finish.
+ * written into it; a retention with a fraction of a millisecond still lets batches finish; at
+ * `--log-level trace` no line holds the key.
  */
 import { chmodSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -66,6 +67,38 @@ describe('decide serve: folders and settings', () => {
       const warnings = server.stderr().split('\n').filter((line) => line.includes('is mode 0755'));
       expect(warnings).toHaveLength(1);
       expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 40 });
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  }, 60_000);
+
+  it('at --log-level trace, no log line holds the key: multipart uploads (whose headers the form reader logs) included', async () => {
+    const key = 'trace-key-abcdefghijklmnop';
+    const dataDir = path.join(dirs.root, 'trace-data');
+    const server = await startServe({
+      args: ['--models-dir', dirs.modelsDir, '--data-dir', dataDir, '--log-level', 'trace'],
+      env: { ...NO_KEYS, DECIDE_API_KEYS: key },
+    });
+    try {
+      const file = () => new Blob([`${JSON.stringify({ custom_id: 'a', state: 'hello', questions: { q: { type: 'noul', instructions: 'Is it?' } } })}\n`]);
+      const forms: Array<[string, Record<string, string>]> = [
+        ['/v1/files', { purpose: 'batch' }],
+        ['/v1/batches', { model: 'svc-alpha' }],
+        ['/v1/batches/validate', { model: 'svc-alpha' }],
+      ];
+      for (const [route, fields] of forms) {
+        const form = new FormData();
+        for (const [name, value] of Object.entries(fields)) form.append(name, value);
+        form.append('file', file(), 'in.jsonl');
+        const res = await fetch(`${server.url}${route}`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+        expect(res.status, `${route}: ${await res.text()}`).toBeLessThan(300);
+      }
+      const log = server.stdout() + server.stderr();
+      // The form reader's trace line is there, with its headers redacted.
+      const busboy = log.split('\n').filter((line) => line.includes('busboyOptions'));
+      expect(busboy).toHaveLength(forms.length);
+      for (const line of busboy) expect(JSON.parse(line).busboyOptions.headers).toBe('[redacted]');
+      expect(log).not.toContain(key);
     } finally {
       expect(await server.stop()).toBe(0);
     }

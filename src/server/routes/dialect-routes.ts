@@ -154,10 +154,12 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
       url: at,
       schema: { hide: true },
       ...named,
+      // The handler answers OPTIONS too, before authentication (preflight.ts).
+      handler: async (request, reply) => answer(request, reply),
       ...(stray.beforeAuth
         ? // A route-level onRequest hook answers after the shared hooks, which skip public routes.
-          { config: { public: true }, onRequest: async (request, reply) => answer(request, reply), handler: async () => undefined }
-        : { errorHandler, handler: async (request, reply) => answer(request, reply) }),
+          { config: { public: true }, onRequest: async (request, reply) => answer(request, reply) }
+        : { errorHandler }),
     });
   }
 }

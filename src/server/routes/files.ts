@@ -17,7 +17,8 @@ import type { StagedUpload } from '../../batches/batch-service.js';
 import { oaError, OpenAiWireError } from '../../batches/openai/errors.js';
 import { FILE_EXPIRY_SECONDS, FILE_LIST_LIMIT, type ExpiresAfterFields, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
 import { ownerOf } from '../auth.js';
-import { FILE_SENT_AS_TEXT, partName, readingMultipart } from '../multipart-body.js';
+import { pathForMessage } from '../errors.js';
+import { FILE_SENT_AS_TEXT, formParts, partName, readingMultipart, type PartHead } from '../multipart-body.js';
 import { openAiErrorHandler } from './openai-errors.js';
 import { AS_BUILT } from './route-options.js';
 
@@ -33,6 +34,13 @@ type TextField = (typeof TEXT_FIELDS)[number];
 const isTextField = (name: string): name is TextField => (TEXT_FIELDS as readonly string[]).includes(name);
 /** The form's fields, as the 400s for a malformed form name them. */
 const FILE_FORM_FIELDS = 'file and purpose';
+/** A part the form does not take (OpenAI's 400, naming it in `param`): a second file or one not named `file`, or an unknown text field. */
+function unknownPart({ name, file }: PartHead): OpenAiWireError {
+  const field = name.slice(0, 100);
+  return file
+    ? oaError(400, `form field '${field}': unexpected file (send the JSONL once, as the field 'file')`, field)
+    : oaError(400, `form field '${field}': unknown (allowed: file, ${TEXT_FIELDS.join(', ')})`, field);
+}
 const IdParams = Type.Object({ id: Type.String({ description: 'The file id.' }) });
 const asBuilt = { ...AS_BUILT, errorHandler: openAiErrorHandler };
 const FileObject = Type.Object(
@@ -87,16 +95,17 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
       let upload: StagedUpload | undefined;
       const text = new Map<TextField, string>();
       try {
-        const parts = readingMultipart(
-          request.parts({ limits: { files: 1, fields: 4, parts: 6, fieldSize: MAX_FIELD_BYTES, fileSize: maxFileBytes + 1 }, ...({ throwFileSizeLimit: false } as object) }),
-          FILE_FORM_FIELDS,
+        const parts = formParts(
+          request,
+          { limits: { files: 1, fields: 4, parts: 6, fieldSize: MAX_FIELD_BYTES, fileSize: maxFileBytes + 1 }, ...({ throwFileSizeLimit: false } as object) },
+          { fields: FILE_FORM_FIELDS, unknownPart },
         );
         for await (const part of parts) {
           const name = partName(part, FILE_FORM_FIELDS);
           if (part.type === 'file') {
             if (name !== 'file' || upload) {
               part.file.resume();
-              throw oaError(400, `form field '${name.slice(0, 100)}': unexpected file (send the JSONL once, as the field 'file')`, name.slice(0, 100));
+              throw unknownPart({ name, file: true });
             }
             filename = part.filename;
             upload = await openai.stage(readingMultipart(part.file));
@@ -107,7 +116,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
             if (text.has(name)) throw oaError(400, `form field '${name}': given more than once; send it once`, name);
             text.set(name, part.value);
           } else {
-            throw oaError(400, `form field '${name.slice(0, 100)}': unknown (allowed: file, ${TEXT_FIELDS.join(', ')})`, name.slice(0, 100));
+            throw unknownPart({ name, file: false });
           }
         }
       } catch (err) {
@@ -187,10 +196,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
 
   // Another method on a files path (405 with Allow) or a path below them (404): OpenAI's shape, as
   // every /v1/files answer, not the API's own 404; authentication runs first, as on the routes above.
-  const strayMessage = (request: FastifyRequest) => {
-    const path = request.url.split('?')[0]!;
-    return `Invalid URL (${request.method} ${path.length > 200 ? `${path.slice(0, 200)}...` : path})`;
-  };
+  const strayMessage = (request: FastifyRequest) => `Invalid URL (${request.method} ${pathForMessage(request)})`;
   for (const [url, allowed] of FILE_PATHS) {
     app.route({
       method: FILE_METHODS.filter((m) => !allowed.includes(m)),
