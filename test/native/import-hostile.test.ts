@@ -223,6 +223,9 @@ describe('hostile configs are refused before anything is built', () => {
     ['proto', (c) => void (c.model_type = '__proto__'), /^config\.json: model_type "__proto__" is not supported; supported:/],
     ['constructor', (c) => void (c.model_type = 'constructor'), /^config\.json: model_type "constructor" is not supported/],
     ['rope-unknown', (c) => void (c.rope_parameters = { rope_type: 'dynamic', rope_theta: 1e6 }), /^config\.json: rope scaling type "dynamic" is not supported \(default, linear, llama3\)/],
+    // Scaling fields without a type: plain RoPE would drop the scaling the config states.
+    ['rope-scaling-untyped', (c) => Object.assign(c, { rope_parameters: undefined, rope_theta: 500000, rope_scaling: { factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 1024 } }), /^config\.json: "rope_scaling" has "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings" but no "rope_type" \(or "type"\)/],
+    ['rope-parameters-untyped', (c) => void (c.rope_parameters = { rope_theta: 1e6, factor: 4 }), /^config\.json: "rope_parameters" has "factor" but no "rope_type" \(or "type"\)/],
     ['layer-type', (c) => void (c.layer_types = ['full_attention', 'linear_attention']), /^config\.json: layer 1 has layer type "linear_attention", which is not supported/],
     ['eps-negative', (c) => void (c.rms_norm_eps = -1), /^config\.json: "rms_norm_eps" must be a positive number \(got -1\)/],
     ['eps-zero', (c) => void (c.rms_norm_eps = 0), /^config\.json: "rms_norm_eps" must be a positive number \(got 0\)/],
@@ -237,6 +240,14 @@ describe('hostile configs are refused before anything is built', () => {
     edit(cfg);
     const dir = await checkpoint(`cfg-${name}`, (d) => writeFile(path.join(d, 'config.json'), JSON.stringify(cfg)));
     await expectRefused(dir, message);
+  });
+
+  it('rope_parameters holding only rope_theta is plain RoPE', async () => {
+    const cfg = { ...readConfig(), rope_parameters: { rope_theta: 1e6 } };
+    const dir = await checkpoint('rope-theta-only', (d) => writeFile(path.join(d, 'config.json'), JSON.stringify(cfg)));
+    const { err, out } = await tryImport(dir);
+    expect(err).toBeUndefined();
+    expect(JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8')).import.rope).toEqual({ theta: 1e6, type: 'default' });
   });
 
   it('NaN weights are refused while streaming, nothing left behind', async () => {

@@ -230,9 +230,11 @@ export function readRope(raw: Json): RopeSettings {
   const params = raw.rope_parameters;
   let source: Json;
   let theta: unknown;
+  let field: 'rope_parameters' | 'rope_scaling' = 'rope_scaling';
   if (params !== undefined && params !== null) {
     if (typeof params !== 'object') throw new ImportError('config.json: "rope_parameters" must be an object');
     source = params as Json;
+    field = 'rope_parameters';
     if (!('rope_theta' in source) && !('rope_type' in source)) {
       throw new ImportError('config.json: per-layer-type "rope_parameters" are not supported');
     }
@@ -245,7 +247,7 @@ export function readRope(raw: Json): RopeSettings {
   }
   const t = theta ?? 10000;
   if (typeof t !== 'number' || !(t > 0)) throw new ImportError(`config.json: rope_theta must be a positive number (got ${JSON.stringify(theta)})`);
-  const type = source.rope_type ?? source.type ?? 'default';
+  const type = source.rope_type ?? source.type ?? untypedRope(source, field);
   if (type === 'default') return { theta: t, type: 'default' };
   if (type !== 'linear' && type !== 'llama3') {
     throw new ImportError(`config.json: rope scaling type ${JSON.stringify(type)?.slice(0, 100)} is not supported (default, linear, llama3)`);
@@ -263,6 +265,20 @@ export function readRope(raw: Json): RopeSettings {
     return { theta: t, type: 'llama3', factor, lowFreqFactor: low, highFreqFactor: high, originalMaxPositionEmbeddings: original };
   }
   throw new ImportError(`config.json: rope scaling type "${String(type)}" is not supported (default, linear, llama3)`);
+}
+
+/**
+ * The type of a RoPE object that names none: plain RoPE when it states nothing beyond `rope_theta`.
+ * A scaling field (`factor`, `low_freq_factor`, ...) without a type is refused: transformers has no
+ * RoPE function for a missing type, and plain RoPE would drop the scaling the config asks for.
+ */
+function untypedRope(source: Json, field: 'rope_parameters' | 'rope_scaling'): 'default' {
+  const scaling = Object.keys(source).filter((k) => k !== 'rope_theta' && k !== 'rope_type' && k !== 'type');
+  if (scaling.length === 0) return 'default';
+  throw new ImportError(
+    `config.json: "${field}" has ${scaling.slice(0, 4).map((k) => JSON.stringify(k.slice(0, 100))).join(', ')} but no "rope_type" (or "type"): ` +
+      'the scaling it asks for is unknown without a type (transformers has no RoPE function for it either); add the type, e.g. "llama3" or "linear"',
+  );
 }
 
 const f32 = Math.fround;
