@@ -305,6 +305,42 @@ describe('a checkpoint without a usable chat template', () => {
   }, 60_000);
 });
 
+describe('chat_template.jinja beside a chat_template in tokenizer_config.json', () => {
+  /** withTokenizer's checkpoint (its config holds the Qwen3 template) plus a chat_template.jinja. */
+  async function withJinja(name: string, jinja: string): Promise<string> {
+    const dir = await withTokenizer(name);
+    await writeFile(path.join(dir, 'chat_template.jinja'), jinja);
+    return dir;
+  }
+
+  it('the file wins, as in transformers, with a warning; the model renders with it', async () => {
+    const jinja = '{% for m in messages %}<<{{ m.role }}>>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<<assistant>>{% endif %}';
+    const dir = await withJinja('jinja-wins', jinja);
+    const configTemplate = JSON.parse(await readFile(path.join(dir, 'tokenizer_config.json'), 'utf8')).chat_template as string;
+    expect(configTemplate).toContain('<|im_start|>');
+    const result = await importModel({ hfDir: dir, outDir: path.join(scratch, 'models', 'jinja-wins', 'm') });
+    expect(result.warnings).toEqual([expect.stringMatching(/^chat_template\.jinja and tokenizer_config\.json's chat_template differ: decision prompts are rendered with chat_template\.jinja/)]);
+    expect(JSON.parse(await readFile(path.join(result.dir, 'tokenizer_config.json'), 'utf8')).chat_template).toBe(jinja);
+    expect(JSON.parse(await readFile(path.join(result.dir, 'decision.json'), 'utf8')).import.chatTemplate).toBe('model');
+  }, 60_000);
+
+  it('the same template in both: no warning', async () => {
+    const probe = await withTokenizer('jinja-same-probe');
+    const template = JSON.parse(await readFile(path.join(probe, 'tokenizer_config.json'), 'utf8')).chat_template as string;
+    const dir = await withJinja('jinja-same', template);
+    const result = await importModel({ hfDir: dir, outDir: path.join(scratch, 'models', 'jinja-same', 'm') });
+    expect(result.warnings).toEqual([]);
+  }, 60_000);
+
+  it('a chat_template.jinja that does not parse is refused naming it, though the config holds a good template', async () => {
+    const dir = await withJinja('jinja-bad', '{% for m in messages %}');
+    const { err, left } = await tryImport(dir);
+    expect(err).toBeInstanceOf(ImportError);
+    expect((err as Error).message).toMatch(/^the chat template in chat_template\.jinja cannot render the decision prompt: prompt: the chat_template cannot be parsed/);
+    expect(left).toEqual([]);
+  }, 60_000);
+});
+
 describe('chat templates are rendered within bounds', () => {
   const templates: Array<[string, string, RegExp]> = [
     ['a huge range()', '{% for i in range(100000000) %}x{% endfor %}{{ messages[0].content }}', /range\(\) of 100000000 elements/],
