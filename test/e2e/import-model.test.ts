@@ -276,6 +276,29 @@ describe('decide import-model --out never destroys what is not its own', () => {
     expect((await readdir(dirs.modelsDir)).sort()).toEqual(before);
   });
 
+  it('--out inside another model directory (ours, or one the registry lists) is refused, the model untouched', async () => {
+    const modelsDir = path.join(dirs.root, 'nest-models');
+    const host = path.join(modelsDir, 'host-2026-11');
+    expect((await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', host])).code).toBe(0);
+    const handInstalled = path.join(modelsDir, 'by-hand');
+    await mkdir(path.join(handInstalled, 'onnx'), { recursive: true });
+    await writeFile(path.join(handInstalled, 'config.json'), '{}');
+    await writeFile(path.join(handInstalled, 'onnx', 'model.onnx'), '');
+    const before = await snapshot(modelsDir);
+    for (const [args, inside] of [
+      [['--out', host, '--id', 'inner-2026-11'], host],
+      [['--out', path.join(host, 'inner-2026-11')], host],
+      [['--out', path.join(host, 'onnx', 'deeper-2026-11')], host],
+      [['--out', handInstalled, '--id', 'inner-2026-11'], handInstalled],
+    ] as const) {
+      const res = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), ...args]);
+      expect(res.code, res.stderr).toBe(1);
+      expect(res.stderr).toContain(`lies inside the model directory ${inside}: a model there is served by no models directory`);
+      expect(res.stderr).toContain(`write it beside it instead (the models directory ${modelsDir}, with --id NAME)`);
+      expect(await snapshot(modelsDir)).toEqual(before);
+    }
+  });
+
   it('--out under /proc fails at once naming the directory (no endless recursive mkdir)', async () => {
     const res = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', '/proc/decide-test-models/m-2026-11']);
     expect(res.code).toBe(1);
