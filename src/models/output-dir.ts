@@ -29,6 +29,7 @@ import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile 
 import path from 'node:path';
 
 import { GRAPH_CANDIDATES } from '../engine/model-dir.js';
+import { errnoText } from './errno-text.js';
 import { DirectoryError, makeDirectories } from './make-directories.js';
 import { parseDatedId } from './registry.js';
 
@@ -195,7 +196,7 @@ export async function makeStagingDir(outDir: string): Promise<string> {
   try {
     await mkdir(staging);
   } catch (err) {
-    throw new ModelOutputError(`cannot write in ${parent}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new ModelOutputError(`cannot write in ${parent}: ${errnoText(err)}`);
   }
   return staging;
 }

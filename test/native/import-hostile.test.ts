@@ -135,6 +135,36 @@ describe('side files (generation_config.json, special_tokens_map.json, ...)', ()
   });
 });
 
+describe('a folder or file that cannot be reached is named for what it is', () => {
+  beforeAll(() => mkdir(path.join(scratch, 'hf'), { recursive: true }));
+
+  it('a checkpoint folder that is a symbolic link loop: a link loop, not "does not exist"', async () => {
+    const a = path.join(scratch, 'hf', 'loop-a');
+    await symlink(path.join(scratch, 'hf', 'loop-b'), a);
+    await symlink(a, path.join(scratch, 'hf', 'loop-b'));
+    const { err, left } = await tryImport(a);
+    expect((err as Error).message).toBe(`${a}: a symbolic link loop (ELOOP, stat)`);
+    expect(left).toEqual([]);
+  });
+
+  it('a folder that is not there, or a link to nothing, says so', async () => {
+    const gone = path.join(scratch, 'hf', 'never-made');
+    expect(((await tryImport(gone)).err as Error).message).toBe(`${gone}: does not exist`);
+    const dangling = path.join(scratch, 'hf', 'dangling');
+    await symlink(gone, dangling);
+    expect(((await tryImport(dangling)).err as Error).message).toBe(`${dangling}: a symbolic link to something that does not exist`);
+  });
+
+  it('weights that are a link loop: the file and the reason in words, with the code', async () => {
+    const dir = await checkpoint('weights-loop', async (d) => {
+      await rm(path.join(d, 'model.safetensors'));
+      await symlink('loop2.safetensors', path.join(d, 'model.safetensors'));
+      await symlink('model.safetensors', path.join(d, 'loop2.safetensors'));
+    });
+    await expectRefused(dir, /^loop2\.safetensors: a symbolic link loop \(ELOOP, stat\)$/);
+  });
+});
+
 describe('a tokenizer that does not belong to the model', () => {
   it('an id at or past vocab_size is refused naming the token, though the tokenizer has no more tokens than vocab_size', async () => {
     const dir = await withTokenizer('tokenizer-gap');

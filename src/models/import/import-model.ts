@@ -12,7 +12,7 @@
  *    into place. Any failure removes it.
  */
 import { existsSync, statSync } from 'node:fs';
-import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { LabelSet } from '../../runtime/labels.js';
@@ -29,6 +29,7 @@ import { checkSizesAgainstTensors, mapWeights, type WeightSource } from './weigh
 import type { ModelDtype } from '../builder/dtypes.js';
 import { computeDtype, DEFAULT_INT8_SCHEME, quantizeWeightSpecs } from '../builder/quantize.js';
 import { checkModelOutput, makeStagingDir, ModelOutputError, placeModelDir } from '../output-dir.js';
+import { errnoText } from '../errno-text.js';
 import { newModelIdProblem } from '../registry.js';
 
 export { ImportError } from './hf-config.js';
@@ -129,7 +130,7 @@ function namedImportError(err: unknown, file: string, hfDir: string): ImportErro
   const e = err as NodeJS.ErrnoException;
   if (typeof e?.code === 'string' && typeof e.path === 'string') {
     const where = e.path.startsWith(hfDir + path.sep) ? path.relative(hfDir, e.path) : e.path;
-    return new ImportError(`${where}: ${e.code}${e.syscall ? ` (${e.syscall})` : ''}`);
+    return new ImportError(`${where}: ${errnoText(e)}`);
   }
   return new ImportError(`${file}: ${(err as Error)?.message ?? String(err)}`);
 }
@@ -151,8 +152,9 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   };
 
   // 1. Everything that can be checked without writing.
-  const folder = await stat(hfDir).catch(() => undefined);
-  if (!folder?.isDirectory()) throw new ImportError(`${hfDir}: ${folder ? 'not a directory' : 'does not exist'}`);
+  const folder = await stat(hfDir).catch((err: NodeJS.ErrnoException) => err);
+  if (folder instanceof Error) throw new ImportError(`${hfDir}: ${await whyNoFolder(hfDir, folder)}`);
+  if (!folder.isDirectory()) throw new ImportError(`${hfDir}: not a directory`);
   const configFile = checkpointFile(hfDir, 'config.json', { copied: true });
   if (configFile === undefined) throw new ImportError('config.json: missing (a Hugging Face checkpoint folder has config.json)');
   if (statSync(configFile).size > MAX_SIDE_FILE_BYTES) throw new ImportError(`config.json: larger than ${MAX_SIDE_FILE_BYTES} bytes`);
@@ -269,6 +271,19 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     await rm(staging, { recursive: true, force: true });
     throw err;
   }
+}
+
+/**
+ * Why the checkpoint folder cannot be opened, as a person needs to hear it: one that is there but
+ * out of this user's reach, or a link loop, is not "missing".
+ */
+async function whyNoFolder(hfDir: string, err: NodeJS.ErrnoException): Promise<string> {
+  if (err.code === 'ENOENT') {
+    const link = await lstat(hfDir).catch(() => undefined);
+    return link?.isSymbolicLink() ? 'a symbolic link to something that does not exist' : 'does not exist';
+  }
+  if (err.code === 'EACCES') return `permission denied: this user may not look into it or a folder above it (${err.code}, ${err.syscall})`;
+  return errnoText(err);
 }
 
 /** The largest finite fp16 value. */
