@@ -256,6 +256,10 @@ describe('hostile configs are refused before anything is built', () => {
     // Scaling fields without a type: plain RoPE would drop the scaling the config states.
     ['rope-scaling-untyped', (c) => Object.assign(c, { rope_parameters: undefined, rope_theta: 500000, rope_scaling: { factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 1024 } }), /^config\.json: "rope_scaling" has "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings" but no "rope_type" \(or "type"\)/],
     ['rope-parameters-untyped', (c) => void (c.rope_parameters = { rope_theta: 1e6, factor: 4 }), /^config\.json: "rope_parameters" has "factor" but no "rope_type" \(or "type"\)/],
+    // A flag of the wrong type is refused, not read as its default (a tied model reported untied).
+    ['tie-string', (c) => void (c.tie_word_embeddings = 'true'), /^config\.json: "tie_word_embeddings" must be true or false \(got "true", a string\)/],
+    ['attention-bias-number', (c) => void (c.attention_bias = 1), /^config\.json: "attention_bias" must be true or false \(got 1, a number\)/],
+    ['sliding-flag-string', (c) => Object.assign(c, { layer_types: undefined, use_sliding_window: 'false' }), /^config\.json: "use_sliding_window" must be true or false \(got "false", a string\)/],
     ['layer-type', (c) => void (c.layer_types = ['full_attention', 'linear_attention']), /^config\.json: layer 1 has layer type "linear_attention", which is not supported/],
     ['eps-negative', (c) => void (c.rms_norm_eps = -1), /^config\.json: "rms_norm_eps" must be a positive number \(got -1\)/],
     ['eps-zero', (c) => void (c.rms_norm_eps = 0), /^config\.json: "rms_norm_eps" must be a positive number \(got 0\)/],

@@ -76,6 +76,19 @@ function num(cfg: Json, key: string, opts: { int?: boolean; positive?: boolean; 
   return v;
 }
 
+/**
+ * A boolean field: absent or null gives `fallback`; anything but true or false (the string "true",
+ * 1) is refused by name rather than read as the fallback, which would change the model silently.
+ */
+function flag(cfg: Json, key: string, fallback: boolean): boolean {
+  const v = cfg[key];
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'boolean') {
+    throw new ImportError(`config.json: "${key}" must be true or false (got ${JSON.stringify(v)?.slice(0, 100)}, a ${Array.isArray(v) ? 'list' : typeof v})`);
+  }
+  return v;
+}
+
 /** Builds the import plan for a parsed config.json. */
 export function planFromConfig(raw: Json): ImportPlan {
   const modelType = raw.model_type;
@@ -104,7 +117,7 @@ export function planFromConfig(raw: Json): ImportPlan {
   if (partial !== undefined && partial !== null && partial !== 1) throw new ImportError(`config.json: partial_rotary_factor ${String(partial)} is not supported (only 1)`);
 
   const tieDefault = family === 'gemma';
-  const tie = typeof raw.tie_word_embeddings === 'boolean' ? raw.tie_word_embeddings : tieDefault;
+  const tie = flag(raw, 'tie_word_embeddings', tieDefault);
   const shape: ModelShape = {
     numLayers: num(raw, 'num_hidden_layers', { int: true }),
     hiddenSize,
@@ -120,12 +133,12 @@ export function planFromConfig(raw: Json): ImportPlan {
     tieWordEmbeddings: tie,
   };
 
-  const attentionBias = raw.attention_bias === true;
+  const attentionBias = flag(raw, 'attention_bias', false);
   const features: Partial<DecoderFeatures> = {
     qkNorm: family === 'qwen3',
     qkvBias: family === 'qwen2' || attentionBias,
     oBias: family !== 'qwen2' && attentionBias,
-    mlpBias: family === 'llama' && raw.mlp_bias === true,
+    mlpBias: family === 'llama' && flag(raw, 'mlp_bias', false),
     normStyle: family === 'gemma' ? 'onePlusWeight' : 'weight',
     activation: activationOf(family, raw),
     invFreq: rotaryInvFreq(headDim, rope),
@@ -220,7 +233,7 @@ function slidingLayers(family: Family, raw: Json, numLayers: number): boolean[] 
     }
     return layerTypes.map((t) => t === 'sliding_attention');
   }
-  if (raw.use_sliding_window !== true) return undefined;
+  if (!flag(raw, 'use_sliding_window', false)) return undefined;
   const from = typeof raw.max_window_layers === 'number' ? raw.max_window_layers : 28;
   return Array.from({ length: numLayers }, (_, i) => i >= from);
 }
