@@ -11,9 +11,10 @@
  *   derives from the graph and caches beside it (DERIVED_FILE); else it refuses and names the others.
  * - A dated id (`svc-alpha-2026-10`) is a pinned version that clients rely on: it is never replaced,
  *   --force or not. Remove it yourself first if you really mean to change what it answers.
- * - A model is never written inside another model directory (the registry lists only the models
- *   directory's own subfolders, so it would be served by nothing, and a pinned version would gain a
- *   folder): not in one of ours at any depth, nor directly in one the registry would list.
+ * - The commands never write a model inside another model directory (insideModelProblem: the
+ *   registry lists only the models directory's own subfolders, so it would be served by nothing,
+ *   and a pinned version would gain a folder). The engine alone does, for the graph it derives and
+ *   keeps beside a model's own (src/models/fused-graph.ts), so checkModelOutput leaves it to them.
  * - The input checkpoint is never the output, nor inside it, nor around it. Directories are compared
  *   by device and inode, so a symbolic link, a `..` or a bind mount does not hide it.
  * - The new directory is staged under a hidden name beside --out (the registry ignores it) and
@@ -122,7 +123,6 @@ export function writtenByUs(dir: string): boolean {
 export async function checkModelOutput(outDir: string, opts: ModelOutputOptions): Promise<ModelOutputPlan> {
   const out = path.resolve(outDir);
   for (const input of opts.inputs ?? []) await assertApart(out, path.resolve(input));
-  assertNotInsideModel(out);
   const info = await lstat(out).catch(() => undefined);
   if (info === undefined) {
     await assertCreatable(out);
@@ -157,22 +157,22 @@ export async function checkModelOutput(outDir: string, opts: ModelOutputOptions)
 }
 
 /**
- * Refuses an --out inside a model directory: its parent when the registry would list it as a model
- * (config.json beside a decoder graph), or any folder above it that is one of ours. Only ours is
- * looked for higher up: a project folder that happens to hold a config.json and a model.onnx may
- * well keep its models directory inside it.
+ * Why a command may not write a model at `out` (resolved) because it lies inside a model directory,
+ * or undefined: its parent when the registry would list it as a model (config.json beside a decoder
+ * graph), or any folder above it that is one of ours. Only ours is looked for higher up: a project
+ * folder that happens to hold a config.json and a model.onnx may well keep its models directory inside it.
  */
-function assertNotInsideModel(out: string): void {
+export function insideModelProblem(out: string): string | undefined {
   const parent = path.dirname(out);
   const listed = existsSync(path.join(parent, 'config.json')) && GRAPH_CANDIDATES.some((g) => existsSync(path.join(parent, g)));
   for (let dir = parent; ; dir = path.dirname(dir)) {
     if ((dir === parent && listed) || writtenByUs(dir)) {
-      throw new ModelOutputError(
+      return (
         `--out ${out} lies inside the model directory ${dir}: a model there is served by no models directory, and it would change ` +
-          `that model's own folder; write it beside it instead (the models directory ${path.dirname(dir)}, with --id NAME)`,
+        `that model's own folder; write it beside it instead (the models directory ${path.dirname(dir)}, with --id NAME)`
       );
     }
-    if (path.dirname(dir) === dir) break;
+    if (path.dirname(dir) === dir) return undefined;
   }
 }
 
