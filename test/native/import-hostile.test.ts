@@ -229,6 +229,25 @@ describe('files that are not regular files', () => {
     }
   });
 
+  it('offsets that disagree with the shape, run backwards, or pass the end of the file: each told as what it is', async () => {
+    /** A safetensors file holding one F32 tensor `a` of `shape` at `offsets`, with `dataBytes` of data. */
+    const file = (shape: number[], offsets: [number, number], dataBytes: number) => {
+      const json = Buffer.from(JSON.stringify({ a: { dtype: 'F32', shape, data_offsets: offsets } }));
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64LE(BigInt(json.length));
+      return Buffer.concat([len, json, Buffer.alloc(dataBytes)]);
+    };
+    const cases: Array<[string, Buffer, RegExp]> = [
+      ['span-short', file([4], [0, 8], 8), /^model\.safetensors: tensor a \(F32 \[4\]\) needs 16 bytes for its shape, but its data_offsets \[0, 8\] span 8; a corrupt header$/],
+      ['backwards', file([2], [8, 0], 8), /^model\.safetensors: tensor a \(F32 \[2\]\) has data_offsets \[8, 0\] that run backwards \(the end before the start\); a corrupt header$/],
+      ['truncated', file([4], [0, 16], 8), /^model\.safetensors: tensor a \(F32 \[4\]\) needs 16 bytes at \[\d+, \d+\) but the file is \d+ bytes \(truncated\)$/],
+    ];
+    for (const [name, bytes, message] of cases) {
+      const dir = await checkpoint(`offsets-${name}`, (d) => writeFile(path.join(d, 'model.safetensors'), bytes));
+      await expectRefused(dir, message);
+    }
+  });
+
   it('a JSON null index or header names its file (no bare TypeError)', async () => {
     // The index is read when there is no model.safetensors (transformers loads that first).
     const indexOnly = (text: string) => async (d: string) => {

@@ -157,12 +157,18 @@ export function readHeader(file: string): TensorEntry[] {
         throw new CheckpointError(`${name}: tensor ${tensorName} has bad data_offsets`);
       }
       const dtype = t.dtype as SafetensorsDtype;
-      const begin = dataStart + (offsets[0] as number);
-      const end = dataStart + (offsets[1] as number);
+      const [first, last] = offsets as [number, number];
+      const begin = dataStart + first;
+      const end = dataStart + last;
       const want = (shape as number[]).reduce((a, b) => a * b, 1) * ELEMENT_BYTES[dtype];
-      if (end - begin !== want || end > size) {
-        throw new CheckpointError(`${name}: tensor ${tensorName} (${dtype} ${JSON.stringify(shape)}) needs ${want} bytes at [${begin}, ${end}) but the file is ${size} bytes (truncated or corrupt)`);
+      const described = `tensor ${tensorName} (${dtype} ${JSON.stringify(shape)})`;
+      // Three different faults, each told as what it is: the header contradicting itself (offsets
+      // backwards, or a span of another size than the shape needs) is not a short file.
+      if (last < first) throw new CheckpointError(`${name}: ${described} has data_offsets [${first}, ${last}] that run backwards (the end before the start); a corrupt header`);
+      if (end - begin !== want) {
+        throw new CheckpointError(`${name}: ${described} needs ${want} bytes for its shape, but its data_offsets [${first}, ${last}] span ${last - first}; a corrupt header`);
       }
+      if (end > size) throw new CheckpointError(`${name}: ${described} needs ${want} bytes at [${begin}, ${end}) but the file is ${size} bytes (truncated)`);
       out.push({ name: tensorName, dtype, shape: shape as number[], file, begin, end });
     }
     checkLayout(name, out, dataStart, size);
