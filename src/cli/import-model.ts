@@ -2,6 +2,7 @@
 import path from 'node:path';
 
 import { BF16_UNSUPPORTED, ImportError, importModel } from '../models/import/import-model.js';
+import { insideModelProblem } from '../models/output-dir.js';
 import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { formatDuration } from './progress.js';
@@ -76,6 +77,8 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof graph === 'number') return graph;
   const { dtype, attention, causalStates, segmentIds } = graph;
   const outDir = values.id ? path.join(values.out, values.id) : values.out;
+  const nested = insideModelProblem(path.resolve(outDir));
+  if (nested) return commandError('import-model', `cannot import ${positionals[0]}: ${nested}`, 1);
   const started = Date.now();
   const progress = new WeightProgress();
   await removeLeftoverTwins();

@@ -2,7 +2,7 @@
 import path from 'node:path';
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
-import { ModelOutputError } from '../models/output-dir.js';
+import { insideModelProblem, ModelOutputError } from '../models/output-dir.js';
 import { newModelIdProblem } from '../models/registry.js';
 import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice, presetProblem } from './graph-options.js';
@@ -65,6 +65,8 @@ export async function run(argv: string[]): Promise<number> {
   const out = path.resolve(values.out);
   const idProblem = newModelIdProblem(path.dirname(out), path.basename(out));
   if (idProblem) return commandError('make-model', `--out ${values.out}: the directory's name is its model id: ${idProblem}`, 1);
+  const nested = insideModelProblem(out);
+  if (nested) return commandError('make-model', nested, 1);
   await removeLeftoverTwins();
   const preset = values.preset;
   // int8: measured against its fp32 twin before it is put in place, so a check that cannot run

@@ -11,6 +11,10 @@
  *   derives from the graph and caches beside it (DERIVED_FILE); else it refuses and names the others.
  * - A dated id (`svc-alpha-2026-10`) is a pinned version that clients rely on: it is never replaced,
  *   --force or not. Remove it yourself first if you really mean to change what it answers.
+ * - The commands never write a model inside another model directory (insideModelProblem: the
+ *   registry lists only the models directory's own subfolders, so it would be served by nothing,
+ *   and a pinned version would gain a folder). The engine alone does, for the graph it derives and
+ *   keeps beside a model's own (src/models/fused-graph.ts), so checkModelOutput leaves it to them.
  * - The input checkpoint is never the output, nor inside it, nor around it. Directories are compared
  *   by device and inode, so a symbolic link, a `..` or a bind mount does not hide it.
  * - The new directory is staged under a hidden name beside --out (the registry ignores it) and
@@ -21,10 +25,12 @@
  *   /proc, say) is an error at once instead of Node's recursive mkdir retrying forever.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
+import { GRAPH_CANDIDATES } from '../engine/model-dir.js';
+import { errnoText } from './errno-text.js';
 import { DirectoryError, makeDirectories } from './make-directories.js';
 import { parseDatedId } from './registry.js';
 
@@ -150,6 +156,26 @@ export async function checkModelOutput(outDir: string, opts: ModelOutputOptions)
   return { outDir: out, replaces: true };
 }
 
+/**
+ * Why a command may not write a model at `out` (resolved) because it lies inside a model directory,
+ * or undefined: its parent when the registry would list it as a model (config.json beside a decoder
+ * graph), or any folder above it that is one of ours. Only ours is looked for higher up: a project
+ * folder that happens to hold a config.json and a model.onnx may well keep its models directory inside it.
+ */
+export function insideModelProblem(out: string): string | undefined {
+  const parent = path.dirname(out);
+  const listed = existsSync(path.join(parent, 'config.json')) && GRAPH_CANDIDATES.some((g) => existsSync(path.join(parent, g)));
+  for (let dir = parent; ; dir = path.dirname(dir)) {
+    if ((dir === parent && listed) || writtenByUs(dir)) {
+      return (
+        `--out ${out} lies inside the model directory ${dir}: a model there is served by no models directory, and it would change ` +
+        `that model's own folder; write it beside it instead (the models directory ${path.dirname(dir)}, with --id NAME)`
+      );
+    }
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
 /** Refuses to replace a directory of ours that holds files decide did not write, naming them. */
 async function assertOnlyOurFiles(dir: string): Promise<void> {
   const foreign = await foreignFiles(dir);
@@ -170,7 +196,7 @@ export async function makeStagingDir(outDir: string): Promise<string> {
   try {
     await mkdir(staging);
   } catch (err) {
-    throw new ModelOutputError(`cannot write in ${parent}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new ModelOutputError(`cannot write in ${parent}: ${errnoText(err)}`);
   }
   return staging;
 }

@@ -5,9 +5,10 @@
  * refused by the service with an error that says so; a bad checkpoint exits 1 with the reason and
  * leaves nothing in the models directory.
  */
-import { spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { copyFile, cp, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, cp, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -15,7 +16,7 @@ import { describeError } from '../../src/api/errors.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
-import { decideBin, runDecide } from '../helpers/bin.js';
+import { decideBin, ROOT, runDecide } from '../helpers/bin.js';
 import { QWEN3_REAL_VOCAB_CONFIG, randomCheckpoint } from '../helpers/hf-checkpoint.js';
 import { writeSafetensors } from '../helpers/safetensors-file.js';
 import { QWEN3_TOKENIZER_FILES } from '../helpers/tokenizer-dir.js';
@@ -204,6 +205,12 @@ describe('decide import-model', () => {
   });
 });
 
+/** The uid and gid of nobody, for a check that root would pass. */
+function unprivilegedUser(): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'nobody'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
 /** Every file under `dir` with its bytes, for "left exactly as it was" checks. */
 async function snapshot(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -274,6 +281,51 @@ describe('decide import-model --out never destroys what is not its own', () => {
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/cannot import .*: the output directory's name is its model id: 'svc-alpha' is the alias of the dated version\(s\) svc-alpha-2026-10/);
     expect((await readdir(dirs.modelsDir)).sort()).toEqual(before);
+  });
+
+  it('--out inside another model directory (ours, or one the registry lists) is refused, the model untouched', async () => {
+    const modelsDir = path.join(dirs.root, 'nest-models');
+    const host = path.join(modelsDir, 'host-2026-11');
+    expect((await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), '--out', host])).code).toBe(0);
+    const handInstalled = path.join(modelsDir, 'by-hand');
+    await mkdir(path.join(handInstalled, 'onnx'), { recursive: true });
+    await writeFile(path.join(handInstalled, 'config.json'), '{}');
+    await writeFile(path.join(handInstalled, 'onnx', 'model.onnx'), '');
+    const before = await snapshot(modelsDir);
+    for (const [args, inside] of [
+      [['--out', host, '--id', 'inner-2026-11'], host],
+      [['--out', path.join(host, 'inner-2026-11')], host],
+      [['--out', path.join(host, 'onnx', 'deeper-2026-11')], host],
+      [['--out', handInstalled, '--id', 'inner-2026-11'], handInstalled],
+    ] as const) {
+      const res = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), ...args]);
+      expect(res.code, res.stderr).toBe(1);
+      expect(res.stderr).toContain(`lies inside the model directory ${inside}: a model there is served by no models directory`);
+      expect(res.stderr).toContain(`write it beside it instead (the models directory ${modelsDir}, with --id NAME)`);
+      expect(await snapshot(modelsDir)).toEqual(before);
+    }
+  });
+
+  it('a checkpoint folder this user may not enter: permission denied, not "does not exist"', async () => {
+    // Root passes every permission check: the CLI then runs as nobody, for whom the 0700 scratch
+    // folder is as closed as the 000 one is to its owner.
+    const user = process.getuid?.() === 0 ? unprivilegedUser() : {};
+    const closed = path.join(dirs.root, 'closed');
+    const ck = path.join(closed, 'ck');
+    await cp(path.join(FIXTURES, 'qwen3'), ck, { recursive: true });
+    await chmod(closed, 0o000);
+    try {
+      const bin = await decideBin();
+      const res = await new Promise<{ code: number; stderr: string }>((resolve) => {
+        execFile(process.execPath, [bin, 'import-model', ck, '--out', path.join(os.tmpdir(), 'never-written-2026-11')], { cwd: ROOT, ...user }, (err, _stdout, stderr) =>
+          resolve({ code: err ? Number(err.code) : 0, stderr }),
+        );
+      });
+      expect(res.code).toBe(1);
+      expect(res.stderr).toContain(`cannot import ${ck}: ${ck}: permission denied: this user may not look into it or a folder above it (EACCES, stat)`);
+    } finally {
+      await chmod(closed, 0o755);
+    }
   });
 
   it('--out under /proc fails at once naming the directory (no endless recursive mkdir)', async () => {

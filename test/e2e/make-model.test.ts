@@ -44,6 +44,16 @@ describe('decide make-model --segment-ids', () => {
     }
   });
 
+  it('--out inside another model directory is refused (exit 1), that model untouched', async () => {
+    const host = path.join(scratch, 'nest', 'host-2026-11');
+    expect((await runDecide(['make-model', '--preset', 'tiny', '--out', host])).code).toBe(0);
+    const before = (await readdir(host, { recursive: true })).sort();
+    const res = await runDecide(['make-model', '--preset', 'tiny', '--out', path.join(host, 'inner-2026-11')]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain(`lies inside the model directory ${host}: a model there is served by no models directory`);
+    expect((await readdir(host, { recursive: true })).sort()).toEqual(before);
+  });
+
   it('a bad value of any option is a usage error (exit 2) and writes nothing', async () => {
     const out = path.join(scratch, 'maybe');
     for (const [args, message] of [

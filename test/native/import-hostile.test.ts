@@ -135,6 +135,36 @@ describe('side files (generation_config.json, special_tokens_map.json, ...)', ()
   });
 });
 
+describe('a folder or file that cannot be reached is named for what it is', () => {
+  beforeAll(() => mkdir(path.join(scratch, 'hf'), { recursive: true }));
+
+  it('a checkpoint folder that is a symbolic link loop: a link loop, not "does not exist"', async () => {
+    const a = path.join(scratch, 'hf', 'loop-a');
+    await symlink(path.join(scratch, 'hf', 'loop-b'), a);
+    await symlink(a, path.join(scratch, 'hf', 'loop-b'));
+    const { err, left } = await tryImport(a);
+    expect((err as Error).message).toBe(`${a}: a symbolic link loop (ELOOP, stat)`);
+    expect(left).toEqual([]);
+  });
+
+  it('a folder that is not there, or a link to nothing, says so', async () => {
+    const gone = path.join(scratch, 'hf', 'never-made');
+    expect(((await tryImport(gone)).err as Error).message).toBe(`${gone}: does not exist`);
+    const dangling = path.join(scratch, 'hf', 'dangling');
+    await symlink(gone, dangling);
+    expect(((await tryImport(dangling)).err as Error).message).toBe(`${dangling}: a symbolic link to something that does not exist`);
+  });
+
+  it('weights that are a link loop: the file and the reason in words, with the code', async () => {
+    const dir = await checkpoint('weights-loop', async (d) => {
+      await rm(path.join(d, 'model.safetensors'));
+      await symlink('loop2.safetensors', path.join(d, 'model.safetensors'));
+      await symlink('model.safetensors', path.join(d, 'loop2.safetensors'));
+    });
+    await expectRefused(dir, /^loop2\.safetensors: a symbolic link loop \(ELOOP, stat\)$/);
+  });
+});
+
 describe('a tokenizer that does not belong to the model', () => {
   it('an id at or past vocab_size is refused naming the token, though the tokenizer has no more tokens than vocab_size', async () => {
     const dir = await withTokenizer('tokenizer-gap');
@@ -199,10 +229,34 @@ describe('files that are not regular files', () => {
     }
   });
 
+  it('offsets that disagree with the shape, run backwards, or pass the end of the file: each told as what it is', async () => {
+    /** A safetensors file holding one F32 tensor `a` of `shape` at `offsets`, with `dataBytes` of data. */
+    const file = (shape: number[], offsets: [number, number], dataBytes: number) => {
+      const json = Buffer.from(JSON.stringify({ a: { dtype: 'F32', shape, data_offsets: offsets } }));
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64LE(BigInt(json.length));
+      return Buffer.concat([len, json, Buffer.alloc(dataBytes)]);
+    };
+    const cases: Array<[string, Buffer, RegExp]> = [
+      ['span-short', file([4], [0, 8], 8), /^model\.safetensors: tensor a \(F32 \[4\]\) needs 16 bytes for its shape, but its data_offsets \[0, 8\] span 8; a corrupt header$/],
+      ['backwards', file([2], [8, 0], 8), /^model\.safetensors: tensor a \(F32 \[2\]\) has data_offsets \[8, 0\] that run backwards \(the end before the start\); a corrupt header$/],
+      ['truncated', file([4], [0, 16], 8), /^model\.safetensors: tensor a \(F32 \[4\]\) needs 16 bytes at \[\d+, \d+\) but the file is \d+ bytes \(truncated\)$/],
+    ];
+    for (const [name, bytes, message] of cases) {
+      const dir = await checkpoint(`offsets-${name}`, (d) => writeFile(path.join(d, 'model.safetensors'), bytes));
+      await expectRefused(dir, message);
+    }
+  });
+
   it('a JSON null index or header names its file (no bare TypeError)', async () => {
-    const index = await checkpoint('null-index', (d) => writeFile(path.join(d, 'model.safetensors.index.json'), 'null'));
+    // The index is read when there is no model.safetensors (transformers loads that first).
+    const indexOnly = (text: string) => async (d: string) => {
+      await rm(path.join(d, 'model.safetensors'));
+      await writeFile(path.join(d, 'model.safetensors.index.json'), text);
+    };
+    const index = await checkpoint('null-index', indexOnly('null'));
     await expectRefused(index, /^model\.safetensors\.index\.json: has no "weight_map" object/);
-    const numbers = await checkpoint('number-shard', (d) => writeFile(path.join(d, 'model.safetensors.index.json'), '{"weight_map": {"a": 7}}'));
+    const numbers = await checkpoint('number-shard', indexOnly('{"weight_map": {"a": 7}}'));
     await expectRefused(numbers, /^model\.safetensors\.index\.json: bad shard name 7/);
     const header = await checkpoint('null-header', async (d) => {
       const json = Buffer.from('null');
@@ -223,6 +277,13 @@ describe('hostile configs are refused before anything is built', () => {
     ['proto', (c) => void (c.model_type = '__proto__'), /^config\.json: model_type "__proto__" is not supported; supported:/],
     ['constructor', (c) => void (c.model_type = 'constructor'), /^config\.json: model_type "constructor" is not supported/],
     ['rope-unknown', (c) => void (c.rope_parameters = { rope_type: 'dynamic', rope_theta: 1e6 }), /^config\.json: rope scaling type "dynamic" is not supported \(default, linear, llama3\)/],
+    // Scaling fields without a type: plain RoPE would drop the scaling the config states.
+    ['rope-scaling-untyped', (c) => Object.assign(c, { rope_parameters: undefined, rope_theta: 500000, rope_scaling: { factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 1024 } }), /^config\.json: "rope_scaling" has "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings" but no "rope_type" \(or "type"\)/],
+    ['rope-parameters-untyped', (c) => void (c.rope_parameters = { rope_theta: 1e6, factor: 4 }), /^config\.json: "rope_parameters" has "factor" but no "rope_type" \(or "type"\)/],
+    // A flag of the wrong type is refused, not read as its default (a tied model reported untied).
+    ['tie-string', (c) => void (c.tie_word_embeddings = 'true'), /^config\.json: "tie_word_embeddings" must be true or false \(got "true", a string\)/],
+    ['attention-bias-number', (c) => void (c.attention_bias = 1), /^config\.json: "attention_bias" must be true or false \(got 1, a number\)/],
+    ['sliding-flag-string', (c) => Object.assign(c, { layer_types: undefined, use_sliding_window: 'false' }), /^config\.json: "use_sliding_window" must be true or false \(got "false", a string\)/],
     ['layer-type', (c) => void (c.layer_types = ['full_attention', 'linear_attention']), /^config\.json: layer 1 has layer type "linear_attention", which is not supported/],
     ['eps-negative', (c) => void (c.rms_norm_eps = -1), /^config\.json: "rms_norm_eps" must be a positive number \(got -1\)/],
     ['eps-zero', (c) => void (c.rms_norm_eps = 0), /^config\.json: "rms_norm_eps" must be a positive number \(got 0\)/],
@@ -237,6 +298,14 @@ describe('hostile configs are refused before anything is built', () => {
     edit(cfg);
     const dir = await checkpoint(`cfg-${name}`, (d) => writeFile(path.join(d, 'config.json'), JSON.stringify(cfg)));
     await expectRefused(dir, message);
+  });
+
+  it('rope_parameters holding only rope_theta is plain RoPE', async () => {
+    const cfg = { ...readConfig(), rope_parameters: { rope_theta: 1e6 } };
+    const dir = await checkpoint('rope-theta-only', (d) => writeFile(path.join(d, 'config.json'), JSON.stringify(cfg)));
+    const { err, out } = await tryImport(dir);
+    expect(err).toBeUndefined();
+    expect(JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8')).import.rope).toEqual({ theta: 1e6, type: 'default' });
   });
 
   it('NaN weights are refused while streaming, nothing left behind', async () => {
@@ -291,6 +360,42 @@ describe('a checkpoint without a usable chat template', () => {
     const result = await importModel({ hfDir: dir, outDir: path.join(scratch, 'models', 'own-template', 'm') });
     expect(result.warnings).toEqual([]);
     expect(JSON.parse(await readFile(path.join(result.dir, 'decision.json'), 'utf8')).import.chatTemplate).toBe('model');
+  }, 60_000);
+});
+
+describe('chat_template.jinja beside a chat_template in tokenizer_config.json', () => {
+  /** withTokenizer's checkpoint (its config holds the Qwen3 template) plus a chat_template.jinja. */
+  async function withJinja(name: string, jinja: string): Promise<string> {
+    const dir = await withTokenizer(name);
+    await writeFile(path.join(dir, 'chat_template.jinja'), jinja);
+    return dir;
+  }
+
+  it('the file wins, as in transformers, with a warning; the model renders with it', async () => {
+    const jinja = '{% for m in messages %}<<{{ m.role }}>>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<<assistant>>{% endif %}';
+    const dir = await withJinja('jinja-wins', jinja);
+    const configTemplate = JSON.parse(await readFile(path.join(dir, 'tokenizer_config.json'), 'utf8')).chat_template as string;
+    expect(configTemplate).toContain('<|im_start|>');
+    const result = await importModel({ hfDir: dir, outDir: path.join(scratch, 'models', 'jinja-wins', 'm') });
+    expect(result.warnings).toEqual([expect.stringMatching(/^chat_template\.jinja and tokenizer_config\.json's chat_template differ: decision prompts are rendered with chat_template\.jinja/)]);
+    expect(JSON.parse(await readFile(path.join(result.dir, 'tokenizer_config.json'), 'utf8')).chat_template).toBe(jinja);
+    expect(JSON.parse(await readFile(path.join(result.dir, 'decision.json'), 'utf8')).import.chatTemplate).toBe('model');
+  }, 60_000);
+
+  it('the same template in both: no warning', async () => {
+    const probe = await withTokenizer('jinja-same-probe');
+    const template = JSON.parse(await readFile(path.join(probe, 'tokenizer_config.json'), 'utf8')).chat_template as string;
+    const dir = await withJinja('jinja-same', template);
+    const result = await importModel({ hfDir: dir, outDir: path.join(scratch, 'models', 'jinja-same', 'm') });
+    expect(result.warnings).toEqual([]);
+  }, 60_000);
+
+  it('a chat_template.jinja that does not parse is refused naming it, though the config holds a good template', async () => {
+    const dir = await withJinja('jinja-bad', '{% for m in messages %}');
+    const { err, left } = await tryImport(dir);
+    expect(err).toBeInstanceOf(ImportError);
+    expect((err as Error).message).toMatch(/^the chat template in chat_template\.jinja cannot render the decision prompt: prompt: the chat_template cannot be parsed/);
+    expect(left).toEqual([]);
   }, 60_000);
 });
 

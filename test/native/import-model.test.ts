@@ -145,6 +145,29 @@ describe('checkpoint layouts and config styles', () => {
     expect(graphB.equals(graphA)).toBe(true);
   });
 
+  it('model.safetensors beside an index and its shards: model.safetensors is imported, as transformers loads it, with a warning', async () => {
+    const src = path.join(FIXTURES, 'qwen2');
+    const both = path.join(scratch, 'qwen2-single-and-shards');
+    await mkdir(both, { recursive: true });
+    await cp(path.join(src, 'config.json'), path.join(both, 'config.json'));
+    // The shards hold other weights (fp16-rounded) than the fp32 single file.
+    writeShardedSafetensors(both, readSafetensors(path.join(src, 'model.safetensors')), 'F16', 3);
+    await cp(path.join(src, 'model.safetensors'), path.join(both, 'model.safetensors'));
+    const single = await importFixture('qwen2');
+    const imported = await importFixture('qwen2', 'fp32', both);
+    expect(imported.warnings).toContainEqual(
+      expect.stringMatching(/^model\.safetensors and model\.safetensors\.index\.json are both there: model\.safetensors is imported and the index \(with the shards it lists\) is ignored/),
+    );
+    expect(JSON.parse(await readFile(path.join(imported.dir, 'decision.json'), 'utf8')).import.sourceDtypes).toEqual(['F32']);
+    expect((await readFile(path.join(imported.dir, 'onnx', 'model.onnx'))).equals(await readFile(path.join(single.dir, 'onnx', 'model.onnx')))).toBe(true);
+
+    // An index whose one shard is model.safetensors describes the same weights: nothing to say.
+    const names = Object.keys(JSON.parse(await readFile(path.join(both, 'model.safetensors.index.json'), 'utf8')).weight_map as object);
+    await writeFile(path.join(both, 'model.safetensors.index.json'), JSON.stringify({ weight_map: Object.fromEntries(names.map((n) => [n, 'model.safetensors'])) }));
+    const same = await importFixture('qwen2', 'fp32', both);
+    expect(same.warnings.filter((w) => /index/.test(w))).toEqual([]);
+  });
+
   it('transformers 4.x configs (rope_theta + rope_scaling with rope_type or type) import like 5.x rope_parameters', async () => {
     const base = readConfig(path.join(FIXTURES, 'llama3'));
     const params = base.rope_parameters as Record<string, unknown>;
@@ -399,7 +422,7 @@ describe('checkpoints that cannot be imported', () => {
     await cp(path.join(FIXTURES, 'qwen3', 'config.json'), path.join(dir, 'config.json'));
     const bytes = await readFile(path.join(FIXTURES, 'qwen3', 'model.safetensors'));
     await writeFile(path.join(dir, 'model.safetensors'), bytes.subarray(0, bytes.length - 1000));
-    await expect(importModel({ hfDir: dir, outDir: path.join(scratch, 'out-trunc', 'm') })).rejects.toThrow(/model\.safetensors: tensor model\.\S+ .*\(truncated or corrupt\)/);
+    await expect(importModel({ hfDir: dir, outDir: path.join(scratch, 'out-trunc', 'm') })).rejects.toThrow(/model\.safetensors: tensor model\.\S+ .*\(truncated\)/);
 
     const first = await importFixture('qwen3');
     await expect(importModel({ hfDir: path.join(FIXTURES, 'qwen3'), outDir: first.dir })).rejects.toThrow(/already exists.*--force/);

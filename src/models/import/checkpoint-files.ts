@@ -17,6 +17,7 @@ import { lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
+import { errnoText } from '../errno-text.js';
 import { ImportError } from './hf-config.js';
 
 /** Larger JSON side files are refused (a real tokenizer.json is ~10-30 MB). */
@@ -35,7 +36,7 @@ export function checkpointFile(hfDir: string, name: string, opts: { copied: bool
     try {
       real = realpathSync(file);
     } catch (err) {
-      throw new ImportError(`${name}: a symbolic link that cannot be followed (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+      throw new ImportError(`${name}: a symbolic link that cannot be followed: ${errnoText(err)}`);
     }
     if (opts.copied && !linkAllowed(hfDir, real)) {
       throw new ImportError(
@@ -77,7 +78,7 @@ export async function copySideFile(hfDir: string, name: string, toDir: string): 
   try {
     bytes = await readFile(real);
   } catch (err) {
-    throw new ImportError(`${name}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new ImportError(`${name}: cannot be read: ${errnoText(err)}`);
   }
   if (name.endsWith('.json')) {
     let parsed: unknown;

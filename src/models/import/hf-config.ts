@@ -76,6 +76,19 @@ function num(cfg: Json, key: string, opts: { int?: boolean; positive?: boolean; 
   return v;
 }
 
+/**
+ * A boolean field: absent or null gives `fallback`; anything but true or false (the string "true",
+ * 1) is refused by name rather than read as the fallback, which would change the model silently.
+ */
+function flag(cfg: Json, key: string, fallback: boolean): boolean {
+  const v = cfg[key];
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'boolean') {
+    throw new ImportError(`config.json: "${key}" must be true or false (got ${JSON.stringify(v)?.slice(0, 100)}, a ${Array.isArray(v) ? 'list' : typeof v})`);
+  }
+  return v;
+}
+
 /** Builds the import plan for a parsed config.json. */
 export function planFromConfig(raw: Json): ImportPlan {
   const modelType = raw.model_type;
@@ -104,7 +117,7 @@ export function planFromConfig(raw: Json): ImportPlan {
   if (partial !== undefined && partial !== null && partial !== 1) throw new ImportError(`config.json: partial_rotary_factor ${String(partial)} is not supported (only 1)`);
 
   const tieDefault = family === 'gemma';
-  const tie = typeof raw.tie_word_embeddings === 'boolean' ? raw.tie_word_embeddings : tieDefault;
+  const tie = flag(raw, 'tie_word_embeddings', tieDefault);
   const shape: ModelShape = {
     numLayers: num(raw, 'num_hidden_layers', { int: true }),
     hiddenSize,
@@ -120,12 +133,12 @@ export function planFromConfig(raw: Json): ImportPlan {
     tieWordEmbeddings: tie,
   };
 
-  const attentionBias = raw.attention_bias === true;
+  const attentionBias = flag(raw, 'attention_bias', false);
   const features: Partial<DecoderFeatures> = {
     qkNorm: family === 'qwen3',
     qkvBias: family === 'qwen2' || attentionBias,
     oBias: family !== 'qwen2' && attentionBias,
-    mlpBias: family === 'llama' && raw.mlp_bias === true,
+    mlpBias: family === 'llama' && flag(raw, 'mlp_bias', false),
     normStyle: family === 'gemma' ? 'onePlusWeight' : 'weight',
     activation: activationOf(family, raw),
     invFreq: rotaryInvFreq(headDim, rope),
@@ -220,7 +233,7 @@ function slidingLayers(family: Family, raw: Json, numLayers: number): boolean[] 
     }
     return layerTypes.map((t) => t === 'sliding_attention');
   }
-  if (raw.use_sliding_window !== true) return undefined;
+  if (!flag(raw, 'use_sliding_window', false)) return undefined;
   const from = typeof raw.max_window_layers === 'number' ? raw.max_window_layers : 28;
   return Array.from({ length: numLayers }, (_, i) => i >= from);
 }
@@ -230,9 +243,11 @@ export function readRope(raw: Json): RopeSettings {
   const params = raw.rope_parameters;
   let source: Json;
   let theta: unknown;
+  let field: 'rope_parameters' | 'rope_scaling' = 'rope_scaling';
   if (params !== undefined && params !== null) {
     if (typeof params !== 'object') throw new ImportError('config.json: "rope_parameters" must be an object');
     source = params as Json;
+    field = 'rope_parameters';
     if (!('rope_theta' in source) && !('rope_type' in source)) {
       throw new ImportError('config.json: per-layer-type "rope_parameters" are not supported');
     }
@@ -245,7 +260,7 @@ export function readRope(raw: Json): RopeSettings {
   }
   const t = theta ?? 10000;
   if (typeof t !== 'number' || !(t > 0)) throw new ImportError(`config.json: rope_theta must be a positive number (got ${JSON.stringify(theta)})`);
-  const type = source.rope_type ?? source.type ?? 'default';
+  const type = source.rope_type ?? source.type ?? untypedRope(source, field);
   if (type === 'default') return { theta: t, type: 'default' };
   if (type !== 'linear' && type !== 'llama3') {
     throw new ImportError(`config.json: rope scaling type ${JSON.stringify(type)?.slice(0, 100)} is not supported (default, linear, llama3)`);
@@ -263,6 +278,20 @@ export function readRope(raw: Json): RopeSettings {
     return { theta: t, type: 'llama3', factor, lowFreqFactor: low, highFreqFactor: high, originalMaxPositionEmbeddings: original };
   }
   throw new ImportError(`config.json: rope scaling type "${String(type)}" is not supported (default, linear, llama3)`);
+}
+
+/**
+ * The type of a RoPE object that names none: plain RoPE when it states nothing beyond `rope_theta`.
+ * A scaling field (`factor`, `low_freq_factor`, ...) without a type is refused: transformers has no
+ * RoPE function for a missing type, and plain RoPE would drop the scaling the config asks for.
+ */
+function untypedRope(source: Json, field: 'rope_parameters' | 'rope_scaling'): 'default' {
+  const scaling = Object.keys(source).filter((k) => k !== 'rope_theta' && k !== 'rope_type' && k !== 'type');
+  if (scaling.length === 0) return 'default';
+  throw new ImportError(
+    `config.json: "${field}" has ${scaling.slice(0, 4).map((k) => JSON.stringify(k.slice(0, 100))).join(', ')} but no "rope_type" (or "type"): ` +
+      'the scaling it asks for is unknown without a type (transformers has no RoPE function for it either); add the type, e.g. "llama3" or "linear"',
+  );
 }
 
 const f32 = Math.fround;

@@ -12,7 +12,7 @@
  *    into place. Any failure removes it.
  */
 import { existsSync, statSync } from 'node:fs';
-import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { LabelSet } from '../../runtime/labels.js';
@@ -29,6 +29,7 @@ import { checkSizesAgainstTensors, mapWeights, type WeightSource } from './weigh
 import type { ModelDtype } from '../builder/dtypes.js';
 import { computeDtype, DEFAULT_INT8_SCHEME, quantizeWeightSpecs } from '../builder/quantize.js';
 import { checkModelOutput, makeStagingDir, ModelOutputError, placeModelDir } from '../output-dir.js';
+import { errnoText } from '../errno-text.js';
 import { newModelIdProblem } from '../registry.js';
 
 export { ImportError } from './hf-config.js';
@@ -129,7 +130,7 @@ function namedImportError(err: unknown, file: string, hfDir: string): ImportErro
   const e = err as NodeJS.ErrnoException;
   if (typeof e?.code === 'string' && typeof e.path === 'string') {
     const where = e.path.startsWith(hfDir + path.sep) ? path.relative(hfDir, e.path) : e.path;
-    return new ImportError(`${where}: ${e.code}${e.syscall ? ` (${e.syscall})` : ''}`);
+    return new ImportError(`${where}: ${errnoText(e)}`);
   }
   return new ImportError(`${file}: ${(err as Error)?.message ?? String(err)}`);
 }
@@ -151,8 +152,9 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   };
 
   // 1. Everything that can be checked without writing.
-  const folder = await stat(hfDir).catch(() => undefined);
-  if (!folder?.isDirectory()) throw new ImportError(`${hfDir}: ${folder ? 'not a directory' : 'does not exist'}`);
+  const folder = await stat(hfDir).catch((err: NodeJS.ErrnoException) => err);
+  if (folder instanceof Error) throw new ImportError(`${hfDir}: ${await whyNoFolder(hfDir, folder)}`);
+  if (!folder.isDirectory()) throw new ImportError(`${hfDir}: not a directory`);
   const configFile = checkpointFile(hfDir, 'config.json', { copied: true });
   if (configFile === undefined) throw new ImportError('config.json: missing (a Hugging Face checkpoint folder has config.json)');
   if (statSync(configFile).size > MAX_SIDE_FILE_BYTES) throw new ImportError(`config.json: larger than ${MAX_SIDE_FILE_BYTES} bytes`);
@@ -166,6 +168,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   const plan = planFromConfig(rawConfig);
   stage.file = 'the safetensors weights';
   const checkpoint = SafetensorsCheckpoint.open(hfDir);
+  if (checkpoint.ignoredIndex !== undefined) warn(checkpoint.ignoredIndex);
   checkSizesAgainstTensors(plan.shape, checkpoint.tensors);
   // Where the model goes, before the graph is built (that costs seconds for a large model).
   const idProblem = newModelIdProblem(path.dirname(outDir), path.basename(outDir));
@@ -193,16 +196,16 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   try {
     await mkdir(path.join(staging, 'onnx'));
     stage.file = 'tokenizer files';
-    const hasTokenizer = await copyTokenizerFiles(hfDir, staging, warn);
+    const { hasTokenizer, templateFile } = await copyTokenizerFiles(hfDir, staging, warn);
     // With tokenizer.json alone the labels can still be checked (against the fallback template).
     let chatTemplate: 'model' | 'chatml-fallback' | undefined;
     if (existsSync(path.join(staging, 'tokenizer.json'))) {
-      const { usesFallbackTemplate } = await checkPromptAndLabels(staging, plan);
+      const { usesFallbackTemplate } = await checkPromptAndLabels(staging, plan, templateFile);
       chatTemplate = usesFallbackTemplate ? 'chatml-fallback' : 'model';
       // Without tokenizer_config.json the model is already reported as having no tokenizer.
       if (usesFallbackTemplate && hasTokenizer) {
         warn(
-          `tokenizer_config.json: ${await chatTemplateProblem(staging)}: the service renders decision prompts with its built-in ChatML ` +
+          `${templateFile}: ${await chatTemplateProblem(staging)}: the service renders decision prompts with its built-in ChatML ` +
             "template (<|im_start|>...), not this model's own format, and its tokenizer may not know that markup as special tokens; " +
             "add the model's chat_template to tokenizer_config.json (or chat_template.jinja) for its own format",
         );
@@ -271,6 +274,19 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   }
 }
 
+/**
+ * Why the checkpoint folder cannot be opened, as a person needs to hear it: one that is there but
+ * out of this user's reach, or a link loop, is not "missing".
+ */
+async function whyNoFolder(hfDir: string, err: NodeJS.ErrnoException): Promise<string> {
+  if (err.code === 'ENOENT') {
+    const link = await lstat(hfDir).catch(() => undefined);
+    return link?.isSymbolicLink() ? 'a symbolic link to something that does not exist' : 'does not exist';
+  }
+  if (err.code === 'EACCES') return `permission denied: this user may not look into it or a folder above it (${err.code}, ${err.syscall})`;
+  return errnoText(err);
+}
+
 /** The largest finite fp16 value. */
 const FP16_MAX = 65504;
 
@@ -329,24 +345,13 @@ function weightSpecs(
  * Copies the tokenizer and side files (checkpoint-files.ts: no link out of the folder, JSON parsed,
  * modes never widened). A missing tokenizer.json or tokenizer_config.json is a warning: the model
  * is imported without a tokenizer, which the registry reports as broken until both are added.
- * Returns whether both are there.
+ * Returns whether both are there, and which checkpoint file the chat template comes from.
  */
-async function copyTokenizerFiles(hfDir: string, staging: string, warn: (m: string) => void): Promise<boolean> {
+async function copyTokenizerFiles(hfDir: string, staging: string, warn: (m: string) => void): Promise<{ hasTokenizer: boolean; templateFile: string }> {
   const present = new Set<string>();
   for (const f of TOKENIZER_FILES) if (await copySideFile(hfDir, f, staging)) present.add(f);
-  // transformers >= 4.43 may save the chat template as chat_template.jinja instead of inside
-  // tokenizer_config.json; the prompt renderer reads it from tokenizer_config.json.
-  const jinja = checkpointFile(hfDir, 'chat_template.jinja', { copied: true });
-  if (jinja !== undefined) {
-    const cfgPath = path.join(staging, 'tokenizer_config.json');
-    const cfg = present.has('tokenizer_config.json') ? (JSON.parse(await readFile(cfgPath, 'utf8')) as Record<string, unknown>) : {};
-    if (cfg.chat_template === undefined) {
-      if (statSync(jinja).size > MAX_SIDE_FILE_BYTES) throw new ImportError(`chat_template.jinja: larger than ${MAX_SIDE_FILE_BYTES} bytes`);
-      cfg.chat_template = await readFile(jinja, 'utf8');
-      await writeJson(cfgPath, cfg);
-      present.add('tokenizer_config.json');
-    }
-  }
+  const folded = await foldJinjaTemplate(hfDir, staging, present.has('tokenizer_config.json'), warn);
+  if (folded) present.add('tokenizer_config.json');
   const missing = ['tokenizer.json', 'tokenizer_config.json'].filter((f) => !present.has(f));
   if (missing.length > 0) {
     const spm = existsSync(path.join(hfDir, 'tokenizer.model')) ? ' (only a SentencePiece tokenizer.model is there; the engine reads tokenizer.json)' : '';
@@ -355,11 +360,39 @@ async function copyTokenizerFiles(hfDir: string, staging: string, warn: (m: stri
         'but the service reports it broken and refuses to serve it until tokenizer.json and tokenizer_config.json (with the chat template) are added to the model directory',
     );
   }
-  return missing.length === 0;
+  return { hasTokenizer: missing.length === 0, templateFile: folded ? JINJA_TEMPLATE_FILE : 'tokenizer_config.json' };
+}
+
+/** The checkpoint's template file, which transformers (>= 4.43) may write instead of tokenizer_config.json's chat_template. */
+export const JINJA_TEMPLATE_FILE = 'chat_template.jinja';
+
+/**
+ * Folds the checkpoint's chat_template.jinja into the staged tokenizer_config.json, where the prompt
+ * renderer reads the template; returns whether it did. The file wins over a chat_template in the
+ * config, as in transformers (its tokenizer loading reads the file over the config's key, and its
+ * save_pretrained writes the template only to the file), so a folder holding both renders prompts
+ * in the format the model's own tooling uses; a warning says so when the two differ.
+ */
+async function foldJinjaTemplate(hfDir: string, staging: string, hasConfig: boolean, warn: (m: string) => void): Promise<boolean> {
+  const jinja = checkpointFile(hfDir, JINJA_TEMPLATE_FILE, { copied: true });
+  if (jinja === undefined) return false;
+  if (statSync(jinja).size > MAX_SIDE_FILE_BYTES) throw new ImportError(`${JINJA_TEMPLATE_FILE}: larger than ${MAX_SIDE_FILE_BYTES} bytes`);
+  const template = await readFile(jinja, 'utf8');
+  const cfgPath = path.join(staging, 'tokenizer_config.json');
+  const cfg = hasConfig ? (JSON.parse(await readFile(cfgPath, 'utf8')) as Record<string, unknown>) : {};
+  if (cfg.chat_template !== undefined && cfg.chat_template !== template) {
+    warn(
+      `${JINJA_TEMPLATE_FILE} and tokenizer_config.json's chat_template differ: decision prompts are rendered with ${JINJA_TEMPLATE_FILE}, ` +
+        "as transformers does (it reads the file over the config's key); the model's tokenizer_config.json gets the file's template",
+    );
+  }
+  cfg.chat_template = template;
+  await writeJson(cfgPath, cfg);
+  return true;
 }
 
 /** The chat template must render the decision prompt and the labels must be single tokens; else a clear error. */
-async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<{ usesFallbackTemplate: boolean }> {
+async function checkPromptAndLabels(dir: string, plan: ImportPlan, templateFile: string): Promise<{ usesFallbackTemplate: boolean }> {
   let tokenizer: TextTokenizer;
   let renderer: PromptRenderer;
   try {
@@ -381,7 +414,8 @@ async function checkPromptAndLabels(dir: string, plan: ImportPlan): Promise<{ us
   try {
     renderer = await PromptRenderer.load(dir);
   } catch (err) {
-    throw new ImportError(`the chat template cannot render the decision prompt: ${(err as Error).message}`);
+    const from = templateFile === JINJA_TEMPLATE_FILE ? ` in ${JINJA_TEMPLATE_FILE}` : '';
+    throw new ImportError(`the chat template${from} cannot render the decision prompt: ${(err as Error).message}`);
   }
   try {
     await LabelSet.build(tokenizer, { context: renderer.labelContext });

@@ -30,21 +30,37 @@ export class CheckpointError extends Error {
 }
 
 const INDEX_FILE = 'model.safetensors.index.json';
+const SINGLE_FILE = 'model.safetensors';
 const MAX_HEADER_BYTES = 100 * 1024 * 1024;
 
 /** The tensors of a checkpoint directory, by name. */
 export class SafetensorsCheckpoint {
-  private constructor(readonly tensors: ReadonlyMap<string, TensorEntry>, readonly files: readonly string[]) {}
+  private constructor(
+    readonly tensors: ReadonlyMap<string, TensorEntry>,
+    readonly files: readonly string[],
+    /** Set when model.safetensors was read and an index beside it that names other shards was not: a warning for the user. */
+    readonly ignoredIndex?: string,
+  ) {}
 
   /**
-   * Reads every header of the checkpoint in `dir`: the files named by model.safetensors.index.json
-   * when present, else every *.safetensors file in the directory.
+   * Reads every header of the checkpoint in `dir`: model.safetensors when present (transformers'
+   * from_pretrained looks for it before the index, so a folder holding both loads it there; an index
+   * naming other shards is then ignored, and `ignoredIndex` says so), else the files named by
+   * model.safetensors.index.json when present, else every *.safetensors file in the directory.
    */
   static open(dir: string): SafetensorsCheckpoint {
     const indexPath = path.join(dir, INDEX_FILE);
     let files: string[];
     let weightMap: Record<string, string> | undefined;
-    if (existsSync(indexPath)) {
+    let ignoredIndex: string | undefined;
+    if (existsSync(indexPath) && existsSync(path.join(dir, SINGLE_FILE))) {
+      files = [SINGLE_FILE];
+      if (!indexNamesOnly(indexPath, SINGLE_FILE)) {
+        ignoredIndex =
+          `${SINGLE_FILE} and ${INDEX_FILE} are both there: ${SINGLE_FILE} is imported and the index (with the shards it lists) is ignored, ` +
+          `as transformers' from_pretrained loads ${SINGLE_FILE} first; remove the set you do not mean`;
+      }
+    } else if (existsSync(indexPath)) {
       assertRegularFile(indexPath);
       let index: unknown;
       try {
@@ -89,7 +105,7 @@ export class SafetensorsCheckpoint {
         if (!tensors.has(name)) throw new CheckpointError(`${INDEX_FILE} lists ${name} in ${weightMap[name]}, but that shard does not hold it`);
       }
     }
-    return new SafetensorsCheckpoint(tensors, files);
+    return new SafetensorsCheckpoint(tensors, files, ignoredIndex);
   }
 
   /** Total bytes of tensor data. */
@@ -141,18 +157,38 @@ export function readHeader(file: string): TensorEntry[] {
         throw new CheckpointError(`${name}: tensor ${tensorName} has bad data_offsets`);
       }
       const dtype = t.dtype as SafetensorsDtype;
-      const begin = dataStart + (offsets[0] as number);
-      const end = dataStart + (offsets[1] as number);
+      const [first, last] = offsets as [number, number];
+      const begin = dataStart + first;
+      const end = dataStart + last;
       const want = (shape as number[]).reduce((a, b) => a * b, 1) * ELEMENT_BYTES[dtype];
-      if (end - begin !== want || end > size) {
-        throw new CheckpointError(`${name}: tensor ${tensorName} (${dtype} ${JSON.stringify(shape)}) needs ${want} bytes at [${begin}, ${end}) but the file is ${size} bytes (truncated or corrupt)`);
+      const described = `tensor ${tensorName} (${dtype} ${JSON.stringify(shape)})`;
+      // Three different faults, each told as what it is: the header contradicting itself (offsets
+      // backwards, or a span of another size than the shape needs) is not a short file.
+      if (last < first) throw new CheckpointError(`${name}: ${described} has data_offsets [${first}, ${last}] that run backwards (the end before the start); a corrupt header`);
+      if (end - begin !== want) {
+        throw new CheckpointError(`${name}: ${described} needs ${want} bytes for its shape, but its data_offsets [${first}, ${last}] span ${last - first}; a corrupt header`);
       }
+      if (end > size) throw new CheckpointError(`${name}: ${described} needs ${want} bytes at [${begin}, ${end}) but the file is ${size} bytes (truncated)`);
       out.push({ name: tensorName, dtype, shape: shape as number[], file, begin, end });
     }
     checkLayout(name, out, dataStart, size);
     return out;
   } finally {
     closeSync(fd);
+  }
+}
+
+/** Whether the index at `indexPath` maps every tensor to `file` (an index of one shard, the same weights). */
+function indexNamesOnly(indexPath: string, file: string): boolean {
+  // Only a regular file of a sane size is read (a FIFO would block for ever).
+  const info = statSync(indexPath, { throwIfNoEntry: false });
+  if (!info?.isFile() || info.size > MAX_HEADER_BYTES) return false;
+  try {
+    const index = JSON.parse(readFileSync(indexPath, 'utf8')) as unknown;
+    const map = isObject(index) ? index.weight_map : undefined;
+    return isObject(map) && Object.values(map).every((f) => f === file);
+  } catch {
+    return false;
   }
 }
 
