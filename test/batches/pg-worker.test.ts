@@ -18,6 +18,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchService } from '../../src/batches/batch-service.js';
+import type { BatchDecisionService } from '../../src/batches/ports.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import type { TestPostgres } from '../helpers/postgres.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
@@ -132,6 +133,62 @@ describe('a worker whose copy of the model fails to load', () => {
       await bad.close();
       await host.close();
       await brokenService.close();
+    }
+  }, 120_000);
+});
+
+/**
+ * The real service, whose model load waits for `gate` once `taken` says the worker holds a chunk:
+ * the worker is paused between reading its job's status and reading the chunk's input rows.
+ */
+function pausedService(svc: DecisionService, gate: Promise<void>, taken: () => void): BatchDecisionService {
+  return {
+    resolveModel: (id) => svc.resolveModel(id),
+    runtime: async (id) => {
+      taken();
+      await gate;
+      return svc.runtime(id);
+    },
+    decideRecords: (...args) => svc.decideRecords(...args),
+    isReady: () => svc.isReady(),
+  };
+}
+
+describe('a worker whose job ended while it held a chunk', () => {
+  // As a worker paused past its lease (SIGSTOP) finds its job finished by others: the job's input
+  // rows are gone when it reads them. A pause in-process keeps touching the chunk, so the job is
+  // ended here by a cancel on another host; both take the same path.
+  it('drops the chunk, logging that the job is already cancelled, not a failed attempt', async () => {
+    const url = await postgres.database('worker_job_ended');
+    const host = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'ended-host'), databaseUrl: url, resume: false, chunk: { chunkRecords: 4 } });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let held = false;
+    const log: string[] = [];
+    const paused = await BatchService.open({
+      service: pausedService(svc, gate, () => (held = true)),
+      dataDir: path.join(workDir, 'ended-worker'),
+      databaseUrl: url,
+      chunk: { pipelineDepth: 1 },
+      log: (l) => log.push(l),
+    });
+    try {
+      const lines = goodLines(4, 6, 'e');
+      const job = await host.create({ owner: 'o', model: 'svc-alpha', upload: await host.stageUpload(Readable.from([lines.join('\n')])) });
+      await until('the paused worker to take the chunk', () => held);
+      await host.cancel('o', job.id);
+      release();
+      await until('the paused worker to drop its chunk', () => log.some((l) => l.includes('chunk 0')));
+      await paused.whenIdle();
+      expect(log.filter((l) => l.includes('chunk 0'))).toEqual([`batch ${job.id}: chunk 0 dropped: the job is already cancelled`]);
+      expect(log.join('\n')).not.toMatch(/failed|input rows found/);
+      const chunks = await sql<{ state: string; retry_count: number }>(url, `SELECT state, retry_count FROM decide_queue.job WHERE name = 'decide-batch-chunks' AND data->>'job' = $1`, [job.id]);
+      expect(chunks).toEqual([{ state: 'completed', retry_count: 0 }]);
+      expect((await host.get('o', job.id)).status).toBe('cancelled');
+    } finally {
+      release();
+      await paused.close();
+      await host.close();
     }
   }, 120_000);
 });

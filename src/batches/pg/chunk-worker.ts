@@ -12,7 +12,9 @@
  * loses nothing: its chunk is taken again when its lease lapses (queue.ts).
  *
  * Cancel reaches a worker within one chunk: a chunk of a job that is no longer open is skipped, and
- * the one in flight when the job was cancelled is discarded at its commit.
+ * the one in flight when the job was cancelled is discarded at its commit. A job that ends after its
+ * chunk was taken (cancelled, or finished by others while this worker was paused past its lease)
+ * has no input rows left: the chunk is dropped and logged as such, not failed.
  *
  * Models: each chunk carries its job's model as its pg-boss group. A worker fetches only chunks of
  * models it can serve (ignoreGroups: the models of open jobs that are not installed here, or that
@@ -208,6 +210,12 @@ export class ChunkWorker {
 
     const chunk = emptyChunk();
     const ctx = await this.recordContext(job, task);
+    if (!ctx) {
+      // The job ended after it was read above (finished by other workers while this one was paused
+      // past its lease, or cancelled): its input rows went with it, and there is nothing to score.
+      await this.dropChunkOfEndedJob(job.id, task, attempt);
+      return;
+    }
     for (const line of ctx.lines) await addLine(chunk, line, ctx.records);
     let outcomes;
     try {
@@ -255,13 +263,20 @@ export class ChunkWorker {
     });
   }
 
-  /** The chunk's lines, and the record context with the custom_ids claimed by the lines before it. */
-  private async recordContext(job: PgJob, task: ChunkTask): Promise<{ lines: RawLine[]; records: RecordContext }> {
+  /**
+   * The chunk's lines, and the record context with the custom_ids claimed by the lines before it;
+   * undefined when the job is final by now (its input rows are deleted when it ends).
+   */
+  private async recordContext(job: PgJob, task: ChunkTask): Promise<{ lines: RawLine[]; records: RecordContext } | undefined> {
     const { rows } = await this.o.pool.query<{ line_no: number; length: number; body: Buffer | null; dup_of_line: number | null }>(
       'SELECT line_no, length, body, dup_of_line FROM decide_batch_inputs WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx',
       [job.id, task.from, task.to],
     );
-    if (rows.length !== task.to - task.from) throw new Error(`chunk ${task.chunk}: ${rows.length} of its ${task.to - task.from} input rows found`);
+    if (rows.length !== task.to - task.from) {
+      const now = await getJob(this.o.pool, job.id);
+      if (!now || (now.status !== 'queued' && now.status !== 'in_progress')) return undefined;
+      throw new Error(`chunk ${task.chunk}: ${rows.length} of its ${task.to - task.from} input rows found`);
+    }
     const maxRecordBytes = this.o.settings.maxRecordBytes;
     const lines: RawLine[] = rows.map((r) => ({ start: 0, end: 0, lineNo: r.line_no, bytes: r.body, length: r.length, blank: false }));
     const seen = new Map<string, number>();
@@ -284,6 +299,19 @@ export class ChunkWorker {
         maxRecordBytes,
       },
     };
+  }
+
+  /**
+   * Completes this attempt of a chunk whose job ended while it was taken: nothing of it is scored.
+   * When the lease lapsed meanwhile the queue has already handed the chunk on (or completed it),
+   * and this attempt is no longer ours to complete; either way the chunk is dropped, not failed.
+   */
+  private async dropChunkOfEndedJob(jobId: string, task: ChunkTask, attempt: Attempt): Promise<void> {
+    const job = await getJob(this.o.pool, jobId);
+    const status = job?.status ?? 'gone';
+    const done = await this.o.boss.complete(CHUNK_QUEUE, attempt);
+    const lapsed = (done as { affected?: number }).affected !== 1 ? ' (its lease had lapsed)' : '';
+    this.o.log(`batch ${jobId}: chunk ${task.chunk} dropped: the job is already ${status}${lapsed}`);
   }
 
   private async fail(job: PgJob, attempt: Attempt | undefined, error: { code: string; message: string }): Promise<void> {
