@@ -24,6 +24,7 @@ import { inTransaction, openPool, queueDb, type Pool } from './database.js';
 import { insertInputRows } from './input-rows.js';
 import { closeJob, getJob, JOB_COLUMNS, toJob } from './job-rows.js';
 import { migrate, withSchemaLock } from './migrations.js';
+import { checkSetupPrivileges } from './setup-privileges.js';
 import { answeringDatabaseOutages, isDatabaseOutage } from './outage.js';
 import { leaseSeconds } from '../settings.js';
 import { CHUNK_QUEUE, chunkPriorities, startQueue } from './queue.js';
@@ -88,6 +89,7 @@ export class PgBatchStore implements BatchStore {
       const client = await pool.connect();
       try {
         boss = await withSchemaLock(client, async () => {
+          await checkSetupPrivileges(client);
           const applied = await migrate(client);
           if (applied.length > 0) options.log(`batch store: applied schema migrations ${applied.join(', ')}`);
           // pg-boss's own passes (supervise, monitor) report database failures here: logged once per outage.
