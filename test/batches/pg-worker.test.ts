@@ -22,7 +22,7 @@ import type { BatchDecisionService } from '../../src/batches/ports.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import type { TestPostgres } from '../helpers/postgres.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
-import { closePgWorkspace, goodLines, MODEL_ID, openPgWorkspace, parseRows, startWorker, streamText } from './helpers.js';
+import { closePgWorkspace, goodLines, maxProbDiff, MODEL_ID, openPgWorkspace, parseRows, startWorker, streamText } from './helpers.js';
 
 let workDir: string;
 let modelsDir: string;
@@ -133,6 +133,72 @@ describe('a worker whose copy of the model fails to load', () => {
       await bad.close();
       await host.close();
       await brokenService.close();
+    }
+  }, 120_000);
+});
+
+describe('a worker whose copy of the model differs from the one the job was created on', () => {
+  it('leaves the job to a worker with the same copy: every row comes from that copy', async () => {
+    // The same id, the same weights, another calibration: a copy that answers differently.
+    const tiny = await tinyModelDir();
+    const otherModels = path.join(workDir, 'other-models');
+    const other = path.join(otherModels, MODEL_ID);
+    mkdirSync(other, { recursive: true });
+    for (const name of readdirSync(tiny)) if (name !== 'decision.json') symlinkSync(path.join(tiny, name), path.join(other, name));
+    const decision = JSON.parse(readFileSync(path.join(tiny, 'decision.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(path.join(other, 'decision.json'), JSON.stringify({ ...decision, calibration: { temperature: { noul: 2, choice: 2, score: 2 } } }));
+    const otherService = await DecisionService.open({ modelsDir: otherModels, ensureDefaultModel: false, preload: [], threads: 1 });
+    expect(otherService.modelFingerprint(MODEL_ID)).not.toBe(svc.modelFingerprint(MODEL_ID));
+
+    const url = await postgres.database('worker_other_copy');
+    const host = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'copy-host'), databaseUrl: url, resume: false, chunk: { chunkRecords: 4 } });
+    const log: string[] = [];
+    const otherWorker = await BatchService.open({ service: otherService, dataDir: path.join(workDir, 'copy-other'), databaseUrl: url, log: (l) => log.push(l) });
+    let same: BatchService | undefined;
+    let reference: BatchService | undefined;
+    try {
+      const lines = goodLines(24, 7, 'c');
+      const job = await host.create({ owner: 'o', model: 'svc-alpha', upload: await host.stageUpload(Readable.from([lines.join('\n')])) });
+      const [stored] = await sql<{ model_fingerprint: string }>(url, 'SELECT model_fingerprint FROM decide_batch_jobs WHERE id = $1', [job.id]);
+      expect(stored!.model_fingerprint).toBe(svc.modelFingerprint(MODEL_ID));
+      await until('the worker with the other copy to leave the model', () => log.some((l) => l.includes(`model ${MODEL_ID} cannot be served by this worker`)));
+      await otherWorker.whenIdle();
+      expect(log.filter((l) => l.includes('cannot be served'))).toEqual([expect.stringMatching(/its copy here \(sha256:[0-9a-f]{16}\) differs from the copy its jobs were created with/)]);
+      expect((await host.get('o', job.id)).progress.completed).toBe(0);
+      const chunks = await sql<{ retry_count: number }>(url, `SELECT retry_count FROM decide_queue.job WHERE name = 'decide-batch-chunks' AND data->>'job' = $1`, [job.id]);
+      expect(chunks.map((c) => c.retry_count)).toEqual([0, 0, 0, 0, 0, 0]);
+
+      // A worker with the API host's copy works beside it and completes the job.
+      same = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'copy-same'), databaseUrl: url });
+      await until('the job to complete', async () => (await host.get('o', job.id)).status === 'completed');
+      const rows = parseRows(await streamText((await host.openResults('o', job.id)).stream));
+
+      // The same file on SQLite with each copy: every row is the API host's copy's, none the other's.
+      const upload = async (b: BatchService) => b.stageUpload(Readable.from([lines.join('\n')]));
+      reference = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'copy-reference') });
+      const otherReference = await BatchService.open({ service: otherService, dataDir: path.join(workDir, 'copy-other-reference') });
+      try {
+        const expectRows = async (b: BatchService) => {
+          const j = await b.create({ owner: 'o', model: 'svc-alpha', upload: await upload(b) });
+          await until('the reference run', async () => (await b.get('o', j.id)).status === 'completed');
+          return parseRows(await streamText((await b.openResults('o', j.id)).stream));
+        };
+        const mine = await expectRows(reference);
+        const theirs = await expectRows(otherReference);
+        rows.forEach((r, i) => {
+          expect(maxProbDiff(r, mine[i]!), r.custom_id!).toBeLessThanOrEqual(1e-6 + 1e-12);
+          expect(maxProbDiff(r, theirs[i]!), r.custom_id!).toBeGreaterThan(1e-3);
+        });
+        expect(rows).toHaveLength(lines.length);
+      } finally {
+        await otherReference.close();
+      }
+    } finally {
+      await reference?.close();
+      await same?.close();
+      await otherWorker.close();
+      await host.close();
+      await otherService.close();
     }
   }, 120_000);
 });

@@ -32,9 +32,10 @@ import { claimedCustomId, type RecordContext } from '../records.js';
 import { type RawLine } from '../jsonl-lines.js';
 import { storedFormQuestions } from '../query.js';
 import type { BatchDecisionService, BatchSettings } from '../ports.js';
+import type { VersionPin } from '../../service/version-pin.js';
 import type { ConnectionState } from './connection-state.js';
 import { inTransaction, queueDb, type Pool } from './database.js';
-import { closeJob, getJob, type PgJob } from './job-rows.js';
+import { closeJob, getJob, jobModelFingerprint, type PgJob } from './job-rows.js';
 import { CHUNK_ATTEMPTS, CHUNK_QUEUE, DEAD_CHUNK_QUEUE, type ChunkTask } from './queue.js';
 
 /** How long an idle worker waits before asking the queue again. */
@@ -190,8 +191,9 @@ export class ChunkWorker {
       await boss.complete(CHUNK_QUEUE, attempt);
       return;
     }
+    let loaded: unknown;
     try {
-      await service.runtime(job.model);
+      loaded = await service.runtime(job.model);
     } catch (err) {
       if (this.stopping) throw err;
       // Not this worker's model (not installed, or it fails to load here): another worker's, or later.
@@ -201,6 +203,16 @@ export class ChunkWorker {
       await this.release(attempt);
       return;
     }
+    const differs = await this.copyDiffers(job);
+    if (differs) {
+      // Another copy of the version under the same id: scoring with it would mix two models in one
+      // job. Left, as a model this worker lacks, to workers whose copy is the job's.
+      this.markUnservable(job.model, differs);
+      await this.release(attempt);
+      return;
+    }
+    // The chunk is scored on the copy checked above: replaced meanwhile, it is released (ModelUnusableError).
+    const pin: VersionPin = { loaded: loaded as object };
     if (job.status === 'queued') {
       await pool.query(`UPDATE decide_batch_jobs SET status = 'in_progress', started_at = COALESCE(started_at, $2) WHERE id = $1 AND status = 'queued'`, [
         job.id,
@@ -219,7 +231,7 @@ export class ChunkWorker {
     for (const line of ctx.lines) await addLine(chunk, line, ctx.records);
     let outcomes;
     try {
-      outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping, undefined, job.owner);
+      outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping, pin, job.owner);
     } catch (err) {
       if (!(err instanceof ModelUnusableError) || this.stopping) throw err;
       // The model went (or stopped loading) here mid-chunk: as when it is missing before, the chunk
@@ -261,6 +273,21 @@ export class ChunkWorker {
       if (!(err instanceof LeaseLost)) throw err;
       this.o.log(`batch ${job.id}: chunk ${task.chunk}: lease lapsed, left to the worker that took it over`);
     });
+  }
+
+  /**
+   * Why this worker's copy of the job's model is not the one the job was created on (their
+   * fingerprints differ), or undefined when it is, or when the job recorded none (created before
+   * fingerprints were kept: any copy scores it, as then).
+   */
+  private async copyDiffers(job: PgJob): Promise<string | undefined> {
+    const { service } = this.o;
+    if (!service.modelFingerprint) return undefined;
+    const wanted = await jobModelFingerprint(this.o.pool, job.id);
+    if (wanted === null) return undefined;
+    const here = service.modelFingerprint(job.model);
+    if (here === wanted) return undefined;
+    return `its copy here (${here}) differs from the copy its jobs were created with (${wanted}); install the API host's copy of the version on this worker`;
   }
 
   /**

@@ -162,6 +162,14 @@ const MIGRATIONS: readonly Migration[] = [
     // before this migration.
     sql: `ALTER TABLE decide_batch_jobs ADD COLUMN expired_from text;`,
   },
+  {
+    version: 9,
+    name: "the fingerprint of the job's model copy",
+    // The content fingerprint (src/models/model-fingerprint.ts) of the copy of the model the API
+    // host resolved at create: a worker whose copy differs does not score the job's chunks. Null on
+    // jobs created before this migration, which any copy scores, as before.
+    sql: `ALTER TABLE decide_batch_jobs ADD COLUMN model_fingerprint text;`,
+  },
 ];
 
 /** Every migration's version, in order: what a current database records in decide_schema_migrations. */
