@@ -133,12 +133,15 @@ export function toApiError(err: unknown): ApiError {
 
 const HIDDEN_MESSAGE = 'Internal server error; retry with backoff.';
 
-/** The message of an error and of its causes, for logs and the CLI (never for an HTTP body). */
+/**
+ * The message of an error and of its causes, for logs and the CLI (never for an HTTP body). A cause
+ * whose message an earlier one already ends with (a wrapper that quotes its cause) is not repeated.
+ */
 export function describeError(err: unknown): string {
   const parts: string[] = [];
   for (let e: unknown = err; e !== undefined && parts.length < 5; e = (e as { cause?: unknown })?.cause) {
     const message = e instanceof Error ? e.message : String(e);
-    if (!parts.includes(message)) parts.push(message);
+    if (!parts.some((part) => part.endsWith(message))) parts.push(message);
   }
   return parts.join(': ');
 }

@@ -151,8 +151,9 @@ export class BatchService {
       const { model, requestedModel } = this.checkForm(input);
       const source = input.input ?? stagedInput(input.upload!, this.settings.maxRecordBytes);
       const id = `batch_${this.newId()}`;
+      const modelFingerprint = this.options.service.modelFingerprint?.(model);
       const job = await this.store.create(
-        { id, owner: input.owner, model, requestedModel, total: source.records, createdAt: Date.now(), questions: input.questions ?? null, openai: input.openai ?? null },
+        { id, owner: input.owner, model, requestedModel, total: source.records, createdAt: Date.now(), questions: input.questions ?? null, openai: input.openai ?? null, modelFingerprint },
         source,
       );
       this.log(`batch ${id}: created (${job.total} records, model ${model}${input.openai ? `, OpenAI dialect, ${input.openai.endpoint}` : ''})`);

@@ -43,6 +43,12 @@ export interface RecordScorer {
 /** What the batch service, its stores and their workers need of DecisionService. */
 export interface BatchDecisionService extends RecordScorer {
   resolveModel(id: string): string;
+  /**
+   * The content fingerprint of the installed copy of a model (models/model-fingerprint.ts): a
+   * Postgres job records it at creation, and a worker whose copy differs leaves the job's chunks.
+   * Without it, jobs record none and every copy scores.
+   */
+  modelFingerprint?(id: string): string;
   runtime(id: string): Promise<unknown>;
   /** False once the service is closed: runners stop rather than fail rows. */
   isReady?(): boolean;
@@ -182,6 +188,8 @@ export interface NewBatch {
   questions: string | null;
   /** A job of OpenAI's dialect (see BatchJob.openai). */
   openai?: OpenAiJobFields | null;
+  /** The fingerprint of the model's copy the job was created on (kept by the Postgres store). */
+  modelFingerprint?: string;
 }
 
 /** An upload on disk, fsynced, not yet a job (uploads.ts stages it). */

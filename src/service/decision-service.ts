@@ -22,6 +22,7 @@ import type { DecisionResult } from '../domain/decision.js';
 import { DEFAULT_MODEL_ALIAS, ensureDefaultModel } from '../models/default-model.js';
 import { calibrationSummary } from '../models/model-info.js';
 import { saturatingInt8Warning } from '../models/int8-warning.js';
+import { modelFingerprint } from '../models/model-fingerprint.js';
 import { ModelRegistry, type InstalledModel } from '../models/registry.js';
 import { RuntimeLeases } from './runtime-leases.js';
 import { releaseDate, systemOneModels } from './systemone-models.js';
@@ -273,6 +274,15 @@ export class DecisionService {
   /** Resolves an id or alias to the dated id, or throws 404 not_found. */
   resolveModel(id: string): string {
     return this.resolveInstalled(id).id;
+  }
+
+  /**
+   * The content fingerprint (models/model-fingerprint.ts) of the installed copy of a model id or
+   * alias, which runtime() loads (a directory changed since the last load is loaded again). Throws
+   * 404 not_found.
+   */
+  modelFingerprint(id: string): string {
+    return modelFingerprint(this.resolveInstalled(id).dir);
   }
 
   listModels(): ModelListing {

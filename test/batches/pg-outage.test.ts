@@ -145,6 +145,8 @@ describe('a worker started before its database', () => {
     );
     expect(missing).toMatch(/exited with 1/);
     expect(missing).toMatch(/no_such_db" does not exist/);
+    // Said once: the store's message quotes the database's, which is not printed again after it.
+    expect(missing.match(/does not exist/g)).toHaveLength(1);
     expect(missing).not.toMatch(/not answering/);
   }, 180_000);
 });

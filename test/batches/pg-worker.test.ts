@@ -18,10 +18,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchService } from '../../src/batches/batch-service.js';
+import type { BatchDecisionService } from '../../src/batches/ports.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import type { TestPostgres } from '../helpers/postgres.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
-import { closePgWorkspace, goodLines, MODEL_ID, openPgWorkspace, parseRows, startWorker, streamText } from './helpers.js';
+import { closePgWorkspace, goodLines, maxProbDiff, MODEL_ID, openPgWorkspace, parseRows, startWorker, streamText } from './helpers.js';
 
 let workDir: string;
 let modelsDir: string;
@@ -132,6 +133,128 @@ describe('a worker whose copy of the model fails to load', () => {
       await bad.close();
       await host.close();
       await brokenService.close();
+    }
+  }, 120_000);
+});
+
+describe('a worker whose copy of the model differs from the one the job was created on', () => {
+  it('leaves the job to a worker with the same copy: every row comes from that copy', async () => {
+    // The same id, the same weights, another calibration: a copy that answers differently.
+    const tiny = await tinyModelDir();
+    const otherModels = path.join(workDir, 'other-models');
+    const other = path.join(otherModels, MODEL_ID);
+    mkdirSync(other, { recursive: true });
+    for (const name of readdirSync(tiny)) if (name !== 'decision.json') symlinkSync(path.join(tiny, name), path.join(other, name));
+    const decision = JSON.parse(readFileSync(path.join(tiny, 'decision.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(path.join(other, 'decision.json'), JSON.stringify({ ...decision, calibration: { temperature: { noul: 2, choice: 2, score: 2 } } }));
+    const otherService = await DecisionService.open({ modelsDir: otherModels, ensureDefaultModel: false, preload: [], threads: 1 });
+    expect(otherService.modelFingerprint(MODEL_ID)).not.toBe(svc.modelFingerprint(MODEL_ID));
+
+    const url = await postgres.database('worker_other_copy');
+    const host = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'copy-host'), databaseUrl: url, resume: false, chunk: { chunkRecords: 4 } });
+    const log: string[] = [];
+    const otherWorker = await BatchService.open({ service: otherService, dataDir: path.join(workDir, 'copy-other'), databaseUrl: url, log: (l) => log.push(l) });
+    let same: BatchService | undefined;
+    let reference: BatchService | undefined;
+    try {
+      const lines = goodLines(24, 7, 'c');
+      const job = await host.create({ owner: 'o', model: 'svc-alpha', upload: await host.stageUpload(Readable.from([lines.join('\n')])) });
+      const [stored] = await sql<{ model_fingerprint: string }>(url, 'SELECT model_fingerprint FROM decide_batch_jobs WHERE id = $1', [job.id]);
+      expect(stored!.model_fingerprint).toBe(svc.modelFingerprint(MODEL_ID));
+      await until('the worker with the other copy to leave the model', () => log.some((l) => l.includes(`model ${MODEL_ID} cannot be served by this worker`)));
+      await otherWorker.whenIdle();
+      expect(log.filter((l) => l.includes('cannot be served'))).toEqual([expect.stringMatching(/its copy here \(sha256:[0-9a-f]{16}\) differs from the copy its jobs were created with/)]);
+      expect((await host.get('o', job.id)).progress.completed).toBe(0);
+      const chunks = await sql<{ retry_count: number }>(url, `SELECT retry_count FROM decide_queue.job WHERE name = 'decide-batch-chunks' AND data->>'job' = $1`, [job.id]);
+      expect(chunks.map((c) => c.retry_count)).toEqual([0, 0, 0, 0, 0, 0]);
+
+      // A worker with the API host's copy works beside it and completes the job.
+      same = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'copy-same'), databaseUrl: url });
+      await until('the job to complete', async () => (await host.get('o', job.id)).status === 'completed');
+      const rows = parseRows(await streamText((await host.openResults('o', job.id)).stream));
+
+      // The same file on SQLite with each copy: every row is the API host's copy's, none the other's.
+      const upload = async (b: BatchService) => b.stageUpload(Readable.from([lines.join('\n')]));
+      reference = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'copy-reference') });
+      const otherReference = await BatchService.open({ service: otherService, dataDir: path.join(workDir, 'copy-other-reference') });
+      try {
+        const expectRows = async (b: BatchService) => {
+          const j = await b.create({ owner: 'o', model: 'svc-alpha', upload: await upload(b) });
+          await until('the reference run', async () => (await b.get('o', j.id)).status === 'completed');
+          return parseRows(await streamText((await b.openResults('o', j.id)).stream));
+        };
+        const mine = await expectRows(reference);
+        const theirs = await expectRows(otherReference);
+        rows.forEach((r, i) => {
+          expect(maxProbDiff(r, mine[i]!), r.custom_id!).toBeLessThanOrEqual(1e-6 + 1e-12);
+          expect(maxProbDiff(r, theirs[i]!), r.custom_id!).toBeGreaterThan(1e-3);
+        });
+        expect(rows).toHaveLength(lines.length);
+      } finally {
+        await otherReference.close();
+      }
+    } finally {
+      await reference?.close();
+      await same?.close();
+      await otherWorker.close();
+      await host.close();
+      await otherService.close();
+    }
+  }, 120_000);
+});
+
+/**
+ * The real service, whose model load waits for `gate` once `taken` says the worker holds a chunk:
+ * the worker is paused between reading its job's status and reading the chunk's input rows.
+ */
+function pausedService(svc: DecisionService, gate: Promise<void>, taken: () => void): BatchDecisionService {
+  return {
+    resolveModel: (id) => svc.resolveModel(id),
+    runtime: async (id) => {
+      taken();
+      await gate;
+      return svc.runtime(id);
+    },
+    decideRecords: (...args) => svc.decideRecords(...args),
+    isReady: () => svc.isReady(),
+  };
+}
+
+describe('a worker whose job ended while it held a chunk', () => {
+  // As a worker paused past its lease (SIGSTOP) finds its job finished by others: the job's input
+  // rows are gone when it reads them. A pause in-process keeps touching the chunk, so the job is
+  // ended here by a cancel on another host; both take the same path.
+  it('drops the chunk, logging that the job is already cancelled, not a failed attempt', async () => {
+    const url = await postgres.database('worker_job_ended');
+    const host = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'ended-host'), databaseUrl: url, resume: false, chunk: { chunkRecords: 4 } });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let held = false;
+    const log: string[] = [];
+    const paused = await BatchService.open({
+      service: pausedService(svc, gate, () => (held = true)),
+      dataDir: path.join(workDir, 'ended-worker'),
+      databaseUrl: url,
+      chunk: { pipelineDepth: 1 },
+      log: (l) => log.push(l),
+    });
+    try {
+      const lines = goodLines(4, 6, 'e');
+      const job = await host.create({ owner: 'o', model: 'svc-alpha', upload: await host.stageUpload(Readable.from([lines.join('\n')])) });
+      await until('the paused worker to take the chunk', () => held);
+      await host.cancel('o', job.id);
+      release();
+      await until('the paused worker to drop its chunk', () => log.some((l) => l.includes('chunk 0')));
+      await paused.whenIdle();
+      expect(log.filter((l) => l.includes('chunk 0'))).toEqual([`batch ${job.id}: chunk 0 dropped: the job is already cancelled`]);
+      expect(log.join('\n')).not.toMatch(/failed|input rows found/);
+      const chunks = await sql<{ state: string; retry_count: number }>(url, `SELECT state, retry_count FROM decide_queue.job WHERE name = 'decide-batch-chunks' AND data->>'job' = $1`, [job.id]);
+      expect(chunks).toEqual([{ state: 'completed', retry_count: 0 }]);
+      expect((await host.get('o', job.id)).status).toBe('cancelled');
+    } finally {
+      release();
+      await paused.close();
+      await host.close();
     }
   }, 120_000);
 });

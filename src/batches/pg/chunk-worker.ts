@@ -12,7 +12,9 @@
  * loses nothing: its chunk is taken again when its lease lapses (queue.ts).
  *
  * Cancel reaches a worker within one chunk: a chunk of a job that is no longer open is skipped, and
- * the one in flight when the job was cancelled is discarded at its commit.
+ * the one in flight when the job was cancelled is discarded at its commit. A job that ends after its
+ * chunk was taken (cancelled, or finished by others while this worker was paused past its lease)
+ * has no input rows left: the chunk is dropped and logged as such, not failed.
  *
  * Models: each chunk carries its job's model as its pg-boss group. A worker fetches only chunks of
  * models it can serve (ignoreGroups: the models of open jobs that are not installed here, or that
@@ -30,9 +32,10 @@ import { claimedCustomId, type RecordContext } from '../records.js';
 import { type RawLine } from '../jsonl-lines.js';
 import { storedFormQuestions } from '../query.js';
 import type { BatchDecisionService, BatchSettings } from '../ports.js';
+import type { VersionPin } from '../../service/version-pin.js';
 import type { ConnectionState } from './connection-state.js';
 import { inTransaction, queueDb, type Pool } from './database.js';
-import { closeJob, getJob, type PgJob } from './job-rows.js';
+import { closeJob, getJob, jobModelFingerprint, type PgJob } from './job-rows.js';
 import { CHUNK_ATTEMPTS, CHUNK_QUEUE, DEAD_CHUNK_QUEUE, type ChunkTask } from './queue.js';
 
 /** How long an idle worker waits before asking the queue again. */
@@ -188,8 +191,9 @@ export class ChunkWorker {
       await boss.complete(CHUNK_QUEUE, attempt);
       return;
     }
+    let loaded: unknown;
     try {
-      await service.runtime(job.model);
+      loaded = await service.runtime(job.model);
     } catch (err) {
       if (this.stopping) throw err;
       // Not this worker's model (not installed, or it fails to load here): another worker's, or later.
@@ -199,6 +203,16 @@ export class ChunkWorker {
       await this.release(attempt);
       return;
     }
+    const differs = await this.copyDiffers(job);
+    if (differs) {
+      // Another copy of the version under the same id: scoring with it would mix two models in one
+      // job. Left, as a model this worker lacks, to workers whose copy is the job's.
+      this.markUnservable(job.model, differs);
+      await this.release(attempt);
+      return;
+    }
+    // The chunk is scored on the copy checked above: replaced meanwhile, it is released (ModelUnusableError).
+    const pin: VersionPin = { loaded: loaded as object };
     if (job.status === 'queued') {
       await pool.query(`UPDATE decide_batch_jobs SET status = 'in_progress', started_at = COALESCE(started_at, $2) WHERE id = $1 AND status = 'queued'`, [
         job.id,
@@ -208,10 +222,16 @@ export class ChunkWorker {
 
     const chunk = emptyChunk();
     const ctx = await this.recordContext(job, task);
+    if (!ctx) {
+      // The job ended after it was read above (finished by other workers while this one was paused
+      // past its lease, or cancelled): its input rows went with it, and there is nothing to score.
+      await this.dropChunkOfEndedJob(job.id, task, attempt);
+      return;
+    }
     for (const line of ctx.lines) await addLine(chunk, line, ctx.records);
     let outcomes;
     try {
-      outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping, undefined, job.owner);
+      outcomes = await scoreChunk(service, job.model, chunk, () => this.stopping, pin, job.owner);
     } catch (err) {
       if (!(err instanceof ModelUnusableError) || this.stopping) throw err;
       // The model went (or stopped loading) here mid-chunk: as when it is missing before, the chunk
@@ -255,13 +275,35 @@ export class ChunkWorker {
     });
   }
 
-  /** The chunk's lines, and the record context with the custom_ids claimed by the lines before it. */
-  private async recordContext(job: PgJob, task: ChunkTask): Promise<{ lines: RawLine[]; records: RecordContext }> {
+  /**
+   * Why this worker's copy of the job's model is not the one the job was created on (their
+   * fingerprints differ), or undefined when it is, or when the job recorded none (created before
+   * fingerprints were kept: any copy scores it, as then).
+   */
+  private async copyDiffers(job: PgJob): Promise<string | undefined> {
+    const { service } = this.o;
+    if (!service.modelFingerprint) return undefined;
+    const wanted = await jobModelFingerprint(this.o.pool, job.id);
+    if (wanted === null) return undefined;
+    const here = service.modelFingerprint(job.model);
+    if (here === wanted) return undefined;
+    return `its copy here (${here}) differs from the copy its jobs were created with (${wanted}); install the API host's copy of the version on this worker`;
+  }
+
+  /**
+   * The chunk's lines, and the record context with the custom_ids claimed by the lines before it;
+   * undefined when the job is final by now (its input rows are deleted when it ends).
+   */
+  private async recordContext(job: PgJob, task: ChunkTask): Promise<{ lines: RawLine[]; records: RecordContext } | undefined> {
     const { rows } = await this.o.pool.query<{ line_no: number; length: number; body: Buffer | null; dup_of_line: number | null }>(
       'SELECT line_no, length, body, dup_of_line FROM decide_batch_inputs WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx',
       [job.id, task.from, task.to],
     );
-    if (rows.length !== task.to - task.from) throw new Error(`chunk ${task.chunk}: ${rows.length} of its ${task.to - task.from} input rows found`);
+    if (rows.length !== task.to - task.from) {
+      const now = await getJob(this.o.pool, job.id);
+      if (!now || (now.status !== 'queued' && now.status !== 'in_progress')) return undefined;
+      throw new Error(`chunk ${task.chunk}: ${rows.length} of its ${task.to - task.from} input rows found`);
+    }
     const maxRecordBytes = this.o.settings.maxRecordBytes;
     const lines: RawLine[] = rows.map((r) => ({ start: 0, end: 0, lineNo: r.line_no, bytes: r.body, length: r.length, blank: false }));
     const seen = new Map<string, number>();
@@ -284,6 +326,19 @@ export class ChunkWorker {
         maxRecordBytes,
       },
     };
+  }
+
+  /**
+   * Completes this attempt of a chunk whose job ended while it was taken: nothing of it is scored.
+   * When the lease lapsed meanwhile the queue has already handed the chunk on (or completed it),
+   * and this attempt is no longer ours to complete; either way the chunk is dropped, not failed.
+   */
+  private async dropChunkOfEndedJob(jobId: string, task: ChunkTask, attempt: Attempt): Promise<void> {
+    const job = await getJob(this.o.pool, jobId);
+    const status = job?.status ?? 'gone';
+    const done = await this.o.boss.complete(CHUNK_QUEUE, attempt);
+    const lapsed = (done as { affected?: number }).affected !== 1 ? ' (its lease had lapsed)' : '';
+    this.o.log(`batch ${jobId}: chunk ${task.chunk} dropped: the job is already ${status}${lapsed}`);
   }
 
   private async fail(job: PgJob, attempt: Attempt | undefined, error: { code: string; message: string }): Promise<void> {

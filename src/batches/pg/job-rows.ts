@@ -25,6 +25,12 @@ export function toJob(r: BatchJobColumns): PgJob {
   return batchJobFromColumns(r);
 }
 
+/** The fingerprint of the model copy job `id` was created on; null when it recorded none (created before migration 9). */
+export async function jobModelFingerprint(db: Pool | Client, id: string): Promise<string | null> {
+  const { rows } = await db.query<{ model_fingerprint: string | null }>('SELECT model_fingerprint FROM decide_batch_jobs WHERE id = $1', [id]);
+  return rows[0]?.model_fingerprint ?? null;
+}
+
 export async function getJob(db: Pool | Client, id: string): Promise<PgJob | undefined> {
   const { rows } = await db.query<BatchJobColumns>(`SELECT ${JOB_COLUMNS} FROM decide_batch_jobs WHERE id = $1`, [id]);
   return rows[0] && toJob(rows[0]);

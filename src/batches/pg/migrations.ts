@@ -162,10 +162,27 @@ const MIGRATIONS: readonly Migration[] = [
     // before this migration.
     sql: `ALTER TABLE decide_batch_jobs ADD COLUMN expired_from text;`,
   },
+  {
+    version: 9,
+    name: "the fingerprint of the job's model copy",
+    // The content fingerprint (src/models/model-fingerprint.ts) of the copy of the model the API
+    // host resolved at create: a worker whose copy differs does not score the job's chunks. Null on
+    // jobs created before this migration, which any copy scores, as before.
+    sql: `ALTER TABLE decide_batch_jobs ADD COLUMN model_fingerprint text;`,
+  },
 ];
 
 /** Every migration's version, in order: what a current database records in decide_schema_migrations. */
 export const MIGRATION_VERSIONS: readonly number[] = MIGRATIONS.map((m) => m.version);
+
+/** True when this database lacks a migration (a fresh one lacks them all). */
+export async function migrationsPending(client: Client): Promise<boolean> {
+  const { rows: table } = await client.query<{ exists: boolean }>(`SELECT to_regclass('decide_schema_migrations') IS NOT NULL AS exists`);
+  if (!table[0]!.exists) return true;
+  const { rows } = await client.query<{ version: number }>('SELECT version FROM decide_schema_migrations');
+  const done = new Set(rows.map((r) => r.version));
+  return MIGRATION_VERSIONS.some((v) => !done.has(v));
+}
 
 /**
  * Applies the migrations this database lacks. Call with the schema lock held (SCHEMA_LOCK_KEY).

@@ -24,6 +24,7 @@ import { inTransaction, openPool, queueDb, type Pool } from './database.js';
 import { insertInputRows } from './input-rows.js';
 import { closeJob, getJob, JOB_COLUMNS, toJob } from './job-rows.js';
 import { migrate, withSchemaLock } from './migrations.js';
+import { checkSetupPrivileges } from './setup-privileges.js';
 import { answeringDatabaseOutages, isDatabaseOutage } from './outage.js';
 import { leaseSeconds } from '../settings.js';
 import { CHUNK_QUEUE, chunkPriorities, startQueue } from './queue.js';
@@ -88,6 +89,7 @@ export class PgBatchStore implements BatchStore {
       const client = await pool.connect();
       try {
         boss = await withSchemaLock(client, async () => {
+          await checkSetupPrivileges(client);
           const applied = await migrate(client);
           if (applied.length > 0) options.log(`batch store: applied schema migrations ${applied.join(', ')}`);
           // pg-boss's own passes (supervise, monitor) report database failures here: logged once per outage.
@@ -119,9 +121,9 @@ export class PgBatchStore implements BatchStore {
     const { settings } = this.options;
     return inTransaction(this.pool, async (client) => {
       await client.query(
-        `INSERT INTO decide_batch_jobs (id, owner, model, requested_model, status, total, created_at, questions, openai)
-         VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8)`,
-        [job.id, job.owner, job.model, job.requestedModel, job.total, job.createdAt, job.questions, openAiFieldsToText(job.openai)],
+        `INSERT INTO decide_batch_jobs (id, owner, model, requested_model, status, total, created_at, questions, openai, model_fingerprint)
+         VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9)`,
+        [job.id, job.owner, job.model, job.requestedModel, job.total, job.createdAt, job.questions, openAiFieldsToText(job.openai), job.modelFingerprint ?? null],
       );
       const { chunks, records } = await insertInputRows(client, job.id, input.lines(), settings.chunk);
       if (records !== job.total) throw new Error(`batch ${job.id}: ${records} records read back of the ${job.total} counted at upload`);
