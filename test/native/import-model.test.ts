@@ -150,8 +150,8 @@ describe('checkpoint layouts and config styles', () => {
     const both = path.join(scratch, 'qwen2-single-and-shards');
     await mkdir(both, { recursive: true });
     await cp(path.join(src, 'config.json'), path.join(both, 'config.json'));
-    // The shards hold other weights (fp16-rounded) than the fp32 single file.
-    writeShardedSafetensors(both, readSafetensors(path.join(src, 'model.safetensors')), 'F16', 3);
+    // The shards hold other weights (bf16-rounded) than the fp32 single file.
+    writeShardedSafetensors(both, readSafetensors(path.join(src, 'model.safetensors')), 'BF16', 3);
     await cp(path.join(src, 'model.safetensors'), path.join(both, 'model.safetensors'));
     const single = await importFixture('qwen2');
     const imported = await importFixture('qwen2', 'fp32', both);
