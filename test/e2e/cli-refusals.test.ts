@@ -89,6 +89,14 @@ describe('decide serve: a place it cannot listen on', () => {
     }
   });
 
+  it.each(['', '  '])('an empty PORT (%j) is unset: the default port 8080', (value) => {
+    // A host that does not resolve ends the run at the trial bind, after the port is read and before anything binds.
+    const res = decide(['serve', '--host', 'decide-test.invalid', '--data-dir', path.join(scratch, 'serve-data')], { PORT: value, DECIDE_API_KEYS: undefined });
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stderr).toMatch(/^decide serve: cannot listen on decide-test\.invalid:8080: \w+\n$/);
+    expect(existsSync(path.join(scratch, 'serve-data'))).toBe(false);
+  });
+
   it('a bad PORT variable is named as the variable', () => {
     const res = decide(['serve', '--data-dir', path.join(scratch, 'serve-data')], { PORT: 'abc' });
     expect(res.code).toBe(2);
