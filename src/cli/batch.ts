@@ -40,6 +40,7 @@ import { dirOption } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { outputClash, outputPlaceProblem, realOutputPath } from './output-path.js';
 import { ProgressReporter } from './progress.js';
+import { SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
 
@@ -57,7 +58,8 @@ options:
 
 ${ENGINE_FLAGS_HELP}
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
-kept in <out>.state.json, which is removed when the run completes. While a run is going, a
+kept in <out>.state.json, which is removed when the run completes. Ctrl-C or SIGTERM stops after the
+chunk being written (a second one at once) and exits 130 or 143. While a run is going, a
 second run on the same --out refuses (<out>.lock names the running process), also through a symbolic
 or hard link (the lock and state file sit beside the file links lead to). An existing --out with no
 unfinished run is overwritten only after a yes on a terminal, or with --force. The results hold
@@ -264,12 +266,12 @@ async function runLocked(args: {
     if (!overwrite.ok) return commandError('batch', overwrite.message);
   }
 
-  let interrupted = false;
-  let signals = 0;
-  const onSignal = () => {
-    signals += 1;
-    interrupted = true;
-    if (signals > 1) exitNow(130);
+  // The first signal stops the run after the current chunk; its exit status says which signal it
+  // was (130 for Ctrl-C, 143 for SIGTERM), also when a second one ends the run at once.
+  let interrupted: StopSignal | undefined;
+  const onSignal = (signal: StopSignal) => {
+    if (interrupted !== undefined) exitNow(SIGNAL_EXIT_CODES[interrupted]);
+    interrupted = signal;
     process.stderr.write('\ndecide batch: stopping after the current chunk (again to quit at once)\n');
   };
   process.on('SIGINT', onSignal);
@@ -362,7 +364,7 @@ async function runLocked(args: {
         state.progress = progress;
         await writeStateAtomically(statePath, state);
       },
-      shouldStop: () => interrupted,
+      shouldStop: () => interrupted !== undefined,
       onProgress: (p) => reporter.update(p.completed + p.failed),
     });
     const p = result.progress;
@@ -374,7 +376,7 @@ async function runLocked(args: {
       process.stderr.write(
         `decide batch: interrupted at row ${p.completed + p.failed} of ${state.total}; run the same command again to resume\n`,
       );
-      return 130;
+      return SIGNAL_EXIT_CODES[interrupted ?? 'SIGINT'];
     }
     await rm(statePath, { force: true });
     const resumed = startRows > 0 ? `, resumed at row ${startRows}` : '';
