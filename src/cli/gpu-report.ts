@@ -6,9 +6,13 @@ import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { directoryProblem } from '../models/make-directories.js';
-import { commandError, parseCommand } from './args.js';
+import { commandError, intArg, parseCommand } from './args.js';
 import { presetProblem } from './graph-options.js';
 import { renamedFlag } from './renamed-flags.js';
+
+/** The --budget range, in seconds: a run needs some time for its first step; a day is more than any run takes. */
+const MIN_BUDGET_SECONDS = 10;
+const MAX_BUDGET_SECONDS = 86_400;
 
 const HELP = `usage: decide gpu-report [--out DIR] [--provider cuda|cpu] [--preset NAME] [--dtypes LIST]
                           [--pack-suffixes LIST] [--full] [--workloads LIST] [--no-tests]
@@ -49,7 +53,7 @@ options:
   --torch-peer FILE   the PyTorch peer script (default: DECIDE_TORCH_PEER when set, an empty
                       value meaning none; else the package's bench/torch_peer.py)
   --budget SECONDS    the whole run's time; steps that no longer fit are skipped (default 560: a
-                      lent GPU call is cut at 600 s)
+                      lent GPU call is cut at 600 s; ${MIN_BUDGET_SECONDS} to ${MAX_BUDGET_SECONDS})
 `;
 
 const OPTIONS = {
@@ -101,8 +105,8 @@ export async function run(argv: string[]): Promise<number> {
   const layouts = renamedFlag('gpu-report', values, 'packing', 'pack-suffixes')['pack-suffixes'] ?? 'on,off';
   const packings = list(layouts, 'pack-suffixes', ['on', 'off'] as const);
   if (typeof packings === 'string') return commandError('gpu-report', packings);
-  const budget = Number(values.budget);
-  if (!Number.isFinite(budget) || budget < 10) return commandError('gpu-report', `--budget must be a number of seconds >= 10, got '${values.budget}'`);
+  const budget = intArg(values.budget, '--budget', MIN_BUDGET_SECONDS, MAX_BUDGET_SECONDS);
+  if (typeof budget === 'string') return commandError('gpu-report', budget);
 
   // Checked here, before a step starts: on a lent GPU every step that fails on a typo is device time.
   const presetWrong = values.preset === undefined ? undefined : presetProblem(values.preset);
