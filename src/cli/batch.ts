@@ -59,12 +59,13 @@ options:
 ${ENGINE_FLAGS_HELP}
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
 kept in <out>.state.json, which is removed when the run completes. Ctrl-C or SIGTERM stops after the
-chunk being written (a second one at once) and exits 130 or 143. While a run is going, a
-second run on the same --out refuses (<out>.lock names the running process), also through a symbolic
-or hard link (the lock and state file sit beside the file links lead to). An existing --out with no
-unfinished run is overwritten only after a yes on a terminal, or with --force. The results hold
-customer data: --out and its state file are created with mode 0600 (owner only), whatever the
-umask, as the server keeps batch results; an existing --out keeps its mode.
+chunk being written (a second one at once) and exits 130 or 143. While a run is going, a second
+run on the same --out refuses (<out>.lock names the running process), also through a symbolic or
+hard link (the lock and state file sit beside the file links lead to). An existing --out with no
+unfinished run is overwritten only after a yes on a terminal (Ctrl-D is a no, exit 2; Ctrl-C exits
+130), or with --force. The results hold customer data: --out and its state file are created with
+mode 0600 (owner only), whatever the umask, as the server keeps batch results; an existing --out
+keeps its mode.
 
 environment:
   DECIDE_BATCH_CHUNK_RECORDS, DECIDE_BATCH_CHUNK_BYTES  rows written and committed together
@@ -154,15 +155,28 @@ function inodeLockPath(file: string): string | undefined {
 /**
  * Whether an existing `out` may be overwritten: --force, else a yes on a terminal. Without a
  * terminal (a script, CI) nobody can answer, so the answer is no and the message says what to do.
+ * On the terminal, end of input (Ctrl-D) is a no like `n`; Ctrl-C is the interruption it is
+ * everywhere else (exit 130), not a failure.
  */
-async function mayOverwrite(out: string, force: boolean): Promise<{ ok: true } | { ok: false; message: string }> {
+async function mayOverwrite(out: string, force: boolean): Promise<{ ok: true } | { ok: false; message: string; code?: number }> {
   if (force) return { ok: true };
   const refusal = `${out} already exists and no unfinished run of it was found; give --force to overwrite it, or choose another --out`;
   if (!process.stdin.isTTY || !process.stderr.isTTY) return { ok: false, message: refusal };
+  const declined = `${out} left as it is`;
   const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  // The terminal is in raw mode while readline asks: Ctrl-C arrives as this event, not as a signal.
+  const ctrlC = new AbortController();
+  prompt.on('SIGINT', () => ctrlC.abort());
   try {
-    const answer = await prompt.question(`decide batch: ${out} already exists (the results of a finished run?). Overwrite it? [y/N] `);
-    return /^\s*y(es)?\s*$/i.test(answer) ? { ok: true } : { ok: false, message: `${out} left as it is` };
+    const answer = await prompt.question(`decide batch: ${out} already exists (the results of a finished run?). Overwrite it? [y/N] `, { signal: ctrlC.signal });
+    return /^\s*y(es)?\s*$/i.test(answer) ? { ok: true } : { ok: false, message: declined };
+  } catch (err) {
+    // readline rejects the question at end of input (Ctrl-D) and when Ctrl-C aborts it.
+    if ((err as Error).name !== 'AbortError') throw err;
+    if (ctrlC.signal.aborted) return { ok: false, message: `SIGINT: ${declined}`, code: SIGNAL_EXIT_CODES.SIGINT };
+    // Ctrl-D leaves the cursor on the question's line (Ctrl-C has readline end it).
+    process.stderr.write('\n');
+    return { ok: false, message: declined };
   } finally {
     prompt.close();
   }
@@ -263,7 +277,7 @@ async function runLocked(args: {
   // With a state file the run resumes into --out; without one, --out would be started over.
   if (!existsSync(statePath) && existsSync(outPath)) {
     const overwrite = await mayOverwrite(values.out, values.force ?? false);
-    if (!overwrite.ok) return commandError('batch', overwrite.message);
+    if (!overwrite.ok) return commandError('batch', overwrite.message, overwrite.code);
   }
 
   // The first signal stops the run after the current chunk; its exit status says which signal it
