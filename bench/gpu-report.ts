@@ -25,8 +25,9 @@ import { makeDirectories } from '../src/models/make-directories.js';
 import { summarizeAttentionLog, type AttentionKernelCounts } from './attention-kernels.js';
 import type { GpuScaleReport } from './gpu-scale.js';
 import type { BenchReport } from './report.js';
+import { removeLeftoverScratch } from './scratch.js';
 
-export type StepStatus = 'passed' | 'failed' | 'skipped' | 'timed out';
+export type StepStatus = 'passed' | 'failed' | 'skipped' | 'timed out' | 'interrupted';
 
 export interface StepResult {
   name: string;
@@ -68,7 +69,15 @@ export interface GpuReportOptions {
   root: string;
   /** Progress lines go here. */
   log: (line: string) => void;
+  /**
+   * Aborted by Ctrl-C or SIGTERM of the command, the signal's name as its reason: the step running
+   * gets the same signal (its whole process group), is recorded as interrupted, and no step follows.
+   */
+  stop?: AbortSignal;
 }
+
+/** How long a step has to clean up and exit after the command's signal, before its process group is killed. */
+const STOP_GRACE_MS = 10_000;
 
 interface PlannedStep {
   name: string;
@@ -103,6 +112,8 @@ export interface GpuReport {
   profile: ProfileSummary | null;
   /** The report folder packed into one file (tar.gz), relative to the folder's parent. */
   archive: string | null;
+  /** The signal that stopped the run midway (Ctrl-C: SIGINT), if one did; then there is no archive. */
+  interrupted?: NodeJS.Signals;
 }
 
 export interface PeerLine {
@@ -146,8 +157,12 @@ function shellQuote(argv: string[]): string {
   return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
 
-/** Runs argv with stdout and stderr into logFile; kills the whole process group at the limit. */
-function runLogged(argv: string[], cwd: string, logFile: string, limitSeconds: number): Promise<{ exitCode: number | null; timedOut: boolean }> {
+/**
+ * Runs argv with stdout and stderr into logFile, in a process group of its own (so that the group,
+ * the step and whatever it started, can be ended together); kills the group at the limit, and
+ * passes `stop`'s signal on to it (SIGKILL after STOP_GRACE_MS).
+ */
+function runLogged(argv: string[], cwd: string, logFile: string, limitSeconds: number, stop?: AbortSignal): Promise<{ exitCode: number | null; timedOut: boolean }> {
   return new Promise((resolve) => {
     const out = createWriteStream(logFile);
     out.write(`$ ${shellQuote(argv)}\n`);
@@ -155,16 +170,28 @@ function runLogged(argv: string[], cwd: string, logFile: string, limitSeconds: n
     child.stdout.pipe(out, { end: false });
     child.stderr.pipe(out, { end: false });
     let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
+    const killGroup = (signal: NodeJS.Signals) => {
       try {
-        process.kill(-child.pid!, 'SIGKILL');
+        process.kill(-child.pid!, signal);
       } catch {
         // Already gone.
       }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup('SIGKILL');
     }, Math.max(1, limitSeconds) * 1000);
+    let grace: NodeJS.Timeout | undefined;
+    const onStop = () => {
+      killGroup(stop!.reason as NodeJS.Signals);
+      grace = setTimeout(() => killGroup('SIGKILL'), STOP_GRACE_MS);
+    };
+    if (stop?.aborted) onStop();
+    else stop?.addEventListener('abort', onStop, { once: true });
     const finish = (exitCode: number | null) => {
       clearTimeout(timer);
+      clearTimeout(grace);
+      stop?.removeEventListener('abort', onStop);
       out.end(`\n[exit ${exitCode}${timedOut ? `, killed after ${limitSeconds} s` : ''}]\n`, () => resolve({ exitCode, timedOut }));
     };
     child.on('error', (err) => {
@@ -446,6 +473,7 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
   for (const dtype of otherDtypes) steps.push(...benchSteps(dtype));
 
   for (const step of steps) {
+    if (options.stop?.aborted) break;
     const left = Math.floor((deadline - Date.now()) / 1000);
     if (step.skip || left < 5) {
       const reason = step.skip ?? `out of time (budget ${options.budgetSeconds} s)`;
@@ -457,11 +485,16 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     log(`${step.name}: ${shellQuote(step.argv)}`);
     const logName = `${step.name}.log`;
     const t0 = Date.now();
-    const { exitCode, timedOut } = await runLogged(step.argv, root, path.join(outDir, logName), left);
+    const { exitCode, timedOut } = await runLogged(step.argv, root, path.join(outDir, logName), left, options.stop);
     const seconds = (Date.now() - t0) / 1000;
-    const status: StepStatus = timedOut ? 'timed out' : exitCode === 0 ? 'passed' : 'failed';
+    const stoppedBy = options.stop?.aborted ? (options.stop.reason as NodeJS.Signals) : undefined;
+    const status: StepStatus = stoppedBy ? 'interrupted' : timedOut ? 'timed out' : exitCode === 0 ? 'passed' : 'failed';
     let reason: string | undefined;
-    if (status !== 'passed') {
+    if (stoppedBy) {
+      reason = `stopped by ${stoppedBy}`;
+      // A step killed before it could clean up (SIGKILL after the grace) leaves its scratch folders.
+      await removeLeftoverScratch();
+    } else if (status !== 'passed') {
       const tail = readFileSync(path.join(outDir, logName), 'utf8').trim().split('\n').filter((l) => l.trim() && !l.startsWith('[exit'));
       reason = timedOut ? `killed after ${left} s` : tail.pop()?.slice(0, 300);
     }
@@ -479,6 +512,11 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     report.steps.push({ name: step.name, command: shellQuote(step.argv), status, exitCode, seconds, log: logName, ...(reason ? { reason } : {}) });
     log(`${step.name}: ${status} in ${seconds.toFixed(1)} s${reason ? ` (${reason})` : ''}`);
     await save();
+  }
+  if (options.stop?.aborted) {
+    report.interrupted = options.stop.reason as NodeJS.Signals;
+    await save();
+    return report;
   }
   const archive = `${path.basename(outDir)}.tar.gz`;
   const packed = await probe(['tar', '-czf', path.join(path.dirname(outDir), archive), '-C', path.dirname(outDir), path.basename(outDir)]);

@@ -5,12 +5,12 @@
  * same state (prefix cached after the first), one noul question on a new state each time, four
  * mixed questions on a new state each time. Measured, reported, never asserted.
  */
-import { mkdtemp, rm, symlink } from 'node:fs/promises';
-import os from 'node:os';
+import { rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 
 import { createServer } from '../src/server/app.js';
 import { DecisionService } from '../src/service/decision-service.js';
+import { makeScratch } from './scratch.js';
 import { stat, type Stat } from './stat.js';
 
 export interface LatencyResult {
@@ -47,7 +47,7 @@ export async function measureHttpLatency(options: {
   requests: number;
 }): Promise<LatencyResult[]> {
   // The registry names a model by its directory: give the bench model a fixed id in a scratch models dir.
-  const scratch = await mkdtemp(path.join(os.tmpdir(), 'decide-bench-http-'));
+  const scratch = await makeScratch('http');
   const modelId = 'bench-http';
   await symlink(path.resolve(options.modelDir), path.join(scratch, modelId), 'dir');
   const service = await DecisionService.open({

@@ -7,8 +7,7 @@
  * second call's ORT runs (its last `forwardPasses` "model_run" events) and the node events inside
  * them. bench/gpu-report.ts sums it by op type.
  */
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import type { EngineOptions } from '../src/engine/engine-options.js';
@@ -16,6 +15,7 @@ import type { ModelDtype } from '../src/models/builder/index.js';
 import { ModelRuntime } from '../src/runtime/model-runtime.js';
 import { TextTokenizer } from '../src/runtime/tokenizer.js';
 import { ensureModel } from './bench-model.js';
+import { makeScratch } from './scratch.js';
 import { BENCH_MODEL_ID, buildWorkload, workloadSpecs, type WorkloadName } from './workloads.js';
 
 export interface OrtProfileOptions {
@@ -38,7 +38,7 @@ export async function profileEngineCall(options: OrtProfileOptions): Promise<{ f
   const fp32Dir = path.join(options.root, 'models', `bench-${options.preset}`);
   const modelDir = path.resolve(options.modelDir ?? (options.dtype === 'fp32' ? fp32Dir : `${fp32Dir}-${options.dtype}`));
   if (options.modelDir === undefined) await ensureModel(options.preset, modelDir, options.dtype, options.log);
-  const scratch = await mkdtemp(path.join(os.tmpdir(), 'decide-ort-profile-'));
+  const scratch = await makeScratch('ort-profile');
   try {
     const runtime = await ModelRuntime.load(BENCH_MODEL_ID, modelDir, {
       engine: {

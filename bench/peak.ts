@@ -11,13 +11,13 @@
  * ORT's own GEMM reaches here, not against a datasheet number. On a shared machine the capacity
  * drifts, so the run also probes the best shape right before every timed run (PeakProbe).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 
 import { loadNativeModule, resolveOrtLibrary } from '../src/engine/native.js';
 import { floatElemType, makeValueInfo, writeModel, type FloatDtype, type WeightSpec } from '../src/models/builder/onnx-writer.js';
 import { Rng } from '../src/models/builder/rng.js';
+import { makeScratch } from './scratch.js';
 
 export interface PeakOptions {
   threads: number;
@@ -111,7 +111,7 @@ export class PeakProbe {
   ) {}
 
   static async create(options: PeakOptions, shape: MatMulShape): Promise<PeakProbe> {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'decide-bench-peak-'));
+    const dir = await makeScratch('peak');
     try {
       const file = path.join(dir, 'matmul.onnx');
       await writeMatMulModel(file, shape, options.dtype ?? 'fp32');

@@ -1,7 +1,7 @@
 /**
  * Argument parsing shared by the commands: parseCommand() (strict options, --help, the usage
- * error), commandError() and intArg(), so every command accepts and rejects the same values with
- * the same message. The engine options' flags are in engine-flags.ts.
+ * error), commandError(), intArg() and decimalArg(), so every command accepts and rejects the same
+ * values with the same message. The engine options' flags are in engine-flags.ts.
  */
 import { parseArgs } from 'node:util';
 
@@ -68,4 +68,13 @@ export function intArg(value: string, name: string, min: number, max: number): n
     return `${name} must be an integer from ${min} to ${max}, got '${value}'`;
   }
   return n;
+}
+
+/**
+ * A number option written as decimal digits with an optional fraction (`0.25`, `1`, `.5`), or
+ * undefined: the caller's range message then says what it takes. Number() alone would also read
+ * '' and blanks as 0 and take `0x10`, `0b1` and `1e3`, none of which intArg() takes either.
+ */
+export function decimalArg(value: string): number | undefined {
+  return /^\s*(\d+\.?\d*|\.\d+)\s*$/.test(value) ? Number(value) : undefined;
 }

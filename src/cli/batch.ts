@@ -40,6 +40,7 @@ import { dirOption } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { outputClash, outputPlaceProblem, realOutputPath } from './output-path.js';
 import { ProgressReporter } from './progress.js';
+import { SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
 
@@ -57,12 +58,14 @@ options:
 
 ${ENGINE_FLAGS_HELP}
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
-kept in <out>.state.json, which is removed when the run completes. While a run is going, a
-second run on the same --out refuses (<out>.lock names the running process), also through a symbolic
-or hard link (the lock and state file sit beside the file links lead to). An existing --out with no
-unfinished run is overwritten only after a yes on a terminal, or with --force. The results hold
-customer data: --out and its state file are created with mode 0600 (owner only), whatever the
-umask, as the server keeps batch results; an existing --out keeps its mode.
+kept in <out>.state.json, which is removed when the run completes. Ctrl-C or SIGTERM stops after the
+chunk being written (a second one at once) and exits 130 or 143. While a run is going, a second
+run on the same --out refuses (<out>.lock names the running process), also through a symbolic or
+hard link (the lock and state file sit beside the file links lead to). An existing --out with no
+unfinished run is overwritten only after a yes on a terminal (Ctrl-D is a no, exit 2; Ctrl-C exits
+130), or with --force. The results hold customer data: --out and its state file are created with
+mode 0600 (owner only), whatever the umask, as the server keeps batch results; an existing --out
+keeps its mode.
 
 environment:
   DECIDE_BATCH_CHUNK_RECORDS, DECIDE_BATCH_CHUNK_BYTES  rows written and committed together
@@ -152,15 +155,28 @@ function inodeLockPath(file: string): string | undefined {
 /**
  * Whether an existing `out` may be overwritten: --force, else a yes on a terminal. Without a
  * terminal (a script, CI) nobody can answer, so the answer is no and the message says what to do.
+ * On the terminal, end of input (Ctrl-D) is a no like `n`; Ctrl-C is the interruption it is
+ * everywhere else (exit 130), not a failure.
  */
-async function mayOverwrite(out: string, force: boolean): Promise<{ ok: true } | { ok: false; message: string }> {
+async function mayOverwrite(out: string, force: boolean): Promise<{ ok: true } | { ok: false; message: string; code?: number }> {
   if (force) return { ok: true };
   const refusal = `${out} already exists and no unfinished run of it was found; give --force to overwrite it, or choose another --out`;
   if (!process.stdin.isTTY || !process.stderr.isTTY) return { ok: false, message: refusal };
+  const declined = `${out} left as it is`;
   const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  // The terminal is in raw mode while readline asks: Ctrl-C arrives as this event, not as a signal.
+  const ctrlC = new AbortController();
+  prompt.on('SIGINT', () => ctrlC.abort());
   try {
-    const answer = await prompt.question(`decide batch: ${out} already exists (the results of a finished run?). Overwrite it? [y/N] `);
-    return /^\s*y(es)?\s*$/i.test(answer) ? { ok: true } : { ok: false, message: `${out} left as it is` };
+    const answer = await prompt.question(`decide batch: ${out} already exists (the results of a finished run?). Overwrite it? [y/N] `, { signal: ctrlC.signal });
+    return /^\s*y(es)?\s*$/i.test(answer) ? { ok: true } : { ok: false, message: declined };
+  } catch (err) {
+    // readline rejects the question at end of input (Ctrl-D) and when Ctrl-C aborts it.
+    if ((err as Error).name !== 'AbortError') throw err;
+    if (ctrlC.signal.aborted) return { ok: false, message: `SIGINT: ${declined}`, code: SIGNAL_EXIT_CODES.SIGINT };
+    // Ctrl-D leaves the cursor on the question's line (Ctrl-C has readline end it).
+    process.stderr.write('\n');
+    return { ok: false, message: declined };
   } finally {
     prompt.close();
   }
@@ -261,15 +277,15 @@ async function runLocked(args: {
   // With a state file the run resumes into --out; without one, --out would be started over.
   if (!existsSync(statePath) && existsSync(outPath)) {
     const overwrite = await mayOverwrite(values.out, values.force ?? false);
-    if (!overwrite.ok) return commandError('batch', overwrite.message);
+    if (!overwrite.ok) return commandError('batch', overwrite.message, overwrite.code);
   }
 
-  let interrupted = false;
-  let signals = 0;
-  const onSignal = () => {
-    signals += 1;
-    interrupted = true;
-    if (signals > 1) exitNow(130);
+  // The first signal stops the run after the current chunk; its exit status says which signal it
+  // was (130 for Ctrl-C, 143 for SIGTERM), also when a second one ends the run at once.
+  let interrupted: StopSignal | undefined;
+  const onSignal = (signal: StopSignal) => {
+    if (interrupted !== undefined) exitNow(SIGNAL_EXIT_CODES[interrupted]);
+    interrupted = signal;
     process.stderr.write('\ndecide batch: stopping after the current chunk (again to quit at once)\n');
   };
   process.on('SIGINT', onSignal);
@@ -362,7 +378,7 @@ async function runLocked(args: {
         state.progress = progress;
         await writeStateAtomically(statePath, state);
       },
-      shouldStop: () => interrupted,
+      shouldStop: () => interrupted !== undefined,
       onProgress: (p) => reporter.update(p.completed + p.failed),
     });
     const p = result.progress;
@@ -374,7 +390,7 @@ async function runLocked(args: {
       process.stderr.write(
         `decide batch: interrupted at row ${p.completed + p.failed} of ${state.total}; run the same command again to resume\n`,
       );
-      return 130;
+      return SIGNAL_EXIT_CODES[interrupted ?? 'SIGINT'];
     }
     await rm(statePath, { force: true });
     const resumed = startRows > 0 ? `, resumed at row ${startRows}` : '';

@@ -10,11 +10,13 @@ import { statSync } from 'node:fs';
 import type { WorkloadName } from '../../bench/workloads.js';
 import type { ModelDtype } from '../models/builder/index.js';
 import { withEnvironment } from '../engine/engine-options.js';
+import { exitNow } from '../engine/native.js';
 import { directoryProblem } from '../models/make-directories.js';
-import { commandError, parseCommand } from './args.js';
+import { commandError, decimalArg, intArg, parseCommand } from './args.js';
 import { presetProblem } from './graph-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { renamedFlag } from './renamed-flags.js';
+import { SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['tickets', 'document', 'single'];
 
@@ -31,6 +33,8 @@ function missingPackage(err: unknown): string | undefined {
   return /Cannot find package '([^']+)'/.exec(String((err as Error).message))?.[1];
 }
 const DEFAULT_PRESET = 'small';
+/** Most timed repetitions a run takes: more is a typo (each repetition times every workload again). */
+const MAX_REPETITIONS = 1000;
 
 const HELP = `usage: decide bench [options]
 
@@ -50,7 +54,8 @@ options:
                         states; --scale F shrinks the states; both are refused without --size gpu)
   --quick               fewer states and repetitions (under 2 minutes on 2 cores)
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(', ')} (default: all)
-  --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2)
+  --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2; at most
+                        ${MAX_REPETITIONS})
   --preset NAME         model builder preset: tiny, small (default), qwen3-0.6b
   --dtype D             fp32 (default) or fp16 weights and activations, or int8 weights (fp32
                         activations): then the fp32 twin's engine is timed in the same repetitions,
@@ -58,7 +63,7 @@ options:
   --profile             also time the engine's prefix and suffix passes apart
   --no-micro            skip the TypeScript micro-benchmarks
   --no-latency          skip the latency of POST /v1/decide over HTTP
-  --seed N              seed of the generated states (default 1)
+  --seed N              seed of the generated states (default 1; 0 to 2147483647)
   --model-dir DIR       use this model directory instead of <package>/models/bench-<preset>[-fp16|-int8]
   --reference-dir DIR   the fp32 twin of --model-dir that an fp16 or cuda run is checked against
                         (default <package>/models/bench-<preset>, built when missing)
@@ -75,7 +80,8 @@ ${ENGINE_FLAGS_HELP}
 Before anything is timed, the answers are checked: fp32 on the CPU, the engine against the
 baseline (logits and probabilities within 1e-4); an fp16 or cuda run, the engine and the baseline
 against the fp32 CPU engine on the fp32 twin, in probabilities (1e-2 for fp16, 1e-3 for fp32 on
-cuda). A run that disagrees prints no timings and exits 1.
+cuda). A run that disagrees prints no timings and exits 1. Ctrl-C or SIGTERM removes the run's
+scratch folders (in the system's temp folder) and exits 130 or 143, writing no report.
 `;
 
 const OPTIONS = {
@@ -99,10 +105,11 @@ const OPTIONS = {
   scale: { type: 'string' },
 } as const;
 
-function positiveInt(value: string | undefined, name: string): number | undefined {
+/** An integer flag by the rules every command shares (intArg), undefined when not given. */
+function optionalInt(value: string | undefined, name: string, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer, got '${value}'`);
+  const n = intArg(value, name, min, max);
+  if (typeof n === 'string') throw new UsageError(n);
   return n;
 }
 
@@ -110,11 +117,23 @@ function positiveInt(value: string | undefined, name: string): number | undefine
 class UsageError extends Error {}
 
 export async function run(argv: string[]): Promise<number> {
+  // Ctrl-C or SIGTERM (also `decide gpu-report` stopping the bench it runs as a step): the run's
+  // scratch folders in the temp folder go before it exits; only a finished run writes its report.
+  const scratch = import('../../bench/scratch.js');
+  const stop = (signal: StopSignal) => {
+    process.stderr.write(`\ndecide bench: ${signal}: stopped, no report written\n`);
+    void scratch.then(({ removeOwnScratch }) => removeOwnScratch()).finally(() => exitNow(SIGNAL_EXIT_CODES[signal]));
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
   try {
     return await runCommand(argv);
   } catch (err) {
     if (err instanceof UsageError) return commandError('bench', err.message);
     throw err;
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
   }
 }
 
@@ -138,12 +157,12 @@ async function runCommand(argv: string[]): Promise<number> {
   }
   const presetWrong = values.preset === undefined ? undefined : presetProblem(values.preset);
   if (presetWrong) throw new UsageError(presetWrong);
-  const seed = values.seed === undefined ? undefined : Number(values.seed);
-  if (seed !== undefined && (!Number.isInteger(seed) || seed < 0)) throw new UsageError(`--seed must be a non-negative integer`);
+  const seed = optionalInt(values.seed, '--seed', 0, 2 ** 31 - 1);
+  const repetitions = optionalInt(values.repetitions, '--repetitions', 1, MAX_REPETITIONS);
 
   if (values.size !== undefined && values.size !== 'gpu') throw new UsageError(`--size must be gpu, got '${values.size}'`);
-  const scale = values.scale === undefined ? 1 : Number(values.scale);
-  if (!(scale > 0 && scale <= 1)) throw new UsageError(`--scale must be a number in (0, 1], got '${values.scale}'`);
+  const scale = values.scale === undefined ? 1 : decimalArg(values.scale);
+  if (scale === undefined || !(scale > 0 && scale <= 1)) throw new UsageError(`--scale must be a number in (0, 1], got '${values.scale}'`);
   if (values.attention !== undefined && values.attention !== 'ops' && values.attention !== 'fused' && values.attention !== 'causal') {
     throw new UsageError(`--attention must be ops, fused or causal, got '${values.attention}'`);
   }
@@ -166,7 +185,7 @@ async function runCommand(argv: string[]): Promise<number> {
       dtype: values.dtype as ModelDtype | undefined,
       modelDir: values['model-dir'],
       workloads,
-      repetitions: positiveInt(values.repetitions, 'repetitions'),
+      repetitions,
       threads,
       engine,
       scale,
@@ -209,7 +228,7 @@ async function runCommand(argv: string[]): Promise<number> {
     await runBench({
       quick: values.quick,
       workloads,
-      repetitions: positiveInt(values.repetitions, 'repetitions'),
+      repetitions,
       threads,
       preset: values.preset ?? DEFAULT_PRESET,
       provider,

@@ -6,9 +6,14 @@ import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { directoryProblem } from '../models/make-directories.js';
-import { commandError, parseCommand } from './args.js';
+import { commandError, intArg, parseCommand } from './args.js';
 import { presetProblem } from './graph-options.js';
 import { renamedFlag } from './renamed-flags.js';
+import { SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
+
+/** The --budget range, in seconds: a run needs some time for its first step; a day is more than any run takes. */
+const MIN_BUDGET_SECONDS = 10;
+const MAX_BUDGET_SECONDS = 86_400;
 
 const HELP = `usage: decide gpu-report [--out DIR] [--provider cuda|cpu] [--preset NAME] [--dtypes LIST]
                           [--pack-suffixes LIST] [--full] [--workloads LIST] [--no-tests]
@@ -16,7 +21,8 @@ const HELP = `usage: decide gpu-report [--out DIR] [--provider cuda|cpu] [--pres
 
 Everything a GPU host must check, in one command that writes one report folder (report.md,
 report.json, one log per step), rewritten after every step so a run cut off midway keeps what it
-measured. Steps, in order of what a short GPU call must not miss:
+measured. Ctrl-C or SIGTERM stops the step running too (recorded as interrupted) and exits 130
+or 143. Steps, in order of what a short GPU call must not miss:
   cuda-setup-check    decide setup-cuda --check (CUDA only)
   bench-gpu-size      decide bench --size gpu: the engine at GPU-loading sizes, with each call's
                       host-side counters (on the CPU: a tiny model at a small scale)
@@ -49,7 +55,7 @@ options:
   --torch-peer FILE   the PyTorch peer script (default: DECIDE_TORCH_PEER when set, an empty
                       value meaning none; else the package's bench/torch_peer.py)
   --budget SECONDS    the whole run's time; steps that no longer fit are skipped (default 560: a
-                      lent GPU call is cut at 600 s)
+                      lent GPU call is cut at 600 s; ${MIN_BUDGET_SECONDS} to ${MAX_BUDGET_SECONDS})
 `;
 
 const OPTIONS = {
@@ -101,8 +107,8 @@ export async function run(argv: string[]): Promise<number> {
   const layouts = renamedFlag('gpu-report', values, 'packing', 'pack-suffixes')['pack-suffixes'] ?? 'on,off';
   const packings = list(layouts, 'pack-suffixes', ['on', 'off'] as const);
   if (typeof packings === 'string') return commandError('gpu-report', packings);
-  const budget = Number(values.budget);
-  if (!Number.isFinite(budget) || budget < 10) return commandError('gpu-report', `--budget must be a number of seconds >= 10, got '${values.budget}'`);
+  const budget = intArg(values.budget, '--budget', MIN_BUDGET_SECONDS, MAX_BUDGET_SECONDS);
+  if (typeof budget === 'string') return commandError('gpu-report', budget);
 
   // Checked here, before a step starts: on a lent GPU every step that fails on a typo is device time.
   const presetWrong = values.preset === undefined ? undefined : presetProblem(values.preset);
@@ -117,20 +123,41 @@ export async function run(argv: string[]): Promise<number> {
 
   const { runGpuReport } = await import('../../bench/gpu-report.js');
   const { packageRoot } = await import('../../bench/provenance.js');
-  const report = await runGpuReport({
-    provider,
-    outDir,
-    preset: values.preset ?? (provider === 'cuda' ? 'qwen3-0.6b' : 'small'),
-    dtypes,
-    packings,
-    quick: !values.full,
-    ...(values.workloads === undefined ? {} : { workloads: values.workloads }),
-    tests: !values['no-tests'],
-    ...(values['torch-peer'] === undefined ? {} : { torchPeer: values['torch-peer'] }),
-    budgetSeconds: budget,
-    root: packageRoot(),
-    log: (line) => process.stdout.write(`${line}\n`),
-  });
+  // Ctrl-C or SIGTERM: the step running is a process group of its own (the terminal's Ctrl-C does
+  // not reach it), so the run passes the signal on, waits for the step to end, and exits 130 or 143.
+  const stop = new AbortController();
+  const onSignal = (signal: StopSignal) => {
+    if (stop.signal.aborted) return;
+    process.stdout.write(`\n${signal}: stopping the step running, then exiting\n`);
+    stop.abort(signal);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  let report;
+  try {
+    report = await runGpuReport({
+      provider,
+      outDir,
+      preset: values.preset ?? (provider === 'cuda' ? 'qwen3-0.6b' : 'small'),
+      dtypes,
+      packings,
+      quick: !values.full,
+      ...(values.workloads === undefined ? {} : { workloads: values.workloads }),
+      tests: !values['no-tests'],
+      ...(values['torch-peer'] === undefined ? {} : { torchPeer: values['torch-peer'] }),
+      budgetSeconds: budget,
+      root: packageRoot(),
+      log: (line) => process.stdout.write(`${line}\n`),
+      stop: stop.signal,
+    });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  if (report.interrupted) {
+    process.stdout.write(`\nwrote ${path.join(outDir, 'report.md')} (${report.steps.length} steps, interrupted by ${report.interrupted})\n`);
+    return SIGNAL_EXIT_CODES[report.interrupted as StopSignal];
+  }
   const failed = report.steps.filter((s) => s.status === 'failed' || s.status === 'timed out');
   process.stdout.write(`\nwrote ${path.join(outDir, 'report.md')} (${report.steps.length} steps, ${failed.length} failed)\n`);
   return failed.length === 0 ? 0 : 1;

@@ -11,8 +11,7 @@ import path from 'node:path';
 
 import { exitNow } from '../engine/native.js';
 import { TWIN_PREFIX } from './int8-check.js';
-
-const EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const;
+import { SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
 
 /** The paths of the entries of `dir` whose names start with `prefix`. */
 function listStartingWith(dir: string, prefix: string): string[] {
@@ -37,7 +36,7 @@ function removeStartingWith(dir: string, prefix: string): void {
  */
 export function removeStagingOnSignal(outDir: string, command: string): () => void {
   const out = path.resolve(outDir);
-  const onSignal = (signal: keyof typeof EXIT_CODES) => {
+  const onSignal = (signal: StopSignal) => {
     process.stderr.write(`\ndecide ${command}: ${signal}: removing the unfinished model, nothing was written to ${outDir}\n`);
     // Staging names carry the pid right after `.tmp-`. An `old-` one is the model that --force
     // is replacing, moved aside for a moment: it goes back unless the new one is already in place.
@@ -47,7 +46,7 @@ export function removeStagingOnSignal(outDir: string, command: string): () => vo
     if (aside !== undefined && !existsSync(out)) renameSync(aside, out);
     else removeStartingWith(parent, `.${path.basename(out)}.tmp-old-${process.pid}-`);
     removeStartingWith(os.tmpdir(), `${TWIN_PREFIX}${process.pid}-`);
-    exitNow(EXIT_CODES[signal]);
+    exitNow(SIGNAL_EXIT_CODES[signal]);
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);

@@ -3,6 +3,7 @@
  * imported only when used, so `decide make-model` does not load the HTTP server and vice versa.
  */
 import { commandError } from './args.js';
+import { dropOutputWhenReaderCloses } from './closed-output.js';
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   serve: { summary: 'run the HTTP API (/v1/decide, /v1/systemone, /v1/decisions, /v1/batches, /v1/files, /v1/models) and the web console (/console)', load: () => import('./serve.js') },
@@ -25,6 +26,8 @@ function usage(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // `decide serve | head -2` must not stop the server when head exits (closed-output.ts).
+  dropOutputWhenReaderCloses();
   const [name, ...rest] = argv;
   if (!name) {
     // No command is a usage error, on stderr as every other.

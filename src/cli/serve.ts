@@ -10,6 +10,7 @@ import net from 'node:net';
 import { describeError } from '../api/errors.js';
 import { databaseUrl } from '../batches/open-stores.js';
 import { BATCH_SETTINGS_HELP, leaseSeconds, LEASE_SECONDS, resolveBatchSettings } from '../batches/settings.js';
+import { blankIsUnset } from '../engine/env-path.js';
 import { exitNow } from '../engine/native.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer } from '../server/app.js';
@@ -74,9 +75,12 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
 
-  // The message names where the bad value came from: the flag, else the variable.
-  const portFrom = values.port === undefined && process.env.PORT !== undefined ? 'PORT' : '--port';
-  const port = intArg(values.port ?? process.env.PORT ?? '8080', portFrom, 0, 65535);
+  // The message names where the bad value came from: the flag, else the variable. An empty PORT
+  // is unset, as every other empty setting (`PORT=` in a unit file, `PORT: ${PORT}` in a compose
+  // file with PORT unset).
+  const envPort = blankIsUnset(process.env.PORT);
+  const portFrom = values.port === undefined && envPort !== undefined ? 'PORT' : '--port';
+  const port = intArg(values.port ?? envPort ?? '8080', portFrom, 0, 65535);
   if (typeof port === 'string') return commandError('serve', port);
   // An empty --host (`--host "$HOST"` with HOST unset) would bind every interface: Node's listen
   // reads '' as "any address".

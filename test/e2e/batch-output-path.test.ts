@@ -2,7 +2,9 @@
  * `decide batch --out` naming the input under another path (a symbolic link, a hard link): refused
  * before anything is opened for writing, even with --force, and the input keeps every byte. The
  * check runs before any model is loaded, so no models are needed there. And the files a run writes
- * (results, state) are mode 0600 whatever the umask, as the server keeps batch results.
+ * (results, state) are mode 0600 whatever the umask, as the server keeps batch results. On a
+ * terminal, the question before an existing --out is overwritten takes Ctrl-D as a no and Ctrl-C
+ * as an interruption (130).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -143,4 +145,67 @@ describe('decide batch creates no model', () => {
     expect(existsSync(missing)).toBe(false);
     expect(existsSync(out)).toBe(false);
   });
+});
+
+let BIN_FOR_TERMINAL: string;
+const hasScript = process.platform === 'linux' && (() => {
+  try {
+    execFileSync('script', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/**
+ * `decide batch` on a terminal (util-linux `script` gives it one), with an existing --out: `keys`
+ * are typed once the overwrite question shows. Resolves with the exit code and what the terminal showed.
+ */
+function askedOnTerminal(out: string, keys: string): Promise<{ code: number | null; screen: string }> {
+  const command = [process.execPath, BIN_FOR_TERMINAL, 'batch', input, '--model', 'svc-alpha', '--models-dir', path.join(scratch, 'no-models'), '--out', out]
+    .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
+    .join(' ');
+  return new Promise((resolve, reject) => {
+    const term = spawn('script', ['-qec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let screen = '';
+    let typed = false;
+    const timer = setTimeout(() => {
+      term.kill('SIGKILL');
+      reject(new Error(`no answer in time; the terminal showed: ${JSON.stringify(screen)}`));
+    }, 30_000);
+    const read = (d: Buffer) => {
+      screen += d.toString();
+      if (!typed && screen.includes('Overwrite it? [y/N] ')) {
+        typed = true;
+        term.stdin.write(keys);
+      }
+    };
+    term.stdout.on('data', read);
+    term.stderr.on('data', read);
+    term.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, screen });
+    });
+  });
+}
+
+describe.skipIf(!hasScript)('the overwrite question on a terminal', () => {
+  beforeAll(async () => {
+    BIN_FOR_TERMINAL = await decideBin();
+  });
+
+  it.each([
+    ['n and Enter', 2, 'n\r', /decide batch: .*asked\.jsonl left as it is\r\n$/],
+    ['Ctrl-D (end of input): the same no', 2, '\x04', /decide batch: .*asked\.jsonl left as it is\r\n$/],
+    ['Ctrl-C: the usual interruption', 130, '\x03', /decide batch: SIGINT: .*asked\.jsonl left as it is\r\n$/],
+  ])('%s: exit %i, --out untouched, no readline text', async (_, code, keys, last) => {
+    const out = path.join(scratch, 'asked.jsonl');
+    await writeFile(out, 'the finished results\n');
+    const res = await askedOnTerminal(out, keys);
+    expect(res.code, res.screen).toBe(code);
+    expect(res.screen).toMatch(last);
+    expect(res.screen).not.toMatch(/Aborted/);
+    expect(await readFile(out, 'utf8')).toBe('the finished results\n');
+    expect(existsSync(`${out}.state.json`)).toBe(false);
+  }, 40_000);
 });

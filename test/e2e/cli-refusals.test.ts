@@ -73,6 +73,28 @@ describe('decide bench: --attention and --scale', () => {
   });
 });
 
+describe('decide bench and gpu-report read numbers by the rules every command shares', () => {
+  // Each row also carries a later refusal (--size cpu, --preset huge): a number taken by mistake
+  // ends the run there, before any work, with that message instead.
+  it.each([
+    [['bench', '--seed', '0x10', '--size', 'cpu'], "--seed must be an integer from 0 to 2147483647, got '0x10'"],
+    [['bench', '--seed=', '--size', 'cpu'], "--seed must be an integer from 0 to 2147483647, got ''"],
+    [['bench', '--seed', '1e3', '--size', 'cpu'], "--seed must be an integer from 0 to 2147483647, got '1e3'"],
+    [['bench', '--repetitions', '0x10', '--size', 'cpu'], "--repetitions must be an integer from 1 to 1000, got '0x10'"],
+    [['bench', '--repetitions', '2.0', '--size', 'cpu'], "--repetitions must be an integer from 1 to 1000, got '2.0'"],
+    [['bench', '--scale', '0x1'], "--scale must be a number in (0, 1], got '0x1'"],
+    [['bench', '--scale', '1e-1'], "--scale must be a number in (0, 1], got '1e-1'"],
+    [['gpu-report', '--provider', 'cpu', '--budget', '0x10', '--preset', 'huge'], "--budget must be an integer from 10 to 86400, got '0x10'"],
+    [['gpu-report', '--provider', 'cpu', '--budget=', '--preset', 'huge'], "--budget must be an integer from 10 to 86400, got ''"],
+    [['gpu-report', '--provider', 'cpu', '--budget', '1e3', '--preset', 'huge'], "--budget must be an integer from 10 to 86400, got '1e3'"],
+  ])('%j: a usage error (exit 2) naming the number', (args, message) => {
+    const res = decide(args);
+    expect(res.timedOut).toBe(false);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toBe(`decide ${args[0]}: ${message}\n`);
+  });
+});
+
 describe('decide serve: a place it cannot listen on', () => {
   it('a port in use: exit 1 before an API key is created or a model loads', async () => {
     const taken = await takenPort();
@@ -87,6 +109,14 @@ describe('decide serve: a place it cannot listen on', () => {
     } finally {
       await taken.release();
     }
+  });
+
+  it.each(['', '  '])('an empty PORT (%j) is unset: the default port 8080', (value) => {
+    // A host that does not resolve ends the run at the trial bind, after the port is read and before anything binds.
+    const res = decide(['serve', '--host', 'decide-test.invalid', '--data-dir', path.join(scratch, 'serve-data')], { PORT: value, DECIDE_API_KEYS: undefined });
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stderr).toMatch(/^decide serve: cannot listen on decide-test\.invalid:8080: \w+\n$/);
+    expect(existsSync(path.join(scratch, 'serve-data'))).toBe(false);
   });
 
   it('a bad PORT variable is named as the variable', () => {

@@ -2,10 +2,11 @@
  * `decide gpu-report --provider cpu`: the one command a GPU host runs, run here so it cannot rot.
  * It must leave one folder with report.md / report.json, a log per step, the benchmark's figures
  * (with its agreement check), test/gpu/'s outcome, an ONNX Runtime profile summed by op type, and
- * the CUDA-only steps skipped with their reason.
+ * the CUDA-only steps skipped with their reason. Stopped midway (Ctrl-C, SIGTERM), it ends the
+ * step running with it and leaves no process and no scratch folder behind.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -127,4 +128,59 @@ describe('decide gpu-report --provider cpu', () => {
       expect(refused, args.join(' ')).toMatchObject({ code: 2, stderr: expect.stringContaining(message) });
     }
   });
+});
+
+describe('decide gpu-report stopped midway (Ctrl-C, SIGTERM)', () => {
+  /** The pids of the processes whose command line names `text` (Linux /proc). */
+  function processesNaming(text: string): number[] {
+    const pids: number[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text)) pids.push(Number(entry));
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return pids;
+  }
+
+  it.runIf(process.platform === 'linux').each([
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const)('%s during a bench step: the step ends with it, its scratch folders go, exit %i, the step recorded as interrupted', async (signal, code) => {
+    // A temp folder of the test's own: the bench's scratch folders land there.
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'decide-gpu-report-stop-'));
+    const report = path.join(tmp, 'report');
+    try {
+      const bin = await decideBin();
+      const child = spawn(
+        process.execPath,
+        [bin, 'gpu-report', '--provider', 'cpu', '--no-tests', '--preset', 'tiny', '--dtypes', 'fp32', '--pack-suffixes', 'off', '--workloads', 'document', '--out', report],
+        { env: { ...process.env, DECIDE_TORCH_PEER: '', TMPDIR: tmp }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+      // Stopped once the bench step has made its peak probe's scratch folder: something to clean up.
+      const scratch = () => readdirSync(tmp).filter((name) => name.startsWith('decide-bench-'));
+      for (let i = 0; i < 1200 && child.exitCode === null && !(stdout.includes('bench-fp32-packing-off: ') && scratch().length > 0); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(scratch(), stdout).not.toEqual([]);
+      expect(processesNaming(path.join(report, 'bench-fp32-packing-off'))).not.toEqual([]);
+      child.kill(signal);
+      expect(await exited, stdout).toBe(code);
+      // Nothing of the step outlives the command, and nothing it was writing is left.
+      expect(processesNaming(path.join(report, 'bench-fp32-packing-off'))).toEqual([]);
+      expect(scratch()).toEqual([]);
+      const written = JSON.parse(readFileSync(path.join(report, 'report.json'), 'utf8')) as GpuReport;
+      expect(written.interrupted).toBe(signal);
+      expect(written.steps.at(-1)).toMatchObject({ name: 'bench-fp32-packing-off', status: 'interrupted', reason: `stopped by ${signal}` });
+      expect(readFileSync(path.join(report, 'bench-fp32-packing-off.log'), 'utf8')).toContain(`decide bench: ${signal}: stopped, no report written`);
+      expect(existsSync(`${report}.tar.gz`)).toBe(false);
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }, 180_000);
 });

@@ -3,8 +3,10 @@
  * DECIDE_DATA_DIR is unset (./data, never the current directory); a data dir it finds that others
  * can enter is left as it is, with a warning at warn level, even though the generated key is
  * written into it; a retention with a fraction of a millisecond still lets batches finish; at
- * `--log-level trace` no line holds the key.
+ * `--log-level trace` no line holds the key; a stdout whose reader left after the key
+ * (`decide serve | head -2`) does not stop the server.
  */
+import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -12,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { tempModels, type TempDirs } from '../api/fixtures.js';
 import { client } from '../batches/helpers.js';
+import { decideBin } from '../helpers/bin.js';
 import { startServe } from './serve-process.js';
 
 let dirs: TempDirs;
@@ -102,5 +105,36 @@ describe('decide serve: folders and settings', () => {
     } finally {
       expect(await server.stop()).toBe(0);
     }
+  }, 60_000);
+
+  it('stdout closed by its reader after the key (`| head -2`): the server keeps serving, no EPIPE, exit 0 on SIGTERM', async () => {
+    const dataDir = path.join(dirs.root, 'head-data');
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries({ ...process.env, ...NO_KEYS })) if (v !== undefined) env[k] = v;
+    const child = spawn(process.execPath, [await decideBin(), 'serve', '--port', '0', '--models-dir', dirs.modelsDir, '--data-dir', dataDir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    try {
+      // The reader takes the key lines and goes, before the model is loaded and the listening line written.
+      const firstLines = await new Promise<string>((resolve) => child.stdout!.setEncoding('utf8').once('data', resolve));
+      expect(firstLines).toContain('created an API key');
+      child.stdout!.destroy();
+      // The listening line is lost with the pipe; the log on stderr has the address.
+      let url: string | undefined;
+      for (let i = 0; i < 600 && url === undefined && child.exitCode === null; i++) {
+        url = /"msg":"Server listening at (http:\/\/[^"]+)"/.exec(stderr)?.[1];
+        if (url === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(url, stderr).toBeDefined();
+      // A moment for the listening line's write to fail, then the server still answers.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect(child.exitCode).toBe(null);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(stderr).not.toContain('EPIPE');
   }, 60_000);
 });
