@@ -236,7 +236,7 @@ describe('more than 26 options on the tiny preset', () => {
       const prefix = await tools.tokenizer.encode(tools.renderer.renderPrefix(STATE));
       const suffix = await tools.tokenizer.encode(tools.renderer.renderSuffix(q, LETTERS.slice(0, n)));
       expect(tools.renderer.renderSuffix(q, LETTERS.slice(0, n))).toContain(`Answer with one of: ${LETTERS.slice(0, n).join(', ')}`);
-      expect(prepared.group).toEqual({ prefix, suffixes: [{ tokens: suffix, labels: letterIds.slice(0, n) }] });
+      expect(prepared.group).toEqual({ prefix, suffixes: [{ tokens: suffix, labels: letterIds.slice(0, n) }], cacheScope: 0 });
       // The answer is the letters' softmax, as it was: the engine's logits straight into answerFromLogits.
       forked.engine.clearPrefixCache();
       const [[direct]] = await forked.engine.score([prepared.group]);
