@@ -5,7 +5,7 @@
  * refused by the service with an error that says so; a bad checkpoint exits 1 with the reason and
  * leaves nothing in the models directory.
  */
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, copyFile, cp, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -306,16 +306,22 @@ describe('decide import-model --out never destroys what is not its own', () => {
     }
   });
 
-  it('a checkpoint folder this user may not enter: permission denied, not "does not exist"', async () => {
+  it('a checkpoint folder this user may not enter: permission denied, not "does not exist"', async (ctx) => {
     // Root passes every permission check: the CLI then runs as nobody, for whom the 0700 scratch
-    // folder is as closed as the 000 one is to its owner.
-    const user = process.getuid?.() === 0 ? unprivilegedUser() : {};
+    // folder is as closed as the 000 one is to its owner. A checkout nobody cannot read (under a
+    // 0700 home or temp folder) leaves nobody unable to start the CLI at all: then there is no
+    // unprivileged user to run it as, and the test says so.
+    const user: { uid?: number; gid?: number } = process.getuid?.() === 0 ? unprivilegedUser() : {};
+    const bin = await decideBin();
+    if (user.uid !== undefined) {
+      const reach = spawnSync(process.execPath, ['-e', 'require("fs").accessSync(process.argv[1], require("fs").constants.R_OK)', bin], user);
+      ctx.skip(reach.status !== 0, `nobody cannot read ${bin} (a folder above it is closed to other users)`);
+    }
     const closed = path.join(dirs.root, 'closed');
     const ck = path.join(closed, 'ck');
     await cp(path.join(FIXTURES, 'qwen3'), ck, { recursive: true });
     await chmod(closed, 0o000);
     try {
-      const bin = await decideBin();
       const res = await new Promise<{ code: number; stderr: string }>((resolve) => {
         execFile(process.execPath, [bin, 'import-model', ck, '--out', path.join(os.tmpdir(), 'never-written-2026-11')], { cwd: ROOT, ...user }, (err, _stdout, stderr) =>
           resolve({ code: err ? Number(err.code) : 0, stderr }),
