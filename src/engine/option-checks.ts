@@ -120,6 +120,11 @@ export function objectOption(value: unknown, name: string, where: string): objec
   return value;
 }
 
+/** An optional true/false option: absent, or a boolean, or ERR_INPUT naming it. */
+export function checkBooleanOption(value: unknown, name: string, where: string): void {
+  if (value !== undefined && typeof value !== 'boolean') refuseOption(where, name, 'true or false', value);
+}
+
 /** ERR_INPUT for a library option of the wrong type or range: `<where>: <name> must be <rule>, got <value>`. */
 export function refuseOption(where: string, name: string, rule: string, value: unknown): never {
   throw new EngineError('ERR_INPUT', `${where}: ${name} must be ${rule}, got ${valueForMessage(value)}`);

@@ -7,7 +7,7 @@
 import type { EngineOptions } from '../engine/engine-options.js';
 import { checkOptionNames } from '../engine/engine-options.js';
 import { EngineError } from '../errors/engine-error.js';
-import { checkFolderOption, objectOption, refuseOption as refuse } from '../engine/option-checks.js';
+import { checkBooleanOption, checkFolderOption, objectOption, refuseOption as refuse } from '../engine/option-checks.js';
 import type { DecisionService } from '../service/decision-service.js';
 import { ApiKeySet } from './api-keys.js';
 import { MIN_REQUESTS_PER_SECOND, type BucketOptions, type RateLimitOptions } from './rate-limit.js';
@@ -102,7 +102,7 @@ export function checkServerOptions(given: unknown): ServerOptions {
     if (options[name] !== undefined) checkFolderOption(options[name], name, where);
   }
   if (options.keysFile !== undefined && typeof options.keysFile !== 'string') refuse(where, 'keysFile', 'a path (a string)', options.keysFile);
-  if (options.batchWorker !== undefined && typeof options.batchWorker !== 'boolean') refuse(where, 'batchWorker', 'true or false', options.batchWorker);
+  checkBooleanOption(options.batchWorker, 'batchWorker', where);
   if (options.apiKeys !== undefined) {
     if (!Array.isArray(options.apiKeys)) refuse(where, 'apiKeys', 'an array of keys', options.apiKeys);
     options.apiKeys.forEach((key: unknown, i) => {
@@ -134,8 +134,8 @@ export function checkAppOptions(given: unknown): DecisionAppOptions {
   checkRateLimit(options.rateLimit, where);
   checkBodyLimit(options.bodyLimitBytes, where);
   checkFolderOption(options.dataDir, 'dataDir', where);
-  if (options.batchWorker !== undefined && typeof options.batchWorker !== 'boolean') refuse(where, 'batchWorker', 'true or false', options.batchWorker);
-  if (typeof options.ownsService !== 'boolean') refuse(where, 'ownsService', 'true or false', options.ownsService);
+  checkBooleanOption(options.batchWorker, 'batchWorker', where);
+  checkBooleanOption(options.ownsService, 'ownsService', where); // never absent here: missing options are refused above
   return options as DecisionAppOptions;
 }
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { VALIDATION_LIMIT_RANGES, type ValidationLimits } from '../api/validate.js';
 import { envPath } from '../engine/env-path.js';
 import { checkEngineOptions, checkOptionNames, ENGINE_PASS_OPTION_NAMES, optionConflict, withEnvironment, type EngineLoadOptions } from '../engine/engine-options.js';
-import { checkFolderOption, objectOption, refuseOption as refuse, valueForMessage } from '../engine/option-checks.js';
+import { checkBooleanOption, checkFolderOption, objectOption, refuseOption as refuse, valueForMessage } from '../engine/option-checks.js';
 import { EngineError } from '../errors/engine-error.js';
 import { deriveFusedGraph } from '../models/fused-graph.js';
 import { directoryProblem } from '../models/make-directories.js';
@@ -66,11 +66,11 @@ export function engineOptionsOf(options: DecisionServiceOptions): Omit<EngineLoa
  */
 export function checkServiceOptions(given: unknown): string {
   const options = objectOption(given, 'options', WHERE) as DecisionServiceOptions;
-  checkOptionNames(options, SERVICE_OPTION_NAMES, 'DecisionService.open');
+  checkOptionNames(options, SERVICE_OPTION_NAMES, WHERE);
   checkTypes(options);
   const modelsDir = path.resolve(options.modelsDir ?? envPath(process.env, 'DECIDE_MODELS_DIR') ?? 'models');
-  if (options.runtime !== undefined) checkOptionNames(objectOption(options.runtime, 'runtime', WHERE), RUNTIME_OPTION_NAMES, 'DecisionService.open: runtime');
-  if (options.runtime?.engine !== undefined) checkOptionNames(objectOption(options.runtime.engine, 'runtime.engine', WHERE), ENGINE_PASS_OPTION_NAMES, 'DecisionService.open: runtime.engine');
+  if (options.runtime !== undefined) checkOptionNames(objectOption(options.runtime, 'runtime', WHERE), RUNTIME_OPTION_NAMES, `${WHERE}: runtime`);
+  if (options.runtime?.engine !== undefined) checkOptionNames(objectOption(options.runtime.engine, 'runtime.engine', WHERE), ENGINE_PASS_OPTION_NAMES, `${WHERE}: runtime.engine`);
   if (options.runtime?.scheduler !== undefined) checkSchedulerOptions(objectOption(options.runtime.scheduler, 'runtime.scheduler', WHERE), 'runtime.scheduler');
   if (options.validation !== undefined) checkValidationLimits(objectOption(options.validation, 'validation', WHERE));
   const engine = withEnvironment(engineOptionsOf(options));
@@ -96,7 +96,7 @@ export function checkServiceOptions(given: unknown): string {
 function checkTypes(options: DecisionServiceOptions): void {
   const { modelsDir, ensureDefaultModel, preload, log, warn } = options as Record<keyof DecisionServiceOptions, unknown>;
   if (modelsDir !== undefined) checkFolderOption(modelsDir, 'modelsDir', WHERE);
-  if (ensureDefaultModel !== undefined && typeof ensureDefaultModel !== 'boolean') refuse(WHERE, 'ensureDefaultModel', 'true or false', ensureDefaultModel);
+  checkBooleanOption(ensureDefaultModel, 'ensureDefaultModel', WHERE);
   if (preload !== undefined) {
     if (!Array.isArray(preload)) refuse(WHERE, 'preload', 'an array of model ids or aliases', preload);
     preload.forEach((id: unknown, i) => {
@@ -112,7 +112,7 @@ function checkTypes(options: DecisionServiceOptions): void {
  * limit off (every comparison with it is false), a negative one would refuse every request.
  */
 function checkValidationLimits(validation: Partial<ValidationLimits>): void {
-  checkOptionNames(validation, Object.keys(VALIDATION_LIMIT_RANGES), 'DecisionService.open: validation');
+  checkOptionNames(validation, Object.keys(VALIDATION_LIMIT_RANGES), `${WHERE}: validation`);
   for (const [name, { min, max }] of Object.entries(VALIDATION_LIMIT_RANGES)) {
     const value: unknown = validation[name as keyof ValidationLimits];
     if (value !== undefined && !(typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max)) {
