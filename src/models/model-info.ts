@@ -39,15 +39,15 @@ export function calibrationSummary(modelDir: string): CalibrationSummary {
   if (isObject(cal.fit)) {
     const fit = cal.fit;
     if (isObject(fit.held_out)) {
+      const heldOut: Record<string, HeldOutFigures> = {};
       const ece: Record<string, number> = {};
-      for (const [type, figures] of Object.entries(fit.held_out)) {
-        if (isObject(figures) && typeof figures.ece === 'number') ece[type] = figures.ece;
+      for (const [type, raw] of Object.entries(fit.held_out)) {
+        if (!isObject(raw)) continue;
+        heldOut[type] = heldOutFigures(raw);
+        if (heldOut[type].ece !== undefined) ece[type] = heldOut[type].ece;
       }
       out.held_out_ece = ece;
-      out.held_out = {};
-      for (const [type, figures] of Object.entries(fit.held_out)) {
-        if (isObject(figures)) out.held_out[type] = heldOutFigures(figures);
-      }
+      out.held_out = heldOut;
     }
     if (typeof fit.base_model === 'string') out.calibrated_from = fit.base_model;
     if (typeof fit.date === 'string') out.calibrated_at = fit.date;
