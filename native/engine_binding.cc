@@ -186,6 +186,8 @@ Napi::Value RequiredField(Napi::Env env, Napi::Object options, const char* key) 
   return value;
 }
 
+}  // namespace
+
 double RequiredNumber(Napi::Env env, Napi::Object options, const char* key, double min, double max, bool integer) {
   Napi::Value value = RequiredField(env, options, key);
   const double number = value.IsNumber() ? value.As<Napi::Number>().DoubleValue() : std::nan("");
@@ -196,6 +198,8 @@ double RequiredNumber(Napi::Env env, Napi::Object options, const char* key, doub
   }
   return number;
 }
+
+namespace {
 
 int RequiredInt(Napi::Env env, Napi::Object options, const char* key, int min) {
   return static_cast<int>(RequiredNumber(env, options, key, min, std::numeric_limits<int>::max(), true));

@@ -1,6 +1,7 @@
 // The JavaScript face of the engine: class NativeEngine { load(options), score(batch), info(),
-// counters(), clearPrefixCache(), close() }. This is the ONLY file (with addon.cc) that sees N-API;
-// it turns JS values into plain C++ batons on the main thread, runs the work in one AsyncWorker per
+// counters(), clearPrefixCache(), close() }. N-API is seen only here, in addon.cc (which registers
+// it) and in the two small bindings beside it (matmul_probe_binding.h, process_binding.h); this file
+// turns JS values into plain C++ batons on the main thread, runs the work in one AsyncWorker per
 // call (Execute never touches N-API), and turns every C++ exception into a rejected Promise whose
 // Error has a stable `.code`. Typed arrays cross zero-copy and are kept alive by the worker.
 // The whole surface is typed once, in src/engine/native.ts.
@@ -17,6 +18,10 @@ namespace decide {
 
 // A JS Error carrying the stable `.code` (errors.h) that every rejection of the addon has.
 Napi::Error MakeError(Napi::Env env, const std::string& code, const std::string& message);
+
+// options[key] as a number from `min` to `max` (an integer when `integer`); throws MakeError's
+// ERR_INPUT Error naming the key when it is missing, not a number, not finite or out of range.
+double RequiredNumber(Napi::Env env, Napi::Object options, const char* key, double min, double max, bool integer);
 
 class EngineBinding : public Napi::ObjectWrap<EngineBinding> {
  public:

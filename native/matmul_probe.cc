@@ -29,7 +29,7 @@ uint16_t FloatToHalf(float value) {
 
 std::vector<double> TimeMatMul(const MatMulProbeOptions& options) {
   SessionSettings settings;
-  settings.provider = ParseProvider(options.provider);
+  settings.provider = options.provider;
   settings.intra_op_threads = options.intra_op_threads;
   settings.device_id = options.device_id;
   // Declared before the session: the stream outlives it.

@@ -10,11 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "provider.h"
+
 namespace decide {
 
+// The probe's defaults live here only: the binding (matmul_probe_binding.h) overrides the fields
+// whose keys the caller gives.
 struct MatMulProbeOptions {
   std::string model_path;
-  std::string provider = "cpu";
+  Provider provider = Provider::kCpu;
   int intra_op_threads = 0;
   int device_id = 0;
   int warmup_runs = 2;

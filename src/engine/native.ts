@@ -126,7 +126,8 @@ interface NativeModule {
   /**
    * Seconds per timed run of a MatMul graph (one float [M, K] input, one output) whose input is
    * copied to the provider's device once and whose output stays there (native/matmul_probe.h): the
-   * benchmark's peak. Synchronous. Loads ONNX Runtime from `ortLibrary` like the engine does.
+   * benchmark's peak. Synchronous. Loads ONNX Runtime from `ortLibrary` like the engine does. An
+   * option left out takes its default from native/matmul_probe.h (the one place for them).
    */
   timeMatMul(options: {
     ortLibrary: string;

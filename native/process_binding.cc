@@ -1,0 +1,28 @@
+#include "process_binding.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "errors.h"
+#include "ort_runtime.h"
+
+namespace decide {
+
+Napi::Value ProbeLibrary(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) {
+    Napi::TypeError::New(env, "probeLibrary(name): name must be a string").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const std::string why = ProbeSharedLibrary(info[0].As<Napi::String>().Utf8Value());
+  return why.empty() ? env.Null() : Napi::String::New(env, why);
+}
+
+Napi::Value ExitNow(const Napi::CallbackInfo& info) {
+  const int code = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 1;
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+}  // namespace decide
