@@ -122,7 +122,7 @@ export class PeakProbe {
     }
   }
 
-  /** GFLOP/s of each run: at least `minRuns` runs and `minSeconds` of work (at most 200 runs). */
+  /** GFLOP/s of each run: at least `minRuns` runs and `minSeconds` of work (at most the probe's max_runs, native/matmul_probe.h). */
   async measure(minRuns: number, minSeconds: number): Promise<number[]> {
     const flop = 2 * this.shape.m * this.shape.k * this.shape.n;
     const seconds = loadNativeModule().timeMatMul({
@@ -132,7 +132,6 @@ export class PeakProbe {
       threads: this.options.threads,
       minRuns,
       minSeconds,
-      maxRuns: 200,
     });
     return Array.from(seconds, (s) => flop / s / 1e9);
   }

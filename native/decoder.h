@@ -78,7 +78,7 @@ struct DecoderOptions {
   // "<profile_prefix>_<date>.json" (chrome-trace events per node) when the session is destroyed.
   std::string profile_prefix;
   // ONNX Runtime's log severity for the session (session_options.h).
-  int log_severity = 3;
+  int log_severity = 0;
   // Pad every pass to a fixed shape and run it on fixed buffers (the note above).
   bool shape_buckets = false;
   // CUDA only, with shape_buckets and the scoring head: each shape's run is captured as a CUDA graph

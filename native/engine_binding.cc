@@ -240,6 +240,7 @@ ScorerOptions ReadLoadOptions(Napi::Env env, Napi::Object options) {
   out.token_budget = RequiredCount(env, options, "tokenBudget", 1);
   out.past_budget_bytes = RequiredCount(env, options, "pastBudgetBytes", 0);
   out.attention_budget = RequiredCount(env, options, "attentionBudget", 0);
+  out.attention_budget_floor = RequiredCount(env, options, "attentionBudgetFloor", 1);
   out.num_heads = RequiredInt(env, options, "numHeads", 1);
   out.attention_weight = RequiredNumber(env, options, "attentionWeight", 0, kMaxExactInteger, false);
   out.pass_overhead_tokens = RequiredNumber(env, options, "passOverheadTokens", 0, kMaxExactInteger, false);

@@ -32,6 +32,7 @@ std::vector<double> TimeMatMul(const MatMulProbeOptions& options) {
   settings.provider = options.provider;
   settings.intra_op_threads = options.intra_op_threads;
   settings.device_id = options.device_id;
+  settings.log_severity = options.log_severity;
   // Declared before the session: the stream outlives it.
   std::shared_ptr<CudaStream> stream;
   if (settings.provider == Provider::kCuda) {

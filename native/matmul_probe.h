@@ -25,6 +25,8 @@ struct MatMulProbeOptions {
   int min_runs = 3;
   double min_seconds = 0.3;
   int max_runs = 200;
+  // ONNX Runtime's log severity for the probe's session: 3, errors only.
+  int log_severity = 3;
 };
 
 // Seconds per timed run (at least min_runs and min_seconds of them, at most max_runs). Throws

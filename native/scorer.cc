@@ -58,15 +58,13 @@ class InProgress {
 
 namespace {
 
-// Without a device that tells its free memory, the CPU's default bound.
-constexpr int64_t kHostAttentionBudget = int64_t{8} << 20;
-
 // Attention scores per pass such that the pass's score tensors ([rows, heads, S, P + S] fp32, with
-// the softmax's copies: about 3 of them) fill at most a quarter of the device's free memory.
-int64_t AttentionBudgetFromDevice(const Device& device, int num_heads) {
+// the softmax's copies: about 3 of them) fill at most a quarter of the device's free memory; never
+// below `floor`, which is also the budget of a device that cannot tell its free memory.
+int64_t AttentionBudgetFromDevice(const Device& device, int num_heads, int64_t floor) {
   const size_t free = device.FreeMemoryBytes();
-  if (free == 0 || num_heads <= 0) return kHostAttentionBudget;
-  return std::max<int64_t>(kHostAttentionBudget, static_cast<int64_t>(free / 4 / (static_cast<size_t>(num_heads) * 4 * 3)));
+  if (free == 0 || num_heads <= 0) return floor;
+  return std::max<int64_t>(floor, static_cast<int64_t>(free / 4 / (static_cast<size_t>(num_heads) * 4 * 3)));
 }
 
 }  // namespace
@@ -75,7 +73,9 @@ Scorer::Scorer(const ScorerOptions& options)
     : options_(options),
       decoder_(std::make_unique<Decoder>(options.decoder)),
       cache_(options.prefix_cache_bytes) {
-  if (options_.attention_budget == 0) options_.attention_budget = AttentionBudgetFromDevice(*decoder_->GetDevice(), options_.num_heads);
+  if (options_.attention_budget == 0) {
+    options_.attention_budget = AttentionBudgetFromDevice(*decoder_->GetDevice(), options_.num_heads, options_.attention_budget_floor);
+  }
 }
 
 Scorer::~Scorer() {

@@ -51,6 +51,8 @@ struct ScorerOptions {
   // 0: sized at load from the device's free memory (AttentionBudgetFromDevice).
   int64_t attention_budget = 0;
   int num_heads = 0;  // query heads, for that sizing
+  // The least that sizing gives, and all it gives where the device cannot tell its free memory.
+  int64_t attention_budget_floor = 0;
   int max_context = 0;  // 0: unlimited (the graph itself still bounds it)
   // Attention FLOPs per (query token, key) relative to the body FLOPs of one token
   // (2 x heads x head_dim x layers / body params): how much a padded past position costs.

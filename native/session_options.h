@@ -16,9 +16,10 @@ struct SessionSettings {
   int intra_op_threads = 0;
   int device_id = 0;
   void* cuda_stream = nullptr;
-  // ONNX Runtime's own log severity for this session (0 verbose .. 4 fatal); 3 (errors) by default.
+  // ONNX Runtime's own log severity for this session (0 verbose .. 4 fatal), always set by the
+  // caller: the decoder from its options (ortLogLevel), the MatMul probe from its own (matmul_probe.h).
   // 1 (warnings) shows whether it placed Memcpy nodes between providers.
-  int log_severity = 3;
+  int log_severity = 0;
   // CUDA: let runs be captured as CUDA graphs and replayed (the run option gpu_graph_id picks one).
   bool cuda_graphs = false;
 };

@@ -4,8 +4,10 @@
  * command that loads an engine (src/cli/engine-flags.ts), the environment, the validation below
  * and the README's table (test/unit/engine-tables-docs.test.ts) all derive from that table. The
  * native binding requires every field and refuses a missing, non-finite, negative or out-of-range
- * value (ERR_INPUT), and the C++ structs carry no defaults of their own, so a default changed here
- * is the default everywhere.
+ * value (ERR_INPUT). It sets every field of the engine's C++ option structs from them (their
+ * initialisers are placeholders it always overwrites), so a default changed here is the default
+ * everywhere; so is the floor of an attention budget sized on a device (HOST_ATTENTION_BUDGET),
+ * which is sent with them.
  */
 import os from 'node:os';
 
@@ -144,6 +146,10 @@ export const ENGINE_DEFAULTS = {
   computeNice: 10,
   prefixCacheBytes: 2 ** 30,
   gatherLogits: true,
+  /** Errors only. */
+  ortLogLevel: 3,
+  /** From the CPU's flags (src/engine/int8-path.ts). */
+  int8Path: 'auto' as Int8PathRequest,
   /** The fused graph measured faster on an H100, no faster on the CPU (docs/models.md). */
   fusedAttention: 'auto' as FusedAttentionRequest,
   shapeBuckets: false,
@@ -152,6 +158,12 @@ export const ENGINE_DEFAULTS = {
   /** Packing is a GPU win only (see packSuffixes). */
   packSuffixes: (provider: Provider) => PROVIDER_DEFAULTS[provider].packSuffixes,
 } as const;
+
+/**
+ * Attention scores (rows x new x (past + new)) per pass on the CPU; also the least a budget sized
+ * from a device's free memory gets, and all it gets where the device cannot tell its free memory.
+ */
+const HOST_ATTENTION_BUDGET = 8 * 2 ** 20;
 
 /**
  * The defaults that differ by provider: how a call is cut into forward passes. On the CPU a pass
@@ -163,7 +175,7 @@ export const PROVIDER_DEFAULTS = {
     tokenBudget: 8192,
     pastBudgetBytes: 2 ** 30,
     /** Attention scores (rows x new x (past + new)) per pass: keeps long prefixes' score tensors bounded. */
-    attentionBudget: 8 * 2 ** 20 as number | 'device',
+    attentionBudget: HOST_ATTENTION_BUDGET as number | 'device',
     passOverheadTokens: 32,
     packSuffixes: false,
     prefillChunks: true,
@@ -289,7 +301,7 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
   },
   ortLogLevel: {
     flag: '--ort-log-level', env: 'DECIDE_ORT_LOG_LEVEL', check: { kind: 'integer', min: 0, max: 4 },
-    default: () => 3,
+    default: () => ENGINE_DEFAULTS.ortLogLevel,
     help: "ONNX Runtime's log severity for the session (and, below 3, for the process's kernels too): 0 verbose, 3 errors, 4 fatal only",
   },
   ortProfilePrefix: {
@@ -299,7 +311,7 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
   },
   int8Path: {
     flag: '--int8-path', env: INT8_KERNEL_ENV as `DECIDE_${string}`, check: { kind: 'choice', values: ['auto', ...INT8_PATHS] },
-    default: () => 'auto',
+    default: () => ENGINE_DEFAULTS.int8Path,
     help: "int8 models: the integer GEMM path; auto picks by the CPU's flags (u8s8 with VNNI or AMX; docs/models.md)",
   },
 };
@@ -438,6 +450,7 @@ export function resolveLoadOptions(
     pastBudgetBytes: value('pastBudgetBytes'),
     // 0 asks the native engine to size it from the device's free memory.
     attentionBudget: defaults.attentionBudget === 'device' ? 0 : defaults.attentionBudget,
+    attentionBudgetFloor: HOST_ATTENTION_BUDGET,
     numHeads: config.numHeads,
     maxContext: config.maxPositionEmbeddings,
     attentionWeight: attentionWeight(config),

@@ -30,6 +30,8 @@ export interface NativeLoadOptions {
   pastBudgetBytes: number;
   /** 0: sized from the device's free memory at load. */
   attentionBudget: number;
+  /** At least 1: the least that sizing gives, and all it gives where the device cannot tell its free memory. */
+  attentionBudgetFloor: number;
   /** Query heads: what one attention score costs in memory, for sizing attentionBudget from the device. */
   numHeads: number;
   /** Attention FLOPs per (query, key) relative to one token's body FLOPs; used to cut passes. */

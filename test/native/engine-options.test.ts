@@ -10,7 +10,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { assertProviderReady, Engine } from '../../src/engine/engine.js';
-import { ENGINE_DEFAULTS, ENGINE_OPTION_NAMES, ENGINE_OPTIONS, resolveLoadOptions, withEnvironment } from '../../src/engine/engine-options.js';
+import { ENGINE_DEFAULTS, ENGINE_OPTION_NAMES, ENGINE_OPTIONS, PROVIDER_DEFAULTS, resolveLoadOptions, withEnvironment } from '../../src/engine/engine-options.js';
 import { engineOptionsFromFlags } from '../../src/cli/engine-flags.js';
 import { accepts, parseText } from '../../src/engine/option-checks.js';
 import { readModelConfig } from '../../src/engine/model-dir.js';
@@ -53,7 +53,19 @@ describe('the native binding', () => {
     }
   });
 
+  it('sizes a budget of 0 from the device, never below the floor sent: all of it on the CPU, which tells no free memory', async () => {
+    const engine = new (loadNativeModule().NativeEngine)();
+    try {
+      await engine.load({ ...valid, attentionBudget: 0, attentionBudgetFloor: 12345 });
+      expect(engine.info().attentionBudget).toBe(12345);
+    } finally {
+      engine.close();
+    }
+    expect(valid.attentionBudgetFloor).toBe(PROVIDER_DEFAULTS.cpu.attentionBudget);
+  });
+
   it.each([
+    ['attentionBudgetFloor', 0],
     ['tokenBudget', Number.NaN],
     ['tokenBudget', 0],
     ['tokenBudget', 2.5],
