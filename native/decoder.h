@@ -192,7 +192,7 @@ class Decoder {
  private:
   void ReadModelInfo(const DecoderOptions& options);
   // Writes the pass's integer inputs into the staging buffer, sends them with one copy and binds
-  // them; returns the host tensors a stock graph's zero-sized past needs kept alive.
+  // them. (The past is bound by Extend(), a zero-sized one included.)
   void BindInputs(const std::vector<ExtendRow>& rows, const PassShape& shape, bool want_logits, Ort::IoBinding& binding);
   // The shape of a pass over `rows` as it stands (before any bucketing).
   PassShape ExactShape(const std::vector<ExtendRow>& rows, bool want_logits) const;
