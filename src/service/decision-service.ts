@@ -145,8 +145,12 @@ export class DecisionService {
     return service;
   }
 
-  /** True once at least one model is loaded and close() has not begun. */
+  /**
+   * True once at least one model is loaded and close() has not begun. The models removed or
+   * replaced on disk are retired first, so that readiness and the list metrics() gives agree.
+   */
   isReady(): boolean {
+    this.retireReplaced();
     return !this.closing && this.loaded.size > 0;
   }
 
