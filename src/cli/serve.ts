@@ -1,6 +1,7 @@
 /**
  * `decide serve`: runs the HTTP API until SIGTERM or SIGINT, then stops accepting connections,
- * answers the requests in flight, closes the models and exits 0.
+ * answers the requests in flight, closes the models and exits 0. It listens before the default
+ * model is created and loaded (the probes answer meanwhile); a load that fails exits 1.
  *
  * stdout gets the lines meant for the operator (the generated API key, once; `decide: listening on
  * http://HOST:PORT`); the JSON log lines go to stderr.
@@ -13,7 +14,7 @@ import { BATCH_SETTINGS_HELP, leaseSeconds, LEASE_SECONDS, resolveBatchSettings 
 import { blankIsUnset } from '../engine/env-path.js';
 import { exitNow } from '../engine/native.js';
 import { resolveApiKeys } from '../server/api-keys.js';
-import { createServer } from '../server/app.js';
+import { createServer, whenPreloaded } from '../server/app.js';
 import { hasDefaultModel } from '../models/default-model.js';
 import { DEFAULT_INVALID_KEY_LIMIT, DEFAULT_RATE_LIMIT, rateLimitFromEnv } from '../server/rate-limit.js';
 import { commandError, intArg, parseCommand } from './args.js';
@@ -146,6 +147,8 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`decide: using the API key in ${resolved.generated.path}\n`);
   }
 
+  // The default model is created and loaded after the server listens: the probes answer during a
+  // long first load (/readyz 503 until it ends) and API requests wait for it.
   let app;
   try {
     app = await createServer({
@@ -153,15 +156,26 @@ export async function run(argv: string[]): Promise<number> {
       dataDir,
       engine,
       batchWorker,
+      preloadInBackground: true,
       keys: resolved.keys,
       logger: { level: logLevel, stream: process.stderr },
     });
     await app.listen({ port, host });
   } catch (err) {
     await app?.close().catch(() => undefined);
-    // The API's message of a load failure is fixed ("ONNX Runtime could not be loaded"); the causes say which piece and the fix.
     return commandError('serve', describeError(err), 1);
   }
+  const server = app;
+  // A load that fails ends the server, as it did when the load came before the listen: the requests
+  // that waited for it are answered with its error (a 5xx in their API's shape), then the listener
+  // is closed.
+  const loadFailed = new Promise<number>((resolve) => {
+    whenPreloaded(server).catch(async (err: unknown) => {
+      await server.close().catch(() => undefined);
+      // The API's message of a load failure is fixed ("ONNX Runtime could not be loaded"); the causes say which piece and the fix.
+      resolve(commandError('serve', describeError(err), 1));
+    });
+  });
 
   // The handlers go in before the line that says the server is up: a supervisor may send SIGTERM
   // the moment it reads it, and without a handler SIGTERM kills at once, without the drain.
@@ -197,5 +211,5 @@ export async function run(argv: string[]): Promise<number> {
       ? `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
       : String(address);
   process.stdout.write(`decide: listening on http://${shown}\n`);
-  return stopped;
+  return Promise.race([stopped, loadFailed]);
 }

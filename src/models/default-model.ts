@@ -8,6 +8,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
+import { runWorker } from '../engine/worker-thread.js';
 import { makeModel } from './builder/index.js';
 import { makeDirectories } from './make-directories.js';
 
@@ -22,12 +23,27 @@ export function hasDefaultModel(modelsDir: string): boolean {
   return existsSync(path.join(modelsDir, DEFAULT_MODEL_ID, 'config.json'));
 }
 
-/** Creates the default model under modelsDir unless it is there; returns its directory. */
-export async function ensureDefaultModel(modelsDir: string, log?: (line: string) => void): Promise<string> {
+/**
+ * Creates the default model under modelsDir unless it is there; returns its directory.
+ * `offThread`: the building (seconds of JavaScript) runs in a worker thread, so that a server
+ * already listening keeps answering meanwhile (DecisionService.open's preloadInBackground).
+ */
+export async function ensureDefaultModel(modelsDir: string, log?: (line: string) => void, { offThread = false } = {}): Promise<string> {
   const dir = path.join(modelsDir, DEFAULT_MODEL_ID);
   if (hasDefaultModel(modelsDir)) return dir;
   makeDirectories(modelsDir);
   log?.(`creating the embedded default model ${DEFAULT_MODEL_ID} (random weights) in ${dir}`);
+  if (!offThread) {
+    await createDefaultModel(dir);
+    return dir;
+  }
+  const made = await runWorker<{ ok: true } | { ok: false; reason: string }>(import.meta.url, 'default-model-worker', { dir });
+  if (!made.ok) throw new Error(made.reason);
+  return dir;
+}
+
+/** Builds the default model into `dir` (default-model-worker.ts runs this in a worker thread). */
+export async function createDefaultModel(dir: string): Promise<void> {
   try {
     // The packing graph, as every model the CLI writes: it serves packed questions on CUDA and
     // forked rows on the CPU (docs/models.md).
@@ -35,11 +51,10 @@ export async function ensureDefaultModel(modelsDir: string, log?: (line: string)
   } catch (err) {
     // Another process may have built it at the same moment; that copy is as good as ours.
     if (!existsSync(path.join(dir, 'config.json'))) throw err;
-    return dir;
+    return;
   }
   const decisionFile = path.join(dir, 'decision.json');
   const decision = existsSync(decisionFile) ? JSON.parse(readFileSync(decisionFile, 'utf8')) : {};
   decision.model = { id: DEFAULT_MODEL_ID, weights: 'random', note: 'embedded default; install a real model for meaningful answers' };
   writeFileSync(decisionFile, `${JSON.stringify(decision, null, 2)}\n`);
-  return dir;
 }

@@ -246,6 +246,10 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
 
   await app.register(
     async (v1) => {
+      // A service opened with preloadInBackground (decide serve) answers the probes while it creates
+      // and loads its default model; an API request waits for that, as for a model's first load
+      // (and gets the load's error, a 5xx, if it failed). Authenticated and within its rate by then.
+      v1.addHook('preHandler', async () => service.whenPreloaded());
       // Every dialect (ours, System One, OpenAI's decisions; docs/compatibility.md): one service
       // path, each in its own wire shape.
       await v1.register(dialectRoutes, { service, bodyLimit: opts.bodyLimitBytes, bodies });
@@ -352,6 +356,7 @@ export async function createServer(given: ServerOptions = {}): Promise<FastifyIn
       threads: options.threads,
       provider: options.provider,
       runtime: { engine: options.engine },
+      preloadInBackground: options.preloadInBackground,
       log: (line) => app.log.info(line),
       warn: (line) => app.log.warn(line),
     });
@@ -371,7 +376,26 @@ export async function createServer(given: ServerOptions = {}): Promise<FastifyIn
     if (!options.service) await service.close();
     throw err;
   }
+  servedBy.set(app, service);
   return app;
+}
+
+/** The service each createServer() server answers with: whenPreloaded() reads it. */
+const servedBy = new WeakMap<FastifyInstance, DecisionService>();
+
+/**
+ * Settles once the service of a server built by createServer() has created and loaded its preload
+ * (at once unless `preloadInBackground`); rejects with the error that stopped it, the one
+ * createServer() would have thrown without that option.
+ * @example
+ * const app = await createServer({ modelsDir: 'models', preloadInBackground: true });
+ * await app.listen({ port: 8080 }); // /healthz answers now, /readyz is 503 until the load ends
+ * await whenPreloaded(app).catch(async (err) => { await app.close(); throw err; });
+ */
+export function whenPreloaded(app: FastifyInstance): Promise<void> {
+  const service = servedBy.get(app);
+  if (!service) return Promise.reject(new EngineError('ERR_INPUT', 'whenPreloaded: not a server built by createServer()'));
+  return service.whenPreloaded();
 }
 
 /**

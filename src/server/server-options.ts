@@ -34,6 +34,13 @@ export interface ServerOptions {
   provider?: 'cpu' | 'cuda';
   /** Every other engine option (src/engine/engine-options.ts) for the service opened here; wins over threads and provider. */
   engine?: EngineOptions;
+  /**
+   * The service opened here creates the default model and loads it after createServer() returns
+   * (DecisionService.open's preloadInBackground; default false): a listening server answers its
+   * probes meanwhile (/readyz 503) and its API requests wait for the load. whenPreloaded(app) says
+   * when it is done, or why it failed.
+   */
+  preloadInBackground?: boolean;
   /** Work on batch jobs in this process (default true); false with the Postgres store only serves them. */
   batchWorker?: boolean;
   /** Service state (generated API key, batch jobs); default DECIDE_DATA_DIR (unset or empty: ./data). An empty dataDir is refused (ERR_INPUT), as an empty --data-dir is. */
@@ -83,7 +90,7 @@ export interface DecisionAppOptions {
 }
 
 const SERVER_OPTION_NAMES: ReadonlyArray<keyof ServerOptions> = [
-  'service', 'modelsDir', 'threads', 'provider', 'engine', 'batchWorker', 'dataDir', 'apiKeys', 'keysFile', 'keys', 'rateLimit', 'bodyLimitBytes', 'logger', 'env',
+  'service', 'modelsDir', 'threads', 'provider', 'engine', 'preloadInBackground', 'batchWorker', 'dataDir', 'apiKeys', 'keysFile', 'keys', 'rateLimit', 'bodyLimitBytes', 'logger', 'env',
 ];
 const REQUIRED_APP_OPTIONS: ReadonlyArray<keyof DecisionAppOptions> = ['service', 'keys', 'rateLimit', 'bodyLimitBytes', 'dataDir', 'ownsService'];
 /** fastify hands a plugin its register options (prefix, logLevel, logSerializers) among its own. */
@@ -103,6 +110,7 @@ export function checkServerOptions(given: unknown): ServerOptions {
   }
   if (options.keysFile !== undefined && typeof options.keysFile !== 'string') refuse(where, 'keysFile', 'a path (a string)', options.keysFile);
   checkBooleanOption(options.batchWorker, 'batchWorker', where);
+  checkBooleanOption(options.preloadInBackground, 'preloadInBackground', where);
   if (options.apiKeys !== undefined) {
     if (!Array.isArray(options.apiKeys)) refuse(where, 'apiKeys', 'an array of keys', options.apiKeys);
     options.apiKeys.forEach((key: unknown, i) => {

@@ -113,6 +113,8 @@ export class DecisionService {
   private readonly loadedFrom = new Map<string, string>();
   /** The calls holding each runtime, which a retired one waits for before it closes. */
   private readonly leases = new RuntimeLeases<ModelRuntime>();
+  /** open()'s preload (creating the default model, loading the preload list): see whenPreloaded(). */
+  private preloading: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly registry: ModelRegistry,
@@ -120,7 +122,9 @@ export class DecisionService {
   ) {}
 
   /**
-   * Opens the service: finds the models, creates the embedded default if needed, loads the preload list.
+   * Opens the service: finds the models, creates the embedded default if needed, loads the preload
+   * list. With `preloadInBackground` it returns once the options are checked and does the rest in
+   * the background: the calls that need a model wait for it (whenPreloaded()).
    * @example
    * const svc = await DecisionService.open({ modelsDir: 'models' });
    * const res = await svc.decide({ model: 'svc-alpha', state: 'The parcel arrived broken.',
@@ -130,23 +134,56 @@ export class DecisionService {
    */
   static async open(options: DecisionServiceOptions = {}): Promise<DecisionService> {
     const modelsDir = checkServiceOptions(options);
-    if (options.ensureDefaultModel ?? true) await ensureDefaultModel(modelsDir, options.log);
+    if (!options.preloadInBackground) {
+      if (options.ensureDefaultModel ?? true) await ensureDefaultModel(modelsDir, options.log);
+      const service = new DecisionService(new ModelRegistry(modelsDir, { log: options.log }), { ...options, modelsDir });
+      await service.preload();
+      return service;
+    }
+    // The registry is made before the default model is: rescanned once that is there.
     const service = new DecisionService(new ModelRegistry(modelsDir, { log: options.log }), { ...options, modelsDir });
-    const preload = options.preload ?? (service.registry.list().length ? [DEFAULT_MODEL_ALIAS] : []);
-    for (const id of preload) {
+    service.preloading = (async () => {
+      if (options.ensureDefaultModel ?? true) {
+        await ensureDefaultModel(modelsDir, options.log, { offThread: true });
+        service.registry.rescan();
+      }
+      await service.preload();
+    })();
+    // Its failure is whenPreloaded()'s and every model call's to report, not an unhandled rejection.
+    service.preloading.catch(() => undefined);
+    return service;
+  }
+
+  /** Loads open()'s preload list: the default alias when installed, unless `preload` names others. */
+  private async preload(): Promise<void> {
+    const { preload } = this.options;
+    const ids = preload ?? (this.registry.list().length ? [DEFAULT_MODEL_ALIAS] : []);
+    for (const id of ids) {
       try {
-        await service.runtime(id);
+        await this.loadRuntime(id, 1);
       } catch (err) {
-        if (options.preload) throw err;
+        if (preload) throw err;
         // The default alias may simply not be installed in a custom models directory.
         if (!(err instanceof ApiError && err.code === 'not_found')) throw err;
       }
     }
-    return service;
   }
 
-  /** True once at least one model is loaded and close() has not begun. */
+  /**
+   * Settles once open()'s work is done: at once, unless it was opened with `preloadInBackground`;
+   * then when the default model is created and the preload list loaded, or rejected with the error
+   * open() would have thrown.
+   */
+  whenPreloaded(): Promise<void> {
+    return this.preloading;
+  }
+
+  /**
+   * True once at least one model is loaded and close() has not begun. The models removed or
+   * replaced on disk are retired first, so that readiness and the list metrics() gives agree.
+   */
   isReady(): boolean {
+    this.retireReplaced();
     return !this.closing && this.loaded.size > 0;
   }
 
@@ -360,8 +397,16 @@ export class DecisionService {
     }
   }
 
-  /** Loads (once) and returns the runtime of a model id or alias. Throws ApiError (404 not_found, 500). */
-  runtime(id: string): Promise<ModelRuntime> {
+  /**
+   * Loads (once) and returns the runtime of a model id or alias, after open()'s preload (a model
+   * may not be installed before it). Throws ApiError (404 not_found, 500; the preload's error).
+   */
+  async runtime(id: string): Promise<ModelRuntime> {
+    try {
+      await this.preloading;
+    } catch (err) {
+      throw toApiError(err);
+    }
     return this.loadRuntime(id, 1);
   }
 
@@ -412,7 +457,7 @@ export class DecisionService {
         if (modelStamp(model.dir) !== stamp && attempt < MAX_RUNTIME_ATTEMPTS) return this.loadRuntime(id, attempt + 1);
         this.registry.markBroken(model.id, describeError(err));
         // An alias never stays on a version that cannot load: it falls back to the newest good one.
-        if (model.id !== id) return this.runtime(id);
+        if (model.id !== id) return this.loadRuntime(id, 1);
       }
       throw toApiError(err);
     }
@@ -466,7 +511,8 @@ export class DecisionService {
   /** Waits for the calls made before it and their queued work, then releases every model. Idempotent. */
   async close(): Promise<void> {
     this.closing = true;
-    await Promise.allSettled([...this.calls]);
+    // A background preload still loading: its runtime is closed with the others below.
+    await Promise.allSettled([...this.calls, this.preloading]);
     if (this.closed) return;
     const runtimes = await Promise.all([...this.runtimes.values()].map((p) => p.catch(() => undefined)));
     await Promise.all(runtimes.map((r) => r?.scheduler.whenIdle()));

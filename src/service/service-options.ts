@@ -28,6 +28,12 @@ export interface DecisionServiceOptions {
   ensureDefaultModel?: boolean;
   /** Model ids or aliases loaded by open(); default [DEFAULT_MODEL_ALIAS] ('svc-alpha') when installed. */
   preload?: string[];
+  /**
+   * Create the default model and load `preload` after open() returns rather than before (default
+   * false): a server can answer its probes meanwhile. The calls that need a model wait for that
+   * work, and throw its error if it failed; whenPreloaded() settles when it is done.
+   */
+  preloadInBackground?: boolean;
   provider?: 'cpu' | 'cuda';
   threads?: number;
   /** Upper bound on state tokens; default DEFAULT_MAX_STATE_TOKENS (8,192). */
@@ -45,7 +51,7 @@ const WHERE = 'DecisionService.open';
 
 /** DecisionServiceOptions' names, and those of its `runtime`: anything else is a typo. */
 const SERVICE_OPTION_NAMES: ReadonlyArray<keyof DecisionServiceOptions> = [
-  'modelsDir', 'ensureDefaultModel', 'preload', 'provider', 'threads', 'maxStateTokens', 'validation', 'runtime', 'log', 'warn',
+  'modelsDir', 'ensureDefaultModel', 'preload', 'preloadInBackground', 'provider', 'threads', 'maxStateTokens', 'validation', 'runtime', 'log', 'warn',
 ];
 const RUNTIME_OPTION_NAMES: ReadonlyArray<keyof ModelRuntimeOptions> = ['engine', 'scheduler', 'maxStateTokens'];
 
@@ -94,9 +100,10 @@ export function checkServiceOptions(given: unknown): string {
 
 /** The options that are not engine, scheduler or limit numbers (those have their own checks). */
 function checkTypes(options: DecisionServiceOptions): void {
-  const { modelsDir, ensureDefaultModel, preload, log, warn } = options as Record<keyof DecisionServiceOptions, unknown>;
+  const { modelsDir, ensureDefaultModel, preload, preloadInBackground, log, warn } = options as Record<keyof DecisionServiceOptions, unknown>;
   if (modelsDir !== undefined) checkFolderOption(modelsDir, 'modelsDir', WHERE);
   checkBooleanOption(ensureDefaultModel, 'ensureDefaultModel', WHERE);
+  checkBooleanOption(preloadInBackground, 'preloadInBackground', WHERE);
   if (preload !== undefined) {
     if (!Array.isArray(preload)) refuse(WHERE, 'preload', 'an array of model ids or aliases', preload);
     preload.forEach((id: unknown, i) => {

@@ -40,6 +40,7 @@ function stubService(decideNormalized: (request: NormalizedDecideRequest, ctx: {
     decideNormalized,
     validationLimits: undefined,
     isReady: () => ready,
+    whenPreloaded: async () => undefined,
     listModels: () => ({ object: 'list', data: [], aliases: {} }),
     metrics: async () => ({ models: [] }),
     close: async () => {

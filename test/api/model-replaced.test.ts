@@ -12,9 +12,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decideResponse } from '../../src/api/decide/index.js';
 import { validateDecideRequest } from '../../src/api/validate.js';
 import { makeModel } from '../../src/models/builder/make-model.js';
+import { createServer } from '../../src/server/app.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
-import { decideBody } from './fixtures.js';
+import { decideBody, TEST_KEY } from './fixtures.js';
 
 let root: string;
 let modelsDir: string;
@@ -123,6 +124,27 @@ it('a model removed while its first load runs is 404 not_found (what the directo
     await expect(answer).rejects.toMatchObject({ code: 'not_found', message: expect.stringContaining(`'${ID}' is not installed`) });
     expect(service.listModels().data.map((m) => m.id)).not.toContain(ID);
   } finally {
+    await service.close();
+  }
+});
+
+it('/readyz over HTTP: the first probe after the only model was removed is 503 (it was 200 with an empty list)', async () => {
+  install();
+  const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [ID] });
+  const app = await createServer({ service, apiKeys: [TEST_KEY], rateLimit: false, dataDir: path.join(root, 'data') });
+  try {
+    const url = await app.listen({ port: 0, host: '127.0.0.1' });
+    const readyz = async () => {
+      const res = await fetch(`${url}/readyz`);
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    expect(await readyz()).toEqual({ status: 200, body: { status: 'ready', models: [ID] } });
+    rmSync(path.join(modelsDir, ID), { recursive: true, force: true });
+    const first = await readyz();
+    expect(first.status).toBe(503);
+    expect(first.body).toMatchObject({ code: 'server_error', message: 'no model is loaded' });
+  } finally {
+    await app.close();
     await service.close();
   }
 });

@@ -43,6 +43,30 @@ it('answers every call made before close() in the same tick, refuses the ones af
   expect(service.isReady()).toBe(false);
 });
 
+it('preloadInBackground: open() returns before the preload is loaded; calls wait for it; its error is whenPreloaded()\'s and every call\'s', async () => {
+  const service = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, preloadInBackground: true });
+  try {
+    expect(service.isReady()).toBe(false);
+    const answer = service.decide(decideBody('The parcel arrived broken.'));
+    await service.whenPreloaded();
+    expect(service.isReady()).toBe(true);
+    expectValidAnswers((await answer).answers, MIXED_QUESTIONS);
+  } finally {
+    await service.close();
+  }
+
+  // Without the option the same preload is open()'s own error, as before.
+  await expect(DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, preload: ['nope'] })).rejects.toMatchObject({ code: 'not_found' });
+  const failed = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, preload: ['nope'], preloadInBackground: true });
+  try {
+    await expect(failed.whenPreloaded()).rejects.toMatchObject({ code: 'not_found' });
+    await expect(failed.decide(decideBody('The parcel arrived broken.'))).rejects.toMatchObject({ code: 'not_found', message: expect.stringContaining("'nope'") });
+    expect(failed.isReady()).toBe(false);
+  } finally {
+    await failed.close();
+  }
+});
+
 it('open() refuses a state limit under 1 token and a models folder that is a file, with ERR_INPUT', async () => {
   for (const bad of [-1, 0, 2.5, Number.NaN]) {
     await expect(DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, maxStateTokens: bad }), String(bad)).rejects.toMatchObject({
@@ -107,6 +131,7 @@ it('open() refuses options of the wrong type with ERR_INPUT naming them, before 
     [{ modelsDir: fresh, ensureDefaultModel: 'yes' }, "DecisionService.open: ensureDefaultModel must be true or false, got 'yes'"],
     [{ modelsDir: fresh, preload: 'svc-alpha' }, "DecisionService.open: preload must be an array of model ids or aliases, got 'svc-alpha'"],
     [{ modelsDir: fresh, preload: ['svc-alpha', 1] }, 'DecisionService.open: preload[1] must be a model id or alias, got 1'],
+    [{ modelsDir: fresh, preloadInBackground: 1 }, 'DecisionService.open: preloadInBackground must be true or false, got 1'],
     [{ modelsDir: fresh, log: 'x' }, "DecisionService.open: log must be a function taking a line, got 'x'"],
     [{ modelsDir: fresh, warn: 5 }, 'DecisionService.open: warn must be a function taking a line, got 5'],
     [{ modelsDir: fresh, runtime: null }, 'DecisionService.open: runtime must be an object, got null'],
