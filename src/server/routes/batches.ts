@@ -40,6 +40,8 @@ const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: e
 
 /** POST /v1/batches answers an error in the shape of what it was sent: ours for the form, OpenAI's for a JSON body. */
 const createErrors = (codes: string) => ({ anyOf: [ref('Error'), OpenAiErrorSchema], description: `${codes} (a multipart form gets ours, a JSON body OpenAI's {error})` });
+/** GET, list and cancel answer a job in the dialect it was created in. */
+const wireBatch = { anyOf: [ref('Batch'), ref('OpenAiBatch')], description: "The batch: ours for a job created with the form, OpenAI's Batch object for one created with OpenAI's JSON body" };
 
 /** OpenAI's batch creation, the JSON body of POST /v1/batches (docs/compatibility.md, Batches). */
 const OpenAiBatchCreate = Type.Object(
@@ -80,7 +82,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
           },
         },
         response: {
-          200: Type.Object({}, { additionalProperties: true, description: "OpenAI's Batch object, for a JSON body (docs/compatibility.md, Batches)" }),
+          200: ref('OpenAiBatch', "OpenAI's Batch object, for a JSON body (docs/compatibility.md, Batches)"),
           201: ref('Batch'),
           400: createErrors('invalid_question: missing model or file, empty file, invalid questions field; a JSON body: an invalid field'),
           404: createErrors('not_found: unknown model; a JSON body: unknown input file'),
@@ -131,7 +133,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         operationId: 'getBatch',
         tags: ['batches'],
         params: IdParams,
-        response: { 200: ref('Batch'), 404: errors('not_found'), ...common },
+        response: { 200: wireBatch, 404: errors('not_found'), ...common },
       },
       ...AS_BUILT,
     },
@@ -172,7 +174,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         operationId: 'cancelBatch',
         tags: ['batches'],
         params: IdParams,
-        response: { 200: ref('Batch'), 404: errors('not_found'), ...common },
+        response: { 200: wireBatch, 404: errors('not_found'), ...common },
       },
       ...AS_BUILT,
     },
