@@ -435,6 +435,21 @@ describe('other routes', () => {
     expect(Object.keys(create.requestBody.content).sort()).toEqual(['application/json', 'multipart/form-data']);
     expect(create.requestBody.content['application/json'].schema.required).toEqual(['input_file_id', 'endpoint', 'completion_window']);
     expect(create.responses['400'].content['application/json'].schema.anyOf).toHaveLength(2);
+    // Every batch and file operation lists the 503 of a store that cannot serve (Postgres down, the
+    // disk refusing writes) with its Retry-After, in the route's error shape (test/e2e/full-disk.test.ts
+    // validates real ones against it).
+    const storeOps = Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, any> }>>)
+      .filter(([route]) => /^\/v1\/(batches|files)\b/.test(route))
+      .flatMap(([route, ops]) => Object.entries(ops).map(([method, op]) => [`${method} ${route}`, op.responses] as const));
+    expect(storeOps.length).toBe(11);
+    for (const [op, responses] of storeOps) {
+      expect(responses['503']?.description, op).toMatch(/^server_error: the batch store cannot serve/);
+      expect(responses['503'].headers['retry-after'].schema, op).toEqual({ type: 'integer' });
+    }
+    const errorShape = (op: { responses: Record<string, any> }) => op.responses['503'].content['application/json'].schema;
+    expect(errorShape(doc.paths['/v1/batches/{id}'].get)).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(errorShape(doc.paths['/v1/files'].post).required).toEqual(['error']);
+    expect(errorShape(create).anyOf).toHaveLength(2);
   });
 
   it('every dialect of the registry is served at its path by the one route function, documented as it says', async () => {

@@ -26,7 +26,7 @@ import { ownerOf } from '../auth.js';
 import { readBatchForm } from '../batch-form.js';
 import { sendError } from '../errors.js';
 import { isJsonRequest, sendOpenAiError } from './openai-errors.js';
-import { AS_BUILT } from './route-options.js';
+import { AS_BUILT, storeUnavailable } from './route-options.js';
 
 export interface BatchRouteOptions {
   batches: BatchService;
@@ -36,10 +36,11 @@ export interface BatchRouteOptions {
 
 const IdParams = Type.Object({ id: Type.String({ description: 'The batch id.' }) });
 const errors = (codes: string) => ref('Error', codes);
-const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: errors('server_error') };
+const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: errors('server_error'), 503: storeUnavailable(ref('Error')) };
 
 /** POST /v1/batches answers an error in the shape of what it was sent: ours for the form, OpenAI's for a JSON body. */
-const createErrors = (codes: string) => ({ anyOf: [ref('Error'), OpenAiErrorSchema], description: `${codes} (a multipart form gets ours, a JSON body OpenAI's {error})` });
+const createErrorShape = { anyOf: [ref('Error'), OpenAiErrorSchema] };
+const createErrors = (codes: string) => ({ ...createErrorShape, description: `${codes} (a multipart form gets ours, a JSON body OpenAI's {error})` });
 /** GET, list and cancel answer a job in the dialect it was created in. */
 const wireBatch = { anyOf: [ref('Batch'), ref('OpenAiBatch')], description: "The batch: ours for a job created with the form, OpenAI's Batch object for one created with OpenAI's JSON body" };
 
@@ -89,6 +90,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
           413: createErrors('state_too_long: the file is over the size limit or has more records than the limit'),
           415: createErrors('invalid_question: a compressed body (Content-Encoding other than identity); send it uncompressed'),
           ...common,
+          503: storeUnavailable(createErrorShape),
         },
       },
       ...AS_BUILT,
