@@ -99,6 +99,12 @@ describe.skipIf(!mounted)('a data dir whose disk is full', () => {
       expect(await responseSchemaErrors(doc, method, route, 503, body), `${method} ${route}`).toBeUndefined();
       expect(doc.paths[route]!.post!.responses['503']!.headers, route).toHaveProperty('retry-after');
     }
+    // Each is logged as a failure on one whole line: request id, method, path, status and the cause.
+    const failed = server.stderr().split('\n').filter((l) => l.includes('"request failed"')).map((l) => JSON.parse(l) as Record<string, any>);
+    for (const [res, route] of [[ours, '/v1/batches'], [openai, '/v1/files'], [checked, '/v1/batches/validate']] as const) {
+      const line = failed.find((l) => l.request_id === res.headers.get('x-request-id'));
+      expect(line, route).toMatchObject({ level: 50, req: { method: 'POST', url: route }, status: 503, err: { message: expect.stringMatching(/ENOSPC/) } });
+    }
 
     // Nothing was accepted, so nothing is listed; live decisions need no disk.
     expect(await (await fetch(`${server.url}/v1/batches`, { headers: AUTH })).json()).toMatchObject({ data: [] });
