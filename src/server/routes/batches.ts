@@ -41,7 +41,7 @@ const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: e
 /** POST /v1/batches answers an error in the shape of what it was sent: ours for the form, OpenAI's for a JSON body. */
 const createErrorShape = { anyOf: [ref('Error'), OpenAiErrorSchema] };
 const createErrors = (codes: string) => ({ ...createErrorShape, description: `${codes} (a multipart form gets ours, a JSON body OpenAI's {error})` });
-/** GET, list and cancel answer a job in the dialect it was created in. */
+/** GET and cancel answer a job in the dialect it was created in (the list, each item: BatchList). */
 const wireBatch = { anyOf: [ref('Batch'), ref('OpenAiBatch')], description: "The batch: ours for a job created with the form, OpenAI's Batch object for one created with OpenAI's JSON body" };
 
 /** OpenAI's batch creation, the JSON body of POST /v1/batches (docs/compatibility.md, Batches). */
