@@ -6,9 +6,10 @@
 // rejects what a JSON Schema validator does with the published schema. Rules that JSON Schema
 // cannot say well (noul keys, numeric score levels, duplicate levels, whitespace-only
 // instructions, what an object state may hold) live only in validate.ts.
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { QUESTION_TYPES } from '../domain/decision.js';
 import { QUESTION_LIMITS } from '../domain/question-limits.js';
+import { OpenAiBatchSchema } from './openai/batch-schemas.js';
 import { ERROR_CODES } from './errors.js';
 
 export { QUESTION_TYPES };
@@ -277,14 +278,28 @@ export const BatchSchema = Type.Object({
 });
 export type Batch = Static<typeof BatchSchema>;
 
-export const BatchListSchema = Type.Object({
-  object: Type.Literal('list'),
-  data: Type.Array(BatchSchema),
-  first_id: Type.Union([Type.String(), Type.Null()]),
-  last_id: Type.Union([Type.String(), Type.Null()]),
-  has_more: Type.Boolean(),
-});
+/** A page of batches, each as `item`. */
+function batchPage<T extends TSchema>(item: T) {
+  return Type.Object({
+    object: Type.Literal('list'),
+    data: Type.Array(item),
+    first_id: Type.Union([Type.String(), Type.Null()]),
+    last_id: Type.Union([Type.String(), Type.Null()]),
+    has_more: Type.Boolean(),
+  });
+}
+
+/** A page of jobs in our dialect (BatchService.list()). */
+export const BatchListSchema = batchPage(BatchSchema);
 export type BatchList = Static<typeof BatchListSchema>;
+
+/** A job in the dialect it was created in: ours (the multipart form) or OpenAI's (its JSON body). */
+export const WireBatchSchema = Type.Union([BatchSchema, OpenAiBatchSchema]);
+export type WireBatch = Static<typeof WireBatchSchema>;
+
+/** GET /v1/batches: the caller's jobs, each in the dialect it was created in. */
+export const WireBatchListSchema = batchPage(WireBatchSchema);
+export type WireBatchList = Static<typeof WireBatchListSchema>;
 
 // ---- Named in /openapi.json ----
 
@@ -315,7 +330,8 @@ export const NAMED_SCHEMAS = Object.freeze({
   Model: ModelSchema,
   ModelListing: ModelListingSchema,
   Batch: BatchSchema,
-  BatchList: BatchListSchema,
+  OpenAiBatch: OpenAiBatchSchema,
+  BatchList: WireBatchListSchema,
   BatchValidation: BatchValidationSchema,
 });
 export type SchemaName = keyof typeof NAMED_SCHEMAS;

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Socket } from 'node:net';
 
 import swagger from '@fastify/swagger';
-import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 
 import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
@@ -32,6 +32,7 @@ import { parseJsonBody } from './json-body.js';
 import { registerPreflight } from './preflight.js';
 import { afterOwedResponses, countOwedResponses } from './owed-responses.js';
 import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
+import { loggerConfig, RequestLog } from './request-log.js';
 import { BatchService } from '../batches/batch-service.js';
 import { OpenAiBatchApi } from '../batches/openai/openai-batches.js';
 import { batchValidationRoutes } from './routes/batch-validation.js';
@@ -43,37 +44,6 @@ import { healthRoutes } from './routes/health.js';
 import { modelRoutes } from './routes/models.js';
 
 export type { DecisionAppOptions, LoggerOptions, ServerOptions };
-
-/** A URL for the log: the query string is replaced by `?[redacted]` (clients put keys there too). */
-export function urlForLog(url: string): string {
-  const q = url.indexOf('?');
-  return q === -1 ? url : `${url.slice(0, q)}?[redacted]`;
-}
-
-/**
- * Any `headers` object a log call carries, wherever it puts it: fastify's request, a plugin's
- * options (@fastify/multipart logs busboy's options at trace, the request's headers among them),
- * an error's. Up to four levels deep: pino's redaction has no wildcard for any depth.
- */
-const HEADERS_ANYWHERE = ['headers', '*.headers', '*.*.headers', '*.*.*.headers'];
-
-/**
- * Logs never carry the Authorization header, keys, bodies, state or query strings: requests log
- * method and path only, and any headers object is redacted whole, at every level.
- */
-export function loggerConfig(logger: ServerOptions['logger']) {
-  if (!logger) return false;
-  const opts = logger === true ? {} : logger;
-  return {
-    level: opts.level ?? 'info',
-    ...(opts.stream ? { stream: opts.stream } : {}),
-    redact: { paths: [...HEADERS_ANYWHERE, 'req.body', 'body'], censor: '[redacted]' },
-    serializers: {
-      req: (req: FastifyRequest) => ({ method: req.method, url: urlForLog(req.url), remoteAddress: req.ip }),
-      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-    },
-  };
-}
 
 /** A socket as Node's HTTP server keeps it: the response being written on it, if any. */
 type ServerSocket = Socket & { _httpMessage?: http.ServerResponse | null };
@@ -327,7 +297,7 @@ export async function createServer(given: ServerOptions = {}): Promise<FastifyIn
     logger: loggerConfig(options.logger),
     genReqId,
     requestIdHeader: false,
-    logController: new LogController({ requestIdLogLabel: 'request_id' }),
+    logController: new RequestLog(),
     bodyLimit: bodyLimitBytes,
     // Requests that reach a closing server (on a kept-alive connection) are still answered;
     // their connection is closed after the response.

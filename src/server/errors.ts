@@ -13,6 +13,7 @@ import type { WireError } from '../api/dialect.js';
 import { DIALECTS } from '../api/dialects.js';
 import { ApiError, ERROR_CODES, ERROR_STATUS, isApiError, toApiError } from '../api/errors.js';
 import { toOpenAiWire } from '../batches/openai/errors.js';
+import { logErrorAnswer } from './request-log.js';
 
 /** Fastify's own 4xx errors and their API error. Messages are ours: fastify's name no fields. */
 function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError | undefined {
@@ -75,12 +76,7 @@ export function sendWire(reply: FastifyReply, wire: WireError): FastifyReply {
 /** Sends the error response for `err` in our shape. Also used where fastify bypasses the error handler. */
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const mapped = httpError(err, request);
-  if (mapped.status >= 500) {
-    request.log.error({ err }, 'request failed');
-  } else {
-    // The message may quote the request (field names, keys); the log keeps only the code.
-    request.log.info({ code: mapped.code, status: mapped.status }, 'request rejected');
-  }
+  logErrorAnswer(request, mapped.status, mapped.code, err);
   // Also set by the request-id hook, which fastify's framework errors (a malformed URL) may precede.
   reply.header('x-request-id', request.id);
   return sendWire(reply, decideError(mapped, { requestId: request.id }));
@@ -144,7 +140,7 @@ export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest
     err.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? new ApiError('not_found', `no route ${request.method} ${pathForMessage(request)}: a path segment longer than any id`)
       : new ApiError('invalid_question', err.code === 'FST_ERR_BAD_URL' ? 'malformed URL' : 'bad request');
-  request.log.info({ code: error.code, status: error.status }, 'request rejected');
+  logErrorAnswer(request, error.status, error.code, err);
   // Also set by the request-id hook, which these errors precede.
   reply.header('x-request-id', request.id);
   void sendWire(reply, doorError(pathOnly, error, request.id));

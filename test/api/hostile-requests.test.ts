@@ -139,7 +139,7 @@ function form(parts: Array<{ name: string; value: string; filename?: string }>, 
 const FORM_TYPE = `multipart/form-data; boundary=${BOUNDARY}`;
 const RECORD = JSON.stringify({ custom_id: 'r1', state: 's', questions: { q: { type: 'noul', instructions: 'Is it?' } } });
 
-describe('a refused request is logged with our code on every door', () => {
+describe('a refused request is logged with our code on every door, each line whole: method, path and status', () => {
   it.each([
     ['/v1/decide', 400, 'invalid_question', 'application/json', '{"model":"svc-alpha","state":"s","questions":{"q":{"type":"noul","instructions":"a"},"q":{"type":"noul","instructions":"b"}}}'],
     ['/v1/decide', 404, 'not_found', 'application/json', JSON.stringify({ model: 'no-such-model', state: 's', questions: { q: { type: 'noul', instructions: 'a' } } })],
@@ -151,11 +151,14 @@ describe('a refused request is logged with our code on every door', () => {
     ['/v1/decisions', 405, 'invalid_question', undefined, undefined],
     ['/v1/systemone/below', 404, 'not_found', undefined, undefined],
   ] as const)('%s, a %i: logged as %s', async (path, status, code, type, body) => {
-    const res = await fetch(`${base}${path}`, { method: body === undefined ? 'GET' : 'POST', headers: { ...AUTH, ...(type ? { 'content-type': type } : {}) }, body });
+    const method = body === undefined ? 'GET' : 'POST';
+    const res = await fetch(`${base}${path}`, { method, headers: { ...AUTH, ...(type ? { 'content-type': type } : {}) }, body });
     expect(res.status).toBe(status);
     const requestId = res.headers.get('x-request-id')!;
     const rejected = await logLine(0, (l) => l.request_id === requestId && l.msg === 'request rejected');
-    expect(rejected).toMatchObject({ code, status });
+    expect(rejected).toMatchObject({ code, status, req: { method, url: path } });
+    const completed = await logLine(0, (l) => l.request_id === requestId && l.msg === 'request completed');
+    expect(completed).toMatchObject({ req: { method, url: path }, res: { statusCode: status }, responseTime: expect.any(Number) });
   });
 });
 
@@ -463,6 +466,9 @@ describe('keys', () => {
     expect(log.length).toBeGreaterThan(0);
     expect(JSON.stringify(log)).not.toContain('QUERYSECRET');
     expect(log.find((l) => l.msg === 'incoming request')).toMatchObject({ req: { url: '/v1/batches?[redacted]' } });
+    const completed = await logLine(0, (l) => l.request_id === res.headers.get('x-request-id') && l.msg === 'request completed');
+    expect(completed).toMatchObject({ req: { method: 'GET', url: '/v1/batches?[redacted]' }, res: { statusCode: 200 } });
+    expect(JSON.stringify(completed)).not.toContain('QUERYSECRET');
   });
 
   it('the query string is not echoed in a 404 or 405 message either, on any door: the message quotes the path', async () => {

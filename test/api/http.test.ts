@@ -394,7 +394,7 @@ describe('other routes', () => {
     expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: 'http', scheme: 'bearer' });
     // The wire types are named schemas; the operations point at them.
     const named = doc.components.schemas;
-    expect(Object.keys(named).sort()).toEqual(['Batch', 'BatchList', 'BatchValidation', 'DecideRequest', 'DecideResponse', 'Error', 'Model', 'ModelListing']);
+    expect(Object.keys(named).sort()).toEqual(['Batch', 'BatchList', 'BatchValidation', 'DecideRequest', 'DecideResponse', 'Error', 'Model', 'ModelListing', 'OpenAiBatch']);
     const schemaOf = (content: { 'application/json': { schema: { $ref: string } } }) => {
       const { $ref } = content['application/json'].schema;
       expect($ref).toMatch(/^#\/components\/schemas\//);
@@ -411,7 +411,12 @@ describe('other routes', () => {
     expect(decideOp.responses['400'].description).toMatch(/^invalid_question/);
     expect(schemaOf(decideOp.responses['400'].content).required).toEqual(['code', 'message', 'request_id']);
     expect(schemaOf(doc.paths['/v1/models'].get.responses['200'].content).properties.aliases).toBeDefined();
-    expect(schemaOf(doc.paths['/v1/batches/{id}'].get.responses['200'].content).properties.status.anyOf).toHaveLength(7);
+    // A job is answered in the dialect it was created in: our Batch or OpenAI's (test/batches/api.test.ts validates both).
+    for (const [route, method] of [['/v1/batches/{id}', 'get'], ['/v1/batches/{id}/cancel', 'post']] as const) {
+      const { anyOf } = doc.paths[route][method].responses['200'].content['application/json'].schema;
+      expect(anyOf.map((s: { $ref: string }) => s.$ref), route).toEqual(['#/components/schemas/Batch', '#/components/schemas/OpenAiBatch']);
+    }
+    expect(named.Batch.properties.status.anyOf).toHaveLength(7);
     expect(schemaOf(doc.paths['/v1/batches'].get.responses['200'].content).properties.has_more).toBeDefined();
     expect(doc.paths['/v1/models'].get).toBeDefined();
     expect(doc.paths['/healthz'].get.security).toEqual([]);
@@ -430,6 +435,21 @@ describe('other routes', () => {
     expect(Object.keys(create.requestBody.content).sort()).toEqual(['application/json', 'multipart/form-data']);
     expect(create.requestBody.content['application/json'].schema.required).toEqual(['input_file_id', 'endpoint', 'completion_window']);
     expect(create.responses['400'].content['application/json'].schema.anyOf).toHaveLength(2);
+    // Every batch and file operation lists the 503 of a store that cannot serve (Postgres down, the
+    // disk refusing writes) with its Retry-After, in the route's error shape (test/e2e/full-disk.test.ts
+    // validates real ones against it).
+    const storeOps = Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, any> }>>)
+      .filter(([route]) => /^\/v1\/(batches|files)\b/.test(route))
+      .flatMap(([route, ops]) => Object.entries(ops).map(([method, op]) => [`${method} ${route}`, op.responses] as const));
+    expect(storeOps.length).toBe(11);
+    for (const [op, responses] of storeOps) {
+      expect(responses['503']?.description, op).toMatch(/^server_error: the batch store cannot serve/);
+      expect(responses['503'].headers['retry-after'].schema, op).toEqual({ type: 'integer' });
+    }
+    const errorShape = (op: { responses: Record<string, any> }) => op.responses['503'].content['application/json'].schema;
+    expect(errorShape(doc.paths['/v1/batches/{id}'].get)).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(errorShape(doc.paths['/v1/files'].post).required).toEqual(['error']);
+    expect(errorShape(create).anyOf).toHaveLength(2);
   });
 
   it('every dialect of the registry is served at its path by the one route function, documented as it says', async () => {

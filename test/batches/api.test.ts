@@ -1,7 +1,8 @@
 /**
  * The batch endpoints over real HTTP (createServer in this process, a real SQLite file, real files):
  * the mixed-file job, form questions, ownership, results before completion, cancel, listing and
- * paging, creation errors and limits, retention.
+ * paging, creation errors and limits, retention; the answers of jobs made with the form and with
+ * OpenAI's JSON body against the schemas /openapi.json declares for them.
  */
 import { existsSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
@@ -11,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { NormalizedDecideRequest } from '../../src/api/validate.js';
 import { createServer } from '../../src/server/app.js';
+import { responseSchemaErrors, type OpenApiDocument } from '../helpers/openapi-responses.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { client, goodLines, maxProbDiff, MODEL_ID, mixedFile, parseRows, QUESTIONS, tempWorkspace, type ResultRow } from './helpers.js';
 
@@ -58,7 +60,7 @@ async function server(name: string, env: Record<string, string> = {}): Promise<s
     const app = await createServer({
       service: gated,
       dataDir: path.join(workDir, name),
-      apiKeys: ['key-a', 'key-b', 'key-c'],
+      apiKeys: ['key-a', 'key-b', 'key-c', 'key-d'],
       rateLimit: false,
     });
     servers.push(app);
@@ -233,6 +235,53 @@ describe('listing', () => {
       const bad = await c.list(q);
       expect([bad.status, bad.body.code], q).toEqual([400, 'invalid_question']);
     }
+  });
+});
+
+describe('the OpenAPI document', () => {
+  it("declares the answers of both dialects: GET, list and cancel of a job made with OpenAI's JSON body or with the form validate against it", async () => {
+    const auth = { authorization: 'Bearer key-d' };
+    const doc = (await (await fetch(`${url}/openapi.json`, { headers: auth })).json()) as OpenApiDocument;
+    const expectValid = async (method: string, docPath: string, status: number, res: Response) => {
+      expect(res.status, `${method} ${docPath}`).toBe(status);
+      const body = await res.json();
+      expect(await responseSchemaErrors(doc, method, docPath, status, body), `${method} ${docPath}: ${JSON.stringify(body).slice(0, 300)}`).toBeUndefined();
+      return body as { id: string; status: string };
+    };
+    const upload = new FormData();
+    upload.append('purpose', 'batch');
+    const lines = goodLines(3, 5, 'oa').map((l) => JSON.parse(l) as { custom_id: string; state: string; questions: unknown });
+    const requests = lines.map(({ custom_id, state, questions }) => JSON.stringify({ custom_id, method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state, questions } }));
+    upload.append('file', new Blob([requests.join('\n')]), 'requests.jsonl');
+    const file = await expectValid('POST', '/v1/files', 200, await fetch(`${url}/v1/files`, { method: 'POST', body: upload, headers: auth }));
+    const createOpenAi = () =>
+      fetch(`${url}/v1/batches`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ input_file_id: file.id, endpoint: '/v1/decide', completion_window: '24h' }),
+      });
+
+    const openai = await expectValid('POST', '/v1/batches', 200, await createOpenAi());
+    const ours = await client(url, 'key-d').create({ model: 'svc-alpha', file: goodLines(2, 6, 'ours').join('\n') });
+    expect(ours.status).toBe(201);
+    for (const id of [openai.id, ours.body.id]) {
+      await expectValid('GET', '/v1/batches/{id}', 200, await fetch(`${url}/v1/batches/${id}`, { headers: auth }));
+      await client(url, 'key-d').waitFor(id, ['completed']);
+      // Final: completed_at, output files and counts set.
+      await expectValid('GET', '/v1/batches/{id}', 200, await fetch(`${url}/v1/batches/${id}`, { headers: auth }));
+    }
+    gate.hold(0);
+    try {
+      const held = await expectValid('POST', '/v1/batches', 200, await createOpenAi());
+      const cancelled = await expectValid('POST', '/v1/batches/{id}/cancel', 200, await fetch(`${url}/v1/batches/${held.id}/cancel`, { method: 'POST', headers: auth }));
+      expect(cancelled.status).toMatch(/^cancell/);
+    } finally {
+      gate.release();
+    }
+    const list = (await expectValid('GET', '/v1/batches', 200, await fetch(`${url}/v1/batches`, { headers: auth }))) as unknown as { data: Array<Record<string, unknown>> };
+    // Both dialects on the one page, each item as it was created.
+    expect(list.data.filter((b) => 'request_counts' in b)).toHaveLength(2);
+    expect(list.data.filter((b) => 'progress' in b)).toHaveLength(1);
   });
 });
 

@@ -1,14 +1,16 @@
 /**
  * OpenAI's wire objects for our jobs and files (sources: docs/compatibility.md):
- * the Batch object of a JSON-created job, the FileObject of an upload or of a batch's output and
- * error files, and the list page. How our statuses and fields map onto OpenAI's is documented in
- * docs/compatibility.md ("Batches"); this file is that table in code.
+ * the Batch object of a JSON-created job (its schema and type: src/api/openai/batch-schemas.ts),
+ * the FileObject of an upload or of a batch's output and error files, and the list page. How our
+ * statuses and fields map onto OpenAI's is documented in docs/compatibility.md ("Batches"); this
+ * file is that table in code.
  */
-import type { Batch } from '../../api/schemas.js';
+import type { OpenAiBatch, OpenAiBatchStatus } from '../../api/openai/batch-schemas.js';
+import type { WireBatch, WireBatchList } from '../../api/schemas.js';
 import type { BatchJob, BatchStatus, StoredFile } from '../ports.js';
 import { toBatch } from '../wire.js';
 
-export type OpenAiBatchStatus = 'validating' | 'failed' | 'in_progress' | 'finalizing' | 'completed' | 'expired' | 'cancelling' | 'cancelled';
+export type { OpenAiBatch, OpenAiBatchStatus, WireBatch, WireBatchList };
 
 /**
  * Ours -> OpenAI's. A queued job was validated when it was created (creation reads the whole file),
@@ -25,46 +27,6 @@ const STATUS: Readonly<Record<BatchStatus, OpenAiBatchStatus>> = {
   expired: 'expired',
 };
 
-export interface OpenAiBatch {
-  id: string;
-  object: 'batch';
-  endpoint: string;
-  model: string;
-  errors: { object: 'list'; data: Array<{ code: string; message: string; param: string | null; line: number | null }> } | null;
-  input_file_id: string;
-  completion_window: string;
-  status: OpenAiBatchStatus;
-  output_file_id: string | null;
-  error_file_id: string | null;
-  created_at: number;
-  in_progress_at: number | null;
-  expires_at: number | null;
-  finalizing_at: null;
-  completed_at: number | null;
-  failed_at: number | null;
-  expired_at: number | null;
-  cancelling_at: number | null;
-  cancelled_at: number | null;
-  request_counts: { total: number; completed: number; failed: number };
-  metadata: Record<string, string> | null;
-  usage: {
-    input_tokens: number;
-    input_tokens_details: { cached_tokens: number };
-    output_tokens: number;
-    output_tokens_details: { reasoning_tokens: 0 };
-    total_tokens: number;
-  };
-}
-
-export type WireBatch = Batch | OpenAiBatch;
-
-export interface WireBatchList {
-  object: 'list';
-  data: WireBatch[];
-  first_id: string | null;
-  last_id: string | null;
-  has_more: boolean;
-}
 
 export interface OpenAiFileObject {
   id: string;

@@ -12,7 +12,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ref } from '../../api/schemas.js';
 import type { BatchService } from '../../batches/batch-service.js';
 import { readBatchForm } from '../batch-form.js';
-import { AS_BUILT } from './route-options.js';
+import { AS_BUILT, storeUnavailable } from './route-options.js';
 
 export const batchValidationRoutes: FastifyPluginAsync<{ batches: BatchService }> = async (app, { batches }) => {
   // Scoped to this plugin, as in routes/batches.ts; limits are given per request.
@@ -40,6 +40,8 @@ export const batchValidationRoutes: FastifyPluginAsync<{ batches: BatchService }
           415: ref('Error', 'invalid_question: a compressed body (Content-Encoding other than identity); send it uncompressed'),
           429: ref('Error', 'rate_limited'),
           500: ref('Error', 'server_error'),
+          // The upload is staged on the data dir's disk before it is read.
+          503: storeUnavailable(ref('Error')),
         },
       },
       // The multipart body is read by readBatchForm, not by the schema; the answer is sent as built.

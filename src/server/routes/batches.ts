@@ -26,7 +26,7 @@ import { ownerOf } from '../auth.js';
 import { readBatchForm } from '../batch-form.js';
 import { sendError } from '../errors.js';
 import { isJsonRequest, sendOpenAiError } from './openai-errors.js';
-import { AS_BUILT } from './route-options.js';
+import { AS_BUILT, storeUnavailable } from './route-options.js';
 
 export interface BatchRouteOptions {
   batches: BatchService;
@@ -36,10 +36,13 @@ export interface BatchRouteOptions {
 
 const IdParams = Type.Object({ id: Type.String({ description: 'The batch id.' }) });
 const errors = (codes: string) => ref('Error', codes);
-const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: errors('server_error') };
+const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: errors('server_error'), 503: storeUnavailable(ref('Error')) };
 
 /** POST /v1/batches answers an error in the shape of what it was sent: ours for the form, OpenAI's for a JSON body. */
-const createErrors = (codes: string) => ({ anyOf: [ref('Error'), OpenAiErrorSchema], description: `${codes} (a multipart form gets ours, a JSON body OpenAI's {error})` });
+const createErrorShape = { anyOf: [ref('Error'), OpenAiErrorSchema] };
+const createErrors = (codes: string) => ({ ...createErrorShape, description: `${codes} (a multipart form gets ours, a JSON body OpenAI's {error})` });
+/** GET and cancel answer a job in the dialect it was created in (the list, each item: BatchList). */
+const wireBatch = { anyOf: [ref('Batch'), ref('OpenAiBatch')], description: "The batch: ours for a job created with the form, OpenAI's Batch object for one created with OpenAI's JSON body" };
 
 /** OpenAI's batch creation, the JSON body of POST /v1/batches (docs/compatibility.md, Batches). */
 const OpenAiBatchCreate = Type.Object(
@@ -80,13 +83,14 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
           },
         },
         response: {
-          200: Type.Object({}, { additionalProperties: true, description: "OpenAI's Batch object, for a JSON body (docs/compatibility.md, Batches)" }),
+          200: ref('OpenAiBatch', "OpenAI's Batch object, for a JSON body (docs/compatibility.md, Batches)"),
           201: ref('Batch'),
           400: createErrors('invalid_question: missing model or file, empty file, invalid questions field; a JSON body: an invalid field'),
           404: createErrors('not_found: unknown model; a JSON body: unknown input file'),
           413: createErrors('state_too_long: the file is over the size limit or has more records than the limit'),
           415: createErrors('invalid_question: a compressed body (Content-Encoding other than identity); send it uncompressed'),
           ...common,
+          503: storeUnavailable(createErrorShape),
         },
       },
       ...AS_BUILT,
@@ -131,7 +135,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         operationId: 'getBatch',
         tags: ['batches'],
         params: IdParams,
-        response: { 200: ref('Batch'), 404: errors('not_found'), ...common },
+        response: { 200: wireBatch, 404: errors('not_found'), ...common },
       },
       ...AS_BUILT,
     },
@@ -172,7 +176,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         operationId: 'cancelBatch',
         tags: ['batches'],
         params: IdParams,
-        response: { 200: ref('Batch'), 404: errors('not_found'), ...common },
+        response: { 200: wireBatch, 404: errors('not_found'), ...common },
       },
       ...AS_BUILT,
     },

@@ -20,6 +20,7 @@ import { ownerOf } from '../auth.js';
 import type { BodyThread } from '../body-thread.js';
 import { httpError, sendWire } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
+import { logErrorAnswer } from '../request-log.js';
 import { DOCUMENTS_ONLY } from './route-options.js';
 
 export interface DialectRouteOptions {
@@ -64,12 +65,11 @@ function abandonedWith(reply: FastifyReply): AbortSignal {
 }
 
 /**
- * Sends a dialect's error, logged as the app's error handler logs: 5xx with the error, else our
+ * Sends a dialect's error, logged as the app's error handler logs (logErrorAnswer): 5xx with the error, else our
  * code (the same on every door, whatever the dialect's shape calls it) and the status.
  */
 function sendRejection(request: FastifyRequest, reply: FastifyReply, wire: WireError, code: ErrorCode, err?: unknown): FastifyReply {
-  if (wire.status >= 500) request.log.error({ err }, 'request failed');
-  else request.log.info({ code, status: wire.status }, 'request rejected');
+  logErrorAnswer(request, wire.status, code, err);
   return sendWire(reply, wire);
 }
 

@@ -20,7 +20,7 @@ import { ownerOf } from '../auth.js';
 import { pathForMessage } from '../errors.js';
 import { FILE_SENT_AS_TEXT, formParts, partName, readingMultipart, type PartHead } from '../multipart-body.js';
 import { openAiErrorHandler } from './openai-errors.js';
-import { AS_BUILT } from './route-options.js';
+import { AS_BUILT, storeUnavailable } from './route-options.js';
 
 export interface FileRouteOptions {
   openai: OpenAiBatchApi;
@@ -62,6 +62,7 @@ const common = {
   401: Type.Object(OpenAiError.properties, { description: 'invalid_api_key: missing or unknown key' }),
   429: Type.Object(OpenAiError.properties, { description: 'rate_limit_exceeded: see Retry-After (seconds)' }),
   500: Type.Object(OpenAiError.properties, { description: 'server_error: retry with backoff' }),
+  503: storeUnavailable(OpenAiError),
 };
 
 export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { openai, maxFileBytes }) => {

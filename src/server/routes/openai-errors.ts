@@ -8,6 +8,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { errorCodeOfStatus } from '../../api/errors.js';
 import { oaError, OpenAiWireError, toOpenAiWire } from '../../batches/openai/errors.js';
 import { httpError, sendWire } from '../errors.js';
+import { logErrorAnswer } from '../request-log.js';
 
 /**
  * A JSON body over the route's limit: on these routes no state or file is in a JSON body (the
@@ -27,9 +28,8 @@ export function sendOpenAiError(err: unknown, request: FastifyRequest, reply: Fa
   const known = err instanceof OpenAiWireError ? err : bodyTooLarge(err, request);
   const api = known ? undefined : httpError(err, request);
   const wire = toOpenAiWire(known ?? api, 'id');
-  if (wire.status >= 500) request.log.error({ err }, 'request failed');
   // Logged with our code, as on every route: an error made in OpenAI's words has it by its status.
-  else request.log.info({ code: api?.code ?? errorCodeOfStatus(wire.status), status: wire.status }, 'request rejected');
+  logErrorAnswer(request, wire.status, api?.code ?? errorCodeOfStatus(wire.status), err);
   return sendWire(reply, wire);
 }
 
