@@ -25,8 +25,12 @@ export interface ThreadErrors {
   failed(failure: ThreadFailure): Error;
   /** close() came first. */
   closed(): Error;
-  /** The thread ended (a crash, process.exit) while the call waited. */
-  stopped(exitCode: number): Error;
+  /**
+   * The thread ended (a crash, process.exit) while the call waited. `reason`: the error it ended
+   * on, when it had one (an uncaught throw, or a thread that could not start: its script failed to
+   * load, the working directory is gone); stopped() is to name it.
+   */
+  stopped(exitCode: number, reason?: Error): Error;
 }
 
 export interface ThreadClientOptions {
@@ -54,7 +58,7 @@ export class ThreadClient<Request, Response> {
     this.errors = {
       failed: (failure) => new Error(`${name}: ${failure.message}`),
       closed: () => new Error(`the ${name} thread is closed`),
-      stopped: (code) => new Error(`the ${name} thread stopped (exit code ${code})`),
+      stopped: (code, reason) => new Error(`the ${name} thread stopped (${stopCause(code, reason)})`),
       ...options.errors,
     };
   }
@@ -127,10 +131,14 @@ export class ThreadClient<Request, Response> {
       // answer in another shape: a failure, not a TypeError here.
       else call.reject(this.errors.failed(message.failure ?? { message: 'the thread answered in a shape this caller does not read' }));
     });
-    worker.once('error', () => undefined); // its exit follows, and fails what it held
+    // Its exit follows and fails what it held; the error is why, the exit code alone says nothing.
+    let reason: Error | undefined;
+    worker.on('error', (err) => {
+      reason ??= err;
+    });
     worker.once('exit', (code) => {
       if (this.worker === worker) this.worker = undefined;
-      this.failPending(this.errors.stopped(code));
+      this.failPending(this.errors.stopped(code, reason));
     });
     this.worker = worker;
     return worker;
@@ -143,6 +151,15 @@ export class ThreadClient<Request, Response> {
     this.backgroundSent.clear();
     for (const call of calls) call.reject(err);
   }
+}
+
+/**
+ * How a thread ended, for stopped()'s messages: the exit code and, when it ended on an error, that
+ * error's message.
+ * @example stopCause(1, new Error('ENOENT: no such file or directory, uv_cwd')) // 'exit code 1: ENOENT: no such file or directory, uv_cwd'
+ */
+export function stopCause(exitCode: number, reason?: Error): string {
+  return reason ? `exit code ${exitCode}: ${reason.message}` : `exit code ${exitCode}`;
 }
 
 /** Background calls the worker holds at once: one, so that a call that is not waits behind one at most. */

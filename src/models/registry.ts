@@ -224,9 +224,13 @@ export class ModelRegistry {
     return [...new Set([given, real])].sort((a, b) => b.length - a.length);
   }
 
-  /** Installed models, ids sorted. */
+  /**
+   * Installed models, ids sorted by code point ('Ix' before 'hx' before 'ix'): not by the host's
+   * locale (localeCompare), whose order differs between hosts (tr_TR puts 'Ix' before 'ix', C
+   * after), so that every host of a deployment lists them alike.
+   */
   list(): InstalledModel[] {
-    return [...this.installed.values()].sort((a, b) => a.id.localeCompare(b.id));
+    return [...this.installed.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** The aliases with the dated id each resolves to now: the newest version that is not broken. */

@@ -6,7 +6,7 @@
  * The ids are TextTokenizer's (the same code runs in the worker). A worker that dies is started
  * again by the next call (it loads the tokenizer again); close() ends it.
  */
-import { ThreadClient, type ThreadErrors } from '../engine/thread-client.js';
+import { stopCause, ThreadClient, type ThreadErrors } from '../engine/thread-client.js';
 import { EngineError, type EngineErrorCode } from '../errors/engine-error.js';
 
 export type TokenizerRequest = { text: string } | { vocabSize: true };
@@ -16,7 +16,7 @@ const errors: ThreadErrors = {
   // The worker sends only EngineErrors' codes (tokenizer-worker.ts).
   failed: (failure) => new EngineError(failure.code as EngineErrorCode, failure.message),
   closed: () => new EngineError('ERR_ENGINE_CLOSED', 'the tokenizer is closed'),
-  stopped: (code) => new EngineError('ERR_RUNTIME', `tokenizer thread: it stopped (exit code ${code}); the next call starts another`),
+  stopped: (code, reason) => new EngineError('ERR_RUNTIME', `tokenizer thread: it stopped (${stopCause(code, reason)}); the next call starts another`),
 };
 
 export class TokenizerThread {
@@ -36,8 +36,8 @@ export class TokenizerThread {
   static async load(modelDir: string): Promise<TokenizerThread> {
     let loaded = false;
     // A thread that ends before the tokenizer loaded is this load's failure; later, a runtime one.
-    const stopped = (code: number) =>
-      loaded ? errors.stopped(code) : new EngineError('ERR_MODEL_LOAD', `tokenizer thread: it stopped (exit code ${code}) before the tokenizer loaded`);
+    const stopped = (code: number, reason?: Error) =>
+      loaded ? errors.stopped(code, reason) : new EngineError('ERR_MODEL_LOAD', `tokenizer thread: it stopped (${stopCause(code, reason)}) before the tokenizer loaded`);
     const thread = new ThreadClient<TokenizerRequest, TokenizerReply>(import.meta.url, 'tokenizer-worker', { workerData: { modelDir }, errors: { ...errors, stopped } });
     try {
       const vocabSize = (await thread.call({ vocabSize: true })) as number;

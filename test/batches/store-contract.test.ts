@@ -2,7 +2,8 @@
  * The BatchStore contract, run against both stores through BatchService with the real engine (tiny
  * model): SQLite under a data dir, and Postgres (a real server started here). The same mixed file
  * gives the same rows, in input order, with the same failure codes; ownership, listing, cancel and
- * retention behave alike. Postgres only: a job created through one service is read, downloaded and
+ * retention behave alike, and a job created under a clock ahead of the one that ends it is never
+ * stamped before its creation. Postgres only: a job created through one service is read, downloaded and
  * cancelled through another on the same database (API hosts keep no state), and several stores
  * opening a fresh database at once apply each migration exactly once. SQLite only: an upload deleted
  * while it is downloaded is served in full (docs/compatibility.md says what each store does).
@@ -20,6 +21,7 @@ import { FILE_EXPIRY_SECONDS, OpenAiBatchApi } from '../../src/batches/openai/op
 import { OpenAiWireError } from '../../src/batches/openai/errors.js';
 import type { OpenAiBatch } from '../../src/batches/openai/wire.js';
 import { MIGRATION_VERSIONS } from '../../src/batches/pg/migrations.js';
+import { openSqlite } from '../../src/batches/sqlite-driver.js';
 import type { DecisionService } from '../../src/service/decision-service.js';
 import type { TestPostgres } from '../helpers/postgres.js';
 import { closePgWorkspace, goodLines, maxProbDiff, mixedFile, openPgWorkspace, parseRows, type ResultRow, streamText } from './helpers.js';
@@ -228,6 +230,48 @@ describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
       expect(await api.files.get(month.id)).toBeUndefined();
     } finally {
       await api.close();
+    }
+  });
+});
+
+describe.each(stores)('a wall clock set back between runs: $kind', ({ kind, options }) => {
+  it("never stamps a job before its own earlier stamps, and counts its retention from the stamp it got", async () => {
+    const { databaseUrl = '' } = await options();
+    const open = (resume: boolean) => BatchService.open({ service: svc, dataDir: path.join(workDir, `${kind}-clock-back`), chunk: { chunkRecords: 4 }, databaseUrl, resume });
+    let batches = await open(false);
+    const create = async () => (await batches.create({ owner: 'o', model: 'svc-alpha', upload: await batches.stageUpload(Readable.from([goodLines(6).join('\n')])) })).id;
+    const [ran, cancelled] = [await create(), await create()];
+    await batches.close();
+    // Created (queued) under a clock a day ahead of the one that now runs and cancels them.
+    const ahead = Date.now() + 86_400_000;
+    if (kind === 'sqlite') {
+      const db = openSqlite(path.join(workDir, `${kind}-clock-back`, 'batches.sqlite'));
+      db.prepare('UPDATE batches SET created_at = ?').run(ahead);
+      db.close();
+    } else {
+      const db = new pg.Client({ connectionString: databaseUrl });
+      await db.connect();
+      await db.query('UPDATE decide_batch_jobs SET created_at = $1', [ahead]).finally(() => db.end());
+    }
+    batches = await open(false);
+    expect((await batches.cancel('o', cancelled)).status).toBe('cancelled');
+    await batches.close();
+    batches = await open(true);
+    try {
+      await waitFor(batches, 'o', ran, ['completed']);
+      const [done, gone] = [(await batches.store.get(ran))!, (await batches.store.get(cancelled))!];
+      expect(done.createdAt).toBe(ahead);
+      expect(done.startedAt).toBeGreaterThanOrEqual(done.createdAt);
+      expect(done.completedAt).toBeGreaterThanOrEqual(done.startedAt!);
+      expect(done.expiresAt).toBe(done.completedAt! + batches.retentionMs);
+      expect(gone).toMatchObject({ createdAt: ahead, completedAt: ahead, cancellingAt: ahead, expiresAt: ahead + batches.retentionMs });
+      // Retention runs from the stamps kept: a second before it ends, neither job expires (from this
+      // clock's own stamps, both would be a day past it).
+      await batches.sweep(ahead + batches.retentionMs - 1000);
+      expect((await batches.get('o', ran)).status).toBe('completed');
+      expect((await batches.get('o', cancelled)).status).toBe('cancelled');
+    } finally {
+      await batches.close();
     }
   });
 });

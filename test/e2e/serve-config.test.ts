@@ -4,7 +4,8 @@
  * can enter is left as it is, with a warning at warn level, even though the generated key is
  * written into it; a retention with a fraction of a millisecond still lets batches finish; at
  * `--log-level trace` no line holds the key; a stdout whose reader left after the key
- * (`decide serve | head -2`) does not stop the server.
+ * (`decide serve | head -2`) does not stop the server; the host's locale does not change the
+ * order models are listed in.
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, statSync } from 'node:fs';
@@ -56,6 +57,35 @@ describe('decide serve: folders and settings', () => {
       expect(server.stderr()).not.toContain('runner error');
     } finally {
       expect(await server.stop()).toBe(0);
+    }
+  }, 60_000);
+
+  it('under a Turkish locale (LANG, LC_ALL), models are listed in code-point order, as under any other', async () => {
+    const ids = ['hx-2026-10', 'ix-2026-10', 'Ix-2026-10', 'svc-alpha-2026-10', 'svc_alpha-2026-10', 'Svc-alpha-2026-11'];
+    const models = await tempModels(ids);
+    const server = await startServe({
+      args: ['--models-dir', models.modelsDir, '--data-dir', models.dataDir, '--threads', '1'],
+      env: { ...NO_KEYS, LANG: 'tr_TR.UTF-8', LC_ALL: 'tr_TR.UTF-8' },
+    });
+    try {
+      const auth = { authorization: `Bearer ${(await readFile(path.join(models.dataDir, 'api-key'), 'utf8')).trim()}` };
+      const listed = (await (await fetch(`${server.url}/v1/models`, { headers: auth })).json()) as { data: Array<{ id: string }> };
+      const codePoints = (list: string[]) => [...list].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      const dated = listed.data.map((m) => m.id).filter((id) => ids.includes(id));
+      expect(dated).toEqual(codePoints(ids));
+      expect(dated.slice(0, 3)).toEqual(['Ix-2026-10', 'Svc-alpha-2026-11', 'hx-2026-10']);
+      // The list a request for a model not installed is answered with: aliases, then ids.
+      const missing = await fetch(`${server.url}/v1/decide`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'nope', state: 'x', questions: { q: { type: 'noul', instructions: 'Is it?' } } }),
+      });
+      expect(missing.status).toBe(404);
+      const aliases = ['hx', 'ix', 'Ix', 'svc-alpha', 'svc_alpha', 'Svc-alpha'];
+      expect(JSON.stringify(await missing.json())).toContain(`installed: ${[...codePoints(aliases), ...codePoints(ids)].join(', ')}`);
+    } finally {
+      expect(await server.stop()).toBe(0);
+      models.cleanup();
     }
   }, 60_000);
 

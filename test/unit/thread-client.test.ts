@@ -2,7 +2,8 @@
  * ThreadClient (src/engine/thread-client.ts), the worker thread behind the request body and batch
  * line readers, with a real worker thread: answers come back to their own calls, a request the
  * worker fails rejects alone, a worker that dies fails the requests it held and the next request
- * starts another, and close() ends it.
+ * starts another, a worker that cannot start fails the calls with the reason it gave, and close()
+ * ends it.
  */
 import { afterEach, expect, it } from 'vitest';
 
@@ -81,6 +82,21 @@ it('a worker that dies fails what it held; the next call starts another', async 
   // 'held' was answered before the exit (one message at a time, in order).
   expect(await held).toBe(4);
   expect(await c.call({ text: 'again' })).toBe(5);
+});
+
+it('a worker that cannot start fails the calls with its reason, not with its exit code alone', async () => {
+  const c = new ThreadClient<Request, number>(import.meta.url, 'fixtures/unstartable-worker');
+  clients.push(c);
+  const calls = [c.call({ text: 'a' }), c.call({ text: 'b' }, { background: true })];
+  for (const call of calls) {
+    await expect(call).rejects.toThrow('the fixtures/unstartable-worker thread stopped (exit code 1: the unstartable worker cannot start: its settings are missing)');
+  }
+  // A caller's own stopped() is given the reason too.
+  const own = new ThreadClient<Request, number>(import.meta.url, 'fixtures/unstartable-worker', {
+    errors: { stopped: (code, reason) => new Error(`own: ${code}, ${reason?.message}`) },
+  });
+  clients.push(own);
+  await expect(own.call({ text: 'a' })).rejects.toThrow('own: 1, the unstartable worker cannot start: its settings are missing');
 });
 
 it('close() fails the calls waiting and refuses later ones', async () => {

@@ -1,11 +1,15 @@
 /**
  * TokenizerThread, the service's tokenizer: the same ids as TextTokenizer (the same code, in a
- * worker thread), the event loop free while a full-size tokenizer loads, the load's errors, close,
- * and a worker that died started again by the next call.
+ * worker thread), the event loop free while a full-size tokenizer loads, the load's errors (a
+ * thread that could not start, with its reason), close, and a worker that died started again by
+ * the next call.
  */
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { TokenizerThread } from '../../src/runtime/tokenizer-thread.js';
@@ -53,6 +57,12 @@ describe('TokenizerThread (the full Qwen3 tokenizer in a worker)', () => {
     } finally {
       await rm(empty, { recursive: true, force: true });
     }
+  });
+
+  it('a thread that cannot start (the working directory was deleted) fails the load with its reason, not only its exit code', async () => {
+    const script = fileURLToPath(new URL('fixtures/tokenizer-in-deleted-cwd.ts', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script, model.dir], { cwd: fileURLToPath(new URL('../..', import.meta.url)) });
+    expect(stdout.trim()).toBe('tokenizer thread: it stopped (exit code 1: ENOENT: no such file or directory, uv_cwd) before the tokenizer loaded');
   });
 
   it('after close() every call is refused, the ones waiting included; a worker that died is started again by the next call', async () => {

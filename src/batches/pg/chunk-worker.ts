@@ -35,7 +35,7 @@ import type { BatchDecisionService, BatchSettings } from '../ports.js';
 import type { VersionPin } from '../../service/version-pin.js';
 import type { ConnectionState } from './connection-state.js';
 import { inTransaction, queueDb, type Pool } from './database.js';
-import { closeJob, getJob, jobModelFingerprint, type PgJob } from './job-rows.js';
+import { closeJob, finishedAt, getJob, jobModelFingerprint, type PgJob } from './job-rows.js';
 import { CHUNK_ATTEMPTS, CHUNK_QUEUE, DEAD_CHUNK_QUEUE, type ChunkTask } from './queue.js';
 
 /** How long an idle worker waits before asking the queue again. */
@@ -214,7 +214,7 @@ export class ChunkWorker {
     // The chunk is scored on the copy checked above: replaced meanwhile, it is released (ModelUnusableError).
     const pin: VersionPin = { loaded: loaded as object };
     if (job.status === 'queued') {
-      await pool.query(`UPDATE decide_batch_jobs SET status = 'in_progress', started_at = COALESCE(started_at, $2) WHERE id = $1 AND status = 'queued'`, [
+      await pool.query(`UPDATE decide_batch_jobs SET status = 'in_progress', started_at = COALESCE(started_at, GREATEST($2::bigint, created_at)) WHERE id = $1 AND status = 'queued'`, [
         job.id,
         Date.now(),
       ]);
@@ -251,11 +251,11 @@ export class ChunkWorker {
         `UPDATE decide_batch_jobs SET
            completed = completed + $2, failed = failed + $3, results_bytes = results_bytes + $4, failed_bytes = failed_bytes + $10,
            status = CASE WHEN completed + failed + $2 + $3 = total THEN 'completed' ELSE 'in_progress' END,
-           completed_at = CASE WHEN completed + failed + $2 + $3 = total THEN $5::bigint END,
-           expires_at = CASE WHEN completed + failed + $2 + $3 = total THEN $6::bigint END,
+           completed_at = CASE WHEN completed + failed + $2 + $3 = total THEN ${finishedAt('$5')} END,
+           expires_at = CASE WHEN completed + failed + $2 + $3 = total THEN ${finishedAt('$5')} + $6 END,
            input_tokens = input_tokens + $7, cached_tokens = cached_tokens + $8, output_tokens = output_tokens + $9
          WHERE id = $1 AND status IN ('queued', 'in_progress') RETURNING status`,
-        [job.id, completed, failed, bytes, now, now + settings.retentionMs, usage.inputTokens, usage.cachedTokens, usage.outputTokens, failedBytes],
+        [job.id, completed, failed, bytes, now, settings.retentionMs, usage.inputTokens, usage.cachedTokens, usage.outputTokens, failedBytes],
       );
       if (moved.rowCount !== 1) return; // cancelled or failed meanwhile: the queue job completes, the rows are dropped
       await client.query(
@@ -344,7 +344,7 @@ export class ChunkWorker {
   private async fail(job: PgJob, attempt: Attempt | undefined, error: { code: string; message: string }): Promise<void> {
     const now = Date.now();
     await inTransaction(this.o.pool, async (client) => {
-      if (await closeJob(client, job.id, { status: 'failed', now, expiresAt: now + this.o.settings.retentionMs, error })) {
+      if (await closeJob(client, job.id, { status: 'failed', now, retentionMs: this.o.settings.retentionMs, error })) {
         this.o.log(`batch ${job.id}: failed: ${error.message}`);
       }
       if (attempt) await this.o.boss.complete(CHUNK_QUEUE, attempt, null, { db: queueDb(client) });

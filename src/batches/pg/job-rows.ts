@@ -18,6 +18,17 @@ export const JOB_COLUMNS = `id, owner, model, requested_model, status, total, co
   input_tokens::float8 AS input_tokens, cached_tokens::float8 AS cached_tokens, output_tokens::float8 AS output_tokens,
   cancelling_at::float8 AS cancelling_at, expired_from`;
 
+/**
+ * SQL for when a job ends: the caller's clock (the bigint parameter `now`, '$3'), but never before a
+ * stamp the job already has. A wall clock set back (by hand, NTP, a worker on another host whose
+ * clock is behind) would otherwise end a job before it was created, and count its retention from
+ * then. The start is held the same way (chunk-worker.ts), so created_at <= started_at <= completed_at.
+ * GREATEST skips the stamps still null.
+ */
+export function finishedAt(now: string): string {
+  return `GREATEST(${now}::bigint, created_at, started_at, cancelling_at)`;
+}
+
 /** Statuses a job can still leave by being worked on or cancelled. */
 export const OPEN_STATUSES = `('queued', 'in_progress', 'cancelling')`;
 
@@ -49,13 +60,13 @@ export async function getJob(db: Pool | Client, id: string): Promise<PgJob | und
 export async function closeJob(
   client: Client,
   id: string,
-  outcome: { status: 'cancelled' | 'failed'; now: number; expiresAt: number; error?: { code: string; message: string } },
+  outcome: { status: 'cancelled' | 'failed'; now: number; retentionMs: number; error?: { code: string; message: string } },
 ): Promise<boolean> {
   const { rowCount } = await client.query(
-    `UPDATE decide_batch_jobs SET status = $2, completed_at = $3, expires_at = $4, error_code = $5, error_message = $6,
-       cancelling_at = CASE WHEN $2 = 'cancelled' THEN $3::bigint END
+    `UPDATE decide_batch_jobs SET status = $2, completed_at = ${finishedAt('$3')}, expires_at = ${finishedAt('$3')} + $4, error_code = $5, error_message = $6,
+       cancelling_at = CASE WHEN $2 = 'cancelled' THEN ${finishedAt('$3')} END
      WHERE id = $1 AND status IN ${OPEN_STATUSES}`,
-    [id, outcome.status, outcome.now, outcome.expiresAt, outcome.error?.code ?? null, outcome.error?.message ?? null],
+    [id, outcome.status, outcome.now, outcome.retentionMs, outcome.error?.code ?? null, outcome.error?.message ?? null],
   );
   if (rowCount !== 1) return false;
   await client.query('DELETE FROM decide_batch_inputs WHERE job_id = $1', [id]);

@@ -153,7 +153,7 @@ export class PgBatchStore implements BatchStore {
 
   async cancel(id: string, now: number): Promise<BatchJob> {
     return inTransaction(this.pool, async (client) => {
-      await closeJob(client, id, { status: 'cancelled', now, expiresAt: now + this.options.settings.retentionMs });
+      await closeJob(client, id, { status: 'cancelled', now, retentionMs: this.options.settings.retentionMs });
       return (await getJob(client, id))!;
     });
   }

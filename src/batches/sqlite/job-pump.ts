@@ -101,8 +101,7 @@ export class JobPump {
   }
 
   private finishJob(id: string, status: 'completed' | 'failed' | 'cancelled', progress?: JobProgress, error?: { code: string; message: string }): void {
-    const now = Date.now();
-    this.store.finish(id, { status, now, expiresAt: now + this.settings.retentionMs, error }, progress);
+    this.store.finish(id, { status, now: Date.now(), retentionMs: this.settings.retentionMs, error }, progress);
     this.log(`batch ${id}: ${status}${progress ? ` (${progress.completed} completed, ${progress.failed} failed)` : ''}`);
   }
 

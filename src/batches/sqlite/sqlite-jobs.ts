@@ -105,6 +105,14 @@ function progressParams(id: string, p: JobProgress) {
   };
 }
 
+/**
+ * When a job ends: the caller's clock (@completedAt), but never before a stamp the job already has.
+ * A wall clock set back (by hand, NTP, a restart on another host) would otherwise end a job before
+ * it was created, and count its retention from then. Every stamp written here is held the same way
+ * (start, cancelling), so created_at <= started_at <= cancelling_at <= completed_at always.
+ */
+const FINISHED_AT = 'MAX(@completedAt, created_at, COALESCE(started_at, created_at), COALESCE(cancelling_at, created_at))';
+
 /** Columns added after the first release: a database created before them gets them at open. */
 const ADDED_COLUMNS: ReadonlyArray<[name: string, definition: string]> = [
   ['openai', 'TEXT'],
@@ -142,15 +150,15 @@ export class SqliteJobTable {
       listFirst: p('SELECT * FROM batches WHERE owner = ? ORDER BY id DESC LIMIT ?'),
       listAfter: p('SELECT * FROM batches WHERE owner = ? AND id < ? ORDER BY id DESC LIMIT ?'),
       unfinished: p(`SELECT * FROM batches WHERE status IN ('queued', 'in_progress', 'cancelling') ORDER BY id ASC`),
-      start: p(`UPDATE batches SET status = 'in_progress', started_at = COALESCE(started_at, ?) WHERE id = ? AND status = 'queued'`),
+      start: p(`UPDATE batches SET status = 'in_progress', started_at = COALESCE(started_at, MAX(?, created_at)) WHERE id = ? AND status = 'queued'`),
       progress: p(`UPDATE batches SET input_offset = @inputOffset, input_line = @inputLine, results_bytes = @resultsBytes, failed_bytes = @failedBytes,
                    completed = @completed, failed = @failed, input_tokens = @inputTokens, cached_tokens = @cachedTokens,
                    output_tokens = @outputTokens WHERE id = @id AND status IN ('in_progress', 'cancelling')`),
-      finish: p(`UPDATE batches SET status = @status, completed_at = @completedAt, expires_at = @expiresAt,
+      finish: p(`UPDATE batches SET status = @status, completed_at = ${FINISHED_AT}, expires_at = ${FINISHED_AT} + @retentionMs,
                  error_code = @errorCode, error_message = @errorMessage,
-                 cancelling_at = CASE WHEN @status = 'cancelled' THEN COALESCE(cancelling_at, @completedAt) ELSE cancelling_at END
+                 cancelling_at = CASE WHEN @status = 'cancelled' THEN COALESCE(cancelling_at, ${FINISHED_AT}) ELSE cancelling_at END
                  WHERE id = @id AND status IN ('queued', 'in_progress', 'cancelling')`),
-      cancelling: p(`UPDATE batches SET status = 'cancelling', cancelling_at = ? WHERE id = ? AND status = 'in_progress'`),
+      cancelling: p(`UPDATE batches SET status = 'cancelling', cancelling_at = MAX(?, created_at, COALESCE(started_at, created_at)) WHERE id = ? AND status = 'in_progress'`),
       due: p(`SELECT * FROM batches WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('completed', 'failed', 'cancelled') ORDER BY expires_at ASC LIMIT ?`),
       expire: p(`UPDATE batches SET expired_from = status, status = 'expired' WHERE id = ? AND status IN ('completed', 'failed', 'cancelled')`),
       ids: p('SELECT id, status FROM batches'),
@@ -191,12 +199,12 @@ export class SqliteJobTable {
   }
 
   /**
-   * Moves an unfinished job to a final status, with the progress of its last rows in the same
-   * transaction when given.
+   * Moves an unfinished job to a final status at `now` (or at its latest stamp, when that is later),
+   * kept `retentionMs` from then; with the progress of its last rows in the same transaction when given.
    */
   finish(
     id: string,
-    outcome: { status: 'completed' | 'failed' | 'cancelled'; now: number; expiresAt: number; error?: { code: string; message: string } },
+    outcome: { status: 'completed' | 'failed' | 'cancelled'; now: number; retentionMs: number; error?: { code: string; message: string } },
     progress?: JobProgress,
   ): boolean {
     return this.db.transaction(() => {
@@ -206,7 +214,7 @@ export class SqliteJobTable {
           id,
           status: outcome.status,
           completedAt: outcome.now,
-          expiresAt: outcome.expiresAt,
+          retentionMs: outcome.retentionMs,
           errorCode: outcome.error?.code ?? null,
           errorMessage: outcome.error?.message ?? null,
         }).changes === 1

@@ -98,7 +98,7 @@ export class SqliteBatchStore implements BatchStore {
   async cancel(id: string, now: number): Promise<BatchJob> {
     const job = this.table.get(id)!;
     if (job.status === 'queued' && !this.pump.isRunning(id)) {
-      this.table.finish(id, { status: 'cancelled', now, expiresAt: now + this.options.settings.retentionMs });
+      this.table.finish(id, { status: 'cancelled', now, retentionMs: this.options.settings.retentionMs });
     } else if (job.status === 'in_progress' || job.status === 'queued') {
       this.table.markCancelling(id, now);
       this.pump.stop(id);
