@@ -1,6 +1,7 @@
 #include "ort_runtime.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include <mutex>
 
@@ -21,6 +22,20 @@ int g_env_severity = ORT_LOGGING_LEVEL_ERROR;
 
 using GetApiBaseFn = const OrtApiBase* (*)();
 
+// ONNX Runtime's official builds for Linux and macOS (1.29 and newer; onnxruntime-node's, the one
+// shipped in prebuilds/) carry Microsoft's 1DS telemetry client, started when the first environment
+// is created: it writes mat-debug-<pid>.log and .ses into $TMPDIR (`:memory:.ses` into the working
+// directory where it has no writable home), a device id and an event queue for upload under
+// ~/.cache/Microsoft/DeveloperTools/.onnxruntime/, never removed. ORT_DISABLE_TELEMETRY=1 is its
+// only switch that stops all of it, and ONNX Runtime reads it when that environment is created:
+// DisableTelemetryEvents() on the environment comes after the files and leaves the uploader running.
+// Set here, in the C environment, not from JavaScript: a worker thread's process.env is a copy that
+// never reaches the environment ONNX Runtime reads. An operator's own value (0 keeps ONNX Runtime's
+// telemetry) is left as it is. Children the process starts later inherit the setting.
+void DisableOrtTelemetryUnlessChosen() {
+  setenv("ORT_DISABLE_TELEMETRY", "1", /*overwrite=*/0);
+}
+
 }  // namespace
 
 void EnsureOrtLoaded(const std::string& library_path) {
@@ -32,6 +47,7 @@ void EnsureOrtLoaded(const std::string& library_path) {
     }
     return;
   }
+  DisableOrtTelemetryUnlessChosen();
   // RTLD_GLOBAL so that provider libraries (libonnxruntime_providers_cuda.so) resolve against it.
   void* handle = dlopen(library_path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (handle == nullptr) {
