@@ -8,6 +8,14 @@ import path from 'node:path';
 
 import { EngineError } from '../errors/engine-error.js';
 
+/** The files of a model directory other than its graph (GRAPH_CANDIDATES), by role. */
+export const MODEL_FILES = {
+  config: 'config.json',
+  decision: 'decision.json',
+  tokenizer: 'tokenizer.json',
+  tokenizerConfig: 'tokenizer_config.json',
+} as const;
+
 export interface ModelConfig {
   numLayers: number;
   hiddenSize: number;
@@ -55,7 +63,7 @@ function positiveInt(file: string, raw: Record<string, unknown>, key: string, fa
 }
 
 export function readModelConfig(modelDir: string): ModelConfig {
-  const file = path.join(modelDir, 'config.json');
+  const file = path.join(modelDir, MODEL_FILES.config);
   const raw = readJson(file);
   // Some configs (multimodal wrappers) nest the language model's numbers under text_config.
   const text = (typeof raw.text_config === 'object' && raw.text_config !== null ? raw.text_config : raw) as Record<
@@ -77,12 +85,19 @@ export function readModelConfig(modelDir: string): ModelConfig {
   };
 }
 
-/** The decoder graph of a model directory. */
-export function findGraphFile(modelDir: string): string {
-  if (!existsSync(modelDir)) fail(modelDir, 'model directory does not exist');
+/** The decoder graph the engine loads from a model directory: the first of GRAPH_CANDIDATES there, if any. */
+export function graphFileIn(modelDir: string): string | undefined {
   for (const candidate of GRAPH_CANDIDATES) {
     const file = path.join(modelDir, candidate);
     if (existsSync(file)) return file;
   }
+  return undefined;
+}
+
+/** The decoder graph of a model directory. */
+export function findGraphFile(modelDir: string): string {
+  if (!existsSync(modelDir)) fail(modelDir, 'model directory does not exist');
+  const file = graphFileIn(modelDir);
+  if (file !== undefined) return file;
   fail(path.join(modelDir, 'onnx/model.onnx'), `no decoder graph found (looked for ${GRAPH_CANDIDATES.join(', ')})`);
 }
