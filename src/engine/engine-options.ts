@@ -149,8 +149,6 @@ export const ENGINE_DEFAULTS = {
   shapeBuckets: false,
   /** Off until a GPU measures it faster (docs/models.md, "CUDA graphs"). */
   cudaGraphs: false,
-  /** Packing is a GPU win only (see packSuffixes). */
-  packSuffixes: (provider: Provider) => PROVIDER_DEFAULTS[provider].packSuffixes,
 } as const;
 
 /**
