@@ -8,9 +8,8 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 
-import { ulid } from 'ulid';
-
 import { ApiError, describeError, toApiError } from '../api/errors.js';
+import { newDecisionId } from '../api/request-ids.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { decideResponse } from '../api/decide/index.js';
 import type { DecideResponse, ModelEntry, ModelListing } from '../api/schemas.js';
@@ -84,10 +83,6 @@ function modelStamp(dir: string): string {
   const files = MODEL_IDENTITY_FILES.map((name) => identity(path.join(dir, name)));
   const graphStamp = graph === undefined ? '-' : `${path.relative(dir, graph)}:${identity(graph)}`;
   return [folder ? String(folder.ino) : '-', ...files, graphStamp].join('|');
-}
-
-export function newDecisionId(): string {
-  return `dec_${ulid()}`;
 }
 
 /** The domain result of one scored request; each wire dialect renders it (src/api/). */
