@@ -9,8 +9,16 @@ import { randomBytes } from 'node:crypto';
 
 import { ulid } from 'ulid';
 
+import { DECIDE_PATH } from './decide/index.js';
+import { SYSTEMONE_PATH } from './systemone/index.js';
+
+/** A decision's id, `dec_<ULID>`: a /v1/decide request's, and each batch record's answer's. */
+export function newDecisionId(): string {
+  return `dec_${ulid()}`;
+}
+
 export function newRequestId(method: string, path: string): string {
-  if (method === 'POST' && path === '/v1/decide') return `dec_${ulid()}`;
-  if (path === '/v1/systemone' || path.startsWith('/v1/systemone/')) return `req_${randomBytes(16).toString('hex')}`;
+  if (method === 'POST' && path === DECIDE_PATH) return newDecisionId();
+  if (path === SYSTEMONE_PATH || path.startsWith(`${SYSTEMONE_PATH}/`)) return `req_${randomBytes(16).toString('hex')}`;
   return `req_${ulid()}`;
 }

@@ -157,7 +157,6 @@ export const ErrorSchema = Type.Object({
   message: Type.String({ description: 'Human-readable text.' }),
   request_id: Type.String({ description: 'The request id, also sent in the x-request-id header.' }),
 });
-export type ErrorResponse = Static<typeof ErrorSchema>;
 
 // ---- Models ----
 

@@ -22,6 +22,7 @@
  */
 
 import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
+import { DECIDE_PATH } from '../api/decide/index.js';
 import { ApiError, toApiError } from '../api/errors.js';
 import { parseJsonText } from '../api/json-text.js';
 import { isPlainObject, jsonType } from '../api/json-value.js';
@@ -245,8 +246,8 @@ function toRequest(record: Record<string, unknown>, ctx: RecordReadContext): Nor
     if (record.method !== 'POST') {
       throw new ApiError('invalid_question', `method: must be "POST", got ${typeof record.method === 'string' ? JSON.stringify(record.method.slice(0, 50)) : jsonType(record.method)}`);
     }
-    if (record.url !== '/v1/decide') {
-      throw new ApiError('invalid_question', `url: must be "/v1/decide", got ${typeof record.url === 'string' ? JSON.stringify(record.url.slice(0, 200)) : jsonType(record.url)}`);
+    if (record.url !== DECIDE_PATH) {
+      throw new ApiError('invalid_question', `url: must be "${DECIDE_PATH}", got ${typeof record.url === 'string' ? JSON.stringify(record.url.slice(0, 200)) : jsonType(record.url)}`);
     }
     if (!isPlainObject(record.body)) {
       throw new ApiError('invalid_question', `body: required, the /v1/decide request body as a JSON object (got ${jsonType(record.body)})`);

@@ -5,6 +5,13 @@
  * answers together, so the intervals are as wide as the rows warrant. An answer without a row is a
  * row of its own (then this is the plain bootstrap over answers).
  */
+
+/**
+ * Resamples drawn when a caller names none: for the figures' intervals (metrics.ts) and for the
+ * fitted parameters' (fit.ts), which refit the correction on every resample and so cost more each.
+ */
+export const DEFAULT_RESAMPLES = { figures: 1000, parameters: 200 } as const;
+
 export class RowResampler<T> {
   private readonly rows: T[][];
   private readonly size: number;

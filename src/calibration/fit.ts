@@ -20,7 +20,7 @@
  *
  * Uncertainty: the parameters are refitted on bootstrap resamples of the fit rows (percentile 95%).
  */
-import { RowResampler } from './bootstrap.js';
+import { DEFAULT_RESAMPLES, RowResampler } from './bootstrap.js';
 import { quantile } from './metrics.js';
 import { correctedProbs, IDENTITY, seededRandom, type Observation, type TypeCorrection } from './observations.js';
 
@@ -139,7 +139,7 @@ export interface TypeFit {
 }
 
 export interface FitOptions {
-  /** Bootstrap resamples for the parameter intervals; default 200. */
+  /** Bootstrap resamples for the parameter intervals; default DEFAULT_RESAMPLES.parameters. */
   resamples?: number;
   seed?: number;
   /** The base version's correction for this type; absent or the identity: none (it is `none`). */
@@ -172,7 +172,7 @@ export function fitType(fit: readonly Observation[], heldOut: readonly Observati
     if (heldOutNll[candidates[i]![0]]! < heldOutNll[candidates[best]![0]]!) best = i;
   }
 
-  const resamples = options.resamples ?? 200;
+  const resamples = options.resamples ?? DEFAULT_RESAMPLES.parameters;
   const random = seededRandom(options.seed ?? 1);
   const tOnly = new Float64Array(resamples);
   const tBias = new Float64Array(resamples);

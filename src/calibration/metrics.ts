@@ -13,7 +13,7 @@
  * held-out answers hold two each, and their accuracies can only be 0, 0.5 or 1. Each point carries
  * the Wilson 95% interval of its accuracy, so a reader sees how little a small bin says.
  */
-import { RowResampler } from './bootstrap.js';
+import { DEFAULT_RESAMPLES, RowResampler } from './bootstrap.js';
 import { seededRandom } from './observations.js';
 
 /** One prediction: probabilities in option order and the index of the right option. */
@@ -139,7 +139,7 @@ export function figuresWithIntervals(
   const bins = options.bins ?? ECE_BINS;
   const rows = predictions.map(rowOf);
   const point = figuresOf(rows, bins);
-  const resamples = options.resamples ?? 1000;
+  const resamples = options.resamples ?? DEFAULT_RESAMPLES.figures;
   const random = seededRandom(options.seed ?? 1);
   const draws: Record<keyof Figures, Float64Array> = {
     accuracy: new Float64Array(resamples),

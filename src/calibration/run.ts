@@ -44,7 +44,7 @@ export interface CalibrateOptions {
   reportDir?: string;
   /** Seed of the fit / held-out split and of the bootstrap; default 1. */
   seed?: number;
-  /** Bootstrap resamples for figure intervals (default 1000) and parameter intervals (default 200). */
+  /** Bootstrap resamples for figure intervals and parameter intervals (defaults: DEFAULT_RESAMPLES in bootstrap.ts). */
   resamples?: { figures?: number; parameters?: number };
   threads?: number;
   /** Engine options (src/engine/engine-options.ts) for the engines this run loads. */
@@ -114,7 +114,7 @@ function compare(
   heldOut: readonly Observation[],
   before: TypeCorrection,
   after: TypeCorrection,
-  resamples: number,
+  resamples: number | undefined,
   seed: number,
 ): Record<keyof Figures, Compared> {
   const run = (probs: (o: Observation) => Float64Array) =>
@@ -250,7 +250,7 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
       const enough = fit.length >= MIN_FIT_OBSERVATIONS && heldOut.length >= MIN_HELD_OUT_OBSERVATIONS;
       const result = enough ? fitType(fit, heldOut, { resamples: options.resamples?.parameters, seed, base: before }) : undefined;
       const after = result ? result.correction : before;
-      const figures = compare(heldOut, before, after, options.resamples?.figures ?? 1000, seed);
+      const figures = compare(heldOut, before, after, options.resamples?.figures, seed);
       const report: TypeReport = {
         fit_observations: fit.length,
         held_out_observations: heldOut.length,

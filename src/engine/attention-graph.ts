@@ -7,10 +7,8 @@
  * decision service and the `decide` commands do. Without one, the model's own graph runs, and
  * EngineInfo.attention says so.
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-
 import type { VerifyLoadOptions } from './lm-head-verify.js';
+import { readDecisionFile } from './model-dir.js';
 
 export const FUSED_ATTENTION_REQUESTS = ['auto', 'on', 'off'] as const;
 export type FusedAttentionRequest = (typeof FUSED_ATTENTION_REQUESTS)[number];
@@ -64,9 +62,9 @@ export async function chooseAttentionGraph(
  */
 export function storedGraphRecord(modelDir: string): { attention: 'ops' | 'fused'; dtype: string } | undefined {
   try {
-    const decision = JSON.parse(readFileSync(path.join(modelDir, 'decision.json'), 'utf8')) as Record<string, { dtype?: string; features?: { attention?: string } } | undefined>;
-    const record = decision.builder ?? decision.import;
-    if (record?.dtype === undefined) return undefined;
+    const decision = readDecisionFile(modelDir);
+    const record = decision?.builder ?? decision?.import;
+    if (typeof record?.dtype !== 'string') return undefined;
     return { attention: record.features?.attention === 'fused' ? 'fused' : 'ops', dtype: record.dtype };
   } catch {
     return undefined;

@@ -12,11 +12,12 @@
 import os from 'node:os';
 
 import { EngineError } from '../errors/engine-error.js';
+import { attentionWeight } from './attention-weight.js';
 import type { ModelConfig } from './model-dir.js';
 import type { NativeLoadOptions } from './native.js';
 import { FUSED_ATTENTION_REQUESTS, type FusedAttentionRequest, type GraphDeriver } from './attention-graph.js';
 import { INT8_KERNEL_ENV, INT8_PATHS, type Int8PathRequest } from './int8-path.js';
-import { accepts, parseText, ruleOf, type OptionCheck, type OptionValue } from './option-checks.js';
+import { accepts, checkOptionNames, parseText, ruleOf, type OptionCheck, type OptionValue } from './option-checks.js';
 
 export type Provider = 'cpu' | 'cuda';
 
@@ -155,8 +156,6 @@ export const ENGINE_DEFAULTS = {
   shapeBuckets: false,
   /** Off until a GPU measures it faster (docs/models.md, "CUDA graphs"). */
   cudaGraphs: false,
-  /** Packing is a GPU win only (see packSuffixes). */
-  packSuffixes: (provider: Provider) => PROVIDER_DEFAULTS[provider].packSuffixes,
 } as const;
 
 /**
@@ -343,7 +342,6 @@ export function withEnvironment<T extends EngineOptions>(options: T, env: NodeJS
   return out as T;
 }
 
-/** Checks every option given against its row (ERR_INPUT naming the first refused). */
 /** Engine.load's option names: every engine option, modelDir and graphDeriver. */
 const LOAD_OPTION_NAMES: readonly string[] = [...ENGINE_OPTION_NAMES, 'modelDir', 'graphDeriver'];
 
@@ -361,37 +359,13 @@ export function checkLoadOptionNames(given: unknown): void {
 /** The options of an engine that a caller passes on (DecisionService's runtime.engine): all but modelDir. */
 export const ENGINE_PASS_OPTION_NAMES: readonly string[] = [...ENGINE_OPTION_NAMES, 'graphDeriver'];
 
-/**
- * Refuses an options object that names an option not in `known` (ERR_INPUT, `where` says whose):
- * a typo such as `thread` would otherwise be ignored and the default used.
- */
-export function checkOptionNames(given: object, known: readonly string[], where: string): void {
-  for (const key of Object.keys(given)) {
-    if (known.includes(key)) continue;
-    const lower = key.toLowerCase();
-    const near = known.find((n) => n.toLowerCase().startsWith(lower) || lower.startsWith(n.toLowerCase()));
-    throw new EngineError('ERR_INPUT', `${where}: unknown option '${key.slice(0, 100)}'${near ? ` (did you mean '${near}'?)` : ''}`);
-  }
-}
-
+/** Checks every option given against its row (ERR_INPUT naming the first refused). */
 export function checkEngineOptions(options: EngineOptions): void {
   for (const name of ENGINE_OPTION_NAMES) {
     const value = options[name];
     const { check } = ENGINE_OPTIONS[name];
     if (value !== undefined && !accepts(check, value)) invalid(name, check.kind === 'boolean' ? 'true or false' : ruleOf(check), value);
   }
-}
-
-/**
- * Attention FLOPs per (query token, key position) relative to the body FLOPs of one token:
- * QK^T and PV cost 4 x heads x head_dim per key and layer, the body 2 x its parameters. The
- * scorer uses it to weigh padded past positions when it splits rows into passes.
- */
-export function attentionWeight(config: ModelConfig): number {
-  const { numLayers: layers, hiddenSize: hidden, numHeads: heads, numKvHeads: kvHeads, headDim } = config;
-  const intermediate = typeof config.raw.intermediate_size === 'number' ? config.raw.intermediate_size : 4 * hidden;
-  const body = layers * (2 * hidden * heads * headDim + 2 * hidden * kvHeads * headDim + 3 * hidden * intermediate);
-  return (4 * heads * headDim * layers) / (2 * body);
 }
 
 /**

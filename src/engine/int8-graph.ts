@@ -13,6 +13,7 @@ import { createReadStream, existsSync, readFileSync, renameSync, rmSync, statSyn
 import path from 'node:path';
 
 import { cpuInt8Support, type Int8Support } from './cpu-int8.js';
+import { readDecisionFile } from './model-dir.js';
 import { chooseInt8Path, int8PathRequest, type Int8Path, type Int8PathChoice, type Int8PathRequest } from './int8-path.js';
 import { U8S8_REWRITE_VERSION, u8s8Paths, type U8S8Rewrite } from './int8-rewrite.js';
 import { runEngineWorker } from './worker-thread.js';
@@ -42,8 +43,8 @@ interface Stamp {
 /** The int8 kernel decision.json records (make-model: builder.int8, import-model: import.int8), if any. */
 export function storedInt8Kernel(modelDir: string): string | undefined {
   try {
-    const decision = JSON.parse(readFileSync(path.join(modelDir, 'decision.json'), 'utf8')) as Record<string, { int8?: { scheme?: { kernel?: unknown } } } | undefined>;
-    const kernel = decision.builder?.int8?.scheme?.kernel ?? decision.import?.int8?.scheme?.kernel;
+    const decision = readDecisionFile(modelDir);
+    const kernel = decision?.builder?.int8?.scheme?.kernel ?? decision?.import?.int8?.scheme?.kernel;
     return typeof kernel === 'string' ? kernel : undefined;
   } catch {
     return undefined;

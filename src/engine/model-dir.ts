@@ -8,6 +8,14 @@ import path from 'node:path';
 
 import { EngineError } from '../errors/engine-error.js';
 
+/** The files of a model directory other than its graph (GRAPH_CANDIDATES), by role. */
+export const MODEL_FILES = {
+  config: 'config.json',
+  decision: 'decision.json',
+  tokenizer: 'tokenizer.json',
+  tokenizerConfig: 'tokenizer_config.json',
+} as const;
+
 export interface ModelConfig {
   numLayers: number;
   hiddenSize: number;
@@ -34,16 +42,20 @@ function fail(file: string, reason: string): never {
   throw new EngineError('ERR_MODEL_LOAD', `${file}: ${reason}`);
 }
 
-function readJson(file: string): Record<string, unknown> {
-  if (!existsSync(file)) fail(file, 'file is missing');
+function parseJsonObject(file: string, text: string): Record<string, unknown> {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(file, 'utf8'));
+    parsed = JSON.parse(text);
   } catch (err) {
     fail(file, `not valid JSON (${(err as Error).message})`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) fail(file, 'must hold a JSON object');
   return parsed as Record<string, unknown>;
+}
+
+function readJson(file: string): Record<string, unknown> {
+  if (!existsSync(file)) fail(file, 'file is missing');
+  return parseJsonObject(file, readFileSync(file, 'utf8'));
 }
 
 function positiveInt(file: string, raw: Record<string, unknown>, key: string, fallback?: number): number {
@@ -55,7 +67,7 @@ function positiveInt(file: string, raw: Record<string, unknown>, key: string, fa
 }
 
 export function readModelConfig(modelDir: string): ModelConfig {
-  const file = path.join(modelDir, 'config.json');
+  const file = path.join(modelDir, MODEL_FILES.config);
   const raw = readJson(file);
   // Some configs (multimodal wrappers) nest the language model's numbers under text_config.
   const text = (typeof raw.text_config === 'object' && raw.text_config !== null ? raw.text_config : raw) as Record<
@@ -77,12 +89,62 @@ export function readModelConfig(modelDir: string): ModelConfig {
   };
 }
 
-/** The decoder graph of a model directory. */
-export function findGraphFile(modelDir: string): string {
-  if (!existsSync(modelDir)) fail(modelDir, 'model directory does not exist');
+/** The decoder graph the engine loads from a model directory: the first of GRAPH_CANDIDATES there, if any. */
+export function graphFileIn(modelDir: string): string | undefined {
   for (const candidate of GRAPH_CANDIDATES) {
     const file = path.join(modelDir, candidate);
     if (existsSync(file)) return file;
   }
+  return undefined;
+}
+
+/** The decoder graph of a model directory. */
+export function findGraphFile(modelDir: string): string {
+  if (!existsSync(modelDir)) fail(modelDir, 'model directory does not exist');
+  const file = graphFileIn(modelDir);
+  if (file !== undefined) return file;
   fail(path.join(modelDir, 'onnx/model.onnx'), `no decoder graph found (looked for ${GRAPH_CANDIDATES.join(', ')})`);
+}
+
+/**
+ * A record of how a model's files were written: make-model's `builder`, import-model's `import`
+ * (src/models/builder/make-model.ts, src/models/import/import-model.ts). The names are the ones
+ * those writers use; no value is checked here, so a reader checks a value before relying on it.
+ */
+export interface WriterRecord {
+  dtype?: unknown;
+  features?: { attention?: unknown };
+  int8?: { scheme?: { kernel?: unknown } };
+  /** false: import-model wrote the directory without a tokenizer. */
+  tokenizer?: unknown;
+  [key: string]: unknown;
+}
+
+/**
+ * decision.json: the model's own record (`model`), its calibration (read by loadCalibration in
+ * src/runtime/calibrate.ts) and how its files were written; other tools may add keys.
+ */
+export interface DecisionFile {
+  builder?: WriterRecord;
+  import?: WriterRecord;
+  calibration?: unknown;
+  model?: unknown;
+  [key: string]: unknown;
+}
+
+/**
+ * A model directory's decision.json, or undefined when it has none (a model copied in without one
+ * is uncalibrated). Throws ERR_MODEL_LOAD naming the file when it cannot be read, is not JSON or
+ * does not hold a JSON object.
+ */
+export function readDecisionFile(modelDir: string): DecisionFile | undefined {
+  const file = path.join(modelDir, MODEL_FILES.decision);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    fail(file, `cannot be read (${(err as Error).message})`);
+  }
+  return parseJsonObject(file, text) as DecisionFile;
 }

@@ -2,7 +2,7 @@
  * The kinds of value an engine option takes, and the three readings of each: a library value
  * checked as given, a text (a `decide` flag or a DECIDE_* variable) parsed, and the rule in words
  * for error messages, --help and the docs. ENGINE_OPTIONS (engine-options.ts) names one per option.
- * Also the refusal every library options object shares (objectOption, refuseOption).
+ * Also the refusals every library options object shares (objectOption, checkOptionNames, refuseOption).
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
@@ -118,6 +118,19 @@ function prefixFolder(prefix: string): string {
 export function objectOption(value: unknown, name: string, where: string): object {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) refuseOption(where, name, 'an object', value);
   return value;
+}
+
+/**
+ * Refuses an options object that names an option not in `known` (ERR_INPUT, `where` says whose):
+ * a typo such as `thread` would otherwise be ignored and the default used.
+ */
+export function checkOptionNames(given: object, known: readonly string[], where: string): void {
+  for (const key of Object.keys(given)) {
+    if (known.includes(key)) continue;
+    const lower = key.toLowerCase();
+    const near = known.find((n) => n.toLowerCase().startsWith(lower) || lower.startsWith(n.toLowerCase()));
+    throw new EngineError('ERR_INPUT', `${where}: unknown option '${key.slice(0, 100)}'${near ? ` (did you mean '${near}'?)` : ''}`);
+  }
 }
 
 /** An optional true/false option: absent, or a boolean, or ERR_INPUT naming it. */

@@ -5,9 +5,10 @@
  * probabilities are well-formed and reproducible but carry no knowledge until a real model is
  * installed under the same models directory (README: "Installing a real model").
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
+import { MODEL_FILES, readDecisionFile } from '../engine/model-dir.js';
 import { runWorker } from '../engine/worker-thread.js';
 import { makeModel } from './builder/index.js';
 import { makeDirectories } from './make-directories.js';
@@ -53,8 +54,7 @@ export async function createDefaultModel(dir: string): Promise<void> {
     if (!existsSync(path.join(dir, 'config.json'))) throw err;
     return;
   }
-  const decisionFile = path.join(dir, 'decision.json');
-  const decision = existsSync(decisionFile) ? JSON.parse(readFileSync(decisionFile, 'utf8')) : {};
+  const decision = readDecisionFile(dir) ?? {};
   decision.model = { id: DEFAULT_MODEL_ID, weights: 'random', note: 'embedded default; install a real model for meaningful answers' };
-  writeFileSync(decisionFile, `${JSON.stringify(decision, null, 2)}\n`);
+  writeFileSync(path.join(dir, MODEL_FILES.decision), `${JSON.stringify(decision, null, 2)}\n`);
 }

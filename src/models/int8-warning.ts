@@ -4,8 +4,7 @@
  * GEMM, which saturates in int16 on CPUs without VNNI and moved answers by up to 1.5e-1 on an AVX2
  * host (docs/models.md, int8 weights). They still load; the service logs this once per load.
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import { readDecisionFile } from '../engine/model-dir.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -16,7 +15,7 @@ const SATURATING_KERNELS = new Set(['rowq', 'rowq-s8', 'dqmm']);
 export function saturatingInt8Warning(modelDir: string): string | undefined {
   let decision: unknown;
   try {
-    decision = JSON.parse(readFileSync(path.join(modelDir, 'decision.json'), 'utf8'));
+    decision = readDecisionFile(modelDir);
   } catch {
     return undefined;
   }

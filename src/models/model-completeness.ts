@@ -17,7 +17,7 @@ import path from 'node:path';
 
 import onnxProto from 'onnx-proto';
 
-import { findGraphFile, readModelConfig } from '../engine/model-dir.js';
+import { findGraphFile, readDecisionFile, readModelConfig } from '../engine/model-dir.js';
 
 const { onnx } = onnxProto;
 
@@ -152,8 +152,7 @@ function check(dir: string): Verdict {
 /** True when decision.json says `decide import-model` wrote this directory without a tokenizer. */
 function importedWithoutTokenizer(dir: string): boolean {
   try {
-    const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { import?: { tokenizer?: unknown } };
-    return decision.import?.tokenizer === false;
+    return readDecisionFile(dir)?.import?.tokenizer === false;
   } catch {
     return false;
   }

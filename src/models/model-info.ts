@@ -4,12 +4,10 @@
  * type, the version it was fitted from and when. A missing or unreadable decision.json reads as
  * uncalibrated (loading the model reports the real error).
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-
 import { Value } from '@sinclair/typebox/value';
 
 import { HeldOutFiguresSchema, type HeldOutFigures } from '../api/schemas.js';
+import { readDecisionFile } from '../engine/model-dir.js';
 
 export interface CalibrationSummary {
   calibrated: boolean;
@@ -26,7 +24,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export function calibrationSummary(modelDir: string): CalibrationSummary {
   let decision: unknown;
   try {
-    decision = JSON.parse(readFileSync(path.join(modelDir, 'decision.json'), 'utf8'));
+    decision = readDecisionFile(modelDir);
   } catch {
     return { calibrated: false };
   }

@@ -10,9 +10,10 @@
  * place in one step, so a failure part-way leaves nothing a registry could list.
  */
 import { existsSync } from 'node:fs';
-import { link, lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { link, lstat, mkdir, readdir, readlink, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
+import { readDecisionFile, type DecisionFile } from '../engine/model-dir.js';
 import { newModelIdProblem, parseDatedId } from './registry.js';
 
 export interface NewVersionOptions {
@@ -74,11 +75,11 @@ async function linkTree(from: string, to: string, top: boolean): Promise<void> {
 export async function writeModelVersion(options: NewVersionOptions): Promise<string> {
   const { modelsDir, baseDir, newId } = options;
   checkNewModelId(modelsDir, newId);
-  let base: Record<string, unknown> = {};
+  let base: DecisionFile;
   try {
-    base = JSON.parse(await readFile(path.join(baseDir, 'decision.json'), 'utf8')) as Record<string, unknown>;
+    base = readDecisionFile(baseDir) ?? {};
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new ModelVersionError(`cannot read ${baseDir}/decision.json: ${(err as Error).message}`);
+    throw new ModelVersionError((err as Error).message); // it names the file and why
   }
   const staging = path.join(modelsDir, `.${newId}.tmp-${process.pid}`);
   const final = path.join(modelsDir, newId);

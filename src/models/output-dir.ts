@@ -25,11 +25,11 @@
  *   /proc, say) is an error at once instead of Node's recursive mkdir retrying forever.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-import { GRAPH_CANDIDATES } from '../engine/model-dir.js';
+import { GRAPH_CANDIDATES, readDecisionFile } from '../engine/model-dir.js';
 import { errnoText } from './errno-text.js';
 import { DirectoryError, makeDirectories } from './make-directories.js';
 import { parseDatedId } from './registry.js';
@@ -108,9 +108,9 @@ export async function foreignFiles(dir: string): Promise<string[]> {
 /** What our commands write into decision.json; its presence marks a directory as ours to replace. */
 export function writtenByUs(dir: string): boolean {
   try {
-    const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as Record<string, unknown>;
+    const decision = readDecisionFile(dir);
     const isRecord = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
-    return isRecord(decision.import) || isRecord(decision.builder);
+    return isRecord(decision?.import) || isRecord(decision?.builder);
   } catch {
     return false;
   }

@@ -3,11 +3,11 @@
 // logit offset per label token, the model's prior for that label) are the calibration of the model
 // version for the question type, read from its decision.json (written by `decide calibrate`,
 // src/calibration/), so a pinned model gives reproducible answers.
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { QUESTION_TYPES, type DecisionAnswer, type QuestionType } from '../domain/decision.js';
 import { objectInOrder } from '../domain/key-order.js';
 import { EngineError } from '../errors/engine-error.js';
+import { MODEL_FILES, readDecisionFile, type DecisionFile } from '../engine/model-dir.js';
 
 /** Probabilities are integers of this many units: 6 decimals. */
 const UNITS = 1_000_000;
@@ -145,21 +145,13 @@ export function labelBiasFor(calibration: Calibration, type: QuestionType, label
  * // { temperature: { noul: 1, choice: 1.3, score: 1 }, labelBias: { choice: { A: 0.4, B: -0.4 } } }
  */
 export async function loadCalibration(modelDir: string): Promise<Calibration> {
-  const path = join(modelDir, 'decision.json');
-  let text: string;
+  let decision: DecisionFile | undefined;
   try {
-    text = await readFile(path, 'utf8');
+    decision = readDecisionFile(modelDir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return DEFAULT_CALIBRATION;
-    throw new EngineError('ERR_MODEL_LOAD', `calibration: cannot read ${path}: ${(err as Error).message}`, { cause: err });
+    throw new EngineError('ERR_MODEL_LOAD', `calibration: ${(err as Error).message}`, { cause: err });
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new EngineError('ERR_MODEL_LOAD', `calibration: ${path} is not valid JSON: ${(err as Error).message}`, { cause: err });
-  }
-  return parseCalibration(json, path);
+  return decision === undefined ? DEFAULT_CALIBRATION : parseCalibration(decision, join(modelDir, MODEL_FILES.decision));
 }
 
 /** The calibration section of a parsed decision.json (see loadCalibration). */

@@ -5,9 +5,8 @@
  * unknown name, a missing required option, a value out of range.
  */
 import type { EngineOptions } from '../engine/engine-options.js';
-import { checkOptionNames } from '../engine/engine-options.js';
 import { EngineError } from '../errors/engine-error.js';
-import { checkBooleanOption, checkFolderOption, objectOption, refuseOption as refuse } from '../engine/option-checks.js';
+import { checkBooleanOption, checkFolderOption, checkOptionNames, objectOption, refuseOption as refuse } from '../engine/option-checks.js';
 import type { DecisionService } from '../service/decision-service.js';
 import { ApiKeySet } from './api-keys.js';
 import { MIN_REQUESTS_PER_SECOND, type BucketOptions, type RateLimitOptions } from './rate-limit.js';

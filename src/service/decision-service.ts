@@ -8,9 +8,8 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 
-import { ulid } from 'ulid';
-
 import { ApiError, describeError, toApiError } from '../api/errors.js';
+import { newDecisionId } from '../api/request-ids.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { decideResponse } from '../api/decide/index.js';
 import type { DecideResponse, ModelEntry, ModelListing } from '../api/schemas.js';
@@ -18,6 +17,7 @@ import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLim
 import { ModelRuntime, type RawQuestionScore, type ScoredRequest } from '../runtime/model-runtime.js';
 import type { Priority } from '../runtime/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
+import { graphFileIn, MODEL_FILES } from '../engine/model-dir.js';
 import type { DecisionResult } from '../domain/decision.js';
 import { DEFAULT_MODEL_ALIAS, ensureDefaultModel } from '../models/default-model.js';
 import { calibrationSummary } from '../models/model-info.js';
@@ -62,27 +62,27 @@ const MODEL_OWNER = 'decision-engine';
 /** Times a call looks a model up again when the runtime it got was retired (or its load met a change). */
 const MAX_RUNTIME_ATTEMPTS = 5;
 
-/** The files whose identity (inode, mtime, size) says which model a directory holds. */
-const MODEL_IDENTITY_FILES = ['config.json', 'decision.json', 'tokenizer.json', path.join('onnx', 'model.onnx')];
+/** The files besides the graph whose identity (inode, mtime, size) says which model a directory holds. */
+const MODEL_IDENTITY_FILES = [MODEL_FILES.config, MODEL_FILES.decision, MODEL_FILES.tokenizer];
 
 /**
  * What model a directory holds, cheaply enough for every call (a few stats): the directory's inode
  * (removed and made again) and the identity of its config, calibration, tokenizer and graph files
- * (import, make-model and calibrate write them through renames). Not the folders' mtimes: the
- * engine's own derived graphs are written beside the stored one at a model's first load, which
- * changes nothing about the model.
+ * (import, make-model and calibrate write them through renames). The graph is the one the engine
+ * loads (graphFileIn: onnx/model.onnx, or an export's decoder_model_merged.onnx, ...), by name and
+ * identity. Not the folders' mtimes: the engine's own derived graphs are written beside the stored
+ * one at a model's first load, which changes nothing about the model.
  */
 function modelStamp(dir: string): string {
   const folder = statSync(dir, { bigint: true, throwIfNoEntry: false });
-  const files = MODEL_IDENTITY_FILES.map((name) => {
-    const st = statSync(path.join(dir, name), { bigint: true, throwIfNoEntry: false });
+  const identity = (file: string): string => {
+    const st = statSync(file, { bigint: true, throwIfNoEntry: false });
     return st ? `${st.ino}:${st.mtimeNs}:${st.size}` : '-';
-  });
-  return [folder ? String(folder.ino) : '-', ...files].join('|');
-}
-
-export function newDecisionId(): string {
-  return `dec_${ulid()}`;
+  };
+  const graph = folder ? graphFileIn(dir) : undefined;
+  const files = MODEL_IDENTITY_FILES.map((name) => identity(path.join(dir, name)));
+  const graphStamp = graph === undefined ? '-' : `${path.relative(dir, graph)}:${identity(graph)}`;
+  return [folder ? String(folder.ino) : '-', ...files, graphStamp].join('|');
 }
 
 /** The domain result of one scored request; each wire dialect renders it (src/api/). */

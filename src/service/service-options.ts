@@ -8,8 +8,8 @@ import path from 'node:path';
 
 import { VALIDATION_LIMIT_RANGES, type ValidationLimits } from '../api/validate.js';
 import { envPath } from '../engine/env-path.js';
-import { checkEngineOptions, checkOptionNames, ENGINE_PASS_OPTION_NAMES, optionConflict, withEnvironment, type EngineLoadOptions } from '../engine/engine-options.js';
-import { checkBooleanOption, checkFolderOption, objectOption, refuseOption as refuse, valueForMessage } from '../engine/option-checks.js';
+import { checkEngineOptions, ENGINE_PASS_OPTION_NAMES, optionConflict, withEnvironment, type EngineLoadOptions } from '../engine/engine-options.js';
+import { checkBooleanOption, checkFolderOption, checkOptionNames, objectOption, refuseOption as refuse, valueForMessage } from '../engine/option-checks.js';
 import { EngineError } from '../errors/engine-error.js';
 import { deriveFusedGraph } from '../models/fused-graph.js';
 import { directoryProblem } from '../models/make-directories.js';

@@ -4,7 +4,7 @@
  * answers with what is there now, never with the engine of a model that is gone, and a removed id
  * leaves the readiness and metrics listings. Calls that took the old one are answered by it.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -83,6 +83,37 @@ it('answers with the directory as it is now: a model written again under its id,
     expect((await service.metrics()).models).toEqual([]);
   } finally {
     await service.close();
+  }
+});
+
+it("an export's graph at onnx/decoder_model_merged.onnx replaced in place (the rest as it was): the next call loads the new one", async () => {
+  const id = 'merged-2026-11';
+  const dir = path.join(modelsDir, id);
+  const graph = path.join(dir, 'onnx', 'decoder_model_merged.onnx');
+  mkdirSync(path.dirname(graph), { recursive: true });
+  for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(path.join(tiny, f), path.join(dir, f));
+  copyFileSync(path.join(tiny, 'onnx', 'model.onnx'), graph);
+  // The same shape with other weights: the graph a re-export writes.
+  const other = path.join(root, 'other-weights');
+  await makeModel({ preset: 'tiny', outDir: other, seed: 9 });
+  const service = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
+  try {
+    const body = decideBody('My card was charged twice.', undefined, id);
+    const first = await service.decide(body);
+
+    copyFileSync(path.join(other, 'onnx', 'model.onnx'), `${graph}.tmp`);
+    renameSync(`${graph}.tmp`, graph);
+    const second = await service.decide(body);
+    expect(second.answers).not.toEqual(first.answers);
+    const fresh = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
+    try {
+      expect((await fresh.decide(body)).answers).toEqual(second.answers);
+    } finally {
+      await fresh.close();
+    }
+  } finally {
+    await service.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { assertProviderReady, Engine } from '../../src/engine/engine.js';
-import { ENGINE_DEFAULTS, ENGINE_OPTION_NAMES, ENGINE_OPTIONS, PROVIDER_DEFAULTS, resolveLoadOptions, withEnvironment } from '../../src/engine/engine-options.js';
+import { ENGINE_OPTION_NAMES, ENGINE_OPTIONS, PROVIDER_DEFAULTS, resolveLoadOptions, withEnvironment } from '../../src/engine/engine-options.js';
 import { engineOptionsFromFlags } from '../../src/cli/engine-flags.js';
 import { accepts, parseText } from '../../src/engine/option-checks.js';
 import { readModelConfig } from '../../src/engine/model-dir.js';
@@ -117,8 +117,8 @@ describe('Engine.load', () => {
   });
 
   it('packs on a packing graph by the one default (off on the CPU), and when asked', async () => {
-    expect(ENGINE_DEFAULTS.packSuffixes('cpu')).toBe(false);
-    expect(ENGINE_DEFAULTS.packSuffixes('cuda')).toBe(true);
+    expect(PROVIDER_DEFAULTS.cpu.packSuffixes).toBe(false);
+    expect(PROVIDER_DEFAULTS.cuda.packSuffixes).toBe(true);
     const byDefault = await Engine.load({ modelDir: packedDir });
     const asked = await Engine.load({ modelDir: packedDir, packSuffixes: true });
     try {

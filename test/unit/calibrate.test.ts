@@ -238,7 +238,7 @@ describe('loadCalibration', () => {
   });
 
   it('rejects bad values with a message naming the field', async () => {
-    await expect(loadCalibration(await dirWith('{not json'))).rejects.toThrow(/decision\.json is not valid JSON/);
+    await expect(loadCalibration(await dirWith('{not json'))).rejects.toThrow(/decision\.json: not valid JSON/);
     const bad = (d: unknown) => () => parseCalibration(d);
     expect(bad([])).toThrow(/must hold a JSON object/);
     expect(bad({ calibration: 3 })).toThrow(/calibration must be an object/);

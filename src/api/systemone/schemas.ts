@@ -62,7 +62,6 @@ export const SystemOneRequestSchema = Type.Object(
   },
   { additionalProperties: false },
 );
-export type SystemOneRequest = Static<typeof SystemOneRequestSchema>;
 
 const Probability = Type.Number({ minimum: 0, maximum: 1 });
 const Confidence = Type.Number({
@@ -127,4 +126,3 @@ export const SystemOneErrorSchema = Type.Object(
       'The x-typesafe-request-id header names the request.',
   },
 );
-export type SystemOneErrorBody = Static<typeof SystemOneErrorSchema>;

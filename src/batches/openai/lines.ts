@@ -11,6 +11,7 @@
  */
 import { ulid } from 'ulid';
 
+import { DECIDE_PATH } from '../../api/decide/index.js';
 import type { DialectCall, ErrorContext, ParseContext, WireError } from '../../api/dialect.js';
 import { dialectFor } from '../../api/dialects.js';
 import { ApiError } from '../../api/errors.js';
@@ -166,7 +167,7 @@ export function endpointLine(read: EndpointRead, lineNo: number, ctx: Pick<Recor
     format: (outcome) => {
       if (outcome.ok) {
         // /v1/decide's request id is its decision id (the body's `id`); the other doors' are their own.
-        const requestId = ctx.endpoint === '/v1/decide' ? outcome.result.id : wireContext.requestId;
+        const requestId = ctx.endpoint === DECIDE_PATH ? outcome.result.id : wireContext.requestId;
         return row(id, { status_code: 200, request_id: requestId, body: dialect.respond(call, outcome.result) }, null);
       }
       return wireRow(id, dialect.error(outcome.error, wireContext), wireContext.requestId);

@@ -12,7 +12,7 @@
  */
 import path from 'node:path';
 
-import type { BatchDecisionService, BatchInput, BatchJob, BatchResults, BatchSettings, BatchStore, NewBatch, ResultRows } from '../ports.js';
+import type { BatchInput, BatchJob, BatchResults, BatchStore, NewBatch, ResultRows, StoreContext } from '../ports.js';
 import { prepareDataDir, privateDir } from '../private-files.js';
 import { answeringStorageFailures } from '../storage-failures.js';
 import { lockDataDir } from './data-dir-lock.js';
@@ -21,17 +21,8 @@ import { openResultRows, reindexOldJobs } from './result-rows.js';
 import { RetentionSweeper } from './retention.js';
 import { SqliteJobTable, type JobRow } from './sqlite-jobs.js';
 
-export interface SqliteStoreOptions {
-  /** Holds batches.sqlite and batches/. */
-  dataDir: string;
-  settings: BatchSettings;
-  service: BatchDecisionService;
-  /** Run (and resume) jobs in this process (default true). */
-  work: boolean;
-  log: (line: string) => void;
-  /** A data dir others can enter is reported here; default `log`. */
-  warn?: (line: string) => void;
-}
+/** What every store is opened with; here `dataDir` holds batches.sqlite and batches/. */
+export type SqliteStoreOptions = StoreContext;
 
 export class SqliteBatchStore implements BatchStore {
   readonly kind = 'sqlite';
