@@ -2,7 +2,7 @@
 import path from 'node:path';
 
 import { BF16_UNSUPPORTED, ImportError, importModel } from '../models/import/import-model.js';
-import { insideModelProblem } from '../models/output-dir.js';
+import { COMMAND_TERMS, insideModelProblem, ModelOutputError } from '../models/output-dir.js';
 import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { formatDuration } from './progress.js';
@@ -117,7 +117,8 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   } catch (err) {
     if (err instanceof ImportError) {
-      return commandError('import-model', `cannot import ${positionals[0]}: ${err.message}`, 1);
+      const why = err.cause instanceof ModelOutputError ? err.cause.inTermsOf(COMMAND_TERMS) : err.message;
+      return commandError('import-model', `cannot import ${positionals[0]}: ${why}`, 1);
     }
     throw err;
   } finally {

@@ -2,7 +2,7 @@
 import path from 'node:path';
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
-import { insideModelProblem, ModelOutputError } from '../models/output-dir.js';
+import { COMMAND_TERMS, insideModelProblem, ModelOutputError } from '../models/output-dir.js';
 import { newModelIdProblem } from '../models/registry.js';
 import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice, presetProblem } from './graph-options.js';
@@ -84,7 +84,8 @@ export async function run(argv: string[]): Promise<number> {
   try {
     result = await makeModel({ preset, outDir: values.out, seed, dtype, features, force: values.force, ...(checkInt8 ? { beforePlacing: checkInt8 } : {}) });
   } catch (err) {
-    if (err instanceof ModelOutputError || err instanceof Int8CheckError) return commandError('make-model', err.message, 1);
+    if (err instanceof ModelOutputError) return commandError('make-model', err.inTermsOf(COMMAND_TERMS), 1);
+    if (err instanceof Int8CheckError) return commandError('make-model', err.message, 1);
     throw err;
   } finally {
     signalsHandled();

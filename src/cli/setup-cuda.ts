@@ -10,7 +10,6 @@ import { copyFile, mkdir, mkdtemp, rename, rm, symlink } from 'node:fs/promises'
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 import {
@@ -20,7 +19,7 @@ import {
   cudaRuntimeDir,
   missingCudaPieces,
 } from '../engine/cuda-runtime.js';
-import { findPackageRoot, loadNativeModule, ORT_VERSION_STAMP, prebuiltAddonPath } from '../engine/native.js';
+import { loadNativeModule, ORT_VERSION_STAMP, packageRootOf, prebuiltAddonPath } from '../engine/native.js';
 import { removeLeftovers } from '../models/output-dir.js';
 import { commandError, parseCommand } from './args.js';
 
@@ -61,7 +60,7 @@ export async function run(argv: string[]): Promise<number> {
   if (process.platform !== 'linux' || process.arch !== 'x64') {
     return commandError('setup-cuda', `the CUDA runtime is available for Linux x64 only; this host is ${process.platform}-${process.arch}`);
   }
-  const dir = cudaRuntimeDir(findPackageRoot(path.dirname(fileURLToPath(import.meta.url))));
+  const dir = cudaRuntimeDir(packageRootOf(import.meta.url));
   if (!values.check) {
     try {
       await assemble(dir, values.from === undefined ? undefined : path.resolve(values.from));

@@ -148,8 +148,8 @@ interface NativeModule {
   exitNow(code: number): never;
 }
 
+const packageRoot = packageRootOf(import.meta.url);
 const require = createRequire(import.meta.url);
-const packageRoot = findPackageRoot(path.dirname(fileURLToPath(import.meta.url)));
 
 let cached: NativeModule | undefined;
 
@@ -263,15 +263,36 @@ export function resolveOrtLibrary(explicit?: string, provider: 'cpu' | 'cuda' = 
   );
 }
 
+/**
+ * The package's own folder, found from one of its modules' `import.meta.url`: the addon, the
+ * prebuilt ONNX Runtime, the worker scripts and the assets are read from there. A bundler that
+ * copies the package's code into an application's output leaves that folder behind (or, bundling
+ * to CommonJS, leaves import.meta.url undefined), so that case is refused at import, saying how to
+ * keep the package out of the bundle.
+ */
+export function packageRootOf(moduleUrl: string | undefined): string {
+  if (typeof moduleUrl !== 'string' || moduleUrl === '') throw outsideItsPackage('its code runs without a file location of its own (import.meta.url), as in a CommonJS bundle');
+  return findPackageRoot(path.dirname(fileURLToPath(moduleUrl)));
+}
+
 /** The directory holding our package.json: src/engine when run from source, dist/src/engine when built. */
 export function findPackageRoot(from: string): string {
   let dir = from;
   while (!existsSync(path.join(dir, 'package.json')) || !existsSync(path.join(dir, 'CMakeLists.txt'))) {
     const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`cannot find the package root above ${from}`);
+    if (parent === dir) throw outsideItsPackage(`its code runs from ${from}, with no decision-engine package folder above it`);
     dir = parent;
   }
   return dir;
+}
+
+function outsideItsPackage(what: string): EngineError {
+  return new EngineError(
+    'ERR_MODEL_LOAD',
+    `decision-engine cannot run bundled: ${what}. It loads its native addon, ONNX Runtime, worker scripts and assets from ` +
+      "its own package folder, so keep it out of your bundle and install it beside it: mark it external " +
+      '(esbuild --external:decision-engine or --packages=external; webpack externals; rollup external)',
+  );
 }
 
 /**

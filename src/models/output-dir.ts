@@ -30,14 +30,37 @@ import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile 
 import path from 'node:path';
 
 import { GRAPH_CANDIDATES, readDecisionFile } from '../engine/model-dir.js';
+import { EngineError } from '../errors/engine-error.js';
 import { errnoText } from './errno-text.js';
 import { DirectoryError, makeDirectories } from './make-directories.js';
 import { parseDatedId } from './registry.js';
 
-export class ModelOutputError extends Error {
-  constructor(message: string) {
-    super(message);
+/** How a caller names the output folder and the switch that replaces it, for the refusals to say. */
+export interface OutputTerms {
+  out: string;
+  force: string;
+  /** How a models directory is given with the new model's name instead, where the caller can. */
+  byId?: string;
+}
+/** makeModel's and importModel's options: a library caller's terms, and the messages' own. */
+export const LIBRARY_TERMS: OutputTerms = { out: 'outDir', force: 'force: true' };
+/** `decide make-model` and `decide import-model`: their flags. */
+export const COMMAND_TERMS: OutputTerms = { out: '--out', force: '--force', byId: 'give the models directory with --id NAME' };
+
+/**
+ * Why a model may not be written where asked: an EngineError ERR_INPUT, its message in the library's
+ * terms (outDir, force: true); a command shows inTermsOf(COMMAND_TERMS), naming its flags.
+ */
+export class ModelOutputError extends EngineError {
+  private readonly wording: (terms: OutputTerms) => string;
+  constructor(message: string | ((terms: OutputTerms) => string)) {
+    const wording = typeof message === 'string' ? () => message : message;
+    super('ERR_INPUT', wording(LIBRARY_TERMS));
     this.name = 'ModelOutputError';
+    this.wording = wording;
+  }
+  inTermsOf(terms: OutputTerms): string {
+    return this.wording(terms);
   }
 }
 
@@ -128,30 +151,33 @@ export async function checkModelOutput(outDir: string, opts: ModelOutputOptions)
     await assertCreatable(out);
     return { outDir: out, replaces: false };
   }
-  if (info.isSymbolicLink()) throw new ModelOutputError(`${out} is a symbolic link; give the directory itself as --out`);
+  if (info.isSymbolicLink()) throw new ModelOutputError((t) => `${out} is a symbolic link; give the directory itself as ${t.out}`);
   if (!info.isDirectory()) throw new ModelOutputError(`${out} exists and is not a directory`);
   const entries = await readdir(out);
   if (entries.length === 0) return { outDir: out, replaces: false };
   if (!entries.includes('config.json')) {
     // Most likely the models directory itself, given as --out without --id.
     throw new ModelOutputError(
-      `${out} already exists and is not a model directory (no config.json); --out names the new model's own directory ` +
-        `(e.g. ${path.join(out, 'NAME-YYYY-MM')}), or give the models directory with --id NAME`,
+      (t) =>
+        `${out} already exists and is not a model directory (no config.json); ${t.out} names the new model's own directory ` +
+        `(e.g. ${path.join(out, 'NAME-YYYY-MM')})${t.byId ? `, or ${t.byId}` : ''}`,
     );
   }
   if (!writtenByUs(out)) {
     throw new ModelOutputError(
-      `${out} already exists and was not written by decide import-model or make-model (its decision.json has no import or builder record); ` +
-        'it is never replaced, --force or not: choose another --out, or remove it yourself',
+      (t) =>
+        `${out} already exists and was not written by decide import-model or make-model (its decision.json has no import or builder record); ` +
+        `it is never replaced, ${t.force} or not: choose another ${t.out}, or remove it yourself`,
     );
   }
   if (parseDatedId(path.basename(out)) !== undefined) {
     throw new ModelOutputError(
-      `${out} already exists and is a pinned version (a dated id): a pinned id never changes, --force or not. ` +
+      (t) =>
+        `${out} already exists and is a pinned version (a dated id): a pinned id never changes, ${t.force} or not. ` +
         'Write the new model under a new dated id (e.g. a day-dated NAME-YYYY-MM-DD), or remove the old version yourself first',
     );
   }
-  if (!opts.force) throw new ModelOutputError(`${out} already exists; choose another --out (a new dated id) or pass --force to replace it`);
+  if (!opts.force) throw new ModelOutputError((t) => `${out} already exists; choose another ${t.out} (a new dated id) or pass ${t.force} to replace it`);
   await assertOnlyOurFiles(out);
   return { outDir: out, replaces: true };
 }
@@ -182,8 +208,9 @@ async function assertOnlyOurFiles(dir: string): Promise<void> {
   if (foreign.length === 0) return;
   const named = foreign.slice(0, NAMED_FOREIGN_FILES).join(', ') + (foreign.length > NAMED_FOREIGN_FILES ? `, and ${foreign.length - NAMED_FOREIGN_FILES} more` : '');
   throw new ModelOutputError(
-    `${dir} holds ${foreign.length === 1 ? 'a file' : `${foreign.length} files`} that decide did not write (${named}); ` +
-      '--force replaces only what decide wrote and never deletes anything else: move them out of the directory, or choose another --out',
+    (t) =>
+      `${dir} holds ${foreign.length === 1 ? 'a file' : `${foreign.length} files`} that decide did not write (${named}); ` +
+      `${t.force} replaces only what decide wrote and never deletes anything else: move them out of the directory, or choose another ${t.out}`,
   );
 }
 
@@ -246,8 +273,8 @@ async function assertApart(out: string, input: string): Promise<void> {
   for (let dir = out; ; dir = path.dirname(dir)) {
     const info = await stat(dir).catch(() => undefined);
     if (info !== undefined && same(info)) {
-      throw new ModelOutputError(
-        dir === out ? `--out ${out} is the input folder itself; write the model somewhere else` : `--out ${out} is inside the input folder ${input}; write the model somewhere else`,
+      throw new ModelOutputError((t) =>
+        dir === out ? `${t.out} ${out} is the input folder itself; write the model somewhere else` : `${t.out} ${out} is inside the input folder ${input}; write the model somewhere else`,
       );
     }
     if (path.dirname(dir) === dir) break;
@@ -258,7 +285,7 @@ async function assertApart(out: string, input: string): Promise<void> {
   for (let dir = await realpathOr(input); ; dir = path.dirname(dir)) {
     const info = await stat(dir).catch(() => undefined);
     if (info !== undefined && info.dev === outInfo.dev && info.ino === outInfo.ino) {
-      throw new ModelOutputError(`--out ${out} holds the input folder ${input}; write the model somewhere else`);
+      throw new ModelOutputError((t) => `${t.out} ${out} holds the input folder ${input}; write the model somewhere else`);
     }
     if (path.dirname(dir) === dir) break;
   }

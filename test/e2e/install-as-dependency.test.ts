@@ -18,11 +18,12 @@
  * that binary the new project asks for the better-sqlite3 version this repository is locked to
  * (a version our range allows), as a service that already uses it would.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -30,6 +31,7 @@ import { decideBin } from '../helpers/bin.js';
 import { consoleBuilt } from '../helpers/console-build.js';
 import { HF_TINY } from '../helpers/fixtures.js';
 
+const execFileAsync = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'decide-consumer-'));
 const project = path.join(tmp, 'service');
@@ -178,6 +180,42 @@ console.log(JSON.stringify([typeof e.Engine.load, typeof e.TextTokenizer.load, t
     expect(subpaths.status, subpaths.stderr).toBe(0);
     expect(JSON.parse(subpaths.stdout)).toEqual(Array(8).fill('function'));
   });
+
+  it("TypeScript finds the types of all four entry points under module commonjs (node10 resolution) and node16, strict, skipLibCheck off", async () => {
+    // node10 ignores `exports` and reads the subpaths' types through `typesVersions`; node16 reads
+    // `exports`. esModuleInterop: fastify's own declarations need it once they are checked.
+    writeFileSync(
+      path.join(project, 'typed.ts'),
+      `import { DecisionService as RootService, type DecideResponse } from 'decision-engine';
+import { Engine, EngineError, TextTokenizer } from 'decision-engine/engine';
+import { createServer, decisionApp } from 'decision-engine/server';
+import { DecisionService, makeModel, type MadeModel } from 'decision-engine/service';
+const made: MadeModel | undefined = undefined;
+const res: DecideResponse | undefined = undefined;
+const err: EngineError = new EngineError('ERR_INPUT', 'x');
+console.log(RootService === DecisionService, typeof Engine.load, typeof TextTokenizer.load, typeof createServer, typeof decisionApp, typeof makeModel, made, res, err.code);
+`,
+    );
+    const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const typeRoots = path.join(root, 'node_modules', '@types');
+    // Both at once: each checks every declaration file it reaches (fastify's too), some 20 s of CPU.
+    const checks = [['commonjs', 'node10'], ['node16', 'node16']].map(async ([module, moduleResolution]) => {
+      const config = `tsconfig.${moduleResolution}.json`;
+      writeFileSync(
+        path.join(project, config),
+        JSON.stringify({
+          compilerOptions: { strict: true, skipLibCheck: false, esModuleInterop: true, module, moduleResolution, target: 'ES2022', noEmit: true, typeRoots: [typeRoots], types: ['node'] },
+          files: ['typed.ts'],
+        }),
+      );
+      const run = await execFileAsync(process.execPath, [tsc, '-p', config], { cwd: project, env: cleanEnv(), encoding: 'utf8' }).then(
+        () => '',
+        (err: { stdout?: string; message: string }) => err.stdout || err.message,
+      );
+      return `${module}/${moduleResolution}: ${run || 'ok'}`;
+    });
+    expect(await Promise.all(checks)).toEqual(['commonjs/node10: ok', 'node16/node16: ok']);
+  }, 300_000);
 
   it('decide serve answers /v1/decide over HTTP', async () => {
     const child = spawn(

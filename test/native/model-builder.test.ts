@@ -21,6 +21,7 @@ import {
   writeTokenizerFiles,
   type ModelShape,
 } from '../../src/models/builder/index.js';
+import { EngineError } from '../../src/errors/engine-error.js';
 import { TextTokenizer } from '../../src/runtime/tokenizer.js';
 import { Rng } from '../../src/models/builder/rng.js';
 import {
@@ -569,7 +570,11 @@ describe('tiny model: storage variants', () => {
   it('rebuilding into an existing model directory needs force and replaces it atomically; other directories are refused', async () => {
     const out = path.join(scratch, 'replace', 'model');
     await makeModel({ preset: 'tiny', outDir: out, seed: 3, shapeOverrides: { vocabSize: 512 } });
-    await expect(makeModel({ preset: 'tiny', outDir: out, seed: 4, shapeOverrides: { vocabSize: 512 } })).rejects.toThrow(/already exists; .* --force/);
+    // In the library's terms (the command names its flags: test/e2e/make-model.test.ts), with a code.
+    await expect(makeModel({ preset: 'tiny', outDir: out, seed: 4, shapeOverrides: { vocabSize: 512 } })).rejects.toMatchObject({
+      code: 'ERR_INPUT',
+      message: `${out} already exists; choose another outDir (a new dated id) or pass force: true to replace it`,
+    });
     expect(JSON.parse(await readFile(path.join(out, 'decision.json'), 'utf8')).builder.seed).toBe(3);
     await makeModel({ preset: 'tiny', outDir: out, seed: 4, shapeOverrides: { vocabSize: 512 }, force: true });
     expect(await readdir(path.dirname(out))).toEqual(['model']);
@@ -581,11 +586,42 @@ describe('tiny model: storage variants', () => {
     await writeFile(path.join(notModel, 'notes.txt'), 'keep me');
     await expect(makeModel({ preset: 'tiny', outDir: notModel, force: true })).rejects.toThrow(/not a model directory/);
     expect(await readdir(notModel)).toEqual(['notes.txt']);
-    await expect(makeModel({ preset: 'huge', outDir: path.join(scratch, 'x') })).rejects.toThrow(/unknown model preset/);
     await expect(
       makeModel({ preset: 'tiny', outDir: path.join(scratch, 'x'), shapeOverrides: { numKvHeads: 3 } }),
-    ).rejects.toThrow(/multiple of numKvHeads/);
+    ).rejects.toMatchObject({ code: 'ERR_INPUT', message: expect.stringMatching(/multiple of numKvHeads/) });
     expect((await readdir(scratch)).filter((f) => f.includes('.tmp-'))).toEqual([]);
+  }, 30_000);
+});
+
+describe('makeModel options, as a JavaScript caller may pass them', () => {
+  // Each refused before anything is written, as an EngineError ERR_INPUT naming the option.
+  const refusals: Array<[string, Record<string, unknown>, string]> = [
+    ['a graph feature given beside features', { segmentIds: true }, "makeModel: unknown option 'segmentIds'"],
+    ['an unknown option', { bogus: 1 }, "makeModel: unknown option 'bogus'"],
+    ['an unknown feature', { features: { segmentId: true } }, "makeModel: features: unknown option 'segmentId' (did you mean 'segmentIds'?)"],
+    ['an unknown shape override', { shapeOverrides: { layers: 2 } }, "makeModel: shapeOverrides: unknown option 'layers'"],
+    ['an unknown preset', { preset: 'nope' }, "makeModel: preset must be one of tiny, small, qwen3-0.6b, got 'nope'"],
+    ['a fractional negative seed', { seed: -1.5 }, 'makeModel: seed must be a non-negative integer, got -1.5'],
+    ['a seed as text', { seed: '3' }, "makeModel: seed must be a non-negative integer, got '3'"],
+    ['an unknown dtype', { dtype: 'fp64' }, "makeModel: dtype must be fp32, fp16, int8, got 'fp64'"],
+    ['force as text', { force: 'yes' }, "makeModel: force must be true or false, got 'yes'"],
+    ['no outDir', { outDir: undefined }, 'makeModel: outDir must be a path (a string), got undefined'],
+  ];
+  it.each(refusals)('%s is refused naming it, and nothing is written', async (_, given, message) => {
+    const outDir = path.join(scratch, 'refused');
+    const err = await makeModel({ preset: 'tiny', outDir, ...given } as never).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EngineError);
+    expect(err).toMatchObject({ code: 'ERR_INPUT', message });
+    await expect(stat(outDir)).rejects.toThrow(/ENOENT/);
+  });
+
+  it('an outDir that may not be written is an EngineError in the library\'s terms', async () => {
+    const pinned = path.join(scratch, 'pinned', 'svc-test-2026-01');
+    await makeModel({ preset: 'tiny', outDir: pinned, shapeOverrides: { vocabSize: 512 } });
+    const err = await makeModel({ preset: 'tiny', outDir: pinned, force: true, shapeOverrides: { vocabSize: 512 } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EngineError);
+    expect(err).toMatchObject({ code: 'ERR_INPUT', message: expect.stringContaining('a pinned id never changes, force: true or not') });
+    expect((err as Error).message).not.toMatch(/--force|--out/);
   }, 30_000);
 });
 

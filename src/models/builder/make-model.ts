@@ -10,9 +10,10 @@ import { checkModelOutput, makeStagingDir, placeModelDir } from '../output-dir.j
 import { buildDecoderGraph, type WeightDecl } from './decoder-graph.js';
 import type { DecoderFeatures } from './decoder-features.js';
 import type { FloatDtype, Int8Kernel, Int8Scheme, ModelDtype } from './dtypes.js';
+import { checkMakeModelOptions } from './make-model-options.js';
 import { bytesPerElement, numel, writeModel, type WeightSpec } from './onnx-writer.js';
 import { PRESETS, validateShape, type ModelShape } from './presets.js';
-import { computeDtype, DEFAULT_INT8_SCHEME, MODEL_DTYPES, quantizeWeightSpecs } from './quantize.js';
+import { computeDtype, DEFAULT_INT8_SCHEME, quantizeWeightSpecs } from './quantize.js';
 import { Rng } from './rng.js';
 import { assembleWeight } from './weight-parts.js';
 import { readSpecialTokenIds, writeTokenizerFiles } from './tokenizer-files.js';
@@ -72,22 +73,19 @@ export const GRAPH_VERSION = 4;
 const CHUNK_ELEMENTS = 1 << 20;
 
 /**
- * Builds a model directory with random weights.
+ * Builds a model directory with random weights. Options it does not know, or cannot build from, are
+ * refused before anything is written (EngineError ERR_INPUT naming the option), and so is an outDir
+ * it may not write (ModelOutputError, an EngineError ERR_INPUT; output-dir.ts).
  *
  * @example
  * const { dir, shape } = await makeModel({ preset: 'tiny', outDir: 'models/tiny', seed: 1 });
  */
 export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
-  const base = PRESETS[opts.preset];
-  if (base === undefined) {
-    throw new Error(`unknown model preset "${opts.preset}"; known: ${Object.keys(PRESETS).join(', ')}`);
-  }
-  const shape: ModelShape = { ...base, ...definedOnly(opts.shapeOverrides ?? {}) };
+  checkMakeModelOptions(opts);
+  const shape: ModelShape = { ...PRESETS[opts.preset]!, ...definedOnly(opts.shapeOverrides ?? {}) };
   validateShape(shape);
   const seed = opts.seed ?? 0;
-  if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`seed must be a non-negative integer, got ${seed}`);
   const dtype: ModelDtype = opts.dtype ?? 'fp32';
-  if (!MODEL_DTYPES.includes(dtype)) throw new Error(`dtype must be ${MODEL_DTYPES.join(', ')}, got ${String(dtype)}`);
   const floatDtype = computeDtype(dtype);
   const int8: Int8Scheme | undefined = dtype === 'int8' ? { ...DEFAULT_INT8_SCHEME, ...definedOnly(opts.int8 ?? {}) } : undefined;
 

@@ -2,6 +2,8 @@
  * Architecture numbers of the decoder-only (Llama / Qwen3 style) models the builder can generate.
  * Field names follow the ONNX graph's needs; make-model.ts maps them to Hugging Face config.json keys.
  */
+import { EngineError } from '../../errors/engine-error.js';
+
 export interface ModelShape {
   numLayers: number;
   hiddenSize: number;
@@ -99,7 +101,7 @@ export function paramCount(shape: ModelShape): ParamCount {
   return { body, embedding, lmHead, total: body + embedding + lmHead };
 }
 
-/** Throws a clear error for shapes the graph cannot express. */
+/** Throws a clear error (EngineError ERR_INPUT) for shapes the graph cannot express. */
 export function validateShape(shape: ModelShape): void {
   const ints: (keyof ModelShape)[] = [
     'numLayers', 'hiddenSize', 'numHeads', 'numKvHeads', 'headDim', 'intermediateSize', 'vocabSize',
@@ -108,14 +110,14 @@ export function validateShape(shape: ModelShape): void {
   for (const key of ints) {
     const v = shape[key];
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) {
-      throw new Error(`model shape: ${key} must be a positive integer, got ${String(v)}`);
+      throw new EngineError('ERR_INPUT', `model shape: ${key} must be a positive integer, got ${String(v)}`);
     }
   }
-  if (shape.headDim % 2 !== 0) throw new Error(`model shape: headDim must be even, got ${shape.headDim}`);
+  if (shape.headDim % 2 !== 0) throw new EngineError('ERR_INPUT', `model shape: headDim must be even, got ${shape.headDim}`);
   if (shape.numHeads % shape.numKvHeads !== 0) {
-    throw new Error(`model shape: numHeads (${shape.numHeads}) must be a multiple of numKvHeads (${shape.numKvHeads})`);
+    throw new EngineError('ERR_INPUT', `model shape: numHeads (${shape.numHeads}) must be a multiple of numKvHeads (${shape.numKvHeads})`);
   }
   if (!(shape.ropeTheta > 0) || !(shape.rmsNormEps > 0)) {
-    throw new Error('model shape: ropeTheta and rmsNormEps must be positive');
+    throw new EngineError('ERR_INPUT', 'model shape: ropeTheta and rmsNormEps must be positive');
   }
 }

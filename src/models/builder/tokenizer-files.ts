@@ -13,15 +13,14 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 
-import { findPackageRoot } from '../../engine/native.js';
+import { packageRootOf } from '../../engine/native.js';
 
 export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json'] as const;
 
 /** The shipped copy: tokenizer.json.gz and tokenizer_config.json (see scripts/tokenizer-asset.mjs). */
-export const QWEN3_TOKENIZER_ASSET_DIR = path.join(findPackageRoot(path.dirname(fileURLToPath(import.meta.url))), 'assets', 'qwen3-tokenizer');
+export const QWEN3_TOKENIZER_ASSET_DIR = path.join(packageRootOf(import.meta.url), 'assets', 'qwen3-tokenizer');
 
 /** Qwen3's tokenizer.json and tokenizer_config.json, byte for byte as published. */
 export async function readQwen3TokenizerFiles(): Promise<{ tokenizer: Buffer; config: Buffer }> {

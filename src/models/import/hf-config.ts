@@ -8,8 +8,9 @@ import type { DecoderFeatures } from '../builder/decoder-features.js';
 import type { ModelShape } from '../builder/presets.js';
 
 export class ImportError extends Error {
-  constructor(message: string) {
-    super(message);
+  /** `cause`: a ModelOutputError, which `decide import-model` words in its flags' terms. */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'ImportError';
   }
 }

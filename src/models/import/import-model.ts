@@ -126,7 +126,8 @@ export async function importModel(opts: ImportModelOptions): Promise<ImportedMod
  */
 function namedImportError(err: unknown, file: string, hfDir: string): ImportError {
   if (err instanceof ImportError) return err;
-  if (err instanceof ModelOutputError || err instanceof CheckpointError) return new ImportError(err.message);
+  if (err instanceof ModelOutputError) return new ImportError(err.message, { cause: err });
+  if (err instanceof CheckpointError) return new ImportError(err.message);
   const e = err as NodeJS.ErrnoException;
   if (typeof e?.code === 'string' && typeof e.path === 'string') {
     const where = e.path.startsWith(hfDir + path.sep) ? path.relative(hfDir, e.path) : e.path;
