@@ -254,6 +254,9 @@ describe('the OpenAPI document', () => {
     const requests = lines.map(({ custom_id, state, questions }) => JSON.stringify({ custom_id, method: 'POST', url: '/v1/decide', body: { model: 'svc-alpha', state, questions } }));
     upload.append('file', new Blob([requests.join('\n')]), 'requests.jsonl');
     const file = await expectValid('POST', '/v1/files', 200, await fetch(`${url}/v1/files`, { method: 'POST', body: upload, headers: auth }));
+    // The FileObject declared names every field a real one has (status_details included), no more.
+    const declared = doc.paths['/v1/files'].post.responses['200'].content?.['application/json'].schema as { properties: Record<string, unknown> };
+    expect(Object.keys(declared.properties).sort()).toEqual(Object.keys(file).sort());
     const createOpenAi = () =>
       fetch(`${url}/v1/batches`, {
         method: 'POST',

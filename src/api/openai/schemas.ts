@@ -141,10 +141,6 @@ export const DecisionSchema = Type.Object({
 });
 export type DecisionBody = Static<typeof DecisionSchema>;
 
-export interface OpenAiErrorBody {
-  error: { message: string; type: string; param: string | null; code: string | null };
-}
-
 export const OpenAiErrorSchema = Type.Object(
   {
     error: Type.Object({
@@ -156,3 +152,4 @@ export const OpenAiErrorSchema = Type.Object(
   },
   { description: "OpenAI's error shape; the SDK raises BadRequestError (400), AuthenticationError (401), NotFoundError (404), RateLimitError (429)." },
 );
+export type OpenAiErrorBody = Static<typeof OpenAiErrorSchema>;

@@ -1,16 +1,18 @@
 /**
  * OpenAI's wire objects for our jobs and files (sources: docs/compatibility.md):
  * the Batch object of a JSON-created job (its schema and type: src/api/openai/batch-schemas.ts),
- * the FileObject of an upload or of a batch's output and error files, and the list page. How our
+ * the FileObject of an upload or of a batch's output and error files (its schema and type:
+ * src/api/openai/file-schemas.ts), and the list page. How our
  * statuses and fields map onto OpenAI's is documented in docs/compatibility.md ("Batches"); this
  * file is that table in code.
  */
 import type { OpenAiBatch, OpenAiBatchStatus } from '../../api/openai/batch-schemas.js';
+import type { OpenAiFileObject } from '../../api/openai/file-schemas.js';
 import type { WireBatch, WireBatchList } from '../../api/schemas.js';
 import type { BatchJob, BatchStatus, StoredFile } from '../ports.js';
 import { toBatch } from '../wire.js';
 
-export type { OpenAiBatch, OpenAiBatchStatus, WireBatch, WireBatchList };
+export type { OpenAiBatch, OpenAiBatchStatus, OpenAiFileObject, WireBatch, WireBatchList };
 
 /**
  * Ours -> OpenAI's. A queued job was validated when it was created (creation reads the whole file),
@@ -28,17 +30,6 @@ const STATUS: Readonly<Record<BatchStatus, OpenAiBatchStatus>> = {
 };
 
 
-export interface OpenAiFileObject {
-  id: string;
-  object: 'file';
-  bytes: number;
-  created_at: number;
-  filename: string;
-  purpose: string;
-  status: 'processed';
-  expires_at: number | null;
-  status_details: null;
-}
 
 const seconds = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1000));
 

@@ -13,6 +13,8 @@ import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyRequest, HTTPMethods } from 'fastify';
 
+import { OpenAiFileObjectSchema } from '../../api/openai/file-schemas.js';
+import { OpenAiErrorSchema } from '../../api/openai/schemas.js';
 import type { StagedUpload } from '../../batches/batch-service.js';
 import { oaError, OpenAiWireError } from '../../batches/openai/errors.js';
 import { FILE_EXPIRY_SECONDS, FILE_LIST_LIMIT, type ExpiresAfterFields, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
@@ -43,26 +45,12 @@ function unknownPart({ name, file }: PartHead): OpenAiWireError {
 }
 const IdParams = Type.Object({ id: Type.String({ description: 'The file id.' }) });
 const asBuilt = { ...AS_BUILT, errorHandler: openAiErrorHandler };
-const FileObject = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('file'),
-    bytes: Type.Integer(),
-    created_at: Type.Integer(),
-    filename: Type.String(),
-    purpose: Type.String(),
-    status: Type.String(),
-    expires_at: Type.Union([Type.Integer(), Type.Null()], { description: 'Unix seconds; an upload is deleted then (expires_after, 30 days by default)' }),
-  },
-  { description: "OpenAI's FileObject" },
-);
-const OpenAiError = Type.Object({ error: Type.Object({ message: Type.String(), type: Type.String(), param: Type.Union([Type.String(), Type.Null()]), code: Type.Union([Type.String(), Type.Null()]) }) });
 /** What every /v1/files route can answer besides its own errors (authentication and the rate limit run first). */
 const common = {
-  401: Type.Object(OpenAiError.properties, { description: 'invalid_api_key: missing or unknown key' }),
-  429: Type.Object(OpenAiError.properties, { description: 'rate_limit_exceeded: see Retry-After (seconds)' }),
-  500: Type.Object(OpenAiError.properties, { description: 'server_error: retry with backoff' }),
-  503: storeUnavailable(OpenAiError),
+  401: Type.Object(OpenAiErrorSchema.properties, { description: 'invalid_api_key: missing or unknown key' }),
+  429: Type.Object(OpenAiErrorSchema.properties, { description: 'rate_limit_exceeded: see Retry-After (seconds)' }),
+  500: Type.Object(OpenAiErrorSchema.properties, { description: 'server_error: retry with backoff' }),
+  503: storeUnavailable(OpenAiErrorSchema),
 };
 
 export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { openai, maxFileBytes }) => {
@@ -85,7 +73,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
             Type.Integer({ minimum: FILE_EXPIRY_SECONDS.min, maximum: FILE_EXPIRY_SECONDS.max, description: `default ${FILE_EXPIRY_SECONDS.default} (30 days)` }),
           ),
         }),
-        response: { 200: FileObject, 400: OpenAiError, 413: OpenAiError, 415: Type.Object(OpenAiError.properties, { description: 'a compressed body (Content-Encoding other than identity): send it uncompressed' }), ...common },
+        response: { 200: OpenAiFileObjectSchema, 400: OpenAiErrorSchema, 413: OpenAiErrorSchema, 415: Type.Object(OpenAiErrorSchema.properties, { description: 'a compressed body (Content-Encoding other than identity): send it uncompressed' }), ...common },
       },
       ...asBuilt,
     },
@@ -143,7 +131,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
           order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
           purpose: Type.Optional(Type.String()),
         }),
-        response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(FileObject), has_more: Type.Boolean() }), 400: OpenAiError, ...common },
+        response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(OpenAiFileObjectSchema), has_more: Type.Boolean() }), 400: OpenAiErrorSchema, ...common },
       },
       ...asBuilt,
     },
@@ -152,7 +140,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
 
   app.get(
     '/files/:id',
-    { schema: { summary: 'Get a file object', operationId: 'retrieveFile', tags, params: IdParams, response: { 200: FileObject, 404: OpenAiError, ...common } }, ...asBuilt },
+    { schema: { summary: 'Get a file object', operationId: 'retrieveFile', tags, params: IdParams, response: { 200: OpenAiFileObjectSchema, 404: OpenAiErrorSchema, ...common } }, ...asBuilt },
     async (request) => openai.getFile(ownerOf(request), (request.params as { id: string }).id),
   );
 
@@ -165,7 +153,7 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
         tags,
         params: IdParams,
         // The bytes' type on the 200 alone: the errors are JSON (`produces` would type every answer so).
-        response: { 200: { description: 'The bytes.', content: { 'application/octet-stream': { schema: { type: 'string' } } } }, 404: OpenAiError, ...common },
+        response: { 200: { description: 'The bytes.', content: { 'application/octet-stream': { schema: { type: 'string' } } } }, 404: OpenAiErrorSchema, ...common },
       },
       ...asBuilt,
     },
@@ -185,8 +173,8 @@ export const fileRoutes: FastifyPluginAsync<FileRouteOptions> = async (app, { op
         params: IdParams,
         response: {
           200: Type.Object({ id: Type.String(), object: Type.Literal('file'), deleted: Type.Boolean() }),
-          400: Type.Object(OpenAiError.properties, { description: "a batch's output or error file: it goes with the batch's results (retention)" }),
-          404: OpenAiError,
+          400: Type.Object(OpenAiErrorSchema.properties, { description: "a batch's output or error file: it goes with the batch's results (retention)" }),
+          404: OpenAiErrorSchema,
           ...common,
         },
       },
