@@ -105,6 +105,7 @@ const FROM_ENGINE: Readonly<Record<EngineErrorCode, { code: ErrorCode; message?:
   ERR_QUEUE_FULL: { code: 'rate_limited' },
   ERR_MODEL_NOT_FOUND: { code: 'not_found' },
   ERR_MODEL_LOAD: { code: 'server_error', message: 'the model could not be loaded' },
+  ERR_MODEL_IMPORT: { code: 'server_error', message: 'the model could not be imported' },
   ERR_ENGINE_CLOSED: { code: 'server_error', message: 'the service is shutting down' },
   ERR_PROVIDER_UNAVAILABLE: { code: 'server_error', message: 'the execution provider is not available' },
   ERR_ORT_LOAD: { code: 'server_error', message: 'ONNX Runtime could not be loaded' },

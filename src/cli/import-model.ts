@@ -1,7 +1,8 @@
 /** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--id NAME] [--force]` */
 import path from 'node:path';
 
-import { BF16_UNSUPPORTED, ImportError, importModel } from '../models/import/import-model.js';
+import { ImportError, importModel } from '../models/import/import-model.js';
+import { bf16Unsupported } from '../models/import/import-model-options.js';
 import { COMMAND_TERMS, insideModelProblem, ModelOutputError } from '../models/output-dir.js';
 import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
@@ -72,7 +73,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   // Usage errors exit 2, as every command's do; a checkpoint that cannot be imported exits 1.
   // A bf16 checkpoint's user asks for bf16 output: say why not and what to use instead.
-  if (values.dtype === 'bf16') return commandError('import-model', BF16_UNSUPPORTED);
+  if (values.dtype === 'bf16') return commandError('import-model', bf16Unsupported((d) => `--dtype ${d}`));
   const graph = graphChoice('import-model', values);
   if (typeof graph === 'number') return graph;
   const { dtype, attention, causalStates, segmentIds } = graph;

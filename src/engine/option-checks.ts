@@ -2,7 +2,8 @@
  * The kinds of value an engine option takes, and the three readings of each: a library value
  * checked as given, a text (a `decide` flag or a DECIDE_* variable) parsed, and the rule in words
  * for error messages, --help and the docs. ENGINE_OPTIONS (engine-options.ts) names one per option.
- * Also the refusals every library options object shares (objectOption, checkOptionNames, refuseOption).
+ * Also the refusals every library options object shares (objectOption, checkOptionNames, refuseOption,
+ * and one per kind of option: checkFolderOption, checkBooleanOption, checkChoiceOption, checkFunctionOption).
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
@@ -136,6 +137,17 @@ export function checkOptionNames(given: object, known: readonly string[], where:
 /** An optional true/false option: absent, or a boolean, or ERR_INPUT naming it. */
 export function checkBooleanOption(value: unknown, name: string, where: string): void {
   if (value !== undefined && typeof value !== 'boolean') refuseOption(where, name, 'true or false', value);
+}
+
+/** An optional option that takes one of `values`: absent, or one of them, or ERR_INPUT naming it and them ("fp32, fp16 or int8"). */
+export function checkChoiceOption(value: unknown, values: readonly string[], name: string, where: string): void {
+  const check: OptionCheck = { kind: 'choice', values };
+  if (value !== undefined && !accepts(check, value)) refuseOption(where, name, ruleOf(check), value);
+}
+
+/** An optional callback (onProgress, beforePlacing, ...): absent, or a function, or ERR_INPUT naming it. */
+export function checkFunctionOption(value: unknown, name: string, where: string): void {
+  if (value !== undefined && typeof value !== 'function') refuseOption(where, name, 'a function', value);
 }
 
 /** ERR_INPUT for a library option of the wrong type or range: `<where>: <name> must be <rule>, got <value>`. */

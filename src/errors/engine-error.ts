@@ -14,6 +14,8 @@
 export type EngineErrorCode =
   /** A model directory (config, graph, tokenizer, template, calibration, labels) cannot be used. */
   | 'ERR_MODEL_LOAD'
+  /** A checkpoint cannot be imported (importModel's ImportError): the message names the file or the field. */
+  | 'ERR_MODEL_IMPORT'
   /** No installed model has that id or alias. */
   | 'ERR_MODEL_NOT_FOUND'
   /** Malformed input to the engine (not the caller's request: that is validated above). */

@@ -9,13 +9,15 @@
  * - sharded copies and transformers 4.x config styles, which must import byte-identically.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
+import { EngineError } from '../../src/errors/engine-error.js';
 import { deriveFusedGraph } from '../../src/models/fused-graph.js';
+import { ModelOutputError } from '../../src/models/output-dir.js';
 import { ImportError, importModel } from '../../src/models/import/import-model.js';
 import { planFromConfig, rotaryInvFreq, readRope } from '../../src/models/import/hf-config.js';
 import { referenceForward, referenceInvFreq } from '../helpers/hf-reference.js';
@@ -404,15 +406,18 @@ describe('checkpoints that cannot be imported', () => {
     await mkdir(modelsDir);
     const err = await importModel({ hfDir: dir, outDir: path.join(modelsDir, 'm-2026-11') }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ImportError);
-    expect((err as Error).message).toMatch(message);
+    // An EngineError with its own stable code, apart from the caller's ERR_INPUT.
+    expect(err).toBeInstanceOf(EngineError);
+    expect(err).toMatchObject({ code: 'ERR_MODEL_IMPORT', message: expect.stringMatching(message) });
     expect(await readdir(modelsDir)).toEqual([]);
   });
 
-  it('--dtype bf16 is refused with the reason and the alternatives', async () => {
+  it('dtype bf16 is refused with the reason and the alternatives, in the library\'s terms', async () => {
     const modelsDir = path.join(scratch, 'out-bf16');
     await mkdir(modelsDir);
     const err = await importModel({ hfDir: path.join(FIXTURES, 'qwen3'), outDir: path.join(modelsDir, 'm'), dtype: 'bf16' }).catch((e: unknown) => e);
-    expect((err as Error).message).toMatch(/bf16 output is not supported: ONNX Runtime CPU .* --dtype fp16 .* --dtype fp32/);
+    expect(err).toMatchObject({ code: 'ERR_INPUT' });
+    expect((err as Error).message).toMatch(/^importModel: dtype 'bf16': bf16 output is not supported: ONNX Runtime CPU .* dtype: 'fp16' .* dtype: 'fp32'/);
     expect(await readdir(modelsDir)).toEqual([]);
   });
 
@@ -425,10 +430,46 @@ describe('checkpoints that cannot be imported', () => {
     await expect(importModel({ hfDir: dir, outDir: path.join(scratch, 'out-trunc', 'm') })).rejects.toThrow(/model\.safetensors: tensor model\.\S+ .*\(truncated\)/);
 
     const first = await importFixture('qwen3');
-    await expect(importModel({ hfDir: path.join(FIXTURES, 'qwen3'), outDir: first.dir })).rejects.toThrow(/already exists.*--force/);
+    // In the library's terms (the command names its flags: test/e2e/import-model.test.ts), the output refusal as the cause.
+    const taken = await importModel({ hfDir: path.join(FIXTURES, 'qwen3'), outDir: first.dir }).catch((e: unknown) => e);
+    expect(taken).toMatchObject({ code: 'ERR_MODEL_IMPORT', message: expect.stringMatching(/already exists; choose another outDir .* pass force: true/) });
+    expect((taken as Error).cause).toBeInstanceOf(ModelOutputError);
+    expect((taken as Error).cause).toMatchObject({ code: 'ERR_INPUT' });
     const again = await importModel({ hfDir: path.join(FIXTURES, 'qwen2'), outDir: first.dir, force: true });
     expect(again.plan.family).toBe('qwen2');
     expect(readConfig(first.dir).model_type).toBe('qwen2');
+  });
+});
+
+describe('importModel options, as a JavaScript caller may pass them', () => {
+  // Each refused before the checkpoint is read or anything written, as an EngineError ERR_INPUT naming the option.
+  const refusals: Array<[string, Record<string, unknown>, string]> = [
+    ["one of makeModel's options", { features: { segmentIds: false } }, "importModel: unknown option 'features'"],
+    ['a misspelt option', { segmentId: false }, "importModel: unknown option 'segmentId' (did you mean 'segmentIds'?)"],
+    ['an unknown option', { bogus: 1 }, "importModel: unknown option 'bogus'"],
+    ['an unknown dtype', { dtype: 'fp64' }, "importModel: dtype must be fp32, fp16 or int8, got 'fp64'"],
+    ['an unknown attention graph', { attention: 'flash' }, "importModel: attention must be ops or fused, got 'flash'"],
+    // A string is truthy: 'off' would otherwise write the packing graph.
+    ['segmentIds as text', { segmentIds: 'off' }, "importModel: segmentIds must be true or false, got 'off'"],
+    ['force as text', { force: 'yes' }, "importModel: force must be true or false, got 'yes'"],
+    ['causalStates without the fused graph', { causalStates: true }, "importModel: causalStates: true needs attention: 'fused'"],
+    ['a callback that is not a function', { onProgress: 'log' }, "importModel: onProgress must be a function, got 'log'"],
+    ['no outDir', { outDir: undefined }, 'importModel: outDir must be a path (a string), got undefined'],
+    ['an empty hfDir', { hfDir: '' }, 'importModel: hfDir must name a folder, got an empty value'],
+    // The options are checked first: a missing checkpoint is not what the caller hears.
+    ['an unknown option beside a missing checkpoint', { hfDir: path.join(os.tmpdir(), 'no-such-checkpoint'), dtypes: 'fp16' }, "importModel: unknown option 'dtypes' (did you mean 'dtype'?)"],
+  ];
+  it.each(refusals)('%s is refused naming it, and nothing is written', async (_, given, message) => {
+    const parent = path.join(scratch, 'refused');
+    const err = await importModel({ hfDir: path.join(FIXTURES, 'qwen3'), outDir: path.join(parent, 'm'), ...given } as never).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EngineError);
+    expect(err).not.toBeInstanceOf(ImportError);
+    expect(err).toMatchObject({ code: 'ERR_INPUT', message });
+    await expect(stat(parent)).rejects.toThrow(/ENOENT/);
+  });
+
+  it('options that are not an object are refused', async () => {
+    await expect(importModel(null as never)).rejects.toMatchObject({ code: 'ERR_INPUT', message: 'importModel: options must be an object, got null' });
   });
 });
 

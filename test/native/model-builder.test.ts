@@ -603,7 +603,7 @@ describe('makeModel options, as a JavaScript caller may pass them', () => {
     ['an unknown preset', { preset: 'nope' }, "makeModel: preset must be one of tiny, small, qwen3-0.6b, got 'nope'"],
     ['a fractional negative seed', { seed: -1.5 }, 'makeModel: seed must be a non-negative integer, got -1.5'],
     ['a seed as text', { seed: '3' }, "makeModel: seed must be a non-negative integer, got '3'"],
-    ['an unknown dtype', { dtype: 'fp64' }, "makeModel: dtype must be fp32, fp16, int8, got 'fp64'"],
+    ['an unknown dtype', { dtype: 'fp64' }, "makeModel: dtype must be fp32, fp16 or int8, got 'fp64'"],
     ['force as text', { force: 'yes' }, "makeModel: force must be true or false, got 'yes'"],
     ['no outDir', { outDir: undefined }, 'makeModel: outDir must be a path (a string), got undefined'],
   ];

@@ -11,6 +11,7 @@ const CASES: Array<[EngineErrorCode, string, boolean]> = [
   ['ERR_QUEUE_FULL', 'rate_limited', true],
   ['ERR_MODEL_NOT_FOUND', 'not_found', true],
   ['ERR_MODEL_LOAD', 'server_error', false],
+  ['ERR_MODEL_IMPORT', 'server_error', false],
   ['ERR_ENGINE_CLOSED', 'server_error', false],
   ['ERR_PROVIDER_UNAVAILABLE', 'server_error', false],
   ['ERR_ORT_LOAD', 'server_error', false],

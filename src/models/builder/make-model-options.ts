@@ -4,7 +4,15 @@
  * instead of inside it, a typo) would otherwise be ignored and a model without it written. Refusals
  * are EngineError ERR_INPUT naming the option, as Engine.load's and DecisionService.open's are.
  */
-import { checkBooleanOption, checkFolderOption, checkOptionNames, objectOption, refuseOption } from '../../engine/option-checks.js';
+import {
+  checkBooleanOption,
+  checkChoiceOption,
+  checkFolderOption,
+  checkFunctionOption,
+  checkOptionNames,
+  objectOption,
+  refuseOption,
+} from '../../engine/option-checks.js';
 import type { DecoderFeatures } from './decoder-features.js';
 import type { Int8Scheme } from './dtypes.js';
 import type { MakeModelOptions } from './make-model.js';
@@ -47,12 +55,11 @@ export function checkMakeModelOptions(given: unknown): asserts given is MakeMode
   if (opts.seed !== undefined && !(typeof opts.seed === 'number' && Number.isSafeInteger(opts.seed) && opts.seed >= 0)) {
     refuseOption(WHERE, 'seed', 'a non-negative integer', opts.seed);
   }
-  if (opts.dtype !== undefined && !MODEL_DTYPES.includes(opts.dtype as never)) refuseOption(WHERE, 'dtype', MODEL_DTYPES.join(', '), opts.dtype);
+  checkChoiceOption(opts.dtype, MODEL_DTYPES, 'dtype', WHERE);
   if (opts.externalData !== undefined && typeof opts.externalData !== 'boolean' && opts.externalData !== 'auto') {
     refuseOption(WHERE, 'externalData', "true, false or 'auto'", opts.externalData);
   }
   checkBooleanOption(opts.force, 'force', WHERE);
-  for (const name of ['onProgress', 'beforePlacing'] as const) {
-    if (opts[name] !== undefined && typeof opts[name] !== 'function') refuseOption(WHERE, name, 'a function', opts[name]);
-  }
+  checkFunctionOption(opts.onProgress, 'onProgress', WHERE);
+  checkFunctionOption(opts.beforePlacing, 'beforePlacing', WHERE);
 }

@@ -4,13 +4,19 @@
  * `rope_scaling` with `type` or `rope_type`) and 5.x (`rope_parameters`). Anything the graph
  * cannot compute exactly is an ImportError naming the field, before a byte is written.
  */
+import { EngineError } from '../../errors/engine-error.js';
 import type { DecoderFeatures } from '../builder/decoder-features.js';
 import type { ModelShape } from '../builder/presets.js';
 
-export class ImportError extends Error {
+/**
+ * A checkpoint that cannot be imported, or a model that cannot be written from it: code
+ * ERR_MODEL_IMPORT, the message naming the file or the field. (importModel's own options of the
+ * wrong name or kind are EngineError ERR_INPUT, refused before this begins.)
+ */
+export class ImportError extends EngineError {
   /** `cause`: a ModelOutputError, which `decide import-model` words in its flags' terms. */
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super('ERR_MODEL_IMPORT', message, options);
     this.name = 'ImportError';
   }
 }

@@ -4,6 +4,8 @@
  * (so the LM-head gather rewrite and every engine feature apply) with the checkpoint's weights.
  *
  * Order of work, so that a bad checkpoint never leaves anything behind:
+ * 0. The caller's options (import-model-options.ts): a wrong name or value is ERR_INPUT before
+ *    anything is read. Every later failure is an ImportError (ERR_MODEL_IMPORT).
  * 1. config.json -> import plan; safetensors headers -> every tensor present with the right shape.
  * 2. A hidden staging directory beside the output (`.<name>.tmp-…`, which the registry ignores):
  *    tokenizer files, then the chat template and label tokens are checked in it.
@@ -21,6 +23,7 @@ import { TextTokenizer } from '../../runtime/tokenizer.js';
 import { buildDecoderGraph, type DecoderFeatures } from '../builder/decoder-graph.js';
 import { GRAPH_VERSION, int8Record } from '../builder/make-model.js';
 import { bytesPerElement, numel, writeModel, type FloatDtype, type WeightSpec } from '../builder/onnx-writer.js';
+import { checkImportModelOptions } from './import-model-options.js';
 import { checkpointFile, copySideFile, MAX_SIDE_FILE_BYTES, narrowModes, sourceModeBits } from './checkpoint-files.js';
 import { ImportError, planFromConfig, type ImportPlan } from './hf-config.js';
 import { CheckpointError, SafetensorsCheckpoint, streamTensor, streamTransposed, type TensorEntry } from './safetensors.js';
@@ -42,7 +45,7 @@ export interface ImportModelOptions {
   /** The model directory to write; it must not exist yet (or be empty) unless `force`. */
   outDir: string;
   /**
-   * Weight and compute type of the graph; default 'fp32'. 'bf16' is refused (see BF16_UNSUPPORTED).
+   * Weight and compute type of the graph; default 'fp32'. 'bf16' is refused (see bf16Unsupported).
    * 'int8': projection, MLP and LM-head weights stored as int8 with scales, computed in fp32
    * (make-model's DEFAULT_INT8_SCHEME; docs/models.md, int8 weights).
    */
@@ -85,12 +88,6 @@ export interface ImportedModel {
   warnings: string[];
 }
 
-export const BF16_UNSUPPORTED =
-  'bf16 output is not supported: ONNX Runtime CPU has no bfloat16 MatMul/attention kernels, so a bf16 graph cannot run on the ' +
-  'CPU provider. Use --dtype fp16 (the same size on disk; bf16 weights convert to fp16 exactly only within its range: ' +
-  'magnitudes above 65504 become infinite, and below ~6.1e-5 (fp16 subnormals) they lose precision, reaching 0 below ~6e-8) ' +
-  'or --dtype fp32 (the default, exact for bf16 checkpoints)';
-
 /** Weight bytes above which the weights go to onnx/model.onnx_data (keeps the graph file small for the LM-head rewrite). */
 const EXTERNAL_DATA_BYTES = 64 * 1024 * 1024;
 /** Files copied from the checkpoint when present. */
@@ -111,6 +108,7 @@ export const PACKED_IMPORTS_BY_DEFAULT = true;
  * const { dir, plan } = await importModel({ hfDir: 'Qwen3-0.6B', outDir: 'models/qwen3-0.6b-2026-11' });
  */
 export async function importModel(opts: ImportModelOptions): Promise<ImportedModel> {
+  checkImportModelOptions(opts);
   const stage = { file: 'config.json' };
   try {
     return await importSteps(opts, stage);
@@ -139,13 +137,11 @@ function namedImportError(err: unknown, file: string, hfDir: string): ImportErro
 async function importSteps(opts: ImportModelOptions, stage: { file: string }): Promise<ImportedModel> {
   const hfDir = path.resolve(opts.hfDir);
   const outDir = path.resolve(opts.outDir);
-  const dtype = opts.dtype ?? 'fp32';
-  if (dtype === 'bf16') throw new ImportError(BF16_UNSUPPORTED);
-  if (dtype !== 'fp32' && dtype !== 'fp16' && dtype !== 'int8') throw new ImportError(`dtype must be fp32, fp16, int8 or bf16, got ${String(dtype)}`);
+  // checkImportModelOptions refused bf16 and every other value.
+  const dtype = (opts.dtype ?? 'fp32') as ModelDtype;
   const floatDtype = computeDtype(dtype);
   const int8 = dtype === 'int8' ? DEFAULT_INT8_SCHEME : undefined;
   const attention = opts.attention ?? 'ops';
-  if (attention !== 'ops' && attention !== 'fused') throw new ImportError(`attention must be ops or fused, got ${String(attention)}`);
   const warnings: string[] = [];
   const warn = (m: string) => {
     warnings.push(m);

@@ -1,0 +1,63 @@
+/**
+ * The check of importModel()'s options, before the checkpoint is read or anything written: a
+ * JavaScript caller can pass anything, and an option name importModel does not know (a typo, or
+ * one of makeModel's such as `features`) would otherwise be ignored and a model without it written.
+ * Refusals are EngineError ERR_INPUT naming the option, as makeModel's (make-model-options.ts) are;
+ * problems of the checkpoint itself are ImportError (ERR_MODEL_IMPORT), found later.
+ */
+import { EngineError } from '../../errors/engine-error.js';
+import {
+  checkBooleanOption,
+  checkChoiceOption,
+  checkFolderOption,
+  checkFunctionOption,
+  checkOptionNames,
+  objectOption,
+} from '../../engine/option-checks.js';
+import { MODEL_DTYPES } from '../builder/quantize.js';
+import type { ImportModelOptions } from './import-model.js';
+
+/** Whose options the messages name. */
+const WHERE = 'importModel';
+
+/** Every option name, spelled out so that the compiler keeps the list whole. */
+const OPTION_NAMES = Object.keys({
+  hfDir: true, outDir: true, dtype: true, force: true, segmentIds: true, attention: true, causalStates: true,
+  beforePlacing: true, onWarning: true, onProgress: true,
+} satisfies Record<keyof ImportModelOptions, true>);
+/** The graphs ImportModelOptions.attention names. */
+const ATTENTION_GRAPHS: readonly NonNullable<ImportModelOptions['attention']>[] = ['ops', 'fused'];
+
+/**
+ * Why a bf16 graph is refused, naming the types to use instead as the caller writes them
+ * (`--dtype fp16` for the command, `dtype: 'fp16'` for the library).
+ */
+export function bf16Unsupported(dtypeTerm: (dtype: string) => string): string {
+  return (
+    'bf16 output is not supported: ONNX Runtime CPU has no bfloat16 MatMul/attention kernels, so a bf16 graph cannot run on the ' +
+    `CPU provider. Use ${dtypeTerm('fp16')} (the same size on disk; bf16 weights convert to fp16 exactly only within its range: ` +
+    'magnitudes above 65504 become infinite, and below ~6.1e-5 (fp16 subnormals) they lose precision, reaching 0 below ~6e-8) ' +
+    `or ${dtypeTerm('fp32')} (the default, exact for bf16 checkpoints)`
+  );
+}
+
+/**
+ * Refuses options importModel cannot import with (ERR_INPUT naming the option): not an object, an
+ * unknown name, an hfDir or outDir that is not a path, a dtype (bf16 with the reason), attention,
+ * force, segmentIds, causalStates or callback of the wrong kind, causalStates without the fused graph.
+ */
+export function checkImportModelOptions(given: unknown): asserts given is ImportModelOptions {
+  const opts = objectOption(given, 'options', WHERE) as Record<keyof ImportModelOptions, unknown>;
+  checkOptionNames(opts, OPTION_NAMES, WHERE);
+  checkFolderOption(opts.hfDir, 'hfDir', WHERE);
+  checkFolderOption(opts.outDir, 'outDir', WHERE);
+  if (opts.dtype === 'bf16') throw new EngineError('ERR_INPUT', `${WHERE}: dtype 'bf16': ${bf16Unsupported((d) => `dtype: '${d}'`)}`);
+  checkChoiceOption(opts.dtype, MODEL_DTYPES, 'dtype', WHERE);
+  checkChoiceOption(opts.attention, ATTENTION_GRAPHS, 'attention', WHERE);
+  for (const name of ['force', 'segmentIds', 'causalStates'] as const) checkBooleanOption(opts[name], name, WHERE);
+  // The causal kernel exists only in the fused graph (decoder-graph.ts refuses it otherwise).
+  if (opts.causalStates === true && opts.attention !== 'fused') {
+    throw new EngineError('ERR_INPUT', `${WHERE}: causalStates: true needs attention: 'fused'`);
+  }
+  for (const name of ['beforePlacing', 'onWarning', 'onProgress'] as const) checkFunctionOption(opts[name], name, WHERE);
+}
