@@ -3,6 +3,17 @@
  * TypeScript types) and the one way to open a database: the SQLite store's shared `batches.sqlite`
  * (the job table and the OpenAI file table live in the same file and wait the same time on each
  * other's locks), and the small lock files of file-lock.ts.
+ *
+ * Two major versions, one per Node line, with the same API:
+ * - better-sqlite3 12 (the dependency `better-sqlite3`) wraps its objects in Node's own ObjectWrap.
+ *   Since Node 24.19 that class's destructor needs a live Node environment, which a garbage
+ *   collection outside JavaScript (an idle GC) or the process's teardown does not have: a
+ *   collected statement aborts the process ("Assertion failed: (env) != nullptr" in
+ *   RemoveEnvironmentCleanupHook) when the addon was compiled against Node 24.19's headers or later.
+ * - better-sqlite3 13 (the optional dependency `better-sqlite3-napi`, an npm alias) is built on
+ *   Node-API, ships its binaries in the package (no install script), and needs Node 22: it
+ *   crashes on Node 20, where npm leaves it out (its engines say so).
+ * So Node 22 and later open databases with 13, Node 20 with 12.
  */
 import { createRequire } from 'node:module';
 
@@ -28,6 +39,21 @@ const BUSY_TIMEOUT_MS = 5000;
 
 const require = createRequire(import.meta.url);
 
+/** The first Node major better-sqlite3 13 runs on. */
+const NAPI_DRIVER_NODE_MAJOR = 22;
+
+/** Which installed package opens databases on this Node: see the header. */
+export function sqliteDriverPackage(): 'better-sqlite3-napi' | 'better-sqlite3' {
+  if (Number(process.versions.node.split('.')[0]) < NAPI_DRIVER_NODE_MAJOR) return 'better-sqlite3';
+  try {
+    require.resolve('better-sqlite3-napi');
+    return 'better-sqlite3-napi';
+  } catch {
+    // An install that left the optional dependency out (--omit=optional): 12, as on Node 20.
+    return 'better-sqlite3';
+  }
+}
+
 /** better-sqlite3 is installed but not compiled (its install script did not run). */
 export class SqliteUnavailableError extends Error {}
 
@@ -38,7 +64,7 @@ export class SqliteUnavailableError extends Error {}
  * paths it tried and naming no fix, so the error says what to do.
  */
 export function openSqlite(file: string, { busyTimeoutMs = BUSY_TIMEOUT_MS } = {}): SqliteDatabase {
-  const Sqlite = require('better-sqlite3') as DatabaseConstructor;
+  const Sqlite = require(sqliteDriverPackage()) as DatabaseConstructor;
   try {
     return new Sqlite(file, { timeout: busyTimeoutMs });
   } catch (err) {

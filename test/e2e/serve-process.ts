@@ -19,10 +19,11 @@ export interface ServeProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function startServe(options: { args?: string[]; env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number }): Promise<ServeProcess> {
+/** `node`: the Node binary to run it with (default: the one running the tests). */
+export async function startServe(options: { args?: string[]; env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number; node?: string }): Promise<ServeProcess> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, ...options.env })) if (v !== undefined) env[k] = v;
-  const child = spawn(process.execPath, [await decideBin(), 'serve', '--port', '0', ...(options.args ?? [])], {
+  const child = spawn(options.node ?? process.execPath, [await decideBin(), 'serve', '--port', '0', ...(options.args ?? [])], {
     cwd: options.cwd ?? ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
