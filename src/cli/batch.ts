@@ -40,7 +40,7 @@ import { dirOption } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { outputClash, outputPlaceProblem, realOutputPath } from './output-path.js';
 import { ProgressReporter } from './progress.js';
-import { SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
+import { onGracefulStop, SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
 
@@ -58,10 +58,11 @@ options:
 
 ${ENGINE_FLAGS_HELP}
 An interrupted run (Ctrl-C, kill, crash) resumes when the same command is run again: progress is
-kept in <out>.state.json, which is removed when the run completes. Ctrl-C or SIGTERM stops after the
-chunk being written (a second one at once) and exits 130 or 143. While a run is going, a second
-run on the same --out refuses (<out>.lock names the running process), also through a symbolic or
-hard link (the lock and state file sit beside the file links lead to). An existing --out with no
+kept in <out>.state.json, which is removed when the run completes. Ctrl-C, SIGTERM, SIGHUP (a closed
+terminal) or SIGUSR2 stops after the chunk being written (a second one at once) and exits 128 + the
+signal's number: 130, 143, 129 or 140. While a run is going, a second run on the same --out
+refuses (<out>.lock names the running process), also through a symbolic or hard link (the lock and
+state file sit beside the file links lead to). An existing --out with no
 unfinished run is overwritten only after a yes on a terminal (Ctrl-D is a no, exit 2; Ctrl-C exits
 130), or with --force. The results hold customer data: --out and its state file are created with
 mode 0600 (owner only), whatever the umask, as the server keeps batch results; an existing --out
@@ -281,15 +282,15 @@ async function runLocked(args: {
   }
 
   // The first signal stops the run after the current chunk; its exit status says which signal it
-  // was (130 for Ctrl-C, 143 for SIGTERM), also when a second one ends the run at once.
+  // was (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP, 140 for SIGUSR2), also when a second one
+  // ends the run at once.
   let interrupted: StopSignal | undefined;
   const onSignal = (signal: StopSignal) => {
     if (interrupted !== undefined) exitNow(SIGNAL_EXIT_CODES[interrupted]);
     interrupted = signal;
     process.stderr.write('\ndecide batch: stopping after the current chunk (again to quit at once)\n');
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const offSignals = onGracefulStop(onSignal);
   let service: DecisionService;
   try {
     // Nothing is created here: a mistyped --models-dir must not become a folder holding the
@@ -302,8 +303,7 @@ async function runLocked(args: {
       warn: (line) => process.stderr.write(`decide batch: ${line}\n`),
     });
   } catch (err) {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    offSignals();
     return commandError('batch', `cannot open the models: ${(err as Error).message}`, 1);
   }
   try {
@@ -400,8 +400,7 @@ async function runLocked(args: {
     );
     return 0;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    offSignals();
     await service.close();
   }
 }

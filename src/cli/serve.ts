@@ -1,6 +1,6 @@
 /**
- * `decide serve`: runs the HTTP API until SIGTERM or SIGINT, then stops accepting connections,
- * answers the requests in flight, closes the models and exits 0. It listens before the default
+ * `decide serve`: runs the HTTP API until SIGTERM, SIGINT, SIGHUP or SIGUSR2 (signal-exit.ts), then
+ * stops accepting connections, answers the requests in flight, closes the models and exits 0. It listens before the default
  * model is created and loaded (the probes answer meanwhile); a load that fails exits 1.
  *
  * stdout gets the lines meant for the operator (the generated API key, once; `decide: listening on
@@ -20,6 +20,7 @@ import { DEFAULT_INVALID_KEY_LIMIT, DEFAULT_RATE_LIMIT, rateLimitFromEnv } from 
 import { commandError, intArg, parseCommand } from './args.js';
 import { dirOption, folderProblem } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
+import { onGracefulStop, type StopSignal } from './signal-exit.js';
 
 const HELP = `usage: decide serve [options]
 
@@ -178,10 +179,11 @@ export async function run(argv: string[]): Promise<number> {
   });
 
   // The handlers go in before the line that says the server is up: a supervisor may send SIGTERM
-  // the moment it reads it, and without a handler SIGTERM kills at once, without the drain.
+  // the moment it reads it, and without a handler SIGTERM (SIGHUP, SIGUSR2) kills at once, without
+  // the drain.
   const stopped = new Promise<number>((resolve) => {
     let stopping = false;
-    const stop = (signal: NodeJS.Signals) => {
+    const stop = (signal: StopSignal) => {
       if (stopping) {
         // A second signal: the operator does not want to wait for the drain.
         process.stderr.write(`decide serve: ${signal} again, exiting without draining\n`);
@@ -201,8 +203,7 @@ export async function run(argv: string[]): Promise<number> {
         },
       );
     };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    onGracefulStop(stop);
   });
 
   const address = app.server.address();

@@ -255,7 +255,7 @@ describe('decide batch (CLI)', () => {
    * Resolves with the rows committed then, or undefined when the run was past that point first (no
    * signal sent).
    */
-  function interruptAt(proc: ChildProcess, state: string, atRows: number, signal: 'SIGKILL' | 'SIGINT' | 'SIGTERM', leave: number): Promise<number | undefined> {
+  function interruptAt(proc: ChildProcess, state: string, atRows: number, signal: NodeJS.Signals, leave: number): Promise<number | undefined> {
     return new Promise((resolve) => {
       let exited = false;
       proc.once('exit', () => {
@@ -345,25 +345,32 @@ describe('decide batch (CLI)', () => {
     expect(existsSync(`${out}.lock`)).toBe(false);
   });
 
-  it('SIGTERM stops at a chunk boundary as Ctrl-C does, with the exit status of SIGTERM (143), and the run resumes', async () => {
-    const out = path.join(workDir, 'sigterm-out.jsonl');
+  // SIGHUP: a closed terminal or ssh session; SIGUSR2 a stray one. Node's own action for both ends
+  // the run at once, mid-chunk, with the lock left.
+  it.each([
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+    ['SIGUSR2', 140],
+  ] as const)('%s stops at a chunk boundary as Ctrl-C does, with the exit status of that signal (%i), and the run resumes', async (signal, code) => {
+    const out = path.join(workDir, `${signal.toLowerCase()}-out.jsonl`);
     const state = `${out}.state.json`;
     const env = { DECIDE_BATCH_CHUNK_RECORDS: String(CHUNK_RECORDS) };
     const leave = 2 * (CHUNK_RECORDS + reference.filter((r) => r.error).length);
     let landed: Promise<number | undefined> = Promise.resolve(undefined);
-    const res = await runCli([inputPath, '--out', out, ...modelArgs()], { env, onSpawn: (proc) => (landed = interruptAt(proc, state, 1, 'SIGTERM', leave)) });
+    const res = await runCli([inputPath, '--out', out, ...modelArgs()], { env, onSpawn: (proc) => (landed = interruptAt(proc, state, 1, signal, leave)) });
     const atSignal = await landed;
     if (atSignal === undefined) {
-      // Finished before it could be stopped (see the resume test): nothing to say about SIGTERM.
+      // Finished before it could be stopped (see the resume test): nothing to say about the signal.
       expect(res.code, res.stderr).toBe(0);
       return;
     }
     expect(res.signal).toBe(null);
-    expect(res.code, res.stderr).toBe(143);
+    expect(res.code, res.stderr).toBe(code);
     expect(res.stderr).toMatch(/interrupted at row \d+ of \d+; run the same command again to resume/);
+    expect(existsSync(`${out}.lock`)).toBe(false);
     const last = await runCli([inputPath, '--out', out, ...modelArgs()], { env });
     expect(last.code, last.stderr).toBe(0);
-    expectReferenceRows(await readFile(out, 'utf8'), 'CLI run resumed after SIGTERM');
+    expectReferenceRows(await readFile(out, 'utf8'), `CLI run resumed after ${signal}`);
   });
 
   it('refuses a second run on an --out that a live run is writing, naming its process; the first run finishes unharmed', async () => {

@@ -1,12 +1,13 @@
 /**
  * `decide serve` across its life: the generated API key (created and printed once, then reused
  * silently), the per-key rate limit from the environment, and graceful shutdown on SIGTERM with
- * requests in flight. Each step is a real process on the tiny model, sharing one data directory:
- * the first stops on SIGINT; the restarted one answers, then is the one shut down with SIGTERM.
+ * requests in flight (SIGHUP and SIGUSR2 the same way). Each step is a real process on the tiny
+ * model, sharing one data directory: the first stops on SIGINT; the restarted one answers, then is
+ * the one shut down with SIGTERM.
  */
 import http from 'node:http';
 import net from 'node:net';
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -168,6 +169,29 @@ describe('decide serve lifecycle', () => {
     }
     expect(await p.exited).toBe(0);
     expect(p.stderr()).toContain('shutting down');
+  });
+
+  // A closed terminal or ssh session sends SIGHUP, an operator's "reload" often too; SIGUSR2 is
+  // another stray one. Node's own action for both ends the process at once (the request cut, the
+  // lock left): they take SIGTERM's path.
+  it.each(['SIGHUP', 'SIGUSR2'] as const)('%s: the same drain as SIGTERM: the request in flight answered 200, the lock removed, exit 0', async (signal) => {
+    expect(generatedKey).not.toBe('');
+    const p = await serve({});
+    const lock = path.join(dirs.dataDir, 'batches.lock');
+    expect(existsSync(lock)).toBe(true);
+    const busy = postDecide(p.url, generatedKey, decideBody(`busy: ${longState(2500)}`));
+    await requestsReceived(p, 1);
+
+    p.child.kill(signal);
+    await waitUntilRefused(p.url);
+    const r = await busy;
+    expect(r.status).toBe(200);
+    expectValidAnswers(r.body.answers, MIXED_QUESTIONS);
+    expect(await p.exited).toBe(0);
+    expect(p.child.signalCode).toBeNull();
+    expect(p.stderr()).toMatch(new RegExp(`"signal":"${signal}".*shutting down`));
+    expect(p.stderr()).toContain('"msg":"stopped"');
+    expect(existsSync(lock)).toBe(false);
   });
 
   it('a second SIGTERM while draining exits 1 at once, not when the forward pass in flight ends', async () => {
