@@ -19,10 +19,19 @@ export interface ServeProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function startServe(options: { args?: string[]; env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number }): Promise<ServeProcess> {
+/** `addressSpaceKiB`: run it under `ulimit -v` of that many KiB (through bash). */
+export async function startServe(options: {
+  args?: string[];
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  timeoutMs?: number;
+  addressSpaceKiB?: number;
+}): Promise<ServeProcess> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, ...options.env })) if (v !== undefined) env[k] = v;
-  const child = spawn(process.execPath, [await decideBin(), 'serve', '--port', '0', ...(options.args ?? [])], {
+  const command = [process.execPath, await decideBin(), 'serve', '--port', '0', ...(options.args ?? [])];
+  const limited = options.addressSpaceKiB === undefined ? command : ['bash', '-c', `ulimit -v ${options.addressSpaceKiB} && exec "$0" "$@"`, ...command];
+  const child = spawn(limited[0]!, limited.slice(1), {
     cwd: options.cwd ?? ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
