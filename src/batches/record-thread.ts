@@ -19,6 +19,14 @@ import type { ErrorData, LineReply, LineRequest } from './record-worker.js';
 const lines = new ThreadClient<LineRequest, LineReply>(import.meta.url, 'record-worker');
 let linesRead = 0;
 
+/**
+ * Starts the thread now (thread-client.ts, start()): a server or `decide batch` meets a failure to
+ * make it at its start, not at the first large line.
+ */
+export function startRecordThread(): Promise<void> {
+  return lines.start();
+}
+
 /** Lines read in the thread since the process started, and those waiting for it or being read now (for /metrics). */
 export function recordThreadStats(): { linesRead: number; inProgress: number } {
   return { linesRead, inProgress: lines.inProgress };

@@ -30,11 +30,13 @@ import { takePidLock } from '../batches/pid-lock.js';
 import { PRIVATE_FILE_MODE } from '../batches/private-files.js';
 import { parseFormQuestions } from '../batches/query.js';
 import { RecordCounter } from '../batches/jsonl-lines.js';
+import { startRecordThread } from '../batches/record-thread.js';
 import { DEFAULT_CHUNK_OPTIONS, runBatch } from '../batches/runner.js';
 import { chunkOptionsFromEnv } from '../batches/settings.js';
 import { zeroUsage, type JobProgress } from '../batches/ports.js';
 import { exitNow } from '../engine/native.js';
 import { DecisionService } from '../service/decision-service.js';
+import { addressSpaceProblem } from './address-space.js';
 import { commandError, parseCommand } from './args.js';
 import { dirOption } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
@@ -187,6 +189,9 @@ export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('batch', argv, HELP, OPTIONS, true);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
+  // Before anything else: a limit that cannot hold the run's threads would end it mid-run.
+  const tooSmall = addressSpaceProblem('batch');
+  if (tooSmall) return commandError('batch', tooSmall, 1);
   if (positionals.length !== 1 || !values.model || !values.out) return commandError('batch', `give one INPUT file, --model and --out\n\n${HELP}`);
   const engine = engineOptionsFromFlags(values);
   if (typeof engine === 'string') return commandError('batch', engine);
@@ -291,6 +296,9 @@ async function runLocked(args: {
     process.stderr.write('\ndecide batch: stopping after the current chunk (again to quit at once)\n');
   };
   const offSignals = onGracefulStop(onSignal);
+  // The thread that reads large lines starts now, not at the first one: a limit that cannot hold
+  // it ends the process here, before any row is written (address-space.ts).
+  await startRecordThread();
   let service: DecisionService;
   try {
     // Nothing is created here: a mistyped --models-dir must not become a folder holding the

@@ -17,6 +17,7 @@ import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer, whenPreloaded } from '../server/app.js';
 import { hasDefaultModel } from '../models/default-model.js';
 import { DEFAULT_INVALID_KEY_LIMIT, DEFAULT_RATE_LIMIT, rateLimitFromEnv } from '../server/rate-limit.js';
+import { addressSpaceProblem } from './address-space.js';
 import { commandError, intArg, parseCommand } from './args.js';
 import { dirOption, folderProblem } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
@@ -76,6 +77,9 @@ export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('serve', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
+  // Before anything else: a limit that cannot hold the server's threads would end it mid-start.
+  const tooSmall = addressSpaceProblem('serve');
+  if (tooSmall) return commandError('serve', tooSmall, 1);
 
   // The message names where the bad value came from: the flag, else the variable. An empty PORT
   // is unset, as every other empty setting (`PORT=` in a unit file, `PORT: ${PORT}` in a compose

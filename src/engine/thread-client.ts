@@ -1,7 +1,7 @@
 /**
  * A worker thread that answers requests, one message each way: ThreadClient on the calling side,
- * serveRequests() in the worker script. Started on first use; while no request waits it keeps no
- * process alive; if it dies, the requests it held reject and the next request starts another.
+ * serveRequests() in the worker script. Started on first use (or at once: start()); while no
+ * request waits it keeps no process alive; if it dies, the requests it held reject and the next request starts another.
  * Background calls (a batch's work) queue here and go to the worker one at a time, behind the
  * others (a live request's).
  * For work that must not hold the JavaScript thread (a model's tokenizer:
@@ -91,6 +91,26 @@ export class ThreadClient<Request, Response> {
         this.backgroundWaiting.push({ id, request });
         this.sendBackground();
       }
+    });
+  }
+
+  /**
+   * Starts the thread now rather than on first use; resolves once it runs JavaScript (or has
+   * ended). For a process that must meet a failure to make a thread at its start, not mid-service:
+   * V8 ends the whole process when a new thread's isolate cannot reserve its memory.
+   */
+  start(): Promise<void> {
+    if (this.closed || this.worker) return Promise.resolve();
+    const worker = this.running();
+    // Held until it runs (nothing else may keep the process waiting for it); idle afterwards, it
+    // keeps no process alive (the 'message' listener running() adds had referenced it again).
+    worker.ref();
+    return new Promise((resolve) => {
+      worker.once('online', () => {
+        if (this.pending.size === 0) worker.unref();
+        resolve();
+      });
+      worker.once('exit', () => resolve());
     });
   }
 

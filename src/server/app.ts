@@ -35,6 +35,7 @@ import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
 import { loggerConfig, RequestLog } from './request-log.js';
 import { BatchService } from '../batches/batch-service.js';
 import { OpenAiBatchApi } from '../batches/openai/openai-batches.js';
+import { startRecordThread } from '../batches/record-thread.js';
 import { batchValidationRoutes } from './routes/batch-validation.js';
 import { batchRoutes } from './routes/batches.js';
 import { fileRoutes } from './routes/files.js';
@@ -211,6 +212,10 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
   // Large decision bodies are read off the main thread (body-thread.ts); /metrics counts them.
   const bodies = new BodyThread();
   app.addHook('onClose', async () => bodies.close());
+  // Both reader threads start with the server, before it listens: where a thread cannot be made (a
+  // tight `ulimit -v`), V8 ends the process, and that must happen at the start, not at the first
+  // large body or batch line of a server that looked healthy (docs/api.md, Startup).
+  await Promise.all([bodies.start(), startRecordThread()]);
   registerMetrics(app, service, bodies);
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

@@ -46,6 +46,11 @@ export class BodyThread {
     return { ok: false, error: dialect.error(unreadable, { requestId, unreadableBody: true }), code: unreadable.code };
   }
 
+  /** Starts the thread now (thread-client.ts, start()): the server's start meets a failure to make it. */
+  start(): Promise<void> {
+    return this.thread.start();
+  }
+
   /** Ends the thread; bodies still waiting fail. */
   close(): void {
     this.thread.close();

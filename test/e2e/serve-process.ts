@@ -19,11 +19,23 @@ export interface ServeProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** `node`: the Node binary to run it with (default: the one running the tests). */
-export async function startServe(options: { args?: string[]; env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number; node?: string }): Promise<ServeProcess> {
+/**
+ * `node`: the Node binary to run it with (default: the one running the tests).
+ * `addressSpaceKiB`: run it under `ulimit -v` of that many KiB (through bash).
+ */
+export async function startServe(options: {
+  args?: string[];
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  timeoutMs?: number;
+  node?: string;
+  addressSpaceKiB?: number;
+}): Promise<ServeProcess> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, ...options.env })) if (v !== undefined) env[k] = v;
-  const child = spawn(options.node ?? process.execPath, [await decideBin(), 'serve', '--port', '0', ...(options.args ?? [])], {
+  const command = [options.node ?? process.execPath, await decideBin(), 'serve', '--port', '0', ...(options.args ?? [])];
+  const limited = options.addressSpaceKiB === undefined ? command : ['bash', '-c', `ulimit -v ${options.addressSpaceKiB} && exec "$0" "$@"`, ...command];
+  const child = spawn(limited[0]!, limited.slice(1), {
     cwd: options.cwd ?? ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,9 +2,13 @@
  * ThreadClient (src/engine/thread-client.ts), the worker thread behind the request body and batch
  * line readers, with a real worker thread: answers come back to their own calls, a request the
  * worker fails rejects alone, a worker that dies fails the requests it held and the next request
- * starts another, a worker that cannot start fails the calls with the reason it gave, and close()
- * ends it.
+ * starts another, a worker that cannot start fails the calls with the reason it gave, close() ends
+ * it, and start() runs it before any call.
  */
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
 import { afterEach, expect, it } from 'vitest';
 
 import { ThreadClient } from '../../src/engine/thread-client.js';
@@ -105,4 +109,19 @@ it('close() fails the calls waiting and refuses later ones', async () => {
   c.close();
   await expect(waiting).rejects.toThrow('is closed');
   await expect(c.call({ text: 'after' })).rejects.toThrow('is closed');
+});
+
+it('start() runs the thread before any call; started and idle, it keeps no process alive', async () => {
+  const c = client();
+  await c.start();
+  expect(await c.call({ text: 'abcd' })).toBe(4);
+  // A process that only starts a thread must end on its own (the thread's own listener once held it).
+  const script =
+    `import { ThreadClient } from ${JSON.stringify(pathToFileURL(path.resolve('src/engine/thread-client.ts')).href)};\n` +
+    `const c = new ThreadClient(${JSON.stringify(import.meta.url)}, 'fixtures/length-worker');\n` +
+    `await c.start();\nconsole.log('started');\n`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+  expect(r.stdout.trim(), r.stderr).toBe('started');
+  expect(r.signal, 'still running after 30 s').toBeNull();
+  expect(r.status).toBe(0);
 });
