@@ -5,12 +5,13 @@
  * (the health probes included). The line is read on its own there (readRecord, readEndpointLine);
  * its custom_id is checked against the file's other lines here, in line order (claimRecord,
  * endpointLine), so the rows are those the main thread alone would give. One thread per process
- * (thread-client.ts), idle when no batch runs. A line the thread fails (it died) is read here.
+ * (src/support/thread-client.ts), idle when no batch runs. A line the thread fails (it died) is
+ * read here.
  */
 import { OFF_THREAD_BODY_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
 import { giveWrittenForms, writtenFormsOf, type WrittenForms } from '../domain/key-order.js';
-import { ThreadClient } from '../engine/thread-client.js';
+import { ThreadClient } from '../support/thread-client.js';
 import type { RawLine } from './jsonl-lines.js';
 import { endpointLine, parseEndpointLine, type EndpointLine, type EndpointRead } from './openai/lines.js';
 import { claimRecord, parseRecord, type ParsedRecord, type RecordContext, type RecordRead } from './records.js';
@@ -20,8 +21,8 @@ const lines = new ThreadClient<LineRequest, LineReply>(import.meta.url, 'record-
 let linesRead = 0;
 
 /**
- * Starts the thread now (thread-client.ts, start()): a server or `decide batch` meets a failure to
- * make it at its start, not at the first large line.
+ * Starts the thread now (src/support/thread-client.ts, start()): a server or `decide batch` meets
+ * a failure to make it at its start, not at the first large line.
  */
 export function startRecordThread(): Promise<void> {
   return lines.start();

@@ -8,7 +8,7 @@ import type { DialectCall, WireError } from '../api/dialect.js';
 import type { ApiError, ErrorCode } from '../api/errors.js';
 import type { NormalizedDecideRequest } from '../api/validate.js';
 import { giveWrittenForms, writtenFormsOf, type WrittenForms } from '../domain/key-order.js';
-import { serveRequests } from '../engine/thread-client.js';
+import { serveRequests } from '../support/thread-client.js';
 import type { RawLine } from './jsonl-lines.js';
 import { readEndpointLine } from './openai/lines.js';
 import { readRecord, type RecordReadContext } from './records.js';

@@ -7,7 +7,7 @@
 import { mkdirSync, rmdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-import { envPath } from '../engine/env-path.js';
+import { envPath } from '../support/env-path.js';
 import { directoryProblem } from '../models/make-directories.js';
 
 /** The resolved folder and where it came from (the flag or the variable, for messages), or the usage error's message. */

@@ -11,7 +11,7 @@ import net from 'node:net';
 import { describeError } from '../api/errors.js';
 import { databaseUrl } from '../batches/open-stores.js';
 import { BATCH_SETTINGS_HELP, leaseSeconds, LEASE_SECONDS, resolveBatchSettings } from '../batches/settings.js';
-import { blankIsUnset } from '../engine/env-path.js';
+import { blankIsUnset } from '../support/env-path.js';
 import { exitNow } from '../engine/native.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer, whenPreloaded } from '../server/app.js';

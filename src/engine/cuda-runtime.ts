@@ -9,7 +9,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
-import { envPath } from './env-path.js';
+import { envPath } from '../support/env-path.js';
 
 /**
  * The known-good pair (with CUDA 13.0; README, "GPU hosts"): onnxruntime-node 1.30's core is built

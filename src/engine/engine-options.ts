@@ -12,12 +12,13 @@
 import os from 'node:os';
 
 import { EngineError } from '../errors/engine-error.js';
+import { checkOptionNames } from '../support/option-checks.js';
 import { attentionWeight } from './attention-weight.js';
 import type { ModelConfig } from './model-dir.js';
 import type { NativeLoadOptions } from './native.js';
 import { FUSED_ATTENTION_REQUESTS, type FusedAttentionRequest, type GraphDeriver } from './attention-graph.js';
 import { INT8_KERNEL_ENV, INT8_PATHS, type Int8PathRequest } from './int8-path.js';
-import { accepts, checkOptionNames, parseText, ruleOf, type OptionCheck, type OptionValue } from './option-checks.js';
+import { accepts, parseText, ruleOf, type OptionCheck, type OptionValue } from './option-checks.js';
 
 export type Provider = 'cpu' | 'cuda';
 

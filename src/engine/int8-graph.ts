@@ -12,11 +12,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
+import { runWorker } from '../support/worker-thread.js';
 import { cpuInt8Support, type Int8Support } from './cpu-int8.js';
 import { readDecisionFile } from './model-dir.js';
 import { chooseInt8Path, int8PathRequest, type Int8Path, type Int8PathChoice, type Int8PathRequest } from './int8-path.js';
 import { U8S8_REWRITE_VERSION, u8s8Paths, type U8S8Rewrite } from './int8-rewrite.js';
-import { runEngineWorker } from './worker-thread.js';
 
 /** EngineInfo.int8: which integer GEMM path ran, and why. */
 export interface Int8Info {
@@ -102,7 +102,7 @@ async function u8s8Graph(stockGraph: string): Promise<string> {
   const tag = `${process.pid}-${randomBytes(4).toString('hex')}`;
   const temps = { graph: `${paths.graph}.tmp-${tag}`, data: `${paths.data}.tmp-${tag}`, stamp: `${paths.stamp}.tmp-${tag}` };
   try {
-    const result = await runEngineWorker<U8S8Rewrite>('int8-rewrite-worker', {
+    const result = await runWorker<U8S8Rewrite>(import.meta.url, 'int8-rewrite-worker', {
       stockGraph,
       tempGraph: temps.graph,
       tempData: temps.data,

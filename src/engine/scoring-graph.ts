@@ -10,9 +10,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 
+import { runWorker } from '../support/worker-thread.js';
 import { LM_HEAD_REWRITE_VERSION, rewriteStampPath, rewrittenPath, type LmHeadRewrite } from './lm-head-rewrite.js';
 import { verifyRewrite, type VerifyLoadOptions } from './lm-head-verify.js';
-import { runEngineWorker } from './worker-thread.js';
 
 /** How the engine computes logits, and why (EngineInfo.lmHead). */
 export type LmHeadChoice =
@@ -66,7 +66,7 @@ function message(err: unknown): string {
 
 /** Rewrites `stockGraph` into `temp` in a worker thread, so that the JS thread keeps serving while a large graph is decoded and encoded. */
 function runLmHeadRewrite(stockGraph: string, temp: string): Promise<Exclude<LmHeadRewrite, { kind: 'rewritten' }> | { kind: 'rewritten' }> {
-  return runEngineWorker('lm-head-rewrite-worker', { stockGraph, temp });
+  return runWorker(import.meta.url, 'lm-head-rewrite-worker', { stockGraph, temp });
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * The embedded default model's building off the JavaScript thread (default-model.ts runs this file
- * in a worker thread, src/engine/worker-thread.ts): making its random weights and writing its graph
+ * in a worker thread, src/support/worker-thread.ts): making its random weights and writing its graph
  * takes seconds, and a server that already listens must keep answering its probes meanwhile.
  * Input (workerData): the model's directory. Output: one message, { ok: true } or { ok: false, reason }.
  */

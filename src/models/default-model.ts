@@ -9,7 +9,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { MODEL_FILES, readDecisionFile } from '../engine/model-dir.js';
-import { runWorker } from '../engine/worker-thread.js';
+import { runWorker } from '../support/worker-thread.js';
 import { makeModel } from './builder/index.js';
 import { makeDirectories } from './make-directories.js';
 

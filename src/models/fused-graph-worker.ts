@@ -1,6 +1,6 @@
 /**
  * The fused-graph derivation off the JavaScript thread (fused-graph.ts runs this file in a worker
- * thread, src/engine/worker-thread.ts): reading a model's weights back as a checkpoint and importing them as
+ * thread, src/support/worker-thread.ts): reading a model's weights back as a checkpoint and importing them as
  * the fused graph takes seconds on a large model, and the service must keep answering meanwhile.
  * Input (workerData): the model directory, its stored graph, a scratch checkpoint folder and the
  * folder to write the derived model to. Output: one message, { ok: true } or { ok: false, reason }.

@@ -14,7 +14,7 @@ import path from 'node:path';
 
 import { storedGraphRecord, type AttentionChoice, type GraphDeriver } from '../engine/attention-graph.js';
 import { verifyRewrite } from '../engine/lm-head-verify.js';
-import { runWorker } from '../engine/worker-thread.js';
+import { runWorker } from '../support/worker-thread.js';
 import { GRAPH_VERSION } from './builder/make-model.js';
 import { IMPORTER_VERSION } from './import/import-model.js';
 

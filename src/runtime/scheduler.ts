@@ -26,7 +26,7 @@
  * Coalescing and cutting never change results: a row's scores do not depend on what else is in its
  * batch or whether its prefix came from the cache (tested in test/native/engine.test.ts).
  */
-import { checkOptionNames } from '../engine/option-checks.js';
+import { checkOptionNames } from '../support/option-checks.js';
 import { EngineError } from '../errors/engine-error.js';
 import type { Engine, ScoreGroup, SuffixScore } from '../engine/engine.js';
 

@@ -6,7 +6,7 @@
  * The ids are TextTokenizer's (the same code runs in the worker). A worker that dies is started
  * again by the next call (it loads the tokenizer again); close() ends it.
  */
-import { stopCause, ThreadClient, type ThreadErrors } from '../engine/thread-client.js';
+import { stopCause, ThreadClient, type ThreadErrors } from '../support/thread-client.js';
 import { EngineError, type EngineErrorCode } from '../errors/engine-error.js';
 
 export type TokenizerRequest = { text: string } | { vocabSize: true };

@@ -5,7 +5,7 @@
  */
 import { workerData } from 'node:worker_threads';
 
-import { serveRequests } from '../engine/thread-client.js';
+import { serveRequests } from '../support/thread-client.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { TextTokenizer } from './tokenizer.js';
 import type { TokenizerReply, TokenizerRequest } from './tokenizer-thread.js';

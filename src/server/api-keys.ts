@@ -18,7 +18,7 @@ import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { makeDirectories } from '../models/make-directories.js';
-import { envPath } from '../engine/env-path.js';
+import { envPath } from '../support/env-path.js';
 
 const HASHED_LINE = /^sha256:([0-9a-fA-F]{64})$/;
 /** Keys are opaque tokens; what RFC 6750 allows in a bearer token (b64token). */

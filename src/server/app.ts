@@ -18,7 +18,7 @@ import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
 import { newRequestId } from '../api/request-ids.js';
 import { NAMED_SCHEMAS, SCHEMA_ID_PREFIX, schemaId, type SchemaName } from '../api/schemas.js';
-import { envPath } from '../engine/env-path.js';
+import { envPath } from '../support/env-path.js';
 import { EngineError } from '../errors/engine-error.js';
 import { DecisionService } from '../service/decision-service.js';
 import { resolveApiKeys } from './api-keys.js';

@@ -3,12 +3,13 @@
  * validating it takes hundreds of milliseconds of JavaScript; on the main thread every other
  * request and the health probes would wait for it (four such bodies at once held /healthz for
  * seconds). Here the main thread posts the bytes and receives the door's parsed call, or its error,
- * exactly as dialect.parse() would have given it on the spot. One thread (thread-client.ts) reads
- * one body at a time; if it dies, the bodies it held fail (500 in the door's shape).
+ * exactly as dialect.parse() would have given it on the spot. One thread
+ * (src/support/thread-client.ts) reads one body at a time; if it dies, the bodies it held fail (500
+ * in the door's shape).
  */
 import type { Dialect, DialectCall, DialectParse, ParseContext } from '../api/dialect.js';
 import { giveWrittenForms } from '../domain/key-order.js';
-import { ThreadClient } from '../engine/thread-client.js';
+import { ThreadClient } from '../support/thread-client.js';
 import type { BodyReply, BodyRequest } from './body-worker.js';
 import { unreadableBodyError } from './json-body.js';
 
@@ -46,7 +47,7 @@ export class BodyThread {
     return { ok: false, error: dialect.error(unreadable, { requestId, unreadableBody: true }), code: unreadable.code };
   }
 
-  /** Starts the thread now (thread-client.ts, start()): the server's start meets a failure to make it. */
+  /** Starts the thread now (src/support/thread-client.ts, start()): the server's start meets a failure to make it. */
   start(): Promise<void> {
     return this.thread.start();
   }

@@ -9,7 +9,7 @@ import { DIALECTS } from '../api/dialects.js';
 import type { ErrorCode } from '../api/errors.js';
 import type { ValidationLimits } from '../api/validate.js';
 import { writtenFormsOf, type WrittenForms } from '../domain/key-order.js';
-import { serveRequests } from '../engine/thread-client.js';
+import { serveRequests } from '../support/thread-client.js';
 import { readJsonBody, type JsonBody } from './json-body.js';
 
 export interface BodyRequest {

@@ -6,7 +6,7 @@
  */
 import type { EngineOptions } from '../engine/engine-options.js';
 import { EngineError } from '../errors/engine-error.js';
-import { checkBooleanOption, checkFolderOption, checkOptionNames, objectOption, refuseOption as refuse } from '../engine/option-checks.js';
+import { checkBooleanOption, checkFolderOption, checkOptionNames, objectOption, refuseOption as refuse } from '../support/option-checks.js';
 import type { DecisionService } from '../service/decision-service.js';
 import { ApiKeySet } from './api-keys.js';
 import { MIN_REQUESTS_PER_SECOND, type BucketOptions, type RateLimitOptions } from './rate-limit.js';

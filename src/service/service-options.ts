@@ -7,9 +7,9 @@ import { statSync } from 'node:fs';
 import path from 'node:path';
 
 import { VALIDATION_LIMIT_RANGES, type ValidationLimits } from '../api/validate.js';
-import { envPath } from '../engine/env-path.js';
+import { envPath } from '../support/env-path.js';
 import { checkEngineOptions, ENGINE_PASS_OPTION_NAMES, optionConflict, withEnvironment, type EngineLoadOptions } from '../engine/engine-options.js';
-import { checkBooleanOption, checkFolderOption, checkOptionNames, objectOption, refuseOption as refuse, valueForMessage } from '../engine/option-checks.js';
+import { checkBooleanOption, checkFolderOption, checkOptionNames, objectOption, refuseOption as refuse, valueForMessage } from '../support/option-checks.js';
 import { EngineError } from '../errors/engine-error.js';
 import { deriveFusedGraph } from '../models/fused-graph.js';
 import { directoryProblem } from '../models/make-directories.js';

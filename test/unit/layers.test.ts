@@ -19,6 +19,8 @@ const TEST = path.join(ROOT, 'test') + path.sep;
 const RANK: Record<string, number> = {
   domain: 0,
   errors: 0,
+  // Infrastructure with no knowledge of decisions: worker threads, environment paths, option refusals.
+  support: 0,
   engine: 1,
   runtime: 2,
   api: 2,

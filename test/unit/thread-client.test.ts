@@ -1,5 +1,5 @@
 /**
- * ThreadClient (src/engine/thread-client.ts), the worker thread behind the request body and batch
+ * ThreadClient (src/support/thread-client.ts), the worker thread behind the request body and batch
  * line readers, with a real worker thread: answers come back to their own calls, a request the
  * worker fails rejects alone, a worker that dies fails the requests it held and the next request
  * starts another, a worker that cannot start fails the calls with the reason it gave, close() ends
@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url';
 
 import { afterEach, expect, it } from 'vitest';
 
-import { ThreadClient } from '../../src/engine/thread-client.js';
+import { ThreadClient } from '../../src/support/thread-client.js';
 
 type Request = { text: string; fail?: boolean; later?: boolean; exit?: number; busyMs?: number };
 const clients: Array<ThreadClient<Request, number>> = [];
@@ -117,7 +117,7 @@ it('start() runs the thread before any call; started and idle, it keeps no proce
   expect(await c.call({ text: 'abcd' })).toBe(4);
   // A process that only starts a thread must end on its own (the thread's own listener once held it).
   const script =
-    `import { ThreadClient } from ${JSON.stringify(pathToFileURL(path.resolve('src/engine/thread-client.ts')).href)};\n` +
+    `import { ThreadClient } from ${JSON.stringify(pathToFileURL(path.resolve('src/support/thread-client.ts')).href)};\n` +
     `const c = new ThreadClient(${JSON.stringify(import.meta.url)}, 'fixtures/length-worker');\n` +
     `await c.start();\nconsole.log('started');\n`;
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });

@@ -12,7 +12,7 @@ import {
   checkOptionNames,
   objectOption,
   refuseOption,
-} from '../../engine/option-checks.js';
+} from '../../support/option-checks.js';
 import type { DecoderFeatures } from './decoder-features.js';
 import type { Int8Scheme } from './dtypes.js';
 import type { MakeModelOptions } from './make-model.js';

@@ -13,7 +13,7 @@ import {
   checkFunctionOption,
   checkOptionNames,
   objectOption,
-} from '../../engine/option-checks.js';
+} from '../../support/option-checks.js';
 import { MODEL_DTYPES } from '../builder/quantize.js';
 import type { ImportModelOptions } from './import-model.js';
 

@@ -1,9 +1,9 @@
 /**
- * Runs a worker script (a file that reads workerData and posts one message: src/engine's own, or
- * one beside a caller in a layer above) in a worker thread and resolves with that message; or
- * starts one that stays and answers messages (startWorker). Run from
- * the TypeScript sources (tests, tsx), the worker loads them through tsx, as the caller's process
- * does; from dist/, the compiled file.
+ * Runs a worker script (a file that reads workerData and posts one message, found beside its
+ * caller: the engine's graph rewrites, the models' default model and fused graph) in a worker
+ * thread and resolves with that message; or starts one that stays and answers messages
+ * (startWorker, behind thread-client.ts). Run from the TypeScript sources (tests, tsx), the worker
+ * loads them through tsx, as the caller's process does; from dist/, the compiled file.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -13,11 +13,6 @@ import { Worker } from 'node:worker_threads';
 /** tsx's ESM API (its `import` build, beside the `require` one that require.resolve finds). */
 function tsxEsmApi(): string {
   return createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs');
-}
-
-/** `name` is the script's base name in this folder, without its extension ('int8-rewrite-worker'). */
-export function runEngineWorker<T>(name: string, workerData: unknown): Promise<T> {
-  return runWorker(import.meta.url, name, workerData);
 }
 
 /**
@@ -39,7 +34,7 @@ export function startWorker(besideUrl: string, name: string, workerData: unknown
 
 /**
  * Runs the worker script `name` (base name, no extension) that sits in the folder of the module
- * `besideUrl` (the caller's import.meta.url), as runEngineWorker does for src/engine's own.
+ * `besideUrl` (the caller's import.meta.url): runWorker(import.meta.url, 'int8-rewrite-worker', ...).
  */
 export function runWorker<T>(besideUrl: string, name: string, workerData: unknown): Promise<T> {
   return new Promise((resolve, reject) => {
