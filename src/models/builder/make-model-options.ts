@@ -14,10 +14,44 @@ import {
   refuseOption,
 } from '../../support/option-checks.js';
 import type { DecoderFeatures } from './decoder-features.js';
-import type { Int8Scheme } from './dtypes.js';
-import type { MakeModelOptions } from './make-model.js';
+import type { Int8Scheme, ModelDtype } from './dtypes.js';
 import { PRESETS, type ModelShape } from './presets.js';
 import { MODEL_DTYPES } from './quantize.js';
+
+/** makeModel()'s options (declared here, beside their check; make-model.ts re-exports them). */
+export interface MakeModelOptions {
+  /** A key of PRESETS: 'tiny', 'small' or 'qwen3-0.6b'. */
+  preset: string;
+  outDir: string;
+  /** Default 0. Same (preset, seed, dtype, shapeOverrides) => byte-identical files. */
+  seed?: number;
+  /**
+   * 'fp16' stores fp16 weights and makes the graph compute and exchange fp16, as an Optimum fp16
+   * export. 'int8' stores the projection, MLP and LM-head weights as int8 with per-column scales
+   * (quantize.ts) and computes in fp32; its weights before quantization are the fp32 model's of the
+   * same seed (its "fp32 twin").
+   */
+  dtype?: ModelDtype;
+  /** With dtype 'int8': how (default DEFAULT_INT8_SCHEME; the other kernel is there to be measured). */
+  int8?: Partial<Int8Scheme>;
+  shapeOverrides?: Partial<ModelShape>;
+  /** Store weights in onnx/model.onnx_data. Default 'auto': only when they exceed EXTERNAL_DATA_THRESHOLD bytes. */
+  externalData?: boolean | 'auto';
+  /** Graph features beyond the preset's (e.g. `segmentIds` for multi-item packing); the weights are the same. */
+  features?: Partial<DecoderFeatures>;
+  /**
+   * Replace a model directory at outDir that make-model or import-model wrote (not a dated, pinned
+   * id; output-dir.ts). Default false: an existing model is refused.
+   */
+  force?: boolean;
+  /** Called after each weight tensor is written. */
+  onProgress?: (writtenParams: number, totalParams: number) => void;
+  /**
+   * Runs on the finished model in its staging directory, before it is put in place (the CLI's int8
+   * agreement check): when it throws, nothing is written at outDir.
+   */
+  beforePlacing?: (stagedDir: string) => Promise<void>;
+}
 
 /** Whose options the messages name. */
 const WHERE = 'makeModel';

@@ -15,7 +15,46 @@ import {
   objectOption,
 } from '../../support/option-checks.js';
 import { MODEL_DTYPES } from '../builder/quantize.js';
-import type { ImportModelOptions } from './import-model.js';
+import type { ModelDtype } from '../builder/dtypes.js';
+
+/** importModel()'s options (declared here, beside their check; import-model.ts re-exports them). */
+export type ImportDtype = ModelDtype | 'bf16';
+
+export interface ImportModelOptions {
+  /** The Hugging Face checkpoint folder. */
+  hfDir: string;
+  /** The model directory to write; it must not exist yet (or be empty) unless `force`. */
+  outDir: string;
+  /**
+   * Weight and compute type of the graph; default 'fp32'. 'bf16' is refused (see bf16Unsupported).
+   * 'int8': projection, MLP and LM-head weights stored as int8 with scales, computed in fp32
+   * (make-model's DEFAULT_INT8_SCHEME; docs/models.md, int8 weights).
+   */
+  dtype?: ImportDtype;
+  /** Replace an existing model directory at outDir (atomically). */
+  force?: boolean;
+  /**
+   * Write the graph with multi-item packing (DecoderFeatures.segmentIds: the decide_segment_ids
+   * input, docs/models.md); default PACKED_IMPORTS_BY_DEFAULT.
+   */
+  segmentIds?: boolean;
+  /**
+   * 'fused' writes each layer from fused ops, its attention as ONNX's Attention (DecoderFeatures.attention,
+   * docs/models.md "Fused attention"); default 'ops', standard ONNX ops.
+   */
+  attention?: 'ops' | 'fused';
+  /** With attention 'fused': DecoderFeatures.causalStates (docs/models.md). Default false. */
+  causalStates?: boolean;
+  /**
+   * Runs on the finished model in its staging directory, before it is put in place (the CLI's int8
+   * agreement check): when it throws, nothing is written at outDir and the import can be retried.
+   */
+  beforePlacing?: (stagedDir: string) => Promise<void>;
+  /** Called with a line for each warning (default: none are printed). */
+  onWarning?: (message: string) => void;
+  /** Called after each weight tensor is written. */
+  onProgress?: (writtenParams: number, totalParams: number) => void;
+}
 
 /** Whose options the messages name. */
 const WHERE = 'importModel';
