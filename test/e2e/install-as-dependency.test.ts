@@ -301,7 +301,7 @@ console.log(RootService === DecisionService, typeof Engine.load, typeof TextToke
     expect(existsSync(path.join(project, 'node_modules', 'decision-engine', 'cuda-runtime'))).toBe(false);
   });
 
-  it('with no install scripts run at all, the library and decide batch work, and decide serve names the fix for SQLite', () => {
+  it('with no install scripts run at all, the library and decide batch work; decide serve names the fix for SQLite on Node 20 and runs on Node 22+', async () => {
     const bare = path.join(tmp, 'no-scripts');
     mkdirSync(bare);
     writeFileSync(path.join(bare, 'package.json'), JSON.stringify({ name: 'no-scripts-service', version: '1.0.0', type: 'module' }));
@@ -317,12 +317,28 @@ console.log(RootService === DecisionService, typeof Engine.load, typeof TextToke
     expect(batch.status, batch.stderr).toBe(0);
     expect(JSON.parse(readFileSync(path.join(bare, 'results.jsonl'), 'utf8')).answers.refund.probs.yes).toBeGreaterThan(0);
 
-    const serve = spawnSync(process.execPath, [bin, 'serve', '--port', '0', '--data-dir', path.join(bare, 'data')], {
-      cwd: bare,
-      env: { ...env, DECIDE_API_KEYS: 'k' },
-      encoding: 'utf8',
-      timeout: 120_000,
-    });
+    const serveArgs = [bin, 'serve', '--port', '0', '--data-dir', path.join(bare, 'data')];
+    const serveEnv = { ...env, DECIDE_API_KEYS: 'k' };
+    if (Number(process.versions.node.split('.')[0]) >= 22) {
+      // The SQLite store's driver there is better-sqlite3 13 (the optional better-sqlite3-napi),
+      // whose binaries come in its package: no script needed, the server starts.
+      expect(existsSync(path.join(bare, 'node_modules', 'better-sqlite3-napi', 'package.json'))).toBe(true);
+      const child = spawn(process.execPath, serveArgs, { cwd: bare, env: serveEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const listening = await Promise.race([
+        new Promise<boolean>((resolve) => child.stdout.on('data', () => /decide: listening on/.test(out) && resolve(true))),
+        exited.then(() => false),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 120_000)),
+      ]);
+      child.kill('SIGTERM');
+      expect(listening, out).toBe(true);
+      expect(await exited, out).toBe(0);
+      return;
+    }
+    const serve = spawnSync(process.execPath, serveArgs, { cwd: bare, env: serveEnv, encoding: 'utf8', timeout: 120_000 });
     expect(serve.status, `${serve.stdout}\n${serve.stderr}`).not.toBe(0);
     expect(serve.stderr).toContain('npm rebuild better-sqlite3');
     expect(serve.stderr).toContain('"allowScripts": {"better-sqlite3": true}');

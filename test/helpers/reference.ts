@@ -83,7 +83,9 @@ export function emptyPast(model: ReferenceModel, batch: number): Record<string, 
 /** A tensor's data as float32 (converting fp16 outputs). */
 export function asFloat32(t: ort.Tensor): Float32Array {
   if (t.type === 'float32') return t.data as Float32Array;
-  if (t.type === 'float16') return float16ToFloat32(t.data as Uint16Array);
+  // onnxruntime-node gives fp16 data as bits (Uint16Array), or as a Float16Array of values on a
+  // Node that has one (24 and later).
+  if (t.type === 'float16') return t.data instanceof Uint16Array ? float16ToFloat32(t.data) : Float32Array.from(t.data as ArrayLike<number>);
   throw new Error(`expected a float tensor, got ${t.type}`);
 }
 
