@@ -70,8 +70,9 @@ export interface GpuReportOptions {
   /** Progress lines go here. */
   log: (line: string) => void;
   /**
-   * Aborted by Ctrl-C or SIGTERM of the command, the signal's name as its reason: the step running
-   * gets the same signal (its whole process group), is recorded as interrupted, and no step follows.
+   * Aborted by Ctrl-C, SIGTERM, SIGHUP or SIGUSR2 of the command, the signal's name as its reason:
+   * the step running gets the same signal (its whole process group), is recorded as interrupted,
+   * and no step follows.
    */
   stop?: AbortSignal;
 }

@@ -16,7 +16,7 @@ import { commandError, decimalArg, intArg, parseCommand } from './args.js';
 import { presetProblem } from './graph-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { renamedFlag } from './renamed-flags.js';
-import { SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
+import { onGracefulStop, SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['tickets', 'document', 'single'];
 
@@ -80,8 +80,9 @@ ${ENGINE_FLAGS_HELP}
 Before anything is timed, the answers are checked: fp32 on the CPU, the engine against the
 baseline (logits and probabilities within 1e-4); an fp16 or cuda run, the engine and the baseline
 against the fp32 CPU engine on the fp32 twin, in probabilities (1e-2 for fp16, 1e-3 for fp32 on
-cuda). A run that disagrees prints no timings and exits 1. Ctrl-C or SIGTERM removes the run's
-scratch folders (in the system's temp folder) and exits 130 or 143, writing no report.
+cuda). A run that disagrees prints no timings and exits 1. Ctrl-C, SIGTERM, SIGHUP (a closed
+terminal) or SIGUSR2 removes the run's scratch folders (in the system's temp folder) and exits
+128 + the signal's number (130, 143, 129 or 140), writing no report.
 `;
 
 const OPTIONS = {
@@ -117,23 +118,22 @@ function optionalInt(value: string | undefined, name: string, min: number, max: 
 class UsageError extends Error {}
 
 export async function run(argv: string[]): Promise<number> {
-  // Ctrl-C or SIGTERM (also `decide gpu-report` stopping the bench it runs as a step): the run's
-  // scratch folders in the temp folder go before it exits; only a finished run writes its report.
+  // Ctrl-C, SIGTERM, SIGHUP or SIGUSR2 (also `decide gpu-report` passing its own on to the bench
+  // it runs as a step): the run's scratch folders in the temp folder go before it exits; only a
+  // finished run writes its report.
   const scratch = import('../../bench/scratch.js');
   const stop = (signal: StopSignal) => {
     process.stderr.write(`\ndecide bench: ${signal}: stopped, no report written\n`);
     void scratch.then(({ removeOwnScratch }) => removeOwnScratch()).finally(() => exitNow(SIGNAL_EXIT_CODES[signal]));
   };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  const offSignals = onGracefulStop(stop);
   try {
     return await runCommand(argv);
   } catch (err) {
     if (err instanceof UsageError) return commandError('bench', err.message);
     throw err;
   } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
+    offSignals();
   }
 }
 

@@ -9,7 +9,7 @@ import { directoryProblem } from '../models/make-directories.js';
 import { commandError, intArg, parseCommand } from './args.js';
 import { presetProblem } from './graph-options.js';
 import { renamedFlag } from './renamed-flags.js';
-import { SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
+import { onGracefulStop, SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
 
 /** The --budget range, in seconds: a run needs some time for its first step; a day is more than any run takes. */
 const MIN_BUDGET_SECONDS = 10;
@@ -21,8 +21,8 @@ const HELP = `usage: decide gpu-report [--out DIR] [--provider cuda|cpu] [--pres
 
 Everything a GPU host must check, in one command that writes one report folder (report.md,
 report.json, one log per step), rewritten after every step so a run cut off midway keeps what it
-measured. Ctrl-C or SIGTERM stops the step running too (recorded as interrupted) and exits 130
-or 143. Steps, in order of what a short GPU call must not miss:
+measured. Ctrl-C, SIGTERM, SIGHUP (a closed terminal) or SIGUSR2 stops the step running too
+(recorded as interrupted) and exits 128 + the signal's number (130, 143, 129 or 140). Steps, in order of what a short GPU call must not miss:
   cuda-setup-check    decide setup-cuda --check (CUDA only)
   bench-gpu-size      decide bench --size gpu: the engine at GPU-loading sizes, with each call's
                       host-side counters (on the CPU: a tiny model at a small scale)
@@ -123,16 +123,16 @@ export async function run(argv: string[]): Promise<number> {
 
   const { runGpuReport } = await import('../../bench/gpu-report.js');
   const { packageRoot } = await import('../../bench/provenance.js');
-  // Ctrl-C or SIGTERM: the step running is a process group of its own (the terminal's Ctrl-C does
-  // not reach it), so the run passes the signal on, waits for the step to end, and exits 130 or 143.
+  // Ctrl-C, SIGTERM, SIGHUP or SIGUSR2: the step running is a process group of its own (the
+  // terminal's Ctrl-C or hang-up does not reach it), so the run passes the signal on, waits for the
+  // step to end, and exits 128 + the signal's number.
   const stop = new AbortController();
   const onSignal = (signal: StopSignal) => {
     if (stop.signal.aborted) return;
     process.stdout.write(`\n${signal}: stopping the step running, then exiting\n`);
     stop.abort(signal);
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const offSignals = onGracefulStop(onSignal);
   let report;
   try {
     report = await runGpuReport({
@@ -151,8 +151,7 @@ export async function run(argv: string[]): Promise<number> {
       stop: stop.signal,
     });
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    offSignals();
   }
   if (report.interrupted) {
     process.stdout.write(`\nwrote ${path.join(outDir, 'report.md')} (${report.steps.length} steps, interrupted by ${report.interrupted})\n`);

@@ -1,8 +1,8 @@
 /**
- * Ctrl-C or SIGTERM during `decide make-model` / `decide import-model`: the hidden staging folder
- * beside --out (`.<name>.tmp-<pid>-…`, as big as the model) and an int8 check's fp32 twin are this
- * process's own and half written, so they are removed before it exits with the usual code (130 for
- * SIGINT, 143 for SIGTERM). Only a kill that cannot be caught leaves them; then the next write to
+ * Ctrl-C, SIGTERM, SIGHUP or SIGUSR2 (signal-exit.ts) during `decide make-model` / `decide
+ * import-model`: the hidden staging folder beside --out (`.<name>.tmp-<pid>-…`, as big as the
+ * model) and an int8 check's fp32 twin are this process's own and half written, so they are removed
+ * before it exits with the usual code (128 + the signal's number: 130, 143, 129, 140). Only a kill that cannot be caught leaves them; then the next write to
  * the same name (output-dir.ts) or the next int8 check (int8-check.ts) removes them.
  */
 import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
@@ -11,7 +11,7 @@ import path from 'node:path';
 
 import { exitNow } from '../engine/native.js';
 import { TWIN_PREFIX } from './int8-check.js';
-import { SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
+import { onGracefulStop, SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
 
 /** The paths of the entries of `dir` whose names start with `prefix`. */
 function listStartingWith(dir: string, prefix: string): string[] {
@@ -28,7 +28,7 @@ function removeStartingWith(dir: string, prefix: string): void {
 }
 
 /**
- * Until the returned function is called, SIGINT and SIGTERM remove this process's staging folders
+ * Until the returned function is called, the stop signals remove this process's staging folders
  * for `outDir` and its int8 twins, then exit.
  * @example
  * const done = removeStagingOnSignal(outDir);
@@ -48,10 +48,5 @@ export function removeStagingOnSignal(outDir: string, command: string): () => vo
     removeStartingWith(os.tmpdir(), `${TWIN_PREFIX}${process.pid}-`);
     exitNow(SIGNAL_EXIT_CODES[signal]);
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  return () => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  };
+  return onGracefulStop(onSignal);
 }

@@ -9,11 +9,13 @@ export const SIGNAL_EXIT_CODES = { SIGHUP: 129, SIGINT: 130, SIGUSR2: 140, SIGTE
 export type StopSignal = keyof typeof SIGNAL_EXIT_CODES;
 
 /**
- * The signals `decide serve` and `decide batch` stop gracefully on (serve drains, batch stops after
- * the chunk being written). Beside SIGTERM and Ctrl-C: SIGHUP, sent by a closing terminal or ssh
+ * The signals every command that runs for a while stops gracefully on, each in its own way (serve
+ * drains, batch stops after the chunk being written, worker commits the chunks in flight,
+ * make-model and import-model remove their staging folder, bench its scratch folders, gpu-report
+ * passes the signal to its step). Beside SIGTERM and Ctrl-C: SIGHUP, sent by a closing terminal or ssh
  * session and by operators meaning "reload" (`ExecReload=kill -HUP`, a logrotate postrotate), and
  * SIGUSR2. Neither reloads anything here, and Node's own action for both is to end the process at
- * once: requests in flight cut, no log line, the lock left behind.
+ * once: requests in flight cut, no log line, the lock or a half-written folder left behind.
  */
 export const GRACEFUL_STOP_SIGNALS: readonly StopSignal[] = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGUSR2'];
 

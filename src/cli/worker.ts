@@ -1,9 +1,10 @@
 /**
  * `decide worker`: works on batch chunks from the Postgres batch store (DECIDE_DATABASE_URL) and
  * serves nothing. Any number of workers, on any hosts, share one database with the API hosts
- * (`decide serve`, with or without --no-worker). SIGTERM or SIGINT: takes no more chunks, commits
- * the ones in flight, closes the models and exits 0; a worker killed outright loses nothing (its
- * chunks are taken again when their lease lapses).
+ * (`decide serve`, with or without --no-worker). SIGTERM, SIGINT, SIGHUP or SIGUSR2 (signal-exit.ts):
+ * takes no more chunks, finishes and commits the ones in flight, closes the models and exits 0; a
+ * worker killed outright loses nothing (its chunks are taken again when their lease lapses). Under
+ * an address-space limit too small for it, it refuses to start (address-space.ts).
  *
  * stdout gets `decide: worker ready` once the schema is current and the queue is being polled;
  * the log lines go to stderr, the first of them the models this worker serves. A worker never
@@ -12,13 +13,16 @@
  * worker that has them.
  */
 import { describeError } from '../api/errors.js';
+import { startRecordThread } from '../batches/record-thread.js';
 import { leaseSeconds, LEASE_SECONDS, resolveBatchSettings } from '../batches/settings.js';
 import { exitNow } from '../engine/native.js';
 import { databaseUrl, openBatchStore } from '../batches/open-stores.js';
 import { DecisionService } from '../service/decision-service.js';
+import { addressSpaceProblem } from './address-space.js';
 import { commandError, parseCommand } from './args.js';
 import { dirOption } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
+import { onGracefulStop, type StopSignal } from './signal-exit.js';
 
 const HELP = `usage: decide worker [options]
 
@@ -36,6 +40,11 @@ environment:
   DECIDE_BATCH_LEASE_SECONDS  seconds a chunk stays taken without a heartbeat from its worker
                               (default ${LEASE_SECONDS.default}, min ${LEASE_SECONDS.min}); a killed worker's chunk is taken again after it
   (Chunk sizes are fixed by the API host that creates a batch: DECIDE_BATCH_CHUNK_* there.)
+
+SIGTERM, Ctrl-C, SIGHUP (a closed terminal) or SIGUSR2: takes no more chunks, finishes and commits
+the ones in flight, and exits 0 (a second signal exits 1 at once; the chunks in flight are taken
+again when their lease lapses). Under an address-space limit (ulimit -v) below what it needs, it
+refuses to start (exit 1).
 `;
 
 const OPTIONS = {
@@ -61,6 +70,9 @@ export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('worker', argv, HELP, OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
+  // Before anything else: a limit that cannot hold the worker's threads would end it at a chunk.
+  const tooSmall = addressSpaceProblem('worker');
+  if (tooSmall) return commandError('worker', tooSmall, 1);
   const engine = engineOptionsFromFlags(values);
   if (typeof engine === 'string') return commandError('worker', engine);
   let url;
@@ -88,6 +100,9 @@ export async function run(argv: string[]): Promise<number> {
   let service: DecisionService | undefined;
   let store;
   try {
+    // The thread that reads large lines starts now, not at a chunk's first one: a limit that
+    // cannot hold it ends the process here, not mid-chunk (address-space.ts).
+    await startRecordThread();
     // No default model, no preload: a worker serves what is installed, and loads a model with its first chunk.
     service = await DecisionService.open({ modelsDir, runtime: { engine }, log, ensureDefaultModel: false, preload: [] });
     log(servedModels(service, modelsDir));
@@ -97,10 +112,11 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('worker', describeError(err), 1);
   }
   const opened = { service, store };
-  // Handlers before the ready line: a supervisor may send SIGTERM the moment it reads it.
+  // Handlers before the ready line: a supervisor may send SIGTERM the moment it reads it, and
+  // without a handler SIGTERM (SIGHUP, SIGUSR2) kills at once, the chunks in flight left to their lease.
   const stopped = new Promise<number>((resolve) => {
     let stopping = false;
-    const stop = (signal: NodeJS.Signals) => {
+    const stop = (signal: StopSignal) => {
       if (stopping) {
         process.stderr.write(`decide worker: ${signal} again, exiting without waiting for the chunks in flight\n`);
         exitNow(1);
@@ -118,8 +134,7 @@ export async function run(argv: string[]): Promise<number> {
           },
         );
     };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    onGracefulStop(stop);
   });
   process.stdout.write('decide: worker ready\n');
   return stopped;

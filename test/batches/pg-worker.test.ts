@@ -7,6 +7,8 @@
  *   attempt used) and another worker completes the job;
  * - while the database refuses connections a worker logs the outage once, backs off, and logs
  *   once more when calls succeed again; then it finishes a job as usual.
+ * - a worker stopped by SIGTERM, SIGHUP or SIGUSR2 while it holds a chunk commits that chunk,
+ *   takes no other and exits 0;
  * The outage is real: the test database is set to refuse connections (ALLOW_CONNECTIONS false,
  * which holds for superusers too) and its sessions are ended.
  */
@@ -86,6 +88,44 @@ describe('decide worker without the job model', () => {
       expect(worker.output().match(/cannot be served by this worker/g)).toHaveLength(1);
       expect(await worker.stop()).toBe(0);
       expect(existsSync(typo)).toBe(false);
+    } finally {
+      await worker.kill().catch(() => undefined);
+      await helper?.close();
+      await host.close();
+    }
+  }, 180_000);
+});
+
+describe('decide worker stopped by a signal while it holds a chunk', () => {
+  // SIGHUP: a closed terminal or ssh session, or an operator's "reload"; SIGUSR2 a stray one. Node's
+  // own action for both ends the worker at once: the chunk in hand waits out its lease, its work lost.
+  it.each(['SIGTERM', 'SIGHUP', 'SIGUSR2'] as const)('%s: takes no more chunks, commits the one in hand, exits 0; the job finishes elsewhere, every row once', async (signal) => {
+    const url = await postgres.database(`worker_${signal.toLowerCase()}`);
+    const host = await BatchService.open({ service: svc, dataDir: path.join(workDir, `${signal}-host`), databaseUrl: url, resume: false, chunk: { chunkRecords: 4 } });
+    const worker = await startWorker({ modelsDir, env: { DECIDE_DATABASE_URL: url }, args: ['--threads', '1'] });
+    let helper: BatchService | undefined;
+    try {
+      // 40 chunks: more than the worker gets through before the signal lands.
+      const lines = goodLines(160, 7, signal);
+      const job = await host.create({ owner: 'o', model: 'svc-alpha', upload: await host.stageUpload(Readable.from([lines.join('\n')])) });
+      const chunks = () => sql<{ state: string; retry_count: number }>(url, `SELECT state, retry_count FROM decide_queue.job WHERE name = 'decide-batch-chunks' AND data->>'job' = $1`, [job.id]);
+      await until('the worker to hold a chunk', async () => (await chunks()).some((c) => c.state === 'active'));
+      worker.proc.kill(signal);
+      expect(await new Promise((resolve) => worker.proc.once('exit', (code, sig) => resolve([code, sig]))), worker.output()).toEqual([0, null]);
+      expect(worker.output()).toContain(`decide worker: ${signal}: taking no more chunks, committing the ones in flight`);
+      // The chunk in hand was committed, not left to its lease; the rest wait, no attempt used.
+      const after = await chunks();
+      expect(after.filter((c) => c.state === 'active')).toEqual([]);
+      expect(after.every((c) => c.retry_count === 0)).toBe(true);
+      const done = after.filter((c) => c.state === 'completed').length;
+      expect(done).toBeGreaterThan(0);
+      expect(done, 'the job was finished before the signal').toBeLessThan(40);
+      expect((await host.get('o', job.id)).progress.completed).toBe(4 * done);
+
+      helper = await BatchService.open({ service: svc, dataDir: path.join(workDir, `${signal}-helper`), databaseUrl: url });
+      await until('the job to complete', async () => (await host.get('o', job.id)).status === 'completed', 120_000);
+      const rows = parseRows(await streamText((await host.openResults('o', job.id)).stream));
+      expect(rows.map((r) => r.custom_id)).toEqual(lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
     } finally {
       await worker.kill().catch(() => undefined);
       await helper?.close();

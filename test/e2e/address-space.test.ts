@@ -1,7 +1,7 @@
 /**
- * `decide serve` and `decide batch` under an address-space limit (`ulimit -v`): below what they
- * need (src/cli/address-space.ts) they refuse at the start, saying so, before a key or a folder is
- * made; above it the server serves a large body, read in its body thread. That thread, and the
+ * `decide serve`, `decide batch` and `decide worker` under an address-space limit (`ulimit -v`):
+ * below what they need (src/cli/address-space.ts) they refuse at the start, saying so, before a key
+ * or a folder is made or a database is reached; above it the server serves a large body, read in its body thread. That thread, and the
  * batch lines' one, run from the start: V8 ends the whole process when a thread cannot reserve its
  * memory, so a limit that cannot hold them must end the start, not the first large body. Real
  * processes, Linux (the limit is read from /proc/self/limits).
@@ -31,9 +31,9 @@ afterEach(async () => {
 afterAll(() => dirs?.cleanup());
 
 /** Runs `decide <args>` under `ulimit -v kib`; resolves with its exit code and output. */
-async function runLimited(kib: number, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function runLimited(kib: number, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn('bash', ['-c', `ulimit -v ${kib} && exec "$0" "$@"`, process.execPath, await decideBin(), ...args], {
-    env: { ...process.env, DECIDE_API_KEYS: undefined, DECIDE_API_KEYS_FILE: undefined, PORT: undefined },
+    env: { ...process.env, DECIDE_API_KEYS: undefined, DECIDE_API_KEYS_FILE: undefined, PORT: undefined, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -91,6 +91,18 @@ describe.skipIf(!linux)('under ulimit -v', () => {
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toContain(`decide batch: not enough address space: it needs at least ${ADDRESS_SPACE_NEEDED_MIB.batch} MiB (ulimit -v)`);
     expect(existsSync(out)).toBe(false);
+  });
+
+  it('decide worker below what it needs refuses at the start, before it connects to the database or loads a model', async () => {
+    expect(below).toBeLessThan(ADDRESS_SPACE_NEEDED_MIB.worker * 1024);
+    // A port nothing listens on: a worker that went on would fail to connect (exit 1, another message).
+    const r = await runLimited(below, ['worker', '--models-dir', dirs.modelsDir, '--threads', '1'], { DECIDE_DATABASE_URL: 'postgres://decide@127.0.0.1:1/decide' });
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toBe(
+      `decide worker: not enough address space: it needs at least ${ADDRESS_SPACE_NEEDED_MIB.worker} MiB (ulimit -v); this process has ${Math.floor(below / 1024)} MiB (ulimit -v ${below}): ` +
+        `raise the limit to ulimit -v ${ADDRESS_SPACE_NEEDED_MIB.worker * 1024} or more, or unlimited\n`,
+    );
+    expect(r.stdout).toBe('');
   });
 
   it('decide serve comfortably above it serves a 500 KB body; its first large body starts no thread (the reader threads run from the start)', async () => {

@@ -130,7 +130,7 @@ describe('decide gpu-report --provider cpu', () => {
   });
 });
 
-describe('decide gpu-report stopped midway (Ctrl-C, SIGTERM)', () => {
+describe('decide gpu-report stopped midway (Ctrl-C, SIGTERM, SIGHUP)', () => {
   /** The pids of the processes whose command line names `text` (Linux /proc). */
   function processesNaming(text: string): number[] {
     const pids: number[] = [];
@@ -148,6 +148,8 @@ describe('decide gpu-report stopped midway (Ctrl-C, SIGTERM)', () => {
   it.runIf(process.platform === 'linux').each([
     ['SIGINT', 130],
     ['SIGTERM', 143],
+    // A closed terminal: passed on to the bench step, which cleans up as for SIGTERM.
+    ['SIGHUP', 129],
   ] as const)('%s during a bench step: the step ends with it, its scratch folders go, exit %i, the step recorded as interrupted', async (signal, code) => {
     // A temp folder of the test's own: the bench's scratch folders land there.
     const tmp = await mkdtemp(path.join(os.tmpdir(), 'decide-gpu-report-stop-'));

@@ -5,7 +5,7 @@
  * refused by the service with an error that says so; a bad checkpoint exits 1 with the reason and
  * leaves nothing in the models directory.
  */
-import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, copyFile, cp, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -158,25 +158,38 @@ describe('decide import-model', () => {
     expect((await readdir(dirs.modelsDir)).sort()).toEqual(listing);
   });
 
-  it('an import killed mid-way (SIGKILL) leaves nothing the registry sees; the next import clears its remains', async () => {
-    // Big enough that writing the weights takes a while: 4M embedding parameters, stored twice (tied head).
+  /** A checkpoint big enough that writing the weights takes a while: 4M embedding parameters, stored twice (tied head). */
+  let big: string | undefined;
+  async function bigCheckpoint(): Promise<string> {
+    if (big !== undefined) return big;
     const cfg = { ...QWEN3_REAL_VOCAB_CONFIG, vocab_size: 32000, hidden_size: 128, num_attention_heads: 2, head_dim: 64, intermediate_size: 128 };
-    const big = path.join(dirs.root, 'hf', 'big');
-    await mkdir(big, { recursive: true });
-    await writeFile(path.join(big, 'config.json'), JSON.stringify(cfg));
-    writeSafetensors(path.join(big, 'model.safetensors'), randomCheckpoint(cfg, 9, 1), 'BF16');
+    const dir = path.join(dirs.root, 'hf', 'big');
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, 'config.json'), JSON.stringify(cfg));
+    writeSafetensors(path.join(dir, 'model.safetensors'), randomCheckpoint(cfg, 9, 1), 'BF16');
+    return (big = dir);
+  }
+
+  /** Polls until the staging directory of `name` in `modelsDir` has weights in it (or the process ended); returns its name(s). */
+  async function whenStaged(child: ChildProcess, modelsDir: string, name: string): Promise<string[]> {
+    let staged: string[] = [];
+    while (child.exitCode === null && child.signalCode === null) {
+      staged = (await readdir(modelsDir)).filter((n) => n.startsWith(`.${name}.tmp-`));
+      if (staged.length === 1 && (await readdir(path.join(modelsDir, staged[0]!, 'onnx')).catch(() => [])).length > 0) break;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    return staged;
+  }
+
+  it('an import killed mid-way (SIGKILL) leaves nothing the registry sees; the next import clears its remains', async () => {
+    const big = await bigCheckpoint();
     const modelsDir = path.join(dirs.root, 'killed-models');
     await mkdir(modelsDir);
 
     const child = spawn(process.execPath, [await decideBin(), 'import-model', big, '--out', path.join(modelsDir, 'big-2026-11')], { stdio: 'ignore' });
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
     // Kill it as soon as its staging directory has weights in it.
-    let staged: string[] = [];
-    while (child.exitCode === null && child.signalCode === null) {
-      staged = (await readdir(modelsDir)).filter((n) => n.startsWith('.big-2026-11.tmp-'));
-      if (staged.length === 1 && (await readdir(path.join(modelsDir, staged[0]!, 'onnx')).catch(() => [])).length > 0) break;
-      await new Promise((r) => setTimeout(r, 2));
-    }
+    const staged = await whenStaged(child, modelsDir, 'big-2026-11');
     child.kill('SIGKILL');
     expect(await exited).toBe('SIGKILL');
     expect(await readdir(modelsDir)).toEqual(staged); // only the hidden staging directory
@@ -188,6 +201,22 @@ describe('decide import-model', () => {
     expect(await readdir(modelsDir)).toEqual(['big-2026-11']);
     registry.rescan();
     expect(registry.list().map((m) => m.id)).toEqual(['big-2026-11']);
+  });
+
+  // A closed terminal or ssh session sends SIGHUP: Node's own action would end the import at once,
+  // its staging directory (as big as the model) left behind until the next import to that name.
+  it('SIGHUP mid-write removes the staging directory and exits 129, as SIGTERM does with 143', async () => {
+    const modelsDir = path.join(dirs.root, 'hung-up-models');
+    await mkdir(modelsDir);
+    const child = spawn(process.execPath, [await decideBin(), 'import-model', await bigCheckpoint(), '--out', path.join(modelsDir, 'big-2026-11')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (code, signal) => resolve([code, signal])));
+    expect(await whenStaged(child, modelsDir, 'big-2026-11')).toHaveLength(1);
+    child.kill('SIGHUP');
+    expect(await exited, stderr).toEqual([129, null]);
+    expect(stderr).toContain(`decide import-model: SIGHUP: removing the unfinished model, nothing was written to ${path.join(modelsDir, 'big-2026-11')}`);
+    expect(await readdir(modelsDir)).toEqual([]);
   });
 
   it('a chat template that cannot render the decision prompt is refused before anything is written', async () => {

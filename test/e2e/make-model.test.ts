@@ -149,6 +149,9 @@ describe('decide make-model interrupted', () => {
   it.each([
     ['SIGINT', 130],
     ['SIGTERM', 143],
+    // A closed terminal or ssh session; Node's own action for both would leave the folder behind.
+    ['SIGHUP', 129],
+    ['SIGUSR2', 140],
   ] as const)('%s while the model is being written: its hidden staging folder is removed, exit %i', async (signal, code) => {
     const parent = await mkdtemp(path.join(scratch, 'interrupted-'));
     const child = spawn(process.execPath, [await decideBin(), 'make-model', '--preset', 'small', '--out', path.join(parent, 'm')], { stdio: ['ignore', 'ignore', 'pipe'] });
