@@ -412,7 +412,9 @@ describe('the console in a browser', () => {
     await page.locator('[data-validation="ok"]').waitFor({ timeout: 60_000 });
     await page.click('#create-batch');
     const row = page.locator('li.batch').first();
-    await expect.poll(async () => (await row.textContent()) ?? '').toContain(`of ${LARGE_BATCH_RECORDS}`);
+    // The upload (6 MB) is read and checked before the job exists and the list shows it: seconds on
+    // a busy machine, beyond expect.poll's default second.
+    await expect.poll(async () => (await row.textContent()) ?? '', { timeout: 30_000 }).toContain(`of ${LARGE_BATCH_RECORDS}`);
     await row.locator('[data-action="cancel"]').click();
     await expect.poll(() => row.getAttribute('data-status'), { timeout: 60_000 }).toBe('cancelled');
     const id = (await row.getAttribute('data-batch-id'))!;
