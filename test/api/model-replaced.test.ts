@@ -30,6 +30,16 @@ beforeAll(async () => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 /** Installs the tiny model as ID, with a temperature when given (another answer from the same weights). */
+/** The answers a service opened now, on the directory as it is, gives to `body` (the reference for a reloaded model). */
+async function answersOfNewService(body: ReturnType<typeof decideBody>) {
+  const fresh = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
+  try {
+    return (await fresh.decide(body)).answers;
+  } finally {
+    await fresh.close();
+  }
+}
+
 function install(temperature?: number): void {
   const dir = path.join(modelsDir, ID);
   rmSync(dir, { recursive: true, force: true });
@@ -71,12 +81,7 @@ it('answers with the directory as it is now: a model written again under its id,
     install(4);
     const second = await service.decide(body);
     expect(second.answers).not.toEqual(first.answers);
-    const fresh = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
-    try {
-      expect((await fresh.decide(body)).answers).toEqual(second.answers);
-    } finally {
-      await fresh.close();
-    }
+    expect(await answersOfNewService(body)).toEqual(second.answers);
 
     rmSync(path.join(modelsDir, ID), { recursive: true, force: true });
     await expect(service.decide(body)).rejects.toMatchObject({ code: 'not_found' });
@@ -105,12 +110,7 @@ it("an export's graph at onnx/decoder_model_merged.onnx replaced in place (the r
     renameSync(`${graph}.tmp`, graph);
     const second = await service.decide(body);
     expect(second.answers).not.toEqual(first.answers);
-    const fresh = await DecisionService.open({ modelsDir, ensureDefaultModel: false, preload: [] });
-    try {
-      expect((await fresh.decide(body)).answers).toEqual(second.answers);
-    } finally {
-      await fresh.close();
-    }
+    expect(await answersOfNewService(body)).toEqual(second.answers);
   } finally {
     await service.close();
     rmSync(dir, { recursive: true, force: true });
