@@ -7,8 +7,15 @@
  * It runs on the SAME graph file as the engine: the LM-head-gathered rewrite, whose extra int64
  * input `decide_logits_index` [batch, 1] names each row's last real position, so the LM head runs on
  * one position per row in both systems and the measured speedup is prefix reuse and batching alone.
+ * Where that graph uses the engine's own operators (an int8 model's u8 x s8 path: RowQuantize),
+ * which onnxruntime-node does not have, the baseline runs a copy with them expanded into the standard
+ * ops that compute the same values (src/engine/decide-ops.ts).
  */
+import { rmSync } from 'node:fs';
+
 import * as ort from 'onnxruntime-node';
+
+import { expandDecideOps } from '../src/engine/decide-ops.js';
 import { float16ToFloat32, SEGMENT_IDS_INPUT } from '../src/models/builder/index.js';
 import { LABEL_INDEX_INPUT, LABEL_LOGITS_OUTPUT, LOGITS_INDEX_INPUT, POSITION_INDEX_INPUT } from '../src/engine/lm-head-rewrite.js';
 
@@ -58,12 +65,21 @@ export class FreshBaseline {
   ) {}
 
   static async load(options: BaselineOptions): Promise<FreshBaseline> {
-    const session = await ort.InferenceSession.create(options.graphFile, {
-      executionProviders: [options.provider],
-      intraOpNumThreads: options.threads,
-      interOpNumThreads: 1,
-      graphOptimizationLevel: 'all',
-    });
+    // The copy sits beside the graph (its external data resolves from the same folder) and goes once
+    // the session has read it.
+    const portable = options.graphFile.replace(/\.onnx$/, '') + `.baseline-${process.pid}.onnx`;
+    const expanded = expandDecideOps(options.graphFile, portable);
+    let session: ort.InferenceSession;
+    try {
+      session = await ort.InferenceSession.create(expanded > 0 ? portable : options.graphFile, {
+        executionProviders: [options.provider],
+        intraOpNumThreads: options.threads,
+        interOpNumThreads: 1,
+        graphOptimizationLevel: 'all',
+      });
+    } finally {
+      rmSync(portable, { force: true });
+    }
     const past = session.inputMetadata.find((m) => m.name === 'past_key_values.0.key');
     const kvType = past !== undefined && past.isTensor && past.type === 'float16' ? 'float16' : 'float32';
     const index = session.inputMetadata.find((m) => m.name === LOGITS_INDEX_INPUT);

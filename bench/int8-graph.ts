@@ -10,6 +10,7 @@ import path from 'node:path';
 import { DataType, GraphBuilder, makeValueInfo, MS_DOMAIN, writeModel, type WeightSpec } from '../src/models/builder/onnx-writer.js';
 import { Rng } from '../src/models/builder/rng.js';
 import { int8MatMulNode, quantizeColumnsInt8, quantizeWeightSpecs, scaleName, type Int8Kernel } from '../src/models/builder/quantize.js';
+import { expandDecideOps } from '../src/engine/decide-ops.js';
 import { rewriteToU8S8 } from '../src/engine/int8-rewrite.js';
 
 /**
@@ -43,8 +44,12 @@ function fp32Weight(name: string, dims: number[], w: Float32Array): WeightSpec {
   return { name, dims, dtype: 'fp32', *chunks() { yield w; } };
 }
 
-/** Writes the model of `variant` for A [m, k] x W [k, n] (`w` row-major fp32) to `file`. */
-export async function writeInt8ProbeModel(file: string, variant: Int8ProbeVariant, s: ProbeShape, w: Float32Array): Promise<void> {
+/**
+ * Writes the model of `variant` for A [m, k] x W [k, n] (`w` row-major fp32) to `file`. 'u8s8' uses
+ * the engine's own RowQuantize operator, which only the addon's sessions have; `forOnnxruntimeNode`
+ * writes it with that operator expanded into the standard ops that compute the same values.
+ */
+export async function writeInt8ProbeModel(file: string, variant: Int8ProbeVariant, s: ProbeShape, w: Float32Array, forOnnxruntimeNode = false): Promise<void> {
   if (variant === 'u8s8') {
     // What the engine loads on such a CPU: the stored 'rowq-u8' model, rewritten; the int8 weights
     // in `<file>_data` beside it.
@@ -52,6 +57,7 @@ export async function writeInt8ProbeModel(file: string, variant: Int8ProbeVarian
     await writeInt8ProbeModel(stored, 'rowq-u8', s, w);
     const r = rewriteToU8S8(stored, file, `${file}_data`, `${path.basename(file)}_data`);
     if (r.kind !== 'rewritten') throw new Error(`u8s8 probe: ${r.reason}`);
+    if (forOnnxruntimeNode) expandDecideOps(file, file);
     return;
   }
   const g = new GraphBuilder();

@@ -1,7 +1,8 @@
 // The ONNX Runtime session options every session of this addon uses (the decoder's and the
 // benchmark's MatMul probe): full graph optimisation, one inter-op thread, the intra-op thread
 // count, and for CUDA the provider on device `device_id` with TF32 off and, when given, `stream`
-// (a cudaStream_t from device.h's CudaStream) as its compute stream, and CUDA graphs when asked.
+// (a cudaStream_t from device.h's CudaStream) as its compute stream, and CUDA graphs when asked;
+// on the CPU, the engine's own operators (ops/).
 // Throws EngineError(ERR_PROVIDER_UNAVAILABLE) when the CUDA provider cannot be loaded.
 #pragma once
 

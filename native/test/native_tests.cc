@@ -4,6 +4,8 @@
 // build/Release/decide_native_tests; test/native/cpp-units.test.ts runs it in `npm test`.
 // Prints one line per failed check and the summary line "N passed, M failed"; exits 1 on a failure.
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -15,6 +17,7 @@
 #include "../device/device.h"
 #include "../kv/kv_store.h"
 #include "../kv/prefix_cache.h"
+#include "../ops/row_quantize_op.h"
 #include "../pass_planner.h"
 #include "../row_packing.h"
 #include "../shape_buckets.h"
@@ -507,6 +510,54 @@ void KvStoreTests() {
   });
 }
 
+
+// The engine's RowQuantize operator (ops/row_quantize_op.h) against the standard ops it replaces,
+// computed the plain way: the same scale and the same q, bit for bit, with AVX-512 where this CPU
+// has it and without.
+void RowQuantizeTests() {
+  const auto reference = [](const std::vector<float>& x, std::vector<std::uint8_t>& q) {
+    float abs_max = 0.0f;
+    for (float v : x) abs_max = std::max(abs_max, std::fabs(v));
+    const float scale = std::max(abs_max * static_cast<float>(1.0 / 127.0), 1e-30f);
+    q.resize(x.size());
+    for (std::size_t i = 0; i < x.size(); i++) q[i] = static_cast<std::uint8_t>(std::nearbyint(x[i] / scale) + 128.0f);
+    return scale;
+  };
+  Test("RowQuantize equals ReduceMax(Abs), Mul, Max, Div, Round, Add, Cast", [&] {
+    std::uint32_t seed = 12345;
+    const auto next = [&seed] {
+      seed = seed * 1664525u + 1013904223u;
+      return static_cast<float>(seed >> 8) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
+    };
+    // Lengths around the 16-float vectors (tails), rows with outliers, halves of the scale (ties
+    // round to even), a zero row and a tiny one (the 1e-30 floor).
+    for (std::size_t k : {1u, 7u, 15u, 16u, 17u, 64u, 100u, 512u, 1536u}) {
+      for (int variant = 0; variant < 5; variant++) {
+        std::vector<float> x(k);
+        for (float& v : x) v = next() * 3.0f;
+        if (variant == 1) x[k / 2] = 40.0f;
+        if (variant == 2) {
+          std::vector<std::uint8_t> unused;
+          const float scale = reference(x, unused);
+          for (std::size_t i = 1; i < k; i++) x[i] = (static_cast<float>(static_cast<int>(i % 21) - 10) + 0.5f) * scale;
+        }
+        if (variant == 3) std::fill(x.begin(), x.end(), 0.0f);
+        if (variant == 4) for (float& v : x) v *= 1e-33f;
+        std::vector<std::uint8_t> expected;
+        const float expected_scale = reference(x, expected);
+        std::vector<std::uint8_t> q(k, 0), q_plain(k, 0);
+        const float scale = decide::QuantizeRow(x.data(), k, q.data());
+        const float scale_plain = decide::QuantizeRowWithoutSimd(x.data(), k, q_plain.data());
+        CHECK(scale == expected_scale);
+        CHECK(scale_plain == expected_scale);
+        CHECK(q == expected);
+        CHECK(q_plain == expected);
+        CHECK(*std::min_element(q.begin(), q.end()) >= 1);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 int main() {
@@ -517,6 +568,7 @@ int main() {
   LengthAlignmentTests();
   SplitPassTests();
   KvStoreTests();
+  RowQuantizeTests();
   std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
   return g_failed == 0 ? 0 : 1;
 }

@@ -8,10 +8,12 @@
  * and this rewrites it to
  *   y = Mul(com.microsoft.MatMulIntegerToFloat(q, W - 128 as int8, 1.0, W_scale, 128), rowScale)
  * which is the same product: (q - 128) · (W - 128) is what MatMulInteger computes too; only the
- * order of the two float scalings changes. The activation's row quantization that feeds q
- * (Div, Round, Add, Cast) becomes one QuantizeLinear over the rows (rowQuantization below): on
- * AMX hosts the ops around the GEMM, not the GEMM, are what make the stored graph with int8
- * weights slower than fp32 (docs/benchmark.md). The int8 weights go to one external data file beside the
+ * order of the two float scalings changes. The activation's row quantization that feeds q and its
+ * row scale (Abs, ReduceMax, Mul, Max, Div, Round, Add, Cast: eight passes over the activation, two
+ * of them single-threaded in ONNX Runtime) becomes one RowQuantize, the engine's own operator
+ * (decide-ops.ts, native/ops/), which computes the same values in one pass over each row: on
+ * AVX-512 hosts the ops around the GEMM, not the GEMM, are what made the standard form slow
+ * (docs/benchmark.md). The int8 weights go to one external data file beside the
  * graph (the stored model keeps its uint8 ones for CPUs without VNNI); every other initializer is
  * left as it was, inline or pointing at the model's own data file, which resolves the same way from
  * the same folder.
@@ -21,6 +23,7 @@ import path from 'node:path';
 
 import onnxProto from 'onnx-proto';
 
+import { DECIDE_OP_DOMAIN, ROW_QUANTIZE } from './decide-ops.js';
 import { tensorBytes } from './onnx-tensor-bytes.js';
 
 const { onnx } = onnxProto;
@@ -29,11 +32,10 @@ type Node = onnxProto.onnx.INodeProto;
 type Tensor = onnxProto.onnx.ITensorProto;
 
 /** Bump whenever the rewrite's output changes: a cached rewrite with another version is made again. */
-export const U8S8_REWRITE_VERSION = 1;
+export const U8S8_REWRITE_VERSION = 2;
 
 const MS_DOMAIN = 'com.microsoft';
 const ONE = 'decide_u8s8/one';
-const FLAT = 'decide_u8s8/flat';
 /** Offsets in the data file are multiples of this (as the model builder writes them). */
 const ALIGNMENT = 64;
 
@@ -73,31 +75,55 @@ interface Match {
 }
 
 
+function floatScalar(t: Tensor | undefined): number | undefined {
+  if (t?.dataType !== onnx.TensorProto.DataType.FLOAT || (t.dims ?? []).some((d) => Number(d) !== 1)) return undefined;
+  if (t.rawData?.length === 4) return new DataView(t.rawData.buffer, t.rawData.byteOffset, 4).getFloat32(0, true);
+  return t.floatData?.length === 1 ? t.floatData[0] : undefined;
+}
+
 /**
- * The stored row quantization that produces `q` (quantize.ts quantizedRows):
+ * The stored row quantization that produces `q` and its row scale (quantize.ts quantizedRows):
+ *   scale = Max(Mul(ReduceMax(Abs(x), axes -1, keepdims), 1/127), 1e-30)
  *   q = Cast<uint8>(Add(Round(Div(x, scale)), 128))
- * Its four elementwise passes (two of them single-threaded in ONNX Runtime) become one
- * QuantizeLinear over the rows ([rows, K], one scale and zero point per row): the same rounding
- * (half to even) and the same uint8 values, in one vectorized pass.
+ * Its eight nodes become one decide RowQuantize (decide-ops.ts), which computes the same values in
+ * one pass over each row. Undefined where the graph holds another form (then it stays as stored).
  */
 function rowQuantization(
   q: string,
   producers: Map<string, Node>,
   only: (value: string) => Node | undefined,
   initializers: Map<string, Tensor>,
-): { cast: Node; add: Node; round: Node; div: Node; x: string; scale: string } | undefined {
+): { nodes: Node[]; x: string; scale: string } | undefined {
+  const constantOf = (node: Node, value: string): number | undefined => {
+    const other = node.input!.find((i) => i !== value);
+    return node.input!.length === 2 && other !== undefined ? floatScalar(initializers.get(other)) : undefined;
+  };
   const cast = producers.get(q);
   if (cast?.opType !== 'Cast' || attributeInt(cast, 'to') !== onnx.TensorProto.DataType.UINT8) return undefined;
   const add = producers.get(cast.input![0]!);
   if (add?.opType !== 'Add' || only(add.output![0]!) !== cast) return undefined;
-  const [rounded, offset] = initializers.has(add.input![1]!) ? [add.input![0]!, add.input![1]!] : [add.input![1]!, add.input![0]!];
-  const c = initializers.get(offset);
-  if (c?.dataType !== onnx.TensorProto.DataType.FLOAT || c.rawData?.length !== 4 || new DataView(c.rawData.buffer, c.rawData.byteOffset, 4).getFloat32(0, true) !== 128) return undefined;
+  const rounded = add.input!.find((i) => !initializers.has(i));
+  if (rounded === undefined || constantOf(add, rounded) !== ROW_QUANTIZE.zeroPoint) return undefined;
   const round = producers.get(rounded);
   if (round?.opType !== 'Round' || only(rounded) !== add) return undefined;
   const div = producers.get(round.input![0]!);
   if (div?.opType !== 'Div' || only(div.output![0]!) !== round) return undefined;
-  return { cast, add, round, div, x: div.input![0]!, scale: div.input![1]! };
+  const [x, scale] = div.input as [string, string];
+  const max = producers.get(scale);
+  if (max?.opType !== 'Max') return undefined;
+  const scaled = max.input!.find((i) => !initializers.has(i));
+  if (scaled === undefined || constantOf(max, scaled) !== ROW_QUANTIZE.minScale) return undefined;
+  const mul = producers.get(scaled);
+  if (mul?.opType !== 'Mul' || only(scaled) !== max) return undefined;
+  const absMax = mul.input!.find((i) => !initializers.has(i));
+  if (absMax === undefined || constantOf(mul, absMax) !== ROW_QUANTIZE.inverseRange) return undefined;
+  const reduce = producers.get(absMax);
+  if (reduce?.opType !== 'ReduceMax' || only(absMax) !== mul || attributeInt(reduce, 'keepdims') !== 1) return undefined;
+  const axes = reduce.input!.length > 1 ? initializers.get(reduce.input![1]!)?.int64Data?.map(Number) : (reduce.attribute ?? []).find((a) => a.name === 'axes')?.ints?.map(Number);
+  if (axes?.length !== 1 || axes[0] !== -1) return undefined;
+  const abs = producers.get(reduce.input![0]!);
+  if (abs?.opType !== 'Abs' || abs.input![0] !== x || only(abs.output![0]!) !== reduce) return undefined;
+  return { nodes: [abs, reduce, mul, max, div, round, add, cast], x, scale };
 }
 
 /**
@@ -194,42 +220,31 @@ export function rewriteToU8S8(stockGraph: string, tempGraph: string, tempData: s
     ]);
     removed.add(m.cast).add(m.mulRow);
   }
-  const extraInitializers: Tensor[] = [];
-  const rowQuantizations = new Map<string, Match>();
-  for (const m of matches) rowQuantizations.set(m.mmi.input![0]!, m);
-  for (const [q, m] of rowQuantizations) {
+  // Each activation quantized once (the projections that read it share q and its scale).
+  const quantized = new Set(matches.map((m) => m.mmi.input![0]!));
+  for (const q of quantized) {
     const found = rowQuantization(q, producers, only, initializers);
     if (found === undefined) continue;
-    const k = Number(initializers.get(m.mmi.input![1]!)!.dims![0]);
-    const p = `${found.div.name ?? q}/decide_u8s8`;
-    const rowsShape = `decide_u8s8/rows_of_${k}`;
-    if (!initializers.has(rowsShape)) {
-      const t = onnx.TensorProto.create({ name: rowsShape, dataType: onnx.TensorProto.DataType.INT64, dims: [2], int64Data: [-1, k] });
-      initializers.set(rowsShape, t);
-      extraInitializers.push(t);
-    }
-    const node = (op: string, input: string[], output: string, attribute: onnxProto.onnx.IAttributeProto[] = []) =>
-      onnx.NodeProto.create({ name: `${p}/${op}_${output.split('/').pop()}`, opType: op, input, output: [output], attribute });
-    replaced.set(found.div, [
-      node('Reshape', [found.x, rowsShape], `${p}/x_rows`),
-      node('Reshape', [found.scale, FLAT], `${p}/scale_rows`),
-      node('Shape', [`${p}/scale_rows`], `${p}/rows`),
-      node('Expand', [m.mmi.input![2]!, `${p}/rows`], `${p}/zero_point_rows`),
-      node('QuantizeLinear', [`${p}/x_rows`, `${p}/scale_rows`, `${p}/zero_point_rows`], `${p}/q_rows`, [
-        onnx.AttributeProto.create({ name: 'axis', type: onnx.AttributeProto.AttributeType.INT, i: 0 }),
-      ]),
-      node('Shape', [found.x], `${p}/x_shape`),
-      onnx.NodeProto.create({ name: `${p}/Reshape_q`, opType: 'Reshape', input: [`${p}/q_rows`, `${p}/x_shape`], output: [q] }),
+    const [first, ...rest] = found.nodes;
+    replaced.set(first!, [
+      onnx.NodeProto.create({
+        name: `${first!.name ?? q}/decide_u8s8/${ROW_QUANTIZE.opType}`,
+        opType: ROW_QUANTIZE.opType,
+        domain: DECIDE_OP_DOMAIN,
+        input: [found.x],
+        output: [q, found.scale],
+      }),
     ]);
-    removed.add(found.round).add(found.add).add(found.cast);
+    for (const n of rest) removed.add(n);
   }
   graph.node = nodes.flatMap((n) => (removed.has(n) ? [] : (replaced.get(n) ?? [n])));
-  graph.initializer!.push(...extraInitializers, onnx.TensorProto.create({ name: FLAT, dataType: onnx.TensorProto.DataType.INT64, dims: [1], int64Data: [-1] }));
   graph.initializer!.push(
     onnx.TensorProto.create({ name: ONE, dataType: onnx.TensorProto.DataType.FLOAT, dims: [], rawData: new Uint8Array(Float32Array.of(1).buffer) }),
   );
   model.opsetImport = model.opsetImport ?? [];
-  if (!model.opsetImport.some((o) => o.domain === MS_DOMAIN)) model.opsetImport.push(onnx.OperatorSetIdProto.create({ domain: MS_DOMAIN, version: 1 }));
+  for (const domain of [MS_DOMAIN, DECIDE_OP_DOMAIN]) {
+    if (!model.opsetImport.some((o) => o.domain === domain)) model.opsetImport.push(onnx.OperatorSetIdProto.create({ domain, version: 1 }));
+  }
   writeFileSync(tempGraph, onnx.ModelProto.encode(model).finish());
   return { kind: 'rewritten', converted: matches.length, externalFiles: [...externalFiles].sort() };
 }

@@ -91,11 +91,14 @@ describe('int8 paths on the tiny int8 model', () => {
     expect(rewritten.get('MatMulIntegerToFloat')).toBe(14);
     expect(rewritten.get('MatMulInteger')).toBeUndefined();
     expect(rewritten.get('Cast')).toBe(ops(stock).get('Cast')! - 14 - 8);
-    // Each of the 8 row quantizations (q/k/v, o, gate/up, down per layer): Div, Round, Add and Cast
-    // become one QuantizeLinear over the rows; the row scale is computed as stored.
-    expect(rewritten.get('ReduceMax')).toBe(8);
-    expect(rewritten.get('QuantizeLinear')).toBe(8);
-    expect(rewritten.get('Round')).toBeUndefined();
+    // Each of the 8 row quantizations (q/k/v, o, gate/up, down per layer): Abs, ReduceMax, Mul, Max
+    // (the row scale) and Div, Round, Add, Cast (q) become one of the engine's RowQuantize nodes.
+    const count = (m: Map<string, number>, op: string) => m.get(op) ?? 0;
+    expect(count(rewritten, 'RowQuantize')).toBe(8);
+    for (const op of ['Abs', 'ReduceMax', 'Max', 'Div', 'Round']) expect(count(rewritten, op), op).toBe(count(ops(stock), op) - 8);
+    expect(count(rewritten, 'QuantizeLinear')).toBe(0);
+    const domains = onnx.ModelProto.decode(readFileSync(paths.graph)).opsetImport!.map((o) => `${o.domain}:${o.version}`);
+    expect(domains).toContain('ai.decide:1');
     const stored = onnx.ModelProto.decode(readFileSync(stock)).graph!.initializer!.find((t) => t.name === 'model.layers.1.mlp.down_proj.weight')!;
     const converted = onnx.ModelProto.decode(readFileSync(paths.graph)).graph!.initializer!.find((t) => t.name === 'model.layers.1.mlp.down_proj.weight')!;
     expect(converted.dataType).toBe(onnx.TensorProto.DataType.INT8);

@@ -67,7 +67,7 @@ describe('the int8 kernels of --dtype int8, on this CPU', () => {
   /** max |y - the product of the quantized operands| / its rms, for activation rows `a`. */
   async function errorAgainstExact(variant: Int8ProbeVariant, a: Float32Array): Promise<number> {
     const file = path.join(dir, `${variant}.onnx`);
-    await writeInt8ProbeModel(file, variant, shape, w);
+    await writeInt8ProbeModel(file, variant, shape, w, true);
     const session = await ort.InferenceSession.create(file, { intraOpNumThreads: 1 });
     const y = (await session.run({ A: new ort.Tensor('float32', a, [shape.m, shape.k]) })).Y!.data as Float32Array;
     await session.release();
