@@ -4,11 +4,13 @@
  *
  * `--dtype int8` writes each projection as (quantize.ts, kernel 'rowq-u8')
  *   q = the row-quantized activation (uint8 around 128), W = uint8 weight around 128
- *   y = Mul(Mul(Cast<float>(MatMulInteger(q, W, 128, 128)), rowScale), W_scale)
- * and this rewrites it to
+ *   y = Mul(Mul(Cast<float>(MatMulInteger(q, W, 128, 128)), W_scale), rowScale)
+ * (models made before 2026-11-27: rowScale first, then W_scale) and this rewrites it to
  *   y = Mul(com.microsoft.MatMulIntegerToFloat(q, W - 128 as int8, 1.0, W_scale, 128), rowScale)
- * which is the same product: (q - 128) · (W - 128) is what MatMulInteger computes too; only the
- * order of the two float scalings changes. The activation's row quantization that feeds q and its
+ * which is the same product: (q - 128) · (W - 128) is what MatMulInteger computes too, and
+ * MatMulIntegerToFloat scales the int32 sum by 1.0 x W_scale = W_scale, then the Mul by the row's:
+ * the same float operations in the same order, so both paths answer bit for bit alike (for the
+ * older order, a float may differ by an ulp, which can move a later row's rounding). The activation's row quantization that feeds q and its
  * row scale (Abs, ReduceMax, Mul, Max, Div, Round, Add, Cast: eight passes over the activation, two
  * of them single-threaded in ONNX Runtime) becomes one RowQuantize, the engine's own operator
  * (decide-ops.ts, native/ops/), which computes the same values in one pass over each row: on
@@ -32,7 +34,7 @@ type Node = onnxProto.onnx.INodeProto;
 type Tensor = onnxProto.onnx.ITensorProto;
 
 /** Bump whenever the rewrite's output changes: a cached rewrite with another version is made again. */
-export const U8S8_REWRITE_VERSION = 2;
+export const U8S8_REWRITE_VERSION = 3;
 
 const MS_DOMAIN = 'com.microsoft';
 const ONE = 'decide_u8s8/one';
@@ -68,12 +70,12 @@ function attributeInt(node: Node, name: string): number | undefined {
 interface Match {
   mmi: Node;
   cast: Node;
-  mulRow: Node;
-  mulWeight: Node;
+  /** The two Muls after the Cast, in graph order: one by the weight's scale, one by the row's. */
+  firstMul: Node;
+  secondMul: Node;
   rowScale: string;
   weightScale: string;
 }
-
 
 function floatScalar(t: Tensor | undefined): number | undefined {
   if (t?.dataType !== onnx.TensorProto.DataType.FLOAT || (t.dims ?? []).some((d) => Number(d) !== 1)) return undefined;
@@ -156,15 +158,21 @@ export function rewriteToU8S8(stockGraph: string, tempGraph: string, tempData: s
     if (initializerValue(initializers.get(weightZero!)) !== 128 || (consumers.get(weight!) ?? []).length !== 1) continue;
     const cast = only(mmi.output![0]!);
     if (cast?.opType !== 'Cast' || attributeInt(cast, 'to') !== onnx.TensorProto.DataType.FLOAT) continue;
-    const mulRow = only(cast.output![0]!);
-    if (mulRow?.opType !== 'Mul') continue;
-    const rowScale = mulRow.input!.find((i) => i !== cast.output![0]);
-    const mulWeight = only(mulRow.output![0]!);
-    if (rowScale === undefined || mulWeight?.opType !== 'Mul') continue;
-    const weightScale = mulWeight.input!.find((i) => i !== mulRow.output![0]);
-    const s = initializers.get(weightScale ?? '');
-    if (s === undefined || s.dataType !== onnx.TensorProto.DataType.FLOAT || (s.dims ?? []).length !== 1 || Number(s.dims![0]) !== Number(w.dims![1])) continue;
-    matches.push({ mmi, cast, mulRow, mulWeight, rowScale, weightScale: weightScale! });
+    const firstMul = only(cast.output![0]!);
+    if (firstMul?.opType !== 'Mul') continue;
+    const secondMul = only(firstMul.output![0]!);
+    if (secondMul?.opType !== 'Mul') continue;
+    const firstScale = firstMul.input!.find((i) => i !== cast.output![0]);
+    const secondScale = secondMul.input!.find((i) => i !== firstMul.output![0]);
+    if (firstScale === undefined || secondScale === undefined) continue;
+    // Models made since 2026-11-27 scale by the weight first (quantize.ts), older ones by the row.
+    const isWeightScale = (name: string) => {
+      const t = initializers.get(name);
+      return t?.dataType === onnx.TensorProto.DataType.FLOAT && (t.dims ?? []).length === 1 && Number(t.dims![0]) === Number(w.dims![1]);
+    };
+    const [weightScale, rowScale] = isWeightScale(firstScale) ? [firstScale, secondScale] : isWeightScale(secondScale) ? [secondScale, firstScale] : [];
+    if (weightScale === undefined || rowScale === undefined) continue;
+    matches.push({ mmi, cast, firstMul, secondMul, rowScale, weightScale });
   }
   if (matches.length === 0) {
     return { kind: 'not-applicable', reason: 'no MatMulInteger of uint8 weights around 128 followed by the row and weight scales (the form --dtype int8 writes)' };
@@ -205,7 +213,7 @@ export function rewriteToU8S8(stockGraph: string, tempGraph: string, tempData: s
   const replaced = new Map<Node, Node[]>();
   for (const m of matches) {
     const [q, weight, activationZero] = m.mmi.input!;
-    const unscaled = `${m.mulWeight.output![0]}/decide_u8s8`;
+    const unscaled = `${m.secondMul.output![0]}/decide_u8s8`;
     replaced.set(m.mmi, [
       onnx.NodeProto.create({
         name: `${m.mmi.name ?? weight}/decide_u8s8/MatMulIntegerToFloat`,
@@ -215,16 +223,18 @@ export function rewriteToU8S8(stockGraph: string, tempGraph: string, tempData: s
         output: [unscaled],
       }),
     ]);
-    replaced.set(m.mulWeight, [
-      onnx.NodeProto.create({ name: `${m.mulWeight.name ?? weight}/decide_u8s8/Mul_row_scale`, opType: 'Mul', input: [unscaled, m.rowScale], output: [m.mulWeight.output![0]!] }),
+    replaced.set(m.secondMul, [
+      onnx.NodeProto.create({ name: `${m.secondMul.name ?? weight}/decide_u8s8/Mul_row_scale`, opType: 'Mul', input: [unscaled, m.rowScale], output: [m.secondMul.output![0]!] }),
     ]);
-    removed.add(m.cast).add(m.mulRow);
+    removed.add(m.cast).add(m.firstMul);
   }
   // Each activation quantized once (the projections that read it share q and its scale).
   const quantized = new Set(matches.map((m) => m.mmi.input![0]!));
+  let rowQuantizes = 0;
   for (const q of quantized) {
     const found = rowQuantization(q, producers, only, initializers);
     if (found === undefined) continue;
+    rowQuantizes++;
     const [first, ...rest] = found.nodes;
     replaced.set(first!, [
       onnx.NodeProto.create({
@@ -242,7 +252,7 @@ export function rewriteToU8S8(stockGraph: string, tempGraph: string, tempData: s
     onnx.TensorProto.create({ name: ONE, dataType: onnx.TensorProto.DataType.FLOAT, dims: [], rawData: new Uint8Array(Float32Array.of(1).buffer) }),
   );
   model.opsetImport = model.opsetImport ?? [];
-  for (const domain of [MS_DOMAIN, DECIDE_OP_DOMAIN]) {
+  for (const domain of rowQuantizes > 0 ? [MS_DOMAIN, DECIDE_OP_DOMAIN] : [MS_DOMAIN]) {
     if (!model.opsetImport.some((o) => o.domain === domain)) model.opsetImport.push(onnx.OperatorSetIdProto.create({ domain, version: 1 }));
   }
   writeFileSync(tempGraph, onnx.ModelProto.encode(model).finish());

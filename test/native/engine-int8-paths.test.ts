@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cpuInt8Support } from '../../src/engine/cpu-int8.js';
 import { Engine, type SuffixScore } from '../../src/engine/engine.js';
 import { chooseInt8Path } from '../../src/engine/int8-path.js';
-import { U8S8_REWRITE_VERSION, u8s8Paths } from '../../src/engine/int8-rewrite.js';
+import { rewriteToU8S8, U8S8_REWRITE_VERSION, u8s8Paths } from '../../src/engine/int8-rewrite.js';
 import { makeModel } from '../../src/models/builder/make-model.js';
 import { onnx } from '../../src/models/builder/onnx-writer.js';
 import { measureInt8Agreement } from '../../src/models/import/int8-agreement.js';
@@ -120,6 +120,30 @@ describe('int8 paths on the tiny int8 model', () => {
     expect(JSON.parse(await readFile(paths.stamp, 'utf8'))).toMatchObject({ version: U8S8_REWRITE_VERSION, external: [] });
   });
 
+  it('u8s8 of a model made before 2026-11-27 (the row scale applied before the weight scale) is rewritten too', async () => {
+    const stock = path.join(int8Dir, 'onnx', 'model.onnx');
+    const model = onnx.ModelProto.decode(readFileSync(stock));
+    const nodes = model.graph!.node!;
+    let swapped = 0;
+    for (const rowMul of nodes.filter((n) => n.name?.endsWith('/Mul_row_scale'))) {
+      const weightMul = nodes.find((n) => n.name === rowMul.name!.replace(/Mul_row_scale$/, 'Mul_weight_scale'))!;
+      // Mul(Mul(y, W_scale), rowScale) -> Mul(Mul(y, rowScale), W_scale): swap the scale inputs.
+      const rowScale = rowMul.input![1]!;
+      rowMul.input![1] = weightMul.input![1]!;
+      weightMul.input![1] = rowScale;
+      swapped++;
+    }
+    expect(swapped).toBe(14);
+    const dir = path.join(tmp, 'older-order');
+    await mkdir(path.join(dir, 'onnx'), { recursive: true });
+    await writeFile(path.join(dir, 'onnx', 'model.onnx'), onnx.ModelProto.encode(model).finish());
+    const r = rewriteToU8S8(path.join(dir, 'onnx', 'model.onnx'), path.join(dir, 'u8s8.onnx'), path.join(dir, 'u8s8.onnx_data'), 'u8s8.onnx_data');
+    expect(r).toMatchObject({ kind: 'rewritten', converted: 14 });
+    const rewritten = ops(path.join(dir, 'u8s8.onnx'));
+    expect(rewritten.get('MatMulIntegerToFloat')).toBe(14);
+    expect(rewritten.get('RowQuantize')).toBe(8);
+  });
+
   it('u8s8 of a model with external data: the weights are read from its data file, which the stamp names; a changed data file remakes it', async () => {
     const dir = path.join(tmp, 'external');
     await makeModel({ preset: 'tiny', outDir: dir, seed: TINY_SEED, dtype: 'int8', externalData: true });
@@ -201,7 +225,7 @@ describe('int8 paths on the tiny int8 model', () => {
 
   // Skipped on CPUs without VNNI or AMX: their u8 x s8 GEMM adds pairs of products in a saturating
   // int16 (vpmaddubsw), so u8s8 is not exact there and the engine never picks it by itself.
-  it.skipIf(!EXACT_U8S8)('u8s8 agrees with the fp32 twin within 2e-2, and with u8u8 to float rounding (this CPU has VNNI or AMX)', async () => {
+  it.skipIf(!EXACT_U8S8)('u8s8 agrees with the fp32 twin within 2e-2, and with u8u8 bit for bit (this CPU has VNNI or AMX)', async () => {
     const a = await measureInt8Agreement(int8Dir, fp32Dir, { ...AGREEMENT, int8Path: 'u8s8' });
     expect(a.int8?.path).toBe('u8s8');
     expect(a.maxAbsProbDiff).toBeLessThan(2e-2);
@@ -213,6 +237,7 @@ describe('int8 paths on the tiny int8 model', () => {
       scores.push(await engine.score(groups));
       engine.close();
     }
-    scores[0]!.forEach((group, g) => group.forEach((score, s) => expect(maxLogitDiff(score.labelLogits, scores[1]![g]![s]!.labelLogits)).toBeLessThan(1e-4)));
+    // The same integer products and the same float operations in the same order: bit for bit.
+    scores[0]!.forEach((group, g) => group.forEach((score, s) => expect(maxLogitDiff(score.labelLogits, scores[1]![g]![s]!.labelLogits)).toBe(0)));
   });
 });

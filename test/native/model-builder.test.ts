@@ -606,6 +606,8 @@ describe('makeModel options, as a JavaScript caller may pass them', () => {
     ['an unknown dtype', { dtype: 'fp64' }, "makeModel: dtype must be fp32, fp16 or int8, got 'fp64'"],
     ['force as text', { force: 'yes' }, "makeModel: force must be true or false, got 'yes'"],
     ['no outDir', { outDir: undefined }, 'makeModel: outDir must be a path (a string), got undefined'],
+    ['causal states without the fused graph', { features: { causalStates: true } }, "makeModel: features.causalStates: true needs features.attention: 'fused'"],
+    ['causal states with a sliding window', { features: { causalStates: true, attention: 'fused', slidingWindow: { size: 8, layers: [true] } } }, 'makeModel: features.causalStates: true does not take a sliding window'],
   ];
   it.each(refusals)('%s is refused naming it, and nothing is written', async (_, given, message) => {
     const outDir = path.join(scratch, 'refused');

@@ -4,6 +4,7 @@
  * instead of inside it, a typo) would otherwise be ignored and a model without it written. Refusals
  * are EngineError ERR_INPUT naming the option, as Engine.load's and DecisionService.open's are.
  */
+import { EngineError } from '../../errors/engine-error.js';
 import {
   checkBooleanOption,
   checkChoiceOption,
@@ -74,7 +75,8 @@ const INT8_NAMES = Object.keys({ kernel: true, lmHead: true, block: true } satis
 /**
  * Refuses options makeModel cannot build from (ERR_INPUT naming the option): not an object, an
  * unknown name (in the options or in features, shapeOverrides, int8), a preset, seed, dtype, outDir
- * or force of the wrong kind. The shape itself is validateShape's to check.
+ * or force of the wrong kind, features.causalStates without the fused graph or with a sliding
+ * window. The shape itself is validateShape's to check.
  */
 export function checkMakeModelOptions(given: unknown): asserts given is MakeModelOptions {
   const opts = objectOption(given, 'options', WHERE) as Record<keyof MakeModelOptions, unknown>;
@@ -94,6 +96,14 @@ export function checkMakeModelOptions(given: unknown): asserts given is MakeMode
     refuseOption(WHERE, 'externalData', "true, false or 'auto'", opts.externalData);
   }
   checkBooleanOption(opts.force, 'force', WHERE);
+  const features = (opts.features ?? {}) as Partial<DecoderFeatures>;
+  // The causal kernel exists only in the fused graph, without a sliding window (decoder-graph.ts).
+  if (features.causalStates === true && features.attention !== 'fused') {
+    throw new EngineError('ERR_INPUT', `${WHERE}: features.causalStates: true needs features.attention: 'fused'`);
+  }
+  if (features.causalStates === true && features.slidingWindow) {
+    throw new EngineError('ERR_INPUT', `${WHERE}: features.causalStates: true does not take a sliding window`);
+  }
   checkFunctionOption(opts.onProgress, 'onProgress', WHERE);
   checkFunctionOption(opts.beforePlacing, 'beforePlacing', WHERE);
 }

@@ -132,7 +132,10 @@ export function int8MatMulNode(
     const inputs = kernel === 'rowq-u8' ? [q, weight, zeroPoint, zeroPoint] : [q, weight, zeroPoint];
     const acc = g.op1('MatMulInteger', `${node}/MatMulInteger`, inputs);
     const y = g.op1('Cast', `${node}/Cast`, [acc], { to: DataType.FLOAT });
-    return g.op1('Mul', `${node}/Mul_weight_scale`, [g.op1('Mul', `${node}/Mul_row_scale`, [y, scale]), scaleName(weight)], {}, output);
+    // The weight's scale first, then the row's: the order in which MatMulIntegerToFloat (the u8 x s8
+    // path, src/engine/int8-rewrite.ts) scales, so both paths round alike and answer bit for bit
+    // the same (a different order moves a float by an ulp, which can move a later row's rounding).
+    return g.op1('Mul', `${node}/Mul_row_scale`, [g.op1('Mul', `${node}/Mul_weight_scale`, [y, scaleName(weight)]), scale], {}, output);
   }
   const [k, n] = dims;
   return g.op1('MatMulNBits', node, [x, weight, scaleName(weight)], { K: k, N: n, bits: 8, block_size: blockFor(k, block), accuracy_level: 4 }, output, MS_DOMAIN);

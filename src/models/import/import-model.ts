@@ -148,7 +148,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   const sources = mapWeights(weights, checkpoint.tensors, plan.shape.tieWordEmbeddings === true);
   const dtypes = [...new Set([...checkpoint.tensors.values()].map((t) => t.dtype))].sort();
   if (dtype === 'fp16' && dtypes.some((d) => d === 'F32' || d === 'BF16' || d === 'F64')) {
-    warn(`storing ${dtypes.join('/')} weights as fp16: values beyond ±65504 become infinite and small ones lose precision; use --dtype fp32 for an exact import`);
+    warn(`storing ${dtypes.join('/')} weights as fp16: values beyond ±65504 become infinite and small ones lose precision; import with dtype fp32 (--dtype fp32 on the command line) for an exact copy`);
   }
 
   // 2. Staging directory: hidden and marked .tmp-, so the registry never lists it.
