@@ -1,10 +1,12 @@
 #include "row_quantize_op.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace decide {
 namespace {
