@@ -34,7 +34,7 @@ type Node = onnxProto.onnx.INodeProto;
 type Tensor = onnxProto.onnx.ITensorProto;
 
 /** Bump whenever the rewrite's output changes: a cached rewrite with another version is made again. */
-export const U8S8_REWRITE_VERSION = 3;
+export const U8S8_REWRITE_VERSION = 4;
 
 const MS_DOMAIN = 'com.microsoft';
 const ONE = 'decide_u8s8/one';
@@ -75,6 +75,15 @@ interface Match {
   secondMul: Node;
   rowScale: string;
   weightScale: string;
+}
+
+/** An int64 initializer's values, whether the writer put them in int64Data or rawData. */
+function int64Values(t: Tensor | undefined): number[] | undefined {
+  if (t?.dataType !== onnx.TensorProto.DataType.INT64) return undefined;
+  if ((t.int64Data ?? []).length > 0) return t.int64Data!.map(Number);
+  const raw = t.rawData ?? new Uint8Array(0);
+  const view = new DataView(raw.buffer, raw.byteOffset, raw.length);
+  return Array.from({ length: raw.length / 8 }, (_, i) => Number(view.getBigInt64(i * 8, true)));
 }
 
 function floatScalar(t: Tensor | undefined): number | undefined {
@@ -121,7 +130,7 @@ function rowQuantization(
   if (absMax === undefined || constantOf(mul, absMax) !== ROW_QUANTIZE.inverseRange) return undefined;
   const reduce = producers.get(absMax);
   if (reduce?.opType !== 'ReduceMax' || only(absMax) !== mul || attributeInt(reduce, 'keepdims') !== 1) return undefined;
-  const axes = reduce.input!.length > 1 ? initializers.get(reduce.input![1]!)?.int64Data?.map(Number) : (reduce.attribute ?? []).find((a) => a.name === 'axes')?.ints?.map(Number);
+  const axes = reduce.input!.length > 1 ? int64Values(initializers.get(reduce.input![1]!)) : (reduce.attribute ?? []).find((a) => a.name === 'axes')?.ints?.map(Number);
   if (axes?.length !== 1 || axes[0] !== -1) return undefined;
   const abs = producers.get(reduce.input![0]!);
   if (abs?.opType !== 'Abs' || abs.input![0] !== x || only(abs.output![0]!) !== reduce) return undefined;

@@ -16,6 +16,22 @@ function tsxEsmApi(): string {
 }
 
 /**
+ * The parent's Node options for a worker (a worker inherits them, and loaders such as tsx must reach
+ * it), less --input-type: that option only applies to code given with --eval, --print or STDIN,
+ * and a worker started from a file refuses to run under it (ERR_INPUT_TYPE_NOT_ALLOWED), which
+ * would fail every worker of a program run as `node --input-type=module -e ...`.
+ */
+function workerExecArgv(): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < process.execArgv.length; i++) {
+    const a = process.execArgv[i]!;
+    if (a === '--input-type') i++;
+    else if (!a.startsWith('--input-type=')) out.push(a);
+  }
+  return out;
+}
+
+/**
  * Starts the worker script `name` (base name, no extension) that sits in the folder of the module
  * `besideUrl` (the caller's import.meta.url): a worker that stays, answering messages.
  */
@@ -27,9 +43,9 @@ export function startWorker(besideUrl: string, name: string, workerData: unknown
     ? new Worker(
         `import(${JSON.stringify(pathToFileURL(tsxEsmApi()).href)})` +
           `.then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(script).href)}); });`,
-        { eval: true, workerData },
+        { eval: true, workerData, execArgv: workerExecArgv() },
       )
-    : new Worker(script, { workerData });
+    : new Worker(script, { workerData, execArgv: workerExecArgv() });
 }
 
 /**

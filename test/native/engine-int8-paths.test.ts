@@ -11,10 +11,12 @@
  *   GEMM saturates its int16 pair sums, so the u8s8 agreement (and its equality with u8u8) is
  *   checked only where the CPU has them, and skipped here otherwise.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { cpuInt8Support } from '../../src/engine/cpu-int8.js';
@@ -185,6 +187,22 @@ describe('int8 paths on the tiny int8 model', () => {
     } finally {
       engine.close();
     }
+  });
+
+  it('the rewrite runs in a worker thread of the installed (compiled) package under node --input-type=module -e too', async () => {
+    // A worker inherits the parent's Node options, and one started from a file refuses
+    // --input-type: the rewrite failed and the engine fell back to u8u8, naming that error.
+    const dir = path.join(tmp, 'input-type');
+    await cp(await tinyModelDir({}, 'int8'), dir, { recursive: true });
+    for (const f of await readdir(path.join(dir, 'onnx'))) if (f.includes('.decide-')) await rm(path.join(dir, 'onnx', f));
+    const engineJs = pathToFileURL(path.resolve('dist/src/engine/engine.js')).href;
+    const script =
+      `const { Engine } = await import(${JSON.stringify(engineJs)});\n` +
+      `const e = await Engine.load({ modelDir: ${JSON.stringify(dir)}, threads: 1, int8Path: 'u8s8' });\n` +
+      `console.log(JSON.stringify(e.info.int8)); e.close();\n`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toMatchObject({ path: 'u8s8', forced: true });
   });
 
   it('u8s8 that cannot be written beside the model: the stored u8u8 graph runs, and the reason says why', async () => {

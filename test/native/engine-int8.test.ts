@@ -17,6 +17,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
+import { u8s8Paths } from '../../src/engine/int8-rewrite.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { measureInt8Agreement } from '../../src/models/import/int8-agreement.js';
 import { onnx } from '../../src/models/builder/onnx-writer.js';
@@ -133,6 +134,14 @@ describe('Engine on the tiny int8 model', () => {
     expect(a.maxAbsProbDiff).toBeGreaterThan(0);
     expect(a.maxAbsProbDiff).toBeLessThan(2e-2);
     expect(a.topAgreeing).toBe(12);
+    // The u8 x s8 rewrite (forced here: any CPU) finds every one of its row quantizations, axes as
+    // an input and all, and replaces each by one RowQuantize.
+    const engine = await Engine.load({ modelDir: fusedInt8, threads: 1, int8Path: 'u8s8' });
+    engine.close();
+    const rewritten = onnx.ModelProto.decode(await readFile(u8s8Paths(path.join(fusedInt8, 'onnx', 'model.onnx')).graph));
+    const count = (op: string) => rewritten.graph!.node!.filter((n) => n.opType === op).length;
+    expect(count('RowQuantize')).toBe(reduceMax.length);
+    expect(count('ReduceMax') + count('Round')).toBe(0);
   });
 
   it('the service warns when it loads an int8 model written with int8 weights (u8 x s8), not for the current kernel', async () => {
