@@ -8,9 +8,11 @@
  *                   scale per column, MatMulInteger u8 x u8, both scales (the --dtype int8 default)
  *   rowq-s8         the same with int8 weights (u8 x s8: saturates in int16 on CPUs without VNNI)
  *   u8s8            what the engine loads where the CPU has VNNI or AMX: the rowq-u8 model rewritten
- *                   to one QuantizeLinear over the rows, int8 weights and MatMulIntegerToFloat, one
- *                   Mul by the row scale after it (src/engine/int8-rewrite.ts; saturates like
- *                   rowq-s8 on CPUs without VNNI)
+ *                   to the engine's RowQuantize over the rows, int8 weights and MatMulIntegerToFloat,
+ *                   one Mul by the row scale after it (src/engine/int8-rewrite.ts; saturates like
+ *                   rowq-s8 on CPUs without VNNI). Timed in the addon, which has RowQuantize; its
+ *                   error is taken through onnxruntime-node with RowQuantize expanded into the
+ *                   standard ops that compute the same values.
  *   dqmm            com.microsoft DynamicQuantizeMatMul, int8 weight with a per-column scale
  *   dql+mmitf       DynamicQuantizeLinear + com.microsoft MatMulIntegerToFloat (the unfused pair)
  *   nbits8-bB       com.microsoft MatMulNBits, bits 8, block B, accuracy_level 4 (int8 compute)
