@@ -16,6 +16,7 @@ import { rmSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
 
 import { expandDecideOps } from '../src/engine/decide-ops.js';
+import { float16Tensor } from './ort-float16.js';
 import { float16ToFloat32, SEGMENT_IDS_INPUT } from '../src/models/builder/index.js';
 import { LABEL_INDEX_INPUT, LABEL_LOGITS_OUTPUT, LOGITS_INDEX_INPUT, POSITION_INDEX_INPUT } from '../src/engine/lm-head-rewrite.js';
 
@@ -152,7 +153,7 @@ export class FreshBaseline {
     for (let l = 0; l < numLayers; l++) {
       for (const kind of ['key', 'value']) {
         feeds[`past_key_values.${l}.${kind}`] =
-          this.kvType === 'float16' ? new ort.Tensor('float16', new Uint16Array(0), pastDims) : new ort.Tensor('float32', new Float32Array(0), pastDims);
+          this.kvType === 'float16' ? float16Tensor(new Uint16Array(0), pastDims) : new ort.Tensor('float32', new Float32Array(0), pastDims);
       }
     }
     if (this.scoringHead) {

@@ -14,14 +14,16 @@
  * it through NODE_PATH, as it finds the optional dependency in an install made on Node 24.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { tempModels, type TempDirs } from '../api/fixtures.js';
+import { DataType, makeValueInfo, onnx } from '../../src/models/builder/onnx-writer.js';
 import { ROOT } from '../helpers/bin.js';
 import { startServe, type ServeProcess } from './serve-process.js';
 
@@ -114,4 +116,26 @@ describe.skipIf(!linuxX64)(`decide serve on Node ${NODE_LINE}`, () => {
     expect(server.stderr()).not.toMatch(/Assertion failed|Fatal error/);
     expect(code).toBe(0);
   }, 240_000);
+
+  it('the benchmark\'s float16 tensors reach onnxruntime-node (Node 24 has Float16Array)', async () => {
+    // An Identity graph over a float16 vector: what the fp16 baseline and the fp16 test references
+    // feed (bench/ort-float16.ts). A plain Uint16Array tensor fails there: "not enough space".
+    const graph = onnx.GraphProto.create({
+      name: 'f16',
+      node: [onnx.NodeProto.create({ opType: 'Identity', input: ['x'], output: ['y'] })],
+      input: [makeValueInfo('x', DataType.FLOAT16, [2])],
+      output: [makeValueInfo('y', DataType.FLOAT16, [2])],
+    });
+    const model = onnx.ModelProto.create({ irVersion: 8, graph, opsetImport: [{ domain: '', version: 17 }] });
+    const file = path.join(dirs.dataDir, 'identity-f16.onnx');
+    writeFileSync(file, onnx.ModelProto.encode(model).finish());
+    const helper = pathToFileURL(path.join(ROOT, 'dist', 'bench', 'ort-float16.js')).href;
+    const script =
+      `import * as ort from 'onnxruntime-node';\nimport { float16Tensor } from ${JSON.stringify(helper)};\n` +
+      `const s = await ort.InferenceSession.create(${JSON.stringify(file)});\n` +
+      `const out = await s.run({ x: float16Tensor(Uint16Array.from([0x3c00, 0xc000]), [2]) });\n` +
+      `console.log(JSON.stringify(Array.from(out.y.data, Number)));\n`;
+    const { stdout } = await run(node, ['--input-type=module', '-e', script], { cwd: ROOT });
+    expect(JSON.parse(stdout.trim())).toEqual([1, -2]);
+  }, 60_000);
 });

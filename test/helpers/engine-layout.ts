@@ -7,6 +7,7 @@
 import * as ort from 'onnxruntime-node';
 import { expect } from 'vitest';
 
+import { float16Tensor } from '../../bench/ort-float16.js';
 import { SEGMENT_IDS_INPUT } from '../../src/models/builder/decoder-graph.js';
 import { float32ToFloat16 } from '../../src/models/builder/onnx-writer.js';
 import { asFloat32 } from './reference.js';
@@ -62,7 +63,7 @@ export function engineLayoutFeeds(shape: LayoutShape, pastLens: number[], newLen
   const pastDims = [B, numKvHeads, P, headDim];
   const past = (seed: number) => {
     const v = values(seed, B * numKvHeads * P * headDim);
-    return fp16 ? new ort.Tensor('float16', float32ToFloat16(v), pastDims) : new ort.Tensor('float32', v, pastDims);
+    return fp16 ? float16Tensor(float32ToFloat16(v), pastDims) : new ort.Tensor('float32', v, pastDims);
   };
   for (let l = 0; l < numLayers; l++) {
     feeds[`past_key_values.${l}.key`] = past(100 + l);

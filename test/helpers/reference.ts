@@ -6,6 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
+
+import { float16Tensor } from '../../bench/ort-float16.js';
 import { float16ToFloat32 } from '../../src/models/builder/onnx-writer.js';
 import { SEGMENT_IDS_INPUT } from '../../src/models/builder/decoder-graph.js';
 
@@ -74,7 +76,7 @@ export function emptyPast(model: ReferenceModel, batch: number): Record<string, 
   for (let i = 0; i < model.numLayers; i++) {
     for (const kind of ['key', 'value']) {
       feeds[`past_key_values.${i}.${kind}`] =
-        model.floatType === 'float16' ? new ort.Tensor('float16', new Uint16Array(0), dims) : new ort.Tensor('float32', new Float32Array(0), dims);
+        model.floatType === 'float16' ? float16Tensor(new Uint16Array(0), dims) : new ort.Tensor('float32', new Float32Array(0), dims);
     }
   }
   return feeds;
