@@ -26,6 +26,7 @@
  *   and its int8 weights saturate like 'rowq-s8' on CPUs without VNNI. Kept to be measured, never
  *   the default.
  */
+import { ROW_QUANTIZE } from '../../engine/decide-ops.js';
 import type { FloatDtype, Int8Kernel, Int8Scheme, ModelDtype } from './dtypes.js';
 import { DataType, makeTensor, MS_DOMAIN, type GraphBuilder, type WeightSpec } from './onnx-writer.js';
 
@@ -141,8 +142,12 @@ export function int8MatMulNode(
   return g.op1('MatMulNBits', node, [x, weight, scaleName(weight)], { K: k, N: n, bits: 8, block_size: blockFor(k, block), accuracy_level: 4 }, output, MS_DOMAIN);
 }
 
-/** The uint8 zero point of 'rowq-*' activations and of 'rowq-u8' weights (symmetric: 1..255 hold -127..127). */
-const ROWQ_ZERO_POINT = 128;
+/**
+ * The uint8 zero point of 'rowq-*' activations and of 'rowq-u8' weights (symmetric: 1..255 hold
+ * -127..127). The row quantization's constants are the engine's RowQuantize contract, which must
+ * compute what this writes (src/engine/decide-ops.ts).
+ */
+const ROWQ_ZERO_POINT = ROW_QUANTIZE.zeroPoint;
 
 /** Per graph: the activations already quantized, so projections that read the same input share it. */
 const rowQuantized = new WeakMap<GraphBuilder, Map<string, { q: string; scale: string; zeroPoint: string }>>();
@@ -167,7 +172,7 @@ function quantizedRows(g: GraphBuilder, x: string): { q: string; scale: string; 
     g.opset >= 18
       ? g.op1('ReduceMax', `${p}/ReduceMax`, [abs, g.int64([-1])], { keepdims: 1 })
       : g.op1('ReduceMax', `${p}/ReduceMax`, [abs], { axes: [-1], keepdims: 1 });
-  const scale = g.op1('Max', `${p}/Max`, [g.op1('Mul', `${p}/Mul`, [absMax, g.float('fp32', [1 / 127], [])]), g.float('fp32', [1e-30], [])]);
+  const scale = g.op1('Max', `${p}/Max`, [g.op1('Mul', `${p}/Mul`, [absMax, g.float('fp32', [ROW_QUANTIZE.inverseRange], [])]), g.float('fp32', [ROW_QUANTIZE.minScale], [])]);
   const rounded = g.op1('Round', `${p}/Round`, [g.op1('Div', `${p}/Div`, [x, scale])]);
   const q = g.op1('Cast', `${p}/Cast`, [g.op1('Add', `${p}/Add`, [rounded, g.float('fp32', [ROWQ_ZERO_POINT], [])])], { to: DataType.UINT8 });
   const out = { q, scale, zeroPoint };
