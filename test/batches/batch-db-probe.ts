@@ -7,6 +7,8 @@
  */
 import { createRequire } from 'node:module';
 
+import { sqliteDriverPackage } from '../../src/batches/sqlite-driver.js';
+
 interface Database {
   prepare(sql: string): { get(...params: unknown[]): unknown };
   exec(sql: string): void;
@@ -31,7 +33,9 @@ export class BatchDbProbe {
 
   /** `file` must already exist: open it after the server has created it. */
   constructor(file: string) {
-    const Sqlite = require('better-sqlite3') as new (file: string, options: { fileMustExist: boolean; timeout: number }) => Database;
+    // The driver the store itself uses on this Node: better-sqlite3 12 compiled for Node 24.19 or
+    // later aborts the test process when its database is collected (src/batches/sqlite-driver.ts).
+    const Sqlite = require(sqliteDriverPackage()) as new (file: string, options: { fileMustExist: boolean; timeout: number }) => Database;
     // The server holds the lock only for one short transaction at a time.
     this.db = new Sqlite(file, { fileMustExist: true, timeout: 30_000 });
   }
