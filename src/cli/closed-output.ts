@@ -7,9 +7,22 @@
  * its write anyway, quietly.
  */
 
-/** From now on, stdout and stderr each stop taking writes once their reader is gone, instead of killing the process. */
+/**
+ * Marks a stream already watched: main() may run more than once in a process (an embedder, tests),
+ * and with more than one copy of this module (a bundle beside the package), so the mark is on the
+ * stream, under a registered symbol, not in this module's state.
+ */
+const WATCHED = Symbol.for('decide.dropOutputWhenReaderCloses');
+
+/**
+ * From now on, stdout and stderr each stop taking writes once their reader is gone, instead of
+ * killing the process. Once per stream and process: each call used to add another listener.
+ */
 export function dropOutputWhenReaderCloses(): void {
   for (const stream of [process.stdout, process.stderr]) {
+    const marked = stream as NodeJS.WriteStream & { [WATCHED]?: true };
+    if (marked[WATCHED]) continue;
+    marked[WATCHED] = true;
     stream.on('error', (err: NodeJS.ErrnoException) => {
       // Any other failure of the stream is as fatal as it was without this listener.
       if (err.code !== 'EPIPE') throw err;
