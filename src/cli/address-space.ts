@@ -24,8 +24,14 @@
  */
 import { readFileSync } from 'node:fs';
 
-/** MiB of address space each command needs at least. */
-export const ADDRESS_SPACE_NEEDED_MIB = { serve: 4096, batch: 3072, worker: 16384 } as const;
+/**
+ * MiB of address space each command needs at least. `decide serve` with the Postgres store
+ * (DECIDE_DATABASE_URL) loads the Postgres client, and with it the reservation above, so it needs
+ * the worker's figure: measured (2026-11-27, Linux x64, Node 20, 2 cores, --threads 1) it died at
+ * `ulimit -v 5000000` (WebAssembly.instantiate(): Out of memory, from undici's llhttp) and at
+ * 14000000 (V8's CodeRange), and started and served at 16777216.
+ */
+export const ADDRESS_SPACE_NEEDED_MIB = { serve: 4096, servePostgres: 16384, batch: 3072, worker: 16384 } as const;
 
 /** This process's soft address-space limit in bytes; undefined when unlimited or the platform does not tell. */
 export function addressSpaceLimit(limitsFile = '/proc/self/limits'): number | undefined {

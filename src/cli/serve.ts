@@ -78,8 +78,10 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
   // Before anything else: a limit that cannot hold the server's threads would end it mid-start.
-  const tooSmall = addressSpaceProblem('serve');
-  if (tooSmall) return commandError('serve', tooSmall, 1);
+  // With the Postgres store it needs more (address-space.ts); a bad URL is refused below.
+  const postgres = blankIsUnset(process.env.DECIDE_DATABASE_URL) !== undefined;
+  const tooSmall = addressSpaceProblem(postgres ? 'servePostgres' : 'serve');
+  if (tooSmall) return commandError('serve', postgres ? `${tooSmall} (the Postgres batch store, DECIDE_DATABASE_URL, needs it)` : tooSmall, 1);
 
   // The message names where the bad value came from: the flag, else the variable. An empty PORT
   // is unset, as every other empty setting (`PORT=` in a unit file, `PORT: ${PORT}` in a compose

@@ -82,6 +82,25 @@ describe.skipIf(!linux)('under ulimit -v', () => {
     expect(existsSync(dataDir)).toBe(false);
   });
 
+  it('decide serve on the Postgres store asks for the worker\'s figure: refused under a limit that serves on SQLite', async () => {
+    // Enough for serve on SQLite, not for the Postgres client's reservations (it died at 5000000
+    // with "WebAssembly.instantiate(): Out of memory" before the check asked for this).
+    const limit = 5_000_000;
+    expect(limit).toBeGreaterThan(ADDRESS_SPACE_NEEDED_MIB.serve * 1024);
+    expect(limit).toBeLessThan(ADDRESS_SPACE_NEEDED_MIB.servePostgres * 1024);
+    const dataDir = path.join(dirs.root, 'refused-pg-data');
+    const r = await runLimited(limit, ['serve', '--port', '0', '--models-dir', dirs.modelsDir, '--data-dir', dataDir, '--threads', '1'], {
+      DECIDE_DATABASE_URL: 'postgres://decide@127.0.0.1:1/decide',
+    });
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toContain(
+      `decide serve: not enough address space: it needs at least ${ADDRESS_SPACE_NEEDED_MIB.servePostgres} MiB (ulimit -v); this process has ${Math.floor(limit / 1024)} MiB`,
+    );
+    expect(r.stderr).toContain('(the Postgres batch store, DECIDE_DATABASE_URL, needs it)');
+    expect(r.stdout).toBe('');
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
   it('decide batch below what it needs refuses at the start; no --out written', async () => {
     expect(below).toBeLessThan(ADDRESS_SPACE_NEEDED_MIB.batch * 1024);
     const input = path.join(dirs.root, 'in.jsonl');
