@@ -1,7 +1,7 @@
 // The engine's own ONNX Runtime operator `ai.decide.RowQuantize` (CPU), registered on every CPU
 // session this addon makes (session_options.cc). It is what an int8 model's u8 x s8 path
 // (src/engine/int8-rewrite.ts) quantizes each token's activation row with, in one pass per row
-// instead of the eleven standard nodes that computed the same thing:
+// instead of the eight standard nodes that compute the same thing:
 //   x: float [..., K]  ->  q: uint8 [..., K], scale: float [..., 1]
 //   scale = max(max |x_i| * fp32(1/127), 1e-30)     (per row: ReduceMax(Abs), Mul, Max)
 //   q_i   = round_half_even(x_i / scale) + 128      (Div, Round, Add, Cast; within 1..255)
