@@ -75,3 +75,14 @@ export interface DecoderFeatures {
   causalStates?: boolean;
 }
 
+/**
+ * What stops `features` from holding causalStates, or undefined: the causal kernel exists only in
+ * the fused graph ('attention'), and not beside a sliding window ('sliding-window'). The graph
+ * builder throws on it; makeModel's and importModel's option checks refuse it first, each in its
+ * own options' names (they pass what a caller gave, not yet typed).
+ */
+export function causalStatesConflict(features: { causalStates?: unknown; attention?: unknown; slidingWindow?: unknown }): 'attention' | 'sliding-window' | undefined {
+  if (features.causalStates !== true) return undefined;
+  if (features.attention !== 'fused') return 'attention';
+  return features.slidingWindow ? 'sliding-window' : undefined;
+}

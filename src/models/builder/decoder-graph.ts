@@ -30,7 +30,7 @@ import {
   type GraphProto,
   type NodeProto,
 } from './onnx-writer.js';
-import { INIT_STD, type DecoderFeatures, type WeightDecl, type WeightInit } from './decoder-features.js';
+import { causalStatesConflict, INIT_STD, type DecoderFeatures, type WeightDecl, type WeightInit } from './decoder-features.js';
 import { buildFusedLayers, type StateSplit } from './fused-layers.js';
 import { geluNodes } from './gelu.js';
 import { int8MatMulNode, type Int8Kernel, type Int8Scheme } from './quantize.js';
@@ -148,8 +148,9 @@ export function buildDecoderGraph(
   ];
   if (features.segmentIds) inputs.push(makeValueInfo(SEGMENT_IDS_INPUT, DataType.INT64, [DIM_BATCH, DIM_TOTAL]));
   if (features.causalStates) {
-    if (features.attention !== 'fused') throw new Error('decoder graph: causalStates needs attention fused');
-    if (features.slidingWindow) throw new Error('decoder graph: causalStates does not take a sliding window');
+    const conflict = causalStatesConflict(features);
+    if (conflict === 'attention') throw new Error('decoder graph: causalStates needs attention fused');
+    if (conflict === 'sliding-window') throw new Error('decoder graph: causalStates does not take a sliding window');
     inputs.push(makeValueInfo(STATE_SPAN_INPUT, DataType.INT64, [DIM_STATE]));
   }
   const outputs = [makeValueInfo('logits', ft, [DIM_BATCH, DIM_SEQUENCE, vocab])];

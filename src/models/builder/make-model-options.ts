@@ -14,7 +14,7 @@ import {
   objectOption,
   refuseOption,
 } from '../../support/option-checks.js';
-import type { DecoderFeatures } from './decoder-features.js';
+import { causalStatesConflict, type DecoderFeatures } from './decoder-features.js';
 import type { Int8Scheme, ModelDtype } from './dtypes.js';
 import { PRESETS, type ModelShape } from './presets.js';
 import { MODEL_DTYPES } from './quantize.js';
@@ -96,14 +96,9 @@ export function checkMakeModelOptions(given: unknown): asserts given is MakeMode
     refuseOption(WHERE, 'externalData', "true, false or 'auto'", opts.externalData);
   }
   checkBooleanOption(opts.force, 'force', WHERE);
-  const features = (opts.features ?? {}) as Partial<DecoderFeatures>;
-  // The causal kernel exists only in the fused graph, without a sliding window (decoder-graph.ts).
-  if (features.causalStates === true && features.attention !== 'fused') {
-    throw new EngineError('ERR_INPUT', `${WHERE}: features.causalStates: true needs features.attention: 'fused'`);
-  }
-  if (features.causalStates === true && features.slidingWindow) {
-    throw new EngineError('ERR_INPUT', `${WHERE}: features.causalStates: true does not take a sliding window`);
-  }
+  const conflict = causalStatesConflict((opts.features ?? {}) as Record<string, unknown>);
+  if (conflict === 'attention') throw new EngineError('ERR_INPUT', `${WHERE}: features.causalStates: true needs features.attention: 'fused'`);
+  if (conflict === 'sliding-window') throw new EngineError('ERR_INPUT', `${WHERE}: features.causalStates: true does not take a sliding window`);
   checkFunctionOption(opts.onProgress, 'onProgress', WHERE);
   checkFunctionOption(opts.beforePlacing, 'beforePlacing', WHERE);
 }

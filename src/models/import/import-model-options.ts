@@ -14,6 +14,7 @@ import {
   checkOptionNames,
   objectOption,
 } from '../../support/option-checks.js';
+import { causalStatesConflict } from '../builder/decoder-features.js';
 import { MODEL_DTYPES } from '../builder/quantize.js';
 import type { ModelDtype } from '../builder/dtypes.js';
 
@@ -94,8 +95,8 @@ export function checkImportModelOptions(given: unknown): asserts given is Import
   checkChoiceOption(opts.dtype, MODEL_DTYPES, 'dtype', WHERE);
   checkChoiceOption(opts.attention, ATTENTION_GRAPHS, 'attention', WHERE);
   for (const name of ['force', 'segmentIds', 'causalStates'] as const) checkBooleanOption(opts[name], name, WHERE);
-  // The causal kernel exists only in the fused graph (decoder-graph.ts refuses it otherwise).
-  if (opts.causalStates === true && opts.attention !== 'fused') {
+  // The causal kernel exists only in the fused graph (a checkpoint's sliding window is found later).
+  if (causalStatesConflict(opts) === 'attention') {
     throw new EngineError('ERR_INPUT', `${WHERE}: causalStates: true needs attention: 'fused'`);
   }
   for (const name of ['beforePlacing', 'onWarning', 'onProgress'] as const) checkFunctionOption(opts[name], name, WHERE);
