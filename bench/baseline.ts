@@ -22,6 +22,12 @@ import { LABEL_INDEX_INPUT, LABEL_LOGITS_OUTPUT, LOGITS_INDEX_INPUT, POSITION_IN
 
 export interface BaselineOptions {
   graphFile: string;
+  /**
+   * The graph holds the engine's own operators (EngineInfo.int8.path 'u8s8'): the baseline runs a
+   * copy with them expanded. Said by the caller, so that no other graph (an fp32 one is often
+   * hundreds of MB inline) is read and decoded again only to find none.
+   */
+  hasEngineOps: boolean;
   threads: number;
   provider: 'cpu' | 'cuda';
   numLayers: number;
@@ -69,7 +75,7 @@ export class FreshBaseline {
     // The copy sits beside the graph (its external data resolves from the same folder) and goes once
     // the session has read it.
     const portable = options.graphFile.replace(/\.onnx$/, '') + `.baseline-${process.pid}.onnx`;
-    const expanded = expandDecideOps(options.graphFile, portable);
+    const expanded = options.hasEngineOps ? expandDecideOps(options.graphFile, portable) : 0;
     let session: ort.InferenceSession;
     try {
       session = await ort.InferenceSession.create(expanded > 0 ? portable : options.graphFile, {

@@ -164,6 +164,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
 
     const baseline = await FreshBaseline.load({
       graphFile: engine.info.graphFile,
+      hasEngineOps: engine.info.int8?.path === 'u8s8',
       threads,
       provider,
       numLayers: shape.numLayers,
