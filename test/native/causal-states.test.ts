@@ -15,6 +15,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import onnxProto from 'onnx-proto';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { graphChoice } from '../../src/cli/graph-options.js';
@@ -46,6 +47,11 @@ function causalModel(): Promise<string> {
   return causalDir;
 }
 
+/** Every node of a graph and of the graphs its nodes hold (an If's branches). */
+function allNodes(graph: onnxProto.onnx.IGraphProto): onnxProto.onnx.INodeProto[] {
+  return (graph.node ?? []).flatMap((n) => [n, ...(n.attribute ?? []).flatMap((a) => (a.g ? allNodes(a.g) : []))]);
+}
+
 const calls = (): ScoreGroup[][] => [counterWorkload(3, 7), randomGroups(5, 9, { prefixTokens: 50, suffixes: 5, suffixTokens: 9, labels: 20 })];
 
 describe('causal states', () => {
@@ -56,6 +62,20 @@ describe('causal states', () => {
     // 15 nodes around the attention plus the split branch's 6 (three Splits, GroupQueryAttention,
     // Attention, Concat; the other branch has the one Attention).
     expect(decision.builder.nodesPerLayer).toBe(21);
+  });
+
+  it('keeps the reduced axis of every reduction (keepdims 1): CUDA refuses keepdims 0 over an empty axis, and a pass with no state tokens has one', async () => {
+    // The CPU reduces an empty axis to zeros either way, so no CPU run can show it; on CUDA the state
+    // split's ReduceSum failed every pass with a past (no state tokens) until it kept its dims.
+    for (const dir of [await causalModel(), await tinyModelDir({ segmentIds: true, attention: 'fused' }), await tinyModelDir({ segmentIds: true })]) {
+      const model = onnxProto.onnx.ModelProto.decode(readFileSync(path.join(dir, 'onnx', 'model.onnx')));
+      const reductions = allNodes(model.graph!).filter((n) => n.opType!.startsWith('Reduce'));
+      if (dir === (await causalModel())) expect(reductions.map((n) => n.name)).toContain('/model/state_split/ReduceSum');
+      for (const n of reductions) {
+        const keepdims = n.attribute?.find((a) => a.name === 'keepdims');
+        expect(keepdims === undefined || Number(keepdims.i) === 1, `${path.basename(dir)}: ${n.name}`).toBe(true);
+      }
+    }
   });
 
   it.each([

@@ -338,7 +338,12 @@ export function buildDecoderGraph(
     const condition = g.op1('Squeeze', `${c}/Squeeze`, [all, axis0]);
     // GroupQueryAttention's lengths: per row its state tokens - 1 (right padding), and Ls.
     const stateMask = g.op1('Slice', `${c}/Slice`, ['attention_mask', g.int64([0]), stateLen, g.int64([1])]);
-    const stateTokens = g.op1('ReduceSum', `${c}/ReduceSum`, [stateMask, g.int64([1])], { keepdims: 0 });
+    // keepdims 1, then Squeeze: CUDA's ReduceSum refuses keepdims 0 over an empty axis, which a pass
+    // with no state tokens has (its split does not run, but this node does).
+    const stateTokens = g.op1('Squeeze', `${c}/Squeeze_2`, [
+      g.op1('ReduceSum', `${c}/ReduceSum`, [stateMask, g.int64([1])], { keepdims: 1 }),
+      g.int64([1]),
+    ]);
     const seqlensK = g.op1('Cast', `${c}/Cast`, [g.op1('Sub', `${c}/Sub_1`, [stateTokens, i64(1)])], { to: DataType.INT32 });
     const totalLength = g.op1('Cast', `${c}/Cast_1`, [g.op1('Squeeze', `${c}/Squeeze_1`, [stateLen, axis0])], { to: DataType.INT32 });
     // The questions' bias rows: those of tokens [Ls, S).
