@@ -93,6 +93,18 @@ export class BenchRefusedError extends Error {
   override name = 'BenchRefusedError';
 }
 
+
+/**
+ * On CUDA the baseline (onnxruntime-node, whose CUDA options are the device id alone) would run its
+ * fp32 MatMuls in TF32, ONNX Runtime's default there: 10-bit mantissas, logits ~5e-3 from the fp32
+ * CPU engine on the 0.6B model, and the agreement check refuses to time it. The engine turns TF32
+ * off itself (use_tf32 0). NVIDIA's libraries read NVIDIA_TF32_OVERRIDE=0 as TF32 off whatever a
+ * caller asked, so both sides compute fp32 as fp32; set before any CUDA library starts (a value the
+ * caller gave is kept). fp16 runs do not use TF32 and are not affected.
+ */
+function disableTf32(): void {
+  process.env.NVIDIA_TF32_OVERRIDE ??= '0';
+}
 export async function runBench(options: BenchOptions = {}): Promise<BenchReport> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const out = options.out ?? ((text: string) => process.stdout.write(text));
@@ -110,6 +122,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchReport>
   const dtype = options.dtype ?? 'fp32';
   if (!MODEL_DTYPES.includes(dtype)) throw new Error(`bench: dtype must be ${MODEL_DTYPES.join(', ')}, got '${String(dtype)}'`);
   const packing = options.packing;
+  if (provider === 'cuda') disableTf32();
   const fp32Dir = path.join(root, 'models', `bench-${preset}`);
   const modelDir = path.resolve(options.modelDir ?? (dtype === 'fp32' ? fp32Dir : `${fp32Dir}-${dtype}`));
   const plan = agreementPlan(dtype, provider);
