@@ -129,7 +129,9 @@ Decoder::Decoder(const DecoderOptions& options) {
 Decoder::~Decoder() {
   // Explicit, because the CUDA provider's memory must go back while its allocator, session and
   // stream exist: buffers, then the Device (and its allocator), then the session, then the stream.
-  if (device_) device_->Synchronize();
+  // A failed device (a CUDA error that stays with the context) is not waited on: its buffers are
+  // released quietly and the process goes on.
+  if (device_) device_->TrySynchronize();
   kv_.reset();
   staging_.reset();
   inputs_ = DeviceBuffer();
@@ -516,10 +518,8 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& real_rows, bool want_
     session_->Run(run_options, binding);
     binding.SynchronizeOutputs();
   } catch (const Ort::Exception& e) {
-    std::string what = e.what();
-    if (what.find("alloc") != std::string::npos || what.find("memory") != std::string::npos) {
-      throw EngineError(kErrOutOfMemory, "forward pass ran out of memory: " + what);
-    }
+    const std::string what = e.what();
+    if (IsOutOfMemory(what)) throw EngineError(kErrOutOfMemory, "forward pass ran out of memory: " + what);
     throw EngineError(kErrRuntime, "forward pass failed: " + what);
   }
   run_millis_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start).count();

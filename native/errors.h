@@ -27,4 +27,14 @@ class EngineError : public std::runtime_error {
   std::string code_;
 };
 
+// Whether a provider's failure message says memory ran out (ONNX Runtime's arena: "Failed to
+// allocate memory", CUDA: "out of memory", the host: bad_alloc). Not every message that names
+// memory: "an illegal memory access was encountered" is a fault, not a shortage.
+inline bool IsOutOfMemory(const std::string& message) {
+  for (const char* sign : {"out of memory", "Failed to allocate", "bad_alloc", "failed to allocate"}) {
+    if (message.find(sign) != std::string::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace decide

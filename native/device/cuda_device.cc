@@ -187,7 +187,7 @@ class CudaDevice final : public Device {
   ~CudaDevice() override {
     // Nothing queued may still read or write memory that is about to go back to the allocator.
     api_.stream_synchronize(stream_->Handle());
-    if (zeros_ != nullptr) Free(zeros_);
+    if (zeros_ != nullptr) ReleaseQuietly([this] { Free(zeros_); });
     if (own_pool_) api_.stream_synchronize(stream_->Handle());
   }
   Provider Kind() const override { return Provider::kCuda; }

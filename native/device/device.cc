@@ -21,4 +21,13 @@ void Device::CopyToHost(void* host_dst, const void* src, size_t bytes) {
   counters_.device_to_host_bytes += bytes;
 }
 
+bool Device::TrySynchronize() noexcept {
+  try {
+    Synchronize();
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
 }  // namespace decide

@@ -82,6 +82,10 @@ class Device {
   virtual std::string CopyPath() const = 0;
   // Waits until everything queued on the device is done (a no-op on the CPU).
   virtual void Synchronize() = 0;
+  // Synchronize() for the release paths (destructors): false where the device has failed (a CUDA
+  // error such as an illegal address stays with the context), never a throw, which would end the
+  // process from a destructor.
+  bool TrySynchronize() noexcept;
   // Bytes that crossed from the device to the host outside these calls (a session run's
   // host-bound outputs), so that the counters see them too.
   void CountDeviceToHost(size_t bytes) { counters_.device_to_host_bytes += bytes; }
@@ -118,6 +122,16 @@ std::shared_ptr<CudaStream> MakeCudaStream(int device_id);
 std::unique_ptr<Device> MakeCudaDevice(Ort::Session& session, std::shared_ptr<CudaStream> stream, int device_id,
                                        bool own_pool);
 
+// Runs a release (a free) and swallows its failure: memory a failed device cannot take back is
+// left to the process's end rather than thrown from a destructor.
+template <typename Release>
+void ReleaseQuietly(Release release) noexcept {
+  try {
+    release();
+  } catch (...) {
+  }
+}
+
 // Owning handle to one allocation on a Device.
 class DeviceBuffer {
  public:
@@ -142,8 +156,8 @@ class DeviceBuffer {
   size_t Bytes() const { return bytes_; }
 
  private:
-  void Release() {
-    if (ptr_ != nullptr) device_->Free(ptr_);
+  void Release() noexcept {
+    if (ptr_ != nullptr) ReleaseQuietly([this] { device_->Free(ptr_); });
     ptr_ = nullptr;
   }
   Device* device_ = nullptr;
@@ -168,8 +182,8 @@ class HostStaging {
   }
 
  private:
-  void Release() {
-    if (ptr_ != nullptr) device_->FreeHost(ptr_);
+  void Release() noexcept {
+    if (ptr_ != nullptr) ReleaseQuietly([this] { device_->FreeHost(ptr_); });
     ptr_ = nullptr;
     bytes_ = 0;
   }
