@@ -18,7 +18,7 @@ import * as ort from 'onnxruntime-node';
 import { expandDecideOps } from '../src/engine/decide-ops.js';
 import { float16Tensor } from './ort-float16.js';
 import { float16ToFloat32, SEGMENT_IDS_INPUT } from '../src/models/builder/index.js';
-import { LABEL_INDEX_INPUT, LABEL_LOGITS_OUTPUT, LOGITS_INDEX_INPUT, POSITION_INDEX_INPUT } from '../src/engine/lm-head-rewrite.js';
+import { LABEL_INDEX_INPUT, LABEL_LOGITS_OUTPUT, LOGITS_INDEX_INPUT, POSITION_INDEX_INPUT, TOKEN_INDEX_INPUT } from '../src/engine/lm-head-rewrite.js';
 
 export interface BaselineOptions {
   graphFile: string;
@@ -63,8 +63,10 @@ export class FreshBaseline {
     readonly gathered: boolean,
     private readonly kvType: 'float32' | 'float16',
     private readonly hasPositionIds: boolean,
-    /** The rewrite's index is [batch, positions] (current) rather than [batch] (older caches). */
+    /** The rewrite's index is [batch, positions] rather than [batch] (older caches). */
     private readonly indexIs2d: boolean,
+    /** The index is decide_token_index, flat over the pass's rows x tokens (the current rewrite). */
+    private readonly flatIndex: boolean,
     /** A packing graph: every token gets segment 0, which makes it an ordinary causal row. */
     private readonly hasSegmentIds: boolean,
     /** The graph returns the labels' logits itself (the rewrite's scoring head), not `logits`. */
@@ -89,7 +91,7 @@ export class FreshBaseline {
     }
     const past = session.inputMetadata.find((m) => m.name === 'past_key_values.0.key');
     const kvType = past !== undefined && past.isTensor && past.type === 'float16' ? 'float16' : 'float32';
-    const index = session.inputMetadata.find((m) => m.name === LOGITS_INDEX_INPUT);
+    const index = session.inputMetadata.find((m) => m.name === TOKEN_INDEX_INPUT || m.name === LOGITS_INDEX_INPUT);
     return new FreshBaseline(
       session,
       options,
@@ -97,6 +99,7 @@ export class FreshBaseline {
       kvType,
       session.inputNames.includes('position_ids'),
       index !== undefined && index.isTensor && index.shape.length === 2,
+      index?.name === TOKEN_INDEX_INPUT,
       session.inputNames.includes(SEGMENT_IDS_INPUT),
       session.inputNames.includes(LABEL_INDEX_INPUT),
     );
@@ -146,14 +149,15 @@ export class FreshBaseline {
         mask[base + s] = 1n;
         positions[base + s] = BigInt(s);
       }
-      last[b] = BigInt(row.length - 1);
+      // The current rewrite's token index counts over the whole pass (row b starts at b * seq).
+      last[b] = BigInt((this.flatIndex ? b * seq : 0) + row.length - 1);
     });
     const feeds: Record<string, ort.Tensor> = {
       input_ids: new ort.Tensor('int64', ids, [batch, seq]),
       attention_mask: new ort.Tensor('int64', mask, [batch, seq]),
     };
     if (this.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', positions, [batch, seq]);
-    if (this.gathered) feeds[LOGITS_INDEX_INPUT] = new ort.Tensor('int64', last, this.indexIs2d ? [batch, 1] : [batch]);
+    if (this.gathered) feeds[this.flatIndex ? TOKEN_INDEX_INPUT : LOGITS_INDEX_INPUT] = new ort.Tensor('int64', last, this.indexIs2d ? [batch, 1] : [batch]);
     if (this.hasSegmentIds) feeds[SEGMENT_IDS_INPUT] = new ort.Tensor('int64', new BigInt64Array(batch * seq), [batch, seq]);
     const pastDims = [batch, numKvHeads, 0, headDim];
     for (let l = 0; l < numLayers; l++) {
@@ -163,12 +167,12 @@ export class FreshBaseline {
       }
     }
     if (this.scoringHead) {
-      // The rewrite's scoring head: (row, 0, label) per label; (row, 0) per row.
+      // The rewrite's scoring head, flat indices over one position per row: row * vocab + label per
+      // label (logits [batch, 1, vocab]), the row per row (log-sum-exps [batch, 1]).
       const labelIndex: bigint[] = [];
-      passRows.forEach((row, b) => row.labels.forEach((label) => labelIndex.push(BigInt(b), 0n, BigInt(label))));
-      const positionIndex = passRows.flatMap((_, b) => [BigInt(b), 0n]);
-      feeds[LABEL_INDEX_INPUT] = new ort.Tensor('int64', BigInt64Array.from(labelIndex), [labelIndex.length / 3, 3]);
-      feeds[POSITION_INDEX_INPUT] = new ort.Tensor('int64', BigInt64Array.from(positionIndex), [batch, 2]);
+      passRows.forEach((row, b) => row.labels.forEach((label) => labelIndex.push(BigInt(b * vocabSize + label))));
+      feeds[LABEL_INDEX_INPUT] = new ort.Tensor('int64', BigInt64Array.from(labelIndex), [labelIndex.length]);
+      feeds[POSITION_INDEX_INPUT] = new ort.Tensor('int64', BigInt64Array.from(passRows, (_, b) => BigInt(b)), [batch]);
       const result = await this.session.run(feeds, [LABEL_LOGITS_OUTPUT]);
       const flat = result[LABEL_LOGITS_OUTPUT]!.data as Float32Array;
       let at = 0;

@@ -19,7 +19,7 @@ export const BASELINE_DEFINITION =
   'Fresh scoring through the onnxruntime-node JS API: every (state, question) is one full sequence (prefix + suffix ids) with an empty past, ' +
   `rows sorted by length and right-padded, batched per engine call in passes of at most ${BASELINE_PASS_TOKENS} padded tokens (the engine's ` +
   'default tokenBudget), label logits read at each row\'s last real position. It runs the SAME graph file as the engine (the LM-head-gathered ' +
-  'rewrite, decide_logits_index = each row\'s last real position; the engine\'s own operators, in an int8 model\'s u8 x s8 graph, expanded into the ' +
+  'rewrite, decide_token_index = each row\'s last real token; the engine\'s own operators, in an int8 model\'s u8 x s8 graph, expanded into the ' +
   'standard ops that compute the same values), so the speedup measured is prefix reuse and batching, not the LM-head rewrite.';
 
 /** The counter sums of a repetition start at 0 and add each call's counters (src/engine/engine-counters.ts). */

@@ -15,6 +15,7 @@ namespace decide {
 namespace {
 
 constexpr const char* kLogitsIndexInput = "decide_logits_index";
+constexpr const char* kTokenIndexInput = "decide_token_index";
 constexpr const char* kSegmentIdsInput = "decide_segment_ids";
 constexpr const char* kStateSpanInput = "decide_state_span";
 constexpr const char* kLabelIndexInput = "decide_label_index";
@@ -178,9 +179,18 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
       // [batch, positions]. A 1-D index is a rewrite cached by an engine before stamped rewrites;
       // src/engine/scoring-graph.ts makes such a cache again, so only a hand-made graph gets here.
       if (tensor_info.GetShape().size() != 2) fail("decide_logits_index must be 2-D [batch, positions]");
-    } else if (name == kLabelIndexInput || name == kPositionIndexInput) {
+    } else if (name == kTokenIndexInput) {
       if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 || tensor_info.GetShape().size() != 2) {
-        fail(name + " must be a 2-D int64 tensor");
+        fail("decide_token_index must be a 2-D int64 tensor [batch, positions]");
+      }
+      info_.has_logits_index = true;
+      info_.flat_token_index = true;
+    } else if (name == kLabelIndexInput || name == kPositionIndexInput) {
+      if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 || tensor_info.GetShape().size() != 1) {
+        // A 2-D one is the scoring head of an older rewrite (GatherND over (row, position, token)):
+        // src/engine/scoring-graph.ts makes such a cache again, so only a graph given directly gets here.
+        fail(name + " must be a 1-D int64 tensor of flat indices (a 2-D one is a scoring graph made by an older "
+                    "version: load the model's own graph, and the engine makes the scoring graph again)");
       }
       info_.has_label_head = true;
     } else if (name == kSegmentIdsInput) {
@@ -231,9 +241,12 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
       put(m[2] == "key" ? present_keys : present_values, std::stoul(m[1].str()), name);
     }
   }
+  if (info_.has_logits_index && !info_.flat_token_index && !has_logits) {
+    fail("a graph with decide_logits_index needs the 'logits' output");
+  }
   if (info_.has_label_head) {
-    if (!info_.has_logits_index || !has_label_logits || !has_log_sum_exp) {
-      fail("a graph with decide_label_index needs decide_logits_index and float outputs decide_label_logits and "
+    if (!info_.flat_token_index || !has_label_logits || !has_log_sum_exp) {
+      fail("a graph with decide_label_index needs decide_token_index and float outputs decide_label_logits and "
            "decide_log_sum_exp");
     }
   } else if (!has_logits) {
@@ -319,7 +332,9 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, const PassShape& sh
   std::vector<int64_t>* positions = info_.has_position_ids ? &add("position_ids", info_.positions_type, {batch, new_len}) : nullptr;
   std::vector<int64_t>* segments = info_.has_segment_ids ? &add(kSegmentIdsInput, info_.segments_type, {batch, total_len}) : nullptr;
   std::vector<int64_t>* logits_index =
-      info_.has_logits_index ? &add(kLogitsIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch, index_width}) : nullptr;
+      info_.has_logits_index
+          ? &add(info_.flat_token_index ? kTokenIndexInput : kLogitsIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch, index_width})
+          : nullptr;
   for (int r = 0; r < batch; ++r) {
     const ExtendRow& row = rows[r];
     // Where the row's token i sits among the pass's new tokens: in place, or in a split pass its
@@ -340,33 +355,38 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, const PassShape& sh
     }
     if (logits_index) {
       // Rows with fewer wanted positions repeat their last one (or read position 0): any valid index.
+      // decide_token_index counts over the whole pass (row r's tokens start at r * new_len).
       const auto& wanted = row.logits_positions;
+      const int64_t row_start = info_.flat_token_index ? static_cast<int64_t>(r) * new_len : 0;
       for (int k = 0; k < index_width; ++k) {
-        (*logits_index)[static_cast<size_t>(r) * index_width + k] = wanted.empty() ? 0 : slot(wanted[std::min<size_t>(k, wanted.size() - 1)]);
+        (*logits_index)[static_cast<size_t>(r) * index_width + k] =
+            row_start + (wanted.empty() ? 0 : slot(wanted[std::min<size_t>(k, wanted.size() - 1)]));
       }
     }
   }
   if (info_.has_state_span) add(kStateSpanInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.state_len});
   if (info_.has_label_head) {
-    // (row, k, token) per wanted label and (row, k) per wanted position, in the result's order,
-    // then dummy entries (row 0, position 0, token 0) up to the pass shape's counts.
+    // Flat indices, in the result's order: per wanted position (row, k) its slot row * K + k in the
+    // head's [rows, K] log-sum-exps, per wanted label (row * K + k) * vocab + token in its
+    // [rows, K, vocab] logits; then dummy entries (0: row 0, position 0, token 0) up to the pass
+    // shape's counts.
     std::vector<int64_t> label_index, position_index;
+    const int64_t vocab = info_.vocab_size;
     if (want_logits) {
       for (int r = 0; r < batch; ++r) {
         const ExtendRow& row = rows[r];
         for (size_t k = 0; k < row.logits_positions.size(); ++k) {
-          position_index.insert(position_index.end(), {r, static_cast<int64_t>(k)});
+          const int64_t slot_k = static_cast<int64_t>(r) * index_width + static_cast<int64_t>(k);
+          position_index.push_back(slot_k);
           const ExtendRow::Labels& labels = row.labels[k];
-          for (int j = 0; j < labels.count; ++j) {
-            label_index.insert(label_index.end(), {r, static_cast<int64_t>(k), labels.ids[j]});
-          }
+          for (int j = 0; j < labels.count; ++j) label_index.push_back(slot_k * vocab + labels.ids[j]);
         }
       }
     }
-    label_index.resize(static_cast<size_t>(shape.labels) * 3, 0);
-    position_index.resize(static_cast<size_t>(shape.positions) * 2, 0);
-    add(kLabelIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.labels, 3}) = std::move(label_index);
-    add(kPositionIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.positions, 2}) = std::move(position_index);
+    label_index.resize(static_cast<size_t>(shape.labels), 0);
+    position_index.resize(static_cast<size_t>(shape.positions), 0);
+    add(kLabelIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.labels}) = std::move(label_index);
+    add(kPositionIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.positions}) = std::move(position_index);
   }
 
   size_t total = 0;

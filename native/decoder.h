@@ -102,6 +102,9 @@ struct ModelInfo {
   // of each row before the LM head (an index [B, K]): logits are then [B, K, vocab] instead of
   // [B, S, vocab].
   bool has_logits_index = false;
+  // That index is decide_token_index, flat over the pass's rows x tokens (the rewrite's), rather
+  // than decide_logits_index, each row's own positions (older or hand-made graphs).
+  bool flat_token_index = false;
   // The graph returns the wanted labels' logits and log-sum-exps itself (the scoring head above).
   bool has_label_head = false;
   // The graph has decide_segment_ids [B, P + S]: it can run packed rows.

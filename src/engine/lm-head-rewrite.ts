@@ -4,13 +4,18 @@
  * the transformer body of short suffixes. The engine needs a few positions per row (one per
  * question: a packed row holds several), and at each of them only its labels' logits and the
  * log-sum-exp over the vocabulary. So the rewrite:
- * 1. adds a graph input `decide_logits_index` [batch, positions] and gathers those positions of the
+ * 1. adds a graph input `decide_token_index` [batch, positions] and gathers those tokens of the
  *    LM head's input before the LM head MatMul: logits become [batch, positions, vocab];
- * 2. adds the scoring head after it, in fp32: `decide_label_index` [N, 3] (row, position, token)
- *    gathers `decide_label_logits` [N], and `decide_position_index` [M, 2] (row, position) gathers
- *    `decide_log_sum_exp` [M] from the log-sum-exp over the vocabulary (max-subtracted, so it is
- *    exact for any logit range); `logits` stops being an output. The vocabulary never leaves the
- *    device: a call reads back 4 bytes per label and per position.
+ * 2. adds the scoring head after it, in fp32: `decide_label_index` [N] gathers
+ *    `decide_label_logits` [N], and `decide_position_index` [M] gathers `decide_log_sum_exp` [M]
+ *    from the log-sum-exp over the vocabulary (max-subtracted, so it is exact for any logit range);
+ *    `logits` stops being an output. The vocabulary never leaves the device: a call reads back 4
+ *    bytes per label and per position.
+ * Every index is flat, computed by the host: a token is row * seq + t of the pass, a label
+ * (row * positions + k) * vocab + token, a position row * positions + k. The gathers are plain
+ * Gathers over flattened tensors, because ONNX Runtime's CUDA GatherND copies a host vector to the
+ * device on every run: a captured CUDA graph replays that copy from host memory freed since, and
+ * reads garbage offsets (an illegal address on the card).
  * This file is the graph surgery alone (ONNX protobuf in, protobuf out);
  * src/engine/scoring-graph.ts caches, stamps, verifies and picks the graph the engine loads.
  */
@@ -18,7 +23,9 @@ import onnxProto from 'onnx-proto';
 
 const { onnx } = onnxProto;
 
+/** Row-local positions [batch, positions]: graphs of older rewrites and hand-made ones (no scoring head). */
 export const LOGITS_INDEX_INPUT = 'decide_logits_index';
+export const TOKEN_INDEX_INPUT = 'decide_token_index';
 export const LABEL_INDEX_INPUT = 'decide_label_index';
 export const POSITION_INDEX_INPUT = 'decide_position_index';
 export const LABEL_LOGITS_OUTPUT = 'decide_label_logits';
@@ -29,10 +36,11 @@ const STAMP_SUFFIX = '.decide-gather.json';
 
 /**
  * The rewrite's version: a cached rewrite stamped with another one is made again. Bump it whenever
- * the rewrite's output changes (3: the scoring head; 2: a [batch, positions] index; 1 was a
- * [batch] index, unstamped). A model made before is upgraded at its next load.
+ * the rewrite's output changes (4: flat indices and Gathers; 3: the scoring head; 2: a
+ * [batch, positions] index; 1 was a [batch] index, unstamped). A model made before is upgraded at
+ * its next load.
  */
-export const LM_HEAD_REWRITE_VERSION = 3;
+export const LM_HEAD_REWRITE_VERSION = 4;
 
 type Graph = onnxProto.onnx.IGraphProto;
 type Node = onnxProto.onnx.INodeProto;
@@ -109,29 +117,22 @@ function tensorValueInfo(name: string, elemType: number, dims: Array<string | nu
 }
 
 /**
- * Gathers the LM head's input rows named by decide_logits_index [B, K] before the head, so logits
- * come out [B, K, vocab].
+ * Gathers the LM head's input rows named by decide_token_index [B, K] (flat over the pass's B x S
+ * tokens) before the head, so logits come out [B, K, vocab].
  */
 function addPositionGather(graph: Graph, lmHead: Node): void {
   const hidden = lmHead.input![0]!;
-  const names = { axes: 'decide_gather/axes_2', index3d: 'decide_gather/index_3d', rows: 'decide_gather/rows' };
-  graph.initializer!.push(int64Tensor(names.axes, [2]));
-  // hidden [B, S, H] with index [B, K, 1] and batch_dims 1 -> rows [B, K, H].
+  const names = { tokens: 'decide_gather/tokens', rows: 'decide_gather/rows' };
+  // hidden [B, S, H] -> tokens [B * S, H] -> rows [B, K, H].
   const newNodes: Node[] = [
-    onnx.NodeProto.create({ name: '/decide_gather/Unsqueeze_index', opType: 'Unsqueeze', input: [LOGITS_INDEX_INPUT, names.axes], output: [names.index3d] }),
-    onnx.NodeProto.create({
-      name: '/decide_gather/GatherND',
-      opType: 'GatherND',
-      input: [hidden, names.index3d],
-      output: [names.rows],
-      attribute: [intAttribute('batch_dims', 1)],
-    }),
+    onnx.NodeProto.create({ name: '/decide_gather/Flatten', opType: 'Flatten', input: [hidden], output: [names.tokens], attribute: [intAttribute('axis', 2)] }),
+    onnx.NodeProto.create({ name: '/decide_gather/Gather', opType: 'Gather', input: [names.tokens, TOKEN_INDEX_INPUT], output: [names.rows], attribute: [intAttribute('axis', 0)] }),
   ];
   lmHead.input![0] = names.rows;
   // Keep the node list topologically sorted: the new nodes go right before the LM head.
   const nodes = graph.node ?? [];
   nodes.splice(nodes.indexOf(lmHead), 0, ...newNodes);
-  graph.input!.push(tensorValueInfo(LOGITS_INDEX_INPUT, onnx.TensorProto.DataType.INT64, ['batch_size', LOGITS_POSITIONS_DIM]));
+  graph.input!.push(tensorValueInfo(TOKEN_INDEX_INPUT, onnx.TensorProto.DataType.INT64, ['batch_size', LOGITS_POSITIONS_DIM]));
   // logits: [batch, seq, vocab] -> [batch, positions, vocab]
   for (const info of [...(graph.output ?? []), ...(graph.valueInfo ?? [])]) {
     if (info.name !== 'logits') continue;
@@ -149,6 +150,9 @@ function addScoringHead(graph: Graph, opset: number): void {
   const fp32 = 'decide_head/logits_fp32';
   const names = {
     axes: 'decide_head/axes_2',
+    flatShape: 'decide_head/flat_shape',
+    logitsFlat: 'decide_head/logits_flat',
+    lseFlat: 'decide_head/lse_flat',
     max: 'decide_head/max',
     shifted: 'decide_head/shifted',
     exp: 'decide_head/exp',
@@ -157,7 +161,7 @@ function addScoringHead(graph: Graph, opset: number): void {
     maxFlat: 'decide_head/max_flat',
     lse: 'decide_head/lse',
   };
-  graph.initializer!.push(int64Tensor(names.axes, [2]));
+  graph.initializer!.push(int64Tensor(names.axes, [2]), int64Tensor(names.flatShape, [-1]));
   const reduce = (op: string, input: string, output: string, keepdims: number, axesAsInput: boolean): Node =>
     axesAsInput
       ? node(op, op, [input, names.axes], [output], [intAttribute('keepdims', keepdims)])
@@ -167,7 +171,8 @@ function addScoringHead(graph: Graph, opset: number): void {
         ]);
   const nodes: Node[] = [
     node('Cast', 'Cast', ['logits'], [fp32], [intAttribute('to', onnx.TensorProto.DataType.FLOAT)]),
-    node('GatherND_labels', 'GatherND', [fp32, LABEL_INDEX_INPUT], [LABEL_LOGITS_OUTPUT]),
+    node('Reshape_labels', 'Reshape', [fp32, names.flatShape], [names.logitsFlat]),
+    node('Gather_labels', 'Gather', [names.logitsFlat, LABEL_INDEX_INPUT], [LABEL_LOGITS_OUTPUT], [intAttribute('axis', 0)]),
     reduce('ReduceMax', fp32, names.max, 1, opset >= 18),
     node('Sub', 'Sub', [fp32, names.max], [names.shifted]),
     node('Exp', 'Exp', [names.shifted], [names.exp]),
@@ -175,13 +180,14 @@ function addScoringHead(graph: Graph, opset: number): void {
     node('Log', 'Log', [names.sum], [names.log]),
     node('Squeeze_max', 'Squeeze', [names.max, names.axes], [names.maxFlat]),
     node('Add', 'Add', [names.log, names.maxFlat], [names.lse]),
-    node('GatherND_positions', 'GatherND', [names.lse, POSITION_INDEX_INPUT], [LOG_SUM_EXP_OUTPUT]),
+    node('Reshape_positions', 'Reshape', [names.lse, names.flatShape], [names.lseFlat]),
+    node('Gather_positions', 'Gather', [names.lseFlat, POSITION_INDEX_INPUT], [LOG_SUM_EXP_OUTPUT], [intAttribute('axis', 0)]),
   ];
   graph.node!.push(...nodes);
   const int64 = onnx.TensorProto.DataType.INT64;
   const float = onnx.TensorProto.DataType.FLOAT;
-  graph.input!.push(tensorValueInfo(LABEL_INDEX_INPUT, int64, ['decide_labels', 3]));
-  graph.input!.push(tensorValueInfo(POSITION_INDEX_INPUT, int64, ['decide_positions', 2]));
+  graph.input!.push(tensorValueInfo(LABEL_INDEX_INPUT, int64, ['decide_labels']));
+  graph.input!.push(tensorValueInfo(POSITION_INDEX_INPUT, int64, ['decide_positions']));
   graph.output = (graph.output ?? []).filter((o) => o.name !== 'logits');
   graph.output.push(tensorValueInfo(LABEL_LOGITS_OUTPUT, float, ['decide_labels']));
   graph.output.push(tensorValueInfo(LOG_SUM_EXP_OUTPUT, float, ['decide_positions']));
@@ -193,20 +199,21 @@ export function rewriteLmHead(bytes: Uint8Array): LmHeadRewrite {
   const graph = model.graph;
   if (!graph) return { kind: 'not-applicable', reason: 'the file holds no graph' };
   const inputs = new Set((graph.input ?? []).map((i) => i.name));
-  if (inputs.has(LOGITS_INDEX_INPUT) && inputs.has(LABEL_INDEX_INPUT)) return { kind: 'gathers-already' };
+  if ((inputs.has(TOKEN_INDEX_INPUT) || inputs.has(LOGITS_INDEX_INPUT)) && inputs.has(LABEL_INDEX_INPUT)) return { kind: 'gathers-already' };
   const opset = defaultOpset(model);
   if (opset < 13) return { kind: 'not-applicable', reason: `the graph's opset is ${opset}; the rewrite needs 13 or later` };
   if (!(graph.output ?? []).some((o) => o.name === 'logits')) return { kind: 'not-applicable', reason: "the graph has no 'logits' output" };
   graph.initializer = graph.initializer ?? [];
   graph.input = graph.input ?? [];
   graph.node = graph.node ?? [];
-  if (!inputs.has(LOGITS_INDEX_INPUT)) {
-    const lmHead = findLmHead(graph);
-    if (!lmHead || !lmHead.input) {
-      return { kind: 'not-applicable', reason: "no two-input MatMul produces the graph's 'logits' output (directly or through a Cast), nor an int8 MatMulNBits / DynamicQuantizeMatMul head" };
-    }
-    addPositionGather(graph, lmHead);
+  if (inputs.has(LOGITS_INDEX_INPUT)) {
+    return { kind: 'not-applicable', reason: 'the graph gathers row-local positions itself (decide_logits_index); the scoring head needs flat token indices' };
   }
+  const lmHead = findLmHead(graph);
+  if (!lmHead || !lmHead.input) {
+    return { kind: 'not-applicable', reason: "no two-input MatMul produces the graph's 'logits' output (directly or through a Cast), nor an int8 MatMulNBits / DynamicQuantizeMatMul head" };
+  }
+  addPositionGather(graph, lmHead);
   addScoringHead(graph, opset);
   return { kind: 'rewritten', bytes: onnx.ModelProto.encode(model).finish() };
 }

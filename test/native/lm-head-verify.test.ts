@@ -87,6 +87,11 @@ describe('LM-head rewrite', () => {
     expect(info.lmHead).toEqual({ graph: 'rewrite' });
     expect(JSON.parse(readFileSync(rewriteStampPath(stock), 'utf8'))).toEqual({ version: LM_HEAD_REWRITE_VERSION, sourceSha256: sha256(stock) });
     expectClose(logits, stockLogits);
+    // Gathers over flat indices, no GatherND: ONNX Runtime's CUDA GatherND copies a host vector on
+    // every run, which a captured CUDA graph replays from freed memory (an illegal address on an H200).
+    const ops = onnx.ModelProto.decode(readFileSync(rewrittenPath(stock))).graph!.node!.map((n) => n.opType);
+    expect(ops).not.toContain('GatherND');
+    expect(ops.filter((op) => op === 'Gather').length).toBeGreaterThanOrEqual(3);
   });
 
   it("a rewrite that computes other logits (another model's graph) is rejected", async () => {
@@ -174,26 +179,23 @@ describe('a graph the rewrite does not fit', () => {
   });
 });
 
-it('the native engine refuses a 1-D logits index (a rewrite cached before stamps)', async () => {
-  // The rewrite, with the index turned into [batch] and unsqueezed to [batch, 1, 1]: the shape
-  // older engines cached and the C++ side no longer runs.
-  const dir = await variantDir('one-d-index');
+it('the native engine refuses a 2-D label index (the scoring head of an older rewrite), naming what to do', async () => {
+  // The rewrite with decide_label_index declared [N, 3], the (row, position, token) triples of the
+  // GatherND head that CUDA graphs could not replay: such a graph given directly is refused at load.
+  const dir = await variantDir('two-d-label-index');
   const stock = findGraphFile(dir);
   const rewrite = rewriteLmHead(readFileSync(stock));
   if (rewrite.kind !== 'rewritten') throw new Error('the tiny graph takes the rewrite');
   const model = onnx.ModelProto.decode(rewrite.bytes);
-  const axes = model.graph!.initializer!.find((t) => t.name === 'decide_gather/axes_2')!;
-  axes.dims = [2];
-  axes.int64Data = [1, 2];
-  const index = model.graph!.input!.find((i) => i.name === 'decide_logits_index')!;
-  index.type!.tensorType!.shape!.dim = index.type!.tensorType!.shape!.dim!.slice(0, 1);
-  const oneD = path.join(path.dirname(stock), 'one-d.onnx');
-  writeFileSync(oneD, onnx.ModelProto.encode(model).finish());
+  const index = model.graph!.input!.find((i) => i.name === 'decide_label_index')!;
+  index.type!.tensorType!.shape!.dim!.push(onnx.TensorShapeProto.Dimension.create({ dimValue: 3 }));
+  const twoD = path.join(path.dirname(stock), 'two-d.onnx');
+  writeFileSync(twoD, onnx.ModelProto.encode(model).finish());
   const engine = new (loadNativeModule().NativeEngine)();
   try {
-    await expect(engine.load({ ...loadOptions(dir), modelPath: oneD })).rejects.toMatchObject({
+    await expect(engine.load({ ...loadOptions(dir), modelPath: twoD })).rejects.toMatchObject({
       code: 'ERR_MODEL_LOAD',
-      message: expect.stringContaining('decide_logits_index must be 2-D'),
+      message: expect.stringContaining("decide_label_index must be a 1-D int64 tensor of flat indices (a 2-D one is a scoring graph made by an older version: load the model's own graph"),
     });
   } finally {
     engine.close();
