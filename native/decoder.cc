@@ -130,14 +130,21 @@ Decoder::Decoder(const DecoderOptions& options) {
 Decoder::~Decoder() {
   // Explicit, because the CUDA provider's memory must go back while its allocator, session and
   // stream exist: buffers, then the Device (and its allocator), then the session, then the stream.
-  // A failed device (a CUDA error that stays with the context) is not waited on: its buffers are
-  // released quietly and the process goes on.
-  if (device_) device_->TrySynchronize();
+  // A failed device (a CUDA error such as an illegal address stays with the context) cannot be
+  // waited on: the engine's buffers are released quietly, and the session and the device are left
+  // to the process's end, because ONNX Runtime's own frees throw from its destructors there
+  // (cudaFreeHost, error 700: seen on an H200), which would end the process.
+  const bool device_ok = !device_ || device_->TrySynchronize();
   kv_.reset();
   staging_.reset();
   inputs_ = DeviceBuffer();
   present_buffer_ = DeviceBuffer();
   head_buffer_ = DeviceBuffer();
+  if (!device_ok) {
+    (void)device_.release();
+    (void)session_.release();
+    return;
+  }
   device_.reset();
   session_.reset();
   stream_.reset();
