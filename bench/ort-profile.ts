@@ -12,6 +12,7 @@ import path from 'node:path';
 
 import type { EngineOptions } from '../src/engine/engine-options.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
+import { deriveFusedGraph } from '../src/models/fused-graph.js';
 import { ModelRuntime } from '../src/runtime/model-runtime.js';
 import { TextTokenizer } from '../src/runtime/tokenizer.js';
 import { ensureModel } from './bench-model.js';
@@ -44,6 +45,9 @@ export async function profileEngineCall(options: OrtProfileOptions): Promise<{ f
       engine: {
         ...options.engine,
         provider: options.provider,
+        // As the benchmark's own engine: on CUDA a standard-op model runs its fused graph, so the
+        // profile is of the graph the benchmark timed (without it, the stored standard-op graph).
+        graphDeriver: deriveFusedGraph,
         ortProfilePrefix: path.join(scratch, 'ort'),
         ...(options.threads === undefined ? {} : { threads: options.threads }),
         ...(options.packing === undefined ? {} : { packSuffixes: options.packing }),

@@ -4,13 +4,14 @@
  * Observed through the ONNX Runtime profile prefix, whose file appears when the engine closes, for
  * `decide batch`, which loads its engines through DecisionService as worker and calibrate do.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { tempModels, type TempDirs } from '../api/fixtures.js';
 import { runDecide } from '../helpers/bin.js';
+import { tinyModelDir } from '../helpers/tiny-model.js';
 
 let dirs: TempDirs;
 
@@ -30,6 +31,20 @@ describe('decide batch with engine flags', () => {
     ]);
     expect(res.code, res.stderr).toBe(0);
     expect(readdirSync(dirs.root).filter((name) => /^ort_.*\.json$/.test(name))).toHaveLength(1);
+  });
+});
+
+describe('decide bench --ort-profile', () => {
+  it('profiles the graph the benchmark runs: with --fused-attention on, the fused graph derived from a standard-op model', async () => {
+    // On CUDA, where fusedAttention auto derives it, the profile once ran the stored standard-op
+    // graph instead (no graph deriver reached its engine) while the benchmark timed the fused one.
+    const modelDir = await tinyModelDir({ segmentIds: true });
+    const file = path.join(dirs.root, 'profile.json');
+    const res = await runDecide(['bench', '--model-dir', modelDir, '--threads', '1', '--workloads', 'single', '--fused-attention', 'on', '--ort-profile', file]);
+    expect(res.code, res.stderr).toBe(0);
+    const ops = new Set((JSON.parse(readFileSync(file, 'utf8')) as Array<{ cat: string; args?: { op_name?: string } }>).filter((e) => e.cat === 'Node').map((e) => e.args?.op_name));
+    expect(ops).toContain('RotaryEmbedding');
+    expect(ops).not.toContain('Softmax');
   });
 });
 
