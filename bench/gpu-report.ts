@@ -466,7 +466,8 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
   const profileFile = path.join(outDir, 'ort-profile.json');
   steps.push({
     name: 'ort-profile',
-    argv: [...decide, 'bench', '--provider', provider, '--preset', options.preset, '--dtype', firstDtype ?? 'fp32', '--ort-profile', profileFile],
+    // On a card, the GPU-size document call (the one the GPU-size step times); here the benchmark's.
+    argv: [...decide, 'bench', '--provider', provider, '--preset', options.preset, '--dtype', firstDtype ?? 'fp32', ...(provider === 'cuda' ? ['--size', 'gpu'] : []), '--ort-profile', profileFile],
     collect: () => {
       if (existsSync(profileFile)) report.profile = summarizeOrtProfile(profileFile);
     },

@@ -98,7 +98,8 @@ function idStream(seed: number, lo: number, hi: number): (n: number) => Int32Arr
     });
 }
 
-function groupsFor(name: GpuWorkloadName, scale: number, vocab: number): ScoreGroup[] {
+/** A GPU-size workload's groups (states scaled by `scale`), the same ids on every call: also what `--ort-profile --size gpu` profiles. */
+export function gpuScaleGroups(name: GpuWorkloadName, scale: number, vocab: number): ScoreGroup[] {
   const [states, stateTokens, questions, questionTokens] = GPU_WORKLOADS[name];
   const hi = Math.min(100_000, vocab - 1);
   const ids = idStream(12345, Math.min(1000, Math.floor(hi / 4)), hi);
@@ -166,7 +167,7 @@ export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuSca
   try {
     for (const name of names) {
       const [, stateTokens, questions, questionTokens] = GPU_WORKLOADS[name];
-      const groups = groupsFor(name, scale, vocab);
+      const groups = gpuScaleGroups(name, scale, vocab);
       const decisions = groups.length * questions;
       const computed = groups.length * (stateTokens + questions * questionTokens);
       const layouts: LayoutResult[] = [];

@@ -1,21 +1,26 @@
 /**
  * `decide bench --ort-profile FILE`: ONNX Runtime's own profile of ONE engine call, the first call
  * of a benchmark workload (document by default: a long state and 13 questions, the case where
- * attention and the KV fork show), on the bench model. The engine's decoder session runs with
+ * attention and the KV fork show), on the bench model; with `--size gpu`, one call of the GPU-size
+ * workload instead (bench/gpu-scale.ts: 16 states of 1,600 tokens for document), the call a card
+ * is timed on. The engine's decoder session runs with
  * ORT's profiler on; ORT writes its chrome-trace JSON when the engine closes. The same call runs
  * twice, the first to warm up (first-run allocations, kernel selection): FILE keeps only the
  * second call's ORT runs (its last `forwardPasses` "model_run" events) and the node events inside
  * them. bench/gpu-report.ts sums it by op type.
  */
+import { readFileSync } from 'node:fs';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import type { EngineOptions } from '../src/engine/engine-options.js';
+import type { ScoreGroup } from '../src/engine/engine.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
 import { deriveFusedGraph } from '../src/models/fused-graph.js';
 import { ModelRuntime } from '../src/runtime/model-runtime.js';
 import { TextTokenizer } from '../src/runtime/tokenizer.js';
 import { ensureModel } from './bench-model.js';
+import { gpuScaleGroups } from './gpu-scale.js';
 import { makeScratch } from './scratch.js';
 import { BENCH_MODEL_ID, buildWorkload, workloadSpecs, type WorkloadName } from './workloads.js';
 
@@ -30,6 +35,8 @@ export interface OrtProfileOptions {
   /** The other engine options; provider, threads, packing and the profile prefix above win. */
   engine?: EngineOptions;
   workload: WorkloadName;
+  /** Profile the GPU-size call of the workload, its states scaled by this (0, 1], instead of the benchmark's. */
+  gpuScale?: number;
   modelDir?: string;
   seed: number;
   log: (line: string) => void;
@@ -56,10 +63,7 @@ export async function profileEngineCall(options: OrtProfileOptions): Promise<{ f
     let decisions = 0;
     let passes = 0;
     try {
-      const tokenizer = await TextTokenizer.load(modelDir);
-      const spec = workloadSpecs(true)[options.workload];
-      const workload = await buildWorkload(spec, runtime, options.seed, async (text) => (await tokenizer.encode(text)).length);
-      const groups = workload.calls[0]!.map((item) => item.prepared.group);
+      const groups = options.gpuScale === undefined ? await benchCall(runtime, modelDir, options) : gpuScaleGroups(options.workload, options.gpuScale, vocabOf(modelDir));
       decisions = groups.reduce((n, g) => n + g.suffixes.length, 0);
       await runtime.engine.score(groups);
       runtime.engine.clearPrefixCache();
@@ -76,6 +80,18 @@ export async function profileEngineCall(options: OrtProfileOptions): Promise<{ f
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/** The first call of the benchmark's workload (quick sizes). */
+async function benchCall(runtime: ModelRuntime, modelDir: string, options: OrtProfileOptions): Promise<ScoreGroup[]> {
+  const tokenizer = await TextTokenizer.load(modelDir);
+  const spec = workloadSpecs(true)[options.workload];
+  const workload = await buildWorkload(spec, runtime, options.seed, async (text) => (await tokenizer.encode(text)).length);
+  return workload.calls[0]!.map((item) => item.prepared.group);
+}
+
+function vocabOf(modelDir: string): number {
+  return (JSON.parse(readFileSync(path.join(modelDir, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
 }
 
 interface ProfileEvent {

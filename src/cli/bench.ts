@@ -69,8 +69,9 @@ options:
                         (default <package>/models/bench-<preset>, built when missing)
   --results-dir DIR     where the JSON report goes (default bench/results); checked before the run
   --ort-profile FILE    instead of the benchmark: ONNX Runtime's profile of one warm engine call
-                        (the first call of the first --workloads entry, default document) written
-                        to FILE as chrome-trace JSON; \`decide gpu-report\` sums it by op type
+                        (the first call of the first --workloads entry, default document; with
+                        --size gpu its GPU-size call, states scaled by --scale) written to FILE as
+                        chrome-trace JSON; \`decide gpu-report\` sums it by op type
   --packing on|off      the old name of --pack-suffixes (still taken, with a notice)
 
 \`--threads\` also sets the baseline's and the peak probe's threads. The bench model takes segment
@@ -176,6 +177,29 @@ async function runCommand(argv: string[]): Promise<number> {
   const resultsDir = values['results-dir'];
   const resultsProblem = resultsDir === undefined ? undefined : resultsDirProblem(resultsDir);
   if (resultsProblem) throw new UsageError(`--results-dir ${resultsDir}: ${resultsProblem}`);
+  if (values['ort-profile'] !== undefined) {
+    // It profiles the benchmark's model as built; a graph asked for by --attention would not be it.
+    if (values.attention !== undefined) throw new UsageError('--attention applies to the GPU-size benchmark, not to --ort-profile');
+    const { profileEngineCall } = await import('../../bench/ort-profile.js');
+    const { packageRoot } = await import('../../bench/provenance.js');
+    const { file, decisions } = await profileEngineCall({
+      root: packageRoot(),
+      outFile: values['ort-profile'],
+      preset: values.preset ?? DEFAULT_PRESET,
+      dtype: (values.dtype ?? 'fp32') as ModelDtype,
+      provider,
+      threads,
+      packing,
+      engine,
+      workload: workloads?.[0] ?? 'document',
+      ...(values.size === 'gpu' ? { gpuScale: scale } : {}),
+      modelDir: values['model-dir'],
+      seed: seed ?? 1,
+      log: (line) => process.stderr.write(`${line}\n`),
+    });
+    process.stdout.write(`wrote ${file} (ONNX Runtime profile of one engine call, ${decisions} decisions)\n`);
+    return 0;
+  }
   if (values.size === 'gpu') {
     const { runGpuScale } = await import('../../bench/gpu-scale.js');
     await runGpuScale({
@@ -191,26 +215,6 @@ async function runCommand(argv: string[]): Promise<number> {
       scale,
       ...(values['results-dir'] === undefined ? {} : { resultsDir: values['results-dir'] }),
     });
-    return 0;
-  }
-  if (values['ort-profile'] !== undefined) {
-    const { profileEngineCall } = await import('../../bench/ort-profile.js');
-    const { packageRoot } = await import('../../bench/provenance.js');
-    const { file, decisions } = await profileEngineCall({
-      root: packageRoot(),
-      outFile: values['ort-profile'],
-      preset: values.preset ?? DEFAULT_PRESET,
-      dtype: (values.dtype ?? 'fp32') as ModelDtype,
-      provider,
-      threads,
-      packing,
-      engine,
-      workload: workloads?.[0] ?? 'document',
-      modelDir: values['model-dir'],
-      seed: seed ?? 1,
-      log: (line) => process.stderr.write(`${line}\n`),
-    });
-    process.stdout.write(`wrote ${file} (ONNX Runtime profile of one engine call, ${decisions} decisions)\n`);
     return 0;
   }
 

@@ -38,7 +38,8 @@ measured. Ctrl-C, SIGTERM, SIGHUP (a closed terminal) or SIGUSR2 stops the step 
   bench-<dtype>-packing-<on|off>
                       decide bench for the first dtype, --pack-suffixes on then off; every run checks its
                       answers against the fp32 CPU engine before timing (the agreement)
-  ort-profile         ONNX Runtime's profile of one warm engine call, op types slowest first
+  ort-profile         ONNX Runtime's profile of one warm engine call, op types slowest first (on
+                      CUDA the GPU-size document call)
   the other dtypes' bench steps
 With --provider cpu the same steps run here; the CUDA-only ones say why they were skipped.
 

@@ -46,6 +46,18 @@ describe('decide bench --ort-profile', () => {
     expect(ops).toContain('RotaryEmbedding');
     expect(ops).not.toContain('Softmax');
   });
+
+  it('with --size gpu profiles the GPU-size call of the workload (states scaled by --scale), the call a card is timed on', async () => {
+    const modelDir = await tinyModelDir({ segmentIds: true });
+    const file = path.join(dirs.root, 'profile-gpu.json');
+    // document at GPU size: 16 states of 1,600 tokens, 13 questions each; a quarter: 4 states.
+    const res = await runDecide(['bench', '--model-dir', modelDir, '--threads', '1', '--workloads', 'document', '--size', 'gpu', '--scale', '0.25', '--ort-profile', file]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toContain('(ONNX Runtime profile of one engine call, 52 decisions)');
+    const refused = await runDecide(['bench', '--model-dir', modelDir, '--size', 'gpu', '--attention', 'causal', '--ort-profile', file]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--attention applies to the GPU-size benchmark, not to --ort-profile');
+  });
 });
 
 describe('decide serve when the engine cannot load', () => {
