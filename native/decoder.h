@@ -18,10 +18,12 @@
 // one copy of the state's KV.
 //
 // Scoring head (graphs rewritten by src/engine/lm-head-rewrite.ts): the graph gathers the wanted
-// positions before the LM head (decide_logits_index [B, K]) and returns only what the scorer reads,
-// in fp32: the wanted labels' logits (decide_label_index [N, 3] of (row, k, token) ->
-// decide_label_logits [N]) and each wanted position's log-sum-exp over the whole vocabulary
-// (decide_position_index [M, 2] -> decide_log_sum_exp [M]). The vocabulary never leaves the device.
+// positions before the LM head (decide_token_index [B, K], flat over the pass's tokens) and returns
+// only what the scorer reads, in fp32: the wanted labels' logits (decide_label_index [N], flat
+// (row * K + k) * vocab + token -> decide_label_logits [N]) and each wanted position's log-sum-exp
+// over the whole vocabulary (decide_position_index [M], row * K + k -> decide_log_sum_exp [M]).
+// Flat indices keep the graph's gathers plain Gathers, which a CUDA graph can replay. The
+// vocabulary never leaves the device.
 // A stock graph returns `logits` for every position instead, reduced here on the host.
 //
 // Inputs: every integer input of a pass is written into one staging buffer (pinned on CUDA) and

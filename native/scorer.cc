@@ -13,7 +13,7 @@
 namespace decide {
 namespace {
 
-// Stock graphs (no decide_logits_index) return logits for every position; cap that tensor.
+// Stock graphs (no token index) return logits for every position; cap that tensor.
 constexpr int64_t kStockLogitsBudgetBytes = int64_t{512} << 20;
 
 uint64_t HashIds(const int32_t* ids, int count) {

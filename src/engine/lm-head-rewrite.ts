@@ -58,7 +58,7 @@ export function rewriteStampPath(stockGraph: string): string {
 /** The outcome of the surgery: the new graph, or why this graph does not take it. */
 export type LmHeadRewrite =
   | { kind: 'rewritten'; bytes: Uint8Array }
-  /** The graph takes decide_logits_index and decide_label_index already: it scores by itself. */
+  /** The graph takes decide_token_index (or decide_logits_index) and decide_label_index already: it scores by itself. */
   | { kind: 'gathers-already' }
   | { kind: 'not-applicable'; reason: string };
 

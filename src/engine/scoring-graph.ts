@@ -18,7 +18,7 @@ import { verifyRewrite, type VerifyLoadOptions } from './lm-head-verify.js';
 export type LmHeadChoice =
   /** The LM-head rewrite: logits of the answer positions only. */
   | { graph: 'rewrite' }
-  /** The stock graph takes decide_logits_index itself. */
+  /** The stock graph takes the token index and the scoring head's indexes itself. */
   | { graph: 'stock'; reason: 'gathers-already' }
   /** gatherLogits: false. */
   | { graph: 'stock'; reason: 'off' }
