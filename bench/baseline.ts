@@ -5,8 +5,9 @@
  * and the label logits are read at each row's last real position.
  *
  * It runs on the SAME graph file as the engine: the LM-head-gathered rewrite, whose extra int64
- * input `decide_logits_index` [batch, 1] names each row's last real position, so the LM head runs on
- * one position per row in both systems and the measured speedup is prefix reuse and batching alone.
+ * input `decide_token_index` [batch, 1] names each row's last real token (flat over the pass), so the
+ * LM head runs on one position per row in both systems and the measured speedup is prefix reuse and
+ * batching alone.
  * Where that graph uses the engine's own operators (an int8 model's u8 x s8 path: RowQuantize),
  * which onnxruntime-node does not have, the baseline runs a copy with them expanded into the standard
  * ops that compute the same values (src/engine/decide-ops.ts).
