@@ -28,10 +28,11 @@ class EngineError : public std::runtime_error {
 };
 
 // Whether a provider's failure message says memory ran out (ONNX Runtime's arena: "Failed to
-// allocate memory", CUDA: "out of memory", the host: bad_alloc). Not every message that names
-// memory: "an illegal memory access was encountered" is a fault, not a shortage.
+// allocate memory", or "Available memory of N is smaller than requested bytes of M" at its limit;
+// CUDA: "out of memory"; the host: bad_alloc). Not every message that names memory: "an illegal
+// memory access was encountered" is a fault, not a shortage.
 inline bool IsOutOfMemory(const std::string& message) {
-  for (const char* sign : {"out of memory", "Failed to allocate", "bad_alloc", "failed to allocate"}) {
+  for (const char* sign : {"out of memory", "Failed to allocate", "failed to allocate", "bad_alloc", "smaller than requested bytes"}) {
     if (message.find(sign) != std::string::npos) return true;
   }
   return false;

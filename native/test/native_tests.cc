@@ -568,6 +568,7 @@ void FailedDeviceTests() {
     CHECK(decide::IsOutOfMemory("CUDA failure 2: out of memory ; GPU=0"));
     CHECK(decide::IsOutOfMemory("Failed to allocate memory for requested buffer of size 123"));
     CHECK(decide::IsOutOfMemory("std::bad_alloc"));
+    CHECK(decide::IsOutOfMemory("Available memory of 0 is smaller than requested bytes of 4096"));
     CHECK(!decide::IsOutOfMemory("CUDA failure 700: an illegal memory access was encountered"));
     CHECK(!decide::IsOutOfMemory("Non-zero status code returned while running ReduceSum node"));
   });
