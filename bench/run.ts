@@ -93,7 +93,6 @@ export class BenchRefusedError extends Error {
   override name = 'BenchRefusedError';
 }
 
-
 /**
  * On CUDA the baseline (onnxruntime-node, whose CUDA options are the device id alone) would run its
  * fp32 MatMuls in TF32, ONNX Runtime's default there: 10-bit mantissas, logits ~5e-3 from the fp32
@@ -105,6 +104,7 @@ export class BenchRefusedError extends Error {
 function disableTf32(): void {
   process.env.NVIDIA_TF32_OVERRIDE ??= '0';
 }
+
 export async function runBench(options: BenchOptions = {}): Promise<BenchReport> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const out = options.out ?? ((text: string) => process.stdout.write(text));

@@ -25,6 +25,7 @@ const { onnx } = onnxProto;
 
 /** Row-local positions [batch, positions]: graphs of older rewrites and hand-made ones (no scoring head). */
 export const LOGITS_INDEX_INPUT = 'decide_logits_index';
+/** The rewrite's: the wanted tokens [batch, positions], flat over the pass's rows x tokens. */
 export const TOKEN_INDEX_INPUT = 'decide_token_index';
 export const LABEL_INDEX_INPUT = 'decide_label_index';
 export const POSITION_INDEX_INPUT = 'decide_position_index';
