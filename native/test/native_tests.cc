@@ -54,7 +54,7 @@ using decide::CopyRun;
 class CountingDevice final : public decide::Device {
  public:
   int allocs = 0, frees = 0, batches = 0;
-  size_t runs_copied = 0;
+  size_t runs_copied = 0, rows_copied = 0;
   decide::Provider Kind() const override { return decide::Provider::kCpu; }
   void* Alloc(size_t bytes) override {
     ++allocs;
@@ -78,6 +78,7 @@ class CountingDevice final : public decide::Device {
     ++batches;
     for (const CopyRun& run : runs) {
       ++runs_copied;
+      rows_copied += run.rows;
       decide::CopyRunOnHost(run);
     }
     return 1;
@@ -499,6 +500,27 @@ void KvStoreTests() {
       CHECK(zeros);
     }
   });
+  Test("kv store: a row whose past fills the pass's forks each layer and kind as one row, not one per head", [&] {
+    CountingDevice device;
+    decide::KvStore kv(&device, shape);
+    // Blocks of exactly the pass's past length (their heads back to back, as the pass's are), and
+    // one shorter, whose heads stay apart (a run per head) with its padding.
+    auto full_a = Filled(&device, shape, 4, 1.0f), full_b = Filled(&device, shape, 4, 2.0f), shorter = Filled(&device, shape, 3, 3.0f);
+    const size_t runs_before = device.runs_copied, rows_before = device.rows_copied;
+    kv.ForkPast({decide::PastRef{full_a.get(), 4}, decide::PastRef{full_b.get(), 4}}, 4);
+    const size_t buffers = 2 * shape.num_layers;
+    CHECK(device.runs_copied - runs_before == 2 * buffers);
+    CHECK(device.rows_copied - rows_before == 2 * buffers);  // one row per run: merged
+    // The merged copy moved every head: row 1, layer 2, keys, last head equals its block.
+    const size_t head_floats = 4 * shape.head_dim;
+    const float* past = reinterpret_cast<const float*>(kv.PastBuffer(2, false)) + (1 * shape.num_kv_heads + shape.num_kv_heads - 1) * head_floats;
+    const float* src = reinterpret_cast<const float*>(full_b->keys[2]) + (shape.num_kv_heads - 1) * head_floats;
+    CHECK(std::equal(past, past + head_floats, src));
+    const size_t rows_mid = device.rows_copied;
+    kv.ForkPast({decide::PastRef{shorter.get(), 3}}, 4);
+    // Per buffer: the heads' 3 positions (a run per head) and each head's padding (a run per head).
+    CHECK(device.rows_copied - rows_mid == buffers * 2 * shape.num_kv_heads);
+  });
   Test("kv store: a row's slice of the present tensors is its block, with no copy; copies read it back alike", [&] {
     CountingDevice device;
     decide::KvStore kv(&device, shape);
@@ -541,9 +563,6 @@ void KvStoreTests() {
 }
 
 
-// The engine's RowQuantize operator (ops/row_quantize_op.h) against the standard ops it replaces,
-// computed the plain way: the same scale and the same q, bit for bit, with AVX-512 where this CPU
-// has it and without.
 // Releasing on a failed device never throws (a throw from a destructor ends the process: the
 // CUDA-graphs bench died so at close, "terminate called after throwing an instance of
 // decide::EngineError"), and a failure that names memory is not taken for a shortage.
@@ -574,6 +593,9 @@ void FailedDeviceTests() {
   });
 }
 
+// The engine's RowQuantize operator (ops/row_quantize_op.h) against the standard ops it replaces,
+// computed the plain way: the same scale and the same q, bit for bit, with AVX-512 where this CPU
+// has it and without.
 void RowQuantizeTests() {
   const auto reference = [](const std::vector<float>& x, std::vector<std::uint8_t>& q) {
     float abs_max = 0.0f;
