@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { cpuInt8Support } from '../src/engine/cpu-int8.js';
+import { nativeAddonPath } from '../src/engine/native.js';
 import type { BenchReport } from './report.js';
 
 export function packageRoot(): string {
@@ -34,7 +35,9 @@ export function gitInfo(root: string): { commit: string; dirty: boolean | null }
 
 /** Identity of the native addon the engine loaded (the tree is shared: it may be rebuilt mid-run). */
 export function addonInfo(root: string): { path: string; sha256: string; mtime: string } {
-  const file = path.join(root, 'build', 'Release', 'decide_native.node');
+  // The file the engine loads (DECIDE_NATIVE_ADDON, the local build or the prebuilt one), so an A/B
+  // of two builds reports each.
+  const file = nativeAddonPath() ?? path.join(root, 'build', 'Release', 'decide_native.node');
   try {
     return { path: file, sha256: createHash('sha256').update(readFileSync(file)).digest('hex'), mtime: statSync(file).mtime.toISOString() };
   } catch {

@@ -161,6 +161,24 @@ export function prebuiltAddonPath(root = packageRoot): string {
   return path.join(root, 'prebuilds', `${process.platform}-${process.arch}`, 'decide_native.node');
 }
 
+/** Diagnostics: another build of the addon (the AddressSanitizer build the close-path test loads). */
+function namedAddon(): string | undefined {
+  return process.env.DECIDE_NATIVE_ADDON?.trim() || undefined;
+}
+
+function builtAddonPath(): string {
+  return path.join(packageRoot, 'build', 'Release', 'decide_native.node');
+}
+
+/** The addon file loadNativeModule loads (below), or undefined where there is none. */
+export function nativeAddonPath(): string | undefined {
+  const named = namedAddon();
+  if (named) return path.resolve(named);
+  const built = builtAddonPath();
+  const prebuilt = prebuiltAddonPath();
+  return existsSync(built) ? built : existsSync(prebuilt) ? prebuilt : undefined;
+}
+
 /**
  * Loads the native addon: DECIDE_NATIVE_ADDON when set (a diagnostic build), else
  * build/Release/decide_native.node when it was built here (`npm run build:native`, or the package's
@@ -169,16 +187,15 @@ export function prebuiltAddonPath(root = packageRoot): string {
  */
 export function loadNativeModule(): NativeModule {
   if (cached) return cached;
-  // Diagnostics: another build of the addon (the AddressSanitizer build the close-path test loads).
-  const named = process.env.DECIDE_NATIVE_ADDON?.trim();
+  const named = namedAddon();
   if (named) {
     if (!existsSync(named)) throw new EngineError('ERR_MODEL_LOAD', `DECIDE_NATIVE_ADDON names ${named}, which does not exist`);
     cached = require(path.resolve(named)) as NativeModule;
     return cached;
   }
-  const built = path.join(packageRoot, 'build', 'Release', 'decide_native.node');
+  const built = builtAddonPath();
   const prebuilt = prebuiltAddonPath();
-  const addonPath = existsSync(built) ? built : existsSync(prebuilt) ? prebuilt : undefined;
+  const addonPath = nativeAddonPath();
   if (!addonPath) {
     throw new EngineError(
       'ERR_MODEL_LOAD',
