@@ -10,12 +10,13 @@
  * own state) for tokens/s; each with the call's host-side counters. `scale` shrinks the states for
  * a quick run on a CPU. Asserts nothing; writes JSON beside the other bench results.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 import { assertProviderReady, Engine, type ScoreGroup, type SuffixScore } from '../src/engine/engine.js';
 import type { EngineOptions, Provider } from '../src/engine/engine-options.js';
+import { readModelConfig } from '../src/engine/model-dir.js';
 import type { NativeCounters } from '../src/engine/native.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
 import { deriveFusedGraph } from '../src/models/fused-graph.js';
@@ -152,7 +153,7 @@ export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuSca
   // A host that cannot run the provider is told so before a model is built for it (minutes for qwen3-0.6b).
   assertProviderReady({ provider, ortLibrary: options.engine?.ortLibrary });
   if (!options.modelDir) await ensureModel(preset, modelDir, dtype, log, attention);
-  const vocab = (JSON.parse(readFileSync(path.join(modelDir, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
+  const vocab = readModelConfig(modelDir).vocabSize;
   const scale = options.scale ?? 1;
   const repetitions = options.repetitions ?? 3;
   const names = options.workloads ?? (Object.keys(GPU_WORKLOADS) as GpuWorkloadName[]);

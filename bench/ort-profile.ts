@@ -9,12 +9,12 @@
  * second call's ORT runs (its last `forwardPasses` "model_run" events) and the node events inside
  * them. bench/gpu-report.ts sums it by op type.
  */
-import { readFileSync } from 'node:fs';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import type { EngineOptions } from '../src/engine/engine-options.js';
 import type { ScoreGroup } from '../src/engine/engine.js';
+import { readModelConfig } from '../src/engine/model-dir.js';
 import type { ModelDtype } from '../src/models/builder/index.js';
 import { deriveFusedGraph } from '../src/models/fused-graph.js';
 import { ModelRuntime } from '../src/runtime/model-runtime.js';
@@ -63,7 +63,7 @@ export async function profileEngineCall(options: OrtProfileOptions): Promise<{ f
     let decisions = 0;
     let passes = 0;
     try {
-      const groups = options.gpuScale === undefined ? await benchCall(runtime, modelDir, options) : gpuScaleGroups(options.workload, options.gpuScale, vocabOf(modelDir));
+      const groups = options.gpuScale === undefined ? await benchCall(runtime, modelDir, options) : gpuScaleGroups(options.workload, options.gpuScale, readModelConfig(modelDir).vocabSize);
       decisions = groups.reduce((n, g) => n + g.suffixes.length, 0);
       await runtime.engine.score(groups);
       runtime.engine.clearPrefixCache();
@@ -88,10 +88,6 @@ async function benchCall(runtime: ModelRuntime, modelDir: string, options: OrtPr
   const spec = workloadSpecs(true)[options.workload];
   const workload = await buildWorkload(spec, runtime, options.seed, async (text) => (await tokenizer.encode(text)).length);
   return workload.calls[0]!.map((item) => item.prepared.group);
-}
-
-function vocabOf(modelDir: string): number {
-  return (JSON.parse(readFileSync(path.join(modelDir, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
 }
 
 interface ProfileEvent {
