@@ -19,7 +19,7 @@ import * as ort from 'onnxruntime-node';
 import { expandDecideOps } from '../src/engine/decide-ops.js';
 import { float16Tensor } from './ort-float16.js';
 import { float16ToFloat32, SEGMENT_IDS_INPUT } from '../src/models/builder/index.js';
-import { LABEL_INDEX_INPUT, LABEL_LOGITS_OUTPUT, LOGITS_INDEX_INPUT, POSITION_INDEX_INPUT, TOKEN_INDEX_INPUT } from '../src/engine/lm-head-rewrite.js';
+import { LABEL_INDEX_INPUT, LABEL_LOGITS_OUTPUT, LOGITS_INDEX_INPUT, POSITION_INDEX_INPUT, POSITION_TOKEN_INDEX_INPUT, TOKEN_INDEX_INPUT } from '../src/engine/lm-head-rewrite.js';
 
 export interface BaselineOptions {
   graphFile: string;
@@ -169,11 +169,13 @@ export class FreshBaseline {
     }
     if (this.scoringHead) {
       // The rewrite's scoring head, flat indices over one position per row: row * vocab + label per
-      // label (logits [batch, 1, vocab]), the row per row (log-sum-exps [batch, 1]).
+      // label (logits [batch, 1, vocab]); per row a token of it (row * vocab), or, in heads of an
+      // older rewrite, the row (log-sum-exps [batch, 1]). Only the label logits are read.
       const labelIndex: bigint[] = [];
       passRows.forEach((row, b) => row.labels.forEach((label) => labelIndex.push(BigInt(b * vocabSize + label))));
       feeds[LABEL_INDEX_INPUT] = new ort.Tensor('int64', BigInt64Array.from(labelIndex), [labelIndex.length]);
-      feeds[POSITION_INDEX_INPUT] = new ort.Tensor('int64', BigInt64Array.from(passRows, (_, b) => BigInt(b)), [batch]);
+      const byToken = this.session.inputNames.includes(POSITION_TOKEN_INDEX_INPUT);
+      feeds[byToken ? POSITION_TOKEN_INDEX_INPUT : POSITION_INDEX_INPUT] = new ort.Tensor('int64', BigInt64Array.from(passRows, (_, b) => BigInt(byToken ? b * vocabSize : b)), [batch]);
       const result = await this.session.run(feeds, [LABEL_LOGITS_OUTPUT]);
       const flat = result[LABEL_LOGITS_OUTPUT]!.data as Float32Array;
       let at = 0;

@@ -19,6 +19,8 @@ constexpr const char* kTokenIndexInput = "decide_token_index";
 constexpr const char* kSegmentIdsInput = "decide_segment_ids";
 constexpr const char* kStateSpanInput = "decide_state_span";
 constexpr const char* kLabelIndexInput = "decide_label_index";
+constexpr const char* kPositionTokenIndexInput = "decide_position_token_index";
+// The scoring head of rewrites before version 5 (row * K + k): refused with a message.
 constexpr const char* kPositionIndexInput = "decide_position_index";
 constexpr const char* kLabelLogitsOutput = "decide_label_logits";
 constexpr const char* kLogSumExpOutput = "decide_log_sum_exp";
@@ -158,7 +160,7 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
   std::regex past_re(R"(past_key_values\.(\d+)\.(key|value))");
   std::regex present_re(R"(present\.(\d+)\.(key|value))");
   std::vector<std::string> past_keys, past_values, present_keys, present_values;
-  bool has_ids = false, has_mask = false;
+  bool has_ids = false, has_mask = false, has_position_index = false;
   std::vector<int64_t> kv_dims;
 
   auto put = [](std::vector<std::string>& names, size_t index, const std::string& name) {
@@ -192,14 +194,18 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
       }
       info_.has_logits_index = true;
       info_.flat_token_index = true;
-    } else if (name == kLabelIndexInput || name == kPositionIndexInput) {
+    } else if (name == kPositionIndexInput) {
+      // src/engine/scoring-graph.ts makes such a cache again, so only a graph given directly gets here.
+      fail("decide_position_index is the scoring head of an older version (the head now takes "
+           "decide_position_token_index): load the model's own graph, and the engine makes the scoring graph again");
+    } else if (name == kLabelIndexInput || name == kPositionTokenIndexInput) {
       if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 || tensor_info.GetShape().size() != 1) {
         // A 2-D one is the scoring head of an older rewrite (GatherND over (row, position, token)):
         // src/engine/scoring-graph.ts makes such a cache again, so only a graph given directly gets here.
         fail(name + " must be a 1-D int64 tensor of flat indices (a 2-D one is a scoring graph made by an older "
                     "version: load the model's own graph, and the engine makes the scoring graph again)");
       }
-      info_.has_label_head = true;
+      (name == kLabelIndexInput ? info_.has_label_head : has_position_index) = true;
     } else if (name == kSegmentIdsInput) {
       info_.has_segment_ids = true;
       if (!IsIntegerType(type)) fail("decide_segment_ids must be int64 or int32");
@@ -252,10 +258,12 @@ void Decoder::ReadModelInfo(const DecoderOptions& options) {
     fail("a graph with decide_logits_index needs the 'logits' output");
   }
   if (info_.has_label_head) {
-    if (!info_.flat_token_index || !has_label_logits || !has_log_sum_exp) {
-      fail("a graph with decide_label_index needs decide_token_index and float outputs decide_label_logits and "
-           "decide_log_sum_exp");
+    if (!info_.flat_token_index || !has_position_index || !has_label_logits || !has_log_sum_exp) {
+      fail("a graph with decide_label_index needs decide_token_index, decide_position_token_index and float outputs "
+           "decide_label_logits and decide_log_sum_exp");
     }
+  } else if (has_position_index) {
+    fail("a graph with decide_position_token_index needs decide_label_index too");
   } else if (!has_logits) {
     fail("the graph has no 'logits' output");
   }
@@ -373,10 +381,9 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, const PassShape& sh
   }
   if (info_.has_state_span) add(kStateSpanInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.state_len});
   if (info_.has_label_head) {
-    // Flat indices, in the result's order: per wanted position (row, k) its slot row * K + k in the
-    // head's [rows, K] log-sum-exps, per wanted label (row * K + k) * vocab + token in its
-    // [rows, K, vocab] logits; then dummy entries (0: row 0, position 0, token 0) up to the pass
-    // shape's counts.
+    // Flat indices, in the result's order: per wanted label (row * K + k) * vocab + token in the
+    // head's [rows, K, vocab] logits; per wanted position (row, k) the same index of its first
+    // label; then dummy entries (0: row 0, position 0, token 0) up to the pass shape's counts.
     std::vector<int64_t> label_index, position_index;
     const int64_t vocab = info_.vocab_size;
     if (want_logits) {
@@ -384,8 +391,8 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, const PassShape& sh
         const ExtendRow& row = rows[r];
         for (size_t k = 0; k < row.logits_positions.size(); ++k) {
           const int64_t slot_k = static_cast<int64_t>(r) * index_width + static_cast<int64_t>(k);
-          position_index.push_back(slot_k);
           const ExtendRow::Labels& labels = row.labels[k];
+          position_index.push_back(slot_k * vocab + (labels.count > 0 ? labels.ids[0] : 0));
           for (int j = 0; j < labels.count; ++j) label_index.push_back(slot_k * vocab + labels.ids[j]);
         }
       }
@@ -393,7 +400,7 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, const PassShape& sh
     label_index.resize(static_cast<size_t>(shape.labels), 0);
     position_index.resize(static_cast<size_t>(shape.positions), 0);
     add(kLabelIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.labels}) = std::move(label_index);
-    add(kPositionIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.positions}) = std::move(position_index);
+    add(kPositionTokenIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.positions}) = std::move(position_index);
   }
 
   size_t total = 0;

@@ -21,7 +21,8 @@
 // positions before the LM head (decide_token_index [B, K], flat over the pass's tokens) and returns
 // only what the scorer reads, in fp32: the wanted labels' logits (decide_label_index [N], flat
 // (row * K + k) * vocab + token -> decide_label_logits [N]) and each wanted position's log-sum-exp
-// over the whole vocabulary (decide_position_index [M], row * K + k -> decide_log_sum_exp [M]).
+// over the whole vocabulary (decide_position_token_index [M], the flat index of one of its labels:
+// that label's logit minus its log-softmax -> decide_log_sum_exp [M]).
 // Flat indices keep the graph's gathers plain Gathers, which a CUDA graph can replay. The
 // vocabulary never leaves the device.
 // A stock graph returns `logits` for every position instead, reduced here on the host.

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
 import { resolveLoadOptions } from '../../src/engine/engine-options.js';
-import { LM_HEAD_REWRITE_VERSION, rewriteLmHead, rewriteStampPath, rewrittenPath } from '../../src/engine/lm-head-rewrite.js';
+import { LM_HEAD_REWRITE_VERSION, POSITION_INDEX_INPUT, POSITION_TOKEN_INDEX_INPUT, rewriteLmHead, rewriteStampPath, rewrittenPath } from '../../src/engine/lm-head-rewrite.js';
 import { verifyRewrite } from '../../src/engine/lm-head-verify.js';
 import { findGraphFile, readModelConfig } from '../../src/engine/model-dir.js';
 import { loadNativeModule, resolveOrtLibrary } from '../../src/engine/native.js';
@@ -179,24 +179,44 @@ describe('a graph the rewrite does not fit', () => {
   });
 });
 
-it('the native engine refuses a 2-D label index (the scoring head of an older rewrite), naming what to do', async () => {
-  // The rewrite with decide_label_index declared [N, 3], the (row, position, token) triples of the
-  // GatherND head that CUDA graphs could not replay: such a graph given directly is refused at load.
-  const dir = await variantDir('two-d-label-index');
+type ModelProto = onnxProto.onnx.ModelProto;
+
+// Scoring heads of older rewrites, as a graph given to the engine directly: refused at load, naming
+// what to do (src/engine/scoring-graph.ts makes a stale cached rewrite again, so only such a graph gets there).
+it.each<[string, (model: ModelProto) => void, string]>([
+  [
+    // decide_label_index declared [N, 3]: the (row, position, token) triples of the GatherND head
+    // that CUDA graphs could not replay (version 3).
+    'a 2-D label index',
+    (model) => {
+      const index = model.graph!.input!.find((i) => i.name === 'decide_label_index')!;
+      index.type!.tensorType!.shape!.dim!.push(onnx.TensorShapeProto.Dimension.create({ dimValue: 3 }));
+    },
+    "decide_label_index must be a 1-D int64 tensor of flat indices (a 2-D one is a scoring graph made by an older version: load the model's own graph",
+  ],
+  [
+    // decide_position_index: version 4 gathered each position's log-sum-exp by its slot row * K + k
+    // from a ReduceMax/ReduceSum over the vocabulary; the input renamed back stands for it.
+    'decide_position_index (version 4)',
+    (model) => {
+      const rename = (name: string) => (name === POSITION_TOKEN_INDEX_INPUT ? POSITION_INDEX_INPUT : name);
+      for (const input of model.graph!.input!) input.name = rename(input.name!);
+      for (const n of model.graph!.node!) n.input = n.input!.map(rename);
+    },
+    "decide_position_index is the scoring head of an older version (the head now takes decide_position_token_index): load the model's own graph",
+  ],
+])('the native engine refuses the scoring head of an older rewrite: %s', async (name, olden, message) => {
+  const dir = await variantDir(`older-head-${name.replace(/[^a-z0-9]+/gi, '-')}`);
   const stock = findGraphFile(dir);
   const rewrite = rewriteLmHead(readFileSync(stock));
   if (rewrite.kind !== 'rewritten') throw new Error('the tiny graph takes the rewrite');
   const model = onnx.ModelProto.decode(rewrite.bytes);
-  const index = model.graph!.input!.find((i) => i.name === 'decide_label_index')!;
-  index.type!.tensorType!.shape!.dim!.push(onnx.TensorShapeProto.Dimension.create({ dimValue: 3 }));
-  const twoD = path.join(path.dirname(stock), 'two-d.onnx');
-  writeFileSync(twoD, onnx.ModelProto.encode(model).finish());
+  olden(model);
+  const old = path.join(path.dirname(stock), 'older-head.onnx');
+  writeFileSync(old, onnx.ModelProto.encode(model).finish());
   const engine = new (loadNativeModule().NativeEngine)();
   try {
-    await expect(engine.load({ ...loadOptions(dir), modelPath: twoD })).rejects.toMatchObject({
-      code: 'ERR_MODEL_LOAD',
-      message: expect.stringContaining("decide_label_index must be a 1-D int64 tensor of flat indices (a 2-D one is a scoring graph made by an older version: load the model's own graph"),
-    });
+    await expect(engine.load({ ...loadOptions(dir), modelPath: old })).rejects.toMatchObject({ code: 'ERR_MODEL_LOAD', message: expect.stringContaining(message) });
   } finally {
     engine.close();
   }
