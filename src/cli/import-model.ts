@@ -29,8 +29,8 @@ gemma. No Python and no network needed.
                 prompts (quantization error depends on the checkpoint: run it before serving).
                 It runs before the model is put in place: if it cannot run, nothing is written
   --attention A ops (default: standard ONNX ops) or fused (ONNX Runtime's fused contrib ops:
-                SkipSimplifiedLayerNormalization, packed projections, RotaryEmbedding,
-                ONNX's Attention; 13-16 nodes per layer for a GPU to launch; same inputs,
+                SkipSimplifiedLayerNormalization, RotaryEmbedding, ONNX's Attention;
+                14-20 nodes per layer for a GPU to launch; same inputs,
                 outputs and results; docs/models.md). A CUDA engine runs the fused graph of an
                 ops model anyway (derived once beside it: --fused-attention), so fused here only
                 saves that step

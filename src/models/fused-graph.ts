@@ -18,8 +18,8 @@ import { runWorker } from '../support/worker-thread.js';
 import { GRAPH_VERSION } from './builder/make-model.js';
 import { IMPORTER_VERSION } from './import/import-model.js';
 
-/** Bump when the derivation's output changes: a cached derivation with another version is made again. */
-export const FUSED_DERIVATION_VERSION = 1;
+/** Bump when the derivation's output changes: a cached derivation with another version is made again (2: no packed projections). */
+export const FUSED_DERIVATION_VERSION = 2;
 
 interface Stamp {
   version: number;

@@ -77,18 +77,22 @@ const layerNodes = (nodes: onnxProto.onnx.INodeProto[], i: number) => nodes.filt
 /** What a Qwen3 layer (q/k norms, no biases) of the fused graph is, node by node. */
 const QWEN3_FUSED_LAYER = [
   'SkipSimplifiedLayerNormalization', // input norm (+ the previous layer's output); layer 0: SimplifiedLayerNormalization
-  'MatMul', // packed q/k/v
-  'Split', // q|k, v
-  'Reshape', // q|k heads as rows of head_dim
-  'SimplifiedLayerNormalization', // q and k norms, per-head scale
+  'MatMul', // q_proj (no packed projection: its Split would copy every activation on CUDA)
+  'MatMul', // k_proj
+  'MatMul', // v_proj
+  'Reshape', // q heads as rows of head_dim
+  'SimplifiedLayerNormalization', // q norm
   'Reshape', // back to [B, S, heads * head_dim]
-  'RotaryEmbedding', // q and k
-  'Split', // q, k
+  'Reshape', // k heads as rows of head_dim
+  'SimplifiedLayerNormalization', // k norm
+  'Reshape',
+  'RotaryEmbedding', // q
+  'RotaryEmbedding', // k
   'Attention', // grouped KV heads, past + new -> presents, the mask as an additive attn_mask
   'MatMul', // o_proj
   'SkipSimplifiedLayerNormalization', // residual + attention, post-attention norm
-  'MatMul', // packed gate + up
-  'Split',
+  'MatMul', // gate_proj
+  'MatMul', // up_proj
   'QuickGelu', // SiLU
   'Mul',
   'MatMul', // down

@@ -1,23 +1,21 @@
 /**
  * The decoder layers of a graph built with DecoderFeatures.attention 'fused': ONNX Runtime's
- * com.microsoft contrib ops and ONNX's Attention, 13 to 16 nodes per layer instead of ~48, so that
+ * com.microsoft contrib ops and ONNX's Attention, 14 to 20 nodes per layer instead of ~48, so that
  * a GPU run pays far fewer node launches. Inputs, outputs and mask semantics are the standard-op
  * graph's (decoder-graph.ts); only the layers differ.
  *
- * One layer (16 nodes for Qwen3; 13 without q/k norms, one more per bias):
+ * One layer (20 nodes for Qwen3; 14 without q/k norms, one more per bias):
  *   SkipSimplifiedLayerNormalization   residual + the previous layer's output, then RMSNorm
- *   MatMul                             packed q/k/v projection (+ Add with biases)
- *   Split                              q|k and v (q, k and v without q/k norms)
- *   Reshape, SimplifiedLayerNormalization, Reshape   the q and k norms in one node: rows of
- *                                      head_dim, a per-head scale [1, heads, head_dim] (ORT broadcasts it)
- *   RotaryEmbedding                    q and k heads in one node
- *   Split                              q and k
+ *   MatMul x 3                         q, k and v projections (each + Add with a bias): no packed
+ *                                      projection, whose Split would copy every activation again
+ *   Reshape, SimplifiedLayerNormalization, Reshape   the q norm (rows of head_dim), then the k norm
+ *   RotaryEmbedding x 2                q, then k
  *   Attention                          ONNX's (opset 23), q_num_heads / kv_num_heads: grouped KV
  *                                      heads as stored, past_key/past_value in, present = past ++ new
  *                                      out as the graph's presents (no Concat), the mask as attn_mask
  *   MatMul                             output projection
  *   SkipSimplifiedLayerNormalization   residual + attention (+ o bias), then RMSNorm
- *   MatMul, Split, QuickGelu, Mul, MatMul   packed gate+up, SiLU(gate) * up, down
+ *   MatMul, MatMul, QuickGelu, Mul, MatMul   gate and up, SiLU(gate) * up, down
  * The last layer's output goes through the final norm as one more SkipSimplifiedLayerNormalization.
  *
  * Why ONNX's Attention: the engine's rows carry a past AND several new tokens with an arbitrary
@@ -103,7 +101,8 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
   const assembled = (name: string, dims: number[], assembly: WeightAssembly): string => ctx.weight({ name, dims, init: zeros, assembly });
   const single = (part: WeightPart): string =>
     part.offset === undefined ? ctx.weight({ name: part.name, dims: part.dims, init: part.init }) : assembled(part.name, part.dims, { parts: [part], axis: 1 });
-  const normWeight = (name: string) => single({ name, dims: [h], init: { kind: 'ones' }, ...(offset === undefined ? {} : { offset }) });
+  const normWeightOf = (name: string, size: number) => single({ name, dims: [size], init: { kind: 'ones' }, ...(offset === undefined ? {} : { offset }) });
+  const normWeight = (name: string) => normWeightOf(name, h);
 
   // Rotary tables, and the positions each rotary node reads (built once for all layers).
   const rows = shape.maxPositionEmbeddings;
@@ -128,10 +127,12 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
   // The q and k heads, normed as rows of head_dim, go back to [B, S, heads * head_dim] for RotaryEmbedding:
   // its CUDA kernel launches a block per (head, token, row) with the rows on the grid's z axis (at
   // most 65535), so the batch axis must stay the rows, not the tokens of a pass.
-  let tokensShape = '';
+  let queryShape = '';
+  let keyShape = '';
   if (features.qkNorm) {
     const batchAndLength = g.op1('Shape', `${r}/Shape`, ['input_ids']);
-    tokensShape = g.op1('Concat', `${r}/Concat`, [batchAndLength, g.int64([(nh + kvh) * hd])], { axis: 0 });
+    queryShape = g.op1('Concat', `${r}/Concat_q`, [batchAndLength, g.int64([nh * hd])], { axis: 0 });
+    keyShape = g.op1('Concat', `${r}/Concat_k`, [batchAndLength, g.int64([kvh * hd])], { axis: 0 });
   }
   const rotary = (node: string, x: string, positions: string) => g.op1('RotaryEmbedding', node, [x, positions, cos, sin], {}, undefined, MS_DOMAIN);
 
@@ -153,57 +154,30 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     const w = `model.layers.${i}`;
     const normed = skipNorm(`${p}/input_layernorm/SkipSimplifiedLayerNormalization`, normWeight(`${w}.input_layernorm.weight`));
 
-    // Packed q/k/v.
-    const qDims = [h, nh * hd];
-    const kvDims = [h, kvh * hd];
-    const qkvWidth = (nh + 2 * kvh) * hd;
-    const qkvWeight = assembled(`${w}.self_attn.qkv_proj.weight`, [h, qkvWidth], {
-      axis: 1,
-      parts: [
-        { name: `${w}.self_attn.q_proj.weight`, dims: qDims, init: normal },
-        { name: `${w}.self_attn.k_proj.weight`, dims: kvDims, init: normal },
-        { name: `${w}.self_attn.v_proj.weight`, dims: kvDims, init: normal },
-      ],
-    });
-    let qkv = ctx.matmul(`${a}/qkv_proj/MatMul`, normed, qkvWeight, [h, qkvWidth]);
-    if (features.qkvBias) {
-      const bias = assembled(`${w}.self_attn.qkv_proj.bias`, [qkvWidth], {
-        axis: 1,
-        parts: [
-          { name: `${w}.self_attn.q_proj.bias`, dims: [nh * hd], init: zeros },
-          { name: `${w}.self_attn.k_proj.bias`, dims: [kvh * hd], init: zeros },
-          { name: `${w}.self_attn.v_proj.bias`, dims: [kvh * hd], init: zeros },
-        ],
-      });
-      qkv = g.op1('Add', `${a}/qkv_proj/Add`, [qkv, bias]);
-    }
-
-    let query: string; // [B, S, heads * head_dim]
-    let key: string;
-    let value: string;
+    // q, k and v as three projections, not one packed projection and a Split: on CUDA, ONNX Runtime's
+    // Split copies what it splits (with gate/up, 14% of a GPU-size call's kernel time on an H200),
+    // while three GEMMs of one input took what the packed one did.
+    const projection = (name: string, width: number, withBias: boolean): string => {
+      const out = ctx.matmul(`${a}/${name}/MatMul`, normed, single({ name: `${w}.self_attn.${name}.weight`, dims: [h, width], init: normal }), [h, width]);
+      if (!withBias) return out;
+      return g.op1('Add', `${a}/${name}/Add`, [out, ctx.weight({ name: `${w}.self_attn.${name}.bias`, dims: [width], init: zeros })]);
+    };
+    let query = projection('q_proj', nh * hd, features.qkvBias); // [B, S, heads * head_dim]
+    let key = projection('k_proj', kvh * hd, features.qkvBias);
+    const value = projection('v_proj', kvh * hd, features.qkvBias);
     if (features.qkNorm) {
-      const [qk, v] = g.op('Split', `${a}/Split`, [qkv, g.int64([(nh + kvh) * hd, kvh * hd])], { axis: -1 }, 2) as [string, string];
-      const heads = g.op1('Reshape', `${a}/Reshape_qk`, [qk, g.int64([-1, nh + kvh, hd])]);
-      const scale = assembled(`${w}.self_attn.qk_norm.weight`, [1, nh + kvh, hd], {
-        axis: 0,
-        parts: [
-          ...Array.from({ length: nh }, () => ({ name: `${w}.self_attn.q_norm.weight`, dims: [hd], init: { kind: 'ones' } as const, ...(offset === undefined ? {} : { offset }) })),
-          ...Array.from({ length: kvh }, () => ({ name: `${w}.self_attn.k_norm.weight`, dims: [hd], init: { kind: 'ones' } as const, ...(offset === undefined ? {} : { offset }) })),
-        ],
-      });
-      const normedHeads = g.op1('SimplifiedLayerNormalization', `${a}/qk_norm/SimplifiedLayerNormalization`, [heads, scale], { axis: 2, epsilon: eps });
-      const normed = g.op1('Reshape', `${a}/Reshape_qk_1`, [normedHeads, tokensShape]);
-      const rotated = rotary(`${a}/RotaryEmbedding`, normed, 'position_ids');
-      const [q, k] = g.op('Split', `${a}/Split_qk`, [rotated, g.int64([nh * hd, kvh * hd])], { axis: -1 }, 2) as [string, string];
-      query = q;
-      key = k;
-      value = v;
-    } else {
-      const [q, k, v] = g.op('Split', `${a}/Split`, [qkv, g.int64([nh * hd, kvh * hd, kvh * hd])], { axis: -1 }, 3) as [string, string, string];
-      query = rotary(`${a}/rotary_q/RotaryEmbedding`, q, 'position_ids');
-      key = rotary(`${a}/rotary_k/RotaryEmbedding`, k, 'position_ids');
-      value = v;
+      // Each head normed as a row of head_dim: [B, S, heads * head_dim] -> [B * S, heads, head_dim] and back.
+      const headNorm = (name: string, x: string, heads: number, shapeBack: string): string => {
+        const rows = g.op1('Reshape', `${a}/${name}/Reshape`, [x, g.int64([-1, heads, hd])]);
+        const scale = normWeightOf(`${w}.self_attn.${name}.weight`, hd);
+        const normedRows = g.op1('SimplifiedLayerNormalization', `${a}/${name}/SimplifiedLayerNormalization`, [rows, scale], { axis: -1, epsilon: eps });
+        return g.op1('Reshape', `${a}/${name}/Reshape_1`, [normedRows, shapeBack]);
+      };
+      query = headNorm('q_norm', query, nh, queryShape);
+      key = headNorm('k_norm', key, kvh, keyShape);
     }
+    query = rotary(`${a}/rotary_q/RotaryEmbedding`, query, 'position_ids');
+    key = rotary(`${a}/rotary_k/RotaryEmbedding`, key, 'position_ids');
 
     /** ONNX's Attention (opset 23) over past ++ new with the mask: grouped KV heads, no fold, no Concat. */
     const attend = (b: GraphBuilder, node: string, q: string, k: string, v: string, bias: string, past: [string, string], outputs: [string, string, string]): string[] =>
@@ -253,25 +227,14 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
 
     const normed2 = skipNorm(`${p}/post_attention_layernorm/SkipSimplifiedLayerNormalization`, normWeight(`${w}.post_attention_layernorm.weight`));
     const m = `${p}/mlp`;
-    const gateUpWeight = assembled(`${w}.mlp.gate_up_proj.weight`, [h, 2 * inter], {
-      axis: 1,
-      parts: [
-        { name: `${w}.mlp.gate_proj.weight`, dims: [h, inter], init: normal },
-        { name: `${w}.mlp.up_proj.weight`, dims: [h, inter], init: normal },
-      ],
-    });
-    let gateUp = ctx.matmul(`${m}/gate_up_proj/MatMul`, normed2, gateUpWeight, [h, 2 * inter]);
-    if (features.mlpBias) {
-      const bias = assembled(`${w}.mlp.gate_up_proj.bias`, [2 * inter], {
-        axis: 1,
-        parts: [
-          { name: `${w}.mlp.gate_proj.bias`, dims: [inter], init: zeros },
-          { name: `${w}.mlp.up_proj.bias`, dims: [inter], init: zeros },
-        ],
-      });
-      gateUp = g.op1('Add', `${m}/gate_up_proj/Add`, [gateUp, bias]);
-    }
-    const [gate, up] = g.op('Split', `${m}/Split`, [gateUp, g.int64([inter, inter])], { axis: -1 }, 2) as [string, string];
+    // Gate and up as two projections, not one packed projection and a Split (as q, k and v above).
+    const mlpProjection = (name: string): string => {
+      const out = ctx.matmul(`${m}/${name}/MatMul`, normed2, single({ name: `${w}.mlp.${name}.weight`, dims: [h, inter], init: normal }), [h, inter]);
+      if (!features.mlpBias) return out;
+      return g.op1('Add', `${m}/${name}/Add`, [out, ctx.weight({ name: `${w}.mlp.${name}.bias`, dims: [inter], init: zeros })]);
+    };
+    const gate = mlpProjection('gate_proj');
+    const up = mlpProjection('up_proj');
     const act = activation(g, features, dtype, `${m}/act_fn`, gate);
     const product = g.op1('Mul', `${m}/Mul`, [act, up]);
     pending = ctx.matmul(`${m}/down_proj/MatMul`, product, ctx.weight({ name: `${w}.mlp.down_proj.weight`, dims: [inter, h], init: normal }), [inter, h]);

@@ -1,10 +1,9 @@
 /**
- * Weights that the fused decoder graph (fused-layers.ts) stores joined or reordered: one packed
- * q/k/v projection instead of three, one gate+up projection instead of two, the q/k norm weights
- * repeated per head, norm weights with an offset. Each such
- * weight is declared with its parts, the tensors the standard-op graph (and a Hugging Face
- * checkpoint) hold under their own names, so make-model draws the same random values for them and
- * import-model reads them from the checkpoint; assembleWeight joins them.
+ * Weights that a graph stores joined or changed from the tensors the standard-op graph (and a
+ * Hugging Face checkpoint) hold under their own names: today the fused decoder graph's norm weights
+ * with an offset (fused-layers.ts; Gemma's norms scale by 1 + weight). Each such weight is declared
+ * with its parts, so make-model draws the same random values for them and import-model reads them
+ * from the checkpoint; assembleWeight joins them (side by side or stacked) and adds the offsets.
  */
 
 /** How make-model draws a part's values (a checkpoint import reads them instead). */
