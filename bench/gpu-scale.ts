@@ -142,17 +142,30 @@ function maxLogitDiff(a: SuffixScore[][], b: SuffixScore[][]): number {
   return max;
 }
 
-export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuScaleReport> {
-  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+/**
+ * The GPU-size run's model, by the run's defaults (qwen3-0.6b; fp16 and the fused graph on cuda),
+ * built into the package's models folder when missing: the run and `decide bench --size gpu
+ * --ort-profile` use the same one.
+ */
+export async function gpuScaleModel(
+  options: Pick<GpuScaleOptions, 'provider' | 'preset' | 'dtype' | 'attention' | 'modelDir' | 'engine'>,
+  log: (line: string) => void,
+): Promise<{ provider: Provider; preset: string; dtype: ModelDtype; attention: BenchGraph; modelDir: string }> {
   const provider = options.provider ?? 'cuda';
   const dtype = options.dtype ?? (provider === 'cuda' ? 'fp16' : 'fp32');
   const preset = options.preset ?? 'qwen3-0.6b';
-  const root = packageRoot();
   const attention = options.attention ?? (provider === 'cuda' ? 'fused' : 'ops');
-  const modelDir = options.modelDir ?? path.join(root, 'models', `bench-${preset}${dtype === 'fp32' ? '' : `-${dtype}`}${attention === 'ops' ? '' : `-${attention}`}`);
+  const modelDir = options.modelDir ?? path.join(packageRoot(), 'models', `bench-${preset}${dtype === 'fp32' ? '' : `-${dtype}`}${attention === 'ops' ? '' : `-${attention}`}`);
   // A host that cannot run the provider is told so before a model is built for it (minutes for qwen3-0.6b).
   assertProviderReady({ provider, ortLibrary: options.engine?.ortLibrary });
   if (!options.modelDir) await ensureModel(preset, modelDir, dtype, log, attention);
+  return { provider, preset, dtype, attention, modelDir };
+}
+
+export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuScaleReport> {
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const { provider, preset, dtype, attention, modelDir } = await gpuScaleModel(options, log);
+  const root = packageRoot();
   const vocab = readModelConfig(modelDir).vocabSize;
   const scale = options.scale ?? 1;
   const repetitions = options.repetitions ?? 3;

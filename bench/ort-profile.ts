@@ -97,12 +97,15 @@ interface ProfileEvent {
   dur?: number;
 }
 
-/** The last `runs` "model_run" events and every node event that falls inside one of them. */
+/**
+ * The last `runs` "model_run" events and every node or kernel event that falls inside one of them
+ * (on CUDA a provider built with its profiler adds "Kernel" events: the device's own times).
+ */
 export function lastRuns(events: ProfileEvent[], runs: number): ProfileEvent[] {
   const windows = events
     .filter((e) => e.cat === 'Session' && e.name === 'model_run' && typeof e.ts === 'number' && typeof e.dur === 'number')
     .sort((a, b) => a.ts! - b.ts!)
     .slice(-runs);
   const inside = (e: ProfileEvent) => typeof e.ts === 'number' && windows.some((w) => e.ts! >= w.ts! && e.ts! <= w.ts! + w.dur!);
-  return events.filter((e) => windows.includes(e) || (e.cat === 'Node' && inside(e)));
+  return events.filter((e) => windows.includes(e) || ((e.cat === 'Node' || e.cat === 'Kernel') && inside(e)));
 }

@@ -70,7 +70,8 @@ options:
   --results-dir DIR     where the JSON report goes (default bench/results); checked before the run
   --ort-profile FILE    instead of the benchmark: ONNX Runtime's profile of one warm engine call
                         (the first call of the first --workloads entry, default document; with
-                        --size gpu its GPU-size call, states scaled by --scale) written to FILE as
+                        --size gpu its GPU-size call on the GPU-size run's model and defaults,
+                        states scaled by --scale) written to FILE as
                         chrome-trace JSON; \`decide gpu-report\` sums it by op type
   --packing on|off      the old name of --pack-suffixes (still taken, with a notice)
 
@@ -182,20 +183,26 @@ async function runCommand(argv: string[]): Promise<number> {
     if (values.attention !== undefined) throw new UsageError('--attention applies to the GPU-size benchmark, not to --ort-profile');
     const { profileEngineCall } = await import('../../bench/ort-profile.js');
     const { packageRoot } = await import('../../bench/provenance.js');
+    const log = (line: string) => process.stderr.write(`${line}\n`);
+    // With --size gpu, the GPU-size run's model (its defaults: qwen3-0.6b, fp16 and fused on cuda).
+    const model =
+      values.size === 'gpu'
+        ? await (await import('../../bench/gpu-scale.js')).gpuScaleModel({ provider, preset: values.preset, dtype: values.dtype as ModelDtype | undefined, modelDir: values['model-dir'], engine }, log)
+        : { preset: values.preset ?? DEFAULT_PRESET, dtype: (values.dtype ?? 'fp32') as ModelDtype, modelDir: values['model-dir'] };
     const { file, decisions } = await profileEngineCall({
       root: packageRoot(),
       outFile: values['ort-profile'],
-      preset: values.preset ?? DEFAULT_PRESET,
-      dtype: (values.dtype ?? 'fp32') as ModelDtype,
+      preset: model.preset,
+      dtype: model.dtype,
       provider,
       threads,
       packing,
       engine,
       workload: workloads?.[0] ?? 'document',
       ...(values.size === 'gpu' ? { gpuScale: scale } : {}),
-      modelDir: values['model-dir'],
+      modelDir: model.modelDir,
       seed: seed ?? 1,
-      log: (line) => process.stderr.write(`${line}\n`),
+      log,
     });
     process.stdout.write(`wrote ${file} (ONNX Runtime profile of one engine call, ${decisions} decisions)\n`);
     return 0;
