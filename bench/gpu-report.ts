@@ -8,8 +8,9 @@
  * the host-side counters of each call), and again with CUDA graphs (`--cuda-graphs on`) and on the
  * graph with causal states (`--attention causal`); the benchmark per dtype and packing layout (each run checks
  * its answers against the fp32 CPU engine before timing, so "agreement" is part of every bench
- * step); `test/gpu/` (vitest); an ONNX Runtime profile of one engine call, slowest ops first; the
- * PyTorch peer (bench/torch_peer.py: the same workloads as the GPU-size step) when python3 with
+ * step); `test/gpu/` (vitest); Nsight Compute's device time per kernel of the GPU-size tickets
+ * call (bench/kernel-profile.ts), when `ncu` is there; an ONNX Runtime profile of one engine call,
+ * slowest ops first; the PyTorch peer (bench/torch_peer.py: the same workloads as the GPU-size step) when python3 with
  * torch is there, printed beside the engine's figures. The folder is then packed into one archive
  * beside it (a GPU host may hand back only a few files). With `--provider cpu` the same steps run
  * on this machine, the GPU-size step on a tiny model at a small scale (CUDA-only steps say why
@@ -24,6 +25,7 @@ import path from 'node:path';
 import { makeDirectories } from '../src/models/make-directories.js';
 import { summarizeAttentionLog, type AttentionKernelCounts } from './attention-kernels.js';
 import type { GpuScaleReport } from './gpu-scale.js';
+import { summarizeKernels, type KernelProfile } from './kernel-profile.js';
 import type { BenchReport } from './report.js';
 import { removeLeftoverScratch } from './scratch.js';
 
@@ -110,6 +112,8 @@ export interface GpuReport {
   attentionKernels: AttentionKernelCounts | null;
   /** The PyTorch peer's JSON lines, one per workload. */
   peer: PeerLine[];
+  /** Device time per kernel family of the GPU-size tickets call (Nsight Compute), CUDA only. */
+  kernels: KernelProfile | null;
   profile: ProfileSummary | null;
   /** The report folder packed into one file (tar.gz), relative to the folder's parent. */
   archive: string | null;
@@ -129,6 +133,12 @@ export interface ProfileSummary {
   file: string;
   totalNodeMicros: number;
   ops: Array<{ opType: string; provider: string; calls: number; micros: number; share: number }>;
+}
+
+/** Nsight Compute's command line: on PATH, else where the CUDA toolkit puts it. */
+function findNcu(): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean), '/usr/local/cuda/bin'];
+  return dirs.map((dir) => path.join(dir, 'ncu')).find((file) => existsSync(file));
 }
 
 /** The PyTorch peer: the one given, else DECIDE_TORCH_PEER, else the package's own (an empty DECIDE_TORCH_PEER: none). */
@@ -342,8 +352,17 @@ export function formatGpuReport(r: GpuReport): string {
     for (const [kernel, runs] of kernels) lines.push(`| ${kernel} | ${runs} |`);
     if (kernels.length === 0) lines.push('| (no dispatch line: the graph ran no ONNX Attention, or the provider logs none) | 0 |');
   }
+  if (r.kernels) {
+    lines.push('', "## Device time by kernel of the GPU-size tickets call (Nsight Compute; the warm-up call and the profiled one, at the profiler's clocks)", '');
+    lines.push('| kernels | launches | ms | share |', '|---|---|---|---|');
+    for (const f of r.kernels.families) lines.push(`| ${f.family} | ${f.calls} | ${(f.micros / 1000).toFixed(2)} | ${pct(f.share)} |`);
+    lines.push('', '| slowest kernels | launches | ms | share |', '|---|---|---|---|');
+    for (const k of r.kernels.top) lines.push(`| ${k.name.slice(0, 120).replace(/\|/g, '/')} | ${k.calls} | ${(k.micros / 1000).toFixed(2)} | ${pct(k.share)} |`);
+  }
   if (r.profile) {
     lines.push('', `## ONNX Runtime profile of one engine call (${r.profile.file}), slowest op types`, '');
+    // Without its CUDA profiler (the npm provider), ONNX Runtime times a CUDA node's launch, not its kernel.
+    if (r.provider === 'cuda') lines.push('On CUDA these are host times (launches) unless the provider was built with its CUDA profiler: the kernel table above has device times.', '');
     lines.push('| op type | provider | calls | ms | share |', '|---|---|---|---|---|');
     for (const o of r.profile.ops) lines.push(`| ${o.opType} | ${o.provider} | ${o.calls} | ${(o.micros / 1000).toFixed(2)} | ${pct(o.share)} |`);
   }
@@ -374,6 +393,7 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     gpuScaleUnaligned: null,
     attentionKernels: null,
     peer: [],
+    kernels: null,
     profile: null,
     archive: null,
   };
@@ -431,6 +451,21 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
       report.peer = readPeerLines(path.join(outDir, 'torch-peer.log'));
     },
     skip: cudaOnly ?? (!peer ? 'torch_peer.py not found (--torch-peer PATH, DECIDE_TORCH_PEER, bench/torch_peer.py)' : !torch.ok ? `python3 with torch, transformers and CUDA not usable: ${torch.text.split('\n').pop()}` : undefined),
+  });
+  // Where the kernel time goes (ONNX Runtime's profile cannot say on the npm CUDA provider): Nsight
+  // Compute times every kernel of the GPU-size tickets call and its warm-up (about 20 s on an H200;
+  // the document call takes minutes under it).
+  const ncu = provider === 'cuda' ? findNcu() : undefined;
+  const kernelLog = path.join(outDir, 'kernel-profile.log');
+  steps.push({
+    name: 'kernel-profile',
+    argv: [ncu ?? 'ncu', '--metrics', 'gpu__time_duration.sum', '--print-summary', 'per-kernel', '--csv',
+      ...decide, 'bench', '--size', 'gpu', '--provider', provider, '--preset', options.preset, '--workloads', 'tickets', '--ort-profile', path.join(outDir, 'kernel-profile-ort.json')],
+    collect: () => {
+      const profile = existsSync(kernelLog) ? summarizeKernels(readFileSync(kernelLog, 'utf8')) : null;
+      report.kernels = profile && profile.families.length > 0 ? profile : null;
+    },
+    skip: cudaOnly ?? (ncu ? undefined : 'Nsight Compute (ncu) not found on PATH or in /usr/local/cuda/bin'),
   });
   // The same sizes with what is off by default until a card measures it (these steps are that
   // measurement): every pass shape captured as a CUDA graph once and replayed, the graph with

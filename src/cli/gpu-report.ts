@@ -29,6 +29,8 @@ measured. Ctrl-C, SIGTERM, SIGHUP (a closed terminal) or SIGUSR2 stops the step 
   gpu-tests           vitest run test/gpu/ (needs the repository's devDependencies)
   torch-peer          bench/torch_peer.py (PyTorch eager on the same card, the GPU-size step's
                       workloads), when python3 with torch, transformers and CUDA is there (CUDA only)
+  kernel-profile      Nsight Compute's device time per kernel of the GPU-size tickets call, summed
+                      by what the kernels do (attention, GEMMs, norms, ...), when ncu is there (CUDA only)
   bench-gpu-size-cuda-graphs, bench-gpu-size-causal-states, bench-gpu-size-unaligned
                       the GPU-size step again with --cuda-graphs on, on the graph with causal
                       states, and with --pass-length-multiple 1 (what is off, or on, by default
@@ -39,7 +41,8 @@ measured. Ctrl-C, SIGTERM, SIGHUP (a closed terminal) or SIGUSR2 stops the step 
                       decide bench for the first dtype, --pack-suffixes on then off; every run checks its
                       answers against the fp32 CPU engine before timing (the agreement)
   ort-profile         ONNX Runtime's profile of one warm engine call, op types slowest first (on
-                      CUDA the GPU-size document call)
+                      CUDA the GPU-size document call; node times there are launch times unless
+                      the provider was built with its CUDA profiler)
   the other dtypes' bench steps
 With --provider cpu the same steps run here; the CUDA-only ones say why they were skipped.
 

@@ -36,10 +36,11 @@ afterAll(async () => {
 
 describe('decide gpu-report --provider cpu', () => {
   it('runs every step in order and skips the CUDA-only ones with their reason', () => {
-    expect(report.steps.map((s) => s.name)).toEqual(['cuda-setup-check', 'bench-gpu-size', 'gpu-tests', 'torch-peer', 'bench-gpu-size-cuda-graphs', 'bench-gpu-size-causal-states', 'bench-gpu-size-unaligned', 'attention-kernels', 'bench-fp32-packing-off', 'bench-fp32-packing-on', 'ort-profile']);
+    expect(report.steps.map((s) => s.name)).toEqual(['cuda-setup-check', 'bench-gpu-size', 'gpu-tests', 'torch-peer', 'kernel-profile', 'bench-gpu-size-cuda-graphs', 'bench-gpu-size-causal-states', 'bench-gpu-size-unaligned', 'attention-kernels', 'bench-fp32-packing-off', 'bench-fp32-packing-on', 'ort-profile']);
     const by = Object.fromEntries(report.steps.map((s) => [s.name, s]));
     expect(by['cuda-setup-check']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     expect(by['torch-peer']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
+    expect(by['kernel-profile']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     expect(by['bench-gpu-size-cuda-graphs']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     expect(by['bench-gpu-size-causal-states']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     expect(by['bench-gpu-size-unaligned']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
@@ -50,7 +51,7 @@ describe('decide gpu-report --provider cpu', () => {
     }
     // No CUDA here: the GPU tests ran and skipped, and the report says so rather than a bare pass.
     expect(by['gpu-tests']!.reason).toMatch(/skipped/);
-    expect(stdout).toContain(`wrote ${path.join(out, 'report.md')} (11 steps, 0 failed)`);
+    expect(stdout).toContain(`wrote ${path.join(out, 'report.md')} (12 steps, 0 failed)`);
   });
 
   it('keeps the benchmark figures of each layout with the agreement check against the baseline', () => {
