@@ -370,21 +370,11 @@ export function formatGpuReport(r: GpuReport): string {
   return lines.join('\n');
 }
 
-export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport> {
-  const { root, outDir, provider, log } = options;
-  makeDirectories(outDir);
-  const started = Date.now();
-  const deadline = started + options.budgetSeconds * 1000;
-  const decide = [process.execPath, path.join(root, 'bin', 'decide.js')];
-  const gpus = await probe(['nvidia-smi', '-L']);
-  const git = await probe(['git', '-C', root, 'rev-parse', '--short=12', 'HEAD']);
-  const report: GpuReport = {
+/** A report with nothing measured yet: the steps fill it in. */
+export function newGpuReport(about: Pick<GpuReport, 'startedAt' | 'provider' | 'preset' | 'host' | 'git'>): GpuReport {
+  return {
     schema: 'decide-gpu-report/1',
-    startedAt: new Date(started).toISOString(),
-    provider,
-    preset: options.preset,
-    host: { hostname: os.hostname(), cpus: os.cpus().length, memoryBytes: os.totalmem(), gpus: gpus.ok ? gpus.text : null, node: process.version },
-    git: git.ok ? git.text : null,
+    ...about,
     steps: [],
     bench: [],
     gpuScale: null,
@@ -397,6 +387,23 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     profile: null,
     archive: null,
   };
+}
+
+export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport> {
+  const { root, outDir, provider, log } = options;
+  makeDirectories(outDir);
+  const started = Date.now();
+  const deadline = started + options.budgetSeconds * 1000;
+  const decide = [process.execPath, path.join(root, 'bin', 'decide.js')];
+  const gpus = await probe(['nvidia-smi', '-L']);
+  const git = await probe(['git', '-C', root, 'rev-parse', '--short=12', 'HEAD']);
+  const report = newGpuReport({
+    startedAt: new Date(started).toISOString(),
+    provider,
+    preset: options.preset,
+    host: { hostname: os.hostname(), cpus: os.cpus().length, memoryBytes: os.totalmem(), gpus: gpus.ok ? gpus.text : null, node: process.version },
+    git: git.ok ? git.text : null,
+  });
   const save = async () => {
     await writeFile(path.join(outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
     await writeFile(path.join(outDir, 'report.md'), formatGpuReport(report));

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-import { formatGpuReport, type GpuReport } from '../../bench/gpu-report.js';
+import { formatGpuReport, newGpuReport } from '../../bench/gpu-report.js';
 import { kernelFamily, parseNcuSummary, summarizeKernels } from '../../bench/kernel-profile.js';
 
 const fixture = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'ncu-per-kernel-tickets.csv'), 'utf8');
@@ -51,25 +51,14 @@ describe('Nsight Compute per-kernel summary', () => {
 });
 
 it("decide gpu-report's report.md gives the kernel families and the slowest kernels", () => {
-  const report: GpuReport = {
-    schema: 'decide-gpu-report/1',
+  const report = newGpuReport({
     startedAt: '2026-11-27T22:45:00.000Z',
     provider: 'cuda',
     preset: 'qwen3-0.6b',
     host: { hostname: 'gpu-host', cpus: 16, memoryBytes: 128 * 2 ** 30, gpus: 'GPU 0: NVIDIA H200', node: 'v20.19.0' },
     git: null,
-    steps: [],
-    bench: [],
-    gpuScale: null,
-    gpuScaleCudaGraphs: null,
-    gpuScaleCausal: null,
-    gpuScaleUnaligned: null,
-    attentionKernels: null,
-    peer: [],
-    kernels: summarizeKernels(fixture),
-    profile: null,
-    archive: null,
-  };
+  });
+  report.kernels = summarizeKernels(fixture);
   const md = formatGpuReport(report);
   expect(md).toContain('## Device time by kernel of the GPU-size tickets call (Nsight Compute');
   // 56 launches of 1,726,589.14 ns each.
