@@ -275,6 +275,18 @@ export function summarizeOrtProfile(file: string, top = 20): ProfileSummary {
   return { file, totalNodeMicros: total, ops };
 }
 
+/**
+ * A call's kernel time (half the profiled run's: the warm-up and the profiled call have the same
+ * shapes) beside the GPU-size step's packed tickets call, timed without the profiler.
+ */
+export function kernelShareLine(kernels: KernelProfile, gpuScale: GpuScaleReport | null): string {
+  const perCall = kernels.totalMicros / 2 / 1000;
+  const timed = gpuScale?.workloads.find((w) => w.workload === 'tickets')?.layouts.find((l) => l.layout === 'packed');
+  if (!timed) return `Kernel time per call: ${perCall.toFixed(1)} ms (no timed tickets call to compare with).`;
+  const wall = timed.seconds * 1000;
+  return `Kernel time per call: ${perCall.toFixed(1)} ms; the GPU-size step's packed tickets call took ${wall.toFixed(1)} ms, so kernels fill ${pct(perCall / wall)} of it.`;
+}
+
 function pct(x: number): string {
   return `${(100 * x).toFixed(1)}%`;
 }
@@ -353,9 +365,10 @@ export function formatGpuReport(r: GpuReport): string {
     if (kernels.length === 0) lines.push('| (no dispatch line: the graph ran no ONNX Attention, or the provider logs none) | 0 |');
   }
   if (r.kernels) {
-    lines.push('', "## Device time by kernel of the GPU-size tickets call (Nsight Compute; the warm-up call and the profiled one, at the profiler's clocks)", '');
+    lines.push('', '## Device time by kernel of the GPU-size tickets call (Nsight Compute; the warm-up call and the profiled one)', '');
     lines.push('| kernels | launches | ms | share |', '|---|---|---|---|');
     for (const f of r.kernels.families) lines.push(`| ${f.family} | ${f.calls} | ${(f.micros / 1000).toFixed(2)} | ${pct(f.share)} |`);
+    lines.push('', kernelShareLine(r.kernels, r.gpuScale));
     lines.push('', '| slowest kernels | launches | ms | share |', '|---|---|---|---|');
     for (const k of r.kernels.top) lines.push(`| ${k.name.slice(0, 120).replace(/\|/g, '/')} | ${k.calls} | ${(k.micros / 1000).toFixed(2)} | ${pct(k.share)} |`);
   }
@@ -461,12 +474,13 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
   });
   // Where the kernel time goes (ONNX Runtime's profile cannot say on the npm CUDA provider): Nsight
   // Compute times every kernel of the GPU-size tickets call and its warm-up (about 20 s on an H200;
-  // the document call takes minutes under it).
+  // the document call takes minutes under it), at the card's own clocks and without flushing its
+  // caches between kernels, so that a call's kernel time compares with the timed call's wall time.
   const ncu = provider === 'cuda' ? findNcu() : undefined;
   const kernelLog = path.join(outDir, 'kernel-profile.log');
   steps.push({
     name: 'kernel-profile',
-    argv: [ncu ?? 'ncu', '--metrics', 'gpu__time_duration.sum', '--print-summary', 'per-kernel', '--csv',
+    argv: [ncu ?? 'ncu', '--metrics', 'gpu__time_duration.sum', '--clock-control', 'none', '--cache-control', 'none', '--print-summary', 'per-kernel', '--csv',
       ...decide, 'bench', '--size', 'gpu', '--provider', provider, '--preset', options.preset, '--workloads', 'tickets', '--ort-profile', path.join(outDir, 'kernel-profile-ort.json')],
     collect: () => {
       const profile = existsSync(kernelLog) ? summarizeKernels(readFileSync(kernelLog, 'utf8')) : null;

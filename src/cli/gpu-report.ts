@@ -30,7 +30,8 @@ measured. Ctrl-C, SIGTERM, SIGHUP (a closed terminal) or SIGUSR2 stops the step 
   torch-peer          bench/torch_peer.py (PyTorch eager on the same card, the GPU-size step's
                       workloads), when python3 with torch, transformers and CUDA is there (CUDA only)
   kernel-profile      Nsight Compute's device time per kernel of the GPU-size tickets call, summed
-                      by what the kernels do (attention, GEMMs, norms, ...), when ncu is there (CUDA only)
+                      by what the kernels do (attention, GEMMs, norms, ...) and set against the
+                      timed call's wall time, when ncu is there (CUDA only)
   bench-gpu-size-cuda-graphs, bench-gpu-size-causal-states, bench-gpu-size-unaligned
                       the GPU-size step again with --cuda-graphs on, on the graph with causal
                       states, and with --pass-length-multiple 1 (what is off, or on, by default

@@ -1,17 +1,21 @@
 /**
  * bench/kernel-profile.ts: device time by kernel and by kernel family from Nsight Compute's
  * per-kernel CSV summary. The fixture is an excerpt of a real one (an H200, the GPU-size tickets
- * call, 2026-11-27), with ncu's own lines and the program's output around the table.
+ * call, 2026-11-27), with ncu's own lines and the program's output around the table; beside it
+ * the GPU-size step's report of the same session.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-import { formatGpuReport, newGpuReport } from '../../bench/gpu-report.js';
+import { formatGpuReport, kernelShareLine, newGpuReport } from '../../bench/gpu-report.js';
+import type { GpuScaleReport } from '../../bench/gpu-scale.js';
 import { kernelFamily, parseNcuSummary, summarizeKernels } from '../../bench/kernel-profile.js';
 
-const fixture = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'ncu-per-kernel-tickets.csv'), 'utf8');
+const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
+const fixture = readFileSync(path.join(fixtures, 'ncu-per-kernel-tickets.csv'), 'utf8');
+const gpuScale = JSON.parse(readFileSync(path.join(fixtures, 'gpu-scale-h200-tickets.json'), 'utf8')) as GpuScaleReport;
 
 describe('Nsight Compute per-kernel summary', () => {
   it('reads each kernel once, summing its launch shapes, in microseconds, skipping the lines around the table', () => {
@@ -64,4 +68,14 @@ it("decide gpu-report's report.md gives the kernel families and the slowest kern
   // 56 launches of 1,726,589.14 ns each.
   expect(md).toMatch(/^\| attention \| 56 \| 96\.69 \| \d+\.\d% \|$/m);
   expect(md).toMatch(/^\| void attention_kernel_batched_impl<AttentionKernel<cutlass::half_t/m);
+});
+
+it("puts a call's kernel time (half the profiled run's) beside the timed packed tickets call", () => {
+  const kernels = summarizeKernels(fixture);
+  const perCall = kernels.totalMicros / 2 / 1000;
+  const wall = gpuScale.workloads.find((w) => w.workload === 'tickets')!.layouts.find((l) => l.layout === 'packed')!.seconds * 1000;
+  expect(kernelShareLine(kernels, gpuScale)).toBe(
+    `Kernel time per call: ${perCall.toFixed(1)} ms; the GPU-size step's packed tickets call took ${wall.toFixed(1)} ms, so kernels fill ${((100 * perCall) / wall).toFixed(1)}% of it.`,
+  );
+  expect(kernelShareLine(kernels, null)).toBe(`Kernel time per call: ${perCall.toFixed(1)} ms (no timed tickets call to compare with).`);
 });
