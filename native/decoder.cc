@@ -383,7 +383,9 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, const PassShape& sh
   if (info_.has_label_head) {
     // Flat indices, in the result's order: per wanted label (row * K + k) * vocab + token in the
     // head's [rows, K, vocab] logits; per wanted position (row, k) the same index of its first
-    // label; then dummy entries (0: row 0, position 0, token 0) up to the pass shape's counts.
+    // label (any token's logit minus its log-softmax is the log-sum-exp; a label's keeps both
+    // terms moderate), token 0 for a position without labels; then dummy entries (0: row 0,
+    // position 0, token 0) up to the pass shape's counts.
     std::vector<int64_t> label_index, position_index;
     const int64_t vocab = info_.vocab_size;
     if (want_logits) {
