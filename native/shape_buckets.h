@@ -26,7 +26,7 @@ struct PassShape {
   int new_len = 0;      // S
   int index_width = 0;  // wanted positions per row (decide_token_index [rows, index_width])
   int64_t labels = 0;     // decide_label_index [labels]
-  int64_t positions = 0;  // decide_position_index [positions]
+  int64_t positions = 0;  // decide_position_token_index [positions]
   // Graphs with decide_state_span: the state part's length Ls of a split pass (its rows' state
   // tokens at [0, Ls), their items from Ls on); 0: no split. Never set in a bucketed pass.
   int state_len = 0;
