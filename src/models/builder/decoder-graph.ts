@@ -131,11 +131,13 @@ export function buildDecoderGraph(
   // A projection: x @ W (+ b). W is [in, out].
   const quantized = new Map<string, Int8Kernel>();
   /** x @ W by a MatMul, or by an int8 kernel when W is quantized (same weight name and dims: only the storage differs). */
-  const matmul = (node: string, x: string, w: string, dims: [number, number], kernel: Int8Kernel | 'fp32' | undefined, output?: string): string => {
-    if (kernel === undefined || kernel === 'fp32' || int8 === undefined) return g.op1('MatMul', node, [x, w], {}, output);
+  const matmulIn = (b: GraphBuilder, node: string, x: string, w: string, dims: [number, number], kernel: Int8Kernel | 'fp32' | undefined, output?: string): string => {
+    if (kernel === undefined || kernel === 'fp32' || int8 === undefined) return b.op1('MatMul', node, [x, w], {}, output);
     quantized.set(w, kernel);
-    return int8MatMulNode(g, node, x, w, dims, kernel, int8.block, output);
+    return int8MatMulNode(b, node, x, w, dims, kernel, int8.block, output);
   };
+  const matmul = (node: string, x: string, w: string, dims: [number, number], kernel: Int8Kernel | 'fp32' | undefined, output?: string): string =>
+    matmulIn(g, node, x, w, dims, kernel, output);
   const linear = (node: string, x: string, name: string, dims: [number, number], bias: boolean): string => {
     const y = matmul(`${node}/MatMul`, x, weight(`${name}.weight`, dims, normal), dims, int8?.kernel);
     return bias ? g.op1('Add', `${node}/Add`, [y, weight(`${name}.bias`, [dims[1]], zeros)]) : y;
@@ -397,7 +399,7 @@ export function buildDecoderGraph(
           weights.push(decl);
           return decl.name;
         },
-        matmul: (node, x, w, dims) => matmul(node, x, w, dims, int8?.kernel),
+        matmul: (b, node, x, w, dims) => matmulIn(b, node, x, w, dims, int8?.kernel),
         layerBias,
         ...(stateSplit === undefined ? {} : { stateSplit }),
         pastKey: pastKeyName,
@@ -425,15 +427,25 @@ export function buildDecoderGraph(
 
 /**
  * The node count of the largest layer: nodes are named /model/layers.<i>/... (the torch-export
- * convention). An If node counts as the nodes of its larger branch (what a run may launch).
+ * convention). What a run may launch: a layer's node holding subgraphs (an If's branches) counts as
+ * its larger branch's nodes; any other node holding subgraphs adds, for each layer, that layer's
+ * nodes in its larger branch.
  */
 export function countNodesPerLayer(nodes: readonly NodeProto[], numLayers: number): number {
+  return Math.max(0, ...layerCounts(nodes, numLayers));
+}
+
+function layerCounts(nodes: readonly NodeProto[], numLayers: number): number[] {
   const counts = new Array<number>(numLayers).fill(0);
   for (const node of nodes) {
+    const branches = (node.attribute ?? []).filter((a) => a.g != null).map((a) => a.g!.node ?? []);
     const layer = /^\/model\/layers\.(\d+)\//.exec(node.name ?? '');
-    if (!layer) continue;
-    const branches = (node.attribute ?? []).filter((a) => a.g != null).map((a) => a.g!.node?.length ?? 0);
-    counts[Number(layer[1])]! += branches.length > 0 ? Math.max(...branches) : 1;
+    if (layer) {
+      counts[Number(layer[1])]! += branches.length > 0 ? Math.max(...branches.map((b) => b.length)) : 1;
+    } else if (branches.length > 0) {
+      const inBranches = branches.map((b) => layerCounts(b, numLayers));
+      for (let i = 0; i < numLayers; i++) counts[i]! += Math.max(...inBranches.map((c) => c[i]!));
+    }
   }
-  return Math.max(0, ...counts);
+  return counts;
 }

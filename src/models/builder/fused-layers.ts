@@ -29,10 +29,10 @@
  * returns for a query that sees no key at all (a padding slot) is unspecified but finite; the engine
  * never reads it.
  *
- * With DecoderFeatures.causalStates the Attention sits in an If: in a pass split into states and
- * questions (StateSplit below) the states go through GroupQueryAttention and only the questions
- * through Attention, over the states' KV as their past; any other pass runs the Attention above
- * (docs/models.md).
+ * With DecoderFeatures.causalStates the whole stack sits in one If: a pass split into states and
+ * questions (StateSplit below) runs them as two streams through every layer, the states' attention
+ * GroupQueryAttention (causal) and the questions' Attention over the states' KV as their past;
+ * any other pass runs the layers above (docs/models.md).
  *
  * Rotary: ORT's RotaryEmbedding with cos/sin tables [max_position_embeddings, head_dim / 2] built
  * here in fp32 the way the standard-op graph computes its angles (fp32 position x fp32 inverse
@@ -45,12 +45,12 @@ import type { ModelShape } from './presets.js';
 import type { PartInit, WeightAssembly, WeightPart } from './weight-parts.js';
 
 /**
- * DecoderFeatures.causalStates: the values every layer's state/question split reads (decoder-graph.ts
- * computes them once). When `condition` holds (no past, a state part and a question part), a layer
- * runs its state tokens [0, Ls) through GroupQueryAttention (causal; per row `seqlensK` = its state
- * tokens - 1, `totalLength` = Ls) and its question tokens through Attention with
- * `questionBias` (the mask's rows of those tokens) over the state's KV as past plus their own; else
- * the layer runs as without the split.
+ * DecoderFeatures.causalStates: the values the state/question split reads (decoder-graph.ts computes
+ * them). When `condition` holds (no past, a state part and a question part), the embeddings and
+ * positions are split at Ls into the state tokens [0, Ls) and the question tokens, and every layer
+ * runs the states through GroupQueryAttention (causal; per row `seqlensK` = its state tokens - 1,
+ * `totalLength` = Ls) and the questions through Attention with `questionBias` (the mask's rows of
+ * those tokens) over the states' KV as past plus their own; else the layers run as without the split.
  */
 export interface StateSplit {
   condition: string;
@@ -73,8 +73,8 @@ export interface FusedLayersContext {
   embeddings: string;
   /** Declares a weight and returns its name. */
   weight(decl: WeightDecl): string;
-  /** x @ W for a projection weight (an int8 kernel when the graph quantizes it). */
-  matmul(node: string, x: string, w: string, dims: [number, number]): string;
+  /** x @ W for a projection weight (an int8 kernel when the graph quantizes it), its nodes in `b`. */
+  matmul(b: GraphBuilder, node: string, x: string, w: string, dims: [number, number]): string;
   /** The additive mask bias of layer i ([B, 1, S, T]). */
   layerBias(layer: number): string;
   /** DecoderFeatures.causalStates: the split's inputs. */
@@ -89,6 +89,25 @@ export interface FusedLayersContext {
   invFreq: readonly number[];
 }
 
+/**
+ * One run of tokens through the layers: a whole pass, or in a split pass (DecoderFeatures.causalStates)
+ * its state part or its question part, each a tensor of its own from the embeddings to the final norm.
+ */
+interface Stream {
+  /** The (sub)graph its nodes go to. */
+  b: GraphBuilder;
+  /** Put after `/model/layers.<i>` (and `/model`) in its node names: '' for a whole pass. */
+  tag: string;
+  positions: string;
+  /** [B, L, heads * head_dim] and [B, L, kv_heads * head_dim]: where the q and k norms' rows go back to (q/k norms only). */
+  queryShape: string;
+  keyShape: string;
+  residual: string;
+  /** The previous sublayer's output, added to the residual by the next norm. */
+  pending: string;
+  pendingBias: string;
+}
+
 /** Builds every layer and the final norm; returns the final norm's output. */
 export function buildFusedLayers(ctx: FusedLayersContext): string {
   const { g, shape, dtype, features } = ctx;
@@ -98,13 +117,23 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
   const zeros: PartInit = { kind: 'zeros' };
   const offset = features.normStyle === 'onePlusWeight' ? 1 : undefined;
 
-  const assembled = (name: string, dims: number[], assembly: WeightAssembly): string => ctx.weight({ name, dims, init: zeros, assembly });
+  // A split graph reads each weight from up to three places (the whole pass's layers and both
+  // streams of a split pass); it is declared once.
+  const declared = new Set<string>();
+  const weight = (decl: WeightDecl): string => {
+    if (!declared.has(decl.name)) {
+      declared.add(decl.name);
+      ctx.weight(decl);
+    }
+    return decl.name;
+  };
+  const assembled = (name: string, dims: number[], assembly: WeightAssembly): string => weight({ name, dims, init: zeros, assembly });
   const single = (part: WeightPart): string =>
-    part.offset === undefined ? ctx.weight({ name: part.name, dims: part.dims, init: part.init }) : assembled(part.name, part.dims, { parts: [part], axis: 1 });
+    part.offset === undefined ? weight({ name: part.name, dims: part.dims, init: part.init }) : assembled(part.name, part.dims, { parts: [part], axis: 1 });
   const normWeightOf = (name: string, size: number) => single({ name, dims: [size], init: { kind: 'ones' }, ...(offset === undefined ? {} : { offset }) });
   const normWeight = (name: string) => normWeightOf(name, h);
 
-  // Rotary tables, and the positions each rotary node reads (built once for all layers).
+  // Rotary tables, built once for all layers and streams.
   const rows = shape.maxPositionEmbeddings;
   if (rows * (hd / 2) > MAX_ROTARY_TABLE) {
     throw new Error(`fused attention: a rotary table of ${rows} positions x ${hd / 2} is too large (max_position_embeddings ${rows}); use --attention ops`);
@@ -123,124 +152,164 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
   const sin = '/model/rotary_emb/sin_cache';
   g.addInitializer(floatTensor(cos, dtype, [rows, hd / 2], cosValues));
   g.addInitializer(floatTensor(sin, dtype, [rows, hd / 2], sinValues));
-  const r = '/model/rotary_emb';
-  // The q and k heads, normed as rows of head_dim, go back to [B, S, heads * head_dim] for RotaryEmbedding:
-  // its CUDA kernel launches a block per (head, token, row) with the rows on the grid's z axis (at
-  // most 65535), so the batch axis must stay the rows, not the tokens of a pass.
-  let queryShape = '';
-  let keyShape = '';
-  if (features.qkNorm) {
-    const batchAndLength = g.op1('Shape', `${r}/Shape`, ['input_ids']);
-    queryShape = g.op1('Concat', `${r}/Concat_q`, [batchAndLength, g.int64([nh * hd])], { axis: 0 });
-    keyShape = g.op1('Concat', `${r}/Concat_k`, [batchAndLength, g.int64([kvh * hd])], { axis: 0 });
-  }
-  const rotary = (node: string, x: string, positions: string) => g.op1('RotaryEmbedding', node, [x, positions, cos, sin], {}, undefined, MS_DOMAIN);
 
-  let residual = ctx.embeddings;
-  let pending = ''; // the previous layer's MLP output, added to the residual by the next norm
-  let pendingBias = '';
-  const skipNorm = (node: string, w: string, output?: string): string => {
-    if (pending === '') {
-      return g.op1('SimplifiedLayerNormalization', node, [residual, w], { axis: -1, epsilon: eps }, output);
+  const stream = (b: GraphBuilder, tag: string, embeddings: string, positions: string): Stream => {
+    // The q and k heads, normed as rows of head_dim, go back to [B, L, heads * head_dim] for
+    // RotaryEmbedding: its CUDA kernel launches a block per (head, token, row) with the rows on the
+    // grid's z axis (at most 65535), so the batch axis must stay the rows, not the tokens of a pass.
+    let queryShape = '';
+    let keyShape = '';
+    if (features.qkNorm) {
+      const r = `/model/rotary_emb${tag}`;
+      const batchAndLength = b.op1('Shape', `${r}/Shape`, [positions]);
+      queryShape = b.op1('Concat', `${r}/Concat_q`, [batchAndLength, b.int64([nh * hd])], { axis: 0 });
+      keyShape = b.op1('Concat', `${r}/Concat_k`, [batchAndLength, b.int64([kvh * hd])], { axis: 0 });
     }
-    const outs = g.op('SkipSimplifiedLayerNormalization', node, [residual, pending, w, ...(pendingBias ? [pendingBias] : [])], { epsilon: eps }, [output ?? `${node}_output_0`, '', '', `${node}_output_3`], MS_DOMAIN);
-    residual = outs[3]!;
+    return { b, tag, positions, queryShape, keyShape, residual: embeddings, pending: '', pendingBias: '' };
+  };
+
+  const skipNorm = (s: Stream, node: string, w: string, output?: string): string => {
+    if (s.pending === '') {
+      return s.b.op1('SimplifiedLayerNormalization', node, [s.residual, w], { axis: -1, epsilon: eps }, output);
+    }
+    const outs = s.b.op('SkipSimplifiedLayerNormalization', node, [s.residual, s.pending, w, ...(s.pendingBias ? [s.pendingBias] : [])], { epsilon: eps }, [output ?? `${node}_output_0`, '', '', `${node}_output_3`], MS_DOMAIN);
+    s.residual = outs[3]!;
     return outs[0]!;
   };
 
-  for (let i = 0; i < shape.numLayers; i++) {
-    const p = `/model/layers.${i}`;
+  /** Layer i up to the attention: the input norm, the q, k and v projections, the q/k norms and rotary. */
+  const attentionInputs = (s: Stream, i: number): { query: string; key: string; value: string } => {
+    const { b } = s;
+    const p = `/model/layers.${i}${s.tag}`;
     const a = `${p}/self_attn`;
     const w = `model.layers.${i}`;
-    const normed = skipNorm(`${p}/input_layernorm/SkipSimplifiedLayerNormalization`, normWeight(`${w}.input_layernorm.weight`));
-
+    const normed = skipNorm(s, `${p}/input_layernorm/SkipSimplifiedLayerNormalization`, normWeight(`${w}.input_layernorm.weight`));
     // q, k and v as three projections, not one packed projection and a Split: on CUDA, ONNX Runtime's
     // Split copies what it splits (with gate/up, 14% of a GPU-size call's kernel time on an H200),
     // while three GEMMs of one input took what the packed one did.
     const projection = (name: string, width: number, withBias: boolean): string => {
-      const out = ctx.matmul(`${a}/${name}/MatMul`, normed, single({ name: `${w}.self_attn.${name}.weight`, dims: [h, width], init: normal }), [h, width]);
+      const out = ctx.matmul(b, `${a}/${name}/MatMul`, normed, single({ name: `${w}.self_attn.${name}.weight`, dims: [h, width], init: normal }), [h, width]);
       if (!withBias) return out;
-      return g.op1('Add', `${a}/${name}/Add`, [out, ctx.weight({ name: `${w}.self_attn.${name}.bias`, dims: [width], init: zeros })]);
+      return b.op1('Add', `${a}/${name}/Add`, [out, weight({ name: `${w}.self_attn.${name}.bias`, dims: [width], init: zeros })]);
     };
-    let query = projection('q_proj', nh * hd, features.qkvBias); // [B, S, heads * head_dim]
+    let query = projection('q_proj', nh * hd, features.qkvBias); // [B, L, heads * head_dim]
     let key = projection('k_proj', kvh * hd, features.qkvBias);
     const value = projection('v_proj', kvh * hd, features.qkvBias);
     if (features.qkNorm) {
-      // Each head normed as a row of head_dim: [B, S, heads * head_dim] -> [B * S, heads, head_dim] and back.
+      // Each head normed as a row of head_dim: [B, L, heads * head_dim] -> [B * L, heads, head_dim] and back.
       const headNorm = (name: string, x: string, heads: number, shapeBack: string): string => {
-        const rows = g.op1('Reshape', `${a}/${name}/Reshape`, [x, g.int64([-1, heads, hd])]);
+        const headRows = b.op1('Reshape', `${a}/${name}/Reshape`, [x, b.int64([-1, heads, hd])]);
         const scale = normWeightOf(`${w}.self_attn.${name}.weight`, hd);
-        const normedRows = g.op1('SimplifiedLayerNormalization', `${a}/${name}/SimplifiedLayerNormalization`, [rows, scale], { axis: -1, epsilon: eps });
-        return g.op1('Reshape', `${a}/${name}/Reshape_1`, [normedRows, shapeBack]);
+        const normedRows = b.op1('SimplifiedLayerNormalization', `${a}/${name}/SimplifiedLayerNormalization`, [headRows, scale], { axis: -1, epsilon: eps });
+        return b.op1('Reshape', `${a}/${name}/Reshape_1`, [normedRows, shapeBack]);
       };
-      query = headNorm('q_norm', query, nh, queryShape);
-      key = headNorm('k_norm', key, kvh, keyShape);
+      query = headNorm('q_norm', query, nh, s.queryShape);
+      key = headNorm('k_norm', key, kvh, s.keyShape);
     }
-    query = rotary(`${a}/rotary_q/RotaryEmbedding`, query, 'position_ids');
-    key = rotary(`${a}/rotary_k/RotaryEmbedding`, key, 'position_ids');
+    const rotary = (node: string, x: string) => b.op1('RotaryEmbedding', node, [x, s.positions, cos, sin], {}, undefined, MS_DOMAIN);
+    query = rotary(`${a}/rotary_q/RotaryEmbedding`, query);
+    key = rotary(`${a}/rotary_k/RotaryEmbedding`, key);
+    return { query, key, value };
+  };
 
-    /** ONNX's Attention (opset 23) over past ++ new with the mask: grouped KV heads, no fold, no Concat. */
-    const attend = (b: GraphBuilder, node: string, q: string, k: string, v: string, bias: string, past: [string, string], outputs: [string, string, string]): string[] =>
-      b.op('Attention', node, [q, k, v, bias, past[0], past[1]], { q_num_heads: nh, kv_num_heads: kvh }, outputs);
-    let contextFlat: string;
-    const split = ctx.stateSplit;
-    if (split === undefined) {
-      [contextFlat] = attend(g, `${a}/Attention`, query, key, value, ctx.layerBias(i), [ctx.pastKey(i), ctx.pastValue(i)], [`${a}/Attention_output_0`, ctx.presentKey(i), ctx.presentValue(i)]) as [string];
-    } else {
-      const t = `${a}/states`;
-      const e = `${a}/whole`;
-      const info = (name: string, dims: (number | string)[]) => makeValueInfo(name, floatElemType(dtype), dims);
-      const branchOutputs = (prefix: string) => [
-        info(`${prefix}/context`, ['batch_size', 'sequence_length', nh * hd]),
-        info(`${prefix}/present_key`, ['batch_size', kvh, 'total_sequence_length', hd]),
-        info(`${prefix}/present_value`, ['batch_size', kvh, 'total_sequence_length', hd]),
-      ];
-      const states = g.subgraph(t, branchOutputs(t), (b) => {
-        const [qS, qQ] = b.op('Split', `${t}/Split_q`, [query, split.sizes], { axis: 1 }, 2) as [string, string];
-        const [kS, kQ] = b.op('Split', `${t}/Split_k`, [key, split.sizes], { axis: 1 }, 2) as [string, string];
-        const [vS, vQ] = b.op('Split', `${t}/Split_v`, [value, split.sizes], { axis: 1 }, 2) as [string, string];
-        const [stateContext, stateKey, stateValue] = b.op(
-          'GroupQueryAttention',
-          `${t}/GroupQueryAttention`,
-          [qS, kS, vS, '', '', split.seqlensK, split.totalLength],
-          { num_heads: nh, kv_num_heads: kvh },
-          3,
-          MS_DOMAIN,
-        ) as [string, string, string];
-        const [questionContext, presentKey, presentValue] = attend(b, `${t}/Attention`, qQ, kQ, vQ, split.questionBias, [stateKey, stateValue], [
-          `${t}/Attention_output_0`,
-          `${t}/present_key`,
-          `${t}/present_value`,
-        ]) as [string, string, string];
-        return [b.op1('Concat', `${t}/Concat`, [stateContext, questionContext], { axis: 1 }, `${t}/context`), presentKey, presentValue];
-      });
-      const whole = g.subgraph(e, branchOutputs(e), (b) => attend(b, `${e}/Attention`, query, key, value, ctx.layerBias(i), [ctx.pastKey(i), ctx.pastValue(i)], [`${e}/context`, `${e}/present_key`, `${e}/present_value`]));
-      [contextFlat] = g.op('If', `${a}/If`, [split.condition], { then_branch: states, else_branch: whole }, [
-        `${a}/If_output_0`,
-        ctx.presentKey(i),
-        ctx.presentValue(i),
-      ]) as [string];
-    }
+  /** Layer i after the attention: the output projection, the post-attention norm and the MLP. */
+  const finishLayer = (s: Stream, i: number, context: string): void => {
+    const { b } = s;
+    const p = `/model/layers.${i}${s.tag}`;
+    const w = `model.layers.${i}`;
     const oWeight = single({ name: `${w}.self_attn.o_proj.weight`, dims: [nh * hd, h], init: normal });
-    pending = ctx.matmul(`${a}/o_proj/MatMul`, contextFlat, oWeight, [nh * hd, h]);
-    pendingBias = features.oBias ? ctx.weight({ name: `${w}.self_attn.o_proj.bias`, dims: [h], init: zeros }) : '';
+    s.pending = ctx.matmul(b, `${p}/self_attn/o_proj/MatMul`, context, oWeight, [nh * hd, h]);
+    s.pendingBias = features.oBias ? weight({ name: `${w}.self_attn.o_proj.bias`, dims: [h], init: zeros }) : '';
 
-    const normed2 = skipNorm(`${p}/post_attention_layernorm/SkipSimplifiedLayerNormalization`, normWeight(`${w}.post_attention_layernorm.weight`));
+    const normed = skipNorm(s, `${p}/post_attention_layernorm/SkipSimplifiedLayerNormalization`, normWeight(`${w}.post_attention_layernorm.weight`));
     const m = `${p}/mlp`;
     // Gate and up as two projections, not one packed projection and a Split (as q, k and v above).
     const mlpProjection = (name: string): string => {
-      const out = ctx.matmul(`${m}/${name}/MatMul`, normed2, single({ name: `${w}.mlp.${name}.weight`, dims: [h, inter], init: normal }), [h, inter]);
+      const out = ctx.matmul(b, `${m}/${name}/MatMul`, normed, single({ name: `${w}.mlp.${name}.weight`, dims: [h, inter], init: normal }), [h, inter]);
       if (!features.mlpBias) return out;
-      return g.op1('Add', `${m}/${name}/Add`, [out, ctx.weight({ name: `${w}.mlp.${name}.bias`, dims: [inter], init: zeros })]);
+      return b.op1('Add', `${m}/${name}/Add`, [out, weight({ name: `${w}.mlp.${name}.bias`, dims: [inter], init: zeros })]);
     };
     const gate = mlpProjection('gate_proj');
     const up = mlpProjection('up_proj');
-    const act = activation(g, features, dtype, `${m}/act_fn`, gate);
-    const product = g.op1('Mul', `${m}/Mul`, [act, up]);
-    pending = ctx.matmul(`${m}/down_proj/MatMul`, product, ctx.weight({ name: `${w}.mlp.down_proj.weight`, dims: [inter, h], init: normal }), [inter, h]);
-    pendingBias = features.mlpBias ? ctx.weight({ name: `${w}.mlp.down_proj.bias`, dims: [h], init: zeros }) : '';
-  }
-  return skipNorm('/model/norm/SkipSimplifiedLayerNormalization', normWeight('model.norm.weight'), ctx.finalNormOutput);
+    const act = activation(b, features, dtype, `${m}/act_fn`, gate);
+    const product = b.op1('Mul', `${m}/Mul`, [act, up]);
+    s.pending = ctx.matmul(b, `${m}/down_proj/MatMul`, product, weight({ name: `${w}.mlp.down_proj.weight`, dims: [inter, h], init: normal }), [inter, h]);
+    s.pendingBias = features.mlpBias ? weight({ name: `${w}.mlp.down_proj.bias`, dims: [h], init: zeros }) : '';
+  };
+
+  const finalNorm = (s: Stream, output?: string): string => skipNorm(s, `/model${s.tag}/norm/SkipSimplifiedLayerNormalization`, normWeight('model.norm.weight'), output);
+
+  /** ONNX's Attention (opset 23) over past ++ new with the mask: grouped KV heads, no fold, no Concat. */
+  const attend = (b: GraphBuilder, node: string, q: string, k: string, v: string, bias: string, past: [string, string], outputs: [string, string, string]): string[] =>
+    b.op('Attention', node, [q, k, v, bias, past[0], past[1]], { q_num_heads: nh, kv_num_heads: kvh }, outputs);
+
+  /** Every layer over the whole pass (its attention over past ++ new with the mask); the presents named by `present`. */
+  const wholePass = (b: GraphBuilder, present: (i: number) => [string, string], output: string): string => {
+    const s = stream(b, '', ctx.embeddings, 'position_ids');
+    for (let i = 0; i < shape.numLayers; i++) {
+      const { query, key, value } = attentionInputs(s, i);
+      const a = `/model/layers.${i}/self_attn`;
+      const [context] = attend(b, `${a}/Attention`, query, key, value, ctx.layerBias(i), [ctx.pastKey(i), ctx.pastValue(i)], [`${a}/Attention_output_0`, ...present(i)]) as [string];
+      finishLayer(s, i, context);
+    }
+    return finalNorm(s, output);
+  };
+
+  const split = ctx.stateSplit;
+  if (split === undefined) return wholePass(g, (i) => [ctx.presentKey(i), ctx.presentValue(i)], ctx.finalNormOutput);
+
+  // Causal states: one If over the whole stack. A pass split into states and questions runs them as
+  // two streams, split once after the embeddings and joined once after the final norm, so no layer
+  // copies its activations into or out of parts (an If per layer around the attention alone needed
+  // Splits of q, k and v and a Concat of the context in every layer: copies on CUDA). The cost is
+  // twice the nodes per layer in that branch, each over part of the tokens.
+  const info = (name: string, dims: (number | string)[]) => makeValueInfo(name, floatElemType(dtype), dims);
+  const branchOutputs = (prefix: string) => [
+    info(`${prefix}/norm_output`, ['batch_size', 'sequence_length', h]),
+    ...Array.from({ length: shape.numLayers }, (_, i) => [
+      info(`${prefix}/present.${i}.key`, ['batch_size', kvh, 'total_sequence_length', hd]),
+      info(`${prefix}/present.${i}.value`, ['batch_size', kvh, 'total_sequence_length', hd]),
+    ]).flat(),
+  ];
+  const presentsOf = (prefix: string) => (i: number): [string, string] => [`${prefix}/present.${i}.key`, `${prefix}/present.${i}.value`];
+  const t = '/model/states_and_questions';
+  const e = '/model/whole';
+  const states = g.subgraph(t, branchOutputs(t), (b) => {
+    const c = '/model/state_split';
+    const [stateEmbeddings, questionEmbeddings] = b.op('Split', `${c}/Split_embeddings`, [ctx.embeddings, split.sizes], { axis: 1 }, 2) as [string, string];
+    const [statePositions, questionPositions] = b.op('Split', `${c}/Split_positions`, ['position_ids', split.sizes], { axis: 1 }, 2) as [string, string];
+    const st = stream(b, '/states', stateEmbeddings, statePositions);
+    const qs = stream(b, '/questions', questionEmbeddings, questionPositions);
+    const presents: string[] = [];
+    for (let i = 0; i < shape.numLayers; i++) {
+      const sIn = attentionInputs(st, i);
+      const qIn = attentionInputs(qs, i);
+      // The states through GroupQueryAttention (causal; right padding by seqlens_k), then the
+      // questions through Attention with their rows of the mask over the states' KV and their own:
+      // its present is the layer's (states ++ questions).
+      const [stateContext, stateKey, stateValue] = b.op(
+        'GroupQueryAttention',
+        `/model/layers.${i}/states/self_attn/GroupQueryAttention`,
+        [sIn.query, sIn.key, sIn.value, '', '', split.seqlensK, split.totalLength],
+        { num_heads: nh, kv_num_heads: kvh },
+        3,
+        MS_DOMAIN,
+      ) as [string, string, string];
+      const qa = `/model/layers.${i}/questions/self_attn`;
+      const [questionContext] = attend(b, `${qa}/Attention`, qIn.query, qIn.key, qIn.value, split.questionBias, [stateKey, stateValue], [`${qa}/Attention_output_0`, ...presentsOf(t)(i)]) as [string];
+      presents.push(...presentsOf(t)(i));
+      finishLayer(st, i, stateContext);
+      finishLayer(qs, i, questionContext);
+    }
+    const joined = b.op1('Concat', `${t}/Concat`, [finalNorm(st), finalNorm(qs)], { axis: 1 }, `${t}/norm_output`);
+    return [joined, ...presents];
+  });
+  const whole = g.subgraph(e, branchOutputs(e), (b) => {
+    const output = wholePass(b, presentsOf(e), `${e}/norm_output`);
+    return [output, ...Array.from({ length: shape.numLayers }, (_, i) => presentsOf(e)(i)).flat()];
+  });
+  const outputs = [ctx.finalNormOutput, ...Array.from({ length: shape.numLayers }, (_, i) => [ctx.presentKey(i), ctx.presentValue(i)]).flat()];
+  return g.op('If', '/model/state_split/If', [split.condition], { then_branch: states, else_branch: whole }, outputs)[0]!;
 }
 
 /** The MLP's gate activation: SiLU as one QuickGelu (x * sigmoid(1.0 * x)); the GELUs as the standard-op graph writes them. */

@@ -33,10 +33,10 @@ export const EXTERNAL_DATA_THRESHOLD = 1.5e9;
 /**
  * Bumped whenever the generated graph changes (2: the attention mask became an additive bias; 3:
  * --attention fused writes fused layers, fused-layers.ts; 4: their attention is ONNX's grouped
- * Attention, no head fold), so that a cached generated model (the benchmark's) or a derived fused
+ * Attention, no head fold; 5: causal states run the split pass as two streams under one If), so that a cached generated model (the benchmark's) or a derived fused
  * graph is rebuilt instead of silently reused.
  */
-export const GRAPH_VERSION = 4;
+export const GRAPH_VERSION = 5;
 
 const CHUNK_ELEMENTS = 1 << 20;
 
