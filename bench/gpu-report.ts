@@ -6,7 +6,7 @@
  *
  * Steps: the CUDA setup check; the engine at GPU-loading sizes (`decide bench --size gpu`, with
  * the host-side counters of each call), and again with CUDA graphs (`--cuda-graphs on`) and on the
- * graph with causal states (`--attention causal`); the benchmark per dtype and packing layout (each run checks
+ * fused graph without causal states (`--attention fused`); the benchmark per dtype and packing layout (each run checks
  * its answers against the fp32 CPU engine before timing, so "agreement" is part of every bench
  * step); `test/gpu/` (vitest); Nsight Compute's device time per kernel of the GPU-size tickets
  * call (bench/kernel-profile.ts), when `ncu` is there; an ONNX Runtime profile of one engine call,
@@ -104,8 +104,8 @@ export interface GpuReport {
   gpuScale: GpuScaleReport | null;
   /** The same GPU-size step with CUDA graphs on (`--cuda-graphs on`), CUDA only. */
   gpuScaleCudaGraphs: GpuScaleReport | null;
-  /** The same GPU-size step on the graph with causal states (`--attention causal`), CUDA only. */
-  gpuScaleCausal: GpuScaleReport | null;
+  /** The same GPU-size step on the fused graph without causal states (`--attention fused`), CUDA only. */
+  gpuScaleWithoutCausal: GpuScaleReport | null;
   /** The same GPU-size step without the pass length alignment (`--pass-length-multiple 1`), CUDA only. */
   gpuScaleUnaligned: GpuScaleReport | null;
   /** Which attention kernel ONNX Runtime picked per attention run, from its verbose log (bench/attention-kernels.ts), CUDA only. */
@@ -340,7 +340,7 @@ export function formatGpuReport(r: GpuReport): string {
   }
   const variants: [string, GpuScaleReport | null][] = [
     ['with CUDA graphs (`--cuda-graphs on`)', r.gpuScaleCudaGraphs],
-    ['on the graph with causal states (`--attention causal`)', r.gpuScaleCausal],
+    ['on the fused graph without causal states (`--attention fused`)', r.gpuScaleWithoutCausal],
     ['without the pass length alignment (`--pass-length-multiple 1`)', r.gpuScaleUnaligned],
   ];
   for (const [title, variant] of variants) {
@@ -392,7 +392,7 @@ export function newGpuReport(about: Pick<GpuReport, 'startedAt' | 'provider' | '
     bench: [],
     gpuScale: null,
     gpuScaleCudaGraphs: null,
-    gpuScaleCausal: null,
+    gpuScaleWithoutCausal: null,
     gpuScaleUnaligned: null,
     attentionKernels: null,
     peer: [],
@@ -488,10 +488,10 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     },
     skip: cudaOnly ?? (ncu ? undefined : 'Nsight Compute (ncu) not found on PATH or in /usr/local/cuda/bin'),
   });
-  // The same sizes with what is off by default until a card measures it (these steps are that
-  // measurement): every pass shape captured as a CUDA graph once and replayed, the graph with
-  // causal states (the state part through GroupQueryAttention; docs/models.md), and what the
-  // default pass length alignment gains (passes at their exact lengths).
+  // The same sizes with what the default leaves out, or puts in, until a card says otherwise (these
+  // steps are that measurement): every pass shape captured as a CUDA graph once and replayed, the
+  // fused graph without causal states (docs/models.md), and what the default pass length alignment
+  // gains (passes at their exact lengths).
   const variantStep = (name: string, flags: string[], keep: (r: GpuScaleReport | null) => void): PlannedStep => {
     const dir = path.join(outDir, name);
     return {
@@ -503,7 +503,7 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
   };
   steps.push(
     variantStep('bench-gpu-size-cuda-graphs', ['--cuda-graphs', 'on'], (r) => (report.gpuScaleCudaGraphs = r)),
-    variantStep('bench-gpu-size-causal-states', ['--attention', 'causal'], (r) => (report.gpuScaleCausal = r)),
+    variantStep('bench-gpu-size-without-causal-states', ['--attention', 'fused'], (r) => (report.gpuScaleWithoutCausal = r)),
     variantStep('bench-gpu-size-unaligned', ['--pass-length-multiple', '1'], (r) => (report.gpuScaleUnaligned = r)),
   );
   // Which attention kernel ran: ONNX Runtime's CUDA Attention names its pick in the verbose log

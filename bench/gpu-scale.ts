@@ -143,7 +143,8 @@ function maxLogitDiff(a: SuffixScore[][], b: SuffixScore[][]): number {
 }
 
 /**
- * The GPU-size run's model, by the run's defaults (qwen3-0.6b; fp16 and the fused graph on cuda),
+ * The GPU-size run's model, by the run's defaults (qwen3-0.6b; fp16 and the fused graph with causal
+ * states on cuda),
  * built into the package's models folder when missing: the run and `decide bench --size gpu
  * --ort-profile` use the same one.
  */
@@ -154,7 +155,7 @@ export async function gpuScaleModel(
   const provider = options.provider ?? 'cuda';
   const dtype = options.dtype ?? (provider === 'cuda' ? 'fp16' : 'fp32');
   const preset = options.preset ?? 'qwen3-0.6b';
-  const attention = options.attention ?? (provider === 'cuda' ? 'fused' : 'ops');
+  const attention = options.attention ?? (provider === 'cuda' ? 'causal' : 'ops');
   const modelDir = options.modelDir ?? path.join(packageRoot(), 'models', `bench-${preset}${dtype === 'fp32' ? '' : `-${dtype}`}${attention === 'ops' ? '' : `-${attention}`}`);
   // A host that cannot run the provider is told so before a model is built for it (minutes for qwen3-0.6b).
   assertProviderReady({ provider, ortLibrary: options.engine?.ortLibrary });

@@ -49,9 +49,10 @@ options:
                         peer's workloads (64 x 390-token tickets with 8 x 18-token questions, 16 x
                         1,600-token documents with 13 x 22, 128 x 300-token singles with 1 x 20),
                         packed, forked and fresh rows, with the host-side counters of each call;
-                        default preset qwen3-0.6b, fp16 and the fused decoder graph on cuda
-                        (--attention ops|fused|causal picks the graph, causal: fused with causal
-                        states; --scale F shrinks the states; both are refused without --size gpu)
+                        default preset qwen3-0.6b, fp16 and the fused decoder graph with causal
+                        states on cuda (--attention ops|fused|causal picks the graph, causal:
+                        fused with causal states, the default on cuda; --scale F shrinks the
+                        states; both are refused without --size gpu)
   --quick               fewer states and repetitions (under 2 minutes on 2 cores)
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(', ')} (default: all)
   --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2; at most

@@ -21,13 +21,23 @@ export type AttentionChoice =
   | { graph: 'fused'; source: 'derived' };
 
 /**
+ * Which fused graph to derive. `controlFlow: false` (CUDA graphs, which ONNX Runtime refuses on a
+ * graph with an If) asks for one without causal states' If.
+ */
+export interface DerivedGraphForm {
+  controlFlow: boolean;
+}
+
+/**
  * Derives (or finds cached) the fused graph of the model in `modelDir` whose stored graph is
- * `storedGraph`, checked against it with `verifyWith`; or says why the stored graph runs instead.
+ * `storedGraph`, of the form asked for, checked against it with `verifyWith`; or says why the
+ * stored graph runs instead.
  */
 export type GraphDeriver = (
   modelDir: string,
   storedGraph: string,
   verifyWith: VerifyLoadOptions,
+  form: DerivedGraphForm,
 ) => Promise<{ graphFile: string; attention: AttentionChoice }>;
 
 /** The graph to load for `request` on the engine's provider ('cpu' or 'cuda'). */
@@ -38,6 +48,7 @@ export async function chooseAttentionGraph(
   provider: string,
   deriver: GraphDeriver | undefined,
   verifyWith: VerifyLoadOptions,
+  form: DerivedGraphForm,
 ): Promise<{ graphFile: string; attention: AttentionChoice }> {
   if (request === 'off' || (request === 'auto' && provider !== 'cuda')) {
     // What the stored graph is needs no derivation: the deriver reads it from the model's record.
@@ -53,7 +64,7 @@ export async function chooseAttentionGraph(
       },
     };
   }
-  return deriver(modelDir, storedGraph, verifyWith);
+  return deriver(modelDir, storedGraph, verifyWith, form);
 }
 
 /**

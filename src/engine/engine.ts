@@ -159,6 +159,7 @@ export class Engine {
         provider,
         options.graphDeriver,
         loadOptions,
+        { controlFlow: !(options.cudaGraphs ?? ENGINE_DEFAULTS.cudaGraphs) },
       );
       const { graphFile, lmHead }: ScoringGraph =
         (options.gatherLogits ?? ENGINE_DEFAULTS.gatherLogits) === false

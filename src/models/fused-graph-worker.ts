@@ -1,20 +1,34 @@
 /**
  * The fused-graph derivation off the JavaScript thread (fused-graph.ts runs this file in a worker
  * thread, src/support/worker-thread.ts): reading a model's weights back as a checkpoint and importing them as
- * the fused graph takes seconds on a large model, and the service must keep answering meanwhile.
- * Input (workerData): the model directory, its stored graph, a scratch checkpoint folder and the
- * folder to write the derived model to. Output: one message, { ok: true } or { ok: false, reason }.
+ * the fused graph (with causal states where the model allows them) takes seconds on a large model,
+ * and the service must keep answering meanwhile.
+ * Input (workerData): the model directory, its stored graph, a scratch checkpoint folder, the
+ * folder to write the derived model to, and whether causal states are wanted. Output: one message, { ok: true } or { ok: false, reason }.
  */
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
+import { planFromConfig } from './import/hf-config.js';
 import { importModel } from './import/import-model.js';
 import { writeCheckpointFromGraph } from './import/onnx-checkpoint.js';
 
-const { modelDir, storedGraph, checkpointDir, outDir } = workerData as { modelDir: string; storedGraph: string; checkpointDir: string; outDir: string };
+const { modelDir, storedGraph, checkpointDir, outDir, causalStates: wanted } = workerData as {
+  modelDir: string;
+  storedGraph: string;
+  checkpointDir: string;
+  outDir: string;
+  /** Causal states where the model allows them (false: a graph without control flow, for CUDA graphs). */
+  causalStates: boolean;
+};
 try {
   const { dtype, segmentIds } = writeCheckpointFromGraph(modelDir, storedGraph, checkpointDir);
-  await importModel({ hfDir: checkpointDir, outDir, dtype, segmentIds, attention: 'fused', force: true });
+  // Causal states wherever the graph can have them: they need the packing input (the split pass is
+  // a packed pass) and no sliding window (docs/models.md).
+  const { slidingWindow } = planFromConfig(JSON.parse(readFileSync(path.join(checkpointDir, 'config.json'), 'utf8'))).features;
+  const causalStates = wanted && segmentIds && slidingWindow === undefined;
+  await importModel({ hfDir: checkpointDir, outDir, dtype, segmentIds, attention: 'fused', causalStates, force: true });
   parentPort!.postMessage({ ok: true });
 } catch (err) {
   parentPort!.postMessage({ ok: false, reason: (err as Error)?.message ?? String(err) });

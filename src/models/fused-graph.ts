@@ -3,36 +3,46 @@
  * `fusedAttention`, src/engine/attention-graph.ts): what a CUDA engine runs by default. It is
  * derived once and cached beside the model (`onnx/model.decide-fused/`, a model directory of its
  * own, and its stamp `onnx/model.decide-fused.json`): the stored graph's weights are read back as
- * a checkpoint and imported with `attention: 'fused'` (in a worker thread), then checked once
- * against the stored graph on a small input (lm-head-verify.ts). A model that is fused already,
- * int8, not written by this project, or whose derivation or check fails (a read-only folder, say)
- * runs as stored, and the choice says why.
+ * a checkpoint and imported with `attention: 'fused'` (in a worker thread; with causal states where
+ * the model has segment ids and no sliding window, unless the form asks for no control flow: then
+ * into `onnx/model.decide-fused-no-if/`), then checked once against the stored graph on a small
+ * input (lm-head-verify.ts). A model that is fused already, int8, not written by this project, or
+ * whose derivation or check fails (a read-only folder, say) runs as stored, and the choice says why.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { storedGraphRecord, type AttentionChoice, type GraphDeriver } from '../engine/attention-graph.js';
+import { storedGraphRecord, type AttentionChoice, type DerivedGraphForm, type GraphDeriver } from '../engine/attention-graph.js';
 import { verifyRewrite } from '../engine/lm-head-verify.js';
 import { runWorker } from '../support/worker-thread.js';
 import { GRAPH_VERSION } from './builder/make-model.js';
 import { IMPORTER_VERSION } from './import/import-model.js';
 
-/** Bump when the derivation's output changes: a cached derivation with another version is made again (2: no packed projections). */
-export const FUSED_DERIVATION_VERSION = 2;
+/**
+ * Bump when the derivation's output changes: a cached derivation with another version is made again
+ * (2: no packed projections; 3: causal states where the model has segment ids and no sliding window).
+ */
+export const FUSED_DERIVATION_VERSION = 3;
 
 interface Stamp {
   version: number;
+  /** Whether the derivation may write causal states (DerivedGraphForm.controlFlow). */
+  controlFlow: boolean;
   graphVersion: number;
   importerVersion: number;
   /** Size and modification time of each file the stored graph is made of. */
   source: { file: string; size: number; mtimeMs: number }[];
 }
 
-/** The derived model's folder and stamp, beside the stored graph. */
-export function fusedPaths(storedGraph: string): { dir: string; graph: string; stamp: string } {
+/**
+ * The derived model's folder and stamp, beside the stored graph: `.decide-fused` for the default
+ * form (causal states where the model allows them), `.decide-fused-no-if` for the form without
+ * control flow that CUDA graphs need.
+ */
+export function fusedPaths(storedGraph: string, form: DerivedGraphForm = { controlFlow: true }): { dir: string; graph: string; stamp: string } {
   const base = storedGraph.replace(/\.onnx$/, '');
-  const dir = `${base}.decide-fused`;
+  const dir = `${base}.decide-fused${form.controlFlow ? '' : '-no-if'}`;
   return { dir, graph: path.join(dir, 'onnx', 'model.onnx'), stamp: `${base}.decide-fused.json` };
 }
 
@@ -47,8 +57,8 @@ function sourceStamp(storedGraph: string): Stamp['source'] {
     });
 }
 
-function currentStamp(storedGraph: string): Stamp {
-  return { version: FUSED_DERIVATION_VERSION, graphVersion: GRAPH_VERSION, importerVersion: IMPORTER_VERSION, source: sourceStamp(storedGraph) };
+function currentStamp(storedGraph: string, form: DerivedGraphForm): Stamp {
+  return { version: FUSED_DERIVATION_VERSION, controlFlow: form.controlFlow, graphVersion: GRAPH_VERSION, importerVersion: IMPORTER_VERSION, source: sourceStamp(storedGraph) };
 }
 
 function stampMatches(file: string, want: Stamp): boolean {
@@ -65,7 +75,7 @@ const message = (err: unknown) => (err as Error)?.message ?? String(err);
  * A cached derived fused graph, else a new one (checked against the stored graph with
  * `verifyWith`, on the engine's provider), else the stored graph with the reason.
  */
-export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, verifyWith) => {
+export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, verifyWith, form = { controlFlow: true }) => {
   const facts = storedGraphRecord(modelDir);
   const stored = (reason?: string) => ({
     graphFile: storedGraph,
@@ -75,8 +85,8 @@ export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, veri
   if (facts.attention === 'fused') return stored();
   if (facts.dtype !== 'fp32' && facts.dtype !== 'fp16') return stored(`a ${facts.dtype} model keeps its graph (only fp32 and fp16 weights are read back)`);
 
-  const { dir, graph, stamp } = fusedPaths(storedGraph);
-  const want = currentStamp(storedGraph);
+  const { dir, graph, stamp } = fusedPaths(storedGraph, form);
+  const want = currentStamp(storedGraph, form);
   if (existsSync(graph) && stampMatches(stamp, want)) return { graphFile: graph, attention: { graph: 'fused', source: 'derived' } };
 
   // Unique per load: engines of one process, or of several, may be deriving the same graph. The
@@ -90,6 +100,7 @@ export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, veri
       storedGraph,
       checkpointDir: `${dir}-checkpoint-${tag}`,
       outDir: temp,
+      causalStates: form.controlFlow,
     });
     if (!result.ok) throw new Error(result.reason);
     await verifyRewrite(storedGraph, path.join(temp, 'onnx', 'model.onnx'), verifyWith);

@@ -36,13 +36,13 @@ afterAll(async () => {
 
 describe('decide gpu-report --provider cpu', () => {
   it('runs every step in order and skips the CUDA-only ones with their reason', () => {
-    expect(report.steps.map((s) => s.name)).toEqual(['cuda-setup-check', 'bench-gpu-size', 'gpu-tests', 'torch-peer', 'kernel-profile', 'bench-gpu-size-cuda-graphs', 'bench-gpu-size-causal-states', 'bench-gpu-size-unaligned', 'attention-kernels', 'bench-fp32-packing-off', 'bench-fp32-packing-on', 'ort-profile']);
+    expect(report.steps.map((s) => s.name)).toEqual(['cuda-setup-check', 'bench-gpu-size', 'gpu-tests', 'torch-peer', 'kernel-profile', 'bench-gpu-size-cuda-graphs', 'bench-gpu-size-without-causal-states', 'bench-gpu-size-unaligned', 'attention-kernels', 'bench-fp32-packing-off', 'bench-fp32-packing-on', 'ort-profile']);
     const by = Object.fromEntries(report.steps.map((s) => [s.name, s]));
     expect(by['cuda-setup-check']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     expect(by['torch-peer']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     expect(by['kernel-profile']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     expect(by['bench-gpu-size-cuda-graphs']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
-    expect(by['bench-gpu-size-causal-states']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
+    expect(by['bench-gpu-size-without-causal-states']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     expect(by['bench-gpu-size-unaligned']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     expect(by['attention-kernels']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     for (const name of ['bench-gpu-size', 'bench-fp32-packing-off', 'bench-fp32-packing-on', 'gpu-tests', 'ort-profile']) {

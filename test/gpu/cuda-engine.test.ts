@@ -123,7 +123,7 @@ describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
     expect(maxDiff(await engine.score(batch), await cpu.score(batch), 'logits')).toBeLessThan(1e-4);
   });
 
-  it('a graph with causal states (GroupQueryAttention for the states) answers like the CPU engine (1e-4), packed', async () => {
+  it('a graph with causal states (a causal Attention for the states) answers like the CPU engine (1e-4), packed', async () => {
     const engine = await cuda(await build('causal', 'fp32', { attention: 'fused', segmentIds: true, causalStates: true }));
     const batch = groups(8, 6);
     expect(maxDiff(await engine.score(batch), await cpu.score(batch), 'logits')).toBeLessThan(1e-4);

@@ -1,14 +1,15 @@
 /**
  * DecoderFeatures.causalStates (`--causal-states on` with `--attention fused`): a pass without a
- * past whose rows are states followed by their questions runs each layer's state part through
- * GroupQueryAttention (causal, no masked half computed) and only the questions through
- * ONNX's Attention with the mask, over the state's KV plus their own (an If per layer; any other
- * pass takes the other branch, today's attention). On the CPU, where both ops run:
+ * past whose rows are states followed by their questions runs as two streams under one If, the
+ * states through a causal Attention without a mask (no masked half computed) and the questions
+ * through Attention with the mask over the states' KV plus their own; any other pass takes the
+ * other branch, the layers without the split. On the CPU:
  * - the same answers as the fused graph of the same weights (logits 1e-4, probabilities 1e-6), with
  *   packed rows (split passes), forked rows and cached states (passes with a past);
  * - a question alone scores as inside a busier call (probabilities 1e-6);
- * - the split really runs: ONNX Runtime's profile of a packed call has GroupQueryAttention in it,
- *   and a forked call (no questions in its passes without a past) has none;
+ * - the split really runs: ONNX Runtime's profile of a packed call has the states' and the
+ *   questions' attention nodes in it, and a forked call (no questions in its passes without a
+ *   past) has none;
  * - the hf-tiny Qwen2 and Llama 3 checkpoints imported with it score as imported without it;
  * - the node count counts the larger branch, and the choice is kept in decision.json.
  */
@@ -55,22 +56,27 @@ function allNodes(graph: onnxProto.onnx.IGraphProto): onnxProto.onnx.INodeProto[
 const calls = (): ScoreGroup[][] => [counterWorkload(3, 7), randomGroups(5, 9, { prefixTokens: 50, suffixes: 5, suffixTokens: 9, labels: 20 })];
 
 describe('causal states', () => {
-  it('writes one If over the layers with GroupQueryAttention in its split branch, counted, and recorded', async () => {
+  it('writes one If over the layers with a causal Attention for the states in its split branch, counted, and recorded', async () => {
     const dir = await causalModel();
     const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder: { features: unknown; nodesPerLayer: number } };
     expect(decision.builder.features).toEqual({ segmentIds: true, attention: 'fused', causalStates: true });
-    // The split branch's two streams, each 19 nodes around its attention (GroupQueryAttention for
-    // the states, Attention for the questions); the other branch has 20.
+    // The split branch's two streams, each 19 nodes around its attention (causal for the states,
+    // masked for the questions); the other branch has 20.
     expect(decision.builder.nodesPerLayer).toBe(40);
+    const model = onnxProto.onnx.ModelProto.decode(readFileSync(path.join(dir, 'onnx', 'model.onnx')));
+    expect((model.graph!.node ?? []).filter((n) => n.opType === 'If').map((n) => n.name)).toEqual(['/model/state_split/If']);
+    const causal = allNodes(model.graph!).filter((n) => n.opType === 'Attention' && n.attribute?.some((a) => a.name === 'is_causal' && Number(a.i) === 1));
+    expect(causal.map((n) => n.name)).toEqual(Array.from({ length: causal.length }, (_, i) => `/model/layers.${i}/states/self_attn/Attention`));
+    expect(causal.length).toBeGreaterThan(0);
+    expect(causal.every((n) => n.input!.length === 3)).toBe(true); // no mask
   });
 
   it('keeps the reduced axis of every reduction (keepdims 1): CUDA refuses keepdims 0 over an empty axis, and a pass with no state tokens has one', async () => {
-    // The CPU reduces an empty axis to zeros either way, so no CPU run can show it; on CUDA the state
-    // split's ReduceSum failed every pass with a past (no state tokens) until it kept its dims.
+    // The CPU reduces an empty axis to zeros either way, so no CPU run can show it; on CUDA an earlier
+    // state split's ReduceSum failed every pass with a past (no state tokens) until it kept its dims.
     for (const dir of [await causalModel(), await tinyModelDir({ segmentIds: true, attention: 'fused' }), await tinyModelDir({ segmentIds: true })]) {
       const model = onnxProto.onnx.ModelProto.decode(readFileSync(path.join(dir, 'onnx', 'model.onnx')));
       const reductions = allNodes(model.graph!).filter((n) => n.opType!.startsWith('Reduce'));
-      if (dir === (await causalModel())) expect(reductions.map((n) => n.name)).toContain('/model/state_split/ReduceSum');
       for (const n of reductions) {
         const keepdims = n.attribute?.find((a) => a.name === 'keepdims');
         expect(keepdims === undefined || Number(keepdims.i) === 1, `${path.basename(dir)}: ${n.name}`).toBe(true);
@@ -115,18 +121,21 @@ describe('causal states', () => {
     }
   });
 
-  it('runs GroupQueryAttention in a packed call and not in a forked one (ONNX Runtime profile)', async () => {
-    const opsRun = async (packSuffixes: boolean): Promise<Set<string>> => {
+  it('runs the split branch (a causal Attention over the states) in a packed call and not in a forked one (ONNX Runtime profile)', async () => {
+    const nodesRun = async (packSuffixes: boolean): Promise<string[]> => {
       const prefix = path.join(scratch, `profile-${packSuffixes ? 'packed' : 'forked'}`);
       const engine = await Engine.load({ modelDir: await causalModel(), threads: 1, packSuffixes, prefixCacheBytes: 0, ortProfilePrefix: prefix });
       await engine.score(counterWorkload(8, 3));
       engine.close();
       const file = readdirSync(scratch).find((f) => f.startsWith(path.basename(prefix)) && f.endsWith('.json'))!;
-      const events = JSON.parse(readFileSync(path.join(scratch, file), 'utf8')) as { cat?: string; args?: { op_name?: string } }[];
-      return new Set(events.filter((e) => e.cat === 'Node').map((e) => e.args?.op_name ?? ''));
+      const events = JSON.parse(readFileSync(path.join(scratch, file), 'utf8')) as { cat?: string; name?: string }[];
+      return events.filter((e) => e.cat === 'Node').map((e) => e.name ?? '');
     };
-    expect((await opsRun(true)).has('GroupQueryAttention')).toBe(true);
-    expect((await opsRun(false)).has('GroupQueryAttention')).toBe(false);
+    const statesAttention = (names: string[]) => names.filter((n) => n.startsWith('/model/layers.0/states/self_attn/Attention'));
+    const packed = await nodesRun(true);
+    expect(statesAttention(packed).length).toBeGreaterThan(0);
+    expect(packed.some((n) => n.startsWith('/model/layers.0/questions/self_attn/Attention'))).toBe(true);
+    expect(statesAttention(await nodesRun(false))).toEqual([]);
   });
 
   it.each(['qwen2', 'llama3'])('the %s fixture imported with it scores as imported fused without it', async (family) => {

@@ -6,17 +6,20 @@
  *   next load reuses it; a changed stored graph derives it again;
  * - its answers equal the stored graph's (label logits 1e-4) and the weights are the stored ones
  *   (the make-model fused twin of the same seed scores the same);
+ * - with the packing input the derived graph has causal states (an If); asked for a graph without
+ *   control flow (CUDA graphs), it derives one without, in a folder of its own, answering the same;
  * - an fp16 model derives, and every hf-tiny family (Qwen3, Qwen2 with q/k/v biases, Llama 3)
  *   imported as standard ops derives;
  * - 'auto' on the CPU, a fused model, an int8 model and 'off' run the stored graph, saying why
  *   where a derivation was asked for and not made; so does Engine.load given no deriver.
  */
-import { cpSync, existsSync, mkdtempSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import onnxProto from 'onnx-proto';
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { Engine } from '../../src/engine/engine.js';
+import { Engine, type GraphDeriver } from '../../src/engine/engine.js';
 import { deriveFusedGraph, fusedPaths } from '../../src/models/fused-graph.js';
 import { makeModel } from '../../src/models/builder/index.js';
 import { importModel } from '../../src/models/import/import-model.js';
@@ -57,6 +60,9 @@ describe('the fused graph derived from a standard-op model', () => {
     expect(derived.info.graphFile.startsWith(paths.dir)).toBe(true);
     expect(existsSync(paths.stamp)).toBe(true);
     expect(derived.info.packsSuffixes).toBe(true);
+    // The model has the packing input and no sliding window: the derived graph has causal states.
+    const record = JSON.parse(readFileSync(path.join(paths.dir, 'decision.json'), 'utf8')) as { import: { features: Record<string, unknown> } };
+    expect(record.import.features).toMatchObject({ segmentIds: true, attention: 'fused', causalStates: true });
 
     const groups = counterWorkload(21, 6);
     const reference = await stored.score(groups);
@@ -77,6 +83,23 @@ describe('the fused graph derived from a standard-op model', () => {
     const rederived = await load(modelDir, 'on');
     expect(rederived.info.attention).toEqual({ graph: 'fused', source: 'derived' });
     expect(statSync(paths.graph).mtimeMs).not.toBe(mtime);
+  });
+
+  it('derives a form without control flow when asked (what CUDA graphs need): its own folder, no If, the same answers', async () => {
+    const modelDir = await copyOf({ segmentIds: true }, 'no-if');
+    const storedGraph = path.join(modelDir, 'onnx', 'model.onnx');
+    const noIf: GraphDeriver = (dir, graph, verifyWith) => deriveFusedGraph(dir, graph, verifyWith, { controlFlow: false });
+    const flat = await Engine.load({ modelDir, fusedAttention: 'on', threads: 1, packSuffixes: true, graphDeriver: noIf });
+    engines.push(flat);
+    const withIf = await load(modelDir, 'on', { packSuffixes: true });
+    const paths = fusedPaths(storedGraph, { controlFlow: false });
+    expect(flat.info.graphFile.startsWith(`${paths.dir}${path.sep}`)).toBe(true);
+    expect(withIf.info.graphFile.startsWith(`${fusedPaths(storedGraph).dir}${path.sep}`)).toBe(true);
+    const opTypes = (file: string) => (onnxProto.onnx.ModelProto.decode(readFileSync(file)).graph!.node ?? []).map((n) => n.opType);
+    expect(opTypes(flat.info.graphFile)).not.toContain('If');
+    expect(opTypes(withIf.info.graphFile)).toContain('If');
+    const groups = counterWorkload(9, 5);
+    expect(maxScoreDiff(await withIf.score(groups), await flat.score(groups), 'logits')).toBeLessThan(1e-4);
   });
 
   it('derives for an fp16 model (weights read back as F16), checked within fp16 rounding', async () => {

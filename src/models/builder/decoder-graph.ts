@@ -338,20 +338,10 @@ export function buildDecoderGraph(
     const someQuestions = g.op1('Greater', `${c}/Greater_1`, [questionLen, g.int64([0])]);
     const all = g.op1('And', `${c}/And_1`, [g.op1('And', `${c}/And`, [noPast, someState]), someQuestions]);
     const condition = g.op1('Squeeze', `${c}/Squeeze`, [all, axis0]);
-    // GroupQueryAttention's lengths: per row its state tokens - 1 (right padding), and Ls.
-    const stateMask = g.op1('Slice', `${c}/Slice`, ['attention_mask', g.int64([0]), stateLen, g.int64([1])]);
-    // keepdims 1, then Squeeze: CUDA's ReduceSum refuses keepdims 0 over an empty axis, which a pass
-    // with no state tokens has (its split does not run, but this node does).
-    const stateTokens = g.op1('Squeeze', `${c}/Squeeze_2`, [
-      g.op1('ReduceSum', `${c}/ReduceSum`, [stateMask, g.int64([1])], { keepdims: 1 }),
-      g.int64([1]),
-    ]);
-    const seqlensK = g.op1('Cast', `${c}/Cast`, [g.op1('Sub', `${c}/Sub_1`, [stateTokens, i64(1)])], { to: DataType.INT32 });
-    const totalLength = g.op1('Cast', `${c}/Cast_1`, [g.op1('Squeeze', `${c}/Squeeze_1`, [stateLen, axis0])], { to: DataType.INT32 });
     // The questions' bias rows: those of tokens [Ls, S).
     const questionBias = g.op1('Slice', `${c}/Slice_1`, [maskBias, stateLen, g.int64([2 ** 62]), g.int64([2])]);
     const sizes = g.op1('Concat', `${c}/Concat`, [stateLen, questionLen], { axis: 0 });
-    stateSplit = { condition, seqlensK, totalLength, questionBias, sizes };
+    stateSplit = { condition, questionBias, sizes };
   }
   for (let i = 0; i < (fused ? 0 : shape.numLayers); i++) {
     const p = `/model/layers.${i}`;

@@ -31,8 +31,8 @@
  *
  * With DecoderFeatures.causalStates the whole stack sits in one If: a pass split into states and
  * questions (StateSplit below) runs them as two streams through every layer, the states' attention
- * GroupQueryAttention (causal) and the questions' Attention over the states' KV as their past;
- * any other pass runs the layers above (docs/models.md).
+ * causal (is_causal, no mask: flash attention on CUDA) and the questions' over the states' KV as
+ * their past with the mask; any other pass runs the layers above (docs/models.md).
  *
  * Rotary: ORT's RotaryEmbedding with cos/sin tables [max_position_embeddings, head_dim / 2] built
  * here in fp32 the way the standard-op graph computes its angles (fp32 position x fp32 inverse
@@ -47,15 +47,13 @@ import type { PartInit, WeightAssembly, WeightPart } from './weight-parts.js';
 /**
  * DecoderFeatures.causalStates: the values the state/question split reads (decoder-graph.ts computes
  * them). When `condition` holds (no past, a state part and a question part), the embeddings and
- * positions are split at Ls into the state tokens [0, Ls) and the question tokens, and every layer
- * runs the states through GroupQueryAttention (causal; per row `seqlensK` = its state tokens - 1,
- * `totalLength` = Ls) and the questions through Attention with `questionBias` (the mask's rows of
- * those tokens) over the states' KV as past plus their own; else the layers run as without the split.
+ * positions are split by `sizes` into the state tokens [0, Ls) and the question tokens, and every
+ * layer runs the states through causal Attention (no mask) and the questions through Attention with
+ * `questionBias` (the mask's rows of those tokens) over the states' KV as past plus their own; else
+ * the layers run as without the split.
  */
 export interface StateSplit {
   condition: string;
-  seqlensK: string;
-  totalLength: string;
   questionBias: string;
   /** [Ls, S - Ls], the sizes of the two parts along the sequence axis. */
   sizes: string;
@@ -284,17 +282,14 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     for (let i = 0; i < shape.numLayers; i++) {
       const sIn = attentionInputs(st, i);
       const qIn = attentionInputs(qs, i);
-      // The states through GroupQueryAttention (causal; right padding by seqlens_k), then the
-      // questions through Attention with their rows of the mask over the states' KV and their own:
-      // its present is the layer's (states ++ questions).
-      const [stateContext, stateKey, stateValue] = b.op(
-        'GroupQueryAttention',
-        `/model/layers.${i}/states/self_attn/GroupQueryAttention`,
-        [sIn.query, sIn.key, sIn.value, '', '', split.seqlensK, split.totalLength],
-        { num_heads: nh, kv_num_heads: kvh },
-        3,
-        MS_DOMAIN,
-      ) as [string, string, string];
+      // The states through Attention with is_causal and no mask, the questions through Attention
+      // with their rows of the mask over the states' KV and their own: the questions' present is the
+      // layer's (states ++ questions). A row's state tokens sit at [0, its length) with any padding
+      // after them, so a causal state token sees only its own row's real tokens; what a padding
+      // token computes is never read (the questions' mask hides its keys). Without a mask ONNX
+      // Runtime's CUDA Attention runs flash attention, which skips the causally hidden blocks.
+      const sa = `/model/layers.${i}/states/self_attn`;
+      const [stateContext, stateKey, stateValue] = b.op('Attention', `${sa}/Attention`, [sIn.query, sIn.key, sIn.value], { q_num_heads: nh, kv_num_heads: kvh, is_causal: 1 }, 3) as [string, string, string];
       const qa = `/model/layers.${i}/questions/self_attn`;
       const [questionContext] = attend(b, `${qa}/Attention`, qIn.query, qIn.key, qIn.value, split.questionBias, [stateKey, stateValue], [`${qa}/Attention_output_0`, ...presentsOf(t)(i)]) as [string];
       presents.push(...presentsOf(t)(i));
