@@ -21,8 +21,9 @@ RotaryEmbedding) and ONNX's Attention: 14-20 nodes per layer for a GPU to launch
 printed and kept in decision.json. A CUDA engine runs the fused graph of an ops model anyway
 (derived once beside it: --fused-attention), so fused here only saves that step.
 --causal-states on (with --attention fused) runs each state's own tokens through a causal kernel
-(GroupQueryAttention) in passes without a past, and only its questions through the masked one:
-the same answers, less attention computed (docs/models.md). Off by default: not yet measured on a GPU.
+without a mask in passes without a past, and only its questions through the masked one: the same
+answers, less attention computed (docs/models.md). Off by default here; a CUDA engine derives its
+fused graph with it (measured faster on an H200).
 --segment-ids on (default) adds the decide_segment_ids input, with which the engine can pack a
 state's questions into rows instead of forking its KV into each (the engine option --pack-suffixes,
 on by default on CUDA); off writes the graph without it (docs/models.md). --packing is its old name.

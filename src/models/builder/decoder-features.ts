@@ -67,9 +67,10 @@ export interface DecoderFeatures {
   attention?: 'ops' | 'fused';
   /**
    * With attention 'fused': a pass without a past whose rows are laid out as [state | questions]
-   * (the input decide_state_span [Ls] gives the state part's length) sends each row's state tokens
-   * through GroupQueryAttention, a causal kernel that computes no masked-out half (flash on a GPU),
-   * and only the questions through Attention with the mask, over [state KV + their KV].
+   * (the input decide_state_span [Ls] gives the state part's length) runs the two parts as streams
+   * of their own, each row's state tokens through causal Attention without a mask, which computes
+   * no masked-out half (flash on a GPU), and only the questions through Attention with the mask,
+   * over [state KV + their KV].
    * Any other pass (a past, or no split) runs as without it. Same answers; docs/models.md.
    */
   causalStates?: boolean;
