@@ -15,8 +15,8 @@
  * Attention is grouped without copying KV heads: the query heads that share a KV head are folded into
  * the row axis ([B, kv_heads, group * S, head_dim]) and multiplied against the un-repeated present KV.
  * With DecoderFeatures.attention 'fused' the layers are ONNX Runtime's fused contrib ops and ONNX's
- * grouped Attention instead (fused-layers.ts: 14 to 20 nodes per layer); inputs,
- * outputs and masking are the same.
+ * grouped Attention instead (fused-layers.ts: 14 to 20 nodes per layer, twice that in the split
+ * branch of causal states); inputs, outputs and masking are the same.
  */
 import {
   ATTENTION_OPSET,

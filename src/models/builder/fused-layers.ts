@@ -272,7 +272,7 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
   const presentsOf = (prefix: string) => (i: number): [string, string] => [`${prefix}/present.${i}.key`, `${prefix}/present.${i}.value`];
   const t = '/model/states_and_questions';
   const e = '/model/whole';
-  const states = g.subgraph(t, branchOutputs(t), (b) => {
+  const splitBranch = g.subgraph(t, branchOutputs(t), (b) => {
     const c = '/model/state_split';
     const [stateEmbeddings, questionEmbeddings] = b.op('Split', `${c}/Split_embeddings`, [ctx.embeddings, split.sizes], { axis: 1 }, 2) as [string, string];
     const [statePositions, questionPositions] = b.op('Split', `${c}/Split_positions`, ['position_ids', split.sizes], { axis: 1 }, 2) as [string, string];
@@ -299,12 +299,12 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     const joined = b.op1('Concat', `${t}/Concat`, [finalNorm(st), finalNorm(qs)], { axis: 1 }, `${t}/norm_output`);
     return [joined, ...presents];
   });
-  const whole = g.subgraph(e, branchOutputs(e), (b) => {
+  const wholeBranch = g.subgraph(e, branchOutputs(e), (b) => {
     const output = wholePass(b, presentsOf(e), `${e}/norm_output`);
     return [output, ...Array.from({ length: shape.numLayers }, (_, i) => presentsOf(e)(i)).flat()];
   });
   const outputs = [ctx.finalNormOutput, ...Array.from({ length: shape.numLayers }, (_, i) => [ctx.presentKey(i), ctx.presentValue(i)]).flat()];
-  return g.op('If', '/model/state_split/If', [split.condition], { then_branch: states, else_branch: whole }, outputs)[0]!;
+  return g.op('If', '/model/state_split/If', [split.condition], { then_branch: splitBranch, else_branch: wholeBranch }, outputs)[0]!;
 }
 
 /** The MLP's gate activation: SiLU as one QuickGelu (x * sigmoid(1.0 * x)); the GELUs as the standard-op graph writes them. */
