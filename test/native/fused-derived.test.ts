@@ -6,14 +6,15 @@
  *   next load reuses it; a changed stored graph derives it again;
  * - its answers equal the stored graph's (label logits 1e-4) and the weights are the stored ones
  *   (the make-model fused twin of the same seed scores the same);
- * - with the packing input the derived graph has causal states (an If); asked for a graph without
- *   control flow (CUDA graphs), it derives one without, in a folder of its own, answering the same;
+ * - with the packing input the derived graph has causal states (an If), not with a sliding window;
+ *   asked for a graph without control flow (CUDA graphs), it derives one without, in a folder of
+ *   its own, answering the same;
  * - an fp16 model derives, and every hf-tiny family (Qwen3, Qwen2 with q/k/v biases, Llama 3)
  *   imported as standard ops derives;
  * - 'auto' on the CPU, a fused model, an int8 model and 'off' run the stored graph, saying why
  *   where a derivation was asked for and not made; so does Engine.load given no deriver.
  */
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import onnxProto from 'onnx-proto';
@@ -100,6 +101,23 @@ describe('the fused graph derived from a standard-op model', () => {
     expect(opTypes(withIf.info.graphFile)).toContain('If');
     const groups = counterWorkload(9, 5);
     expect(maxScoreDiff(await withIf.score(groups), await flat.score(groups), 'logits')).toBeLessThan(1e-4);
+  });
+
+  it('derives without causal states for a model with a sliding window (which they do not take), checked against it', async () => {
+    // The qwen3 fixture with a window of 4 tokens on its second layer.
+    const hfDir = path.join(scratch, 'qwen3-sliding-hf');
+    cpSync(path.join(FIXTURES, 'qwen3'), hfDir, { recursive: true });
+    const config = JSON.parse(readFileSync(path.join(hfDir, 'config.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(path.join(hfDir, 'config.json'), JSON.stringify({ ...config, use_sliding_window: true, sliding_window: 4, layer_types: ['full_attention', 'sliding_attention'] }));
+    const imported = await importModel({ hfDir, outDir: path.join(scratch, 'qwen3-sliding'), attention: 'ops' });
+    const engine = await load(imported.dir, 'on', { packSuffixes: true });
+    expect(engine.info.attention).toEqual({ graph: 'fused', source: 'derived' });
+    const record = JSON.parse(readFileSync(path.join(fusedPaths(path.join(imported.dir, 'onnx', 'model.onnx')).dir, 'decision.json'), 'utf8')) as { import: { features: Record<string, unknown> } };
+    expect(record.import.features).toMatchObject({ segmentIds: true, attention: 'fused' });
+    expect(record.import.features.causalStates).toBeUndefined();
+    const nodes = onnxProto.onnx.ModelProto.decode(readFileSync(engine.info.graphFile)).graph!.node ?? [];
+    expect(nodes.some((n) => n.name!.startsWith('/model/sliding_mask/'))).toBe(true);
+    expect(nodes.map((n) => n.opType)).not.toContain('If');
   });
 
   it('derives for an fp16 model (weights read back as F16), checked within fp16 rounding', async () => {
