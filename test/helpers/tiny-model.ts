@@ -24,7 +24,7 @@ const BUILDER_DIR = fileURLToPath(new URL('../../src/models/builder/', import.me
 const STAMP_FILE = '.builder-hash';
 
 /** Graph variants the tests use; each has its own directory. */
-export type TinyVariant = Pick<DecoderFeatures, 'segmentIds' | 'attention'>;
+export type TinyVariant = Pick<DecoderFeatures, 'segmentIds' | 'attention' | 'causalStates'>;
 
 /** `dtype` 'int8' is the same weights stored as int8 (make-model --dtype int8, tiny-…-int8). */
 export async function tinyModelDir(requested: TinyVariant = {}, dtype: 'fp32' | 'int8' = 'fp32'): Promise<string> {
@@ -32,8 +32,11 @@ export async function tinyModelDir(requested: TinyVariant = {}, dtype: 'fp32' | 
   const variant: TinyVariant = {
     ...(requested.segmentIds ? { segmentIds: true } : {}),
     ...(requested.attention === 'fused' ? { attention: 'fused' as const } : {}),
+    ...(requested.causalStates ? { causalStates: true } : {}),
   };
-  const name = ['tiny', variant.segmentIds ? 'packed' : '', variant.attention === 'fused' ? 'fused' : '', dtype === 'int8' ? 'int8' : ''].filter(Boolean).join('-');
+  const name = ['tiny', variant.segmentIds ? 'packed' : '', variant.attention === 'fused' ? 'fused' : '', variant.causalStates ? 'causal' : '', dtype === 'int8' ? 'int8' : '']
+    .filter(Boolean)
+    .join('-');
   const dir = path.join(MODELS_DIR, name);
   const want = await builderHash(variant, dtype);
   if ((await readStamp(dir)) === want) return dir;

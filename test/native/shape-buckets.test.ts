@@ -3,7 +3,7 @@
  * every forward pass padded to a fixed shape (padding rows, longer past and new runs, dummy label
  * and position entries) and bound to buffers reused at fixed addresses, as CUDA graphs need.
  * - Padding changes no answer: every option probability within 1e-6 of the exact-shape engine's
- *   (label logits and log-sum-exps within 1e-5: a few float32 ulps of a summation order), on the standard-op and the fused graphs, forked and packed rows, stock LM head, and
+ *   (label logits and log-sum-exps within 1e-5: a few float32 ulps of a summation order), on the standard-op and the fused graphs, forked and packed rows, causal states' split passes, stock LM head, and
  *   calls whose states are partly cached (passes with a past).
  * - The padding is real (paddedTokens grows) and the budgets still hold (a tight token budget).
  * - Fixed buffers: once a call's shapes have been seen, the same call again moves no buffer.
@@ -34,6 +34,7 @@ describe.each<[string, TinyVariant, EngineOptions]>([
   ['standard-op graph, packed rows', { segmentIds: true }, { packSuffixes: true }],
   ['fused graph, packed rows', { segmentIds: true, attention: 'fused' }, { packSuffixes: true }],
   ['fused graph, forked rows', { attention: 'fused' }, { packSuffixes: false }],
+  ['causal states, packed rows (split passes)', { segmentIds: true, attention: 'fused', causalStates: true }, { packSuffixes: true }],
   ['stock LM head (no scoring head)', {}, { gatherLogits: false }],
 ])('shape buckets, %s', (_name, variant, options) => {
   it('answers as the exact shapes do (probabilities 1e-6, logits 1e-5), padding the passes', async () => {
