@@ -3,12 +3,16 @@
  * elsewhere): each fixed pass shape is captured once and replayed after. The same answers as the
  * CUDA engine without graphs, on the call that captures and on the calls that replay; replays move
  * no buffer (a moved buffer would leave a captured graph writing to freed memory); a call of new
- * shapes beside them still answers right. The CPU half of this (padding, fixed buffers) is
+ * shapes beside them still answers right. A CUDA engine that derives the fused graph derives the
+ * form without causal states' If for it. The CPU half of this (padding, fixed buffers) is
  * test/native/shape-buckets.test.ts.
  */
+import path from 'node:path';
+
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
+import { deriveFusedGraph, fusedPaths } from '../../src/models/fused-graph.js';
 import { counterWorkload as workload } from '../helpers/random-groups.js';
 import { maxScoreDiff } from '../helpers/score-compare.js';
 import { tinyModelDir, type TinyVariant } from '../helpers/tiny-model.js';
@@ -45,5 +49,20 @@ describe.skipIf(!cudaAvailable).each<[string, TinyVariant]>([
     const other = workload(12, 5);
     expect(maxScoreDiff(await plain.score(other), await graphs.score(other), 'logits')).toBeLessThan(1e-4);
     expect(maxScoreDiff(reference, await graphs.score(groups), 'logits')).toBeLessThan(1e-4);
+  });
+});
+
+describe.skipIf(!cudaAvailable)('CUDA graphs with the derived fused graph', () => {
+  it('derive the form without control flow (causal states have an If, which ONNX Runtime refuses to capture)', async () => {
+    const modelDir = await tinyModelDir({ segmentIds: true });
+    const graphs = await Engine.load({ modelDir, provider: 'cuda', prefixCacheBytes: 0, cudaGraphs: true, graphDeriver: deriveFusedGraph });
+    engines.push(graphs);
+    expect(graphs.info.attention).toEqual({ graph: 'fused', source: 'derived' });
+    expect(graphs.info.graphFile.startsWith(fusedPaths(path.join(modelDir, 'onnx', 'model.onnx'), { controlFlow: false }).dir)).toBe(true);
+    const plain = await Engine.load({ modelDir, provider: 'cuda', prefixCacheBytes: 0, graphDeriver: deriveFusedGraph });
+    engines.push(plain);
+    const groups = workload(13, 8);
+    const reference = await plain.score(groups);
+    for (let call = 0; call < 3; call++) expect(maxScoreDiff(reference, await graphs.score(groups), 'logits')).toBeLessThan(1e-4);
   });
 });
