@@ -144,9 +144,8 @@ function maxLogitDiff(a: SuffixScore[][], b: SuffixScore[][]): number {
 
 /**
  * The GPU-size run's model, by the run's defaults (qwen3-0.6b; fp16 and the fused graph with causal
- * states on cuda),
- * built into the package's models folder when missing: the run and `decide bench --size gpu
- * --ort-profile` use the same one.
+ * states on cuda), built into the package's models folder when missing: the run and `decide bench
+ * --size gpu --ort-profile` use the same one.
  */
 export async function gpuScaleModel(
   options: Pick<GpuScaleOptions, 'provider' | 'preset' | 'dtype' | 'attention' | 'modelDir' | 'engine'>,

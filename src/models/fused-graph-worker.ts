@@ -1,10 +1,10 @@
 /**
  * The fused-graph derivation off the JavaScript thread (fused-graph.ts runs this file in a worker
- * thread, src/support/worker-thread.ts): reading a model's weights back as a checkpoint and importing them as
- * the fused graph (with causal states where the model allows them) takes seconds on a large model,
- * and the service must keep answering meanwhile.
- * Input (workerData): the model directory, its stored graph, a scratch checkpoint folder, the
- * folder to write the derived model to, and whether causal states are wanted. Output: one message, { ok: true } or { ok: false, reason }.
+ * thread, src/support/worker-thread.ts): reading a model's weights back as a checkpoint and
+ * importing them as the fused graph (with causal states where the model allows them) takes seconds
+ * on a large model, and the service must keep answering meanwhile. Input (workerData): the model
+ * directory, its stored graph, a scratch checkpoint folder, the folder to write the derived model
+ * to, and whether causal states are wanted. Output: one message, { ok: true } or { ok: false, reason }.
  */
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
