@@ -10,6 +10,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
+import { causalStatesConflict } from './builder/decoder-features.js';
 import { planFromConfig } from './import/hf-config.js';
 import { importModel } from './import/import-model.js';
 import { writeCheckpointFromGraph } from './import/onnx-checkpoint.js';
@@ -24,10 +25,10 @@ const { modelDir, storedGraph, checkpointDir, outDir, causalStates: wanted } = w
 };
 try {
   const { dtype, segmentIds } = writeCheckpointFromGraph(modelDir, storedGraph, checkpointDir);
-  // Causal states wherever the graph can have them: they need the packing input (the split pass is
-  // a packed pass) and no sliding window (docs/models.md).
-  const { slidingWindow } = planFromConfig(JSON.parse(readFileSync(path.join(checkpointDir, 'config.json'), 'utf8'))).features;
-  const causalStates = wanted && segmentIds && slidingWindow === undefined;
+  // Causal states wherever they are of use and the graph can have them: the split pass is a packed
+  // pass (segment ids), and the builder's rules (causalStatesConflict: no sliding window) allow them.
+  const { features } = planFromConfig(JSON.parse(readFileSync(path.join(checkpointDir, 'config.json'), 'utf8')));
+  const causalStates = wanted && segmentIds && causalStatesConflict({ ...features, attention: 'fused', causalStates: true }) === undefined;
   await importModel({ hfDir: checkpointDir, outDir, dtype, segmentIds, attention: 'fused', causalStates, force: true });
   parentPort!.postMessage({ ok: true });
 } catch (err) {
