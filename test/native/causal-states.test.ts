@@ -42,11 +42,7 @@ async function load(modelDir: string, options: EngineOptions = {}): Promise<Engi
   return engine;
 }
 
-let causalDir: Promise<string> | undefined;
-function causalModel(): Promise<string> {
-  causalDir ??= makeModel({ preset: 'tiny', seed: TINY_SEED, outDir: path.join(scratch, 'tiny-causal'), features: { segmentIds: true, attention: 'fused', causalStates: true } }).then((m) => m.dir);
-  return causalDir;
-}
+const causalModel = (): Promise<string> => tinyModelDir({ segmentIds: true, attention: 'fused', causalStates: true });
 
 /** Every node of a graph and of the graphs its nodes hold (an If's branches). */
 function allNodes(graph: onnxProto.onnx.IGraphProto): onnxProto.onnx.INodeProto[] {

@@ -16,10 +16,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../src/engine/engine.js';
 import { ENGINE_OPTIONS, type EngineOptions } from '../../src/engine/engine-options.js';
-import { makeModel } from '../../src/models/builder/index.js';
 import { callsWithCachedStates } from '../helpers/random-groups.js';
 import { expectSamePaddedAnswers } from '../helpers/score-compare.js';
-import { TINY_SEED, tinyModelDir, type TinyVariant } from '../helpers/tiny-model.js';
+import { tinyModelDir, type TinyVariant } from '../helpers/tiny-model.js';
 
 const engines: Engine[] = [];
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'pass-length-'));
@@ -28,14 +27,10 @@ afterAll(() => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-/** The tiny weights with causal states (not one of the shared test models), built once. */
-let causal: Promise<string> | undefined;
-const causalModel = () =>
-  (causal ??= makeModel({ preset: 'tiny', seed: TINY_SEED, outDir: path.join(scratch, 'causal'), features: { segmentIds: true, attention: 'fused', causalStates: true } }).then((m) => m.dir));
+const CAUSAL: TinyVariant = { segmentIds: true, attention: 'fused', causalStates: true };
 
-async function load(variant: TinyVariant | 'causal', options: EngineOptions): Promise<Engine> {
-  const modelDir = variant === 'causal' ? await causalModel() : await tinyModelDir(variant);
-  const engine = await Engine.load({ modelDir, threads: 1, ...options });
+async function load(variant: TinyVariant, options: EngineOptions): Promise<Engine> {
+  const engine = await Engine.load({ modelDir: await tinyModelDir(variant), threads: 1, ...options });
   engines.push(engine);
   return engine;
 }
@@ -43,14 +38,14 @@ async function load(variant: TinyVariant | 'causal', options: EngineOptions): Pr
 /** Groups of odd lengths, then a call that extends some of their states (cached prefixes as past). */
 const calls = (seed: number) => callsWithCachedStates(seed, 9, { prefixTokens: 37, suffixes: 4, suffixTokens: 11, labels: 20 }, { extend: 5, extraTokens: 5 });
 
-describe.each<[string, TinyVariant | 'causal', EngineOptions]>([
+describe.each<[string, TinyVariant, EngineOptions]>([
   ['standard-op graph, forked rows', {}, {}],
   ['standard-op graph, packed rows', { segmentIds: true }, { packSuffixes: true }],
   ['fused graph, packed rows', { segmentIds: true, attention: 'fused' }, { packSuffixes: true }],
   ['fused graph, forked rows', { attention: 'fused' }, { packSuffixes: false }],
   ['stock LM head (no scoring head)', {}, { gatherLogits: false }],
   ['fused graph with shape buckets', { segmentIds: true, attention: 'fused' }, { packSuffixes: true, shapeBuckets: true }],
-  ['causal states, packed rows (split passes)', 'causal', { packSuffixes: true }],
+  ['causal states, packed rows (split passes)', CAUSAL, { packSuffixes: true }],
 ])('pass length multiple, %s', (_name, variant, options) => {
   it('answers as unpadded passes do (probabilities 1e-6, logits 1e-5)', async () => {
     const plain = await load(variant, { ...options, passLengthMultiple: 1 });
@@ -85,7 +80,7 @@ describe('pass length multiple: what runs', () => {
   });
 
   it('so does every run with causal states, split passes (the states\' causal Attention) included', async () => {
-    const aligned = await profiled(await causalModel(), 8);
+    const aligned = await profiled(await tinyModelDir(CAUSAL), 8);
     expect(aligned.nodes.some((n) => n.startsWith('/model/layers.0/states/self_attn/Attention'))).toBe(true);
     expect(aligned.lengths.every((t) => t % 8 === 0)).toBe(true);
   });
