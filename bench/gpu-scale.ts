@@ -39,7 +39,7 @@ export interface GpuScaleOptions {
   provider?: Provider;
   preset?: string;
   dtype?: ModelDtype;
-  /** The graph of the model it builds: default the fused decoder graph on cuda (the faster there), ops on cpu. */
+  /** The graph of the model it builds: default the fused decoder graph with causal states on cuda (the faster there), ops on cpu. */
   attention?: BenchGraph;
   modelDir?: string;
   workloads?: GpuWorkloadName[];

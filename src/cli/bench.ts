@@ -185,7 +185,7 @@ async function runCommand(argv: string[]): Promise<number> {
     const { profileEngineCall } = await import('../../bench/ort-profile.js');
     const { packageRoot } = await import('../../bench/provenance.js');
     const log = (line: string) => process.stderr.write(`${line}\n`);
-    // With --size gpu, the GPU-size run's model (its defaults: qwen3-0.6b, fp16 and fused on cuda).
+    // With --size gpu, the GPU-size run's model (its defaults: qwen3-0.6b, fp16 and fused with causal states on cuda).
     const model =
       values.size === 'gpu'
         ? await (await import('../../bench/gpu-scale.js')).gpuScaleModel({ provider, preset: values.preset, dtype: values.dtype as ModelDtype | undefined, modelDir: values['model-dir'], engine }, log)
