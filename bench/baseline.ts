@@ -18,7 +18,7 @@ import * as ort from 'onnxruntime-node';
 
 import { expandDecideOps } from '../src/engine/decide-ops.js';
 import { float16Tensor } from './ort-float16.js';
-import { float16ToFloat32, SEGMENT_IDS_INPUT } from '../src/models/builder/index.js';
+import { float16ToFloat32, SEGMENT_IDS_INPUT, STATE_SPAN_INPUT } from '../src/models/builder/index.js';
 import { LABEL_INDEX_INPUT, LABEL_LOGITS_OUTPUT, LOGITS_INDEX_INPUT, POSITION_INDEX_INPUT, POSITION_TOKEN_INDEX_INPUT, TOKEN_INDEX_INPUT } from '../src/engine/lm-head-rewrite.js';
 
 export interface BaselineOptions {
@@ -72,6 +72,8 @@ export class FreshBaseline {
     private readonly hasSegmentIds: boolean,
     /** The graph returns the labels' logits itself (the rewrite's scoring head), not `logits`. */
     private readonly scoringHead: boolean,
+    /** A graph with causal states: an empty decide_state_span runs each pass whole (no state part). */
+    private readonly hasStateSpan: boolean,
   ) {}
 
   static async load(options: BaselineOptions): Promise<FreshBaseline> {
@@ -103,6 +105,7 @@ export class FreshBaseline {
       index?.name === TOKEN_INDEX_INPUT,
       session.inputNames.includes(SEGMENT_IDS_INPUT),
       session.inputNames.includes(LABEL_INDEX_INPUT),
+      session.inputNames.includes(STATE_SPAN_INPUT),
     );
   }
 
@@ -160,6 +163,7 @@ export class FreshBaseline {
     if (this.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', positions, [batch, seq]);
     if (this.gathered) feeds[this.flatIndex ? TOKEN_INDEX_INPUT : LOGITS_INDEX_INPUT] = new ort.Tensor('int64', last, this.indexIs2d ? [batch, 1] : [batch]);
     if (this.hasSegmentIds) feeds[SEGMENT_IDS_INPUT] = new ort.Tensor('int64', new BigInt64Array(batch * seq), [batch, seq]);
+    if (this.hasStateSpan) feeds[STATE_SPAN_INPUT] = new ort.Tensor('int64', new BigInt64Array(0), [0]);
     const pastDims = [batch, numKvHeads, 0, headDim];
     for (let l = 0; l < numLayers; l++) {
       for (const kind of ['key', 'value']) {

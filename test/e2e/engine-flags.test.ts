@@ -79,3 +79,24 @@ describe('decide serve when the engine cannot load', () => {
     expect(existsSync(path.join(dataDir, 'api-key'))).toBe(false);
   });
 });
+
+describe('decide bench on a graph with causal states', () => {
+  // The fresh baseline runs the engine's graph file; a graph with causal states also takes
+  // decide_state_span, which the baseline once left out ("input 'decide_state_span' is missing"),
+  // so that `decide bench --provider cuda` (causal states derived by default there) stopped at its check.
+  it('checks engine against baseline and times both: with --fused-attention on (derived) and on a stored causal-states graph', async () => {
+    const derived = await tinyModelDir({ segmentIds: true });
+    const stored = await tinyModelDir({ segmentIds: true, attention: 'fused', causalStates: true });
+    const cases = [
+      { modelDir: derived, flags: ['--fused-attention', 'on'], graph: path.join(derived, 'onnx', 'model.decide-fused', 'onnx') },
+      { modelDir: stored, flags: [], graph: path.join(stored, 'onnx') },
+    ];
+    for (const { modelDir, flags, graph } of cases) {
+      const results = path.join(dirs.root, `bench-causal-${path.basename(modelDir)}`);
+      const res = await runDecide(['bench', '--model-dir', modelDir, '--threads', '1', '--quick', '--no-micro', '--no-latency', '--workloads', 'tickets', '--repetitions', '1', '--results-dir', results, ...flags]);
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.stdout).toContain(`graph: ${graph}/model.decide-gather.onnx`);
+      expect(res.stdout).toMatch(/check against the baseline: 16 rows, .*top option agrees on 16\/16 rows/);
+    }
+  });
+});

@@ -11,6 +11,7 @@ export {
   DIM_PAST,
   DIM_TOTAL,
   SEGMENT_IDS_INPUT,
+  STATE_SPAN_INPUT,
   pastKeyName,
   pastValueName,
   presentKeyName,
