@@ -39,7 +39,10 @@ export interface GpuScaleOptions {
   provider?: Provider;
   preset?: string;
   dtype?: ModelDtype;
-  /** The graph of the model it builds: default the fused decoder graph with causal states on cuda (the faster there), ops on cpu. */
+  /**
+   * The graph of the model it builds: default the fused decoder graph with causal states on cuda (the
+   * faster there; without them when engine.cudaGraphs is on), ops on cpu.
+   */
   attention?: BenchGraph;
   modelDir?: string;
   workloads?: GpuWorkloadName[];
@@ -143,6 +146,15 @@ function maxLogitDiff(a: SuffixScore[][], b: SuffixScore[][]): number {
 }
 
 /**
+ * The GPU-size run's default graph: on cuda the fused graph with causal states, or without them with
+ * CUDA graphs (causal states put the layers in an If, which ONNX Runtime does not capture); ops on cpu.
+ */
+export function gpuScaleGraph(provider: Provider, cudaGraphs: boolean): BenchGraph {
+  if (provider !== 'cuda') return 'ops';
+  return cudaGraphs ? 'fused' : 'causal';
+}
+
+/**
  * The GPU-size run's model, by the run's defaults (qwen3-0.6b; fp16 and the fused graph with causal
  * states on cuda), built into the package's models folder when missing: the run and `decide bench
  * --size gpu --ort-profile` use the same one.
@@ -154,7 +166,7 @@ export async function gpuScaleModel(
   const provider = options.provider ?? 'cuda';
   const dtype = options.dtype ?? (provider === 'cuda' ? 'fp16' : 'fp32');
   const preset = options.preset ?? 'qwen3-0.6b';
-  const attention = options.attention ?? (provider === 'cuda' ? 'causal' : 'ops');
+  const attention = options.attention ?? gpuScaleGraph(provider, options.engine?.cudaGraphs === true);
   const modelDir = options.modelDir ?? path.join(packageRoot(), 'models', `bench-${preset}${dtype === 'fp32' ? '' : `-${dtype}`}${attention === 'ops' ? '' : `-${attention}`}`);
   // A host that cannot run the provider is told so before a model is built for it (minutes for qwen3-0.6b).
   assertProviderReady({ provider, ortLibrary: options.engine?.ortLibrary });

@@ -51,8 +51,9 @@ options:
                         packed, forked and fresh rows, with the host-side counters of each call;
                         default preset qwen3-0.6b, fp16 and the fused decoder graph with causal
                         states on cuda (--attention ops|fused|causal picks the graph, causal:
-                        fused with causal states, the default on cuda; --scale F shrinks the
-                        states; both are refused without --size gpu)
+                        fused with causal states, the default on cuda, fused with --cuda-graphs
+                        on, as ONNX Runtime captures no If; --scale F shrinks the states; both
+                        are refused without --size gpu)
   --quick               fewer states and repetitions (under 2 minutes on 2 cores)
   --workloads LIST      comma-separated subset of ${WORKLOADS.join(', ')} (default: all)
   --repetitions N       timed repetitions after the untimed check pass (default 3, quick 2; at most
@@ -168,6 +169,9 @@ async function runCommand(argv: string[]): Promise<number> {
   if (scale === undefined || !(scale > 0 && scale <= 1)) throw new UsageError(`--scale must be a number in (0, 1], got '${values.scale}'`);
   if (values.attention !== undefined && values.attention !== 'ops' && values.attention !== 'fused' && values.attention !== 'causal') {
     throw new UsageError(`--attention must be ops, fused or causal, got '${values.attention}'`);
+  }
+  if (values.attention === 'causal' && engine.cudaGraphs === true) {
+    throw new UsageError('--attention causal does not run with CUDA graphs: its layers sit in an If, which ONNX Runtime does not capture (--attention fused is the graph without causal states)');
   }
   // Only the GPU-size run builds its graph by --attention and shrinks its states by --scale: the
   // benchmark would run without them, its numbers taken for theirs.

@@ -33,9 +33,10 @@ measured. Ctrl-C, SIGTERM, SIGHUP (a closed terminal) or SIGUSR2 stops the step 
                       by what the kernels do (attention, GEMMs, norms, ...) and set against the
                       timed call's wall time, when ncu is there (CUDA only)
   bench-gpu-size-cuda-graphs, bench-gpu-size-without-causal-states, bench-gpu-size-unaligned
-                      the GPU-size step again with --cuda-graphs on, on the fused graph without
-                      causal states (--attention fused), and with --pass-length-multiple 1 (what
-                      is off, or on, by default until a card measures it; CUDA only)
+                      the GPU-size step again with --cuda-graphs on (on the fused graph without
+                      causal states, whose If ONNX Runtime would not capture), on the fused graph
+                      without causal states (--attention fused), and with --pass-length-multiple 1
+                      (what is off, or on, by default until a card measures it; CUDA only)
   attention-kernels   the GPU-size step at a quarter scale with ONNX Runtime's verbose log: which
                       attention kernel ran how often (CUDA only)
   bench-<dtype>-packing-<on|off>

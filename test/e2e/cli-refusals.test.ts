@@ -73,6 +73,15 @@ describe('decide bench: --attention and --scale', () => {
   });
 });
 
+describe('decide bench --size gpu: --attention causal with CUDA graphs', () => {
+  it('is a usage error (exit 2) before any model is built: ONNX Runtime captures no If', () => {
+    const res = decide(['bench', '--size', 'gpu', '--provider', 'cuda', '--attention', 'causal', '--cuda-graphs', 'on']);
+    expect(res.timedOut).toBe(false);
+    expect(res.code, res.stderr).toBe(2);
+    expect(res.stderr).toBe('decide bench: --attention causal does not run with CUDA graphs: its layers sit in an If, which ONNX Runtime does not capture (--attention fused is the graph without causal states)\n');
+  });
+});
+
 describe('decide bench and gpu-report read numbers by the rules every command shares', () => {
   // Each row also carries a later refusal (--size cpu, --preset huge): a number taken by mistake
   // ends the run there, before any work, with that message instead.
