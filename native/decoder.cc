@@ -485,7 +485,11 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& real_rows, bool want_
     }
   }
   const PassShape exact = ExactShape(real_rows, want_logits);
-  const PassShape shape = AlignPassLength(shape_buckets_ ? BucketPassShape(exact) : exact, length_multiple_);
+  const PassShape bucketed = shape_buckets_ ? BucketPassShape(exact) : exact;
+  const bool past_padded = std::any_of(real_rows.begin(), real_rows.end(), [&](const ExtendRow& row) {
+    return row.past_len > 0 && row.past_len < bucketed.past_len;
+  });
+  const PassShape shape = AlignPassLength(bucketed, length_multiple_, past_padded);
   std::vector<ExtendRow> padded;
   if (shape.rows > exact.rows) {
     padded = real_rows;

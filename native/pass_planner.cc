@@ -1,6 +1,7 @@
 #include "pass_planner.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <tuple>
 
 #include "shape_buckets.h"
@@ -18,10 +19,13 @@ std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& 
   for (size_t end = 1; end <= n; ++end) {
     best[end] = -1.0;
     int64_t max_past = 0, max_new = 0;
+    // The shortest non-empty past: below the pass's, the past is padded (AlignedLengths).
+    int64_t min_past = INT64_MAX;
     SplitSpan span;
     for (size_t begin = end; begin-- > 0;) {
       const ExtendRow& row = rows[begin];
       max_past = std::max<int64_t>(max_past, row.past_len);
+      if (row.past_len > 0) min_past = std::min<int64_t>(min_past, row.past_len);
       max_new = std::max<int64_t>(max_new, row.num_tokens);
       span.Add(row);
       // A split pass (Decoder::ExactShape) runs its longest lead, then its longest items.
@@ -32,7 +36,7 @@ std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& 
       const int64_t count = limits.shape_buckets ? BucketUp(real_count) : real_count;
       int64_t pass_new = limits.shape_buckets ? BucketUp(run_new) : run_new;
       int64_t pass_past = limits.shape_buckets ? BucketUp(max_past) : max_past;
-      std::tie(pass_past, pass_new) = AlignedLengths(pass_past, pass_new, limits.length_multiple);
+      std::tie(pass_past, pass_new) = AlignedLengths(pass_past, pass_new, limits.length_multiple, min_past < pass_past);
       bool fits = count * pass_new <= limits.token_budget &&
                   count * pass_past * limits.kv_bytes_per_token <= static_cast<double>(limits.past_budget_bytes) &&
                   count * pass_new * (pass_past + pass_new) <= limits.attention_budget;

@@ -21,15 +21,15 @@ PassShape BucketPassShape(const PassShape& exact) {
   return shape;
 }
 
-std::pair<int64_t, int64_t> AlignedLengths(int64_t past_len, int64_t new_len, int multiple) {
+std::pair<int64_t, int64_t> AlignedLengths(int64_t past_len, int64_t new_len, int multiple, bool past_padded) {
   if (multiple <= 1) return {past_len, new_len};
   const int64_t pad = (multiple - (past_len + new_len) % multiple) % multiple;
-  return past_len > 0 ? std::make_pair(past_len + pad, new_len) : std::make_pair(past_len, new_len + pad);
+  return past_len > 0 && past_padded ? std::make_pair(past_len + pad, new_len) : std::make_pair(past_len, new_len + pad);
 }
 
-PassShape AlignPassLength(const PassShape& shape, int multiple) {
+PassShape AlignPassLength(const PassShape& shape, int multiple, bool past_padded) {
   PassShape aligned = shape;
-  const auto [past_len, new_len] = AlignedLengths(shape.past_len, shape.new_len, multiple);
+  const auto [past_len, new_len] = AlignedLengths(shape.past_len, shape.new_len, multiple, past_padded);
   aligned.past_len = static_cast<int>(past_len);
   aligned.new_len = static_cast<int>(new_len);
   return aligned;

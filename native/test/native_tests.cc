@@ -415,15 +415,17 @@ void ShapeBucketTests() {
 }
 
 void LengthAlignmentTests() {
-  Test("pass length multiple: past + new rounded up; the padding goes to the past, else to the new tokens", [&] {
+  Test("pass length multiple: past + new rounded up; the padding goes to a padded past, else to the new tokens", [&] {
     bool aligned = true, minimal = true, placed = true;
     for (int multiple : {1, 4, 8}) {
-      for (int64_t past = 0; past < 40; ++past) {
-        for (int64_t fresh = 1; fresh < 40; ++fresh) {
-          const auto [p, n] = decide::AlignedLengths(past, fresh, multiple);
-          aligned = aligned && (p + n) % multiple == 0;
-          minimal = minimal && p + n - (past + fresh) < multiple && p + n >= past + fresh;
-          placed = placed && (past > 0 ? n == fresh && p >= past : p == 0 && n >= fresh);
+      for (bool past_padded : {false, true}) {
+        for (int64_t past = 0; past < 40; ++past) {
+          for (int64_t fresh = 1; fresh < 40; ++fresh) {
+            const auto [p, n] = decide::AlignedLengths(past, fresh, multiple, past_padded);
+            aligned = aligned && (p + n) % multiple == 0;
+            minimal = minimal && p + n - (past + fresh) < multiple && p + n >= past + fresh;
+            placed = placed && (past > 0 && past_padded ? n == fresh && p >= past : p == past && n >= fresh);
+          }
         }
       }
     }
@@ -431,16 +433,30 @@ void LengthAlignmentTests() {
     CHECK(minimal);
     CHECK(placed);
     using Lengths = std::pair<int64_t, int64_t>;
-    CHECK((decide::AlignedLengths(390, 18, 8) == Lengths{390, 18}));
-    CHECK((decide::AlignedLengths(391, 18, 8) == Lengths{398, 18}));
-    CHECK((decide::AlignedLengths(0, 1601, 8) == Lengths{0, 1608}));
+    CHECK((decide::AlignedLengths(390, 18, 8, true) == Lengths{390, 18}));
+    CHECK((decide::AlignedLengths(391, 18, 8, true) == Lengths{398, 18}));
+    // Every row's past fills the pass's: padding it would split each row's fork into a copy per head.
+    CHECK((decide::AlignedLengths(391, 18, 8, false) == Lengths{391, 25}));
+    CHECK((decide::AlignedLengths(0, 1601, 8, false) == Lengths{0, 1608}));
+  });
+  Test("pass length multiple: the planner pads a uniform past's passes in their new tokens, a padded past's in the past", [&] {
+    // Two rows with pasts of 391 and 18 new tokens each: aligned to 8 that is 391 + 25 (uniform
+    // pasts); with one past of 300, the pass's past is padded already: 398 + 18.
+    decide::PassLimits limits = PlannerLimits(2 * 25, 1e30);
+    limits.length_multiple = 8;
+    std::vector<decide::ExtendRow> uniform = Rows({{391, 18}, {391, 18}});
+    CHECK(decide::PlanPasses(uniform, limits).size() == 1);  // 2 x 25 new tokens fit the budget
+    limits.token_budget = 2 * 25 - 1;
+    CHECK(decide::PlanPasses(uniform, limits).size() == 2);
+    std::vector<decide::ExtendRow> mixed = Rows({{300, 18}, {391, 18}});
+    CHECK(decide::PlanPasses(mixed, limits).size() == 1);  // 2 x 18 new tokens: the padding is in the past
   });
   Test("pass length multiple: a split pass pads after its items, its state part unchanged; the planner budgets the aligned pass", [&] {
     decide::PassShape split;
     split.rows = 2;
     split.new_len = 13;
     split.state_len = 9;
-    const decide::PassShape aligned = decide::AlignPassLength(split, 8);
+    const decide::PassShape aligned = decide::AlignPassLength(split, 8, false);
     CHECK(aligned.new_len == 16 && aligned.state_len == 9 && aligned.past_len == 0 && aligned.rows == 2);
     // 4 rows of 14 new tokens fit a budget of 56, not as the 4 x 16 they run as when aligned to 8.
     decide::PassLimits limits = PlannerLimits(4 * 14, 1e30);

@@ -63,7 +63,8 @@ export interface EngineLoadOptions {
   shapeBuckets?: boolean;
   /**
    * Round every forward pass's total length (past + new tokens) up to a multiple of this, with
-   * masked past columns (or masked new tokens in a pass without a past). Default 1 on 'cpu', 8 on
+   * masked past columns where the past is padded already, else masked new tokens (a past every row
+   * fills stays one copy per layer to fork: native/shape_buckets.h). Default 1 on 'cpu', 8 on
    * 'cuda': ONNX Runtime's CUDA attention runs its fused memory-efficient kernel with a mask only
    * when the mask's rows are aligned, and an unfused one otherwise. Answers are unchanged.
    */
