@@ -2,7 +2,7 @@
  * The order test files start in: the few that spawn npm or several `decide` processes first, since
  * each takes a large share of the run; then vitest's own order (by the durations it cached, or
  * largest file first on a fresh clone, where these small-but-slow files would otherwise start last
- * and leave one worker running alone at the end).
+ * and leave one worker running alone at the end); then LAST.
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
@@ -16,10 +16,19 @@ const SLOW_FIRST = [
   'test/native/model-builder.test.ts',
 ];
 
+/**
+ * Files that start after every other. A CUDA graph replay that fails with an illegal address leaves
+ * the worker process's CUDA context broken (error 700 on every later CUDA call), and worker
+ * processes run file after file (isolate: false): after it, test/gpu/'s other files probed the card,
+ * found it unusable and skipped (an H100, 2026-11-28).
+ */
+const LAST = ['test/gpu/cuda-graphs.test.ts'];
+
 export default class SlowFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
     const rank = (f: TestSpecification) => {
+      if (LAST.some((name) => f.moduleId.endsWith(name))) return SLOW_FIRST.length + 1;
       const i = SLOW_FIRST.findIndex((name) => f.moduleId.endsWith(name));
       return i < 0 ? SLOW_FIRST.length : i;
     };
