@@ -38,12 +38,13 @@ interface Stamp {
 /**
  * The derived model's folder and stamp, beside the stored graph: `.decide-fused` for the default
  * form (causal states where the model allows them), `.decide-fused-no-if` for the form without
- * control flow that CUDA graphs need.
+ * control flow that CUDA graphs need. Each form has its own stamp, so that engines of both forms
+ * on one model keep both derivations instead of remaking each other's.
  */
 export function fusedPaths(storedGraph: string, form: DerivedGraphForm = { controlFlow: true }): { dir: string; graph: string; stamp: string } {
   const base = storedGraph.replace(/\.onnx$/, '');
   const dir = `${base}.decide-fused${form.controlFlow ? '' : '-no-if'}`;
-  return { dir, graph: path.join(dir, 'onnx', 'model.onnx'), stamp: `${base}.decide-fused.json` };
+  return { dir, graph: path.join(dir, 'onnx', 'model.onnx'), stamp: `${dir}.json` };
 }
 
 function sourceStamp(storedGraph: string): Stamp['source'] {

@@ -94,7 +94,8 @@ const LEGACY_FILES = new Set([
  * Files the engine derives from a model's graph and caches beside it when it loads it, with no
  * action from the user: the LM-head rewrite (`*.decide-gather.*`, src/engine/lm-head-rewrite.ts),
  * the u8s8 int8 rewrite on VNNI/AMX CPUs (`*.decide-u8s8.*`, src/engine/int8-rewrite.ts), the fused
- * graph on CUDA hosts (the folder `*.decide-fused/` and its stamp `*.decide-fused.json`,
+ * graph on CUDA hosts (the folder `*.decide-fused/` and its stamp `*.decide-fused.json`, or
+ * `*.decide-fused-no-if*` for the form CUDA graphs run,
  * src/models/fused-graph.ts), and the temporaries of a load killed while making one (`.tmp-`,
  * `-wip-`, `-stale-`, `-checkpoint-` after the name). They are decide's, so --force replaces them.
  */

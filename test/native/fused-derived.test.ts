@@ -101,6 +101,12 @@ describe('the fused graph derived from a standard-op model', () => {
     expect(opTypes(withIf.info.graphFile)).toContain('If');
     const groups = counterWorkload(9, 5);
     expect(maxScoreDiff(await withIf.score(groups), await flat.score(groups), 'logits')).toBeLessThan(1e-4);
+    // Each form keeps its own stamp: loading either again reuses its derivation.
+    const mtimes = [statSync(paths.graph).mtimeMs, statSync(fusedPaths(storedGraph).graph).mtimeMs];
+    const flatAgain = await Engine.load({ modelDir, fusedAttention: 'on', threads: 1, packSuffixes: true, graphDeriver: noIf });
+    engines.push(flatAgain);
+    engines.push(await load(modelDir, 'on', { packSuffixes: true }));
+    expect([statSync(paths.graph).mtimeMs, statSync(fusedPaths(storedGraph).graph).mtimeMs]).toEqual(mtimes);
   });
 
   it('derives without causal states for a model with a sliding window (which they do not take), checked against it', async () => {
