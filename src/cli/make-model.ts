@@ -17,8 +17,9 @@ Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PR
 ONNX Runtime's int8 kernels) and prints their agreement with the fp32 twin on generated prompts
 (--no-agreement skips that check; docs/models.md, int8 weights).
 --attention fused writes the layers from ONNX Runtime's fused contrib ops (SkipSimplifiedLayerNormalization,
-RotaryEmbedding) and ONNX's Attention: 14-20 nodes per layer for a GPU to launch, the same weights, inputs, outputs and results (docs/models.md). The nodes per layer are
-printed and kept in decision.json. A CUDA engine runs the fused graph of an ops model anyway
+RotaryEmbedding) and ONNX's Attention: 14-20 nodes per layer for a GPU to launch, the same weights,
+inputs, outputs and results (docs/models.md). The nodes per layer are printed and kept in
+decision.json. A CUDA engine runs the fused graph of an ops model anyway
 (derived once beside it: --fused-attention), so fused here only saves that step.
 --causal-states on (with --attention fused) runs each state's own tokens through a causal kernel
 without a mask in passes without a past, and only its questions through the masked one: the same

@@ -130,6 +130,12 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     part.offset === undefined ? weight({ name: part.name, dims: part.dims, init: part.init }) : assembled(part.name, part.dims, { parts: [part], axis: 1 });
   const normWeightOf = (name: string, size: number) => single({ name, dims: [size], init: { kind: 'ones' }, ...(offset === undefined ? {} : { offset }) });
   const normWeight = (name: string) => normWeightOf(name, h);
+  /** x @ `<name>.weight` (+ `<name>.bias`), its nodes named `<node>/MatMul` (and `<node>/Add`). */
+  const project = (b: GraphBuilder, node: string, x: string, name: string, dims: [number, number], withBias: boolean): string => {
+    const out = ctx.matmul(b, `${node}/MatMul`, x, single({ name: `${name}.weight`, dims, init: normal }), dims);
+    if (!withBias) return out;
+    return b.op1('Add', `${node}/Add`, [out, weight({ name: `${name}.bias`, dims: [dims[1]], init: zeros })]);
+  };
 
   // Rotary tables, built once for all layers and streams.
   const rows = shape.maxPositionEmbeddings;
@@ -185,14 +191,10 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     // q, k and v as three projections, not one packed projection and a Split: on CUDA, ONNX Runtime's
     // Split copies what it splits (with gate/up, 14% of a GPU-size call's kernel time on an H200),
     // while three GEMMs of one input took what the packed one did.
-    const projection = (name: string, width: number, withBias: boolean): string => {
-      const out = ctx.matmul(b, `${a}/${name}/MatMul`, normed, single({ name: `${w}.self_attn.${name}.weight`, dims: [h, width], init: normal }), [h, width]);
-      if (!withBias) return out;
-      return b.op1('Add', `${a}/${name}/Add`, [out, weight({ name: `${w}.self_attn.${name}.bias`, dims: [width], init: zeros })]);
-    };
-    let query = projection('q_proj', nh * hd, features.qkvBias); // [B, L, heads * head_dim]
-    let key = projection('k_proj', kvh * hd, features.qkvBias);
-    const value = projection('v_proj', kvh * hd, features.qkvBias);
+    const projection = (name: string, width: number) => project(b, `${a}/${name}`, normed, `${w}.self_attn.${name}`, [h, width], features.qkvBias);
+    let query = projection('q_proj', nh * hd); // [B, L, heads * head_dim]
+    let key = projection('k_proj', kvh * hd);
+    const value = projection('v_proj', kvh * hd);
     if (features.qkNorm) {
       // Each head normed as a row of head_dim: [B, L, heads * head_dim] -> [B * L, heads, head_dim] and back.
       const headNorm = (name: string, x: string, heads: number, shapeBack: string): string => {
@@ -222,13 +224,8 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     const normed = skipNorm(s, `${p}/post_attention_layernorm/SkipSimplifiedLayerNormalization`, normWeight(`${w}.post_attention_layernorm.weight`));
     const m = `${p}/mlp`;
     // Gate and up as two projections, not one packed projection and a Split (as q, k and v above).
-    const mlpProjection = (name: string): string => {
-      const out = ctx.matmul(b, `${m}/${name}/MatMul`, normed, single({ name: `${w}.mlp.${name}.weight`, dims: [h, inter], init: normal }), [h, inter]);
-      if (!features.mlpBias) return out;
-      return b.op1('Add', `${m}/${name}/Add`, [out, weight({ name: `${w}.mlp.${name}.bias`, dims: [inter], init: zeros })]);
-    };
-    const gate = mlpProjection('gate_proj');
-    const up = mlpProjection('up_proj');
+    const gate = project(b, `${m}/gate_proj`, normed, `${w}.mlp.gate_proj`, [h, inter], features.mlpBias);
+    const up = project(b, `${m}/up_proj`, normed, `${w}.mlp.up_proj`, [h, inter], features.mlpBias);
     const act = activation(b, features, dtype, `${m}/act_fn`, gate);
     const product = b.op1('Mul', `${m}/Mul`, [act, up]);
     s.pending = ctx.matmul(b, `${m}/down_proj/MatMul`, product, weight({ name: `${w}.mlp.down_proj.weight`, dims: [inter, h], init: normal }), [inter, h]);
