@@ -3,8 +3,9 @@
  * gpu__time_duration.sum --print-summary per-kernel --csv`): what `decide gpu-report` reads to say
  * where a GPU-size call's kernel time goes. ONNX Runtime's own profile cannot say it on a CUDA
  * provider built without its CUDA profiler (the npm one): its node events are then host launch times.
- * ncu serialises the kernels and runs them at locked clocks, so its times are longer than a timed
- * call's; the shares are what it is for.
+ * ncu serialises the kernels, and by default locks the clocks and flushes the caches before each;
+ * `decide gpu-report` asks for neither (`--clock-control none --cache-control none`), so that a
+ * call's kernel time compares with a timed call's wall time.
  */
 
 export interface KernelTime {
