@@ -4,7 +4,7 @@
 #include <string>
 
 #include "errors.h"
-#include "ops/row_quantize_op.h"
+#include "ops/op_domain.h"
 
 namespace decide {
 
@@ -14,11 +14,9 @@ Ort::SessionOptions MakeSessionOptions(const SessionSettings& settings) {
   session_options.SetInterOpNumThreads(1);
   session_options.SetLogSeverityLevel(settings.log_severity);
   if (settings.intra_op_threads > 0) session_options.SetIntraOpNumThreads(settings.intra_op_threads);
-  if (settings.provider != Provider::kCuda) {
-    // The engine's own CPU operators (ops/): a graph that uses none is not affected.
-    session_options.Add(DecideOpDomain());
-    return session_options;
-  }
+  // The engine's own operators (ops/op_domain.h), CPU and CUDA kernels: a graph that uses none is not affected.
+  session_options.Add(DecideOpDomain());
+  if (settings.provider != Provider::kCuda) return session_options;
 
   try {
     OrtCUDAProviderOptionsV2* cuda_options = nullptr;

@@ -151,16 +151,9 @@ float QuantizeRow(const float* x, std::size_t k, std::uint8_t* q) {
 
 float QuantizeRowWithoutSimd(const float* x, std::size_t k, std::uint8_t* q) { return QuantizeRowPortable(x, k, q); }
 
-OrtCustomOpDomain* DecideOpDomain() {
-  // Leaked on purpose: ONNX Runtime keeps pointers to the domain and the op in every session made
-  // with it, and sessions may outlive static destruction at exit.
-  static RowQuantizeOp* op = new RowQuantizeOp();
-  static Ort::CustomOpDomain* domain = [] {
-    auto* d = new Ort::CustomOpDomain(kDecideOpDomain);
-    d->Add(op);
-    return d;
-  }();
-  return *domain;  // the handle ONNX Runtime's SessionOptions::Add takes
+void AddRowQuantizeOp(Ort::CustomOpDomain& domain) {
+  // Leaked on purpose, as the domain: sessions keep pointers to the op.
+  domain.Add(new RowQuantizeOp());
 }
 
 }  // namespace decide

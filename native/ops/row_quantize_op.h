@@ -1,5 +1,5 @@
-// The engine's own ONNX Runtime operator `ai.decide.RowQuantize` (CPU), registered on every CPU
-// session this addon makes (session_options.cc). It is what an int8 model's u8 x s8 path
+// The engine's own ONNX Runtime operator `ai.decide.RowQuantize` (CPU), registered on every
+// session this addon makes (op_domain.h). It is what an int8 model's u8 x s8 path
 // (src/engine/int8-rewrite.ts) quantizes each token's activation row with, in one pass per row
 // instead of the eight standard nodes that compute the same thing:
 //   x: float [..., K]  ->  q: uint8 [..., K], scale: float [..., 1]
@@ -17,15 +17,13 @@
 
 namespace decide {
 
-inline constexpr const char* kDecideOpDomain = "ai.decide";
-
 // One row: writes q, returns its scale. With AVX-512 where the CPU has it (picked once), else
 // loops the compiler vectorizes; both give the same bits. The second is that fallback alone, for the
 // C++ unit tests to compare against.
 float QuantizeRow(const float* x, std::size_t k, std::uint8_t* q);
 float QuantizeRowWithoutSimd(const float* x, std::size_t k, std::uint8_t* q);
 
-// The domain holding RowQuantize, made once and never freed (sessions keep pointers into it).
-OrtCustomOpDomain* DecideOpDomain();
+// Adds RowQuantize (CPU) to `domain` (op_domain.cc).
+void AddRowQuantizeOp(Ort::CustomOpDomain& domain);
 
 }  // namespace decide

@@ -18,10 +18,13 @@
 #include "../errors.h"
 #include "../kv/kv_store.h"
 #include "../kv/prefix_cache.h"
+#include "../device/cuda_module.h"
+#include "../ops/fused_ops.h"
 #include "../ops/row_quantize_op.h"
 #include "../pass_planner.h"
 #include "../row_packing.h"
 #include "../shape_buckets.h"
+#include "device_kernels_emulated.h"
 
 namespace {
 
@@ -656,6 +659,148 @@ void RowQuantizeTests() {
   });
 }
 
+// The engine's CUDA kernels (ops/device_kernels.cu), run by the host emulation
+// (device_kernels_emulated.h), against the CPU kernels of the same operators (ops/fused_ops.h).
+void DeviceKernelTests() {
+  std::uint32_t seed = 777;
+  const auto next = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>(seed >> 8) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
+  };
+  const auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+    float worst = 0.0f;
+    for (size_t i = 0; i < a.size(); i++) worst = std::max(worst, std::fabs(a[i] - b[i]));
+    return worst;
+  };
+  using Half = Ort::Float16_t;
+  const auto to_half = [](const std::vector<float>& x) {
+    std::vector<dk_half> h(x.size());
+    for (size_t i = 0; i < x.size(); i++) h[i].bits = Half(x[i]).val;
+    return h;
+  };
+  const auto from_half = [](const std::vector<dk_half>& h) {
+    std::vector<float> x(h.size());
+    for (size_t i = 0; i < h.size(); i++) x[i] = Half::FromBits(h[i].bits).ToFloat();
+    return x;
+  };
+
+  // head_dim 8 (one pair per lane, most lanes idle), 64, 128 (Qwen3), 130 (a lane holding a third
+  // pair) and 512 (the most the kernel holds); 5 heads for 4 warps (a warp takes two).
+  for (int head_dim : {8, 64, 128, 130, 512}) {
+    Test("the CUDA HeadNormRotary kernel equals the CPU kernel, head_dim " + std::to_string(head_dim), [&] {
+      decide::HeadNormRotaryShape shape;
+      shape.tokens = 6;
+      shape.q_heads = 3;
+      shape.k_heads = 2;
+      shape.head_dim = head_dim;
+      shape.table_rows = 40;
+      shape.epsilon = 1e-6f;
+      const size_t half = static_cast<size_t>(head_dim / 2);
+      std::vector<float> q(static_cast<size_t>(shape.tokens * shape.q_heads * head_dim));
+      std::vector<float> k(static_cast<size_t>(shape.tokens * shape.k_heads * head_dim));
+      std::vector<float> q_scale(static_cast<size_t>(head_dim)), k_scale(static_cast<size_t>(head_dim));
+      std::vector<float> cos(static_cast<size_t>(shape.table_rows) * half), sin(cos.size());
+      for (float& v : q) v = next() * 4.0f;
+      for (float& v : k) v = next() * 4.0f;
+      for (float& v : q_scale) v = 1.0f + next() * 0.5f;
+      for (float& v : k_scale) v = 1.0f + next() * 0.5f;
+      for (size_t i = 0; i < cos.size(); i++) {
+        const float angle = next() * 3.14159f;
+        cos[i] = std::cos(angle);
+        sin[i] = std::sin(angle);
+      }
+      const std::vector<int64_t> positions = {0, 7, 39, 3, 3, 21};
+      std::vector<float> q_cpu(q.size()), k_cpu(k.size()), q_gpu(q.size()), k_gpu(k.size());
+      decide::HeadNormRotaryCpu<float>(shape, q.data(), k.data(), q_scale.data(), k_scale.data(), positions.data(), cos.data(), sin.data(),
+                                       q_cpu.data(), k_cpu.data(), 0, shape.tokens);
+      const dk_i64* pos = reinterpret_cast<const dk_i64*>(positions.data());
+      dk_emulated::Launch(static_cast<int>(shape.tokens), 128, [&] {
+        head_norm_rotary_f32(q.data(), k.data(), q_scale.data(), k_scale.data(), pos, cos.data(), sin.data(), q_gpu.data(), k_gpu.data(),
+                             3, 2, head_dim, 1e-6f, 40);
+      });
+      CHECK(max_diff(q_cpu, q_gpu) < 1e-5f);
+      CHECK(max_diff(k_cpu, k_gpu) < 1e-5f);
+      // The rows were normed: RMSNorm then a rotation keeps each row's mean square at mean(scale^2) only
+      // when scale is 1; here a loose check that nothing was left unwritten.
+      CHECK(std::all_of(q_gpu.begin(), q_gpu.end(), [](float v) { return std::isfinite(v); }));
+
+      // fp16: the same, stored as halves, one rounding apart at most.
+      std::vector<dk_half> q16 = to_half(q), k16 = to_half(k), qs16 = to_half(q_scale), ks16 = to_half(k_scale), c16 = to_half(cos), s16 = to_half(sin);
+      std::vector<dk_half> q16_out(q.size()), k16_out(k.size());
+      dk_emulated::Launch(static_cast<int>(shape.tokens), 128, [&] {
+        head_norm_rotary_f16(q16.data(), k16.data(), qs16.data(), ks16.data(), pos, c16.data(), s16.data(), q16_out.data(), k16_out.data(), 3, 2,
+                             head_dim, 1e-6f, 40);
+      });
+      std::vector<Half> q16_cpu(q.size()), k16_cpu(k.size());
+      decide::HeadNormRotaryCpu<Half>(shape, reinterpret_cast<const Half*>(q16.data()), reinterpret_cast<const Half*>(k16.data()),
+                                      reinterpret_cast<const Half*>(qs16.data()), reinterpret_cast<const Half*>(ks16.data()), positions.data(),
+                                      reinterpret_cast<const Half*>(c16.data()), reinterpret_cast<const Half*>(s16.data()), q16_cpu.data(),
+                                      k16_cpu.data(), 0, shape.tokens);
+      std::vector<float> q16_cpu_f(q.size());
+      for (size_t i = 0; i < q.size(); i++) q16_cpu_f[i] = q16_cpu[i].ToFloat();
+      CHECK(max_diff(q16_cpu_f, from_half(q16_out)) < 1e-2f);  // |values| < 10: within two fp16 steps
+    });
+  }
+
+  Test("the CUDA HeadNormRotary kernel clamps a position past its table to the last row", [&] {
+    decide::HeadNormRotaryShape shape;
+    shape.tokens = 2;
+    shape.q_heads = 1;
+    shape.k_heads = 1;
+    shape.head_dim = 8;
+    shape.table_rows = 4;
+    shape.epsilon = 1e-6f;
+    std::vector<float> q(16), k(16), scale(8, 1.0f), cos(16), sin(16);
+    for (float& v : q) v = next();
+    for (float& v : k) v = next();
+    for (size_t i = 0; i < cos.size(); i++) cos[i] = std::cos(static_cast<float>(i)), sin[i] = std::sin(static_cast<float>(i));
+    std::vector<float> q_out(16), k_out(16);
+    const std::vector<int64_t> positions = {3, 1000};
+    std::vector<float> q_token1(q.begin() + 8, q.end());
+    dk_emulated::Launch(2, 128, [&] {
+      head_norm_rotary_f32(q.data(), k.data(), scale.data(), scale.data(), reinterpret_cast<const dk_i64*>(positions.data()), cos.data(), sin.data(),
+                           q_out.data(), k_out.data(), 1, 1, 8, 1e-6f, 4);
+    });
+    std::vector<float> expected(16), expected_k(16);
+    const std::vector<int64_t> clamped = {3, 3};
+    decide::HeadNormRotaryCpu<float>(shape, q.data(), k.data(), scale.data(), scale.data(), clamped.data(), cos.data(), sin.data(),
+                                     expected.data(), expected_k.data(), 0, 2);
+    CHECK(max_diff(expected, q_out) < 1e-6f);
+  });
+
+  Test("the CUDA SiluMul kernels equal the CPU kernel (fp32, fp16, fp16 by eight)", [&] {
+    const size_t count = 1000;  // more than the launch's threads: the grid-stride loop
+    std::vector<float> gate(count), up(count), out(count), expected(count);
+    for (float& v : gate) v = next() * 12.0f;
+    for (float& v : up) v = next() * 3.0f;
+    gate[0] = -100.0f;  // exp(100) overflows: SiLU is -0
+    decide::SiluMulCpu<float>(gate.data(), up.data(), expected.data(), 0, count);
+    CHECK(std::fabs(expected[0]) < 1e-30f);
+    dk_emulated::Launch(2, 64, [&] { silu_mul_f32(gate.data(), up.data(), out.data(), static_cast<dk_i64>(count)); });
+    CHECK(max_diff(expected, out) < 1e-5f);
+    std::vector<dk_half> g16 = to_half(gate), u16 = to_half(up), o16(count), o16x8(count);
+    std::vector<Half> expected16(count);
+    decide::SiluMulCpu<Half>(reinterpret_cast<const Half*>(g16.data()), reinterpret_cast<const Half*>(u16.data()), expected16.data(), 0, count);
+    std::vector<float> expected16_f(count);
+    for (size_t i = 0; i < count; i++) expected16_f[i] = expected16[i].ToFloat();
+    dk_emulated::Launch(2, 64, [&] { silu_mul_f16(g16.data(), u16.data(), o16.data(), static_cast<dk_i64>(count)); });
+    dk_emulated::Launch(1, 32, [&] { silu_mul_f16x8(g16.data(), u16.data(), o16x8.data(), static_cast<dk_i64>(count / 8)); });
+    CHECK(max_diff(expected16_f, from_half(o16)) == 0.0f);
+    CHECK(max_diff(expected16_f, from_half(o16x8)) == 0.0f);
+  });
+
+  // NVRTC compiles the kernels as CUDA where the host has it (DECIDE_NVRTC_LIBRARY names it): no
+  // card needed. Elsewhere this check is skipped (test/gpu/ compiles them on a card).
+  if (std::getenv("DECIDE_NVRTC_LIBRARY") != nullptr) {
+    Test("NVRTC compiles the engine's CUDA kernels (sm_90 cubin, compute_75 PTX)", [] {
+      CHECK(decide::CompileDeviceKernels("sm_90") > 1000);
+      CHECK(decide::CompileDeviceKernels("compute_75") > 1000);
+    });
+  } else {
+    std::cout << "skipped: NVRTC compile of the CUDA kernels (DECIDE_NVRTC_LIBRARY is not set)" << std::endl;
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -667,6 +812,7 @@ int main() {
   SplitPassTests();
   KvStoreTests();
   RowQuantizeTests();
+  DeviceKernelTests();
   FailedDeviceTests();
   std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
   return g_failed == 0 ? 0 : 1;

@@ -1,0 +1,42 @@
+// The engine's own CUDA kernels (native/ops/device_kernels.cu) as a loaded module: compiled by NVRTC
+// for the card of the current CUDA context the first time a session needs them, then launched
+// through the driver API on the session's stream. Like cuda_device.cc, everything is resolved with
+// dlsym (libnvrtc, libcuda): the addon links no CUDA and loads on hosts without it.
+//
+// NVRTC is looked for as DECIDE_NVRTC_LIBRARY names it, else libnvrtc.so.13 / .so.12 / .so on the
+// loader's path, else beside the libcudart the CUDA provider loaded. Failing that, or failing to
+// compile, the op that asked throws, naming what is missing, and its session is not made.
+#pragma once
+
+#include <map>
+#include <utility>
+#include <string>
+
+namespace decide {
+
+// The kernels' source (device_kernels.cu) with the CUDA prelude before it: what NVRTC compiles.
+std::string DeviceKernelSource();
+
+// Compiles DeviceKernelSource() with NVRTC for `arch` ("sm_90", "compute_75", ...) and returns the
+// size of the binary it made; throws EngineError with NVRTC's log where it fails. Needs libnvrtc
+// only, no card: `decide setup-cuda --check` and the C++ tests use it.
+size_t CompileDeviceKernels(const std::string& arch);
+
+// The module of the current CUDA context (made once per context, never unloaded: sessions may
+// outlive static destruction): launches a kernel of it by name, from any thread.
+class CudaKernelModule {
+ public:
+  static CudaKernelModule& ForCurrentContext();
+  // grid x block threads; args as cuLaunchKernel takes them (pointers to each argument).
+  void Launch(const char* kernel, unsigned grid, unsigned block, void** args, void* stream) const;
+  // The multiprocessors of the context's device (sizes grid-stride launches).
+  int Multiprocessors() const { return multiprocessors_; }
+
+ private:
+  CudaKernelModule(std::map<std::string, void*> functions, int multiprocessors)
+      : functions_(std::move(functions)), multiprocessors_(multiprocessors) {}
+  std::map<std::string, void*> functions_;  // kernel name -> CUfunction; read-only once made
+  int multiprocessors_;
+};
+
+}  // namespace decide

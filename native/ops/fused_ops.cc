@@ -1,0 +1,374 @@
+#include "fused_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../device/cuda_module.h"
+
+namespace decide {
+namespace {
+
+float ToFloat(float x) { return x; }
+float ToFloat(Ort::Float16_t x) { return x.ToFloat(); }
+template <typename T>
+T FromFloat(float x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else {
+    return Ort::Float16_t(x);
+  }
+}
+
+template <typename T>
+constexpr ONNXTensorElementDataType ElementType() {
+  return std::is_same_v<T, float> ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
+}
+
+[[noreturn]] void Refuse(const std::string& message) { throw Ort::Exception(message.c_str(), ORT_INVALID_ARGUMENT); }
+
+std::vector<int64_t> ShapeOf(const Ort::ConstValue& value) { return value.GetTensorTypeAndShapeInfo().GetShape(); }
+
+std::string Text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); i++) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Checks HeadNormRotary's inputs against each other and returns the shape of the work.
+HeadNormRotaryShape ReadHeadNormRotary(Ort::KernelContext& context, float epsilon) {
+  const std::vector<int64_t> q = ShapeOf(context.GetInput(0));
+  const std::vector<int64_t> k = ShapeOf(context.GetInput(1));
+  const std::vector<int64_t> q_scale = ShapeOf(context.GetInput(2));
+  const std::vector<int64_t> k_scale = ShapeOf(context.GetInput(3));
+  const std::vector<int64_t> positions = ShapeOf(context.GetInput(4));
+  const std::vector<int64_t> cos = ShapeOf(context.GetInput(5));
+  const std::vector<int64_t> sin = ShapeOf(context.GetInput(6));
+  const std::string name = "HeadNormRotary: ";
+  if (q.size() != 3 || k.size() != 3 || q[0] != k[0] || q[1] != k[1]) {
+    Refuse(name + "q and k must be [batch, sequence, heads * head_dim] of one batch and sequence, got " + Text(q) + " and " + Text(k));
+  }
+  if (cos.size() != 2 || cos != sin) Refuse(name + "cos_cache and sin_cache must be [positions, head_dim / 2] alike, got " + Text(cos) + " and " + Text(sin));
+  const int64_t head_dim = cos[1] * 2;
+  if (head_dim <= 0 || head_dim > kMaxFusedHeadDim) Refuse(name + "head_dim " + std::to_string(head_dim) + " is outside 2.." + std::to_string(kMaxFusedHeadDim));
+  if (q[2] % head_dim != 0 || k[2] % head_dim != 0) {
+    Refuse(name + "q's and k's last axes (" + std::to_string(q[2]) + ", " + std::to_string(k[2]) + ") must be multiples of head_dim " + std::to_string(head_dim));
+  }
+  if (q_scale != std::vector<int64_t>{head_dim} || k_scale != std::vector<int64_t>{head_dim}) {
+    Refuse(name + "q_scale and k_scale must be [" + std::to_string(head_dim) + "], got " + Text(q_scale) + " and " + Text(k_scale));
+  }
+  if (positions != std::vector<int64_t>{q[0], q[1]}) Refuse(name + "position_ids must be " + Text({q[0], q[1]}) + ", got " + Text(positions));
+  HeadNormRotaryShape shape;
+  shape.tokens = q[0] * q[1];
+  shape.q_heads = q[2] / head_dim;
+  shape.k_heads = k[2] / head_dim;
+  shape.head_dim = head_dim;
+  shape.table_rows = cos[0];
+  shape.epsilon = epsilon;
+  return shape;
+}
+
+void CheckSameShape(const std::vector<int64_t>& gate, const std::vector<int64_t>& up) {
+  if (gate != up) Refuse("SiluMul: gate and up must have one shape, got " + Text(gate) + " and " + Text(up));
+}
+
+size_t ElementCount(const std::vector<int64_t>& shape) {
+  size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+// ---- CPU kernels ----
+
+template <typename T>
+struct HeadNormRotaryJob {
+  HeadNormRotaryShape shape;
+  const T* in[2];
+  const T* scale[2];
+  const int64_t* positions;
+  const T* cos;
+  const T* sin;
+  T* out[2];
+  int64_t tokens_per_task;
+};
+
+template <typename T>
+void RunHeadNormRotaryTask(void* data, size_t task) {
+  const auto& job = *static_cast<const HeadNormRotaryJob<T>*>(data);
+  const int64_t first = static_cast<int64_t>(task) * job.tokens_per_task;
+  const int64_t last = std::min(job.shape.tokens, first + job.tokens_per_task);
+  HeadNormRotaryCpu<T>(job.shape, job.in[0], job.in[1], job.scale[0], job.scale[1], job.positions, job.cos, job.sin, job.out[0],
+                       job.out[1], first, last);
+}
+
+template <typename T>
+struct HeadNormRotaryCpuKernel {
+  float epsilon;
+  void Compute(OrtKernelContext* raw) {
+    Ort::KernelContext context(raw);
+    const HeadNormRotaryShape shape = ReadHeadNormRotary(context, epsilon);
+    Ort::UnownedValue q_out = context.GetOutput(0, ShapeOf(context.GetInput(0)));
+    Ort::UnownedValue k_out = context.GetOutput(1, ShapeOf(context.GetInput(1)));
+    if (shape.tokens == 0) return;
+    // Checked here, before the work is cut among threads (a task must not throw).
+    const int64_t* positions = context.GetInput(4).GetTensorData<int64_t>();
+    for (int64_t t = 0; t < shape.tokens; t++) {
+      if (positions[t] < 0 || positions[t] >= shape.table_rows) {
+        Refuse("HeadNormRotary: position_ids value " + std::to_string(positions[t]) + " is out of range [0, " + std::to_string(shape.table_rows) + ")");
+      }
+    }
+    HeadNormRotaryJob<T> job{shape,
+                             {context.GetInput(0).GetTensorData<T>(), context.GetInput(1).GetTensorData<T>()},
+                             {context.GetInput(2).GetTensorData<T>(), context.GetInput(3).GetTensorData<T>()},
+                             positions,
+                             context.GetInput(5).GetTensorData<T>(),
+                             context.GetInput(6).GetTensorData<T>(),
+                             {q_out.GetTensorMutableData<T>(), k_out.GetTensorMutableData<T>()},
+                             0};
+    // Tasks of ~16k values each: smaller ones cost more to hand out than to run.
+    const int64_t per_token = (shape.q_heads + shape.k_heads) * shape.head_dim;
+    job.tokens_per_task = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_token));
+    const size_t tasks = static_cast<size_t>((shape.tokens + job.tokens_per_task - 1) / job.tokens_per_task);
+    if (tasks == 1) {
+      RunHeadNormRotaryTask<T>(&job, 0);
+    } else {
+      context.ParallelFor(RunHeadNormRotaryTask<T>, tasks, 0, &job);
+    }
+  }
+};
+
+template <typename T>
+struct SiluMulJob {
+  const T* gate;
+  const T* up;
+  T* out;
+  size_t count;
+  size_t per_task;
+};
+
+template <typename T>
+void RunSiluMulTask(void* data, size_t task) {
+  const auto& job = *static_cast<const SiluMulJob<T>*>(data);
+  const size_t first = task * job.per_task;
+  SiluMulCpu<T>(job.gate, job.up, job.out, first, std::min(job.count, first + job.per_task));
+}
+
+template <typename T>
+struct SiluMulCpuKernel {
+  void Compute(OrtKernelContext* raw) {
+    Ort::KernelContext context(raw);
+    const std::vector<int64_t> shape = ShapeOf(context.GetInput(0));
+    CheckSameShape(shape, ShapeOf(context.GetInput(1)));
+    Ort::UnownedValue out = context.GetOutput(0, shape);
+    const size_t count = ElementCount(shape);
+    if (count == 0) return;
+    SiluMulJob<T> job{context.GetInput(0).GetTensorData<T>(), context.GetInput(1).GetTensorData<T>(), out.GetTensorMutableData<T>(),
+                      count, 16384};
+    const size_t tasks = (count + job.per_task - 1) / job.per_task;
+    if (tasks == 1) {
+      RunSiluMulTask<T>(&job, 0);
+    } else {
+      context.ParallelFor(RunSiluMulTask<T>, tasks, 0, &job);
+    }
+  }
+};
+
+// ---- CUDA kernels (device_kernels.cu) ----
+
+constexpr unsigned kHeadNormRotaryThreads = 128;  // 4 warps per token's block
+constexpr unsigned kElementwiseThreads = 256;
+
+// The module of the session's CUDA context, made as the kernel is (session creation) where that
+// thread has the context current, so that a missing NVRTC or a compile error stops the session's
+// creation with its message; else at the first run.
+void PrepareModule() {
+  try {
+    CudaKernelModule::ForCurrentContext();
+  } catch (const std::exception& e) {
+    const std::string message = e.what();
+    if (message.find("no CUDA context") != std::string::npos) return;
+    throw Ort::Exception(message.c_str(), ORT_FAIL);
+  }
+}
+
+const CudaKernelModule& ModuleForRun() {
+  try {
+    return CudaKernelModule::ForCurrentContext();
+  } catch (const std::exception& e) {
+    throw Ort::Exception(e.what(), ORT_FAIL);
+  }
+}
+
+void LaunchOrThrow(const CudaKernelModule& module, const char* kernel, unsigned grid, unsigned block, void** args, void* stream) {
+  try {
+    module.Launch(kernel, grid, block, args, stream);
+  } catch (const std::exception& e) {
+    throw Ort::Exception(e.what(), ORT_FAIL);
+  }
+}
+
+template <typename T>
+struct HeadNormRotaryCudaKernel {
+  float epsilon;
+  void Compute(OrtKernelContext* raw) {
+    Ort::KernelContext context(raw);
+    const HeadNormRotaryShape shape = ReadHeadNormRotary(context, epsilon);
+    Ort::UnownedValue q_out = context.GetOutput(0, ShapeOf(context.GetInput(0)));
+    Ort::UnownedValue k_out = context.GetOutput(1, ShapeOf(context.GetInput(1)));
+    if (shape.tokens == 0) return;
+    if (shape.tokens > 0x7fffffff) Refuse("HeadNormRotary: more than 2^31 - 1 tokens in one run");
+    const void* q = context.GetInput(0).GetTensorRawData();
+    const void* k = context.GetInput(1).GetTensorRawData();
+    const void* q_scale = context.GetInput(2).GetTensorRawData();
+    const void* k_scale = context.GetInput(3).GetTensorRawData();
+    const void* positions = context.GetInput(4).GetTensorRawData();
+    const void* cos = context.GetInput(5).GetTensorRawData();
+    const void* sin = context.GetInput(6).GetTensorRawData();
+    void* q_result = q_out.GetTensorMutableRawData();
+    void* k_result = k_out.GetTensorMutableRawData();
+    int q_heads = static_cast<int>(shape.q_heads);
+    int k_heads = static_cast<int>(shape.k_heads);
+    int head_dim = static_cast<int>(shape.head_dim);
+    float eps = shape.epsilon;
+    long long table_rows = shape.table_rows;
+    void* args[] = {&q, &k, &q_scale, &k_scale, &positions, &cos, &sin, &q_result, &k_result, &q_heads, &k_heads, &head_dim, &eps, &table_rows};
+    const char* kernel = std::is_same_v<T, float> ? "head_norm_rotary_f32" : "head_norm_rotary_f16";
+    LaunchOrThrow(ModuleForRun(), kernel, static_cast<unsigned>(shape.tokens), kHeadNormRotaryThreads, args, context.GetGPUComputeStream());
+  }
+};
+
+template <typename T>
+struct SiluMulCudaKernel {
+  void Compute(OrtKernelContext* raw) {
+    Ort::KernelContext context(raw);
+    const std::vector<int64_t> shape = ShapeOf(context.GetInput(0));
+    CheckSameShape(shape, ShapeOf(context.GetInput(1)));
+    Ort::UnownedValue out = context.GetOutput(0, shape);
+    const size_t count = ElementCount(shape);
+    if (count == 0) return;
+    const void* gate = context.GetInput(0).GetTensorRawData();
+    const void* up = context.GetInput(1).GetTensorRawData();
+    void* result = out.GetTensorMutableRawData();
+    const CudaKernelModule& module = ModuleForRun();
+    const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    const bool by_eight = !std::is_same_v<T, float> && count % 8 == 0 && aligned(gate) && aligned(up) && aligned(result);
+    long long work = static_cast<long long>(by_eight ? count / 8 : count);
+    // A grid-stride loop: enough blocks to fill every multiprocessor several times over, no more.
+    const long long wanted = (work + kElementwiseThreads - 1) / kElementwiseThreads;
+    const unsigned grid = static_cast<unsigned>(std::min<long long>(wanted, static_cast<long long>(module.Multiprocessors()) * 16));
+    void* args[] = {&gate, &up, &result, &work};
+    const char* kernel = by_eight ? "silu_mul_f16x8" : (std::is_same_v<T, float> ? "silu_mul_f32" : "silu_mul_f16");
+    LaunchOrThrow(module, kernel, grid, kElementwiseThreads, args, context.GetGPUComputeStream());
+  }
+};
+
+// ---- the operators ----
+
+constexpr const char* kCudaProvider = "CUDAExecutionProvider";
+
+template <typename T, bool kCuda>
+struct HeadNormRotaryOp : Ort::CustomOpBase<HeadNormRotaryOp<T, kCuda>, std::conditional_t<kCuda, HeadNormRotaryCudaKernel<T>, HeadNormRotaryCpuKernel<T>>> {
+  void* CreateKernel(const OrtApi&, const OrtKernelInfo* info) const {
+    const float epsilon = Ort::ConstKernelInfo(info).GetAttribute<float>("epsilon");
+    if constexpr (kCuda) {
+      PrepareModule();
+      return new HeadNormRotaryCudaKernel<T>{epsilon};
+    } else {
+      return new HeadNormRotaryCpuKernel<T>{epsilon};
+    }
+  }
+  const char* GetName() const { return "HeadNormRotary"; }
+  const char* GetExecutionProviderType() const { return kCuda ? kCudaProvider : nullptr; }
+  size_t GetInputTypeCount() const { return 7; }
+  ONNXTensorElementDataType GetInputType(size_t index) const { return index == 4 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 : ElementType<T>(); }
+  size_t GetOutputTypeCount() const { return 2; }
+  ONNXTensorElementDataType GetOutputType(size_t) const { return ElementType<T>(); }
+};
+
+template <typename T, bool kCuda>
+struct SiluMulOp : Ort::CustomOpBase<SiluMulOp<T, kCuda>, std::conditional_t<kCuda, SiluMulCudaKernel<T>, SiluMulCpuKernel<T>>> {
+  void* CreateKernel(const OrtApi&, const OrtKernelInfo*) const {
+    if constexpr (kCuda) {
+      PrepareModule();
+      return new SiluMulCudaKernel<T>();
+    } else {
+      return new SiluMulCpuKernel<T>();
+    }
+  }
+  const char* GetName() const { return "SiluMul"; }
+  const char* GetExecutionProviderType() const { return kCuda ? kCudaProvider : nullptr; }
+  size_t GetInputTypeCount() const { return 2; }
+  ONNXTensorElementDataType GetInputType(size_t) const { return ElementType<T>(); }
+  size_t GetOutputTypeCount() const { return 1; }
+  ONNXTensorElementDataType GetOutputType(size_t) const { return ElementType<T>(); }
+};
+
+}  // namespace
+
+template <typename T>
+void HeadNormRotaryCpu(const HeadNormRotaryShape& shape, const T* q, const T* k, const T* q_scale, const T* k_scale,
+                       const int64_t* positions, const T* cos_table, const T* sin_table, T* q_out, T* k_out,
+                       int64_t first_token, int64_t last_token) {
+  const int64_t half = shape.head_dim / 2;
+  std::vector<float> row(static_cast<size_t>(shape.head_dim));
+  for (int64_t token = first_token; token < last_token; token++) {
+    const int64_t position = positions[token];
+    const T* cos_row = cos_table + position * half;
+    const T* sin_row = sin_table + position * half;
+    for (int part = 0; part < 2; part++) {
+      const int64_t heads = part == 0 ? shape.q_heads : shape.k_heads;
+      const T* scale = part == 0 ? q_scale : k_scale;
+      for (int64_t head = 0; head < heads; head++) {
+        const int64_t offset = (token * heads + head) * shape.head_dim;
+        const T* x = (part == 0 ? q : k) + offset;
+        T* y = (part == 0 ? q_out : k_out) + offset;
+        float squares = 0.0f;
+        for (int64_t i = 0; i < shape.head_dim; i++) {
+          row[i] = ToFloat(x[i]);
+          squares += row[i] * row[i];
+        }
+        const float inv_rms = 1.0f / std::sqrt(squares / static_cast<float>(shape.head_dim) + shape.epsilon);
+        for (int64_t i = 0; i < half; i++) {
+          const float a = row[i] * inv_rms * ToFloat(scale[i]);
+          const float b = row[i + half] * inv_rms * ToFloat(scale[i + half]);
+          const float c = ToFloat(cos_row[i]);
+          const float s = ToFloat(sin_row[i]);
+          y[i] = FromFloat<T>(a * c - b * s);
+          y[i + half] = FromFloat<T>(b * c + a * s);
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void SiluMulCpu(const T* gate, const T* up, T* out, size_t first, size_t last) {
+  for (size_t i = first; i < last; i++) {
+    const float g = ToFloat(gate[i]);
+    out[i] = FromFloat<T>(g / (1.0f + std::exp(-g)) * ToFloat(up[i]));
+  }
+}
+
+template void HeadNormRotaryCpu<float>(const HeadNormRotaryShape&, const float*, const float*, const float*, const float*, const int64_t*,
+                                       const float*, const float*, float*, float*, int64_t, int64_t);
+template void HeadNormRotaryCpu<Ort::Float16_t>(const HeadNormRotaryShape&, const Ort::Float16_t*, const Ort::Float16_t*,
+                                                const Ort::Float16_t*, const Ort::Float16_t*, const int64_t*, const Ort::Float16_t*,
+                                                const Ort::Float16_t*, Ort::Float16_t*, Ort::Float16_t*, int64_t, int64_t);
+template void SiluMulCpu<float>(const float*, const float*, float*, size_t, size_t);
+template void SiluMulCpu<Ort::Float16_t>(const Ort::Float16_t*, const Ort::Float16_t*, Ort::Float16_t*, size_t, size_t);
+
+void AddFusedOps(Ort::CustomOpDomain& domain) {
+  // Leaked on purpose, as the domain: sessions keep pointers to the ops.
+  domain.Add(new HeadNormRotaryOp<float, false>());
+  domain.Add(new HeadNormRotaryOp<Ort::Float16_t, false>());
+  domain.Add(new HeadNormRotaryOp<float, true>());
+  domain.Add(new HeadNormRotaryOp<Ort::Float16_t, true>());
+  domain.Add(new SiluMulOp<float, false>());
+  domain.Add(new SiluMulOp<Ort::Float16_t, false>());
+  domain.Add(new SiluMulOp<float, true>());
+  domain.Add(new SiluMulOp<Ort::Float16_t, true>());
+}
+
+}  // namespace decide
