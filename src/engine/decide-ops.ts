@@ -9,6 +9,14 @@
  *   q_i   = round_half_even(x_i / scale) + 128             (1..255)
  * exactly the row quantization `--dtype int8` writes with standard ops (quantize.ts); the u8 x s8
  * path (int8-rewrite.ts) replaces those eight nodes by it.
+ *
+ * ai.decide.HeadNormRotary (version 1; CPU and CUDA, fp32 and fp16): (q, k, q_scale, k_scale,
+ *   position_ids, cos_cache, sin_cache) -> (q_out, k_out), attribute epsilon: every head's row of q
+ *   [B, S, heads * D] and k, RMSNorm'ed with its scale [D], then rotary (rotate-half) at its token's
+ *   position from the tables [P, D / 2]; D <= 512 (HEAD_NORM_ROTARY.maxHeadDim).
+ * ai.decide.SiluMul (version 1; CPU and CUDA, fp32 and fp16): (gate, up) -> gate * sigmoid(gate) * up.
+ * The fused graph writes these two with DecoderFeatures.ownKernels (fused-layers.ts); native/ops/fused_ops.h
+ * has their kernels. They have no expansion here: that graph is derived again without them instead.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 
@@ -25,6 +33,14 @@ export const ROW_QUANTIZE = {
   minScale: Math.fround(1e-30),
   zeroPoint: 128,
 } as const;
+
+export const HEAD_NORM_ROTARY = {
+  opType: 'HeadNormRotary',
+  /** The largest head_dim its CUDA kernel holds in registers (kMaxFusedHeadDim in native/ops/fused_ops.h). */
+  maxHeadDim: 512,
+} as const;
+
+export const SILU_MUL = { opType: 'SiluMul' } as const;
 
 function floatConstant(name: string, value: number): onnxProto.onnx.ITensorProto {
   return onnx.TensorProto.create({ name, dataType: onnx.TensorProto.DataType.FLOAT, dims: [], rawData: new Uint8Array(Float32Array.of(value).buffer) });

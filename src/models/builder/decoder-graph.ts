@@ -30,7 +30,7 @@ import {
   type GraphProto,
   type NodeProto,
 } from './onnx-writer.js';
-import { causalStatesConflict, INIT_STD, type DecoderFeatures, type WeightDecl, type WeightInit } from './decoder-features.js';
+import { causalStatesConflict, INIT_STD, ownKernelsConflict, type DecoderFeatures, type WeightDecl, type WeightInit } from './decoder-features.js';
 import { buildFusedLayers, type StateSplit } from './fused-layers.js';
 import { geluNodes } from './gelu.js';
 import { int8MatMulNode, type Int8Kernel, type Int8Scheme } from './quantize.js';
@@ -155,6 +155,7 @@ export function buildDecoderGraph(
     if (conflict === 'sliding-window') throw new Error('decoder graph: causalStates does not take a sliding window');
     inputs.push(makeValueInfo(STATE_SPAN_INPUT, DataType.INT64, [DIM_STATE]));
   }
+  if (ownKernelsConflict(features) === 'attention') throw new Error('decoder graph: ownKernels needs attention fused');
   const outputs = [makeValueInfo('logits', ft, [DIM_BATCH, DIM_SEQUENCE, vocab])];
   for (let i = 0; i < shape.numLayers; i++) {
     inputs.push(makeValueInfo(pastKeyName(i), ft, [DIM_BATCH, kvh, DIM_PAST, hd]));

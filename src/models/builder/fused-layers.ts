@@ -18,6 +18,11 @@
  *   MatMul, MatMul, QuickGelu, Mul, MatMul   gate and up, SiLU(gate) * up, down
  * The last layer's output goes through the final norm as one more SkipSimplifiedLayerNormalization.
  *
+ * With DecoderFeatures.ownKernels, the engine's own operators (src/engine/decide-ops.ts) take the
+ * place of what ONNX Runtime has no single op for: one HeadNormRotary for the q and k norms and both
+ * rotaries (the two Reshape / SimplifiedLayerNormalization / Reshape triples and the two
+ * RotaryEmbeddings), one SiluMul for QuickGelu and Mul: 12 nodes per Qwen3 layer.
+ *
  * Why ONNX's Attention: the engine's rows carry a past AND several new tokens with an arbitrary
  * mask (packed questions, padding). GroupQueryAttention refuses a batch of such rows ("batch_size
  * must be 1 when sequence_length > 1 and past context is given", group_query_attention_helper.h,
@@ -38,6 +43,7 @@
  * here in fp32 the way the standard-op graph computes its angles (fp32 position x fp32 inverse
  * frequency), then stored in the compute dtype as that graph casts them.
  */
+import { DECIDE_OP_DOMAIN, HEAD_NORM_ROTARY, SILU_MUL } from '../../engine/decide-ops.js';
 import { INIT_STD, type DecoderFeatures, type WeightDecl } from './decoder-features.js';
 import { floatAttr, floatElemType, floatTensor, makeValueInfo, MS_DOMAIN, type FloatDtype, type GraphBuilder } from './onnx-writer.js';
 import { geluNodes } from './gelu.js';
@@ -137,6 +143,10 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     return b.op1('Add', `${node}/Add`, [out, weight({ name: `${name}.bias`, dims: [dims[1]], init: zeros })]);
   };
 
+  // The engine's own operators where the layer has what they fuse (DecoderFeatures.ownKernels).
+  const ownHeadNorm = features.ownKernels === true && features.qkNorm && hd <= HEAD_NORM_ROTARY.maxHeadDim;
+  const ownSiluMul = features.ownKernels === true && features.activation === 'silu';
+
   // Rotary tables, built once for all layers and streams.
   const rows = shape.maxPositionEmbeddings;
   if (rows * (hd / 2) > MAX_ROTARY_TABLE) {
@@ -163,7 +173,7 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     // grid's z axis (at most 65535), so the batch axis must stay the rows, not the tokens of a pass.
     let queryShape = '';
     let keyShape = '';
-    if (features.qkNorm) {
+    if (features.qkNorm && !ownHeadNorm) {
       const r = `/model/rotary_emb${tag}`;
       const batchAndLength = b.op1('Shape', `${r}/Shape`, [positions]);
       queryShape = b.op1('Concat', `${r}/Concat_q`, [batchAndLength, b.int64([nh * hd])], { axis: 0 });
@@ -195,6 +205,12 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     let query = projection('q_proj', nh * hd); // [B, L, heads * head_dim]
     let key = projection('k_proj', kvh * hd);
     const value = projection('v_proj', kvh * hd);
+    if (ownHeadNorm) {
+      // Both norms and both rotaries in one node, on [B, L, heads * head_dim] as the projections give them.
+      const scale = (name: string) => normWeightOf(`${w}.self_attn.${name}.weight`, hd);
+      const [q, k] = b.op(HEAD_NORM_ROTARY.opType, `${a}/head_norm_rotary/HeadNormRotary`, [query, key, scale('q_norm'), scale('k_norm'), s.positions, cos, sin], { epsilon: eps }, 2, DECIDE_OP_DOMAIN) as [string, string];
+      return { query: q, key: k, value };
+    }
     if (features.qkNorm) {
       // Each head normed as a row of head_dim: [B, L, heads * head_dim] -> [B * L, heads, head_dim] and back.
       const headNorm = (name: string, x: string, heads: number, shapeBack: string): string => {
@@ -226,8 +242,9 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     // Gate and up as two projections, not one packed projection and a Split (as q, k and v above).
     const gate = project(b, `${m}/gate_proj`, normed, `${w}.mlp.gate_proj`, [h, inter], features.mlpBias);
     const up = project(b, `${m}/up_proj`, normed, `${w}.mlp.up_proj`, [h, inter], features.mlpBias);
-    const act = activation(b, features, dtype, `${m}/act_fn`, gate);
-    const product = b.op1('Mul', `${m}/Mul`, [act, up]);
+    const product = ownSiluMul
+      ? b.op1(SILU_MUL.opType, `${m}/SiluMul`, [gate, up], {}, undefined, DECIDE_OP_DOMAIN)
+      : b.op1('Mul', `${m}/Mul`, [activation(b, features, dtype, `${m}/act_fn`, gate), up]);
     s.pending = ctx.matmul(b, `${m}/down_proj/MatMul`, product, weight({ name: `${w}.mlp.down_proj.weight`, dims: [inter, h], init: normal }), [inter, h]);
     s.pendingBias = features.mlpBias ? weight({ name: `${w}.mlp.down_proj.bias`, dims: [h], init: zeros }) : '';
   };

@@ -14,7 +14,7 @@ import {
   objectOption,
   refuseOption,
 } from '../../support/option-checks.js';
-import { causalStatesConflict, type DecoderFeatures } from './decoder-features.js';
+import { causalStatesConflict, ownKernelsConflict, type DecoderFeatures } from './decoder-features.js';
 import type { Int8Scheme, ModelDtype } from './dtypes.js';
 import { PRESETS, type ModelShape } from './presets.js';
 import { MODEL_DTYPES } from './quantize.js';
@@ -64,7 +64,7 @@ const OPTION_NAMES = Object.keys({
 } satisfies Record<keyof MakeModelOptions, true>);
 const FEATURE_NAMES = Object.keys({
   qkNorm: true, qkvBias: true, oBias: true, mlpBias: true, normStyle: true, embeddingScale: true, activation: true, invFreq: true,
-  slidingWindow: true, segmentIds: true, attention: true, causalStates: true,
+  slidingWindow: true, segmentIds: true, attention: true, causalStates: true, ownKernels: true,
 } satisfies Record<keyof DecoderFeatures, true>);
 const SHAPE_NAMES = Object.keys({
   numLayers: true, hiddenSize: true, numHeads: true, numKvHeads: true, headDim: true, intermediateSize: true, vocabSize: true,
@@ -76,7 +76,7 @@ const INT8_NAMES = Object.keys({ kernel: true, lmHead: true, block: true } satis
  * Refuses options makeModel cannot build from (ERR_INPUT naming the option): not an object, an
  * unknown name (in the options or in features, shapeOverrides, int8), a preset, seed, dtype, outDir
  * or force of the wrong kind, features.causalStates without the fused graph or with a sliding
- * window. The shape itself is validateShape's to check.
+ * window, features.ownKernels without the fused graph. The shape itself is validateShape's to check.
  */
 export function checkMakeModelOptions(given: unknown): asserts given is MakeModelOptions {
   const opts = objectOption(given, 'options', WHERE) as Record<keyof MakeModelOptions, unknown>;
@@ -99,6 +99,9 @@ export function checkMakeModelOptions(given: unknown): asserts given is MakeMode
   const conflict = causalStatesConflict((opts.features ?? {}) as Record<string, unknown>);
   if (conflict === 'attention') throw new EngineError('ERR_INPUT', `${WHERE}: features.causalStates: true needs features.attention: 'fused'`);
   if (conflict === 'sliding-window') throw new EngineError('ERR_INPUT', `${WHERE}: features.causalStates: true does not take a sliding window`);
+  if (ownKernelsConflict((opts.features ?? {}) as Record<string, unknown>) === 'attention') {
+    throw new EngineError('ERR_INPUT', `${WHERE}: features.ownKernels: true needs features.attention: 'fused'`);
+  }
   checkFunctionOption(opts.onProgress, 'onProgress', WHERE);
   checkFunctionOption(opts.beforePlacing, 'beforePlacing', WHERE);
 }

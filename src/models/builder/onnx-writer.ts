@@ -10,6 +10,7 @@ import path from 'node:path';
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import type { FloatDtype } from './dtypes.js';
+import { DECIDE_OP_DOMAIN } from '../../engine/decide-ops.js';
 
 export const { onnx } = onnxProto;
 export type NodeProto = OnnxTypes.INodeProto;
@@ -236,9 +237,20 @@ export async function writeModel(opts: WriteModelOptions): Promise<WriteModelRes
   return opts.externalData ? writeExternal(opts, header, dataFileName) : writeInline(opts, header);
 }
 
-/** ONNX Runtime's contrib opset (version 1) when a node uses it; none otherwise, so stock graphs stay byte-identical. */
+/**
+ * ONNX Runtime's contrib opset and the engine's own (each version 1) where a node uses it, in the
+ * graph or in a subgraph of it (an If's branches); none otherwise, so stock graphs stay byte-identical.
+ */
 function contribOpsets(graph: GraphProto): { domain: string; version: number }[] {
-  return (graph.node ?? []).some((n) => n.domain === MS_DOMAIN) ? [{ domain: MS_DOMAIN, version: 1 }] : [];
+  const used = new Set<string>();
+  const visit = (g: GraphProto) => {
+    for (const n of g.node ?? []) {
+      if (n.domain) used.add(n.domain);
+      for (const a of n.attribute ?? []) if (a.g) visit(a.g);
+    }
+  };
+  visit(graph);
+  return [MS_DOMAIN, DECIDE_OP_DOMAIN].filter((d) => used.has(d)).map((domain) => ({ domain, version: 1 }));
 }
 
 async function writeExternal(opts: WriteModelOptions, header: ModelProto, dataFileName: string): Promise<WriteModelResult> {

@@ -14,7 +14,7 @@ import {
   checkOptionNames,
   objectOption,
 } from '../../support/option-checks.js';
-import { causalStatesConflict } from '../builder/decoder-features.js';
+import { causalStatesConflict, ownKernelsConflict } from '../builder/decoder-features.js';
 import { MODEL_DTYPES } from '../builder/quantize.js';
 import type { ModelDtype } from '../builder/dtypes.js';
 
@@ -46,6 +46,8 @@ export interface ImportModelOptions {
   attention?: 'ops' | 'fused';
   /** With attention 'fused': DecoderFeatures.causalStates (docs/models.md). Default false. */
   causalStates?: boolean;
+  /** With attention 'fused': DecoderFeatures.ownKernels, the engine's own operators (docs/models.md). Default false. */
+  ownKernels?: boolean;
   /**
    * Runs on the finished model in its staging directory, before it is put in place (the CLI's int8
    * agreement check): when it throws, nothing is written at outDir and the import can be retried.
@@ -62,7 +64,7 @@ const WHERE = 'importModel';
 
 /** Every option name, spelled out so that the compiler keeps the list whole. */
 const OPTION_NAMES = Object.keys({
-  hfDir: true, outDir: true, dtype: true, force: true, segmentIds: true, attention: true, causalStates: true,
+  hfDir: true, outDir: true, dtype: true, force: true, segmentIds: true, attention: true, causalStates: true, ownKernels: true,
   beforePlacing: true, onWarning: true, onProgress: true,
 } satisfies Record<keyof ImportModelOptions, true>);
 /** The graphs ImportModelOptions.attention names. */
@@ -84,7 +86,8 @@ export function bf16Unsupported(dtypeTerm: (dtype: string) => string): string {
 /**
  * Refuses options importModel cannot import with (ERR_INPUT naming the option): not an object, an
  * unknown name, an hfDir or outDir that is not a path, a dtype (bf16 with the reason), attention,
- * force, segmentIds, causalStates or callback of the wrong kind, causalStates without the fused graph.
+ * force, segmentIds, causalStates, ownKernels or callback of the wrong kind, causalStates or ownKernels
+ * without the fused graph.
  */
 export function checkImportModelOptions(given: unknown): asserts given is ImportModelOptions {
   const opts = objectOption(given, 'options', WHERE) as Record<keyof ImportModelOptions, unknown>;
@@ -94,10 +97,11 @@ export function checkImportModelOptions(given: unknown): asserts given is Import
   if (opts.dtype === 'bf16') throw new EngineError('ERR_INPUT', `${WHERE}: dtype 'bf16': ${bf16Unsupported((d) => `dtype: '${d}'`)}`);
   checkChoiceOption(opts.dtype, MODEL_DTYPES, 'dtype', WHERE);
   checkChoiceOption(opts.attention, ATTENTION_GRAPHS, 'attention', WHERE);
-  for (const name of ['force', 'segmentIds', 'causalStates'] as const) checkBooleanOption(opts[name], name, WHERE);
+  for (const name of ['force', 'segmentIds', 'causalStates', 'ownKernels'] as const) checkBooleanOption(opts[name], name, WHERE);
   // The causal kernel exists only in the fused graph (a checkpoint's sliding window is found later).
   if (causalStatesConflict(opts) === 'attention') {
     throw new EngineError('ERR_INPUT', `${WHERE}: causalStates: true needs attention: 'fused'`);
   }
+  if (ownKernelsConflict(opts) === 'attention') throw new EngineError('ERR_INPUT', `${WHERE}: ownKernels: true needs attention: 'fused'`);
   for (const name of ['beforePlacing', 'onWarning', 'onProgress'] as const) checkFunctionOption(opts[name], name, WHERE);
 }

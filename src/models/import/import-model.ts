@@ -143,6 +143,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     ...((opts.segmentIds ?? PACKED_IMPORTS_BY_DEFAULT) ? { segmentIds: true } : {}),
     ...(attention === 'fused' ? { attention } : {}),
     ...(opts.causalStates === true ? { causalStates: true } : {}),
+    ...(opts.ownKernels === true ? { ownKernels: true } : {}),
   };
   const { graph, weights, quantized, nodesPerLayer, opset } = buildDecoderGraph(plan.shape, floatDtype, { ...plan.features, ...extraFeatures }, int8);
   const sources = mapWeights(weights, checkpoint.tensors, plan.shape.tieWordEmbeddings === true);
