@@ -16,11 +16,22 @@ export type BenchGraph = 'ops' | 'fused' | 'causal';
 
 /**
  * Builds the bench's own model directory unless it already holds this preset (this dtype, seed
- * MODEL_SEED, the packing graph: make-model's default, on which --packing picks the layout).
+ * MODEL_SEED, the packing graph: make-model's default, on which --packing picks the layout; with
+ * `ownKernels`, the fused graph with the engine's own operators).
  */
-export async function ensureModel(preset: string, dir: string, dtype: ModelDtype, log: (s: string) => void, attention: BenchGraph = 'ops'): Promise<void> {
+export async function ensureModel(
+  preset: string,
+  dir: string,
+  dtype: ModelDtype,
+  log: (s: string) => void,
+  attention: BenchGraph = 'ops',
+  ownKernels = false,
+): Promise<void> {
+  if (ownKernels && attention === 'ops') throw new Error("bench: the engine's own kernels go into the fused graph only");
   const features =
-    attention === 'ops' ? { segmentIds: true } : { segmentIds: true, attention: 'fused' as const, ...(attention === 'causal' ? { causalStates: true } : {}) };
+    attention === 'ops'
+      ? { segmentIds: true }
+      : { segmentIds: true, attention: 'fused' as const, ...(attention === 'causal' ? { causalStates: true } : {}), ...(ownKernels ? { ownKernels: true } : {}) };
   if (PRESETS[preset] === undefined) throw new Error(`bench: unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
   try {
     const decision = JSON.parse(readFileSync(path.join(dir, 'decision.json'), 'utf8')) as { builder?: Record<string, unknown> };
@@ -33,7 +44,8 @@ export async function ensureModel(preset: string, dir: string, dtype: ModelDtype
     // missing or unreadable: build
   }
   const started = performance.now();
-  log(`building model preset '${preset}' (${dtype}, packing graph${attention === 'ops' ? '' : attention === 'fused' ? ', fused decoder graph' : ', fused decoder graph with causal states'}) into ${dir} ...`);
+  const graph = attention === 'ops' ? '' : attention === 'fused' ? ', fused decoder graph' : ', fused decoder graph with causal states';
+  log(`building model preset '${preset}' (${dtype}, packing graph${graph}${ownKernels ? ", the engine's own kernels" : ''}) into ${dir} ...`);
   await makeModel({ preset, outDir: dir, seed: MODEL_SEED, dtype, features, force: true });
   log(`  built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }

@@ -102,6 +102,8 @@ export interface GpuReport {
   bench: BenchFigures[];
   /** The engine at GPU-loading sizes (bench/gpu-scale.ts), with each call's counters. */
   gpuScale: GpuScaleReport | null;
+  /** The same GPU-size step with the engine's own kernels (`--own-kernels on`), CUDA only. */
+  gpuScaleOwnKernels: GpuScaleReport | null;
   /** The same GPU-size step with CUDA graphs on (`--cuda-graphs on`), CUDA only. */
   gpuScaleCudaGraphs: GpuScaleReport | null;
   /** The same GPU-size step on the fused graph without causal states (`--attention fused`), CUDA only. */
@@ -339,6 +341,7 @@ export function formatGpuReport(r: GpuReport): string {
     );
   }
   const variants: [string, GpuScaleReport | null][] = [
+    ["with the engine's own kernels (`--own-kernels on`)", r.gpuScaleOwnKernels],
     ['with CUDA graphs (`--cuda-graphs on`)', r.gpuScaleCudaGraphs],
     ['on the fused graph without causal states (`--attention fused`)', r.gpuScaleWithoutCausal],
     ['without the pass length alignment (`--pass-length-multiple 1`)', r.gpuScaleUnaligned],
@@ -394,6 +397,7 @@ export function newGpuReport(about: Pick<GpuReport, 'startedAt' | 'provider' | '
     gpuScaleCudaGraphs: null,
     gpuScaleWithoutCausal: null,
     gpuScaleUnaligned: null,
+    gpuScaleOwnKernels: null,
     attentionKernels: null,
     peer: [],
     kernels: null,
@@ -489,9 +493,9 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     skip: cudaOnly ?? (ncu ? undefined : 'Nsight Compute (ncu) not found on PATH or in /usr/local/cuda/bin'),
   });
   // The same sizes with what the default leaves out, or puts in, until a card says otherwise (these
-  // steps are that measurement): every pass shape captured as a CUDA graph once and replayed, the
-  // fused graph without causal states (docs/models.md), and what the default pass length alignment
-  // gains (passes at their exact lengths).
+  // steps are that measurement): the engine's own kernels (HeadNormRotary, SiluMul), every pass
+  // shape captured as a CUDA graph once and replayed, the fused graph without causal states
+  // (docs/models.md), and what the default pass length alignment gains (passes at their exact lengths).
   const variantStep = (name: string, flags: string[], keep: (r: GpuScaleReport | null) => void): PlannedStep => {
     const dir = path.join(outDir, name);
     return {
@@ -502,6 +506,7 @@ export async function runGpuReport(options: GpuReportOptions): Promise<GpuReport
     };
   };
   steps.push(
+    variantStep('bench-gpu-size-own-kernels', ['--own-kernels', 'on'], (r) => (report.gpuScaleOwnKernels = r)),
     variantStep('bench-gpu-size-cuda-graphs', ['--cuda-graphs', 'on'], (r) => (report.gpuScaleCudaGraphs = r)),
     variantStep('bench-gpu-size-without-causal-states', ['--attention', 'fused'], (r) => (report.gpuScaleWithoutCausal = r)),
     variantStep('bench-gpu-size-unaligned', ['--pass-length-multiple', '1'], (r) => (report.gpuScaleUnaligned = r)),

@@ -167,10 +167,13 @@ export async function gpuScaleModel(
   const dtype = options.dtype ?? (provider === 'cuda' ? 'fp16' : 'fp32');
   const preset = options.preset ?? 'qwen3-0.6b';
   const attention = options.attention ?? gpuScaleGraph(provider, options.engine?.cudaGraphs === true);
-  const modelDir = options.modelDir ?? path.join(packageRoot(), 'models', `bench-${preset}${dtype === 'fp32' ? '' : `-${dtype}`}${attention === 'ops' ? '' : `-${attention}`}`);
+  // --own-kernels on (the engine option): the bench builds its fused model with them, as a derived graph would have them.
+  const ownKernels = options.engine?.ownKernels === true && attention !== 'ops';
+  const name = `bench-${preset}${dtype === 'fp32' ? '' : `-${dtype}`}${attention === 'ops' ? '' : `-${attention}`}${ownKernels ? '-own-kernels' : ''}`;
+  const modelDir = options.modelDir ?? path.join(packageRoot(), 'models', name);
   // A host that cannot run the provider is told so before a model is built for it (minutes for qwen3-0.6b).
   assertProviderReady({ provider, ortLibrary: options.engine?.ortLibrary });
-  if (!options.modelDir) await ensureModel(preset, modelDir, dtype, log, attention);
+  if (!options.modelDir) await ensureModel(preset, modelDir, dtype, log, attention, ownKernels);
   return { provider, preset, dtype, attention, modelDir };
 }
 

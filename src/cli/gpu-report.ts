@@ -32,8 +32,10 @@ measured. Ctrl-C, SIGTERM, SIGHUP (a closed terminal) or SIGUSR2 stops the step 
   kernel-profile      Nsight Compute's device time per kernel of the GPU-size tickets call, summed
                       by what the kernels do (attention, GEMMs, norms, ...) and set against the
                       timed call's wall time, when ncu is there (CUDA only)
-  bench-gpu-size-cuda-graphs, bench-gpu-size-without-causal-states, bench-gpu-size-unaligned
-                      the GPU-size step again with --cuda-graphs on (on the fused graph without
+  bench-gpu-size-own-kernels, bench-gpu-size-cuda-graphs, bench-gpu-size-without-causal-states,
+  bench-gpu-size-unaligned
+                      the GPU-size step again with --own-kernels on (the engine's own operators,
+                      compiled by NVRTC), with --cuda-graphs on (on the fused graph without
                       causal states, whose If ONNX Runtime would not capture), on the fused graph
                       without causal states (--attention fused), and with --pass-length-multiple 1
                       (what is off, or on, by default until a card measures it; CUDA only)

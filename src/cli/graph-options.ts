@@ -1,6 +1,6 @@
 /**
  * The options make-model and import-model share: how the graph is written (--dtype, --attention,
- * --causal-states, --segment-ids), --force and --no-agreement. Their defaults and their checks live here once, so
+ * --causal-states, --own-kernels, --segment-ids), --force and --no-agreement. Their defaults and their checks live here once, so
  * the two commands cannot drift apart. `--packing` is the old name of --segment-ids (the engine's
  * question layout is --pack-suffixes, an engine option; renamed-flags.ts).
  */
@@ -12,6 +12,7 @@ export const GRAPH_OPTIONS = {
   dtype: { type: 'string', default: 'fp32' },
   attention: { type: 'string', default: 'ops' },
   'causal-states': { type: 'string', default: 'off' },
+  'own-kernels': { type: 'string', default: 'off' },
   'segment-ids': { type: 'string' },
   packing: { type: 'string' },
   force: { type: 'boolean', default: false },
@@ -23,6 +24,8 @@ export interface GraphChoice {
   attention: 'ops' | 'fused';
   /** --causal-states on (with --attention fused): states through a causal kernel in passes without a past. */
   causalStates: boolean;
+  /** --own-kernels on (with --attention fused): the engine's own HeadNormRotary and SiluMul operators. */
+  ownKernels: boolean;
   /** --segment-ids on (the default): the graph takes decide_segment_ids. */
   segmentIds: boolean;
 }
@@ -37,7 +40,10 @@ export function graphChoice(command: string, values: OptionValues<typeof GRAPH_O
   const causal = values['causal-states'];
   if (causal !== 'on' && causal !== 'off') return commandError(command, `--causal-states must be on or off, got '${causal}'`);
   if (causal === 'on' && attention !== 'fused') return commandError(command, '--causal-states on needs --attention fused');
-  return { dtype, attention, causalStates: causal === 'on', segmentIds: segmentIds === 'on' };
+  const own = values['own-kernels'];
+  if (own !== 'on' && own !== 'off') return commandError(command, `--own-kernels must be on or off, got '${own}'`);
+  if (own === 'on' && attention !== 'fused') return commandError(command, '--own-kernels on needs --attention fused');
+  return { dtype, attention, causalStates: causal === 'on', ownKernels: own === 'on', segmentIds: segmentIds === 'on' };
 }
 
 /** Why --preset `value` names no model builder preset, or undefined (make-model, bench and gpu-report check it alike). */

@@ -1,4 +1,4 @@
-/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--id NAME] [--force]` */
+/** `decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--own-kernels on|off] [--segment-ids on|off] [--id NAME] [--force]` */
 import path from 'node:path';
 
 import { ImportError, importModel } from '../models/import/import-model.js';
@@ -10,7 +10,7 @@ import { formatDuration } from './progress.js';
 import { removeLeftoverTwins, reportInt8Agreement } from './int8-check.js';
 import { removeStagingOnSignal } from './interrupt-cleanup.js';
 
-const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--id NAME] [--force]
+const HELP = `usage: decide import-model HF_DIR --out DIR [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--own-kernels on|off] [--segment-ids on|off] [--id NAME] [--force]
 
 Converts a Hugging Face checkpoint folder (config.json, *.safetensors or a sharded
 model.safetensors.index.json, tokenizer.json, tokenizer_config.json) into a model directory the
@@ -39,6 +39,12 @@ gemma. No Python and no network needed.
                 without a mask in passes without a past, only its questions through the masked
                 one; the same answers (docs/models.md). Off by default here; a CUDA engine
                 derives its fused graph with it (measured faster on an H200)
+  --own-kernels on|off
+                on (with --attention fused): the engine's own operators where a layer has what
+                they fuse (the q and k norms with rotary in one HeadNormRotary, SiLU(gate) * up in
+                one SiluMul: 12 nodes per Qwen3 layer instead of 20); the graph then runs only in
+                this engine (CPU, and CUDA with NVRTC; docs/models.md). Off by default: not yet
+                measured on a GPU
   --segment-ids on|off
                 on (default): the graph takes segment ids, with which the engine can pack a
                 state's questions into rows instead of forking its KV into each (the engine
@@ -76,7 +82,7 @@ export async function run(argv: string[]): Promise<number> {
   if (values.dtype === 'bf16') return commandError('import-model', bf16Unsupported((d) => `--dtype ${d}`));
   const graph = graphChoice('import-model', values);
   if (typeof graph === 'number') return graph;
-  const { dtype, attention, causalStates, segmentIds } = graph;
+  const { dtype, attention, causalStates, ownKernels, segmentIds } = graph;
   const outDir = values.id ? path.join(values.out, values.id) : values.out;
   const nested = insideModelProblem(path.resolve(outDir));
   if (nested) return commandError('import-model', `cannot import ${positionals[0]}: ${nested}`, 1);
@@ -91,7 +97,7 @@ export async function run(argv: string[]): Promise<number> {
       ? async (staged: string) => {
           progress.end();
           await reportInt8Agreement('import-model', staged, async (twin) => {
-            await importModel({ hfDir, outDir: twin, dtype: 'fp32', attention, causalStates, segmentIds });
+            await importModel({ hfDir, outDir: twin, dtype: 'fp32', attention, causalStates, ownKernels, segmentIds });
           });
         }
       : undefined;
@@ -103,6 +109,7 @@ export async function run(argv: string[]): Promise<number> {
       dtype,
       attention,
       causalStates,
+      ownKernels,
       segmentIds,
       force: values.force,
       ...(checkInt8 ? { beforePlacing: checkInt8 } : {}),

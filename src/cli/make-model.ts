@@ -1,4 +1,4 @@
-/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--force]` */
+/** `decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--own-kernels on|off] [--segment-ids on|off] [--force]` */
 import path from 'node:path';
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
@@ -9,7 +9,7 @@ import { GRAPH_OPTIONS, graphChoice, presetProblem } from './graph-options.js';
 import { Int8CheckError, removeLeftoverTwins, reportInt8Agreement } from './int8-check.js';
 import { removeStagingOnSignal } from './interrupt-cleanup.js';
 
-const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--segment-ids on|off] [--force]
+const HELP = `usage: decide make-model --preset NAME --out DIR [--seed N] [--dtype fp32|fp16|int8] [--no-agreement] [--attention ops|fused] [--causal-states on|off] [--own-kernels on|off] [--segment-ids on|off] [--force]
 
 Writes a Hugging Face model directory (config.json, tokenizer files, onnx/model.onnx) holding a
 Qwen3-style decoder with deterministic RANDOM weights. Presets: ${Object.keys(PRESETS).join(', ')}.
@@ -25,6 +25,10 @@ decision.json. A CUDA engine runs the fused graph of an ops model anyway
 without a mask in passes without a past, and only its questions through the masked one: the same
 answers, less attention computed (docs/models.md). Off by default here; a CUDA engine derives its
 fused graph with it (measured faster on an H200).
+--own-kernels on (with --attention fused) writes the engine's own operators where a layer has what
+they fuse: the q and k norms with rotary in one HeadNormRotary, SiLU(gate) * up in one SiluMul (12
+nodes per Qwen3 layer instead of 20), each one pass over memory; the graph then runs only in this
+engine (CPU, and CUDA with NVRTC; docs/models.md). Off by default: not yet measured on a GPU.
 --segment-ids on (default) adds the decide_segment_ids input, with which the engine can pack a
 state's questions into rows instead of forking its KV into each (the engine option --pack-suffixes,
 on by default on CUDA); off writes the graph without it (docs/models.md). --packing is its old name.
@@ -61,6 +65,7 @@ export async function run(argv: string[]): Promise<number> {
   const features = {
     ...(graph.attention === 'fused' ? { attention: 'fused' as const } : {}),
     ...(graph.causalStates ? { causalStates: true } : {}),
+    ...(graph.ownKernels ? { ownKernels: true } : {}),
     ...(graph.segmentIds ? { segmentIds: true } : {}),
   };
   const out = path.resolve(values.out);

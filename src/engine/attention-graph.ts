@@ -16,9 +16,12 @@ export type FusedAttentionRequest = (typeof FUSED_ATTENTION_REQUESTS)[number];
 /** The graph the engine runs and where it came from (EngineInfo.attention). */
 export type AttentionChoice =
   /** The model's own graph; `reason` says why a fused graph was not derived, where one was asked for. */
-  | { graph: 'ops' | 'fused'; source: 'stored'; reason?: string }
-  /** The fused graph derived from the model's standard-op graph. */
-  | { graph: 'fused'; source: 'derived' };
+  | { graph: 'ops' | 'fused'; source: 'stored'; ownKernels?: true; reason?: string }
+  /**
+   * The fused graph derived from the model's standard-op graph; `ownKernels` where it has the
+   * engine's own operators, `reason` where they were asked for and could not be used.
+   */
+  | { graph: 'fused'; source: 'derived'; ownKernels?: true; reason?: string };
 
 /**
  * Which fused graph to derive. `controlFlow: false` (CUDA graphs, which ONNX Runtime refuses on a
@@ -26,6 +29,8 @@ export type AttentionChoice =
  */
 export interface DerivedGraphForm {
   controlFlow: boolean;
+  /** The engine's own HeadNormRotary and SiluMul where they apply (DecoderFeatures.ownKernels). */
+  ownKernels?: boolean;
 }
 
 /**
@@ -52,31 +57,45 @@ export async function chooseAttentionGraph(
 ): Promise<{ graphFile: string; attention: AttentionChoice }> {
   if (request === 'off' || (request === 'auto' && provider !== 'cuda')) {
     // What the stored graph is needs no derivation: the deriver reads it from the model's record.
-    return { graphFile: storedGraph, attention: { graph: storedGraphRecord(modelDir)?.attention ?? 'ops', source: 'stored' } };
+    return { graphFile: storedGraph, attention: storedChoice(modelDir) };
   }
   if (deriver === undefined) {
-    return {
-      graphFile: storedGraph,
-      attention: {
-        graph: storedGraphRecord(modelDir)?.attention ?? 'ops',
-        source: 'stored',
-        reason: 'no graph deriver was given to Engine.load (pass graphDeriver: deriveFusedGraph from decision-engine/engine)',
-      },
-    };
+    const reason = 'no graph deriver was given to Engine.load (pass graphDeriver: deriveFusedGraph from decision-engine/engine)';
+    return { graphFile: storedGraph, attention: storedChoice(modelDir, reason) };
   }
-  return deriver(modelDir, storedGraph, verifyWith, form);
+  const chosen = await deriver(modelDir, storedGraph, verifyWith, form);
+  if (!form.ownKernels || chosen.attention.source === 'derived') return chosen;
+  // The own operators could not be used (no NVRTC on a CUDA host, say): the fused graph without them.
+  const without = await deriver(modelDir, storedGraph, verifyWith, { ...form, ownKernels: false });
+  if (without.attention.source !== 'derived') return chosen;
+  return { ...without, attention: { ...without.attention, reason: `without the engine's own kernels: ${chosen.attention.reason ?? 'not derived'}` } };
+}
+
+/** The choice of the model's own graph, as its record says it was written, with why where a derivation was asked for. */
+export function storedChoice(modelDir: string, reason?: string): AttentionChoice {
+  const record = storedGraphRecord(modelDir);
+  return {
+    graph: record?.attention ?? 'ops',
+    source: 'stored',
+    ...(record?.ownKernels ? { ownKernels: true as const } : {}),
+    ...(reason ? { reason } : {}),
+  };
 }
 
 /**
  * How the model's graph was written, from its record in decision.json (make-model's `builder`,
  * import-model's `import`); undefined for a model without one (an export made elsewhere).
  */
-export function storedGraphRecord(modelDir: string): { attention: 'ops' | 'fused'; dtype: string } | undefined {
+export function storedGraphRecord(modelDir: string): { attention: 'ops' | 'fused'; dtype: string; ownKernels?: true } | undefined {
   try {
     const decision = readDecisionFile(modelDir);
     const record = decision?.builder ?? decision?.import;
     if (typeof record?.dtype !== 'string') return undefined;
-    return { attention: record.features?.attention === 'fused' ? 'fused' : 'ops', dtype: record.dtype };
+    return {
+      attention: record.features?.attention === 'fused' ? 'fused' : 'ops',
+      dtype: record.dtype,
+      ...(record.features?.ownKernels === true ? { ownKernels: true as const } : {}),
+    };
   } catch {
     return undefined;
   }

@@ -83,6 +83,14 @@ export interface EngineLoadOptions {
    */
   fusedAttention?: FusedAttentionRequest;
   /**
+   * The fused graph this engine derives (fusedAttention) with the engine's own operators where a
+   * layer has what they fuse: the q and k norms with rotary in one HeadNormRotary, SiLU(gate) * up
+   * in one SiluMul (12 nodes per Qwen3 layer instead of 20). On CUDA their kernels are compiled by
+   * NVRTC for the card at load; where that fails the fused graph without them runs and
+   * EngineInfo.attention.reason says why. Default off: not yet measured on a GPU.
+   */
+  ownKernels?: boolean;
+  /**
    * What derives the fused graph for `fusedAttention`: `deriveFusedGraph` (exported beside Engine),
    * which the decision service and the `decide` commands pass. Without it the model's own graph runs.
    * @example
@@ -156,6 +164,8 @@ export const ENGINE_DEFAULTS = {
   /** The fused graph measured faster on an H100, no faster on the CPU (docs/models.md). */
   fusedAttention: 'auto' as FusedAttentionRequest,
   shapeBuckets: false,
+  /** Off until a GPU measures it faster (docs/models.md, "The engine's own kernels"). */
+  ownKernels: false,
   /** Off until a GPU measures it faster (docs/models.md, "CUDA graphs"). */
   cudaGraphs: false,
 } as const;
@@ -273,6 +283,11 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
     flag: '--fused-attention', env: 'DECIDE_FUSED_ATTENTION', check: { kind: 'choice', values: [...FUSED_ATTENTION_REQUESTS] },
     default: () => ENGINE_DEFAULTS.fusedAttention,
     help: "auto runs a fused graph derived from a standard-op model on cuda (cached beside the model), the model's own on cpu; on derives it on either; off keeps the model's own",
+  },
+  ownKernels: {
+    flag: '--own-kernels', env: 'DECIDE_OWN_KERNELS', check: { kind: 'boolean' },
+    default: () => ENGINE_DEFAULTS.ownKernels,
+    help: "the fused graph this engine derives uses the engine's own operators (q/k norms with rotary, SiLU x up: one pass each); on cuda they are compiled by NVRTC at load; off until measured on a GPU",
   },
   shapeBuckets: {
     flag: '--shape-buckets', env: 'DECIDE_SHAPE_BUCKETS', check: { kind: 'boolean' },

@@ -159,7 +159,7 @@ export class Engine {
         provider,
         options.graphDeriver,
         loadOptions,
-        { controlFlow: !(options.cudaGraphs ?? ENGINE_DEFAULTS.cudaGraphs) },
+        { controlFlow: !(options.cudaGraphs ?? ENGINE_DEFAULTS.cudaGraphs), ownKernels: options.ownKernels ?? ENGINE_DEFAULTS.ownKernels },
       );
       const { graphFile, lmHead }: ScoringGraph =
         (options.gatherLogits ?? ENGINE_DEFAULTS.gatherLogits) === false

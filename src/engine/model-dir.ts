@@ -113,7 +113,7 @@ export function findGraphFile(modelDir: string): string {
  */
 export interface WriterRecord {
   dtype?: unknown;
-  features?: { attention?: unknown };
+  features?: { attention?: unknown; ownKernels?: unknown };
   int8?: { scheme?: { kernel?: unknown } };
   /** false: import-model wrote the directory without a tokenizer. */
   tokenizer?: unknown;

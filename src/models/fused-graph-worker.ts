@@ -4,7 +4,7 @@
  * importing them as the fused graph (with causal states where the model allows them) takes seconds
  * on a large model, and the service must keep answering meanwhile. Input (workerData): the model
  * directory, its stored graph, a scratch checkpoint folder, the folder to write the derived model
- * to, and whether causal states are wanted. Output: one message, { ok: true } or { ok: false, reason }.
+ * to, whether causal states are wanted and whether the engine's own operators are. Output: one message, { ok: true } or { ok: false, reason }.
  */
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -15,13 +15,15 @@ import { planFromConfig } from './import/hf-config.js';
 import { importModel } from './import/import-model.js';
 import { writeCheckpointFromGraph } from './import/onnx-checkpoint.js';
 
-const { modelDir, storedGraph, checkpointDir, outDir, causalStates: wanted } = workerData as {
+const { modelDir, storedGraph, checkpointDir, outDir, causalStates: wanted, ownKernels } = workerData as {
   modelDir: string;
   storedGraph: string;
   checkpointDir: string;
   outDir: string;
   /** Causal states where the model allows them (false: a graph without control flow, for CUDA graphs). */
   causalStates: boolean;
+  /** The engine's own operators (DecoderFeatures.ownKernels). */
+  ownKernels: boolean;
 };
 try {
   const { dtype, segmentIds } = writeCheckpointFromGraph(modelDir, storedGraph, checkpointDir);
@@ -29,7 +31,7 @@ try {
   // pass (segment ids), and the builder's rules (causalStatesConflict: no sliding window) allow them.
   const { features } = planFromConfig(JSON.parse(readFileSync(path.join(checkpointDir, 'config.json'), 'utf8')));
   const causalStates = wanted && segmentIds && causalStatesConflict({ ...features, attention: 'fused', causalStates: true }) === undefined;
-  await importModel({ hfDir: checkpointDir, outDir, dtype, segmentIds, attention: 'fused', causalStates, force: true });
+  await importModel({ hfDir: checkpointDir, outDir, dtype, segmentIds, attention: 'fused', causalStates, ownKernels, force: true });
   parentPort!.postMessage({ ok: true });
 } catch (err) {
   parentPort!.postMessage({ ok: false, reason: (err as Error)?.message ?? String(err) });

@@ -5,15 +5,16 @@
  * own, and its stamp `onnx/model.decide-fused.json`): the stored graph's weights are read back as
  * a checkpoint and imported with `attention: 'fused'` (in a worker thread; with causal states where
  * the model has segment ids and no sliding window, unless the form asks for no control flow: then
- * into `onnx/model.decide-fused-no-if/`), then checked once against the stored graph on a small
- * input (lm-head-verify.ts). A model that is fused already, int8, not written by this project, or
+ * into `onnx/model.decide-fused-no-if/`; with the engine's own operators where the form asks for
+ * them, into the same name with `-own-kernels` after it), then checked once against the stored
+ * graph on a small input, on the engine's provider (lm-head-verify.ts). A model that is fused already, int8, not written by this project, or
  * whose derivation or check fails (a read-only folder, say) runs as stored, and the choice says why.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { storedGraphRecord, type AttentionChoice, type DerivedGraphForm, type GraphDeriver } from '../engine/attention-graph.js';
+import { storedChoice, storedGraphRecord, type AttentionChoice, type DerivedGraphForm, type GraphDeriver } from '../engine/attention-graph.js';
 import { verifyRewrite } from '../engine/lm-head-verify.js';
 import { runWorker } from '../support/worker-thread.js';
 import { GRAPH_VERSION } from './builder/make-model.js';
@@ -29,6 +30,8 @@ interface Stamp {
   version: number;
   /** Whether the derivation may write causal states (DerivedGraphForm.controlFlow). */
   controlFlow: boolean;
+  /** Whether it writes the engine's own operators (DerivedGraphForm.ownKernels). */
+  ownKernels: boolean;
   graphVersion: number;
   importerVersion: number;
   /** Size and modification time of each file the stored graph is made of. */
@@ -38,12 +41,13 @@ interface Stamp {
 /**
  * The derived model's folder and stamp, beside the stored graph: `.decide-fused` for the default
  * form (causal states where the model allows them), `.decide-fused-no-if` for the form without
- * control flow that CUDA graphs need. Each form has its own stamp, so that engines of both forms
+ * control flow that CUDA graphs need, each with `-own-kernels` after it for the form with the
+ * engine's own operators. Each form has its own stamp, so that engines of both forms
  * on one model keep both derivations instead of remaking each other's.
  */
 export function fusedPaths(storedGraph: string, form: DerivedGraphForm = { controlFlow: true }): { dir: string; graph: string; stamp: string } {
   const base = storedGraph.replace(/\.onnx$/, '');
-  const dir = `${base}.decide-fused${form.controlFlow ? '' : '-no-if'}`;
+  const dir = `${base}.decide-fused${form.controlFlow ? '' : '-no-if'}${form.ownKernels ? '-own-kernels' : ''}`;
   return { dir, graph: path.join(dir, 'onnx', 'model.onnx'), stamp: `${dir}.json` };
 }
 
@@ -59,7 +63,7 @@ function sourceStamp(storedGraph: string): Stamp['source'] {
 }
 
 function currentStamp(storedGraph: string, form: DerivedGraphForm): Stamp {
-  return { version: FUSED_DERIVATION_VERSION, controlFlow: form.controlFlow, graphVersion: GRAPH_VERSION, importerVersion: IMPORTER_VERSION, source: sourceStamp(storedGraph) };
+  return { version: FUSED_DERIVATION_VERSION, controlFlow: form.controlFlow, ownKernels: form.ownKernels === true, graphVersion: GRAPH_VERSION, importerVersion: IMPORTER_VERSION, source: sourceStamp(storedGraph) };
 }
 
 function stampMatches(file: string, want: Stamp): boolean {
@@ -78,17 +82,17 @@ const message = (err: unknown) => (err as Error)?.message ?? String(err);
  */
 export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, verifyWith, form = { controlFlow: true }) => {
   const facts = storedGraphRecord(modelDir);
-  const stored = (reason?: string) => ({
-    graphFile: storedGraph,
-    attention: { graph: facts?.attention ?? 'ops', source: 'stored', ...(reason ? { reason } : {}) } as AttentionChoice,
-  });
+  const stored = (reason?: string) => ({ graphFile: storedGraph, attention: storedChoice(modelDir, reason) });
   if (facts === undefined) return stored('the model was not written by make-model or import-model (no builder or import record in decision.json)');
-  if (facts.attention === 'fused') return stored();
+  if (facts.attention === 'fused') {
+    return stored(form.ownKernels && !facts.ownKernels ? 'the model is fused already; the engine\'s own kernels go into a graph derived from a standard-op model (or make or import the model with --own-kernels on)' : undefined);
+  }
   if (facts.dtype !== 'fp32' && facts.dtype !== 'fp16') return stored(`a ${facts.dtype} model keeps its graph (only fp32 and fp16 weights are read back)`);
 
   const { dir, graph, stamp } = fusedPaths(storedGraph, form);
   const want = currentStamp(storedGraph, form);
-  if (existsSync(graph) && stampMatches(stamp, want)) return { graphFile: graph, attention: { graph: 'fused', source: 'derived' } };
+  const derived: AttentionChoice = { graph: 'fused', source: 'derived', ...(form.ownKernels ? { ownKernels: true as const } : {}) };
+  if (existsSync(graph) && stampMatches(stamp, want)) return { graphFile: graph, attention: derived };
 
   // Unique per load: engines of one process, or of several, may be deriving the same graph. The
   // importer takes its output folder's name as a model id, which may not contain '.tmp-'.
@@ -102,6 +106,7 @@ export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, veri
       checkpointDir: `${dir}-checkpoint-${tag}`,
       outDir: temp,
       causalStates: form.controlFlow,
+      ownKernels: form.ownKernels === true,
     });
     if (!result.ok) throw new Error(result.reason);
     await verifyRewrite(storedGraph, path.join(temp, 'onnx', 'model.onnx'), verifyWith);
@@ -120,5 +125,5 @@ export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, veri
     remove(temp);
     return stored(`the fused graph could not be saved beside the model: ${message(err)}`);
   }
-  return { graphFile: graph, attention: { graph: 'fused', source: 'derived' } };
+  return { graphFile: graph, attention: derived };
 };

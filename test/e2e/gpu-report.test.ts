@@ -36,7 +36,7 @@ afterAll(async () => {
 
 describe('decide gpu-report --provider cpu', () => {
   it('runs every step in order and skips the CUDA-only ones with their reason', () => {
-    expect(report.steps.map((s) => s.name)).toEqual(['cuda-setup-check', 'bench-gpu-size', 'gpu-tests', 'torch-peer', 'kernel-profile', 'bench-gpu-size-cuda-graphs', 'bench-gpu-size-without-causal-states', 'bench-gpu-size-unaligned', 'attention-kernels', 'bench-fp32-packing-off', 'bench-fp32-packing-on', 'ort-profile']);
+    expect(report.steps.map((s) => s.name)).toEqual(['cuda-setup-check', 'bench-gpu-size', 'gpu-tests', 'torch-peer', 'kernel-profile', 'bench-gpu-size-own-kernels', 'bench-gpu-size-cuda-graphs', 'bench-gpu-size-without-causal-states', 'bench-gpu-size-unaligned', 'attention-kernels', 'bench-fp32-packing-off', 'bench-fp32-packing-on', 'ort-profile']);
     const by = Object.fromEntries(report.steps.map((s) => [s.name, s]));
     expect(by['cuda-setup-check']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
     expect(by['torch-peer']).toMatchObject({ status: 'skipped', reason: expect.stringContaining('CUDA only') });
