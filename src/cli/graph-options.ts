@@ -40,7 +40,7 @@ export function graphChoice(command: string, values: OptionValues<typeof GRAPH_O
   const causal = values['causal-states'];
   if (causal !== 'on' && causal !== 'off') return commandError(command, `--causal-states must be on or off, got '${causal}'`);
   if (causal === 'on' && attention !== 'fused') return commandError(command, '--causal-states on needs --attention fused');
-  const own = values['own-kernels'];
+  const own = values['own-kernels'] ?? 'off';
   if (own !== 'on' && own !== 'off') return commandError(command, `--own-kernels must be on or off, got '${own}'`);
   if (own === 'on' && attention !== 'fused') return commandError(command, '--own-kernels on needs --attention fused');
   return { dtype, attention, causalStates: causal === 'on', ownKernels: own === 'on', segmentIds: segmentIds === 'on' };

@@ -18,6 +18,7 @@ import {
   CUDA_RUNTIME_PACKAGES,
   cudaRuntimeDir,
   missingCudaPieces,
+  nvrtcNote,
 } from '../engine/cuda-runtime.js';
 import { loadNativeModule, ORT_VERSION_STAMP, packageRootOf, prebuiltAddonPath } from '../engine/native.js';
 import { removeLeftovers } from '../models/output-dir.js';
@@ -81,6 +82,7 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('setup-cuda', `this host cannot run the CUDA provider yet:\n${missing.map((m) => `  - ${m}`).join('\n')}`, 1);
   }
   process.stdout.write('decide setup-cuda: this host has the NVIDIA driver and the CUDA 13 libraries: --provider cuda is ready\n');
+  process.stdout.write(`decide setup-cuda: ${nvrtcNote((name) => loadNativeModule().probeLibrary(name))}\n`);
   return 0;
 }
 

@@ -95,7 +95,8 @@ const LEGACY_FILES = new Set([
  * action from the user: the LM-head rewrite (`*.decide-gather.*`, src/engine/lm-head-rewrite.ts),
  * the u8s8 int8 rewrite on VNNI/AMX CPUs (`*.decide-u8s8.*`, src/engine/int8-rewrite.ts), the fused
  * graph on CUDA hosts (the folder `*.decide-fused/` and its stamp `*.decide-fused.json`, or
- * `*.decide-fused-no-if*` for the form CUDA graphs run,
+ * `*.decide-fused-no-if*` for the form CUDA graphs run, either with `-own-kernels` for the form
+ * with the engine's own operators,
  * src/models/fused-graph.ts), and the temporaries of a load killed while making one (`.tmp-`,
  * `-wip-`, `-stale-`, `-checkpoint-` after the name). They are decide's, so --force replaces them.
  */

@@ -51,7 +51,7 @@ describe('decide gpu-report --provider cpu', () => {
     }
     // No CUDA here: the GPU tests ran and skipped, and the report says so rather than a bare pass.
     expect(by['gpu-tests']!.reason).toMatch(/skipped/);
-    expect(stdout).toContain(`wrote ${path.join(out, 'report.md')} (12 steps, 0 failed)`);
+    expect(stdout).toContain(`wrote ${path.join(out, 'report.md')} (13 steps, 0 failed)`);
   });
 
   it('keeps the benchmark figures of each layout with the agreement check against the baseline', () => {

@@ -7,6 +7,8 @@
  *   - a question's probabilities are the same alone and inside a larger call within 1e-6;
  *   - the packing graph and the fused decoder graph run on CUDA and answer like the stock graph; on
  *     the fused graph a question alone answers as inside a larger call, packed rows as forked rows;
+ *   - the engine's own kernels (HeadNormRotary, SiluMul: NVRTC compiles them for the card) answer
+ *     like the CPU, alone as in a call, stored and derived;
  *   - an fp16 graph on CUDA is within the benchmark's fp16 tolerance (1e-2) in probabilities.
  * Run it on a GPU host with `npx vitest run test/gpu/`.
  */
@@ -58,8 +60,8 @@ describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
   const engines: Engine[] = [];
   // The model's own graph (fusedAttention 'off'), so that the standard-op graph runs on the card too;
   // the derived fused graph, the CUDA default, has its own test below.
-  const cuda = async (modelDir: string, fusedAttention: 'off' | 'auto' = 'off'): Promise<Engine> => {
-    const engine = await Engine.load({ modelDir, provider: 'cuda', prefixCacheBytes: 0, fusedAttention, graphDeriver: deriveFusedGraph });
+  const cuda = async (modelDir: string, fusedAttention: 'off' | 'auto' = 'off', extra: { ownKernels?: boolean } = {}): Promise<Engine> => {
+    const engine = await Engine.load({ modelDir, provider: 'cuda', prefixCacheBytes: 0, fusedAttention, graphDeriver: deriveFusedGraph, ...extra });
     engines.push(engine);
     return engine;
   };
@@ -129,8 +131,24 @@ describe.skipIf(!cudaAvailable)('the engine on CUDA', () => {
     expect(maxDiff(await engine.score(batch), await cpu.score(batch), 'logits')).toBeLessThan(1e-4);
   });
 
+  it("the engine's own kernels (compiled by NVRTC for this card) answer like the CPU engine (1e-4), alone as in a call (1e-6)", async () => {
+    const engine = await cuda(await build('own-kernels', 'fp32', { attention: 'fused', segmentIds: true, causalStates: true, ownKernels: true }));
+    const batch = groups(9, 6);
+    expect(maxDiff(await engine.score(batch), await cpu.score(batch), 'logits')).toBeLessThan(1e-4);
+    await expectAloneAsInCall(engine, groups(10, 4));
+    // Derived from a standard-op model with the option: the derivation's check ran them on this card.
+    const derived = await cuda(await build('own-kernels-derived', 'fp32', { segmentIds: true }), 'auto', { ownKernels: true });
+    expect(derived.info.attention).toEqual({ graph: 'fused', source: 'derived', ownKernels: true });
+    expect(maxDiff(await derived.score(batch), await cpu.score(batch), 'logits')).toBeLessThan(1e-4);
+  });
+
   it('an fp16 graph is within 1e-2 of the fp32 CPU engine in probabilities', async () => {
-    for (const features of [{}, { attention: 'fused', segmentIds: true }, { attention: 'fused', segmentIds: true, causalStates: true }] as const) {
+    for (const features of [
+      {},
+      { attention: 'fused', segmentIds: true },
+      { attention: 'fused', segmentIds: true, causalStates: true },
+      { attention: 'fused', segmentIds: true, causalStates: true, ownKernels: true },
+    ] as const) {
       const engine = await cuda(await build(`fp16-${Object.keys(features).join('-') || 'stock'}`, 'fp16', features));
       const batch = groups(6, 6);
       expect(maxDiff(await engine.score(batch), await cpu.score(batch), 'probabilities')).toBeLessThan(1e-2);

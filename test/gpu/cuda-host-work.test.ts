@@ -1,7 +1,8 @@
 /**
  * The host's work on CUDA (needs a GPU host, as cuda-engine.test.ts; skipped elsewhere):
  *   - ONNX Runtime places no Memcpy nodes: every input the engine binds is where the session runs
- *     (read from the session's own log, at warning level);
+ *     (read from the session's own log, at warning level), also with the engine's own kernels
+ *     (a node of theirs placed on the CPU would add them);
  *   - KV moves in a few batched copies per pass, and the vocabulary stays on the device (the same
  *     counter invariants as test/native/engine-counters.test.ts, on the card);
  *   - a process that loads two CUDA engines and closes them, in either order, exits cleanly.
@@ -38,6 +39,21 @@ describe.skipIf(!cudaAvailable)('host work on CUDA', () => {
       { DECIDE_ORT_LOG_LEVEL: '1' },
     );
     expect(r.output).toContain('scored');
+    expect(r.output).not.toMatch(/Memcpy nodes are added/);
+  });
+
+  it("ONNX Runtime adds no Memcpy nodes with the engine's own kernels either (their CUDA kernels ran, not the CPU ones)", async () => {
+    await decideBin();
+    const r = runScript(
+      `const D = await import(${JSON.stringify(path.join(ROOT, 'dist/src/entry/engine.js'))});
+       const e = await D.Engine.load({ modelDir: ${JSON.stringify(packedDir)}, provider: 'cuda', packSuffixes: true, fusedAttention: 'on', ownKernels: true, graphDeriver: D.deriveFusedGraph });
+       console.log('attention', JSON.stringify(e.info.attention));
+       await e.score([{ prefix: Int32Array.from([5, 6, 7, 8]), suffixes: [{ tokens: Int32Array.from([9, 10]), labels: Int32Array.from([1, 2]) }] }]);
+       e.close(); console.log('scored');`,
+      { DECIDE_ORT_LOG_LEVEL: '1' },
+    );
+    expect(r.output).toContain('scored');
+    expect(r.output).toContain('"ownKernels":true');
     expect(r.output).not.toMatch(/Memcpy nodes are added/);
   });
 

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 
-import { CUDA_HOST_LIBRARIES, PROVIDER_LIBRARIES } from '../../src/engine/cuda-runtime.js';
+import { CUDA_HOST_LIBRARIES, nvrtcNote, PROVIDER_LIBRARIES } from '../../src/engine/cuda-runtime.js';
 import { Engine } from '../../src/engine/engine.js';
 import { loadNativeModule } from '../../src/engine/native.js';
 import { DECIDE_BIN } from '../batches/helpers.js';
@@ -46,6 +46,21 @@ describe('probeLibrary (the dynamic loader, asked by name)', () => {
   it('is null for a library that loads and the loader message for one that does not', () => {
     expect(probe('libc.so.6')).toBeNull();
     expect(probe('libdecide-no-such-library.so.7')).toMatch(/libdecide-no-such-library\.so\.7/);
+  });
+});
+
+describe("NVRTC for the engine's own kernels (setup-cuda --check's last line)", () => {
+  it('names the library that loads, or says what is missing and that nothing else needs it', () => {
+    // Any loadable library stands in for NVRTC here: the note only asks the loader.
+    expect(nvrtcNote(probe, { DECIDE_NVRTC_LIBRARY: 'libc.so.6' })).toBe("the engine's own kernels (--own-kernels on) can be compiled here: NVRTC (libc.so.6) loads");
+    const missing = nvrtcNote(probe, { DECIDE_NVRTC_LIBRARY: '/nonexistent/libnvrtc.so.13' });
+    expect(missing).toContain('need NVRTC, and /nonexistent/libnvrtc.so.13 cannot be loaded');
+    expect(missing).toContain('everything else runs without it');
+    // Unset: the sonames the addon tries, in its order.
+    const note = nvrtcNote(probe, {});
+    if (probe('libnvrtc.so.13') !== null && probe('libnvrtc.so.12') !== null && probe('libnvrtc.so') !== null) {
+      expect(note).toContain('libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so cannot be loaded');
+    }
   });
 });
 
