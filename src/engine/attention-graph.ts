@@ -57,7 +57,9 @@ export async function chooseAttentionGraph(
 ): Promise<{ graphFile: string; attention: AttentionChoice }> {
   if (request === 'off' || (request === 'auto' && provider !== 'cuda')) {
     // What the stored graph is needs no derivation: the deriver reads it from the model's record.
-    return { graphFile: storedGraph, attention: storedChoice(modelDir) };
+    const ignored = form.ownKernels && !storedGraphRecord(modelDir)?.ownKernels;
+    const reason = ignored ? `ownKernels applies to the fused graph the engine derives (fusedAttention 'on', or 'auto' on cuda); fusedAttention is '${request}' on ${provider}` : undefined;
+    return { graphFile: storedGraph, attention: storedChoice(modelDir, reason) };
   }
   if (deriver === undefined) {
     const reason = 'no graph deriver was given to Engine.load (pass graphDeriver: deriveFusedGraph from decision-engine/engine)';

@@ -154,6 +154,9 @@ describe("the fused graph with the engine's own kernels", () => {
     expect(layerOps(paths.dir).get(0)).toContain('ai.decide.SiluMul');
     const groups = counterWorkload(4, 5);
     expect(maxScoreDiff(await derived.score(groups), await stored.score(groups), 'logits')).toBeLessThanOrEqual(1e-4);
+    // Without a derivation (the CPU's default) the option does nothing, and the engine says so.
+    const onCpu = await load(modelDir, { fusedAttention: 'auto', ownKernels: true, graphDeriver: deriveFusedGraph });
+    expect(onCpu.info.attention).toMatchObject({ graph: 'ops', source: 'stored', reason: expect.stringContaining("fusedAttention is 'auto' on cpu") });
     // A model fused already keeps its graph, saying why the option did nothing.
     const fused = await load((await build('fused-stored', 'tiny', {})).dir, { fusedAttention: 'on', ownKernels: true, graphDeriver: deriveFusedGraph });
     expect(fused.info.attention).toMatchObject({ graph: 'fused', source: 'stored', reason: expect.stringContaining('--own-kernels on') });
