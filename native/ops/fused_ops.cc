@@ -202,6 +202,9 @@ const CudaKernelModule& ModuleForRun() {
 }
 
 void LaunchOrThrow(const CudaKernelModule& module, const char* kernel, unsigned grid, unsigned block, void** args, void* stream) {
+  // The session's stream is non-blocking: a launch on the legacy default stream instead would not
+  // be ordered with the kernels before and after it.
+  if (stream == nullptr) throw Ort::Exception("the CUDA provider gave the engine's kernel no compute stream", ORT_FAIL);
   try {
     module.Launch(kernel, grid, block, args, stream);
   } catch (const std::exception& e) {
