@@ -70,6 +70,18 @@ HeadNormRotaryShape ReadHeadNormRotary(Ort::KernelContext& context, float epsilo
   return shape;
 }
 
+// A HeadNormRotary run's checked shape and its outputs (q's and k's shapes).
+struct HeadNormRotaryRun {
+  HeadNormRotaryShape shape;
+  Ort::UnownedValue q_out;
+  Ort::UnownedValue k_out;
+};
+
+HeadNormRotaryRun StartHeadNormRotary(Ort::KernelContext& context, float epsilon) {
+  const HeadNormRotaryShape shape = ReadHeadNormRotary(context, epsilon);
+  return {shape, context.GetOutput(0, ShapeOf(context.GetInput(0))), context.GetOutput(1, ShapeOf(context.GetInput(1)))};
+}
+
 void CheckSameShape(const std::vector<int64_t>& gate, const std::vector<int64_t>& up) {
   if (gate != up) Refuse("SiluMul: gate and up must have one shape, got " + Text(gate) + " and " + Text(up));
 }
@@ -108,9 +120,7 @@ struct HeadNormRotaryCpuKernel {
   float epsilon;
   void Compute(OrtKernelContext* raw) {
     Ort::KernelContext context(raw);
-    const HeadNormRotaryShape shape = ReadHeadNormRotary(context, epsilon);
-    Ort::UnownedValue q_out = context.GetOutput(0, ShapeOf(context.GetInput(0)));
-    Ort::UnownedValue k_out = context.GetOutput(1, ShapeOf(context.GetInput(1)));
+    auto [shape, q_out, k_out] = StartHeadNormRotary(context, epsilon);
     if (shape.tokens == 0) return;
     // Checked here, before the work is cut among threads (a task must not throw).
     const int64_t* positions = context.GetInput(4).GetTensorData<int64_t>();
@@ -217,9 +227,7 @@ struct HeadNormRotaryCudaKernel {
   float epsilon;
   void Compute(OrtKernelContext* raw) {
     Ort::KernelContext context(raw);
-    const HeadNormRotaryShape shape = ReadHeadNormRotary(context, epsilon);
-    Ort::UnownedValue q_out = context.GetOutput(0, ShapeOf(context.GetInput(0)));
-    Ort::UnownedValue k_out = context.GetOutput(1, ShapeOf(context.GetInput(1)));
+    auto [shape, q_out, k_out] = StartHeadNormRotary(context, epsilon);
     if (shape.tokens == 0) return;
     if (shape.tokens > 0x7fffffff) Refuse("HeadNormRotary: more than 2^31 - 1 tokens in one run");
     const void* q = context.GetInput(0).GetTensorRawData();
