@@ -246,7 +246,7 @@ std::string DeviceKernelSource() { return std::string(kCudaPrelude) + kDeviceKer
 
 size_t CompileDeviceKernels(const std::string& arch) { return Compile(arch).size(); }
 
-CudaKernelModule& CudaKernelModule::ForCurrentContext() {
+CudaKernelModule* CudaKernelModule::ForCurrentContext() {
   // One module per CUDA context, made under a lock: sessions are created on several threads.
   static std::mutex lock;
   static std::map<void*, CudaKernelModule*>* modules = new std::map<void*, CudaKernelModule*>();  // never freed, as the modules
@@ -254,10 +254,10 @@ CudaKernelModule& CudaKernelModule::ForCurrentContext() {
   if (!driver.Complete()) throw EngineError(kErrProviderUnavailable, "the CUDA driver (libcuda.so.1) was not found");
   void* context = nullptr;
   CheckDriver(driver, driver.ctx_get_current(&context), "cuCtxGetCurrent");
-  if (context == nullptr) throw EngineError(kErrRuntime, "the engine's CUDA kernels were asked for on a thread with no CUDA context");
+  if (context == nullptr) return nullptr;
   std::lock_guard<std::mutex> hold(lock);
   auto found = modules->find(context);
-  if (found != modules->end()) return *found->second;
+  if (found != modules->end()) return found->second;
   int device = 0;
   int major = 0;
   int minor = 0;
@@ -286,7 +286,7 @@ CudaKernelModule& CudaKernelModule::ForCurrentContext() {
   }
   auto* made = new CudaKernelModule(std::move(functions), multiprocessors);
   modules->emplace(context, made);
-  return *made;
+  return made;
 }
 
 void CudaKernelModule::Launch(const char* kernel, unsigned grid, unsigned block, void** args, void* stream) const {

@@ -26,7 +26,9 @@ size_t CompileDeviceKernels(const std::string& arch);
 // outlive static destruction): launches a kernel of it by name, from any thread.
 class CudaKernelModule {
  public:
-  static CudaKernelModule& ForCurrentContext();
+  // Null when the calling thread has no current CUDA context; throws EngineError when the module
+  // cannot be made (no driver, no NVRTC, a compile or load error).
+  static CudaKernelModule* ForCurrentContext();
   // grid x block threads; args as cuLaunchKernel takes them (pointers to each argument).
   void Launch(const char* kernel, unsigned grid, unsigned block, void** args, void* stream) const;
   // The multiprocessors of the context's device (sizes grid-stride launches).

@@ -197,18 +197,19 @@ void PrepareModule() {
   try {
     CudaKernelModule::ForCurrentContext();
   } catch (const std::exception& e) {
-    const std::string message = e.what();
-    if (message.find("no CUDA context") != std::string::npos) return;
-    throw Ort::Exception(message.c_str(), ORT_FAIL);
+    throw Ort::Exception(e.what(), ORT_FAIL);
   }
 }
 
 const CudaKernelModule& ModuleForRun() {
+  const CudaKernelModule* module = nullptr;
   try {
-    return CudaKernelModule::ForCurrentContext();
+    module = CudaKernelModule::ForCurrentContext();
   } catch (const std::exception& e) {
     throw Ort::Exception(e.what(), ORT_FAIL);
   }
+  if (module == nullptr) throw Ort::Exception("the engine's CUDA kernel runs on a thread with no current CUDA context", ORT_FAIL);
+  return *module;
 }
 
 void LaunchOrThrow(const CudaKernelModule& module, const char* kernel, unsigned grid, unsigned block, void** args, void* stream) {
