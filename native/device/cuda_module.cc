@@ -15,7 +15,7 @@ namespace decide {
 namespace {
 
 // What device_kernels.cu expects of its prelude (the list is at its top), in CUDA. fp16 goes
-// through PTX conversions, so no CUDA header is needed (NVRTC has none of the toolkit's).
+// through PTX conversions, so the source includes no CUDA header (NVRTC is given no include path).
 constexpr const char kCudaPrelude[] = R"dk(
 #define DK_KERNEL extern "C" __global__
 #define DK_DEVICE __device__ __forceinline__
