@@ -1,7 +1,7 @@
 // The engine's own CUDA kernels, compiled at run time by NVRTC (native/device/cuda_module.cc) for
 // the card the session runs on. Two fusions that ONNX Runtime has no op for, each one pass over
 // memory where ONNX Runtime's ops take two or three (native/ops/fused_ops.h says what they compute):
-//   head_norm_rotary_*  Qwen3's per-head RMSNorm of q and k, then rotary, for both in one launch
+//   head_norm_rotary_*  the per-head RMSNorm of q and k (Qwen3's; or none), then rotary, both in one launch
 //   silu_mul_*          SiLU(gate) * up
 //
 // This file is plain C++ over a small prelude (dk_* names) so that it compiles two ways: as CUDA
@@ -21,12 +21,13 @@
 
 // One block per token; warp w of the block takes heads w, w + warps, ... of q and then of k. A
 // head's row of head_dim values: lane l holds the rotary pairs (p, p + head_dim / 2) for
-// p = l, l + 32, ...; the row's mean square is summed over the warp; each pair is normed, scaled by
-// its weights and rotated by the token's angle, and written once.
+// p = l, l + 32, ...; with `normalize` the row's mean square is summed over the warp (the same for
+// every warp of the launch, so every lane reaches the sum); each pair is normed, scaled by its
+// weights and rotated by the token's angle, and written once.
 template <typename T>
 DK_DEVICE void head_norm_rotary(const T* q, const T* k, const T* q_scale, const T* k_scale, const dk_i64* positions,
                                 const T* cos_table, const T* sin_table, T* q_out, T* k_out, int q_heads, int k_heads,
-                                int head_dim, float epsilon, dk_i64 table_rows) {
+                                int head_dim, float epsilon, dk_i64 table_rows, int normalize) {
   const dk_i64 token = dk_block();
   const int lane = dk_thread() & 31;
   const int warp = dk_thread() >> 5;
@@ -58,7 +59,7 @@ DK_DEVICE void head_norm_rotary(const T* q, const T* k, const T* q_scale, const 
         squares += low[j] * low[j] + high[j] * high[j];
       }
     }
-    const float inv_rms = dk_rsqrt(dk_warp_sum(squares) / head_dim + epsilon);
+    const float inv_rms = normalize ? dk_rsqrt(dk_warp_sum(squares) / head_dim + epsilon) : 1.0f;
     for (int j = 0; j < DK_MAX_PAIRS_PER_LANE; j++) {
       const int p = lane + 32 * j;
       if (p >= half) break;
@@ -75,17 +76,17 @@ DK_DEVICE void head_norm_rotary(const T* q, const T* k, const T* q_scale, const 
 DK_KERNEL void head_norm_rotary_f32(const float* q, const float* k, const float* q_scale, const float* k_scale,
                                     const dk_i64* positions, const float* cos_table, const float* sin_table, float* q_out,
                                     float* k_out, int q_heads, int k_heads, int head_dim, float epsilon,
-                                    dk_i64 table_rows) {
+                                    dk_i64 table_rows, int normalize) {
   head_norm_rotary<float>(q, k, q_scale, k_scale, positions, cos_table, sin_table, q_out, k_out, q_heads, k_heads,
-                          head_dim, epsilon, table_rows);
+                          head_dim, epsilon, table_rows, normalize);
 }
 
 DK_KERNEL void head_norm_rotary_f16(const dk_half* q, const dk_half* k, const dk_half* q_scale, const dk_half* k_scale,
                                     const dk_i64* positions, const dk_half* cos_table, const dk_half* sin_table,
                                     dk_half* q_out, dk_half* k_out, int q_heads, int k_heads, int head_dim,
-                                    float epsilon, dk_i64 table_rows) {
+                                    float epsilon, dk_i64 table_rows, int normalize) {
   head_norm_rotary<dk_half>(q, k, q_scale, k_scale, positions, cos_table, sin_table, q_out, k_out, q_heads, k_heads,
-                            head_dim, epsilon, table_rows);
+                            head_dim, epsilon, table_rows, normalize);
 }
 
 DK_DEVICE float dk_silu_times(float gate, float up) { return gate / (1.0f + dk_exp(-gate)) * up; }

@@ -37,8 +37,27 @@ std::string Text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// HeadNormRotary's attributes, read once per kernel.
+struct HeadNormRotaryAttributes {
+  float epsilon;
+  bool normalize;
+};
+
+HeadNormRotaryAttributes ReadAttributes(const OrtKernelInfo* info) {
+  Ort::ConstKernelInfo kernel_info(info);
+  const float epsilon = kernel_info.GetAttribute<float>("epsilon");
+  int64_t normalize = 1;
+  try {
+    normalize = kernel_info.GetAttribute<int64_t>("normalize");
+  } catch (const Ort::Exception&) {
+    // Absent: the default, 1.
+  }
+  if (normalize != 0 && normalize != 1) Refuse("HeadNormRotary: normalize must be 0 or 1, got " + std::to_string(normalize));
+  return {epsilon, normalize == 1};
+}
+
 // Checks HeadNormRotary's inputs against each other and returns the shape of the work.
-HeadNormRotaryShape ReadHeadNormRotary(Ort::KernelContext& context, float epsilon) {
+HeadNormRotaryShape ReadHeadNormRotary(Ort::KernelContext& context, const HeadNormRotaryAttributes& attributes) {
   const std::vector<int64_t> q = ShapeOf(context.GetInput(0));
   const std::vector<int64_t> k = ShapeOf(context.GetInput(1));
   const std::vector<int64_t> q_scale = ShapeOf(context.GetInput(2));
@@ -66,7 +85,8 @@ HeadNormRotaryShape ReadHeadNormRotary(Ort::KernelContext& context, float epsilo
   shape.k_heads = k[2] / head_dim;
   shape.head_dim = head_dim;
   shape.table_rows = cos[0];
-  shape.epsilon = epsilon;
+  shape.epsilon = attributes.epsilon;
+  shape.normalize = attributes.normalize;
   return shape;
 }
 
@@ -77,8 +97,8 @@ struct HeadNormRotaryRun {
   Ort::UnownedValue k_out;
 };
 
-HeadNormRotaryRun StartHeadNormRotary(Ort::KernelContext& context, float epsilon) {
-  const HeadNormRotaryShape shape = ReadHeadNormRotary(context, epsilon);
+HeadNormRotaryRun StartHeadNormRotary(Ort::KernelContext& context, const HeadNormRotaryAttributes& attributes) {
+  const HeadNormRotaryShape shape = ReadHeadNormRotary(context, attributes);
   return {shape, context.GetOutput(0, ShapeOf(context.GetInput(0))), context.GetOutput(1, ShapeOf(context.GetInput(1)))};
 }
 
@@ -117,10 +137,10 @@ void RunHeadNormRotaryTask(void* data, size_t task) {
 
 template <typename T>
 struct HeadNormRotaryCpuKernel {
-  float epsilon;
+  HeadNormRotaryAttributes attributes;
   void Compute(OrtKernelContext* raw) {
     Ort::KernelContext context(raw);
-    auto [shape, q_out, k_out] = StartHeadNormRotary(context, epsilon);
+    auto [shape, q_out, k_out] = StartHeadNormRotary(context, attributes);
     if (shape.tokens == 0) return;
     // Checked here, before the work is cut among threads (a task must not throw).
     const int64_t* positions = context.GetInput(4).GetTensorData<int64_t>();
@@ -225,10 +245,10 @@ void LaunchOrThrow(const CudaKernelModule& module, const char* kernel, unsigned 
 
 template <typename T>
 struct HeadNormRotaryCudaKernel {
-  float epsilon;
+  HeadNormRotaryAttributes attributes;
   void Compute(OrtKernelContext* raw) {
     Ort::KernelContext context(raw);
-    auto [shape, q_out, k_out] = StartHeadNormRotary(context, epsilon);
+    auto [shape, q_out, k_out] = StartHeadNormRotary(context, attributes);
     if (shape.tokens == 0) return;
     if (shape.tokens > 0x7fffffff) Refuse("HeadNormRotary: more than 2^31 - 1 tokens in one run");
     const void* q = context.GetInput(0).GetTensorRawData();
@@ -245,7 +265,8 @@ struct HeadNormRotaryCudaKernel {
     int head_dim = static_cast<int>(shape.head_dim);
     float eps = shape.epsilon;
     long long table_rows = shape.table_rows;
-    void* args[] = {&q, &k, &q_scale, &k_scale, &positions, &cos, &sin, &q_result, &k_result, &q_heads, &k_heads, &head_dim, &eps, &table_rows};
+    int normalize = shape.normalize ? 1 : 0;
+    void* args[] = {&q, &k, &q_scale, &k_scale, &positions, &cos, &sin, &q_result, &k_result, &q_heads, &k_heads, &head_dim, &eps, &table_rows, &normalize};
     const char* kernel = std::is_same_v<T, float> ? "head_norm_rotary_f32" : "head_norm_rotary_f16";
     LaunchOrThrow(ModuleForRun(), kernel, static_cast<unsigned>(shape.tokens), kHeadNormRotaryThreads, args, context.GetGPUComputeStream());
   }
@@ -278,18 +299,49 @@ struct SiluMulCudaKernel {
 
 // ---- the operators ----
 
+// Runs `fn`, turning what it throws into the OrtStatus ONNX Runtime takes (the V2 custom-op entry
+// points), so that no exception crosses into ONNX Runtime's C interface.
+template <typename Fn>
+OrtStatusPtr Guarded(Fn&& fn) {
+  try {
+    fn();
+    return nullptr;
+  } catch (const Ort::Exception& e) {
+    return Ort::GetApi().CreateStatus(e.GetOrtErrorCode(), e.what());
+  } catch (const std::exception& e) {
+    return Ort::GetApi().CreateStatus(ORT_FAIL, e.what());
+  }
+}
+
+// A kernel's Compute behind the status-returning entry point.
+template <typename Kernel>
+struct StatusKernel : Kernel {
+  OrtStatusPtr ComputeV2(OrtKernelContext* context) {
+    return Guarded([&] { this->Compute(context); });
+  }
+};
+
 constexpr const char* kCudaProvider = "CUDAExecutionProvider";
 
 template <typename T, bool kCuda>
-struct HeadNormRotaryOp : Ort::CustomOpBase<HeadNormRotaryOp<T, kCuda>, std::conditional_t<kCuda, HeadNormRotaryCudaKernel<T>, HeadNormRotaryCpuKernel<T>>> {
-  void* CreateKernel(const OrtApi&, const OrtKernelInfo* info) const {
-    const float epsilon = Ort::ConstKernelInfo(info).GetAttribute<float>("epsilon");
-    if constexpr (kCuda) {
-      PrepareModule();
-      return new HeadNormRotaryCudaKernel<T>{epsilon};
-    } else {
-      return new HeadNormRotaryCpuKernel<T>{epsilon};
-    }
+using HeadNormRotaryKernel = StatusKernel<std::conditional_t<kCuda, HeadNormRotaryCudaKernel<T>, HeadNormRotaryCpuKernel<T>>>;
+
+template <typename T, bool kCuda>
+struct HeadNormRotaryOp : Ort::CustomOpBase<HeadNormRotaryOp<T, kCuda>, HeadNormRotaryKernel<T, kCuda>, true> {
+  OrtStatusPtr CreateKernelV2(const OrtApi&, const OrtKernelInfo* info, void** kernel) const {
+    return Guarded([&] {
+      auto made = new HeadNormRotaryKernel<T, kCuda>();
+      made->attributes = ReadAttributes(info);
+      if constexpr (kCuda) {
+        try {
+          PrepareModule();
+        } catch (...) {
+          delete made;
+          throw;
+        }
+      }
+      *kernel = made;
+    });
   }
   const char* GetName() const { return "HeadNormRotary"; }
   const char* GetExecutionProviderType() const { return kCuda ? kCudaProvider : nullptr; }
@@ -300,14 +352,15 @@ struct HeadNormRotaryOp : Ort::CustomOpBase<HeadNormRotaryOp<T, kCuda>, std::con
 };
 
 template <typename T, bool kCuda>
-struct SiluMulOp : Ort::CustomOpBase<SiluMulOp<T, kCuda>, std::conditional_t<kCuda, SiluMulCudaKernel<T>, SiluMulCpuKernel<T>>> {
-  void* CreateKernel(const OrtApi&, const OrtKernelInfo*) const {
-    if constexpr (kCuda) {
-      PrepareModule();
-      return new SiluMulCudaKernel<T>();
-    } else {
-      return new SiluMulCpuKernel<T>();
-    }
+using SiluMulKernel = StatusKernel<std::conditional_t<kCuda, SiluMulCudaKernel<T>, SiluMulCpuKernel<T>>>;
+
+template <typename T, bool kCuda>
+struct SiluMulOp : Ort::CustomOpBase<SiluMulOp<T, kCuda>, SiluMulKernel<T, kCuda>, true> {
+  OrtStatusPtr CreateKernelV2(const OrtApi&, const OrtKernelInfo*, void** kernel) const {
+    return Guarded([&] {
+      if constexpr (kCuda) PrepareModule();
+      *kernel = new SiluMulKernel<T, kCuda>();
+    });
   }
   const char* GetName() const { return "SiluMul"; }
   const char* GetExecutionProviderType() const { return kCuda ? kCudaProvider : nullptr; }
@@ -341,7 +394,7 @@ void HeadNormRotaryCpu(const HeadNormRotaryShape& shape, const T* q, const T* k,
           row[i] = ToFloat(x[i]);
           squares += row[i] * row[i];
         }
-        const float inv_rms = 1.0f / std::sqrt(squares / static_cast<float>(shape.head_dim) + shape.epsilon);
+        const float inv_rms = shape.normalize ? 1.0f / std::sqrt(squares / static_cast<float>(shape.head_dim) + shape.epsilon) : 1.0f;
         for (int64_t i = 0; i < half; i++) {
           const float a = row[i] * inv_rms * ToFloat(scale[i]);
           const float b = row[i + half] * inv_rms * ToFloat(scale[i + half]);

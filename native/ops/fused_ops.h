@@ -4,9 +4,10 @@
 //
 //   ai.decide.HeadNormRotary(q, k, q_scale, k_scale, position_ids, cos_cache, sin_cache) -> (q_out, k_out)
 //     q [B, S, q_heads * D], k [B, S, k_heads * D], scales [D], position_ids int64 [B, S],
-//     cos_cache / sin_cache [P, D / 2]; attribute epsilon (float).
+//     cos_cache / sin_cache [P, D / 2]; attributes epsilon (float), normalize (int, default 1).
 //     Every head's row x of D values: n = x / sqrt(mean(x^2) + epsilon) * scale (RMSNorm, as
-//     SimplifiedLayerNormalization over the last axis), then rotary with the rotate-half layout
+//     SimplifiedLayerNormalization over the last axis; with normalize 0, n = x * scale: the
+//     families without q/k norms, whose two RotaryEmbeddings it then replaces), then rotary with the rotate-half layout
 //     (ONNX Runtime's RotaryEmbedding, interleaved = 0): for i < D / 2, with c = cos[pos, i] and
 //     s = sin[pos, i], out_i = n_i c - n_{i+D/2} s and out_{i+D/2} = n_{i+D/2} c + n_i s.
 //     What Qwen3's q_norm / k_norm and rotary take 2 x (Reshape, SimplifiedLayerNormalization,
@@ -32,6 +33,7 @@ struct HeadNormRotaryShape {
   int64_t head_dim = 0;
   int64_t table_rows = 0;  // P
   float epsilon = 0.0f;
+  bool normalize = true;  // false: no RMSNorm, only the scale and rotary
 };
 
 // The largest head_dim the CUDA kernel holds in registers (device_kernels.cu); the builder writes

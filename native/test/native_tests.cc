@@ -716,7 +716,7 @@ void DeviceKernelTests() {
       const dk_i64* pos = reinterpret_cast<const dk_i64*>(positions.data());
       dk_emulated::Launch(static_cast<int>(shape.tokens), 128, [&] {
         head_norm_rotary_f32(q.data(), k.data(), q_scale.data(), k_scale.data(), pos, cos.data(), sin.data(), q_gpu.data(), k_gpu.data(),
-                             3, 2, head_dim, 1e-6f, 40);
+                             3, 2, head_dim, 1e-6f, 40, 1);
       });
       CHECK(max_diff(q_cpu, q_gpu) < 1e-5f);
       CHECK(max_diff(k_cpu, k_gpu) < 1e-5f);
@@ -729,7 +729,7 @@ void DeviceKernelTests() {
       std::vector<dk_half> q16_out(q.size()), k16_out(k.size());
       dk_emulated::Launch(static_cast<int>(shape.tokens), 128, [&] {
         head_norm_rotary_f16(q16.data(), k16.data(), qs16.data(), ks16.data(), pos, c16.data(), s16.data(), q16_out.data(), k16_out.data(), 3, 2,
-                             head_dim, 1e-6f, 40);
+                             head_dim, 1e-6f, 40, 1);
       });
       std::vector<Half> q16_cpu(q.size()), k16_cpu(k.size());
       decide::HeadNormRotaryCpu<Half>(shape, reinterpret_cast<const Half*>(q16.data()), reinterpret_cast<const Half*>(k16.data()),
@@ -739,6 +739,22 @@ void DeviceKernelTests() {
       std::vector<float> q16_cpu_f(q.size());
       for (size_t i = 0; i < q.size(); i++) q16_cpu_f[i] = q16_cpu[i].ToFloat();
       CHECK(max_diff(q16_cpu_f, from_half(q16_out)) < 1e-2f);  // |values| < 10: within two fp16 steps
+
+      // normalize 0 (families without q/k norms): only the scale and rotary, which keeps a row's
+      // length when the scale is 1.
+      shape.normalize = false;
+      std::vector<float> ones(static_cast<size_t>(head_dim), 1.0f);
+      decide::HeadNormRotaryCpu<float>(shape, q.data(), k.data(), ones.data(), ones.data(), positions.data(), cos.data(), sin.data(), q_cpu.data(),
+                                       k_cpu.data(), 0, shape.tokens);
+      dk_emulated::Launch(static_cast<int>(shape.tokens), 128, [&] {
+        head_norm_rotary_f32(q.data(), k.data(), ones.data(), ones.data(), pos, cos.data(), sin.data(), q_gpu.data(), k_gpu.data(), 3, 2, head_dim,
+                             1e-6f, 40, 0);
+      });
+      CHECK(max_diff(q_cpu, q_gpu) < 1e-5f);
+      CHECK(max_diff(k_cpu, k_gpu) < 1e-5f);
+      float length_in = 0.0f, length_out = 0.0f;
+      for (int i = 0; i < head_dim; i++) length_in += q[static_cast<size_t>(i)] * q[static_cast<size_t>(i)], length_out += q_gpu[static_cast<size_t>(i)] * q_gpu[static_cast<size_t>(i)];
+      CHECK(std::fabs(length_in - length_out) < 1e-3f * length_in);
     });
   }
 
@@ -759,7 +775,7 @@ void DeviceKernelTests() {
     std::vector<float> q_token1(q.begin() + 8, q.end());
     dk_emulated::Launch(2, 128, [&] {
       head_norm_rotary_f32(q.data(), k.data(), scale.data(), scale.data(), reinterpret_cast<const dk_i64*>(positions.data()), cos.data(), sin.data(),
-                           q_out.data(), k_out.data(), 1, 1, 8, 1e-6f, 4);
+                           q_out.data(), k_out.data(), 1, 1, 8, 1e-6f, 4, 1);
     });
     std::vector<float> expected(16), expected_k(16);
     const std::vector<int64_t> clamped = {3, 3};

@@ -11,9 +11,10 @@
  * path (int8-rewrite.ts) replaces those eight nodes by it.
  *
  * ai.decide.HeadNormRotary (version 1; CPU and CUDA, fp32 and fp16): (q, k, q_scale, k_scale,
- *   position_ids, cos_cache, sin_cache) -> (q_out, k_out), attribute epsilon: every head's row of q
- *   [B, S, heads * D] and k, RMSNorm'ed with its scale [D], then rotary (rotate-half) at its token's
- *   position from the tables [P, D / 2]; D <= 512 (HEAD_NORM_ROTARY.maxHeadDim).
+ *   position_ids, cos_cache, sin_cache) -> (q_out, k_out), attributes epsilon and normalize (0 or 1,
+ *   default 1): every head's row of q [B, S, heads * D] and k, RMSNorm'ed (with normalize 1) and
+ *   multiplied by its scale [D], then rotary (rotate-half) at its token's position from the tables
+ *   [P, D / 2]; D <= 512 (HEAD_NORM_ROTARY.maxHeadDim).
  * ai.decide.SiluMul (version 1; CPU and CUDA, fp32 and fp16): (gate, up) -> gate * sigmoid(gate) * up.
  * The fused graph writes these two with DecoderFeatures.ownKernels (fused-layers.ts); native/ops/fused_ops.h
  * has their kernels. They have no expansion here: that graph is derived again without them instead.

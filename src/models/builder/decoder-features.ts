@@ -77,8 +77,9 @@ export interface DecoderFeatures {
   /**
    * With attention 'fused': the engine's own operators (ai.decide.HeadNormRotary and
    * ai.decide.SiluMul, native/ops/fused_ops.h) where a layer has what they fuse, each one pass over
-   * memory where ONNX Runtime's ops take two or three: the q and k norms with rotary (qkNorm, head_dim
-   * up to 512) and SiLU(gate) * up (activation 'silu'). 12 nodes per Qwen3 layer instead of 20. The
+   * memory where ONNX Runtime's ops take two or three: the q and k norms (qkNorm) with both rotaries,
+   * or the rotaries alone (head_dim up to 512), and SiLU(gate) * up (activation 'silu'). 12 nodes per
+   * Qwen3 layer instead of 20. The
    * graph then runs only in this engine (its addon registers the operators on every session, with
    * CPU kernels and CUDA kernels that NVRTC compiles for the card). Same answers; docs/models.md.
    */

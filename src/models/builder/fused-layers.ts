@@ -21,7 +21,8 @@
  * With DecoderFeatures.ownKernels, the engine's own operators (src/engine/decide-ops.ts) take the
  * place of what ONNX Runtime has no single op for: one HeadNormRotary for the q and k norms and both
  * rotaries (the two Reshape / SimplifiedLayerNormalization / Reshape triples and the two
- * RotaryEmbeddings), one SiluMul for QuickGelu and Mul: 12 nodes per Qwen3 layer.
+ * RotaryEmbeddings; a family without q/k norms has it rotate only), one SiluMul for QuickGelu and
+ * Mul: 12 nodes per Qwen3 or Llama layer.
  *
  * Why ONNX's Attention: the engine's rows carry a past AND several new tokens with an arbitrary
  * mask (packed questions, padding). GroupQueryAttention refuses a batch of such rows ("batch_size
@@ -144,7 +145,7 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
   };
 
   // The engine's own operators where the layer has what they fuse (DecoderFeatures.ownKernels).
-  const ownHeadNorm = features.ownKernels === true && features.qkNorm && hd <= HEAD_NORM_ROTARY.maxHeadDim;
+  const ownHeadNorm = features.ownKernels === true && hd <= HEAD_NORM_ROTARY.maxHeadDim;
   const ownSiluMul = features.ownKernels === true && features.activation === 'silu';
 
   // Rotary tables, built once for all layers and streams.
@@ -166,6 +167,9 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
   const sin = '/model/rotary_emb/sin_cache';
   g.addInitializer(floatTensor(cos, dtype, [rows, hd / 2], cosValues));
   g.addInitializer(floatTensor(sin, dtype, [rows, hd / 2], sinValues));
+  // HeadNormRotary's scale for a family without q/k norms (it then only rotates).
+  const unitScale = '/model/rotary_emb/unit_scale';
+  if (ownHeadNorm && !features.qkNorm) g.addInitializer(floatTensor(unitScale, dtype, [hd], new Float32Array(hd).fill(1)));
 
   const stream = (b: GraphBuilder, tag: string, embeddings: string, positions: string): Stream => {
     // The q and k heads, normed as rows of head_dim, go back to [B, L, heads * head_dim] for
@@ -206,9 +210,12 @@ export function buildFusedLayers(ctx: FusedLayersContext): string {
     let key = projection('k_proj', kvh * hd);
     const value = projection('v_proj', kvh * hd);
     if (ownHeadNorm) {
-      // Both norms and both rotaries in one node, on [B, L, heads * head_dim] as the projections give them.
-      const scale = (name: string) => normWeightOf(`${w}.self_attn.${name}.weight`, hd);
-      const [q, k] = b.op(HEAD_NORM_ROTARY.opType, `${a}/head_norm_rotary/HeadNormRotary`, [query, key, scale('q_norm'), scale('k_norm'), s.positions, cos, sin], { epsilon: eps }, 2, DECIDE_OP_DOMAIN) as [string, string];
+      // Both norms (where the family has them) and both rotaries in one node, on [B, L, heads * head_dim]
+      // as the projections give them; without q/k norms it scales by 1 and does not normalize.
+      const scale = (name: string) => (features.qkNorm ? normWeightOf(`${w}.self_attn.${name}.weight`, hd) : unitScale);
+      const inputs = [query, key, scale('q_norm'), scale('k_norm'), s.positions, cos, sin];
+      const attrs = { epsilon: eps, normalize: features.qkNorm ? 1 : 0 };
+      const [q, k] = b.op(HEAD_NORM_ROTARY.opType, `${a}/head_norm_rotary/HeadNormRotary`, inputs, attrs, 2, DECIDE_OP_DOMAIN) as [string, string];
       return { query: q, key: k, value };
     }
     if (features.qkNorm) {
