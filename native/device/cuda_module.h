@@ -6,6 +6,11 @@
 // NVRTC is looked for as DECIDE_NVRTC_LIBRARY names it, else libnvrtc.so.13 / .so.12 / .so on the
 // loader's path, else beside the libcudart the CUDA provider loaded. Failing that, or failing to
 // compile, the op that asked throws, naming what is missing, and its session is not made.
+//
+// Threads: ForCurrentContext is called by session creation and by runs, on any thread, under one
+// lock; a module, once made, is read-only and never unloaded (sessions may outlive static
+// destruction), so Launch needs no lock. It owns no buffer: the kernels read and write the
+// session's tensors.
 #pragma once
 
 #include <map>
@@ -22,8 +27,7 @@ std::string DeviceKernelSource();
 // only, no card: `decide setup-cuda --check` and the C++ tests use it.
 size_t CompileDeviceKernels(const std::string& arch);
 
-// The module of the current CUDA context (made once per context, never unloaded: sessions may
-// outlive static destruction): launches a kernel of it by name, from any thread.
+// The module of the current CUDA context, made once per context: launches a kernel of it by name.
 class CudaKernelModule {
  public:
   // Null when the calling thread has no current CUDA context; throws EngineError when the module

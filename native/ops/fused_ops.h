@@ -17,6 +17,12 @@
 //
 //   ai.decide.SiluMul(gate, up) -> out    out = gate * sigmoid(gate) * up, elementwise, same shapes
 //     (QuickGelu with alpha 1 and a Mul: one pass instead of two).
+//
+// Threads and buffers: a kernel is made when its session is (its CUDA module then, where that thread
+// has a CUDA context) and runs on the thread that runs the session; a CPU kernel cuts its work among
+// that session's intra-op threads, a CUDA kernel launches on the session's compute stream and does
+// not wait. Inputs and outputs are ONNX Runtime's; the operator objects live as long as the process
+// (op_domain.cc).
 #pragma once
 
 #include <cstddef>
