@@ -210,37 +210,23 @@ struct SiluMulCpuKernel {
 constexpr unsigned kHeadNormRotaryThreads = 128;  // 4 warps per token's block
 constexpr unsigned kElementwiseThreads = 256;
 
-// The module of the session's CUDA context, made as the kernel is (session creation) where that
+// The module of the session's CUDA context is made as the kernel is (session creation) where that
 // thread has the context current, so that a missing NVRTC or a compile error stops the session's
-// creation with its message; else at the first run.
-void PrepareModule() {
-  try {
-    CudaKernelModule::ForCurrentContext();
-  } catch (const std::exception& e) {
-    throw Ort::Exception(e.what(), ORT_FAIL);
-  }
-}
+// creation with its message; else at the first run. What these throw reaches ONNX Runtime as a
+// status (Guarded, below).
+void PrepareModule() { CudaKernelModule::ForCurrentContext(); }
 
 const CudaKernelModule& ModuleForRun() {
-  const CudaKernelModule* module = nullptr;
-  try {
-    module = CudaKernelModule::ForCurrentContext();
-  } catch (const std::exception& e) {
-    throw Ort::Exception(e.what(), ORT_FAIL);
-  }
+  const CudaKernelModule* module = CudaKernelModule::ForCurrentContext();
   if (module == nullptr) throw Ort::Exception("the engine's CUDA kernel runs on a thread with no current CUDA context", ORT_FAIL);
   return *module;
 }
 
-void LaunchOrThrow(const CudaKernelModule& module, const char* kernel, unsigned grid, unsigned block, void** args, void* stream) {
+void Launch(const CudaKernelModule& module, const char* kernel, unsigned grid, unsigned block, void** args, void* stream) {
   // The session's stream is non-blocking: a launch on the legacy default stream instead would not
   // be ordered with the kernels before and after it.
   if (stream == nullptr) throw Ort::Exception("the CUDA provider gave the engine's kernel no compute stream", ORT_FAIL);
-  try {
-    module.Launch(kernel, grid, block, args, stream);
-  } catch (const std::exception& e) {
-    throw Ort::Exception(e.what(), ORT_FAIL);
-  }
+  module.Launch(kernel, grid, block, args, stream);
 }
 
 template <typename T>
@@ -268,7 +254,7 @@ struct HeadNormRotaryCudaKernel {
     int normalize = shape.normalize ? 1 : 0;
     void* args[] = {&q, &k, &q_scale, &k_scale, &positions, &cos, &sin, &q_result, &k_result, &q_heads, &k_heads, &head_dim, &eps, &table_rows, &normalize};
     const char* kernel = std::is_same_v<T, float> ? "head_norm_rotary_f32" : "head_norm_rotary_f16";
-    LaunchOrThrow(ModuleForRun(), kernel, static_cast<unsigned>(shape.tokens), kHeadNormRotaryThreads, args, context.GetGPUComputeStream());
+    Launch(ModuleForRun(), kernel, static_cast<unsigned>(shape.tokens), kHeadNormRotaryThreads, args, context.GetGPUComputeStream());
   }
 };
 
@@ -293,7 +279,7 @@ struct SiluMulCudaKernel {
     const unsigned grid = static_cast<unsigned>(std::min<long long>(wanted, static_cast<long long>(module.Multiprocessors()) * 16));
     void* args[] = {&gate, &up, &result, &work};
     const char* kernel = by_eight ? "silu_mul_f16x8" : (std::is_same_v<T, float> ? "silu_mul_f32" : "silu_mul_f16");
-    LaunchOrThrow(module, kernel, grid, kElementwiseThreads, args, context.GetGPUComputeStream());
+    Launch(module, kernel, grid, kElementwiseThreads, args, context.GetGPUComputeStream());
   }
 };
 
