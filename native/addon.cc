@@ -12,6 +12,7 @@ namespace {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeEngine", decide::EngineBinding::Define(env));
   exports.Set("probeLibrary", Napi::Function::New(env, decide::ProbeLibrary, "probeLibrary"));
+  exports.Set("compileOwnKernels", Napi::Function::New(env, decide::CompileOwnKernels, "compileOwnKernels"));
   exports.Set("timeMatMul", Napi::Function::New(env, decide::TimeMatMulBinding, "timeMatMul"));
   exports.Set("exitNow", Napi::Function::New(env, decide::ExitNow, "exitNow"));
   return exports;

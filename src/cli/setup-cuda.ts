@@ -82,7 +82,8 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('setup-cuda', `this host cannot run the CUDA provider yet:\n${missing.map((m) => `  - ${m}`).join('\n')}`, 1);
   }
   process.stdout.write('decide setup-cuda: this host has the NVIDIA driver and the CUDA 13 libraries: --provider cuda is ready\n');
-  process.stdout.write(`decide setup-cuda: ${nvrtcNote((name) => loadNativeModule().probeLibrary(name))}\n`);
+  const native = loadNativeModule();
+  process.stdout.write(`decide setup-cuda: ${nvrtcNote((name) => native.probeLibrary(name), process.env, (arch) => native.compileOwnKernels(arch))}\n`);
   return 0;
 }
 

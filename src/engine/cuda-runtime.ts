@@ -80,13 +80,19 @@ export function missingCudaPieces(ortLibrary: string, probe: (name: string) => s
 
 /**
  * NVRTC, which only the engine's own kernels need (the `ownKernels` option; native/device/cuda_module.cc
- * looks for it in this order, then beside the loaded libcudart). One line saying whether it loads.
+ * looks for it in this order, then beside the loaded libcudart). One line saying whether it loads
+ * and, where `compile` is given, whether it compiles the kernels (as PTX for compute_75, which
+ * needs no card).
  */
-export function nvrtcNote(probe: (name: string) => string | null, env: NodeJS.ProcessEnv = process.env): string {
+export function nvrtcNote(probe: (name: string) => string | null, env: NodeJS.ProcessEnv = process.env, compile?: (arch: string) => string | null): string {
   const named = env.DECIDE_NVRTC_LIBRARY?.trim();
   const candidates = named ? [named] : ['libnvrtc.so.13', 'libnvrtc.so.12', 'libnvrtc.so'];
   const found = candidates.find((name) => probe(name) === null);
-  if (found) return `the engine's own kernels (--own-kernels on) can be compiled here: NVRTC (${found}) loads`;
+  if (found) {
+    const failed = compile?.('compute_75') ?? null;
+    if (failed === null) return `the engine's own kernels (--own-kernels on) can be compiled here: NVRTC (${found}) loads${compile ? ' and compiles them' : ''}`;
+    return `the engine's own kernels (--own-kernels on, off by default) do not compile here with NVRTC (${found}): ${failed}; everything else runs without them`;
+  }
   return (
     `the engine's own kernels (--own-kernels on, off by default) need NVRTC, and ${candidates.join(', ')} cannot be loaded: ` +
     'install it with the CUDA 13 toolkit (e.g. `apt install cuda-nvrtc-13-0`) or set DECIDE_NVRTC_LIBRARY; everything else runs without it'

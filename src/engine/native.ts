@@ -126,6 +126,12 @@ interface NativeModule {
   /** null when the dynamic loader can load the shared library `name`, else the loader's message. */
   probeLibrary(name: string): string | null;
   /**
+   * null when NVRTC, found as the engine finds it (DECIDE_NVRTC_LIBRARY, the loader's path, beside
+   * libcudart), compiles the engine's own CUDA kernels for `arch` ('compute_75', 'sm_90', ...), else
+   * why not. Needs no card; synchronous (about a second).
+   */
+  compileOwnKernels(arch: string): string | null;
+  /**
    * Seconds per timed run of a MatMul graph (one float [M, K] input, one output) whose input is
    * copied to the provider's device once and whose output stays there (native/matmul_probe.h): the
    * benchmark's peak. Synchronous. Loads ONNX Runtime from `ortLibrary` like the engine does. An

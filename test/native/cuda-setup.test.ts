@@ -56,11 +56,22 @@ describe("NVRTC for the engine's own kernels (setup-cuda --check's last line)", 
     const missing = nvrtcNote(probe, { DECIDE_NVRTC_LIBRARY: '/nonexistent/libnvrtc.so.13' });
     expect(missing).toContain('need NVRTC, and /nonexistent/libnvrtc.so.13 cannot be loaded');
     expect(missing).toContain('everything else runs without it');
+    // With a compile step: what it says is told.
+    expect(nvrtcNote(probe, { DECIDE_NVRTC_LIBRARY: 'libc.so.6' }, () => null)).toContain('loads and compiles them');
+    expect(nvrtcNote(probe, { DECIDE_NVRTC_LIBRARY: 'libc.so.6' }, () => 'a compile error')).toContain('do not compile here with NVRTC (libc.so.6): a compile error');
     // Unset: the sonames the addon tries, in its order.
     const note = nvrtcNote(probe, {});
     if (probe('libnvrtc.so.13') !== null && probe('libnvrtc.so.12') !== null && probe('libnvrtc.so') !== null) {
       expect(note).toContain('libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so cannot be loaded');
     }
+  });
+});
+
+describe('compileOwnKernels (NVRTC, asked by the addon)', () => {
+  it('compiles the kernels where NVRTC is found, else says what is missing', () => {
+    const result = loadNativeModule().compileOwnKernels('compute_75');
+    if (result === null) return; // this host has NVRTC: compiled
+    expect(result).toMatch(/need NVRTC \(libnvrtc, part of the CUDA toolkit\) and none was found \(tried .*libnvrtc/);
   });
 });
 
