@@ -7,7 +7,8 @@
 // This file is plain C++ over a small prelude (dk_* names) so that it compiles two ways: as CUDA
 // with the prelude in cuda_module.cc, and as C++ with the emulating prelude of the C++ tests
 // (native/test/device_kernels_emulated.h), which runs every CUDA thread of a launch as a host thread
-// and checks these kernels against the CPU implementations. No #include: NVRTC has no system headers.
+// and checks these kernels against the CPU implementations. No #include: NVRTC is given no include
+// path.
 //
 // The prelude provides: DK_KERNEL (an entry point), DK_DEVICE (a helper), dk_half (fp16 bits),
 // dk_i64, dk_to_float / dk_store (fp32 math on fp32 or fp16 storage), dk_load8_half /
@@ -34,8 +35,9 @@ DK_DEVICE void head_norm_rotary(const T* q, const T* k, const T* q_scale, const 
   const int warps = dk_block_threads() >> 5;
   const int half = head_dim / 2;
   dk_i64 position = positions[token];
-  // ONNX Runtime's CPU kernel refuses a position past its table; a kernel cannot, so it clamps
-  // (never reads outside the table). The engine never sends one: prompts are bounded below it.
+  // The CPU kernel refuses a position past the table (as ONNX Runtime's RotaryEmbedding does); a
+  // CUDA kernel cannot, so it clamps and never reads outside the table. The engine never sends
+  // one: prompts are bounded below it.
   if (position < 0) position = 0;
   if (position >= table_rows) position = table_rows - 1;
   const T* cos_row = cos_table + position * half;
