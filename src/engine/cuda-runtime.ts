@@ -95,6 +95,7 @@ export function nvrtcNote(probe: (name: string) => string | null, env: NodeJS.Pr
   }
   return (
     `the engine's own kernels (--own-kernels on, off by default) need NVRTC, and ${candidates.join(', ')} cannot be loaded: ` +
-    'install it with the CUDA 13 toolkit (e.g. `apt install cuda-nvrtc-13-0`) or set DECIDE_NVRTC_LIBRARY; everything else runs without it'
+    'install it with the CUDA 13 toolkit (e.g. `apt install cuda-nvrtc-13-0`) or set DECIDE_NVRTC_LIBRARY (a running engine also ' +
+    'looks beside the libcudart the CUDA provider loaded); everything else runs without it'
   );
 }
