@@ -102,17 +102,33 @@ HeadNormRotaryRun StartHeadNormRotary(Ort::KernelContext& context, const HeadNor
   return {shape, context.GetOutput(0, ShapeOf(context.GetInput(0))), context.GetOutput(1, ShapeOf(context.GetInput(1)))};
 }
 
-void CheckSameShape(const std::vector<int64_t>& gate, const std::vector<int64_t>& up) {
-  if (gate != up) Refuse("SiluMul: gate and up must have one shape, got " + Text(gate) + " and " + Text(up));
-}
+// A SiluMul run's output (gate's shape, checked against up's) and its element count.
+struct SiluMulRun {
+  Ort::UnownedValue out;
+  size_t count;
+};
 
-size_t ElementCount(const std::vector<int64_t>& shape) {
-  size_t n = 1;
-  for (int64_t d : shape) n *= static_cast<size_t>(d);
-  return n;
+SiluMulRun StartSiluMul(Ort::KernelContext& context) {
+  const std::vector<int64_t> gate = ShapeOf(context.GetInput(0));
+  const std::vector<int64_t> up = ShapeOf(context.GetInput(1));
+  if (gate != up) Refuse("SiluMul: gate and up must have one shape, got " + Text(gate) + " and " + Text(up));
+  size_t count = 1;
+  for (int64_t d : gate) count *= static_cast<size_t>(d);
+  return {context.GetOutput(0, gate), count};
 }
 
 // ---- CPU kernels ----
+
+// Runs `tasks` tasks of `job`: inline when there is one (handing it out costs more than it runs),
+// else cut among the session's intra-op threads.
+template <typename Job>
+void RunTasks(Ort::KernelContext& context, void (*task)(void*, size_t), size_t tasks, Job* job) {
+  if (tasks == 1) {
+    task(job, 0);
+  } else {
+    context.ParallelFor(task, tasks, 0, job);
+  }
+}
 
 template <typename T>
 struct HeadNormRotaryJob {
@@ -160,12 +176,7 @@ struct HeadNormRotaryCpuKernel {
     // Tasks of ~16k values each: smaller ones cost more to hand out than to run.
     const int64_t per_token = (shape.q_heads + shape.k_heads) * shape.head_dim;
     job.tokens_per_task = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_token));
-    const size_t tasks = static_cast<size_t>((shape.tokens + job.tokens_per_task - 1) / job.tokens_per_task);
-    if (tasks == 1) {
-      RunHeadNormRotaryTask<T>(&job, 0);
-    } else {
-      context.ParallelFor(RunHeadNormRotaryTask<T>, tasks, 0, &job);
-    }
+    RunTasks(context, RunHeadNormRotaryTask<T>, static_cast<size_t>((shape.tokens + job.tokens_per_task - 1) / job.tokens_per_task), &job);
   }
 };
 
@@ -189,19 +200,11 @@ template <typename T>
 struct SiluMulCpuKernel {
   void Compute(OrtKernelContext* raw) {
     Ort::KernelContext context(raw);
-    const std::vector<int64_t> shape = ShapeOf(context.GetInput(0));
-    CheckSameShape(shape, ShapeOf(context.GetInput(1)));
-    Ort::UnownedValue out = context.GetOutput(0, shape);
-    const size_t count = ElementCount(shape);
+    auto [out, count] = StartSiluMul(context);
     if (count == 0) return;
     SiluMulJob<T> job{context.GetInput(0).GetTensorData<T>(), context.GetInput(1).GetTensorData<T>(), out.GetTensorMutableData<T>(),
                       count, 16384};
-    const size_t tasks = (count + job.per_task - 1) / job.per_task;
-    if (tasks == 1) {
-      RunSiluMulTask<T>(&job, 0);
-    } else {
-      context.ParallelFor(RunSiluMulTask<T>, tasks, 0, &job);
-    }
+    RunTasks(context, RunSiluMulTask<T>, (count + job.per_task - 1) / job.per_task, &job);
   }
 };
 
@@ -262,10 +265,7 @@ template <typename T>
 struct SiluMulCudaKernel {
   void Compute(OrtKernelContext* raw) {
     Ort::KernelContext context(raw);
-    const std::vector<int64_t> shape = ShapeOf(context.GetInput(0));
-    CheckSameShape(shape, ShapeOf(context.GetInput(1)));
-    Ort::UnownedValue out = context.GetOutput(0, shape);
-    const size_t count = ElementCount(shape);
+    auto [out, count] = StartSiluMul(context);
     if (count == 0) return;
     const void* gate = context.GetInput(0).GetTensorRawData();
     const void* up = context.GetInput(1).GetTensorRawData();
