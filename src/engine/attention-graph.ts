@@ -57,13 +57,14 @@ export async function chooseAttentionGraph(
 ): Promise<{ graphFile: string; attention: AttentionChoice }> {
   if (request === 'off' || (request === 'auto' && provider !== 'cuda')) {
     // What the stored graph is needs no derivation: the deriver reads it from the model's record.
-    const ignored = form.ownKernels && !storedGraphRecord(modelDir)?.ownKernels;
+    const record = storedGraphRecord(modelDir);
+    const ignored = form.ownKernels && !record?.ownKernels;
     const reason = ignored ? `ownKernels applies to the fused graph the engine derives (fusedAttention 'on', or 'auto' on cuda); fusedAttention is '${request}' on ${provider}` : undefined;
-    return { graphFile: storedGraph, attention: storedChoice(modelDir, reason) };
+    return { graphFile: storedGraph, attention: storedChoice(record, reason) };
   }
   if (deriver === undefined) {
     const reason = 'no graph deriver was given to Engine.load (pass graphDeriver: deriveFusedGraph from decision-engine/engine)';
-    return { graphFile: storedGraph, attention: storedChoice(modelDir, reason) };
+    return { graphFile: storedGraph, attention: storedChoice(storedGraphRecord(modelDir), reason) };
   }
   const chosen = await deriver(modelDir, storedGraph, verifyWith, form);
   if (!form.ownKernels || chosen.attention.source === 'derived') return chosen;
@@ -73,9 +74,11 @@ export async function chooseAttentionGraph(
   return { ...without, attention: { ...without.attention, reason: `without the engine's own kernels: ${chosen.attention.reason ?? 'not derived'}` } };
 }
 
-/** The choice of the model's own graph, as its record says it was written, with why where a derivation was asked for. */
-export function storedChoice(modelDir: string, reason?: string): AttentionChoice {
-  const record = storedGraphRecord(modelDir);
+/**
+ * The choice of the model's own graph, as its record (storedGraphRecord) says it was written, with
+ * why where a derivation was asked for.
+ */
+export function storedChoice(record: StoredGraphRecord | undefined, reason?: string): AttentionChoice {
   return {
     graph: record?.attention ?? 'ops',
     source: 'stored',
@@ -84,11 +87,18 @@ export function storedChoice(modelDir: string, reason?: string): AttentionChoice
   };
 }
 
+/** How a model's stored graph was written (storedGraphRecord). */
+export interface StoredGraphRecord {
+  attention: 'ops' | 'fused';
+  dtype: string;
+  ownKernels?: true;
+}
+
 /**
  * How the model's graph was written, from its record in decision.json (make-model's `builder`,
  * import-model's `import`); undefined for a model without one (an export made elsewhere).
  */
-export function storedGraphRecord(modelDir: string): { attention: 'ops' | 'fused'; dtype: string; ownKernels?: true } | undefined {
+export function storedGraphRecord(modelDir: string): StoredGraphRecord | undefined {
   try {
     const decision = readDecisionFile(modelDir);
     const record = decision?.builder ?? decision?.import;

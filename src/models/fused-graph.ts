@@ -82,7 +82,7 @@ const message = (err: unknown) => (err as Error)?.message ?? String(err);
  */
 export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, verifyWith, form = { controlFlow: true }) => {
   const facts = storedGraphRecord(modelDir);
-  const stored = (reason?: string) => ({ graphFile: storedGraph, attention: storedChoice(modelDir, reason) });
+  const stored = (reason?: string) => ({ graphFile: storedGraph, attention: storedChoice(facts, reason) });
   if (facts === undefined) return stored('the model was not written by make-model or import-model (no builder or import record in decision.json)');
   if (facts.attention === 'fused') {
     return stored(form.ownKernels && !facts.ownKernels ? 'the model is fused already; the engine\'s own kernels go into a graph derived from a standard-op model (or make or import the model with --own-kernels on)' : undefined);
