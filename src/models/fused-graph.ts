@@ -7,8 +7,9 @@
  * the model has segment ids and no sliding window, unless the form asks for no control flow: then
  * into `onnx/model.decide-fused-no-if/`; with the engine's own operators where the form asks for
  * them, into the same name with `-own-kernels` after it), then checked once against the stored
- * graph on a small input, on the engine's provider (lm-head-verify.ts). A model that is fused already, int8, not written by this project, or
- * whose derivation or check fails (a read-only folder, say) runs as stored, and the choice says why.
+ * graph on a small input, on the engine's provider (lm-head-verify.ts). A model that is fused
+ * already, int8, not written by this project, or whose derivation or check fails (a read-only
+ * folder, say) runs as stored, and the choice says why.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
