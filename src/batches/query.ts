@@ -42,11 +42,11 @@ export interface ListQuery {
 /** ?limit (BATCH_LIST_LIMIT) and ?after (a batch id), as strings from a query string or numbers. */
 export function parseListQuery(query: { limit?: unknown; after?: unknown }): ListQuery {
   const limit = readListLimit(query.limit, BATCH_LIST_LIMIT);
-  if (limit === null) throw new ApiError('invalid_question', `limit: must be an integer from 1 to ${BATCH_LIST_LIMIT.max}`);
+  if (limit === null) throw new ApiError('invalid_question', `limit: must be an integer from 1 to ${BATCH_LIST_LIMIT.max}`, { field: 'limit' });
   let after: string | undefined;
   if (query.after !== undefined) {
     if (!isBatchId(query.after)) {
-      throw new ApiError('invalid_question', 'after: must be a batch id (the last id of the previous page)');
+      throw new ApiError('invalid_question', 'after: must be a batch id (the last id of the previous page)', { field: 'after' });
     }
     after = query.after;
   }

@@ -447,7 +447,10 @@ describe('other routes', () => {
       expect(responses['503'].headers['retry-after'].schema, op).toEqual({ type: 'integer' });
     }
     const errorShape = (op: { responses: Record<string, any> }) => op.responses['503'].content['application/json'].schema;
-    expect(errorShape(doc.paths['/v1/batches/{id}'].get)).toEqual({ $ref: '#/components/schemas/Error' });
+    // The routes both dialects share: ours with OpenAI's `error` beside it.
+    expect(errorShape(doc.paths['/v1/batches/{id}'].get).allOf[0]).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(errorShape(doc.paths['/v1/batches/{id}'].get).allOf[1].required).toEqual(['error']);
+    expect(errorShape(doc.paths['/v1/batches/{id}/results'].get)).toEqual({ $ref: '#/components/schemas/Error' });
     expect(errorShape(doc.paths['/v1/files'].post).required).toEqual(['error']);
     expect(errorShape(create).anyOf).toHaveLength(2);
   });

@@ -311,6 +311,35 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
     await expect(other.batches.create({ input_file_id: mine.input_file_id, endpoint: mine.endpoint as any, completion_window: '24h' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   }, 60_000);
 
+  it("answers the shared batch routes' errors in both shapes: the SDK's typed fields and our code", async () => {
+    const client = sdk(server, KEY_A);
+    const missing = 'batch_01M8G3KT97RAD3A76YQW4JBTQX';
+    const miss = await client.batches.retrieve(missing).catch((err: unknown) => err);
+    expect(miss).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(miss).toMatchObject({ status: 404, type: 'invalid_request_error', param: null });
+    expect((miss as InstanceType<typeof OpenAI.NotFoundError>).message).toContain(missing);
+    await expect(client.batches.cancel(missing)).rejects.toMatchObject({ status: 404, type: 'invalid_request_error' });
+    const badPage = await client.batches.list({ limit: 0 }).catch((err: unknown) => err);
+    expect(badPage).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(badPage).toMatchObject({ type: 'invalid_request_error', param: 'limit' });
+    const badKey = await sdk(server, 'not-a-key').batches.retrieve(missing).catch((err: unknown) => err);
+    expect(badKey).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(badKey).toMatchObject({ code: 'invalid_api_key' });
+
+    // Our own clients read the same answers' code, message and request_id.
+    for (const [method, url, status, code] of [
+      ['GET', `/v1/batches/${missing}`, 404, 'not_found'],
+      ['POST', `/v1/batches/${missing}/cancel`, 404, 'not_found'],
+      ['GET', '/v1/batches?after=nope', 400, 'invalid_question'],
+    ] as const) {
+      const res = await fetch(`${server.url}${url}`, { method, headers: { authorization: `Bearer ${KEY_A}` } });
+      const body = (await res.json()) as { message: string; error: unknown };
+      expect(res.status).toBe(status);
+      expect(body).toMatchObject({ code, message: expect.any(String), request_id: res.headers.get('x-request-id') });
+      expect(body.error).toMatchObject({ message: body.message, type: 'invalid_request_error' });
+    }
+  }, 60_000);
+
   it("sets an upload's expires_at as OpenAI does: expires_after from the SDK, 30 days without it; refuses other anchors and lives", async () => {
     const client = sdk(server, KEY_A);
     const bytes = jsonl(requestLines('/v1/decide', 1, 'e'));

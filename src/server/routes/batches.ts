@@ -10,7 +10,8 @@
  * The upload is streamed to disk (batch-form.ts), never buffered whole. Batches belong to
  * the API key that created them (request.keyId); any other key gets 404 not_found.
  * GET, list and cancel answer each job in the dialect it was created in (BatchService.show*); their
- * errors keep our shape (the job's dialect is not known before it is found).
+ * errors come in both shapes at once (batch-lookup-errors.ts: the job's dialect is not known before
+ * it is found).
  * Schemas are for the OpenAPI document; responses are serialized with JSON.stringify as built.
  */
 import multipart from '@fastify/multipart';
@@ -25,6 +26,7 @@ import { COMPLETION_WINDOWS, METADATA_LIMITS, type OpenAiBatchApi } from '../../
 import { ownerOf } from '../auth.js';
 import { readBatchForm } from '../batch-form.js';
 import { sendError } from '../errors.js';
+import { sendBatchLookupError } from './batch-lookup-errors.js';
 import { isJsonRequest, sendOpenAiError } from './openai-errors.js';
 import { AS_BUILT, storeUnavailable } from './route-options.js';
 
@@ -41,6 +43,9 @@ const common = { 401: errors('invalid_key'), 429: errors('rate_limited'), 500: e
 /** POST /v1/batches answers an error in the shape of what it was sent: ours for the form, OpenAI's for a JSON body. */
 const createErrorShape = { anyOf: [ref('Error'), OpenAiErrorSchema] };
 const createErrors = (codes: string) => ({ ...createErrorShape, description: `${codes} (a multipart form gets ours, a JSON body OpenAI's {error})` });
+/** The errors of GET, list and cancel: ours with OpenAI's `error` beside it (batch-lookup-errors.ts). */
+const lookupErrors = (codes: string) => ({ allOf: [ref('Error'), OpenAiErrorSchema], description: `${codes} (our {code, message, request_id} with OpenAI's {error} beside it)` });
+const lookupCommon = { 401: lookupErrors('invalid_key'), 429: lookupErrors('rate_limited'), 500: lookupErrors('server_error'), 503: storeUnavailable(lookupErrors('server_error')) };
 /** GET and cancel answer a job in the dialect it was created in (the list, each item: BatchList). */
 const wireBatch = { anyOf: [ref('Batch'), ref('OpenAiBatch')], description: "The batch: ours for a job created with the form, OpenAI's Batch object for one created with OpenAI's JSON body" };
 
@@ -117,9 +122,10 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: BATCH_LIST_LIMIT.max, default: BATCH_LIST_LIMIT.default })),
           after: Type.Optional(Type.String({ description: 'The last id of the previous page.' })),
         }),
-        response: { 200: ref('BatchList'), 400: errors('invalid_question: bad limit or after'), ...common },
+        response: { 200: ref('BatchList'), 400: lookupErrors('invalid_question: bad limit or after'), ...lookupCommon },
       },
       ...AS_BUILT,
+      errorHandler: sendBatchLookupError,
     },
     async (request) => {
       const query = request.query as { limit?: unknown; after?: unknown };
@@ -135,9 +141,10 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         operationId: 'getBatch',
         tags: ['batches'],
         params: IdParams,
-        response: { 200: wireBatch, 404: errors('not_found'), ...common },
+        response: { 200: wireBatch, 404: lookupErrors('not_found'), ...lookupCommon },
       },
       ...AS_BUILT,
+      errorHandler: sendBatchLookupError,
     },
     async (request) => batches.show(ownerOf(request), (request.params as { id: string }).id),
   );
@@ -176,9 +183,10 @@ export const batchRoutes: FastifyPluginAsync<BatchRouteOptions> = async (app, { 
         operationId: 'cancelBatch',
         tags: ['batches'],
         params: IdParams,
-        response: { 200: wireBatch, 404: errors('not_found'), ...common },
+        response: { 200: wireBatch, 404: lookupErrors('not_found'), ...lookupCommon },
       },
       ...AS_BUILT,
+      errorHandler: sendBatchLookupError,
     },
     async (request) => batches.cancelAndShow(ownerOf(request), (request.params as { id: string }).id),
   );
