@@ -196,13 +196,19 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
       const batch = await client.batches.create({ input_file_id: file.id, endpoint: endpoint as any, completion_window: '24h', metadata: { suite: 'openai-batch' } });
       created.push(batch.id);
       expect(batch).toMatchObject({ object: 'batch', endpoint, input_file_id: file.id, completion_window: '24h', metadata: { suite: 'openai-batch' } });
-      expect(['validating', 'in_progress']).toContain(batch.status);
+      expect(batch.status).toBe('in_progress');
+      // In progress from creation on (creation validated the file), queued or running; results
+      // expire from the end, so no expiry before then.
+      expect(batch.in_progress_at).toBe(batch.created_at);
+      expect(batch.expires_at).toBeNull();
       expect(batch.request_counts).toMatchObject({ total: lines.length });
 
       const done = await untilDone(client, batch.id);
       expect(done.status).toBe('completed');
       expect(done.request_counts).toEqual({ total: 11, completed: 9, failed: 2 });
       expect(done.completed_at).toBeGreaterThanOrEqual(done.created_at);
+      expect(done.in_progress_at).toBe(done.created_at);
+      expect(done.expires_at).toBeGreaterThan(done.completed_at!);
       const output = await content(client, done.output_file_id);
       const errors = await content(client, done.error_file_id);
       expect(output).toHaveLength(9);

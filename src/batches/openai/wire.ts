@@ -77,7 +77,9 @@ export function toOpenAiBatch(job: BatchJob): OpenAiBatch {
     output_file_id: hasResults(job) && job.completed > 0 ? resultFileId(job.id, 'output') : null,
     error_file_id: hasResults(job) && job.failed > 0 ? resultFileId(job.id, 'errors') : null,
     created_at: seconds(job.createdAt)!,
-    in_progress_at: seconds(job.startedAt),
+    // OpenAI's in_progress_at is when validation ended and the batch entered its queue (it then
+    // waits there as `in_progress`); creation validates the whole file, so that is created_at.
+    in_progress_at: seconds(job.createdAt),
     // When the results are deleted (our retention); OpenAI's 24h window never expires a running job here.
     expires_at: seconds(job.expiresAt),
     finalizing_at: null,
