@@ -216,6 +216,19 @@ describe('OpenAI decisions -> domain', () => {
     expect(assistant.body.error.param).toBe('input[0].role');
     const tool = rejected(openAiDecisions, { model: 'm', input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}' }], questions: [{ type: 'predicate', instructions: 'x' }] });
     expect(tool.body.error.message).toContain('"function_call" items are not supported');
+    const noRole = rejected(openAiDecisions, { model: 'm', input: [{ content: 'hi' }], questions: [{ type: 'predicate', instructions: 'x' }] });
+    expect(noRole.body.error).toMatchObject({ param: 'input[0].role', message: 'input[0].role: required, one of user, system, developer' });
+  });
+
+  it('prompt_cache_options: the SDK-typed mode and ttl are accepted and ignored; other values and fields are a 400 naming them', () => {
+    const body = (options: unknown) => ({ model: 'm', input: 'x', prompt_cache_options: options, questions: [{ type: 'predicate', instructions: 'x' }] });
+    for (const ok of [null, {}, { mode: 'implicit' }, { mode: 'explicit', ttl: '30m' }, { mode: null, ttl: null }]) {
+      expect(parsedDecisions(body(ok)).request).toEqual(parsedDecisions(body(undefined)).request);
+    }
+    expect(rejected(openAiDecisions, body({ mode: 'nope' })).body.error).toMatchObject({ param: 'prompt_cache_options.mode', message: expect.stringContaining('"nope"') });
+    expect(rejected(openAiDecisions, body({ ttl: '1h' })).body.error.param).toBe('prompt_cache_options.ttl');
+    expect(rejected(openAiDecisions, body({ retention: 'x' })).body.error.param).toBe('prompt_cache_options.retention');
+    expect(rejected(openAiDecisions, body('implicit')).body.error.param).toBe('prompt_cache_options');
   });
 
   it('limits and typed values: 256 choices, 11 levels, 65 questions, duplicate values are 400 naming the field', () => {

@@ -6,8 +6,8 @@
  * output body is compared with what the synchronous endpoint answers for the same body; every
  * custom_id is in exactly one of the two files. Also: `for await` over batches.list() and
  * files.list() across pages, a second key that sees nothing of the first's, cancel of a large job,
- * creation errors (purpose, size, duplicate custom_ids with their lines, url, metadata) as the SDK's
- * typed errors, a SIGKILL of the server mid-job after which the flow finishes with every line once
+ * creation errors (purpose, size, duplicate custom_ids with their lines, url, metadata,
+ * output_expires_after) as the SDK's typed errors, a SIGKILL of the server mid-job after which the flow finishes with every line once
  * (the kill is made deterministic as in crash.test.ts: it is sent while the test holds the
  * server's SQLite write lock, so the job cannot finish first), and the flow on Postgres with the
  * file uploaded on one API host, the batch created on another and run by a `decide worker`.
@@ -412,6 +412,11 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
     await expect(client.batches.create({ input_file_id: good.id, endpoint: '/v1/chat/completions' as any, completion_window: '24h' })).rejects.toMatchObject({ status: 400, param: 'endpoint' });
     const metadata = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']));
     await expect(client.batches.create({ input_file_id: good.id, endpoint: '/v1/decide' as any, completion_window: '24h', metadata })).rejects.toMatchObject({ status: 400, param: 'metadata' });
+    // output_expires_after: checked as OpenAI checks it (then ignored: result files follow the retention).
+    const expiring = (value: unknown) => client.batches.create({ input_file_id: good.id, endpoint: '/v1/decide' as any, completion_window: '24h', output_expires_after: value as any });
+    await expect(expiring('garbage')).rejects.toMatchObject({ status: 400, param: 'output_expires_after' });
+    await expect(expiring({ anchor: 'created_at', seconds: 5 })).rejects.toMatchObject({ status: 400, param: 'output_expires_after.seconds' });
+    await expect(expiring({ anchor: 'completed_at', seconds: 3600 })).rejects.toMatchObject({ status: 400, param: 'output_expires_after.anchor' });
     await expect(client.batches.create({ input_file_id: 'file-nope', endpoint: '/v1/decide' as any, completion_window: '24h' })).rejects.toMatchObject({ status: 404, param: 'input_file_id' });
     // A field left out is named as missing, not as JavaScript's `undefined`.
     await expect(client.batches.create({ endpoint: '/v1/decide' as any, completion_window: '24h' } as any)).rejects.toMatchObject({

@@ -19,7 +19,7 @@ import { cutText, type NormalizedDecideRequest, type NormalizedOption, type Norm
 import { QUESTION_LIMITS } from '../../domain/question-limits.js';
 import { isApiError } from '../errors.js';
 import type { DialectCall, DialectParse, ParseContext, WireError } from '../dialect.js';
-import { isPlainObject, jsonType } from '../json-value.js';
+import { isPlainObject, jsonType, shownValue } from '../json-value.js';
 import { DEFAULT_VALIDATION_LIMITS, structuredText, type ValidationLimits } from '../validate.js';
 import { invalidRequest, openAiError } from './errors.js';
 import type { DecisionValue } from './schemas.js';
@@ -106,8 +106,10 @@ function inputText(input: unknown, limits: Partial<ValidationLimits>): string {
     if (m.type !== undefined && m.type !== 'message') {
       reject(`${JSON.stringify(String(m.type)).slice(0, 80)} items are not supported: this server scores text (user, system and developer messages)`, `${at}.type`);
     }
-    if (typeof m.role !== 'string' || !TEXT_ROLES.includes(m.role)) {
-      reject(`role ${JSON.stringify(String(m.role)).slice(0, 80)} is not supported (supported: ${TEXT_ROLES.join(', ')})`, `${at}.role`);
+    if (m.role === undefined) reject(`required, one of ${TEXT_ROLES.join(', ')}`, `${at}.role`);
+    if (typeof m.role !== 'string') reject(`must be one of ${TEXT_ROLES.join(', ')}, got ${jsonType(m.role)}`, `${at}.role`);
+    if (!TEXT_ROLES.includes(m.role)) {
+      reject(`role ${JSON.stringify(m.role).slice(0, 80)} is not supported (supported: ${TEXT_ROLES.join(', ')})`, `${at}.role`);
     }
     for (const field of Object.keys(m)) {
       if (!['role', 'content', 'type'].includes(field)) reject('unknown field (allowed: role, content, type)', `${at}.${field}`);
@@ -220,6 +222,25 @@ function question(q: unknown, i: number, limits: ValidationLimits): { domain: No
 }
 
 /**
+ * `prompt_cache_options`, OpenAI's `{mode?: "implicit" | "explicit" | null, ttl?: "30m"}`: checked
+ * as the SDK types it, then ignored (the engine's prefix cache needs no breakpoints).
+ */
+function promptCacheOptions(value: unknown): void {
+  if (value === undefined || value === null) return;
+  if (!isPlainObject(value)) reject(`must be an object, got ${jsonType(value)}`, 'prompt_cache_options');
+  for (const [key, v] of Object.entries(value)) {
+    const at = `prompt_cache_options.${cutText(key, 80)}`;
+    if (key === 'mode') {
+      if (v !== null && v !== 'implicit' && v !== 'explicit') reject(`must be 'implicit', 'explicit' or null, got ${shownValue(v)}`, at);
+    } else if (key === 'ttl') {
+      if (v !== null && v !== '30m') reject(`must be '30m' (the only value), got ${shownValue(v)}`, at);
+    } else {
+      reject('unknown field (allowed: mode, ttl)', at);
+    }
+  }
+}
+
+/**
  * Validates an OpenAI decisions body (already parsed JSON) into the domain request. Never throws.
  * @example
  * const parsed = parseDecisions({ model: 'svc-alpha', input: 'The screen arrived broken.',
@@ -238,8 +259,7 @@ export function parseDecisions(body: unknown, context: ParseContext = {}): Diale
       const v = body[field];
       if (v !== undefined && v !== null && typeof v !== 'string') reject(`must be a string, got ${jsonType(v)}`, field);
     }
-    const cache = body.prompt_cache_options;
-    if (cache !== undefined && cache !== null && !isPlainObject(cache)) reject(`must be an object, got ${jsonType(cache)}`, 'prompt_cache_options');
+    promptCacheOptions(body.prompt_cache_options);
     const stateText = inputText(body.input, lim);
     const questions = body.questions;
     if (!Array.isArray(questions)) reject(`required, an array of 1 to ${lim.maxQuestions} questions, got ${questions === undefined ? 'nothing' : jsonType(questions)}`, 'questions');

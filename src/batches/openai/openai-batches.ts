@@ -75,6 +75,26 @@ function uploadExpirySeconds(fields: ExpiresAfterFields | undefined): number {
   return seconds;
 }
 
+/**
+ * OpenAI's `output_expires_after` on batch creation, `{anchor: "created_at", seconds}` in the range
+ * of an upload's `expires_after`: checked as OpenAI checks it, then ignored (a batch's result files
+ * last as long as its results, the retention).
+ */
+function checkOutputExpiresAfter(value: unknown): void {
+  if (value === undefined || value === null) return;
+  const { min, max } = FILE_EXPIRY_SECONDS;
+  const rule = `{anchor: 'created_at', seconds: an integer from ${min} (1 hour) to ${max} (30 days)}`;
+  if (!isPlainObject(value)) throw oaError(400, `output_expires_after: must be ${rule}, got ${shownValue(value)}`, 'output_expires_after');
+  for (const key of Object.keys(value)) {
+    if (key !== 'anchor' && key !== 'seconds') throw oaError(400, `output_expires_after.${key.slice(0, 64)}: unknown field (allowed: anchor, seconds)`, 'output_expires_after');
+  }
+  if (value.anchor !== 'created_at') throw oaError(400, `output_expires_after.anchor: must be 'created_at' (the only anchor), got ${shownValue(value.anchor)}`, 'output_expires_after.anchor');
+  const seconds = value.seconds;
+  if (!(typeof seconds === 'number' && Number.isInteger(seconds) && seconds >= min && seconds <= max)) {
+    throw oaError(400, `output_expires_after.seconds: must be an integer from ${min} (1 hour) to ${max} (30 days), got ${shownValue(seconds)}`, 'output_expires_after.seconds');
+  }
+}
+
 export class OpenAiBatchApi {
   private readonly newId = monotonicFactory();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -295,6 +315,7 @@ export class OpenAiBatchApi {
     if (typeof completionWindow !== 'string' || !(COMPLETION_WINDOWS as readonly string[]).includes(completionWindow)) {
       throw oaError(400, `completion_window: must be '24h', got ${shownValue(completionWindow)}`, 'completion_window');
     }
+    checkOutputExpiresAfter(body.output_expires_after);
     return { inputFileId, endpoint, completionWindow, metadata: this.metadata(metadata) };
   }
 

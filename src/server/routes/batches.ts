@@ -22,7 +22,7 @@ import { DIALECT_PATHS } from '../../api/dialects.js';
 import { OpenAiErrorSchema } from '../../api/openai/schemas.js';
 import { ref } from '../../api/schemas.js';
 import { BATCH_LIST_LIMIT, type BatchService } from '../../batches/batch-service.js';
-import { COMPLETION_WINDOWS, METADATA_LIMITS, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
+import { COMPLETION_WINDOWS, FILE_EXPIRY_SECONDS, METADATA_LIMITS, type OpenAiBatchApi } from '../../batches/openai/openai-batches.js';
 import { ownerOf } from '../auth.js';
 import { readBatchForm } from '../batch-form.js';
 import { sendError } from '../errors.js';
@@ -57,6 +57,15 @@ const OpenAiBatchCreate = Type.Object(
     completion_window: Type.Union(COMPLETION_WINDOWS.map((w) => Type.Literal(w))),
     metadata: Type.Optional(
       Type.Union([Type.Record(Type.String({ maxLength: METADATA_LIMITS.keyChars }), Type.String({ maxLength: METADATA_LIMITS.valueChars }), { maxProperties: METADATA_LIMITS.keys }), Type.Null()]),
+    ),
+    output_expires_after: Type.Optional(
+      Type.Union([
+        Type.Object(
+          { anchor: Type.Literal('created_at'), seconds: Type.Integer({ minimum: FILE_EXPIRY_SECONDS.min, maximum: FILE_EXPIRY_SECONDS.max }) },
+          { additionalProperties: false, description: "Checked, then ignored: a batch's result files last as long as its results." },
+        ),
+        Type.Null(),
+      ]),
     ),
   },
   { additionalProperties: false },
