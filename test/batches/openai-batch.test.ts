@@ -301,6 +301,13 @@ describe('the openai SDK against decide serve (SQLite store)', () => {
     for await (const f of client.files.list({ limit: 1 } as any)) files.push(f.id);
     expect(files.length).toBeGreaterThanOrEqual(3);
     expect(new Set(files).size).toBe(files.length);
+    expect((await client.files.list({ purpose: 'batch' })).data.map((f) => f.id).sort()).toEqual([...files].sort());
+    expect((await client.files.list({ purpose: 'fine-tune' })).data).toEqual([]);
+    for (const query of ['purpose=batch&purpose=batch', 'purpose=']) {
+      const res = await fetch(`${server.url}/v1/files?${query}`, { headers: { authorization: `Bearer ${KEY_A}` } });
+      expect(res.status, query).toBe(400);
+      expect(((await res.json()) as { error: { param: string } }).error.param).toBe('purpose');
+    }
 
     const other = sdk(server, KEY_B);
     const seen: string[] = [];

@@ -190,6 +190,11 @@ export class OpenAiBatchApi {
     if (query.after !== undefined && (typeof query.after !== 'string' || !isUploadFileId(query.after))) {
       throw oaError(400, 'after: must be a file id (the last id of the previous page)', 'after');
     }
+    // One purpose: OpenAI's others (fine-tune, assistants, ...) name no file here, so they list
+    // none; a purpose given twice or empty is the caller's mistake, not an empty list.
+    if (query.purpose !== undefined && (typeof query.purpose !== 'string' || query.purpose === '')) {
+      throw oaError(400, `purpose: must be one purpose, e.g. 'batch' (the only one a file here has), got ${Array.isArray(query.purpose) ? 'it more than once' : shownValue(query.purpose)}`, 'purpose');
+    }
     // Only uploads are listed; a batch's output and error files are reached through the batch.
     const rows = query.purpose !== undefined && query.purpose !== 'batch' ? [] : await this.files.list(owner, limit + 1, order, Date.now(), query.after as string | undefined);
     const data = rows.slice(0, limit).map(uploadFileObject);
