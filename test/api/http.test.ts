@@ -383,6 +383,11 @@ describe('other routes', () => {
     const ulid = String(res.headers['x-request-id']).slice(4);
     const fromUlid = [...ulid].reduce((n, c) => n * 32n + BigInt('0123456789ABCDEFGHJKMNPQRSTVWXYZ'.indexOf(c)), 0n);
     expect(typesafeId).toBe(`req_${fromUlid.toString(16).padStart(32, '0')}`);
+    // Its errors are named the same way (the body stays ours).
+    const refused = await app.inject({ method: 'GET', url: '/v1/models', headers: { authorization: 'Basic x' } });
+    expect(refused.statusCode).toBe(401);
+    expect(refused.json().code).toBe('invalid_key');
+    expect(String(refused.headers['x-typesafe-request-id'])).toMatch(/^req_[0-9a-f]{32}$/);
   });
 
   it('/openapi.json documents the routes from their schemas', async () => {

@@ -9,6 +9,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ref } from '../../api/schemas.js';
 import { TYPESAFE_REQUEST_ID_HEADER } from '../../api/systemone/index.js';
 import type { DecisionService } from '../../service/decision-service.js';
+import { sendError } from '../errors.js';
 import { typesafeRequestId } from '../request-id.js';
 
 export const modelRoutes: FastifyPluginAsync<{ service: DecisionService }> = async (app, { service }) => {
@@ -21,6 +22,8 @@ export const modelRoutes: FastifyPluginAsync<{ service: DecisionService }> = asy
         tags: ['models'],
         response: { 200: ref('ModelListing'), 401: ref('Error', 'invalid_key'), 429: ref('Error', 'rate_limited'), 500: ref('Error', 'server_error') },
       },
+      // System One names every answer of its paths, errors included (the body stays ours).
+      errorHandler: (err, request, reply) => sendError(err, request, reply.header(TYPESAFE_REQUEST_ID_HEADER, typesafeRequestId(request.id))),
     },
     async (request, reply) => {
       reply.header(TYPESAFE_REQUEST_ID_HEADER, typesafeRequestId(request.id));
