@@ -28,7 +28,7 @@ import { registerMetrics } from './metrics.js';
 import { DEFAULT_INVALID_KEY_LIMIT, rateLimitFromEnv, registerRateLimit } from './rate-limit.js';
 import { checkAppOptions, checkServerOptions, type DecisionAppOptions, type LoggerOptions, type ServerOptions } from './server-options.js';
 import { BodyThread } from './body-thread.js';
-import { parseJsonBody } from './json-body.js';
+import { parseJsonBody, rejectUnreadableBody } from './json-body.js';
 import { registerPreflight } from './preflight.js';
 import { afterOwedResponses, countOwedResponses } from './owed-responses.js';
 import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
@@ -129,6 +129,7 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
   // Bodies: JSON only, as UTF-8; other content types are 400 invalid_question (errors.ts).
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJsonBody);
+  app.addHook('preValidation', rejectUnreadableBody);
 
   // 2. OPTIONS needs no key: answered here, its body unread. 3. Authentication (request.keyId)
   // with its per-IP limit on failures, 4. the per-key rate limit.

@@ -24,11 +24,25 @@ export function readJsonBody(body: Uint8Array): JsonBody {
   return { ok: false, message: `request body: ${parsed.reason}`, ...(parsed.path === undefined ? {} : { path: parsed.path }) };
 }
 
+/**
+ * A body read whole that is not JSON, handed on as the request's body instead of failing the parser:
+ * fastify closes the connection after a parser error (the client might still be sending), which
+ * would leave a request pipelined behind this one unanswered. rejectUnreadableBody() throws its
+ * error before validation, so the route's error handler answers it as before.
+ */
+export class UnreadableBody {
+  constructor(readonly error: ApiError) {}
+}
+
 /** The server's parser of `application/json` bodies (fastify's content type parser, parseAs buffer). */
 export function parseJsonBody(_request: FastifyRequest, body: Buffer, done: (err: Error | null, value?: unknown) => void): void {
   const read = readJsonBody(body);
-  if (!read.ok) return done(unreadableBodyError(read));
-  done(null, read.value);
+  done(null, read.ok ? read.value : new UnreadableBody(unreadableBodyError(read)));
+}
+
+/** The preValidation hook that answers an UnreadableBody with its error (through the route's error handler). */
+export async function rejectUnreadableBody(request: FastifyRequest): Promise<void> {
+  if (request.body instanceof UnreadableBody) throw request.body.error;
 }
 
 /** The error of a body that does not read as JSON; `field` is the place in the body, where one is known. */

@@ -721,6 +721,31 @@ describe('a malformed request pipelined behind good ones', () => {
     }
   });
 
+  it('a body that is not JSON (read whole) is its 400 and the connection stays: the request behind it is answered', async () => {
+    const good = keptAlivePost('/v1/decide', { 'Content-Type': 'application/json' }, JSON.stringify(decideBody('a state')));
+    for (const [path, bad, status] of [
+      ['/v1/decide', '{x}', 400],
+      ['/v1/decide', '{"a":1,"a":2}', 400],
+      ['/v1/decide', '', 400],
+      ['/v1/systemone', '{"state":"\\ud800"}', 422],
+      ['/v1/decisions', 'nope', 400],
+      ['/v1/batches', '{x}', 400],
+    ] as const) {
+      const conn = new KeptAlive();
+      try {
+        conn.send(keptAlivePost(path, { 'Content-Type': 'application/json' }, bad) + good);
+        const refused = await conn.next(20_000);
+        expect(refused?.status, `${path} ${bad}`).toBe(status);
+        expect(refused?.headers.connection, `${path} ${bad}`).not.toBe('close');
+        const answered = await conn.next(20_000);
+        expect(answered?.status, `${path} ${bad}`).toBe(200);
+        expect(JSON.parse(answered!.body).answers, `${path} ${bad}`).toBeDefined();
+      } finally {
+        conn.close();
+      }
+    }
+  });
+
   it('the good ones are answered first, in order; then the error, and the connection is closed', async () => {
     const decide = keptAlivePost('/v1/decide', { 'Content-Type': 'application/json' }, JSON.stringify(decideBody('a state')));
     const health = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n';
