@@ -53,8 +53,9 @@ export function useOwnRequestIds(app: FastifyInstance): void {
   });
 }
 
+/** The request's path: without the query, and of an absolute-form target (`POST http://host/v1/decide`), which fastify routes by its path, the path alone. */
 function pathOf(req: IncomingMessage): string {
-  const url = req.url ?? '';
+  const url = (req.url ?? '').replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '');
   const q = url.indexOf('?');
   return q === -1 ? url : url.slice(0, q);
 }

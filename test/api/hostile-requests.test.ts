@@ -451,6 +451,19 @@ describe('HTTP without a Host header', () => {
   });
 });
 
+describe('an absolute-form request target (POST http://host/v1/decide, as a forward proxy sends it)', () => {
+  it('is the door its path names: a decision with its dec_ id, and a System One error with its own id', async () => {
+    const decided = await rawRequest(post(`http://127.0.0.1:${port}/v1/decide`, { 'Content-Type': 'application/json' }, JSON.stringify(decideBody('a state'))));
+    expect(decided?.status).toBe(200);
+    const body = JSON.parse(decided!.body);
+    expect(body.id).toMatch(/^dec_[0-9A-HJKMNP-TV-Z]{26}$/);
+    expect(decided!.headers['x-request-id']).toBe(body.id);
+    const refused = await rawRequest(post(`http://127.0.0.1:${port}/v1/systemone?x=1`, { 'Content-Type': 'application/json' }, '{}'));
+    expect(refused?.status).toBe(422);
+    expect(refused!.headers['x-typesafe-request-id']).toMatch(/^req_[0-9a-f]{32}$/);
+  });
+});
+
 describe('keys', () => {
   it('two Authorization headers are 401 invalid_key, even when both hold the good key', async () => {
     const request = `GET /v1/models HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TEST_KEY}\r\nAuthorization: Bearer ${TEST_KEY}\r\nConnection: close\r\n\r\n`;
