@@ -13,6 +13,7 @@ import type { WireError } from '../api/dialect.js';
 import { DIALECTS } from '../api/dialects.js';
 import { ApiError, ERROR_CODES, ERROR_STATUS, isApiError, toApiError } from '../api/errors.js';
 import { toOpenAiWire } from '../batches/openai/errors.js';
+import { countUnrouted } from './metrics.js';
 import { logErrorAnswer } from './request-log.js';
 
 /** Fastify's own 4xx errors and their API error. Messages are ours: fastify's name no fields. */
@@ -141,6 +142,7 @@ export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest
       ? new ApiError('not_found', `no route ${request.method} ${pathForMessage(request)}: a path segment longer than any id`)
       : new ApiError('invalid_question', err.code === 'FST_ERR_BAD_URL' ? 'malformed URL' : 'bad request');
   logErrorAnswer(request, error.status, error.code, err);
+  countUnrouted(request, reply);
   // Also set by the request-id hook, which these errors precede.
   reply.header('x-request-id', request.id);
   void sendWire(reply, doorError(pathOnly, error, request.id));

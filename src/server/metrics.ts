@@ -168,9 +168,23 @@ export async function renderMetrics(http: HttpMetrics, service: DecisionService,
   return `${out.join('\n')}\n`;
 }
 
+/** The counters of each HTTP server, for the answers no route's hooks see (countUnrouted). */
+const metricsOfServer = new WeakMap<object, HttpMetrics>();
+
+/**
+ * Counts an answer given before routing (fastify's frameworkErrors: a malformed URL), which runs
+ * no onResponse hook, under route `unmatched` once it is sent.
+ */
+export function countUnrouted(request: FastifyRequest, reply: FastifyReply): void {
+  const http = metricsOfServer.get(request.server.server);
+  if (!http) return;
+  reply.raw.once('finish', () => http.observe(request.method, 'unmatched', reply.statusCode, reply.elapsedTime / 1000));
+}
+
 /** Counts every response of the API's level (app.ts) and serves GET /metrics. */
 export function registerMetrics(app: FastifyInstance, service: DecisionService, bodies: BodyThread): HttpMetrics {
   const http = new HttpMetrics();
+  metricsOfServer.set(app.server, http);
   app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     http.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000);

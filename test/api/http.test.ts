@@ -481,6 +481,8 @@ describe('other routes', () => {
 
   it('/metrics is Prometheus text with HTTP and engine series', async () => {
     await decide(decideBody('metrics state'));
+    // Answered before routing (no route's hooks run): counted all the same.
+    expect((await app.inject({ method: 'GET', url: '/v1/models/%ZZ', headers: AUTH })).statusCode).toBe(400);
     const res = await app.inject({ method: 'GET', url: '/metrics' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -501,6 +503,7 @@ describe('other routes', () => {
     }
     expect(text).toMatch(/^decide_http_requests_total\{method="POST",route="\/v1\/decide",status="200"\} [1-9]\d*$/m);
     expect(text).toMatch(/^decide_http_requests_total\{method="GET",route="unmatched",status="404"\} [1-9]\d*$/m);
+    expect(text).toMatch(/^decide_http_requests_total\{method="GET",route="unmatched",status="400"\} [1-9]\d*$/m);
     for (const name of [
       'decide_engine_forward_passes_total',
       'decide_engine_prefix_tokens_computed_total',
