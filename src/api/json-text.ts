@@ -12,6 +12,7 @@
  *   ("1.0", "1e2", an id of 20 digits): an object state reaches the model as the client wrote it.
  */
 import { recordKeyOrder, recordNumberText } from '../domain/key-order.js';
+import { jsonSyntaxErrorOffset } from './json-syntax-error.js';
 
 
 /**
@@ -105,21 +106,22 @@ function writesAs(value: number, text: string): boolean {
   return JSON.stringify(value) === text;
 }
 
-/** Where V8's message says the error is, as ' (at line L, column C)'; never any of the text. */
+/**
+ * Where the error is, as ' (at line L, column C)', never any of the text: V8's position where its
+ * message has one, else where jsonSyntaxErrorOffset() finds it (V8 names some tokens without a place).
+ */
 function syntaxErrorPlace(text: string, message: string): string {
   const at = /at position (\d+)/.exec(message);
-  if (at) {
-    const position = Math.min(Number(at[1]), text.length);
-    let line = 1;
-    let lineStart = 0;
-    for (let i = text.indexOf('\n'); i !== -1 && i < position; i = text.indexOf('\n', i + 1)) {
-      line += 1;
-      lineStart = i + 1;
-    }
-    return ` (at line ${line}, column ${position - lineStart + 1})`;
+  const position = at ? Math.min(Number(at[1]), text.length) : /Unexpected end of JSON input/.test(message) ? text.length : jsonSyntaxErrorOffset(text);
+  if (position === -1) return '';
+  if (position >= text.length && !at) return ' (it ends early)';
+  let line = 1;
+  let lineStart = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < position; i = text.indexOf('\n', i + 1)) {
+    line += 1;
+    lineStart = i + 1;
   }
-  if (/Unexpected end of JSON input/.test(message)) return ' (it ends early)';
-  return '';
+  return ` (at line ${line}, column ${position - lineStart + 1})`;
 }
 
 /** A step of a path: an object's key or an array's index (a number, so no string is made per step). */
