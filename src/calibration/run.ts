@@ -9,6 +9,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { ApiError } from '../api/errors.js';
+import { isEngineError } from '../errors/engine-error.js';
 import { QUESTION_TYPES, type QuestionType } from '../api/schemas.js';
 import { loadCalibration } from '../runtime/calibrate.js';
 import { checkNewModelId, defaultVersionId, writeModelVersion } from '../models/model-version.js';
@@ -16,6 +17,7 @@ import { directoryProblem } from '../models/make-directories.js';
 import { parseDatedId } from '../models/registry.js';
 import type { EngineOptions } from '../engine/engine-options.js';
 import { DecisionService } from '../service/decision-service.js';
+import { checkCalibrateOptions } from './calibrate-options.js';
 import { CalibrationError } from './calibration-error.js';
 import { CalibrationDataError, readCalibrationData } from './data.js';
 import { fitType, isIdentity, TEMPERATURE_RANGE, type CandidateName } from './fit.js';
@@ -137,6 +139,7 @@ function compare(
  * console.log(report.model, report.types.choice?.temperature, report.types.choice?.ece.after.value);
  */
 export async function calibrateModel(options: CalibrateOptions): Promise<CalibrationReport> {
+  checkCalibrateOptions(options);
   const now = options.now ?? new Date();
   const seed = options.seed ?? 1;
   const log = options.log ?? (() => undefined);
@@ -152,6 +155,8 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
       preload: [],
     });
   } catch (err) {
+    // A bad engine option or thread count is the caller's to fix, as a bad flag is.
+    if (isEngineError(err) && err.code === 'ERR_INPUT') throw new CalibrationError(err.message, 2, 'invalid_argument');
     throw new CalibrationError(`cannot open the models: ${(err as Error).message}`, 1, 'models_unavailable');
   }
   try {
@@ -168,6 +173,13 @@ export async function calibrateModel(options: CalibrateOptions): Promise<Calibra
       checkNewModelId(modelsDir, newId);
     } catch (err) {
       throw new CalibrationError((err as Error).message, 2, 'invalid_id');
+    }
+    // The new version is written into the models directory: one that takes no folder (read-only,
+    // not ours) is found now, not after the rows are scored. Probed under a hidden name, which the
+    // registry never lists.
+    const unwritable = directoryProblem(path.join(modelsDir, `.${newId}.probe-${process.pid}`));
+    if (unwritable) {
+      throw new CalibrationError(`the models directory ${modelsDir} cannot take the new version ${newId}: ${unwritable}`, 1, 'models_unavailable');
     }
     // The report's folder is checked before anything is scored or installed: a path that cannot
     // be a folder would otherwise fail after the new version is already in the models directory.

@@ -5,6 +5,7 @@
  */
 
 import { describeError } from '../api/errors.js';
+import { SEED_RANGE } from '../calibration/calibrate-options.js';
 import { calibrateModel, CalibrationError, type CalibrationReport } from '../calibration/run.js';
 import { commandError, intArg, parseCommand } from './args.js';
 import { dirOption } from './dir-options.js';
@@ -97,7 +98,7 @@ export async function run(argv: string[]): Promise<number> {
   const { values } = parsed;
   const invalid = (message: string) => refuse(new CalibrationError(message, 2, 'invalid_argument'), values.json);
   if (!values.model || !values.data) return values.json ? invalid('give --model and --data') : commandError('calibrate', `give --model and --data\n\n${HELP}`, 2);
-  const seed = values.seed === undefined ? undefined : intArg(values.seed, '--seed', 0, 2 ** 31 - 1);
+  const seed = values.seed === undefined ? undefined : intArg(values.seed, '--seed', SEED_RANGE.min, SEED_RANGE.max);
   if (typeof seed === 'string') return invalid(seed);
   const engine = engineOptionsFromFlags(values);
   if (typeof engine === 'string') return invalid(engine);

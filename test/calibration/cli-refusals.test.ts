@@ -2,13 +2,14 @@
 // the message on stderr names what is wrong (every unusable label with its question's options,
 // even when no label is usable), and with --json stdout holds {"error": {code, message, exit_code,
 // ...details}} instead of staying empty. Nothing is written.
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { MODEL_ID, tempWorkspace } from '../batches/helpers.js';
-import { runDecide } from '../helpers/bin.js';
+import { decideBin, runDecide } from '../helpers/bin.js';
 import { QUESTIONS } from './helpers.js';
 
 let dir: string;
@@ -131,3 +132,42 @@ describe('a --report folder the system refuses', () => {
     expect(res.stderr).toBe("decide calibrate: --report /proc/decide-test-report: cannot be the report's folder: cannot create /proc/decide-test-report: ENOENT\n");
   }, 120_000);
 });
+
+describe('a models folder that takes no new folder', () => {
+  it('is refused as models_unavailable (exit 1) before any row is scored, saying so', async (ctx) => {
+    // Root passes every permission check: the CLI then runs as nobody, for whom a 0555 folder is
+    // read-only. Where nobody cannot start the CLI (a folder above the checkout closed to other
+    // users), there is no unprivileged user to run it as, and the test says so.
+    const user: { uid?: number; gid?: number } = process.getuid?.() === 0 ? unprivilegedUser() : {};
+    const bin = await decideBin();
+    if (user.uid !== undefined) {
+      const reach = spawnSync(process.execPath, ['-e', 'require("fs").accessSync(process.argv[1], require("fs").constants.R_OK)', bin], user);
+      ctx.skip(reach.status !== 0, `nobody cannot read ${bin} (a folder above it is closed to other users)`);
+    }
+    const readOnly = path.join(dir, 'read-only-models');
+    await mkdir(readOnly);
+    await symlink(await readlink(path.join(modelsDir, MODEL_ID)), path.join(readOnly, MODEL_ID), 'dir');
+    await chmod(readOnly, 0o555);
+    const file = path.join(await mkdtemp(path.join(dir, 'data-')), 'data.jsonl');
+    await writeFile(file, `${Array.from({ length: 30 }, () => row({ topic: 'billing' })).join('\n')}\n`);
+    await chmod(path.dirname(file), 0o755);
+    await chmod(dir, 0o755);
+    const res = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const args = [bin, 'calibrate', '--model', MODEL_ID, '--data', file, '--models-dir', readOnly, '--as', 'svc-alpha-2027-06-01', '--threads', '1', '--json'];
+      execFile(process.execPath, args, { cwd: dir, ...user }, (err, stdout, stderr) => resolve({ code: err ? Number(err.code) : 0, stdout, stderr }));
+    });
+    expect(res.code, res.stderr).toBe(1);
+    const { error } = JSON.parse(res.stdout);
+    expect(error).toMatchObject({ code: 'models_unavailable', exit_code: 1 });
+    expect(error.message).toMatch(/^the models directory .*read-only-models cannot take the new version svc-alpha-2027-06-01: cannot create .*EACCES$/);
+    // Refused before scoring: no progress line, nothing written.
+    expect(res.stderr).not.toMatch(/scoring|rows/);
+    expect(await readdir(readOnly)).toEqual([MODEL_ID]);
+  }, 120_000);
+});
+
+/** The uid and gid of nobody, for a check that root would pass. */
+function unprivilegedUser(): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'nobody'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
