@@ -3,7 +3,7 @@ import path from 'node:path';
 
 import { ImportError, importModel } from '../models/import/import-model.js';
 import { bf16Unsupported } from '../models/import/import-model-options.js';
-import { COMMAND_TERMS, insideModelProblem, ModelOutputError } from '../models/output-dir.js';
+import { IMPORT_MODEL_TERMS, insideModelProblem, ModelOutputError } from '../models/output-dir.js';
 import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { formatDuration } from './progress.js';
@@ -84,7 +84,7 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof graph === 'number') return graph;
   const { dtype, attention, causalStates, ownKernels, segmentIds } = graph;
   const outDir = values.id ? path.join(values.out, values.id) : values.out;
-  const nested = insideModelProblem(path.resolve(outDir));
+  const nested = insideModelProblem(path.resolve(outDir), IMPORT_MODEL_TERMS);
   if (nested) return commandError('import-model', `cannot import ${positionals[0]}: ${nested}`, 1);
   const started = Date.now();
   const progress = new WeightProgress();
@@ -125,7 +125,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   } catch (err) {
     if (err instanceof ImportError) {
-      const why = err.cause instanceof ModelOutputError ? err.cause.inTermsOf(COMMAND_TERMS) : err.message;
+      const why = err.cause instanceof ModelOutputError ? err.cause.inTermsOf(IMPORT_MODEL_TERMS) : err.message;
       return commandError('import-model', `cannot import ${positionals[0]}: ${why}`, 1);
     }
     throw err;

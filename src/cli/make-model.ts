@@ -2,7 +2,7 @@
 import path from 'node:path';
 
 import { makeModel, PRESETS } from '../models/builder/index.js';
-import { COMMAND_TERMS, insideModelProblem, ModelOutputError } from '../models/output-dir.js';
+import { MAKE_MODEL_TERMS, insideModelProblem, ModelOutputError } from '../models/output-dir.js';
 import { newModelIdProblem } from '../models/registry.js';
 import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice, presetProblem } from './graph-options.js';
@@ -71,7 +71,7 @@ export async function run(argv: string[]): Promise<number> {
   const out = path.resolve(values.out);
   const idProblem = newModelIdProblem(path.dirname(out), path.basename(out));
   if (idProblem) return commandError('make-model', `--out ${values.out}: the directory's name is its model id: ${idProblem}`, 1);
-  const nested = insideModelProblem(out);
+  const nested = insideModelProblem(out, MAKE_MODEL_TERMS);
   if (nested) return commandError('make-model', nested, 1);
   await removeLeftoverTwins();
   const preset = values.preset;
@@ -90,7 +90,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     result = await makeModel({ preset, outDir: values.out, seed, dtype, features, force: values.force, ...(checkInt8 ? { beforePlacing: checkInt8 } : {}) });
   } catch (err) {
-    if (err instanceof ModelOutputError) return commandError('make-model', err.inTermsOf(COMMAND_TERMS), 1);
+    if (err instanceof ModelOutputError) return commandError('make-model', err.inTermsOf(MAKE_MODEL_TERMS), 1);
     if (err instanceof Int8CheckError) return commandError('make-model', err.message, 1);
     throw err;
   } finally {

@@ -44,12 +44,14 @@ export interface OutputTerms {
 }
 /** makeModel's and importModel's options: a library caller's terms, and the messages' own. */
 export const LIBRARY_TERMS: OutputTerms = { out: 'outDir', force: 'force: true' };
-/** `decide make-model` and `decide import-model`: their flags. */
-export const COMMAND_TERMS: OutputTerms = { out: '--out', force: '--force', byId: 'give the models directory with --id NAME' };
+/** `decide make-model`: its flags (the new model's folder is always --out itself). */
+export const MAKE_MODEL_TERMS: OutputTerms = { out: '--out', force: '--force' };
+/** `decide import-model`: its flags (--out DIR --id NAME writes DIR/NAME). */
+export const IMPORT_MODEL_TERMS: OutputTerms = { ...MAKE_MODEL_TERMS, byId: 'give the models directory with --id NAME' };
 
 /**
  * Why a model may not be written where asked: an EngineError ERR_INPUT, its message in the library's
- * terms (outDir, force: true); a command shows inTermsOf(COMMAND_TERMS), naming its flags.
+ * terms (outDir, force: true); a command shows inTermsOf(MAKE_MODEL_TERMS or IMPORT_MODEL_TERMS), naming its flags.
  */
 export class ModelOutputError extends EngineError {
   private readonly wording: (terms: OutputTerms) => string;
@@ -190,14 +192,14 @@ export async function checkModelOutput(outDir: string, opts: ModelOutputOptions)
  * graph), or any folder above it that is one of ours. Only ours is looked for higher up: a project
  * folder that happens to hold a config.json and a model.onnx may well keep its models directory inside it.
  */
-export function insideModelProblem(out: string): string | undefined {
+export function insideModelProblem(out: string, terms: OutputTerms): string | undefined {
   const parent = path.dirname(out);
   const listed = existsSync(path.join(parent, 'config.json')) && GRAPH_CANDIDATES.some((g) => existsSync(path.join(parent, g)));
   for (let dir = parent; ; dir = path.dirname(dir)) {
     if ((dir === parent && listed) || writtenByUs(dir)) {
       return (
         `--out ${out} lies inside the model directory ${dir}: a model there is served by no models directory, and it would change ` +
-        `that model's own folder; write it beside it instead (the models directory ${path.dirname(dir)}, with --id NAME)`
+        `that model's own folder; write it beside it instead (in the models directory ${path.dirname(dir)}: ${terms.byId ? `${terms.byId}, or ` : ''}${terms.out} ${path.join(path.dirname(dir), 'NAME')})`
       );
     }
     if (path.dirname(dir) === dir) return undefined;

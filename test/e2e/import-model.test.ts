@@ -330,7 +330,7 @@ describe('decide import-model --out never destroys what is not its own', () => {
       const res = await runDecide(['import-model', path.join(FIXTURES, 'qwen3'), ...args]);
       expect(res.code, res.stderr).toBe(1);
       expect(res.stderr).toContain(`lies inside the model directory ${inside}: a model there is served by no models directory`);
-      expect(res.stderr).toContain(`write it beside it instead (the models directory ${modelsDir}, with --id NAME)`);
+      expect(res.stderr).toContain(`write it beside it instead (in the models directory ${modelsDir}: give the models directory with --id NAME, or --out ${path.join(modelsDir, 'NAME')})`);
       expect(await snapshot(modelsDir)).toEqual(before);
     }
   });

@@ -51,6 +51,15 @@ describe('decide make-model --segment-ids', () => {
     const res = await runDecide(['make-model', '--preset', 'tiny', '--out', path.join(host, 'inner-2026-11')]);
     expect(res.code).toBe(1);
     expect(res.stderr).toContain(`lies inside the model directory ${host}: a model there is served by no models directory`);
+    // The way out in make-model's own flags (it has no --id).
+    expect(res.stderr).toContain(`write it beside it instead (in the models directory ${path.dirname(host)}: --out ${path.join(path.dirname(host), 'NAME')})`);
+    expect(res.stderr).not.toContain('--id');
+    const models = path.join(scratch, 'project');
+    await mkdir(models, { recursive: true });
+    await writeFile(path.join(models, 'notes.txt'), 'mine');
+    const whole = await runDecide(['make-model', '--preset', 'tiny', '--out', models, '--force']);
+    expect(whole.code).toBe(1);
+    expect(whole.stderr).toMatch(/is not a model directory \(no config\.json\); --out names the new model's own directory \(e\.g\. .*NAME-YYYY-MM\)\n$/);
     expect((await readdir(host, { recursive: true })).sort()).toEqual(before);
   });
 
