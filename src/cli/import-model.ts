@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ImportError, importModel } from '../models/import/import-model.js';
 import { bf16Unsupported } from '../models/import/import-model-options.js';
 import { IMPORT_MODEL_TERMS, insideModelProblem, ModelOutputError } from '../models/output-dir.js';
+import { modelIdProblem } from '../models/registry.js';
 import { commandError, parseCommand } from './args.js';
 import { GRAPH_OPTIONS, graphChoice } from './graph-options.js';
 import { formatDuration } from './progress.js';
@@ -74,9 +75,10 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(HELP);
     return 2;
   }
-  if (values.id !== undefined && (values.id === '' || values.id.includes('/') || values.id.includes('\\') || values.id.startsWith('.'))) {
-    return commandError('import-model', `--id must be a model id (a directory name), got '${values.id}'`);
-  }
+  // The id's own rules (a usage error, exit 2, whatever the character); the one that depends on
+  // the models directory (an alias of dated versions there) is the import's to say.
+  const idProblem = values.id === undefined ? undefined : modelIdProblem(values.id, []);
+  if (idProblem) return commandError('import-model', `--id: ${idProblem}`);
   // Usage errors exit 2, as every command's do; a checkpoint that cannot be imported exits 1.
   // A bf16 checkpoint's user asks for bf16 output: say why not and what to use instead.
   if (values.dtype === 'bf16') return commandError('import-model', bf16Unsupported((d) => `--dtype ${d}`));

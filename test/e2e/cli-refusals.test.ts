@@ -202,10 +202,17 @@ describe('small refusals, each a usage error (exit 2) before anything is read or
     expect(existsSync(path.join(scratch, '-'))).toBe(false);
   });
 
-  it('import-model --id "": refused as an id', () => {
-    const res = decide(['import-model', 'hf', '--out', 'im', '--id', '']);
-    expect(res.code).toBe(2);
-    expect(res.stderr).toBe("decide import-model: --id must be a model id (a directory name), got ''\n");
+  it('import-model --id that is no model id: the same usage error (exit 2) whatever the character', () => {
+    for (const id of ['', 'bad id!', '../escape', '.hidden', 'x'.repeat(129)]) {
+      const res = decide(['import-model', 'hf', '--out', 'im', '--id', id]);
+      expect(res.code, id).toBe(2);
+      expect(res.stderr, id).toBe(
+        `decide import-model: --id: '${id}' is not a valid model id (letters, digits, '.', '_', '-', starting with a letter or digit; at most 128 characters)\n`,
+      );
+    }
+    const undated = decide(['import-model', 'hf', '--out', 'im', '--id', 'svc-2026-13']);
+    expect(undated.code).toBe(2);
+    expect(undated.stderr).toContain("--id: 'svc-2026-13' ends in a date that does not exist");
   });
 });
 
