@@ -72,8 +72,9 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   if (positionals.length !== 1 || !values.out) {
-    process.stderr.write(HELP);
-    return 2;
+    const missing = positionals.length > 1 ? `one HF_DIR, got ${positionals.length}` : positionals.length === 0 ? 'HF_DIR (the checkpoint folder)' : '';
+    const want = [missing, values.out ? '' : values.out === '' ? '--out (a folder, got an empty value)' : '--out'].filter(Boolean).join(' and ');
+    return commandError('import-model', `give ${want}\n\n${HELP}`);
   }
   // The id's own rules (a usage error, exit 2, whatever the character); the one that depends on
   // the models directory (an alias of dated versions there) is the import's to say.

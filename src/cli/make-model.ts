@@ -50,8 +50,8 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
   if (!values.preset || !values.out) {
-    process.stderr.write(HELP);
-    return 2;
+    const want = [values.preset ? '' : '--preset', values.out ? '' : values.out === '' ? '--out (a folder, got an empty value)' : '--out'].filter(Boolean).join(' and ');
+    return commandError('make-model', `give ${want}\n\n${HELP}`);
   }
   // Usage errors exit 2 with the command's message, as every command's do.
   const seed = Number(values.seed);

@@ -202,6 +202,23 @@ describe('small refusals, each a usage error (exit 2) before anything is read or
     expect(existsSync(path.join(scratch, '-'))).toBe(false);
   });
 
+  it('make-model and import-model without what they need: a first line naming it, then the usage (exit 2)', () => {
+    for (const [args, first] of [
+      [['make-model'], 'decide make-model: give --preset and --out'],
+      [['make-model', '--preset', 'tiny'], 'decide make-model: give --out'],
+      [['make-model', '--out', 'mm'], 'decide make-model: give --preset'],
+      [['make-model', '--preset', 'tiny', '--out='], 'decide make-model: give --out (a folder, got an empty value)'],
+      [['import-model', 'hf'], 'decide import-model: give --out'],
+      [['import-model', '--out', 'im'], 'decide import-model: give HF_DIR (the checkpoint folder)'],
+      [['import-model', 'a', 'b', '--out', 'im'], 'decide import-model: give one HF_DIR, got 2'],
+    ] as const) {
+      const res = decide([...args]);
+      expect(res.code, args.join(' ')).toBe(2);
+      expect(res.stderr.split('\n')[0], args.join(' ')).toBe(first);
+      expect(res.stderr, args.join(' ')).toContain(`usage: decide ${args[0]}`);
+    }
+  });
+
   it('import-model --id that is no model id: the same usage error (exit 2) whatever the character', () => {
     for (const id of ['', 'bad id!', '../escape', '.hidden', 'x'.repeat(129)]) {
       const res = decide(['import-model', 'hf', '--out', 'im', '--id', id]);
