@@ -37,7 +37,15 @@ export function parseCommand<const O extends OptionsConfig>(
   const all: OptionsConfig = { ...options, help: { type: 'boolean', short: 'h' } };
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options: all, strict: true, allowPositionals });
+    parsed = parseArgs({ args: argv, options: all, strict: true, allowPositionals, tokens: true });
+    // parseArgs keeps the last of an option given twice: a pasted second --out would send the
+    // results somewhere the caller did not read. A value option is taken once.
+    const seen = new Set<string>();
+    for (const token of parsed.tokens) {
+      if (token.kind !== 'option' || all[token.name]?.type !== 'string') continue;
+      if (seen.has(token.name)) throw new Error(`--${token.name} is given more than once; give it once`);
+      seen.add(token.name);
+    }
   } catch (err) {
     onUsageError?.((err as Error).message);
     process.stderr.write(`decide ${command}: ${(err as Error).message}\n\n${help}`);

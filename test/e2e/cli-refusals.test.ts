@@ -202,6 +202,20 @@ describe('small refusals, each a usage error (exit 2) before anything is read or
     expect(existsSync(path.join(scratch, '-'))).toBe(false);
   });
 
+  it('a value flag given twice is refused (exit 2) naming it, never the last one kept', () => {
+    for (const args of [
+      ['make-model', '--preset', 'tiny', '--preset', 'small', '--out', 'twice'],
+      ['batch', 'in.jsonl', '--model', 'a', '--out', 'one.jsonl', '--out', 'two.jsonl'],
+      ['serve', '--port', '0', '--port=0'],
+    ]) {
+      const res = decide(args);
+      const flag = args.find((a, i) => a.startsWith('--') && args.slice(i + 1).some((b) => b.split('=')[0] === a.split('=')[0]))!.split('=')[0];
+      expect(res.code, args.join(' ')).toBe(2);
+      expect(res.stderr.split('\n')[0], args.join(' ')).toBe(`decide ${args[0]}: ${flag} is given more than once; give it once`);
+    }
+    expect(existsSync(path.join(scratch, 'twice'))).toBe(false);
+  });
+
   it('make-model and import-model without what they need: a first line naming it, then the usage (exit 2)', () => {
     for (const [args, first] of [
       [['make-model'], 'decide make-model: give --preset and --out'],
