@@ -96,7 +96,9 @@ export function decodeLine(line: RawLine, maxRecordBytes: number): DecodedLine {
   }
   const parsed = parseJsonText(text);
   if (!parsed.ok) {
-    const error = new ApiError('invalid_question', `line ${line.lineNo}: ${parsed.reason}`);
+    // A record is one line of the file: the parser's "line 1" would read as a second line number.
+    const reason = parsed.reason.replace(/ \(at line 1, column (\d+)\)$/, ' (at column $1)');
+    const error = new ApiError('invalid_question', `line ${line.lineNo}: ${reason}`);
     return isPlainObject(parsed.value) && !inCustomId(parsed.path) ? { error, readable: parsed.value } : { error };
   }
   const value = parsed.value;

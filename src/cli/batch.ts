@@ -266,7 +266,8 @@ async function runLocked(args: {
   let formQuestions: unknown;
   if (values.questions !== undefined) {
     try {
-      questionsText = await readFile(values.questions, 'utf8');
+      // A byte-order mark (a Windows editor's) is skipped, as in the input file.
+      questionsText = (await readFile(values.questions, 'utf8')).replace(/^\uFEFF/, '');
       formQuestions = parseFormQuestions(questionsText, undefined, 'the file');
     } catch (err) {
       return commandError('batch', `--questions ${values.questions}: ${(err as Error).message}`);

@@ -199,7 +199,7 @@ describe('parseRecord', () => {
   it('gives failed rows with the /v1/decide codes; custom_id null and the line number when unreadable', () => {
     const c = ctx();
     const cases: Array<[string, string | null, string, RegExp]> = [
-      ['not json', null, 'invalid_question', /^line 1: not valid JSON/],
+      ['not json', null, 'invalid_question', /^line 1: not valid JSON \(at column 1\)$/],
       ['[1,2]', null, 'invalid_question', /must be a JSON object, got array/],
       [JSON.stringify({ state: 's', questions: Q }), null, 'invalid_question', /^line 1: custom_id: required/],
       [JSON.stringify({ custom_id: 7, state: 's', questions: Q }), null, 'invalid_question', /^line 1: custom_id: .*got number/],
@@ -213,7 +213,7 @@ describe('parseRecord', () => {
       ['{"custom_id": "d6\\udc00", "state": "s", "questions": {}}', null, 'invalid_question', /^line 1: a string in custom_id holds a lone surrogate/],
       ['{"custom_id": "d2", "custom_id": "d3", "state": "s", "questions": {}}', null, 'invalid_question', /^line 1: duplicate key "custom_id"/],
       ['{"custom_id": 8, "state": "s", "state": "t", "questions": {}}', null, 'invalid_question', /^line 1: duplicate key "state"/],
-      [`{"custom_id": "s1", "state": "${'SECRET '.repeat(40)}" x}`, null, 'invalid_question', /^line 1: not valid JSON \(at line 1, column \d+\)$/],
+      [`{"custom_id": "s1", "state": "${'SECRET '.repeat(40)}" x}`, null, 'invalid_question', /^line 1: not valid JSON \(at column 313\)$/],
       [JSON.stringify({ custom_id: 'q1', state: 's', questions: { q: { type: 'maybe', instructions: 'x' } } }), 'q1', 'invalid_question', /type: must be one of/],
       [JSON.stringify({ custom_id: 'q2', state: 's', questions: Q, extra: 1 }), 'q2', 'invalid_question', /extra: unknown field/],
       [JSON.stringify({ custom_id: 'q3', state: 's', questions: Q, model: 'other-2026-10' }), 'q3', 'invalid_question', /differs from the batch's model/],

@@ -97,6 +97,24 @@ describe('the files decide batch writes', () => {
   });
 });
 
+describe('decide batch --questions saved by a Windows editor', () => {
+  it('a byte-order mark and CRLF are read as the input file reads them', async () => {
+    const dirs = await tempModels(['svc-alpha-2026-10']);
+    try {
+      const questions = path.join(scratch, 'bom-questions.json');
+      await writeFile(questions, `\uFEFF${JSON.stringify({ fromFile: { type: 'noul', instructions: 'Is it?' } })}\r\n`);
+      const bare = path.join(scratch, 'no-questions.jsonl');
+      await writeFile(bare, `${JSON.stringify({ custom_id: 'b', state: 'hello' })}\n`);
+      const out = path.join(scratch, 'bom.jsonl');
+      const res = await batch([bare, '--questions', questions, '--model', 'svc-alpha', '--models-dir', dirs.modelsDir, '--threads', '1', '--out', out]);
+      expect(res.code, res.stderr).toBe(0);
+      expect(Object.keys(JSON.parse(await readFile(out, 'utf8')).answers)).toEqual(['fromFile']);
+    } finally {
+      dirs.cleanup();
+    }
+  });
+});
+
 describe('one decide batch run per --out file, whatever name it is given by', () => {
   // The first run's --questions is a named pipe: it holds its locks, waiting to read the questions,
   // until the test writes them, so the second run surely meets a live run.
