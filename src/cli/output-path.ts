@@ -4,7 +4,7 @@
  * path, and opening such an --out for writing would empty the input. Two names are the same file
  * when stat (which follows links) gives the same device and inode.
  */
-import { readlinkSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, readlinkSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 export interface NamedInput {
@@ -37,9 +37,10 @@ export function outputClash(output: string, inputs: readonly NamedInput[], outpu
 }
 
 /**
- * Why `output` cannot be written as a file, or undefined: its folder must exist, and it must be a
- * regular file or not exist yet (not a folder, and not a device such as /dev/null: the command
- * writes a state file beside it and syncs and renames what it writes). Checked before any model loads.
+ * Why `output` cannot be written as a file, or undefined: its folder must exist and take new files,
+ * and it must be a regular file this process may write or not exist yet (not a folder, and not a
+ * device such as /dev/null: the command writes a state file beside it and syncs and renames what it
+ * writes). Checked before any model loads, so a refusal leaves nothing behind.
  * @example
  * const problem = outputPlaceProblem(outPath, '--out');
  */
@@ -48,8 +49,17 @@ export function outputPlaceProblem(output: string, outputLabel = '--out'): strin
   if (folder === undefined) return `${outputLabel} ${output}: its folder ${path.dirname(output)} does not exist`;
   if (!folder.isDirectory()) return `${outputLabel} ${output}: ${path.dirname(output)} is not a folder`;
   const out = statSync(output, { throwIfNoEntry: false });
-  if (out === undefined || out.isFile()) return undefined;
-  return `${outputLabel} ${output}: ${out.isDirectory() ? 'is a folder' : 'is not a regular file'}; name the file to write`;
+  if (out !== undefined && !out.isFile()) return `${outputLabel} ${output}: ${out.isDirectory() ? 'is a folder' : 'is not a regular file'}; name the file to write`;
+  // Written in place (an existing file) and beside it (the state and lock files): both must be
+  // writable, found now rather than after the model has loaded.
+  for (const [place, what] of [[path.dirname(output), `its folder ${path.dirname(output)}`], ...(out ? [[output, 'the file'] as const] : [])] as const) {
+    try {
+      accessSync(place, constants.W_OK);
+    } catch (err) {
+      return `${outputLabel} ${output}: ${what} cannot be written (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); choose another ${outputLabel}`;
+    }
+  }
+  return undefined;
 }
 
 /**

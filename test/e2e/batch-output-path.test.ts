@@ -6,9 +6,9 @@
  * terminal, the question before an existing --out is overwritten takes Ctrl-D as a no and Ctrl-C
  * as an interruption (130).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { link, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,6 +96,55 @@ describe('the files decide batch writes', () => {
     }
   });
 });
+
+describe('decide batch --out this user may not write', () => {
+  it('a read-only --out or folder is a usage error (exit 2) naming it, before the model loads, leaving nothing behind', async (ctx) => {
+    // Root passes every permission check: the command then runs as nobody (skipped where nobody
+    // cannot start it: a folder above the checkout closed to other users).
+    const user: { uid?: number; gid?: number } = process.getuid?.() === 0 ? unprivilegedUser() : {};
+    const bin = await decideBin();
+    if (user.uid !== undefined) {
+      const reach = spawnSync(process.execPath, ['-e', 'require("fs").accessSync(process.argv[1], require("fs").constants.R_OK)', bin], user);
+      ctx.skip(reach.status !== 0, `nobody cannot read ${bin} (a folder above it is closed to other users)`);
+    }
+    const place = await mkdtemp(path.join(os.tmpdir(), 'read-only-out-'));
+    try {
+      const open = path.join(place, 'open');
+      const closed = path.join(place, 'closed');
+      await mkdir(open);
+      await mkdir(closed);
+      const readOnlyOut = path.join(open, 'results.jsonl');
+      await writeFile(readOnlyOut, '');
+      await chmod(readOnlyOut, 0o444);
+      await chmod(open, 0o777);
+      await chmod(closed, 0o555);
+      await chmod(place, 0o755);
+      await chmod(input, 0o644);
+      await chmod(scratch, 0o755);
+      for (const [out, what] of [
+        [readOnlyOut, 'the file'],
+        [path.join(closed, 'results.jsonl'), `its folder ${closed}`],
+      ] as const) {
+        const res = await new Promise<{ code: number; stderr: string }>((resolve) => {
+          const args = [bin, 'batch', input, '--model', 'svc-alpha', '--models-dir', path.join(place, 'never-read'), '--out', out, '--force'];
+          execFile(process.execPath, args, { cwd: place, ...user }, (err, _stdout, stderr) => resolve({ code: err ? Number(err.code) : 0, stderr }));
+        });
+        expect(res.code, res.stderr).toBe(2);
+        expect(res.stderr).toBe(`decide batch: --out ${out}: ${what} cannot be written (EACCES); choose another --out\n`);
+      }
+      expect((await readdir(open)).sort()).toEqual(['results.jsonl']);
+      expect(await readdir(closed)).toEqual([]);
+    } finally {
+      await rm(place, { recursive: true, force: true });
+    }
+  });
+});
+
+/** The uid and gid of nobody, for a check that root would pass. */
+function unprivilegedUser(): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'nobody'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
 
 describe('decide batch --questions saved by a Windows editor', () => {
   it('a byte-order mark and CRLF are read as the input file reads them', async () => {
