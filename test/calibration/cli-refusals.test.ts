@@ -29,7 +29,9 @@ async function calibrate(lines: string[], args: string[] = []) {
   const file = path.join(await mkdtemp(path.join(dir, 'data-')), 'data.jsonl');
   await writeFile(file, `${lines.join('\n')}\n`);
   const before = (await readdir(modelsDir)).sort();
-  const res = await runDecide(['calibrate', '--model', MODEL_ID, '--data', file, '--models-dir', modelsDir, '--as', 'svc-alpha-2027-05-01', ...args]);
+  // `args` replaces a base flag it names (a flag is taken once).
+  const base = [['--model', MODEL_ID], ['--data', file], ['--models-dir', modelsDir], ['--as', 'svc-alpha-2027-05-01']].filter(([flag]) => !args.includes(flag!)).flat();
+  const res = await runDecide(['calibrate', ...base, ...args]);
   // A refusal writes nothing.
   expect((await readdir(modelsDir)).sort()).toEqual(before);
   return { ...res, file };
