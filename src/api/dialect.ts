@@ -90,8 +90,8 @@ export interface DialectRoute {
    */
   stray?: {
     beforeAuth: boolean;
-    /** `path`: the request's path without its query string. */
-    answer(status: 404 | 405, method: string, path: string): WireError;
+    /** `path`: the request's path without its query string; `requestId` for a body that carries it. */
+    answer(status: 404 | 405, method: string, path: string, requestId: string): WireError;
   };
 }
 

@@ -44,7 +44,7 @@ export interface ApiErrorOptions {
   retryAfterSeconds?: number;
   /**
    * A status more precise than the code's, where HTTP has one and the spec's code list does not:
-   * 415 for a body with a Content-Encoding (code invalid_question).
+   * 415 for a body with a Content-Encoding, 405 for a method the path does not take (code invalid_question).
    */
   status?: number;
   /**

@@ -495,6 +495,8 @@ describe('keys', () => {
       ['PUT', '/v1/files', 405, 'Invalid URL (PUT /v1/files)'],
       ['GET', '/v1/files/file-x/other', 404, 'Invalid URL (GET /v1/files/file-x/other)'],
       ['GET', '/v1/systemone/x', 404, 'Not Found'],
+      ['GET', '/v1/decide', 405, 'GET /v1/decide: /v1/decide takes POST only'],
+      ['POST', '/v1/decide/x', 404, 'no route POST /v1/decide/x'],
       // A long path is cut at 200 characters, as before.
       ['GET', `/v1/${'y'.repeat(300)}`, 404, `no route GET /v1/${'y'.repeat(196)}...`],
     ];
@@ -505,6 +507,17 @@ describe('keys', () => {
       expect(text, p).not.toContain('QUERYSECRET');
       expect(text, p).not.toContain('x=1');
       expect(text, p).toContain(message);
+    }
+  });
+
+  it('another method on /v1/decide: 405 with Allow: POST in our shape, after authentication', async () => {
+    for (const method of ['GET', 'PUT', 'DELETE', 'PATCH']) {
+      const res = await fetch(`${base}/v1/decide`, { method, headers: AUTH });
+      expect(res.status, method).toBe(405);
+      expect(res.headers.get('allow'), method).toBe('POST');
+      const body = (await res.json()) as Record<string, unknown>;
+      expect(body, method).toEqual({ code: 'invalid_question', message: `${method} /v1/decide: /v1/decide takes POST only`, request_id: res.headers.get('x-request-id') });
+      expect((await fetch(`${base}/v1/decide`, { method })).status, method).toBe(401);
     }
   });
 
@@ -552,7 +565,7 @@ describe('OPTIONS (a browser\'s CORS preflight): no CORS, no key needed, never a
       const preflight = { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' };
       for (let i = 0; i < 10; i++) {
         // 405 with Allow where the path answers other methods itself, else the API's 404.
-        for (const [p, status] of [['/v1/decide', 404], ['/healthz', 404], ['/v1/models', 404], ['/v1/files', 405], ['/v1/decisions', 405], ['/v1/systemone', 405]] as const) {
+        for (const [p, status] of [['/v1/decide', 405], ['/healthz', 404], ['/v1/models', 404], ['/v1/files', 405], ['/v1/decisions', 405], ['/v1/systemone', 405]] as const) {
           const res = await fetch(`${root}${p}`, { method: 'OPTIONS', headers: preflight });
           expect(res.status, p).toBe(status);
           expect([...res.headers.keys()].filter((h) => h.startsWith('access-control-')), p).toEqual([]);
@@ -569,7 +582,7 @@ describe('OPTIONS (a browser\'s CORS preflight): no CORS, no key needed, never a
     const sized = (body: string) => `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
     // [path, status, the key of the door's error body, Allow]
     const doors = [
-      ['/v1/decide', 404, 'code', undefined],
+      ['/v1/decide', 405, 'code', 'POST'],
       ['/v1/decisions', 405, 'error', 'POST'],
       ['/v1/systemone', 405, 'detail', 'POST'],
       ['/v1/files/file-x', 405, 'error', 'GET, DELETE'],

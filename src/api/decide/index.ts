@@ -10,7 +10,7 @@
  */
 import type { DecisionResult } from '../../domain/decision.js';
 import type { Dialect, DialectCall, DialectParse, ErrorContext, ParseContext, WireError } from '../dialect.js';
-import { errorBody, toApiError } from '../errors.js';
+import { ApiError, errorBody, toApiError } from '../errors.js';
 import { ref, type DecideResponse } from '../schemas.js';
 import { validateDecideRequest } from '../validate.js';
 
@@ -56,6 +56,18 @@ export function parseDecide(body: unknown, context: ParseContext = {}): DialectP
 
 const errors = (codes: string) => ref('Error', codes);
 
+/**
+ * Another method on /v1/decide (405 with `Allow: POST`) or a path below it (our 404), after
+ * authentication, in our shape. The spec's codes have none for a method: a request the path does
+ * not take is `invalid_question`, with HTTP's own status.
+ */
+function strayAnswer(status: 404 | 405, method: string, path: string, requestId: string): WireError {
+  const shown = path.length > 200 ? `${path.slice(0, 200)}...` : path;
+  if (status === 404) return decideError(new ApiError('not_found', `no route ${method} ${shown}`), { requestId });
+  const wire = decideError(new ApiError('invalid_question', `${method} ${shown}: ${DECIDE_PATH} takes POST only`, { status: 405 }), { requestId });
+  return { ...wire, headers: { ...wire.headers, allow: 'POST' } };
+}
+
 export const decideDialect: Dialect<DialectCall, DecideResponse> = Object.freeze({
   path: DECIDE_PATH,
   parse: parseDecide,
@@ -78,5 +90,6 @@ export const decideDialect: Dialect<DialectCall, DecideResponse> = Object.freeze
         500: errors('server_error: retry with backoff'),
       },
     },
+    stray: { beforeAuth: false, answer: strayAnswer },
   },
 });

@@ -147,7 +147,7 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
   for (const [status, methods, at] of strays) {
     const answer = (request: FastifyRequest, reply: FastifyReply) => {
       if (requestIdHeader) reply.header(requestIdHeader, request.id); // first, as the vendor's router sends it
-      return sendRejection(request, reply, stray.answer(status, request.method, request.url.split('?')[0]!), errorCodeOfStatus(status));
+      return sendRejection(request, reply, stray.answer(status, request.method, request.url.split('?')[0]!, request.id), errorCodeOfStatus(status));
     };
     app.route({
       method: methods,
