@@ -383,6 +383,10 @@ describe('other routes', () => {
     const ulid = String(res.headers['x-request-id']).slice(4);
     const fromUlid = [...ulid].reduce((n, c) => n * 32n + BigInt('0123456789ABCDEFGHJKMNPQRSTVWXYZ'.indexOf(c)), 0n);
     expect(typesafeId).toBe(`req_${fromUlid.toString(16).padStart(32, '0')}`);
+    // A trailing slash names no model: the unknown route, not a model ''.
+    const slash = await app.inject({ method: 'GET', url: '/v1/models/', headers: AUTH });
+    expect(slash.statusCode).toBe(404);
+    expect(slash.json().message).toBe('no route GET /v1/models/: GET /v1/models lists the models, GET /v1/models/{id} names one');
     // Its errors are named the same way (the body stays ours).
     const refused = await app.inject({ method: 'GET', url: '/v1/models', headers: { authorization: 'Basic x' } });
     expect(refused.statusCode).toBe(401);

@@ -6,10 +6,11 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 
+import { ApiError } from '../../api/errors.js';
 import { ref } from '../../api/schemas.js';
 import { TYPESAFE_REQUEST_ID_HEADER } from '../../api/systemone/index.js';
 import type { DecisionService } from '../../service/decision-service.js';
-import { sendError } from '../errors.js';
+import { pathForMessage, sendError } from '../errors.js';
 import { typesafeRequestId } from '../request-id.js';
 
 export const modelRoutes: FastifyPluginAsync<{ service: DecisionService }> = async (app, { service }) => {
@@ -47,6 +48,10 @@ export const modelRoutes: FastifyPluginAsync<{ service: DecisionService }> = asy
         },
       },
     },
-    async (request) => service.describeModel(request.params.id),
+    async (request) => {
+      // `/v1/models/` (a trailing slash) names no model: said as the unknown route it is.
+      if (request.params.id === '') throw new ApiError('not_found', `no route GET ${pathForMessage(request)}: GET /v1/models lists the models, GET /v1/models/{id} names one`);
+      return service.describeModel(request.params.id);
+    },
   );
 };
