@@ -2,7 +2,7 @@
 // the message on stderr names what is wrong (every unusable label with its question's options,
 // even when no label is usable), and with --json stdout holds {"error": {code, message, exit_code,
 // ...details}} instead of staying empty. Nothing is written.
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { MODEL_ID, tempWorkspace } from '../batches/helpers.js';
 import { decideBin, runDecide } from '../helpers/bin.js';
+import { unprivilegedRun } from '../helpers/unprivileged.js';
 import { QUESTIONS } from './helpers.js';
 
 let dir: string;
@@ -137,15 +138,9 @@ describe('a --report folder the system refuses', () => {
 
 describe('a models folder that takes no new folder', () => {
   it('is refused as models_unavailable (exit 1) before any row is scored, saying so', async (ctx) => {
-    // Root passes every permission check: the CLI then runs as nobody, for whom a 0555 folder is
-    // read-only. Where nobody cannot start the CLI (a folder above the checkout closed to other
-    // users), there is no unprivileged user to run it as, and the test says so.
-    const user: { uid?: number; gid?: number } = process.getuid?.() === 0 ? unprivilegedUser() : {};
+    // As nobody where this is root: a 0555 folder is read-only for nobody.
     const bin = await decideBin();
-    if (user.uid !== undefined) {
-      const reach = spawnSync(process.execPath, ['-e', 'require("fs").accessSync(process.argv[1], require("fs").constants.R_OK)', bin], user);
-      ctx.skip(reach.status !== 0, `nobody cannot read ${bin} (a folder above it is closed to other users)`);
-    }
+    const user = unprivilegedRun(ctx, bin);
     const readOnly = path.join(dir, 'read-only-models');
     await mkdir(readOnly);
     await symlink(await readlink(path.join(modelsDir, MODEL_ID)), path.join(readOnly, MODEL_ID), 'dir');
@@ -168,8 +163,3 @@ describe('a models folder that takes no new folder', () => {
   }, 120_000);
 });
 
-/** The uid and gid of nobody, for a check that root would pass. */
-function unprivilegedUser(): { uid: number; gid: number } {
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'nobody'], { encoding: 'utf8' }).trim());
-  return { uid: id('-u'), gid: id('-g') };
-}

@@ -6,7 +6,7 @@
  * terminal, the question before an existing --out is overwritten takes Ctrl-D as a no and Ctrl-C
  * as an interruption (130).
  */
-import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { chmod, link, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { tempModels } from '../api/fixtures.js';
 import { decideBin, runDecide } from '../helpers/bin.js';
+import { unprivilegedRun } from '../helpers/unprivileged.js';
 
 let scratch: string;
 let input: string;
@@ -99,14 +100,9 @@ describe('the files decide batch writes', () => {
 
 describe('decide batch --out this user may not write', () => {
   it('a read-only --out or folder is a usage error (exit 2) naming it, before the model loads, leaving nothing behind', async (ctx) => {
-    // Root passes every permission check: the command then runs as nobody (skipped where nobody
-    // cannot start it: a folder above the checkout closed to other users).
-    const user: { uid?: number; gid?: number } = process.getuid?.() === 0 ? unprivilegedUser() : {};
+    // As nobody where this is root (root passes every permission check).
     const bin = await decideBin();
-    if (user.uid !== undefined) {
-      const reach = spawnSync(process.execPath, ['-e', 'require("fs").accessSync(process.argv[1], require("fs").constants.R_OK)', bin], user);
-      ctx.skip(reach.status !== 0, `nobody cannot read ${bin} (a folder above it is closed to other users)`);
-    }
+    const user = unprivilegedRun(ctx, bin);
     const place = await mkdtemp(path.join(os.tmpdir(), 'read-only-out-'));
     try {
       const open = path.join(place, 'open');
@@ -140,11 +136,6 @@ describe('decide batch --out this user may not write', () => {
   });
 });
 
-/** The uid and gid of nobody, for a check that root would pass. */
-function unprivilegedUser(): { uid: number; gid: number } {
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'nobody'], { encoding: 'utf8' }).trim());
-  return { uid: id('-u'), gid: id('-g') };
-}
 
 describe('decide batch --questions saved by a Windows editor', () => {
   it('a byte-order mark and CRLF are read as the input file reads them', async () => {

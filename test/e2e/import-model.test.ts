@@ -5,7 +5,7 @@
  * refused by the service with an error that says so; a bad checkpoint exits 1 with the reason and
  * leaves nothing in the models directory.
  */
-import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, copyFile, cp, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -17,6 +17,7 @@ import { ModelRegistry } from '../../src/models/registry.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { decideBody, expectValidAnswers, MIXED_QUESTIONS, tempModels, TEST_KEY, type TempDirs } from '../api/fixtures.js';
 import { decideBin, ROOT, runDecide } from '../helpers/bin.js';
+import { unprivilegedRun } from '../helpers/unprivileged.js';
 import { QWEN3_REAL_VOCAB_CONFIG, randomCheckpoint } from '../helpers/hf-checkpoint.js';
 import { writeSafetensors } from '../helpers/safetensors-file.js';
 import { QWEN3_TOKENIZER_FILES } from '../helpers/tokenizer-dir.js';
@@ -234,11 +235,6 @@ describe('decide import-model', () => {
   });
 });
 
-/** The uid and gid of nobody, for a check that root would pass. */
-function unprivilegedUser(): { uid: number; gid: number } {
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'nobody'], { encoding: 'utf8' }).trim());
-  return { uid: id('-u'), gid: id('-g') };
-}
 
 /** Every file under `dir` with its bytes, for "left exactly as it was" checks. */
 async function snapshot(dir: string): Promise<Record<string, string>> {
@@ -336,16 +332,10 @@ describe('decide import-model --out never destroys what is not its own', () => {
   });
 
   it('a checkpoint folder this user may not enter: permission denied, not "does not exist"', async (ctx) => {
-    // Root passes every permission check: the CLI then runs as nobody, for whom the 0700 scratch
-    // folder is as closed as the 000 one is to its owner. A checkout nobody cannot read (under a
-    // 0700 home or temp folder) leaves nobody unable to start the CLI at all: then there is no
-    // unprivileged user to run it as, and the test says so.
-    const user: { uid?: number; gid?: number } = process.getuid?.() === 0 ? unprivilegedUser() : {};
+    // As nobody where this is root: for nobody the 0700 scratch folder is as closed as the 000 one
+    // is to its owner.
     const bin = await decideBin();
-    if (user.uid !== undefined) {
-      const reach = spawnSync(process.execPath, ['-e', 'require("fs").accessSync(process.argv[1], require("fs").constants.R_OK)', bin], user);
-      ctx.skip(reach.status !== 0, `nobody cannot read ${bin} (a folder above it is closed to other users)`);
-    }
+    const user = unprivilegedRun(ctx, bin);
     const closed = path.join(dirs.root, 'closed');
     const ck = path.join(closed, 'ck');
     await cp(path.join(FIXTURES, 'qwen3'), ck, { recursive: true });
