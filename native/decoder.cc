@@ -309,8 +309,11 @@ PassShape Decoder::ExactShape(const std::vector<ExtendRow>& rows, bool want_logi
     for (const ExtendRow::Labels& l : row.labels) labels += l.count;
   }
   // The index input needs at least one position per row, even when no logits are read; a head
-  // that reads none reads one dummy entry of each (an empty tensor is left out of the way).
+  // that reads none reads one dummy entry of each (an empty tensor is left out of the way). A flat
+  // index reads one dummy token in all: each entry costs the head a whole vocabulary of logits,
+  // gigabytes for the thousands of short rows of a prefix pass.
   shape.index_width = std::max(want_logits ? logits_per_row : 0, 1);
+  shape.one_dummy_index = !want_logits && info_.flat_token_index;
   // Split only where the head gathers the wanted positions (a stock graph's logits come back for
   // every slot, read in place by ReduceHostLogits).
   if (SplitsStates() && shape.past_len == 0) {
@@ -348,7 +351,7 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, const PassShape& sh
   std::vector<int64_t>* segments = info_.has_segment_ids ? &add(kSegmentIdsInput, info_.segments_type, {batch, total_len}) : nullptr;
   std::vector<int64_t>* logits_index =
       info_.has_logits_index
-          ? &add(info_.flat_token_index ? kTokenIndexInput : kLogitsIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {batch, index_width})
+          ? &add(info_.flat_token_index ? kTokenIndexInput : kLogitsIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.IndexRows(), index_width})
           : nullptr;
   for (int r = 0; r < batch; ++r) {
     const ExtendRow& row = rows[r];
@@ -368,7 +371,7 @@ void Decoder::BindInputs(const std::vector<ExtendRow>& rows, const PassShape& sh
       int64_t* segment_row = segments->data() + static_cast<size_t>(r) * total_len + past_len;
       for (int i = 0; i < row.num_tokens; ++i) segment_row[slot(i)] = row.segments[i];
     }
-    if (logits_index) {
+    if (logits_index && r < shape.IndexRows()) {
       // Rows with fewer wanted positions repeat their last one (or read position 0): any valid index.
       // decide_token_index counts over the whole pass (row r's tokens start at r * new_len).
       const auto& wanted = row.logits_positions;

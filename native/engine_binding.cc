@@ -239,6 +239,7 @@ ScorerOptions ReadLoadOptions(Napi::Env env, Napi::Object options) {
   out.prefix_cache_bytes = static_cast<size_t>(RequiredCount(env, options, "prefixCacheBytes", 0));
   out.token_budget = RequiredCount(env, options, "tokenBudget", 1);
   out.past_budget_bytes = RequiredCount(env, options, "pastBudgetBytes", 0);
+  out.logits_budget_bytes = RequiredCount(env, options, "logitsBudgetBytes", 1);
   out.attention_budget = RequiredCount(env, options, "attentionBudget", 0);
   out.attention_budget_floor = RequiredCount(env, options, "attentionBudgetFloor", 1);
   out.num_heads = RequiredInt(env, options, "numHeads", 1);

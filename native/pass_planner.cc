@@ -22,8 +22,10 @@ std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& 
     // The shortest non-empty past: below the pass's, the past is padded (AlignedLengths).
     int64_t min_past = INT64_MAX;
     SplitSpan span;
+    int64_t positions = 0;
     for (size_t begin = end; begin-- > 0;) {
       const ExtendRow& row = rows[begin];
+      positions += static_cast<int64_t>(row.logits_positions.size());
       max_past = std::max<int64_t>(max_past, row.past_len);
       if (row.past_len > 0) min_past = std::min<int64_t>(min_past, row.past_len);
       max_new = std::max<int64_t>(max_new, row.num_tokens);
@@ -42,6 +44,9 @@ std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& 
                   count * pass_new * (pass_past + pass_new) <= limits.attention_budget;
       if (limits.logits_bytes_per_token > 0) {
         fits = fits && count * pass_new * limits.logits_bytes_per_token <= limits.logits_budget_bytes;
+      }
+      if (limits.logits_bytes_per_position > 0) {
+        fits = fits && positions * limits.logits_bytes_per_position <= limits.logits_budget_bytes;
       }
       // A larger span that does not fit only grows as begin decreases.
       if (!fits && real_count > 1) break;

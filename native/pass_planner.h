@@ -4,7 +4,8 @@
 //   rows x S x (1 + attention_weight x (P + S)) + pass_overhead_tokens
 // (S, P: its longest new run and longest past; padding included, since padding is computed, and
 // rounded up to the pass's fixed shape when passes run in shape buckets), and
-// a pass must fit the token, past-bytes, attention and logits budgets. One pass when the rows are
+// a pass must fit the token, past-bytes, attention and logits budgets (the logits of a gathered
+// head grow with the pass's wanted positions, which short rows make many of within a token budget). One pass when the rows are
 // alike; several when merging long and short rows would compute more padding than a pass costs.
 // Pure: no device, no session (tested on its own in native/test/).
 #pragma once
@@ -25,8 +26,12 @@ struct PassLimits {
   double kv_bytes_per_token = 0;
   double attention_weight = 0;
   double pass_overhead_tokens = 0;  // may be huge ("fewest passes"); capped to stay finite
-  // Stock graphs return logits for every new token: bytes per token, and their bound (0: none).
+  // The logits a pass makes, and their bound: a stock graph returns them for every new token
+  // (bytes per token); a gathered head computes them for each wanted position over the whole
+  // vocabulary before it reads its labels (bytes per position, the head's temporaries included).
+  // 0: not counted that way.
   int64_t logits_bytes_per_token = 0;
+  int64_t logits_bytes_per_position = 0;
   int64_t logits_budget_bytes = 0;
   // Passes run padded to fixed shapes (shape_buckets.h): rows, P and S are costed and bounded as
   // the pass will run them, padding included.

@@ -15,6 +15,9 @@ namespace {
 
 // Stock graphs (no token index) return logits for every position; cap that tensor.
 constexpr int64_t kStockLogitsBudgetBytes = int64_t{512} << 20;
+// A gathered head's bytes per vocabulary entry of a wanted position, its temporaries included (the
+// logits, an fp32 copy and the log-sum-exp's exponentials): 12 covers fp16 and fp32 graphs.
+constexpr int64_t kGatheredLogitsBytesPerEntry = 12;
 
 uint64_t HashIds(const int32_t* ids, int count) {
   uint64_t h = 1469598103934665603ull;
@@ -483,6 +486,10 @@ std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow
   if (want_logits && !info.has_logits_index) {
     limits.logits_bytes_per_token = info.vocab_size * 4;
     limits.logits_budget_bytes = kStockLogitsBudgetBytes;
+  } else if (want_logits) {
+    // Many short rows fit a token budget with a wanted position each: their logits are bounded here.
+    limits.logits_bytes_per_position = info.vocab_size * kGatheredLogitsBytesPerEntry;
+    limits.logits_budget_bytes = options_.logits_budget_bytes;
   }
   return PlanPasses(rows, limits);
 }

@@ -46,6 +46,9 @@ struct ScorerOptions {
   int64_t token_budget = 0;
   // Upper bound on the forked past (rows x longest past x KV bytes per token) of one pass.
   int64_t past_budget_bytes = 0;
+  // Bytes of a pass's gathered logits (wanted positions x vocabulary, the head's temporaries
+  // included) before the pass is split.
+  int64_t logits_budget_bytes = 0;
   // Upper bound on attention scores (rows x new x (past + new)) in one forward pass; keeps the
   // [rows, heads, S, P+S] score tensor of long prefixes from exhausting memory.
   // 0: sized at load from the device's free memory (AttentionBudgetFromDevice).

@@ -18,6 +18,7 @@ PassShape BucketPassShape(const PassShape& exact) {
   shape.index_width = static_cast<int>(BucketUp(exact.index_width));
   shape.labels = BucketUp(exact.labels);
   shape.positions = BucketUp(exact.positions);
+  shape.one_dummy_index = exact.one_dummy_index;
   return shape;
 }
 

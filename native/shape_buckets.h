@@ -25,13 +25,18 @@ struct PassShape {
   int past_len = 0;     // P
   int new_len = 0;      // S
   int index_width = 0;  // wanted positions per row (decide_token_index [rows, index_width])
+  // A pass that reads no logits on a head with a flat token index gathers one dummy token in all
+  // (decide_token_index [1, 1]), not one per row: the head computes a whole vocabulary per entry.
+  bool one_dummy_index = false;
   int64_t labels = 0;     // decide_label_index [labels]
   int64_t positions = 0;  // decide_position_token_index [positions]
   // Graphs with decide_state_span: the state part's length Ls of a split pass (its rows' state
   // tokens at [0, Ls), their items from Ls on); 0: no split. Never set in a bucketed pass.
   int state_len = 0;
 
-  auto Key() const { return std::make_tuple(rows, past_len, new_len, index_width, labels, positions, state_len); }
+  auto Key() const { return std::make_tuple(rows, past_len, new_len, index_width, labels, positions, state_len, one_dummy_index); }
+  // decide_token_index's rows.
+  int IndexRows() const { return one_dummy_index ? 1 : rows; }
   bool operator<(const PassShape& other) const { return Key() < other.Key(); }
   bool operator==(const PassShape& other) const { return Key() == other.Key(); }
 };

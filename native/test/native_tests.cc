@@ -365,6 +365,26 @@ void PassPlannerTests() {
     logits.logits_budget_bytes = 1500;
     CHECK(decide::PlanPasses(Rows({{0, 10}, {0, 10}}), logits).size() == 2);
   });
+  Test("pass planner: a gathered head's wanted positions cut passes that every token budget lets through", [&] {
+    // 12 short rows of one wanted position each, then one row of three: 15 positions in all.
+    std::vector<decide::ExtendRow> rows = Rows({{0, 3}, {0, 3}, {0, 3}, {0, 3}, {0, 3}, {0, 3}, {0, 3}, {0, 3}, {0, 3}, {0, 3}, {0, 3}, {0, 3}, {0, 3}});
+    for (size_t r = 0; r < rows.size(); ++r) rows[r].logits_positions = r + 1 < rows.size() ? std::vector<int32_t>{2} : std::vector<int32_t>{0, 1, 2};
+    decide::PassLimits gathered = limits;
+    CHECK(decide::PlanPasses(rows, gathered).size() == 1);  // no logits bound: the tokens fit one pass
+    gathered.logits_bytes_per_position = 100;
+    gathered.logits_budget_bytes = 500;  // five positions a pass
+    auto passes = decide::PlanPasses(rows, gathered);
+    CHECK(passes.size() == 3);  // 5 + 5 + (1 + 1 + 3)
+    for (const auto& [begin, end] : passes) {
+      size_t positions = 0;
+      for (size_t r = begin; r < end; ++r) positions += rows[r].logits_positions.size();
+      CHECK(positions * 100 <= 500);
+    }
+    CHECK(passes.front().first == 0 && passes.back().second == rows.size());
+    // A row over the bound alone is still a pass.
+    gathered.logits_budget_bytes = 100;
+    CHECK(decide::PlanPasses(rows, gathered).size() == rows.size());
+  });
 }
 
 void ShapeBucketTests() {

@@ -42,6 +42,13 @@ export interface EngineLoadOptions {
   /** Bytes of forked prefix KV per forward pass before a pass is split; default 1 GiB on 'cpu', 8 GiB on 'cuda'. */
   pastBudgetBytes?: number;
   /**
+   * Bytes of a forward pass's logits before the pass is split; default 512 MiB on 'cpu', 4 GiB on
+   * 'cuda'. The scoring head computes the whole vocabulary's logits at each question's answer
+   * position (about 12 bytes per vocabulary entry with its temporaries: 1.8 MB a question at
+   * Qwen3's 151,936), so many short questions in one pass would hold gigabytes.
+   */
+  logitsBudgetBytes?: number;
+  /**
    * The cost of one more forward pass in token-equivalents (default 32 on 'cpu', 2048 on 'cuda',
    * where a run's fixed cost is kernel launches). Rows are cut into passes where the padding a
    * merged pass would compute costs more than this; Infinity keeps one pass per budget (the
@@ -185,6 +192,7 @@ export const PROVIDER_DEFAULTS = {
   cpu: {
     tokenBudget: 8192,
     pastBudgetBytes: 2 ** 30,
+    logitsBudgetBytes: 512 * 2 ** 20,
     /** Attention scores (rows x new x (past + new)) per pass: keeps long prefixes' score tensors bounded. */
     attentionBudget: HOST_ATTENTION_BUDGET as number | 'device',
     passOverheadTokens: 32,
@@ -195,6 +203,7 @@ export const PROVIDER_DEFAULTS = {
   cuda: {
     tokenBudget: 65536,
     pastBudgetBytes: 8 * 2 ** 30,
+    logitsBudgetBytes: 4 * 2 ** 30,
     /** 'device': sized at load from the device's free memory (the score tensors of a pass fit a quarter of it). */
     attentionBudget: 'device' as number | 'device',
     passOverheadTokens: 2048,
@@ -263,6 +272,11 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
     flag: '--past-budget-bytes', env: 'DECIDE_PAST_BUDGET_BYTES', check: { kind: 'integer', min: 0, max: Number.MAX_SAFE_INTEGER },
     default: perProvider('pastBudgetBytes'),
     help: 'bytes of forked prefix KV per forward pass before a pass is split',
+  },
+  logitsBudgetBytes: {
+    flag: '--logits-budget-bytes', env: 'DECIDE_LOGITS_BUDGET_BYTES', check: { kind: 'integer', min: 1, max: Number.MAX_SAFE_INTEGER },
+    default: perProvider('logitsBudgetBytes'),
+    help: "bytes of a forward pass's logits (each question's answer position over the whole vocabulary) before a pass is split",
   },
   passOverheadTokens: {
     flag: '--pass-overhead-tokens', env: 'DECIDE_PASS_OVERHEAD_TOKENS', check: { kind: 'number', min: 0 },
@@ -439,6 +453,7 @@ export function resolveLoadOptions(
     prefixCacheBytes: value('prefixCacheBytes'),
     tokenBudget: value('tokenBudget'),
     pastBudgetBytes: value('pastBudgetBytes'),
+    logitsBudgetBytes: value('logitsBudgetBytes'),
     // 0 asks the native engine to size it from the device's free memory.
     attentionBudget: defaults.attentionBudget === 'device' ? 0 : defaults.attentionBudget,
     attentionBudgetFloor: HOST_ATTENTION_BUDGET,

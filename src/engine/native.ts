@@ -28,6 +28,7 @@ export interface NativeLoadOptions {
   prefixCacheBytes: number;
   tokenBudget: number;
   pastBudgetBytes: number;
+  logitsBudgetBytes: number;
   /** 0: sized from the device's free memory at load. */
   attentionBudget: number;
   /** At least 1: the least that sizing gives, and all it gives where the device cannot tell its free memory. */
