@@ -34,7 +34,8 @@ export function genReqIdUnder(prefix: string): (req: IncomingMessage) => string 
  * Request ids for the API in a scope of a host's fastify app: the scope's own generator, whatever
  * the host's genReqId. A host that reads ids from a request header (fastify's requestIdHeader)
  * would let a client choose a decision's id: such an id is replaced, in the request and its log
- * lines. Call first in the scope, before its other hooks and plugins.
+ * lines from the scope's first hook on (fastify's own 'incoming request' line is written before any
+ * hook, with the host's id). Call first in the scope, before its other hooks and plugins.
  */
 export function useOwnRequestIds(app: FastifyInstance): void {
   const generate = genReqIdUnder(app.prefix);
@@ -45,11 +46,16 @@ export function useOwnRequestIds(app: FastifyInstance): void {
     return id;
   });
   const logLabel = app.initialConfig.requestIdLogLabel ?? 'reqId';
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     if (issued.get(request.raw) === request.id) return;
     const id = generate(request.raw);
     request.id = id;
-    request.log = request.log.child({ [logLabel]: id });
+    // A child of the scope's logger (through the host's child-logger factory), not of the request's:
+    // that one is bound to the replaced id, and binding the label again would write the key twice
+    // on every line. The reply's logger too: fastify writes 'request completed' with it.
+    const log = app.childLoggerFactory.call(app, app.log, { [logLabel]: id }, { level: request.log.level }, request.raw);
+    request.log = log;
+    reply.log = log;
   });
 }
 

@@ -120,10 +120,13 @@ describe('decisionApp in a dependent fastify instance', () => {
 
 describe('decisionApp beside a host 404 handler and request-id settings', () => {
   let app: FastifyInstance;
+  /** The host logger's lines, as written (a repeated key would be visible in the text). */
+  const lines: string[] = [];
   beforeAll(async () => {
+    const stream = { write: (line: string) => void lines.push(line) };
     app = await hostApp((host, options) => host.register(decisionApp, options), 'host404', {
       notFound: true,
-      fastify: { requestIdHeader: 'x-request-id' },
+      fastify: { requestIdHeader: 'x-request-id', logger: { level: 'info', stream } },
     });
   });
 
@@ -143,6 +146,17 @@ describe('decisionApp beside a host 404 handler and request-id settings', () => 
     expect(res.statusCode).toBe(200);
     expect(res.json().id).toMatch(DEC_ID);
     expect(res.headers['x-request-id']).toBe(res.json().id);
+    // Its log lines from the scope's first hook on carry that id, once each (fastify's 'incoming
+    // request' line comes before any hook, with the host's id).
+    const completed = lines.filter((l) => l.includes('"request completed"') && l.includes(res.json().id));
+    expect(completed).toHaveLength(1);
+    expect(completed[0]).toContain(`"reqId":"${res.json().id}"`);
+    expect(completed[0]!.match(/"reqId"/g)).toHaveLength(1);
+    const refused = await app.inject({ method: 'POST', url: '/v1/decide', headers: { ...AUTH, 'x-request-id': 'chosen-again' }, payload: { model: 'svc-alpha' } });
+    expect(refused.statusCode).toBe(400);
+    const about = lines.filter((l) => l.includes(refused.headers['x-request-id'] as string));
+    expect(about.length).toBeGreaterThanOrEqual(2);
+    for (const line of about) expect(line.match(/"reqId"/g)).toHaveLength(1);
   });
 });
 
