@@ -17,6 +17,7 @@ import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer, whenPreloaded } from '../server/app.js';
 import { hasDefaultModel } from '../models/default-model.js';
 import { DEFAULT_INVALID_KEY_LIMIT, DEFAULT_RATE_LIMIT, rateLimitFromEnv } from '../server/rate-limit.js';
+import { LOG_LEVELS } from '../server/server-options.js';
 import { addressSpaceProblem } from './address-space.js';
 import { commandError, intArg, parseCommand } from './args.js';
 import { dirOption, folderProblem } from './dir-options.js';
@@ -62,7 +63,6 @@ const OPTIONS = {
   'no-worker': { type: 'boolean' },
 } as const;
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** Why nothing can listen on `host`:`port` now (EADDRINUSE, ENOTFOUND, ...), or undefined: a trial bind, closed at once. */
 function listenProblem(port: number, host: string): Promise<string | undefined> {
@@ -99,7 +99,7 @@ export async function run(argv: string[]): Promise<number> {
   const engine = engineOptionsFromFlags(values);
   if (typeof engine === 'string') return commandError('serve', engine);
   const logLevel = values['log-level'] ?? 'info';
-  if (!LOG_LEVELS.includes(logLevel)) return commandError('serve', `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) return commandError('serve', `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const data = dirOption(values['data-dir'], '--data-dir', 'DECIDE_DATA_DIR', 'data');
   if ('problem' in data) return commandError('serve', data.problem);
   const models = dirOption(values['models-dir'], '--models-dir', 'DECIDE_MODELS_DIR', 'models');

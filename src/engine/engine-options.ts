@@ -12,7 +12,7 @@
 import os from 'node:os';
 
 import { EngineError } from '../errors/engine-error.js';
-import { checkOptionNames } from '../support/option-checks.js';
+import { checkFolderOption, checkFunctionOption, checkOptionNames } from '../support/option-checks.js';
 import { attentionWeight } from './attention-weight.js';
 import type { ModelConfig } from './model-dir.js';
 import type { NativeLoadOptions } from './native.js';
@@ -377,14 +377,19 @@ export function withEnvironment<T extends EngineOptions>(options: T, env: NodeJS
 const LOAD_OPTION_NAMES: readonly string[] = [...ENGINE_OPTION_NAMES, 'modelDir', 'graphDeriver'];
 
 /**
- * Refuses Engine.load options that are not an object, or that name an option there is none of
- * (ERR_INPUT): a typo such as `thread` would otherwise be ignored and the default used.
+ * Refuses Engine.load options that are not an object, that name an option there is none of (a
+ * typo such as `thread` would otherwise be ignored and the default used), whose modelDir is not a
+ * path or whose graphDeriver is not a function: ERR_INPUT naming it. The engine options' values
+ * are checkEngineOptions()'s.
  */
-export function checkLoadOptionNames(given: unknown): void {
+export function checkLoadOptionsGiven(given: unknown): void {
   if (typeof given !== 'object' || given === null || Array.isArray(given)) {
     throw new EngineError('ERR_INPUT', 'Engine.load(options): options must be an object with at least modelDir');
   }
   checkOptionNames(given, LOAD_OPTION_NAMES, 'Engine.load');
+  // An empty path would be read as the current directory.
+  checkFolderOption((given as { modelDir?: unknown }).modelDir, 'modelDir', 'Engine.load');
+  checkFunctionOption((given as { graphDeriver?: unknown }).graphDeriver, 'graphDeriver', 'Engine.load');
 }
 
 /** The options of an engine that a caller passes on (DecisionService's runtime.engine): all but modelDir. */

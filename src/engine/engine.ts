@@ -3,7 +3,7 @@
  * reads the model directory, prepares the graph, and converts between the structured form used in
  * TypeScript and the flat typed arrays that cross into C++.
  */
-import { EngineError, type EngineErrorCode } from '../errors/engine-error.js';
+import { EngineError, isEngineErrorCode } from '../errors/engine-error.js';
 import {
   loadNativeModule,
   resolveOrtLibrary,
@@ -16,7 +16,7 @@ import { findGraphFile, readModelConfig, type ModelConfig } from './model-dir.js
 import { missingCudaPieces } from './cuda-runtime.js';
 import { flatten, type ScoreGroup } from './score-groups.js';
 import { prepareScoringGraph, type LmHeadChoice, type ScoringGraph } from './scoring-graph.js';
-import { checkEngineOptions, checkLoadOptionNames, ENGINE_DEFAULTS, resolveLoadOptions, resolveProvider, withEnvironment, type EngineLoadOptions } from './engine-options.js';
+import { checkEngineOptions, checkLoadOptionsGiven, ENGINE_DEFAULTS, resolveLoadOptions, resolveProvider, withEnvironment, type EngineLoadOptions } from './engine-options.js';
 import { prepareInt8Graph, type Int8Info } from './int8-graph.js';
 import { chooseAttentionGraph, type AttentionChoice } from './attention-graph.js';
 
@@ -109,7 +109,8 @@ export function assertProviderReady(options: Pick<EngineLoadOptions, 'provider' 
 
 function asEngineError(err: unknown, stackFrom: Error): EngineError {
   const e = err as { code?: string; message?: string };
-  const wrapped = new EngineError((e?.code as EngineErrorCode) ?? 'ERR_RUNTIME', e?.message ?? String(err));
+  // Only the engine's own codes pass through: a system error (ENOENT, ...) is the engine's runtime failure.
+  const wrapped = new EngineError(isEngineErrorCode(e?.code) ? e.code : 'ERR_RUNTIME', e?.message ?? String(err), { cause: err });
   // Point at the caller, not at the promise machinery.
   wrapped.stack = `${wrapped.name} [${wrapped.code}]: ${wrapped.message}\n${stackFrom.stack?.split('\n').slice(1).join('\n') ?? ''}`;
   return wrapped;
@@ -142,7 +143,7 @@ export class Engine {
   static async load(given: EngineLoadOptions): Promise<Engine> {
     const callSite = new Error();
     try {
-      checkLoadOptionNames(given);
+      checkLoadOptionsGiven(given);
       const options = withEnvironment(given);
       checkEngineOptions(options);
       const config = readModelConfig(options.modelDir);

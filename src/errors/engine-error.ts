@@ -30,6 +30,26 @@ export type EngineErrorCode =
   | 'ERR_OUT_OF_MEMORY'
   | 'ERR_RUNTIME';
 
+/** Every code, once: a Record over the type, so the compiler holds it to the union both ways. */
+const ENGINE_ERROR_CODES: Readonly<Record<EngineErrorCode, true>> = Object.freeze({
+  ERR_MODEL_LOAD: true,
+  ERR_MODEL_IMPORT: true,
+  ERR_MODEL_NOT_FOUND: true,
+  ERR_INPUT: true,
+  ERR_STATE_TOO_LONG: true,
+  ERR_QUEUE_FULL: true,
+  ERR_PROVIDER_UNAVAILABLE: true,
+  ERR_ORT_LOAD: true,
+  ERR_ENGINE_CLOSED: true,
+  ERR_OUT_OF_MEMORY: true,
+  ERR_RUNTIME: true,
+});
+
+/** Whether `code` is one of the engine's (a system error's `ENOENT` or Node's `ERR_INVALID_ARG_TYPE` is not). */
+export function isEngineErrorCode(code: unknown): code is EngineErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ENGINE_ERROR_CODES, code);
+}
+
 /**
  * Every failure of the engine, native or not, surfaces as an EngineError with a stable `.code`.
  * @example

@@ -6,7 +6,7 @@
  */
 import type { EngineOptions } from '../engine/engine-options.js';
 import { EngineError } from '../errors/engine-error.js';
-import { checkBooleanOption, checkFolderOption, checkOptionNames, objectOption, refuseOption as refuse } from '../support/option-checks.js';
+import { checkBooleanOption, checkChoiceOption, checkFolderOption, checkOptionNames, objectOption, refuseOption as refuse } from '../support/option-checks.js';
 import type { DecisionService } from '../service/decision-service.js';
 import { ApiKeySet } from './api-keys.js';
 import { MIN_REQUESTS_PER_SECOND, type BucketOptions, type RateLimitOptions } from './rate-limit.js';
@@ -96,6 +96,8 @@ const REQUIRED_APP_OPTIONS: ReadonlyArray<keyof DecisionAppOptions> = ['service'
 const APP_OPTION_NAMES: readonly string[] = [...REQUIRED_APP_OPTIONS, 'batchWorker', 'prefix', 'logLevel', 'logSerializers'];
 const RATE_LIMIT_NAMES: ReadonlyArray<keyof RateLimitOptions> = ['requestsPerSecond', 'burst', 'invalidKeys'];
 const BUCKET_NAMES: ReadonlyArray<keyof BucketOptions> = ['requestsPerSecond', 'burst'];
+/** The log levels the server's logger takes (pino's), as `--log-level` names them. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const LOGGER_NAMES: ReadonlyArray<keyof LoggerOptions> = ['level', 'stream'];
 
 /** Refuses createServer() options no server can run with; the service it opens checks its own (threads, provider, engine). */
@@ -122,7 +124,7 @@ export function checkServerOptions(given: unknown): ServerOptions {
   if (options.logger !== undefined && typeof options.logger !== 'boolean') {
     const logger = objectOption(options.logger, 'logger', where) as Record<keyof LoggerOptions, unknown>;
     checkOptionNames(logger, LOGGER_NAMES, `${where}: logger`);
-    if (logger.level !== undefined && typeof logger.level !== 'string') refuse(where, 'logger.level', 'a pino level name', logger.level);
+    checkChoiceOption(logger.level, LOG_LEVELS, 'logger.level', where);
   }
   if (options.engine !== undefined) objectOption(options.engine, 'engine', where);
   if (options.env !== undefined) objectOption(options.env, 'env', where);
@@ -138,6 +140,8 @@ export function checkAppOptions(given: unknown): DecisionAppOptions {
   if (missing.length > 0) throw new EngineError('ERR_INPUT', `${where}: missing option${missing.length > 1 ? 's' : ''} ${missing.map((n) => `'${n}'`).join(', ')}`);
   checkService(options.service, where);
   if (!(options.keys instanceof ApiKeySet)) refuse(where, 'keys', 'an ApiKeySet', options.keys);
+  // As createServer refuses an empty key list: every request would be refused.
+  if (options.keys.size === 0) throw new EngineError('ERR_INPUT', `${where}: keys holds no API key; add one (keys.add(key))`);
   checkRateLimit(options.rateLimit, where);
   checkBodyLimit(options.bodyLimitBytes, where);
   checkFolderOption(options.dataDir, 'dataDir', where);
@@ -149,6 +153,8 @@ export function checkAppOptions(given: unknown): DecisionAppOptions {
 /** An open service: what DecisionService.open() gives (any object that answers as one). */
 function checkService(service: unknown, where: string): void {
   if (typeof (service as DecisionService | null)?.decideNormalized !== 'function') refuse(where, 'service', 'an open DecisionService', service);
+  // Served, a closed one would answer every request with a 500.
+  if ((service as DecisionService).isOpen === false) throw new EngineError('ERR_INPUT', `${where}: service must be an open DecisionService, got one that is closed`);
 }
 
 function checkRateLimit(rateLimit: unknown, where: string): void {

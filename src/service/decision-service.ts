@@ -178,6 +178,11 @@ export class DecisionService {
     return this.preloading;
   }
 
+  /** False once close() has begun: such a service takes no call (a server refuses to be built on it). */
+  get isOpen(): boolean {
+    return !this.closing;
+  }
+
   /**
    * True once at least one model is loaded and close() has not begun. The models removed or
    * replaced on disk are retired first, so that readiness and the list metrics() gives agree.

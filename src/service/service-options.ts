@@ -85,10 +85,16 @@ export function checkServiceOptions(given: unknown): string {
   if (conflict !== undefined) throw new EngineError('ERR_INPUT', `options.${conflict}`);
   for (const [name, value] of [['maxStateTokens', options.maxStateTokens], ['runtime.maxStateTokens', options.runtime?.maxStateTokens]] as const) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
-      throw new EngineError('ERR_INPUT', `${name} must be a whole number of tokens of at least 1, got ${String(value)}`);
+      throw new EngineError('ERR_INPUT', `${name} must be a whole number of tokens of at least 1, got ${valueForMessage(value)}`);
     }
   }
-  const folder = statSync(modelsDir, { throwIfNoEntry: false });
+  let folder;
+  try {
+    folder = statSync(modelsDir, { throwIfNoEntry: false });
+  } catch (err) {
+    // A path through a file (ENOTDIR), a loop of links, no permission to look: the option's fault.
+    throw new EngineError('ERR_INPUT', `modelsDir ${modelsDir} cannot be used: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
   if (folder !== undefined && !folder.isDirectory()) {
     throw new EngineError('ERR_INPUT', `modelsDir ${modelsDir} is not a folder (it holds one folder per model)`);
   }

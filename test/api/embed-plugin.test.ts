@@ -220,6 +220,7 @@ describe('decisionApp options', () => {
       [{ ...good, dataDir: '' }, 'decisionApp: dataDir must name a folder, got an empty value'],
       [{ ...good, bogus: 1 }, "decisionApp: unknown option 'bogus'"],
       [{ ...good, keys: [TEST_KEY] }, 'decisionApp: keys must be an ApiKeySet, got an array'],
+      [{ ...good, keys: new ApiKeySet() }, 'decisionApp: keys holds no API key; add one (keys.add(key))'],
       [{ ...good, rateLimit: { bogus: 1 } }, "decisionApp: rateLimit: unknown option 'bogus'"],
       [{ ...good, bodyLimitBytes: 0 }, 'decisionApp: bodyLimitBytes must be a whole number of bytes of at least 1, got 0'],
       [{ ...good, ownsService: 'no' }, "decisionApp: ownsService must be true or false, got 'no'"],

@@ -282,6 +282,8 @@ describe('through the server', () => {
       [{ ...base, dataDir: '' }, 'createServer: dataDir must name a folder, got an empty value'],
       [{ ...base, modelsDir: ' ' }, 'createServer: modelsDir must name a folder, got an empty value'],
       [{ ...base, logger: { level: 'info', colour: true } }, "createServer: logger: unknown option 'colour'"],
+      [{ ...base, logger: { level: 'loud' } }, "createServer: logger.level must be fatal, error, warn, info, debug, trace or silent, got 'loud'"],
+      [{ ...base, service: { ...stubService(okDecide), isOpen: false } }, 'createServer: service must be an open DecisionService, got one that is closed'],
     ];
     for (const [options, message] of cases) {
       const err = await createServer(options as Parameters<typeof createServer>[0]).catch((e: unknown) => e);

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 
 import { ApiError } from '../../src/api/errors.js';
 import { EngineError } from '../../src/errors/engine-error.js';
+import { createServer } from '../../src/server/app.js';
 import { DecisionService, type DecisionServiceOptions } from '../../src/service/decision-service.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
 import { decideBody, expectValidAnswers, tempModels, MIXED_QUESTIONS, type TempDirs } from './fixtures.js';
@@ -77,6 +78,23 @@ it('open() refuses a state limit under 1 token and a models folder that is a fil
   const file = path.join(dirs.root, 'models-is-a-file');
   await writeFile(file, 'x');
   await expect(DecisionService.open({ modelsDir: file })).rejects.toMatchObject({ code: 'ERR_INPUT', message: `modelsDir ${file} is not a folder (it holds one folder per model)` });
+  // A path through a file: the option's fault too, not a system error.
+  await expect(DecisionService.open({ modelsDir: path.join(file, 'models') })).rejects.toMatchObject({ code: 'ERR_INPUT', message: `modelsDir ${path.join(file, 'models')} cannot be used: ENOTDIR` });
+  await expect(DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, maxStateTokens: '10' as never })).rejects.toMatchObject({
+    code: 'ERR_INPUT',
+    message: "maxStateTokens must be a whole number of tokens of at least 1, got '10'",
+  });
+});
+
+it('a closed service: isOpen is false, and no server is built on it', async () => {
+  const svc = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false });
+  expect(svc.isOpen).toBe(true);
+  await svc.close();
+  expect(svc.isOpen).toBe(false);
+  await expect(createServer({ service: svc, apiKeys: ['k'], dataDir: path.join(dirs.root, 'never-made') })).rejects.toMatchObject({
+    code: 'ERR_INPUT',
+    message: 'createServer: service must be an open DecisionService, got one that is closed',
+  });
 });
 
 it('open() refuses bad engine options as EngineError ERR_INPUT before it writes the default model', async () => {

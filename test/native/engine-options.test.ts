@@ -10,6 +10,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { assertProviderReady, Engine } from '../../src/engine/engine.js';
+import type { EngineError } from '../../src/errors/engine-error.js';
 import { ENGINE_OPTION_NAMES, ENGINE_OPTIONS, PROVIDER_DEFAULTS, resolveLoadOptions, withEnvironment } from '../../src/engine/engine-options.js';
 import { engineOptionsFromFlags } from '../../src/cli/engine-flags.js';
 import { accepts, parseText } from '../../src/engine/option-checks.js';
@@ -193,6 +194,18 @@ describe('options that do not exist', () => {
     for (const given of [undefined, null, 'models/x', []]) {
       await expect(Engine.load(given as never), String(given)).rejects.toMatchObject({ code: 'ERR_INPUT', message: 'Engine.load(options): options must be an object with at least modelDir' });
     }
+    // modelDir and graphDeriver, named (an empty modelDir would be read as the current directory).
+    for (const [given, message] of [
+      [{ threads: 1 }, 'Engine.load: modelDir must be a path (a string), got undefined'],
+      [{ modelDir: 5 }, 'Engine.load: modelDir must be a path (a string), got 5'],
+      [{ modelDir: '' }, 'Engine.load: modelDir must name a folder, got an empty value'],
+      [{ modelDir, graphDeriver: 'x' }, "Engine.load: graphDeriver must be a function, got 'x'"],
+    ] as const) {
+      await expect(Engine.load(given as never), message).rejects.toMatchObject({ code: 'ERR_INPUT', message });
+    }
+    // A system error under the engine is ERR_RUNTIME or the engine's own code, never ENOENT or Node's ERR_INVALID_ARG_TYPE.
+    const missing = await Engine.load({ modelDir: path.join(modelDir, 'no-such-model') }).catch((e: unknown) => e);
+    expect(['ERR_MODEL_LOAD', 'ERR_RUNTIME']).toContain((missing as EngineError).code);
   });
 });
 
