@@ -13,6 +13,7 @@
  */
 import { recordKeyOrder, recordNumberText } from '../domain/key-order.js';
 import { jsonSyntaxErrorOffset } from './json-syntax-error.js';
+import { hasLoneSurrogate } from './json-value.js';
 
 
 /**
@@ -145,8 +146,6 @@ function pathOf(steps: Step[]): string {
   return steps.map((step, i) => (typeof step === 'number' ? `[${step}]` : i === 0 ? step : `.${step}`)).join('');
 }
 
-/** An unpaired UTF-16 surrogate: JSON's \ud800 escape without its partner decodes to one. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * One pass over valid JSON text (JSON.parse accepted it), tracking only strings, brackets and
@@ -193,7 +192,7 @@ function scanKeys(text: string): {
       const end = closingQuote(text, i);
       const top = stack[stack.length - 1];
       if (nextEscape !== -1 && nextEscape < end) {
-        if (nextEscape > i && LONE_SURROGATE.test(JSON.parse(text.slice(i, end + 1)) as string)) {
+        if (nextEscape > i && hasLoneSurrogate(JSON.parse(text.slice(i, end + 1)) as string)) {
           const path = stack.slice(1).map((frame) => frame.name);
           if (top?.keys && !top.expectKey) path.push(top.lastKey);
           else if (top && !top.keys) path.push(top.index);

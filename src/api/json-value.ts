@@ -29,3 +29,14 @@ export function shownValue(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v.slice(0, 100));
   return jsonType(v) === 'array' ? 'an array' : jsonType(v);
 }
+
+/** An unpaired UTF-16 surrogate: JSON's \ud800 escape without its partner decodes to one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Whether `s` holds a lone surrogate: not Unicode text, and not writable as UTF-8 (an answer keyed
+ * by it could not be read back by any UTF-8 client).
+ */
+export function hasLoneSurrogate(s: string): boolean {
+  return LONE_SURROGATE.test(s);
+}

@@ -25,7 +25,7 @@
 import { quote, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../domain/decision.js';
 import { hasWrittenForm, jsonInOrder, keysInOrder, writtenNumberText } from '../domain/key-order.js';
 import { ApiError } from './errors.js';
-import { isPlainObject } from './json-value.js';
+import { hasLoneSurrogate, isPlainObject } from './json-value.js';
 import {
   CriteriaSchema,
   DecideRequestSchema,
@@ -111,6 +111,16 @@ export function checkDescriptionLength(description: string, where: string, limit
   if (charLength(description, max) > max) fail(`${where}: the description is longer than ${max} characters`);
 }
 
+/**
+ * A string the HTTP doors refuse already as they read the JSON text (json-text.ts); a library
+ * caller's objects are checked here, so the two agree.
+ */
+const NOT_UNICODE = 'holds a lone surrogate (\\ud800-\\udfff without its pair): not Unicode text, and not writable as UTF-8';
+
+function checkUnicode(s: string, where: string): void {
+  if (hasLoneSurrogate(s)) fail(`${where}: ${NOT_UNICODE}`);
+}
+
 function has(obj: Record<string, unknown>, key: string): boolean {
   return Object.hasOwn(obj, key);
 }
@@ -121,6 +131,7 @@ function checkKey(key: string, where: string, what: string, limits: ValidationLi
     fail(`${where}: ${what} ${quote(key)} must be 1 to ${limits.maxKeyLength} characters`);
   }
   if (key === RESERVED_KEY) fail(`${where}: ${what} "__proto__" is reserved`);
+  checkUnicode(key, `${where}: ${what} ${quote(key)}`);
 }
 
 function rejectUnknown(obj: Record<string, unknown>, allowed: readonly string[], where: string): void {
@@ -136,7 +147,10 @@ function rejectUnknown(obj: Record<string, unknown>, allowed: readonly string[],
  * Strings are returned unchanged; plain objects become compact JSON.
  */
 export function normalizeState(state: unknown, limits: Partial<ValidationLimits> = {}): string {
-  if (typeof state === 'string') return state;
+  if (typeof state === 'string') {
+    checkUnicode(state, 'state');
+    return state;
+  }
   if (state === undefined) fail('state: required (a string or a JSON object)');
   if (!isPlainObject(state)) fail(`state: must be a string or a JSON object, got ${describe(state)}`);
   return structuredText(state, STATE, limits);
@@ -196,6 +210,8 @@ function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): b
     const v = f.value;
     switch (typeof v) {
       case 'string':
+        checkUnicode(v, framePathOf(f));
+        continue;
       case 'boolean':
       case 'undefined':
         continue;
@@ -221,6 +237,7 @@ function checkJsonData(root: object, lim: ValidationLimits, place: JsonPlace): b
       const keys = Object.keys(v);
       for (let i = keys.length - 1; i >= 0; i--) {
         const k = keys[i]!;
+        checkUnicode(k, `${framePathOf(f)}: the key ${quote(k)}`);
         stack.push({ value: v[k], depth: f.depth + 1, parent: f, key: k });
       }
     } else {
@@ -269,6 +286,7 @@ function normalizeQuestion(id: string, q: unknown, lim: ValidationLimits): Norma
   if (charLength(instructions, lim.maxInstructionsLength) > lim.maxInstructionsLength) {
     fail(`${at}.instructions: longer than ${lim.maxInstructionsLength} characters`);
   }
+  checkUnicode(instructions, `${at}.instructions`);
 
   const hasCriteria = has(q, 'criteria');
   if (!hasCriteria) {
@@ -296,6 +314,7 @@ function normalizeQuestion(id: string, q: unknown, lim: ValidationLimits): Norma
     const where = `${at}.criteria[${quote(key)}]`;
     if (typeof description !== 'string') fail(`${where}: the description must be a string, got ${describe(description)}`);
     checkDescriptionLength(description, where, lim);
+    checkUnicode(description, where);
     return { key, description, criteriaIndex };
   });
 

@@ -144,6 +144,19 @@ describe('validateDecideRequest: state', () => {
     expectInvalid(body({ state: new Map() }), /^state: must be a string or a JSON object, got Map/);
   });
 
+  it('refuses a lone surrogate anywhere a library caller can put one, as the HTTP doors refuse it in the JSON text', () => {
+    const lone = /holds a lone surrogate .*not writable as UTF-8$/;
+    expectInvalid(body({ state: 'x\ud800' }), new RegExp(`^state: ${lone.source}`));
+    expectInvalid(body({ state: { ['k\udc00']: 1 } }), /^state: the key "k\\udc00": holds a lone surrogate/);
+    expectInvalid(body({ state: { k: ['a', 'b\ud800'] } }), /^state\["k"\]\[1\]: holds a lone surrogate/);
+    expectInvalid(withQuestion(noul, 'q\ud800'), /^questions: question id "q\\ud800": holds a lone surrogate/);
+    expectInvalid(withQuestion({ ...noul, instructions: 'Is it\udfff?' }), /^questions\["q1"\]\.instructions: holds a lone surrogate/);
+    expectInvalid(withQuestion({ ...choice, criteria: { billing: 'Money', ['ship\ud800']: 'Parcels' } }), /option key "ship\\ud800": holds a lone surrogate/);
+    expectInvalid(withQuestion({ ...choice, criteria: { billing: 'Money\ud800', shipping: 'Parcels' } }), /^questions\["q1"\]\.criteria\["billing"\]: holds a lone surrogate/);
+    // A pair is text: an emoji anywhere is fine.
+    expect(validateDecideRequest(body({ state: { '😀': '😀' }, questions: { '😀': { ...choice, criteria: { '😀': '😀', b: 'x' } } } })).questions[0]!.id).toBe('😀');
+  });
+
   it('bounds the work on huge or self-sharing objects with state_too_long', () => {
     let shared: unknown = 1;
     for (let i = 0; i < 60; i++) shared = [shared, shared]; // 2^60 paths, 61 distinct arrays
