@@ -400,7 +400,10 @@ export function checkEngineOptions(options: EngineOptions): void {
   for (const name of ENGINE_OPTION_NAMES) {
     const value = options[name];
     const { check } = ENGINE_OPTIONS[name];
-    if (value !== undefined && !accepts(check, value)) invalid(name, check.kind === 'boolean' ? 'true or false' : ruleOf(check), value);
+    if (value === undefined || accepts(check, value)) continue;
+    // "at least N" leaves out the top: an integer a double cannot hold exactly is refused too.
+    const unsafe = check.kind === 'integer' && check.max === Number.MAX_SAFE_INTEGER && typeof value === 'number' && value > check.max;
+    invalid(name, check.kind === 'boolean' ? 'true or false' : unsafe ? `${ruleOf(check)} and at most ${Number.MAX_SAFE_INTEGER} (2^53 - 1)` : ruleOf(check), value);
   }
 }
 

@@ -194,6 +194,11 @@ describe('options that do not exist', () => {
     for (const given of [undefined, null, 'models/x', []]) {
       await expect(Engine.load(given as never), String(given)).rejects.toMatchObject({ code: 'ERR_INPUT', message: 'Engine.load(options): options must be an object with at least modelDir' });
     }
+    // An integer past 2^53 - 1 says the top of the range it passed.
+    await expect(Engine.load({ modelDir, prefixCacheBytes: 2 ** 60 })).rejects.toMatchObject({
+      code: 'ERR_INPUT',
+      message: `options.prefixCacheBytes must be an integer of at least 0 and at most ${Number.MAX_SAFE_INTEGER} (2^53 - 1) (got ${2 ** 60})`,
+    });
     // modelDir and graphDeriver, named (an empty modelDir would be read as the current directory).
     for (const [given, message] of [
       [{ threads: 1 }, 'Engine.load: modelDir must be a path (a string), got undefined'],
