@@ -34,6 +34,16 @@ export interface ScoreGroup {
   cacheScope?: number;
 }
 
+const GROUP_FIELDS = ['prefix', 'suffixes', 'cacheScope'];
+const SUFFIX_FIELDS = ['tokens', 'labels'];
+
+/** A field the engine does not read is refused: a misspelt cacheScope would share the caller's states. */
+function rejectUnknownFields(value: object, fields: readonly string[], where: string): void {
+  for (const key of Object.keys(value)) {
+    if (!fields.includes(key)) throw new EngineError('ERR_INPUT', `${where}: unknown field '${key.slice(0, 100)}' (fields: ${fields.join(', ')})`);
+  }
+}
+
 function int32(value: unknown, what: string): Int32Array {
   if (!(value instanceof Int32Array)) throw new EngineError('ERR_INPUT', `${what} must be an Int32Array`);
   return value;
@@ -50,12 +60,14 @@ export function flatten(groups: ScoreGroup[]) {
     if (typeof group !== 'object' || group === null || !Array.isArray(group.suffixes)) {
       throw new EngineError('ERR_INPUT', `group ${g} must be { prefix, suffixes: [...] }`);
     }
+    rejectUnknownFields(group, GROUP_FIELDS, `groups[${g}]`);
     prefixLength += int32(group.prefix, `groups[${g}].prefix`).length;
     const scope = group.cacheScope;
     if (scope !== undefined && !(Number.isInteger(scope) && scope >= 0 && scope <= 0x7fffffff)) {
       throw new EngineError('ERR_INPUT', `groups[${g}].cacheScope must be an integer in [0, 2^31)`);
     }
     group.suffixes.forEach((suffix, s) => {
+      if (typeof suffix === 'object' && suffix !== null) rejectUnknownFields(suffix, SUFFIX_FIELDS, `groups[${g}].suffixes[${s}]`);
       suffixLength += int32(suffix?.tokens, `groups[${g}].suffixes[${s}].tokens`).length;
       labelLength += int32(suffix?.labels, `groups[${g}].suffixes[${s}].labels`).length;
       suffixCount += 1;

@@ -134,6 +134,16 @@ describe.each([
     for (const bad of [-1, 1.5, 2 ** 31, Number.NaN]) {
       await expect(engine.score([group(bad)])).rejects.toMatchObject({ code: 'ERR_INPUT', message: expect.stringMatching(/cacheScope/) });
     }
+    // A misspelt scope would silently share the default scope: refused, as any field the engine does not read.
+    const { cacheScope: _, ...unscoped } = group(3);
+    await expect(engine.score([{ ...unscoped, cache_scope: 3 } as never])).rejects.toMatchObject({
+      code: 'ERR_INPUT',
+      message: "groups[0]: unknown field 'cache_scope' (fields: prefix, suffixes, cacheScope)",
+    });
+    await expect(engine.score([{ ...unscoped, suffixes: [{ ...unscoped.suffixes[0]!, label: 1 }] } as never])).rejects.toMatchObject({
+      code: 'ERR_INPUT',
+      message: "groups[0].suffixes[0]: unknown field 'label' (fields: tokens, labels)",
+    });
   });
 
   it('reuses a shared leading part (system prompt) of a different cached prefix', async () => {
