@@ -60,7 +60,12 @@ export interface ServerOptions {
   bodyLimitBytes?: number;
   /** false (default): no logs; true: JSON lines at info on stdout. */
   logger?: boolean | LoggerOptions;
-  /** Environment read for the defaults above; default process.env. */
+  /**
+   * Environment read for the server's defaults above (DECIDE_MODELS_DIR, DECIDE_DATA_DIR, the keys,
+   * the rate limits, the batch settings); default process.env. The engine options' DECIDE_*
+   * variables (DECIDE_THREADS, DECIDE_PROVIDER, ...) are read by the engine from process.env: give
+   * those as `threads`, `provider` and `engine` here.
+   */
   env?: NodeJS.ProcessEnv;
 }
 
