@@ -30,7 +30,7 @@ import { checkAppOptions, checkServerOptions, type DecisionAppOptions, type Logg
 import { BodyThread } from './body-thread.js';
 import { parseJsonBody, rejectUnreadableBody } from './json-body.js';
 import { registerPreflight } from './preflight.js';
-import { afterOwedResponses, countOwedResponses } from './owed-responses.js';
+import { afterOwedResponses, countOwedResponses, endConnectionsOwingNothing } from './owed-responses.js';
 import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
 import { loggerConfig, RequestLog } from './request-log.js';
 import { BatchService } from '../batches/batch-service.js';
@@ -323,6 +323,9 @@ export async function createServer(given: ServerOptions = {}): Promise<FastifyIn
     http: { requireHostHeader: false },
   });
   countOwedResponses(app.server);
+  // Stopping waits for the requests in flight, not for connections that carry none (a browser's
+  // spare socket would hold the stop until its client dropped it).
+  app.addHook('preClose', async () => endConnectionsOwingNothing(app.server));
 
   for (const warning of resolvedKeys?.warnings ?? []) app.log.warn(warning);
   let service = options.service;

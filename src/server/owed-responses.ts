@@ -17,9 +17,17 @@ interface Owed {
 }
 
 const bySocket = new WeakMap<Socket, Owed>();
+/** Every open connection of each counted server. */
+const connectionsOf = new WeakMap<http.Server, Set<Socket>>();
 
 /** Counts every response `server` owes, per connection. */
 export function countOwedResponses(server: http.Server): void {
+  const connections = new Set<Socket>();
+  connectionsOf.set(server, connections);
+  server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
   server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
     const socket = request.socket;
     let owed = bySocket.get(socket);
@@ -48,4 +56,23 @@ export function afterOwedResponses(socket: Socket, then: () => void): void {
   if (!owed || owed.responses.size === 0 || socket.destroyed) return then();
   for (const response of owed.responses) if (!response.req.complete) return then();
   owed.whenNone = then;
+}
+
+/**
+ * For a server that is stopping: ends every connection that owes no response, now and until the
+ * server has closed (a connection accepted just before the listener shut): a connection whose
+ * client has sent nothing yet (a browser's spare socket), one whose headers are still arriving,
+ * and a kept-alive one between requests. server.close() waits for every connection to end, and
+ * no request has begun on these; one with a response owed is left to finish it.
+ */
+export function endConnectionsOwingNothing(server: http.Server, sweepMs = 100): void {
+  const connections = connectionsOf.get(server);
+  if (!connections) return;
+  const sweep = () => {
+    for (const socket of connections) if ((bySocket.get(socket)?.responses.size ?? 0) === 0) socket.destroy();
+  };
+  sweep();
+  const timer = setInterval(sweep, sweepMs);
+  timer.unref();
+  server.once('close', () => clearInterval(timer));
 }

@@ -171,6 +171,37 @@ describe('decide serve lifecycle', () => {
     expect(p.stderr()).toContain('shutting down');
   });
 
+  it('SIGTERM: connections that carry no request (nothing sent yet, headers half sent, kept alive between requests) do not hold the stop', async () => {
+    expect(generatedKey).not.toBe('');
+    const p = await serve({});
+    const { port } = new URL(p.url);
+    const open = (first?: string) =>
+      new Promise<net.Socket>((resolve) => {
+        const s = net.connect(Number(port), '127.0.0.1', () => {
+          if (first) s.write(first);
+          resolve(s);
+        });
+        s.on('error', () => undefined);
+      });
+    // A browser's spare socket, a request whose headers stop halfway, a kept-alive connection after its answer.
+    const silent = await open();
+    const halfHeaders = await open(`GET /healthz HTTP/1.1\r\nHost: localhost\r\n`);
+    const keptAlive = await open(`GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+    await new Promise<void>((resolve) => keptAlive.once('data', () => resolve()));
+    // The one with a request in flight is still answered.
+    const busy = postDecide(p.url, generatedKey, decideBody(`busy: ${longState(2500)}`));
+    await requestsReceived(p, 1);
+    const closedBy = (s: net.Socket) => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once('close', () => resolve())));
+
+    p.child.kill('SIGTERM');
+    const r = await busy;
+    expect(r.status).toBe(200);
+    // Well inside the 60 s a silent connection would otherwise hold the stop (the headers timeout).
+    await Promise.race([p.exited, new Promise((_, reject) => setTimeout(() => reject(new Error('still running 20 s after SIGTERM')), 20_000))]);
+    expect(await p.exited).toBe(0);
+    await Promise.all([closedBy(silent), closedBy(halfHeaders), closedBy(keptAlive)]);
+  });
+
   // A closed terminal or ssh session sends SIGHUP, an operator's "reload" often too; SIGUSR2 is
   // another stray one. Node's own action for both ends the process at once (the request cut, the
   // lock left): they take SIGTERM's path.
