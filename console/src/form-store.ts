@@ -48,11 +48,18 @@ export function readForm(): PlaygroundForm | undefined {
   }
 }
 
-export function storeForm(form: PlaygroundForm): void {
+/**
+ * Keeps the form in the tab; false where it could not (over the storage quota: a form of
+ * megabytes). Then the entry kept before goes too: a reload would otherwise bring back an older
+ * form and undo everything typed since.
+ */
+export function storeForm(form: PlaygroundForm): boolean {
   try {
     sessionStorage.setItem(FORM, JSON.stringify(form));
+    return true;
   } catch {
-    // Over the storage quota (a form of megabytes): the page keeps working, only unsaved.
+    clearForm();
+    return false;
   }
 }
 

@@ -115,6 +115,28 @@ describe('the console keeps work and does one thing per press', () => {
     expect(await form()).toEqual(typed);
   });
 
+  it('playground: a question type changed and back keeps its options; Run waits for a model the list shows', async () => {
+    await modelsListed();
+    const key = (i: number) => page.inputValue(`[aria-label="topic option ${i} key"]`);
+    const description = (i: number) => page.inputValue(`[aria-label="topic option ${i} description"]`);
+    await page.fill('[aria-label="topic option 1 description"]', 'Parcels, as typed');
+    await page.selectOption('#q0-type', 'score');
+    expect([await key(1), await description(1)]).toEqual(['0', 'Parcels, as typed']);
+    await page.selectOption('#q0-type', 'choice');
+    expect([await key(1), await description(1), await key(3)]).toEqual(['shipping', 'Parcels, as typed', 'other']);
+
+    // The listing fails: the kept model is not shown, so Run sends nothing.
+    const models = `${server.url}/v1/models`;
+    await page.route(models, (route) => route.fulfill({ status: 503, contentType: 'application/json', body: '{"code":"server_error","message":"loading"}' }));
+    await page.reload();
+    await expect.poll(() => page.locator('#model option').first().textContent(), SERVER_WAIT).toBe('(no models)');
+    expect(await page.locator('#run').isDisabled()).toBe(true);
+    await page.unroute(models);
+    await page.reload();
+    await modelsListed();
+    expect(await page.locator('#run').isDisabled()).toBe(false);
+  });
+
   it('playground: while a run is in flight, the answers shown are marked as the previous request\'s', async () => {
     const results = page.locator('section.results');
     await page.click('#run');

@@ -17,7 +17,7 @@ export function AnswerBars({ id, answer, descriptions }: { id: string; answer: A
       <ol class="bars">
         {options.map(([key, p]) => (
           <li key={key} class={key === answer.top ? 'bar is-top' : 'bar'} data-option={key} data-prob={String(p)}>
-            <span class="bar-label" title={descriptions[key] ?? ''}>
+            <span class="bar-label" title={descriptions[key] ? `${key}: ${descriptions[key]}` : key}>
               {key}
               {descriptions[key] ? <small> {descriptions[key]}</small> : null}
             </span>

@@ -208,8 +208,8 @@ function CreateBatch({ onCreated }: { onCreated: () => void }) {
         </label>
       </div>
       <details>
-        <summary>Questions for records without their own (optional)</summary>
-        <textarea id="batch-questions" rows={4} value={questions} onInput={(e) => setQuestions((e.target as HTMLTextAreaElement).value)} placeholder='{"refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"}}' />
+        <summary id="batch-questions-label">Questions for records without their own (optional)</summary>
+        <textarea id="batch-questions" aria-labelledby="batch-questions-label" rows={4} value={questions} onInput={(e) => setQuestions((e.target as HTMLTextAreaElement).value)} placeholder='{"refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"}}' />
       </details>
       <label
         class={dragging ? 'dropzone dragging' : 'dropzone'}

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { parseJsonText } from '../../../src/api/json-text.js';
 import { entriesInOrder, objectInOrder } from '../../../src/domain/key-order.js';
@@ -62,8 +62,22 @@ function toQuestion(d: Draft): Question {
   return { type: d.type, instructions: d.instructions, criteria: objectInOrder(d.options.map((o) => [o.key, o.description] as const)) };
 }
 
+/**
+ * The options a question takes on when its type changes: those it last had as that type in this
+ * editor (a type tried and changed back loses nothing typed), else the type's defaults with the
+ * descriptions typed so far kept row by row.
+ */
+function optionsForType(type: QuestionType, draft: Draft, kept: Partial<Record<QuestionType, Option[]>>): Option[] {
+  const earlier = kept[type];
+  if (earlier) return earlier;
+  const defaults = defaultOptions(type);
+  if (type === 'noul' || draft.type === 'noul') return defaults;
+  return defaults.map((o, i) => ({ ...o, description: draft.options[i]?.description ?? '' }));
+}
+
 function QuestionEditor({ draft, index, onChange, onRemove }: { draft: Draft; index: number; onChange: (d: Draft) => void; onRemove: () => void }) {
   const prefix = `q${index}`;
+  const keptByType = useRef<Partial<Record<QuestionType, Option[]>>>({});
   const setOption = (i: number, patch: Partial<Option>) => onChange({ ...draft, options: draft.options.map((o, j) => (j === i ? { ...o, ...patch } : o)) });
   return (
     <fieldset class="question" data-question-editor={draft.id}>
@@ -80,7 +94,8 @@ function QuestionEditor({ draft, index, onChange, onRemove }: { draft: Draft; in
             value={draft.type}
             onChange={(e) => {
               const type = (e.target as HTMLSelectElement).value as QuestionType;
-              onChange({ ...draft, type, options: defaultOptions(type) });
+              keptByType.current[draft.type] = draft.options;
+              onChange({ ...draft, type, options: optionsForType(type, draft, keptByType.current) });
             }}
           >
             <option value="noul">noul (no / yes)</option>
@@ -134,6 +149,7 @@ function QuestionEditor({ draft, index, onChange, onRemove }: { draft: Draft; in
         <button
           type="button"
           class="quiet"
+          aria-label={`add ${draft.type === 'score' ? 'a level' : 'an option'} to ${draft.id}`}
           onClick={() => {
             onChange({ ...draft, options: [...draft.options, { key: nextOptionKey(draft), description: '' }] });
           }}
@@ -186,7 +202,7 @@ function CopyAs({ request }: { request: DecideRequest }) {
           {problem}
         </p>
       ) : (
-        <pre class="snippet" data-snippet={dialect} tabIndex={0}>
+        <pre class="snippet" data-snippet={dialect} tabIndex={0} aria-label={`the request as ${DIALECTS.find((d) => d.id === dialect)?.label ?? dialect}`}>
           {text}
         </pre>
       )}
@@ -206,13 +222,16 @@ export function Playground() {
   const [error, setError] = useState<unknown>();
   const [result, setResult] = useState<{ response: DecideResponse; latencyMs: number; request: DecideRequest }>();
 
-  useEffect(() => storeForm({ model, stateMode, stateText, drafts }), [model, stateMode, stateText, drafts]);
+  const [unsaved, setUnsaved] = useState(false);
+  useEffect(() => setUnsaved(!storeForm({ model, stateMode, stateText, drafts })), [model, stateMode, stateText, drafts]);
   useEffect(() => {
     // A kept model this key's listing lacks would be sent while the list shows another.
     const choices = modelChoices(listing);
     if (listing && !choices.some((c) => c.value === model)) setModel(choices[0]?.value ?? '');
   }, [listing]);
 
+  // Run sends only a model the select shows: not a kept one while the listing is missing or failed.
+  const modelShown = modelChoices(listing).some((c) => c.value === model);
   let request: DecideRequest | undefined;
   let formProblem = '';
   try {
@@ -272,6 +291,11 @@ export function Playground() {
           state
           <textarea id="state" rows={4} value={stateText} onInput={(e) => setStateText((e.target as HTMLTextAreaElement).value)} />
         </label>
+        {unsaved ? (
+          <p class="hint" role="status" data-form-unsaved>
+            This form is too large for the tab to keep: a reload or another page loses it.
+          </p>
+        ) : null}
         {drafts.map((d, i) => (
           <QuestionEditor
             key={i}
@@ -285,7 +309,7 @@ export function Playground() {
           <button type="button" class="quiet" onClick={() => setDrafts([...drafts, { id: nextQuestionId(drafts), type: 'noul', instructions: '', options: NOUL_OPTIONS }])}>
             + question
           </button>
-          <button type="submit" id="run" disabled={running || !request || !model}>
+          <button type="submit" id="run" disabled={running || !request || !modelShown}>
             {running ? 'Running…' : 'Run'}
           </button>
         </div>
