@@ -63,13 +63,16 @@ export function afterOwedResponses(socket: Socket, then: () => void): void {
  * server has closed (a connection accepted just before the listener shut): a connection whose
  * client has sent nothing yet (a browser's spare socket), one whose headers are still arriving,
  * and a kept-alive one between requests. server.close() waits for every connection to end, and
- * no request has begun on these; one with a response owed is left to finish it.
+ * no request has begun on these; one with a response owed is left to finish it, and one whose last
+ * response is still being written out waits for a later sweep (destroying it would cut it short).
  */
 export function endConnectionsOwingNothing(server: http.Server, sweepMs = 100): void {
   const connections = connectionsOf.get(server);
   if (!connections) return;
   const sweep = () => {
-    for (const socket of connections) if ((bySocket.get(socket)?.responses.size ?? 0) === 0) socket.destroy();
+    for (const socket of connections) {
+      if ((bySocket.get(socket)?.responses.size ?? 0) === 0 && socket.writableLength === 0) socket.destroy();
+    }
   };
   sweep();
   const timer = setInterval(sweep, sweepMs);
