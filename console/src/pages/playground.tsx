@@ -77,7 +77,10 @@ function optionsForType(type: QuestionType, draft: Draft, kept: Partial<Record<Q
 
 function QuestionEditor({ draft, index, onChange, onRemove }: { draft: Draft; index: number; onChange: (d: Draft) => void; onRemove: () => void }) {
   const prefix = `q${index}`;
-  const keptByType = useRef<Partial<Record<QuestionType, Option[]>>>({});
+  // Editors are keyed by position: the memory belongs to the question it was made for (a removed
+  // question before this one hands this editor another question, with another id).
+  const kept = useRef<{ id: string; byType: Partial<Record<QuestionType, Option[]>> }>({ id: draft.id, byType: {} });
+  if (kept.current.id !== draft.id) kept.current = { id: draft.id, byType: {} };
   const setOption = (i: number, patch: Partial<Option>) => onChange({ ...draft, options: draft.options.map((o, j) => (j === i ? { ...o, ...patch } : o)) });
   return (
     <fieldset class="question" data-question-editor={draft.id}>
@@ -94,8 +97,8 @@ function QuestionEditor({ draft, index, onChange, onRemove }: { draft: Draft; in
             value={draft.type}
             onChange={(e) => {
               const type = (e.target as HTMLSelectElement).value as QuestionType;
-              keptByType.current[draft.type] = draft.options;
-              onChange({ ...draft, type, options: optionsForType(type, draft, keptByType.current) });
+              kept.current.byType[draft.type] = draft.options;
+              onChange({ ...draft, type, options: optionsForType(type, draft, kept.current.byType) });
             }}
           >
             <option value="noul">noul (no / yes)</option>
