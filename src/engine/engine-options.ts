@@ -104,7 +104,11 @@ export interface EngineLoadOptions {
    * const engine = await Engine.load({ modelDir, provider: 'cuda', graphDeriver: deriveFusedGraph });
    */
   graphDeriver?: GraphDeriver;
-  /** Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY, else an installed CPU build (see resolveOrtLibrary). */
+  /**
+   * Path of the ONNX Runtime library; default DECIDE_ORT_LIBRARY, else (on the CPU) the one this
+   * process has loaded already, else an installed build (see resolveOrtLibrary). A process holds
+   * one: naming another after it is ERR_ORT_LOAD.
+   */
   ortLibrary?: string;
   /**
    * ONNX Runtime's log severity for the session, 0 (verbose) to 4 (fatal); default DECIDE_ORT_LOG_LEVEL,

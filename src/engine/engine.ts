@@ -6,6 +6,7 @@
 import { EngineError, isEngineErrorCode } from '../errors/engine-error.js';
 import {
   loadNativeModule,
+  noteLoadedOrtLibrary,
   resolveOrtLibrary,
   type NativeCounters,
   type NativeEngine,
@@ -169,6 +170,7 @@ export class Engine {
       const { NativeEngine } = loadNativeModule();
       const native = new NativeEngine();
       await native.load({ ...loadOptions, modelPath: graphFile });
+      noteLoadedOrtLibrary(native.info().ortLibrary);
       const info: EngineInfo = { ...native.info(), modelDir: options.modelDir, graphFile, lmHead, attention, maxContext, ...(int8 === undefined ? {} : { int8 }) };
       if (info.numLayers !== config.numLayers) {
         native.close();

@@ -254,14 +254,27 @@ function ortLibraryDirs(): string[] {
   return dirs;
 }
 
+/** The ONNX Runtime this process has loaded (an engine's info says which), once one has. */
+let loadedOrtLibrary: string | undefined;
+
+/** Called by Engine.load with the library its engine runs on. */
+export function noteLoadedOrtLibrary(library: string): void {
+  if (library) loadedOrtLibrary = library;
+}
+
 /**
- * The ONNX Runtime shared library to dlopen: DECIDE_ORT_LIBRARY when set; else the CUDA runtime that
+ * The ONNX Runtime shared library to dlopen: DECIDE_ORT_LIBRARY when set; else, for the CPU, the one
+ * this process has loaded already (noteLoadedOrtLibrary); else the CUDA runtime that
  * `decide setup-cuda` assembled, when there is one (for CPU engines too: one process holds one ORT
  * copy, and that core runs both); else a CPU build from an installed package (see ortLibraryDirs).
  */
 export function resolveOrtLibrary(explicit?: string, provider: 'cpu' | 'cuda' = 'cpu'): string {
   const fromEnv = explicit ?? process.env.DECIDE_ORT_LIBRARY;
   if (fromEnv) return path.resolve(fromEnv);
+  // A process holds one ONNX Runtime: once an engine has loaded one (from a path its caller named),
+  // a CPU engine that names none runs on it rather than failing on a second copy. (A CUDA engine
+  // needs a CUDA-capable one: found below, or named.)
+  if (provider === 'cpu' && loadedOrtLibrary) return loadedOrtLibrary;
   const cudaRuntime = assembledCoreLibrary(cudaRuntimeDir(packageRoot));
   if (cudaRuntime) return cudaRuntime;
   if (provider === 'cuda') {

@@ -4,7 +4,9 @@
  * and refuses what would be undefined behaviour in a C++ cast (NaN, infinities, negatives,
  * fractions, out of range), each with ERR_INPUT naming the field.
  */
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -279,5 +281,29 @@ describe('which ONNX Runtime is loaded', () => {
     // This checkout's devDependency is new enough (its library is the one the tests load).
     const installed = JSON.parse(readFileSync(path.join(ROOT, 'node_modules', 'onnxruntime-node', 'package.json'), 'utf8')) as { version: string };
     expect(servesOurApi(installed.version)).toBe(true);
+  });
+});
+
+describe('one ONNX Runtime a process', () => {
+  it('an engine loaded without ortLibrary after one loaded with it runs on that runtime, not a refused second copy', () => {
+    // In a child process: this one has its runtime loaded already, and tests share it.
+    const scratch = mkdtempSync(path.join(os.tmpdir(), 'ort-named-'));
+    try {
+      const named = path.join(scratch, 'libonnxruntime.so.1');
+      symlinkSync(resolveOrtLibrary(), named);
+      const script = `
+        const { Engine } = await import(${JSON.stringify(path.join(ROOT, 'dist/src/entry/engine.js'))});
+        const named = await Engine.load({ modelDir: ${JSON.stringify(modelDir)}, threads: 1, ortLibrary: ${JSON.stringify(named)} });
+        const plain = await Engine.load({ modelDir: ${JSON.stringify(modelDir)}, threads: 1 });
+        console.log(JSON.stringify([named.info.ortLibrary, plain.info.ortLibrary]));
+        named.close();
+        plain.close();`;
+      const env = { ...process.env, DECIDE_ORT_LIBRARY: '' };
+      const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env });
+      expect(run.status, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout.trim().split('\n').at(-1)!)).toEqual([named, named]);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
   });
 });
