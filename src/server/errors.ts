@@ -74,13 +74,21 @@ export function sendWire(reply: FastifyReply, wire: WireError): FastifyReply {
   return reply.code(wire.status).type('application/json; charset=utf-8').send(wire.body);
 }
 
-/** Sends the error response for `err` in our shape. Also used where fastify bypasses the error handler. */
-export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+/**
+ * Sends the error response for `err`, logged with our code: in our shape, or the shape `wireOf`
+ * gives (the shared batch routes' both shapes). Also used where fastify bypasses the error handler.
+ */
+export function sendError(
+  err: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  wireOf: (api: ApiError, requestId: string) => WireError = (api, requestId) => decideError(api, { requestId }),
+): FastifyReply {
   const mapped = httpError(err, request);
   logErrorAnswer(request, mapped.status, mapped.code, err);
   // Also set by the request-id hook, which fastify's framework errors (a malformed URL) may precede.
   reply.header('x-request-id', request.id);
-  return sendWire(reply, decideError(mapped, { requestId: request.id }));
+  return sendWire(reply, wireOf(mapped, request.id));
 }
 
 /**

@@ -10,16 +10,18 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { decideError } from '../../api/decide/index.js';
+import type { WireError } from '../../api/dialect.js';
+import type { ApiError } from '../../api/errors.js';
 import { toOpenAiWire } from '../../batches/openai/errors.js';
-import { httpError, sendWire } from '../errors.js';
-import { logErrorAnswer } from '../request-log.js';
+import { sendError } from '../errors.js';
+
+function bothShapes(api: ApiError, requestId: string): WireError {
+  const ours = decideError(api, { requestId });
+  const openai = toOpenAiWire(api);
+  const body = { ...(ours.body as object), error: (openai.body as { error: unknown }).error };
+  return { status: ours.status, body, headers: { ...openai.headers, ...ours.headers } };
+}
 
 export function sendBatchLookupError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const mapped = httpError(err, request);
-  logErrorAnswer(request, mapped.status, mapped.code, err);
-  reply.header('x-request-id', request.id);
-  const ours = decideError(mapped, { requestId: request.id });
-  const openai = toOpenAiWire(mapped);
-  const body = { ...(ours.body as object), error: (openai.body as { error: unknown }).error };
-  return sendWire(reply, { status: ours.status, body, headers: { ...openai.headers, ...ours.headers } });
+  return sendError(err, request, reply, bothShapes);
 }
