@@ -20,6 +20,7 @@ import type { EngineCounters } from '../engine/engine.js';
 import { graphFileIn, MODEL_FILES } from '../engine/model-dir.js';
 import type { DecisionResult } from '../domain/decision.js';
 import { DEFAULT_MODEL_ALIAS, ensureDefaultModel } from '../models/default-model.js';
+import { knownLoadProblem } from '../models/model-completeness.js';
 import { calibrationSummary } from '../models/model-info.js';
 import { saturatingInt8Warning } from '../models/int8-warning.js';
 import { modelFingerprint } from '../models/model-fingerprint.js';
@@ -418,6 +419,13 @@ export class DecisionService {
   private async loadRuntime(id: string, attempt: number): Promise<ModelRuntime> {
     this.ensureOpen();
     const model = this.resolveInstalled(id);
+    // A version known not to serve as it is (imported without its tokenizer files, non-finite
+    // weights) is refused under its dated id as under its alias: loading it could succeed (a
+    // missing chat template falls back to ChatML) and answer with a prompt the model never had.
+    const knownProblem = knownLoadProblem(model.dir);
+    if (knownProblem !== undefined) {
+      throw toApiError(new EngineError('ERR_MODEL_LOAD', `model ${model.id} cannot be served: ${this.registry.shownText(knownProblem)}`));
+    }
     if (this.runtimes.has(model.id) && this.loadedFrom.get(model.id) !== modelStamp(model.dir)) this.retire(model.id, 'its directory changed');
     let pending = this.runtimes.get(model.id);
     const stamp = pending ? this.loadedFrom.get(model.id) : modelStamp(model.dir);

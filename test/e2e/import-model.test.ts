@@ -98,6 +98,28 @@ describe('decide import-model', () => {
     }
   });
 
+  it('with tokenizer.json but no tokenizer_config.json: refused under its dated id as under its alias, saying which file is missing', async () => {
+    const partial = path.join(dirs.root, 'hf', 'no-config');
+    await mkdir(partial, { recursive: true });
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) await copyFile(path.join(hfDir, f), path.join(partial, f));
+    const res = await runDecide(['import-model', partial, '--out', path.join(dirs.modelsDir, 'no-config-2026-11')]);
+    expect(res.code).toBe(0);
+    expect(res.stderr).toMatch(/warning: no tokenizer_config\.json .* refuses to serve it/);
+
+    const svc = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, preload: [] });
+    try {
+      expect(svc.listModels().data.find((m) => m.id === 'no-config-2026-11')).toMatchObject({ status: 'broken' });
+      // The tokenizer alone would load (the prompt falling back to ChatML): the pinned id must not answer.
+      for (const model of ['no-config', 'no-config-2026-11']) {
+        const err = await svc.decide({ model, state: 'hello', questions: { q: { type: 'noul', instructions: 'Is it?' } } }).catch((e: unknown) => e);
+        expect(err, model).toMatchObject({ status: 500, code: 'server_error' });
+        expect(describeError(err), model).toMatch(/no tokenizer_config\.json: .*tokenizer_config\.json is missing/);
+      }
+    } finally {
+      await svc.close();
+    }
+  });
+
   it('--segment-ids off writes the graph without segment ids; a bad --segment-ids, --dtype or --attention value exits 2 and writes nothing', async () => {
     const out = path.join(dirs.modelsDir, 'unpacked-2026-11');
     const res = await runDecide(['import-model', hfDir, '--out', out, '--segment-ids', 'off']);

@@ -170,6 +170,31 @@ describe('checkpoint layouts and config styles', () => {
     expect(same.warnings.filter((w) => /index/.test(w))).toEqual([]);
   });
 
+  it('model.safetensors beside an adapter or a copy: model.safetensors alone is imported, with a warning naming the others', async () => {
+    const src = path.join(FIXTURES, 'qwen2');
+    const dir = path.join(scratch, 'qwen2-with-adapter');
+    await mkdir(dir, { recursive: true });
+    await cp(path.join(src, 'config.json'), path.join(dir, 'config.json'));
+    await cp(path.join(src, 'model.safetensors'), path.join(dir, 'model.safetensors'));
+    const weights = readSafetensors(path.join(src, 'model.safetensors'));
+    // A PEFT adapter's tensor names, and a backup copy of the same tensors.
+    writeSafetensors(path.join(dir, 'adapter_model.safetensors'), new Map([...weights].map(([n, t]) => [`base_model.model.${n.replace('.weight', '.lora_A.weight')}`, t])));
+    await cp(path.join(src, 'model.safetensors'), path.join(dir, 'model.backup.safetensors'));
+    const single = await importFixture('qwen2');
+    const imported = await importFixture('qwen2', 'fp32', dir);
+    expect(imported.warnings).toContainEqual(
+      'adapter_model.safetensors, model.backup.safetensors are not read: model.safetensors is imported on its own, as transformers\' ' +
+        'from_pretrained loads it (an adapter or a copy of the weights beside it is not merged in)',
+    );
+    expect((await readFile(path.join(imported.dir, 'onnx', 'model.onnx'))).equals(await readFile(path.join(single.dir, 'onnx', 'model.onnx')))).toBe(true);
+
+    // Without model.safetensors every *.safetensors is read: tensors with no place name their file.
+    await rm(path.join(dir, 'model.safetensors'));
+    await rm(path.join(dir, 'model.backup.safetensors'));
+    await cp(path.join(src, 'model.safetensors'), path.join(dir, 'base.safetensors'));
+    await expect(importFixture('qwen2', 'fp32', dir)).rejects.toThrow(/tensor\(s\) the architecture has no place for \(e\.g\. base_model\.model\.[^;]*; in adapter_model\.safetensors\)/);
+  });
+
   it('transformers 4.x configs (rope_theta + rope_scaling with rope_type or type) import like 5.x rope_parameters', async () => {
     const base = readConfig(path.join(FIXTURES, 'llama3'));
     const params = base.rope_parameters as Record<string, unknown>;

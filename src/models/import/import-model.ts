@@ -128,7 +128,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   const plan = planFromConfig(rawConfig);
   stage.file = 'the safetensors weights';
   const checkpoint = SafetensorsCheckpoint.open(hfDir);
-  if (checkpoint.ignoredIndex !== undefined) warn(checkpoint.ignoredIndex);
+  if (checkpoint.ignored !== undefined) warn(checkpoint.ignored);
   checkSizesAgainstTensors(plan.shape, checkpoint.tensors);
   // Where the model goes, before the graph is built (that costs seconds for a large model).
   const idProblem = newModelIdProblem(path.dirname(outDir), path.basename(outDir));

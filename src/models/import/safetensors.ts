@@ -38,27 +38,33 @@ export class SafetensorsCheckpoint {
   private constructor(
     readonly tensors: ReadonlyMap<string, TensorEntry>,
     readonly files: readonly string[],
-    /** Set when model.safetensors was read and an index beside it that names other shards was not: a warning for the user. */
-    readonly ignoredIndex?: string,
+    /** Set when model.safetensors was read and other weights beside it were not (an index naming other shards, an adapter, a copy): a warning for the user. */
+    readonly ignored?: string,
   ) {}
 
   /**
    * Reads every header of the checkpoint in `dir`: model.safetensors when present (transformers'
-   * from_pretrained looks for it before the index, so a folder holding both loads it there; an index
-   * naming other shards is then ignored, and `ignoredIndex` says so), else the files named by
-   * model.safetensors.index.json when present, else every *.safetensors file in the directory.
+   * from_pretrained looks for it before the index or any other file, so a folder holding more loads
+   * it there; an index naming other shards, an adapter or a copy beside it are then not read, and
+   * `ignored` says so), else the files named by model.safetensors.index.json when present, else
+   * every *.safetensors file in the directory.
    */
   static open(dir: string): SafetensorsCheckpoint {
     const indexPath = path.join(dir, INDEX_FILE);
     let files: string[];
     let weightMap: Record<string, string> | undefined;
-    let ignoredIndex: string | undefined;
-    if (existsSync(indexPath) && existsSync(path.join(dir, SINGLE_FILE))) {
+    let ignored: string | undefined;
+    if (existsSync(path.join(dir, SINGLE_FILE))) {
       files = [SINGLE_FILE];
-      if (!indexNamesOnly(indexPath, SINGLE_FILE)) {
-        ignoredIndex =
+      const others = readdirSync(dir).filter((f) => f.endsWith('.safetensors') && f !== SINGLE_FILE).sort();
+      if (existsSync(indexPath) && !indexNamesOnly(indexPath, SINGLE_FILE)) {
+        ignored =
           `${SINGLE_FILE} and ${INDEX_FILE} are both there: ${SINGLE_FILE} is imported and the index (with the shards it lists) is ignored, ` +
           `as transformers' from_pretrained loads ${SINGLE_FILE} first; remove the set you do not mean`;
+      } else if (others.length > 0) {
+        ignored =
+          `${others.join(', ')} ${others.length === 1 ? 'is' : 'are'} not read: ${SINGLE_FILE} is imported on its own, as transformers' ` +
+          'from_pretrained loads it (an adapter or a copy of the weights beside it is not merged in)';
       }
     } else if (existsSync(indexPath)) {
       assertRegularFile(indexPath);
@@ -105,7 +111,7 @@ export class SafetensorsCheckpoint {
         if (!tensors.has(name)) throw new CheckpointError(`${INDEX_FILE} lists ${name} in ${weightMap[name]}, but that shard does not hold it`);
       }
     }
-    return new SafetensorsCheckpoint(tensors, files, ignoredIndex);
+    return new SafetensorsCheckpoint(tensors, files, ignored);
   }
 
   /** Total bytes of tensor data. */

@@ -5,6 +5,8 @@
  * of the embedding. Every expected tensor is checked for presence and shape, and every checkpoint
  * tensor must be used, before anything is written.
  */
+import path from 'node:path';
+
 import type { WeightDecl } from '../builder/decoder-graph.js';
 import type { ModelShape } from '../builder/presets.js';
 import { ImportError } from './hf-config.js';
@@ -68,7 +70,8 @@ export function mapWeights(decls: readonly WeightDecl[], tensors: ReadonlyMap<st
   const unused = [...tensors.keys()].filter((n) => !used.has(n) && !IGNORED.test(n));
   if (unused.length > 0) {
     problems.push(
-      `${unused.length} checkpoint tensor(s) the architecture has no place for (e.g. ${unused.slice(0, 5).join(', ')}); ` +
+      `${unused.length} checkpoint tensor(s) the architecture has no place for (e.g. ${unused.slice(0, 5).join(', ')}; ` +
+        `in ${[...new Set(unused.map((n) => path.basename(tensors.get(n)!.file)))].sort().join(', ')}); ` +
         'the config and the weights describe different models, or the model has layers this importer does not implement',
     );
   }
