@@ -4,19 +4,21 @@
  *   store is unavailable, in each route's own shape (ours; OpenAI's on /v1/files and a JSON batch),
  *   counts them in /metrics and stays ready;
  * - a `decide worker` started before the database waits for it (one log line per attempt) and
- *   becomes ready once it is up; one pointed at a database that does not exist exits at once.
+ *   becomes ready once it is up; one pointed at a database that does not exist exits at once;
+ * - an API host whose connection is cut inside a batch create answers 503 and serves on.
  */
 import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 
 import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createServer } from '../../src/server/app.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import { freePort, startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { startWorker, tempWorkspace } from './helpers.js';
+import { client, goodLines, startServer, startWorker, tempWorkspace } from './helpers.js';
 
 const KEY = 'test-key-pg-outage';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -149,4 +151,44 @@ describe('a worker started before its database', () => {
     expect(missing.match(/does not exist/g)).toHaveLength(1);
     expect(missing).not.toMatch(/not answering/);
   }, 180_000);
+});
+
+describe('an API host whose connection is cut inside a batch create', () => {
+  // A database restart ends the connection a create holds checked out in its transaction; node-postgres
+  // reports that on the client itself, which without a listener ended the whole server process.
+  it('answers 503 with Retry-After, stores nothing, and serves on', async () => {
+    const postgres = await startPostgres();
+    cleanups.push(() => postgres.stop());
+    const url = await postgres.database('cut_create');
+    const server = await startServer({ dataDir: path.join(workDir, 'cut-api'), modelsDir, env: { DECIDE_DATABASE_URL: url, DECIDE_API_KEYS: KEY }, args: ['--no-worker', '--threads', '1'] });
+    cleanups.push(() => server.kill());
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      const api = client(server.url, KEY);
+      // Hold the input table so that the create's insert waits inside its transaction.
+      await admin.query('BEGIN');
+      await admin.query('LOCK TABLE decide_batch_inputs IN EXCLUSIVE MODE');
+      const creating = api.create({ model: 'svc-alpha', file: goodLines(20, 4, 'cut').join('\n') });
+      for (;;) {
+        const { rows } = await admin.query<{ n: number }>(`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = 'cut_create' AND wait_event_type = 'Lock'`);
+        if (rows[0]!.n > 0) break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      await admin.query('ROLLBACK');
+      const refused = await creating;
+      expect(refused.status, server.output()).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('5');
+      expect(refused.body).toMatchObject({ code: 'server_error', message: expect.stringMatching(/batch store is unavailable/) });
+      expect(server.proc.exitCode, server.output()).toBeNull();
+      expect((await admin.query('SELECT count(*)::int AS n FROM decide_batch_jobs')).rows[0]).toEqual({ n: 0 });
+      // The next create gets a fresh connection.
+      const again = await api.create({ model: 'svc-alpha', file: goodLines(2, 4, 'after').join('\n') });
+      expect(again.status).toBe(201);
+      const live = await fetch(`${server.url}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'svc-alpha', state: 's', questions: { q: { type: 'noul', instructions: 'Refund?' } } }) });
+      expect(live.status).toBe(200);
+    } finally {
+      await admin.end().catch(() => undefined);
+    }
+  }, 120_000);
 });

@@ -9,6 +9,8 @@
  *   once more when calls succeed again; then it finishes a job as usual.
  * - a worker stopped by SIGTERM, SIGHUP or SIGUSR2 while it holds a chunk commits that chunk,
  *   takes no other and exits 0;
+ * - a worker whose connections are cut inside its transactions (a restart, a failover) stays up
+ *   and completes the job, every row once.
  * The outage is real: the test database is set to refuse connections (ALLOW_CONNECTIONS false,
  * which holds for superusers too) and its sessions are ended.
  */
@@ -335,4 +337,47 @@ describe('a worker while the database is down', () => {
       await worker.close();
     }
   }, 120_000);
+});
+
+describe('a worker whose connections are cut inside its transactions', () => {
+  // A database restart or failover ends the connections a worker holds checked out, mid-transaction.
+  // node-postgres reports that on the client itself: without a listener the worker process died
+  // ("Unhandled 'error' event") and its job stalled until someone started another worker.
+  it('stays up: the cut calls fail as an outage, their chunks are taken again, and the job completes with every row once', async () => {
+    const url = await postgres.database('worker_cut');
+    const host = await BatchService.open({ service: svc, dataDir: path.join(workDir, 'cut-host'), databaseUrl: url, resume: false, chunk: { chunkRecords: 4 } });
+    const worker = await startWorker({ modelsDir, env: { DECIDE_DATABASE_URL: url }, args: ['--threads', '1'] });
+    const blocker = new pg.Client({ connectionString: url });
+    await blocker.connect();
+    try {
+      const lines = goodLines(60, 9, 'cut');
+      const job = await host.create({ owner: 'o', model: 'svc-alpha', upload: await host.stageUpload(Readable.from([lines.join('\n')])) });
+      await until('the first chunk committed', async () => (await host.get('o', job.id)).progress.completed > 0);
+      // Twice: hold the job's row so that the worker's next chunk commit waits inside its
+      // transaction, then end the worker's waiting connections (as a restart does) and let go.
+      for (let round = 0; round < 2; round++) {
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT id FROM decide_batch_jobs WHERE id = $1 FOR UPDATE', [job.id]);
+        await until('a chunk commit waiting inside its transaction', async () => {
+          if (worker.proc.exitCode !== null) throw new Error(`the worker exited with ${worker.proc.exitCode}:\n${worker.output()}`);
+          const [row] = await sql<{ n: number }>(postgres.url, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = 'worker_cut' AND wait_event_type = 'Lock'`);
+          return row!.n > 0;
+        });
+        await sql(postgres.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'worker_cut' AND wait_event_type = 'Lock'`);
+        await blocker.query('ROLLBACK');
+      }
+      await until('the job to complete', async () => {
+        if (worker.proc.exitCode !== null) throw new Error(`the worker exited with ${worker.proc.exitCode}:\n${worker.output()}`);
+        return (await host.get('o', job.id)).status === 'completed';
+      }, 150_000);
+      expect(worker.output()).toMatch(/chunk \d+ attempt 1 failed: .*terminat/);
+      const rows = parseRows(await streamText((await host.openResults('o', job.id)).stream));
+      expect(rows.map((r) => r.custom_id)).toEqual(lines.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id));
+      expect(await worker.stop()).toBe(0);
+    } finally {
+      await blocker.end().catch(() => undefined);
+      await worker.kill().catch(() => undefined);
+      await host.close();
+    }
+  }, 240_000);
 });

@@ -30,20 +30,40 @@ export function openPool(url: string, max: number): Pool {
   return pool;
 }
 
+/**
+ * Runs `fn` with a client checked out of the pool. A checked-out client that loses its connection
+ * (the database restarted, failed over, or the network dropped) emits 'error' on itself, not on
+ * the pool: without a listener here that would end the process. The error is kept, its query
+ * fails the call as an outage, and the client is handed back broken so the pool drops it.
+ */
+export async function withClient<T>(pool: Pool, fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let lost: Error | undefined;
+  const onLost = (err: Error) => {
+    lost ??= err;
+  };
+  client.on('error', onLost);
+  try {
+    return await fn(client);
+  } finally {
+    client.off('error', onLost);
+    client.release(lost);
+  }
+}
+
 /** Runs `fn` in one transaction: COMMIT when it resolves, ROLLBACK when it throws (and rethrow). */
 export async function inTransaction<T>(pool: Pool, fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
+  return withClient(pool, async (client) => {
     await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+    try {
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  });
 }
 
 /** A pg-boss `db` that runs its statements on `client` (inside the caller's transaction). */

@@ -20,7 +20,7 @@ import type { PgBoss } from 'pg-boss';
 
 import { ChunkWorker } from './chunk-worker.js';
 import { ConnectionState, retryPauseMs } from './connection-state.js';
-import { inTransaction, openPool, queueDb, type Pool } from './database.js';
+import { inTransaction, openPool, queueDb, withClient, type Pool } from './database.js';
 import { insertInputRows } from './input-rows.js';
 import { closeJob, getJob, JOB_COLUMNS, toJob } from './job-rows.js';
 import { migrate, withSchemaLock } from './migrations.js';
@@ -86,18 +86,15 @@ export class PgBatchStore implements BatchStore {
     const pool = openPool(options.url, options.settings.chunk.pipelineDepth + 4);
     let boss: PgBoss | undefined;
     try {
-      const client = await pool.connect();
-      try {
-        boss = await withSchemaLock(client, async () => {
+      boss = await withClient(pool, (client) =>
+        withSchemaLock(client, async () => {
           await checkSetupPrivileges(client);
           const applied = await migrate(client);
           if (applied.length > 0) options.log(`batch store: applied schema migrations ${applied.join(', ')}`);
           // pg-boss's own passes (supervise, monitor) report database failures here: logged once per outage.
           return startQueue(options.url, lease, options.work, (err) => connection.failed(err));
-        });
-      } finally {
-        client.release();
-      }
+        }),
+      );
     } catch (err) {
       await boss?.stop({ graceful: false }).catch(() => undefined);
       await pool.end().catch(() => undefined);
