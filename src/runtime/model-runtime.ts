@@ -116,6 +116,13 @@ class SuffixCache {
   }
 }
 
+/** A cached suffix whose making was given up by the request that started it (suffixFor makes it again). */
+class SuffixAbandoned extends Error {
+  constructor() {
+    super('the request that tokenized this question gave up');
+  }
+}
+
 /** Characters of a long state tokenized at a time when counting it against the limit. */
 const STATE_SLICE_CHARS = 8_192;
 
@@ -177,14 +184,14 @@ export class ModelRuntime {
    * whatever the state, then ERR_STATE_TOO_LONG when the state does not fit. `cacheScope`: who may
    * share its state's cached KV (CacheScopes; none: the shared scope).
    */
-  async prepare(request: NormalizedDecideRequest, priority: Priority = 'live', cacheScope?: string): Promise<PreparedRequest> {
+  async prepare(request: NormalizedDecideRequest, priority: Priority = 'live', cacheScope?: string, signal?: AbortSignal): Promise<PreparedRequest> {
     // A batch's records tokenize in the background: a live request waits behind one of them at most.
     const background = priority === 'batch';
-    const suffixes = await this.questionSuffixes(request.questions, background);
+    const suffixes = await this.questionSuffixes(request.questions, background, signal);
     // The questions are checked first: one that cannot fit is the question's fault (400) whatever
     // the state. Then the state: counted in slices first when it is long.
-    await this.refuseFarTooLongState(request.stateText, background);
-    const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText), { background });
+    await this.refuseFarTooLongState(request.stateText, background, signal);
+    const prefix = await this.tokenizer.encode(this.renderer.renderPrefix(request.stateText), { background, signal });
     // A code question's rows also read one letter after its prompt.
     const longestSuffix = Math.max(...suffixes.map((s) => s.tokens.length + (s.codes ? 1 : 0)));
     const stateTokens = Math.max(0, prefix.length - this.prefixOverhead);
@@ -231,10 +238,10 @@ export class ModelRuntime {
   }
 
   /** Each question's suffix tokens, after the checks of checkQuestions(). */
-  private async questionSuffixes(questions: readonly NormalizedQuestion[], background: boolean): Promise<SuffixTokens[]> {
+  private async questionSuffixes(questions: readonly NormalizedQuestion[], background: boolean, signal?: AbortSignal): Promise<SuffixTokens[]> {
     const suffixes = await Promise.all(
       questions.map((q) =>
-        this.suffixFor(q, background).catch((err: unknown) => {
+        this.suffixFor(q, background, signal).catch((err: unknown) => {
           // The only input error of labelling: the codes a tokenizer breaks (LabelSet.codeProblem).
           if (isEngineError(err) && err.code === 'ERR_INPUT') {
             throw new EngineError('ERR_INPUT', `questions[${quote(q.id)}]: model ${this.id} takes at most ${LETTERS.length} options per question: ${this.labels.codeProblem}`, {
@@ -267,13 +274,13 @@ export class ModelRuntime {
    * counts a token or two more than the whole text would, which the quarter's margin absorbs; a
    * state under that bound gets the exact count below.
    */
-  private async refuseFarTooLongState(stateText: string, background: boolean): Promise<void> {
+  private async refuseFarTooLongState(stateText: string, background: boolean, signal?: AbortSignal): Promise<void> {
     if (stateText.length <= STATE_SLICE_CHARS) return;
     const most = Math.max(0, Math.min(this.maxStateTokens, this.engine.info.maxContext - this.prefixOverhead));
     const bound = most + Math.max(64, Math.ceil(most / 4));
     let counted = 0;
     for (let at = 0; at < stateText.length; at += STATE_SLICE_CHARS) {
-      counted += (await this.tokenizer.encode(stateText.slice(at, at + STATE_SLICE_CHARS), { background })).length;
+      counted += (await this.tokenizer.encode(stateText.slice(at, at + STATE_SLICE_CHARS), { background, signal })).length;
       if (counted > bound) {
         throw new EngineError(
           'ERR_STATE_TOO_LONG',
@@ -339,13 +346,30 @@ export class ModelRuntime {
     this.tokenizer.close();
   }
 
-  private suffixFor(q: NormalizedQuestion, background: boolean): Promise<SuffixTokens> {
+  /**
+   * A question's suffix, shared by every request that asks it (SuffixCache). The request that made
+   * the entry may give up (its signal aborts) and take the entry down with it: another request
+   * waiting on it then makes it again under its own signal, rather than failing for the first one.
+   */
+  private async suffixFor(q: NormalizedQuestion, background: boolean, signal?: AbortSignal): Promise<SuffixTokens> {
     const key = JSON.stringify([q.type, q.instructions, q.options.map((o) => [o.key, o.description])]);
-    return this.suffixes.get(key, async () => {
-      const { labels, labelIds, codes } = await this.labels.forQuestion(q);
-      const tokens = await this.tokenizer.encode(this.renderer.renderSuffix(q, labels), { background });
-      return codes ? { tokens, labels: labelIds, shown: labels, codes } : { tokens, labels: labelIds, shown: labels };
-    });
+    for (;;) {
+      const made = this.suffixes.get(key, async () => {
+        try {
+          const { labels, labelIds, codes } = await this.labels.forQuestion(q);
+          const tokens = await this.tokenizer.encode(this.renderer.renderSuffix(q, labels), { background, signal });
+          return codes ? { tokens, labels: labelIds, shown: labels, codes } : { tokens, labels: labelIds, shown: labels };
+        } catch (err) {
+          throw signal?.aborted ? new SuffixAbandoned() : err;
+        }
+      });
+      try {
+        return await made;
+      } catch (err) {
+        if (!(err instanceof SuffixAbandoned)) throw err;
+        signal?.throwIfAborted(); // this request's own abort: its reason
+      }
+    }
   }
 }
 

@@ -52,8 +52,10 @@ export class TokenizerThread {
   /**
    * Token ids of `text`, with no special tokens added (TextTokenizer.encode). `background` (a
    * batch record's text) queues behind the other calls: the thread holds one such text at a time.
+   * `signal` (the request's): when it aborts before the text reached the thread, the text is
+   * dropped and the call rejects with its reason.
    */
-  async encode(text: string, options: { background?: boolean } = {}): Promise<Int32Array> {
+  async encode(text: string, options: { background?: boolean; signal?: AbortSignal } = {}): Promise<Int32Array> {
     return (await this.thread.call({ text }, options)) as Int32Array;
   }
 

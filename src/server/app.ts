@@ -32,7 +32,8 @@ import { parseJsonBody, rejectUnreadableBody } from './json-body.js';
 import { registerPreflight } from './preflight.js';
 import { afterOwedResponses, countOwedResponses, endConnectionsOwingNothing } from './owed-responses.js';
 import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
-import { loggerConfig, RequestLog } from './request-log.js';
+import { onAbandoned } from './abandoned.js';
+import { logAbandoned, loggerConfig, RequestLog } from './request-log.js';
 import { BatchService } from '../batches/batch-service.js';
 import { OpenAiBatchApi } from '../batches/openai/openai-batches.js';
 import { startRecordThread } from '../batches/record-thread.js';
@@ -123,6 +124,7 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
   app.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);
   });
+  app.addHook('onRequest', async (request, reply) => onAbandoned(reply, () => logAbandoned(request)));
   if (mount === 'server') registerErrorHandling(app);
   else registerScopedErrorHandling(app);
 

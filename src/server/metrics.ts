@@ -1,7 +1,8 @@
 /**
  * Prometheus metrics at GET /metrics (text exposition format 0.0.4), unauthenticated.
  *
- * HTTP: requests by method, route pattern and status; a latency histogram by method and route.
+ * HTTP: requests by method, route pattern and status (499: the client left before its answer); a
+ * latency histogram by method and route (answered requests).
  * The route label is the route's pattern (`/v1/batches/:id`), or `unmatched` for unknown paths, so
  * clients cannot grow the label set. Engine: the cumulative counters of every loaded model (forward
  * passes, prefix tokens computed and reused, suffix tokens, ...) and its queue depths, read from
@@ -21,6 +22,8 @@ import { storeOutageStats } from '../batches/store-outages.js';
 import { recordThreadStats } from '../batches/record-thread.js';
 import type { DecisionService } from '../service/decision-service.js';
 import type { BodyThread } from './body-thread.js';
+import { onAbandoned } from './abandoned.js';
+import { CLIENT_CLOSED_STATUS } from './request-log.js';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -54,11 +57,7 @@ export class HttpMetrics {
   readonly startedAt = Date.now();
 
   observe(method: string, route: string, status: number, seconds: number): void {
-    const reqLabels = { method, route, status: String(status) };
-    const rk = JSON.stringify(reqLabels);
-    const r = this.requests.get(rk);
-    if (r) r.value++;
-    else this.requests.set(rk, { labels: reqLabels, value: 1 });
+    this.count(method, route, status);
 
     const latLabels = { method, route };
     const lk = JSON.stringify(latLabels);
@@ -70,6 +69,15 @@ export class HttpMetrics {
     for (let i = 0; i < LATENCY_BUCKETS.length; i++) if (seconds <= LATENCY_BUCKETS[i]!) h.counts[i]!++;
     h.sum += seconds;
     h.count++;
+  }
+
+  /** Counts a request without its latency (one abandoned by its client: no answer to time). */
+  count(method: string, route: string, status: number): void {
+    const reqLabels = { method, route, status: String(status) };
+    const rk = JSON.stringify(reqLabels);
+    const r = this.requests.get(rk);
+    if (r) r.value++;
+    else this.requests.set(rk, { labels: reqLabels, value: 1 });
   }
 
   render(out: string[]): void {
@@ -189,6 +197,10 @@ export function registerMetrics(app: FastifyInstance, service: DecisionService, 
     const route = request.routeOptions.url ?? 'unmatched';
     http.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
   });
+  // A client that closed its connection before its answer: no response, so no onResponse.
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) =>
+    onAbandoned(reply, () => http.count(request.method, request.routeOptions.url ?? 'unmatched', CLIENT_CLOSED_STATUS)),
+  );
   app.get(
     '/metrics',
     { config: { public: true }, schema: { hide: true } },

@@ -69,11 +69,24 @@ export class RequestLog extends LogController {
 }
 
 /**
+ * The status the log and /metrics give a request whose client closed its connection before the
+ * answer (nginx's 499, "client closed request"): no answer was sent, none is counted under another.
+ */
+export const CLIENT_CLOSED_STATUS = 499;
+
+/** The line of a request whose client left before its answer (abandoned.ts): a decision's engine work not yet done is dropped. */
+export function logAbandoned(request: FastifyRequest): void {
+  request.log.info({ req: requestForLog(request), status: CLIENT_CLOSED_STATUS }, 'request abandoned: the client closed the connection before its answer');
+}
+
+/**
  * The line of an error answer, on every door: a 5xx is `request failed` with the error; a 4xx is
  * `request rejected` with our code only (the same on every door; the message may quote the
- * request), without a stack trace.
+ * request), without a stack trace. A request whose client already left (a body cut short) gets
+ * no answer and its `request abandoned` line instead.
  */
 export function logErrorAnswer(request: FastifyRequest, status: number, code: ErrorCode, err: unknown): void {
+  if (request.raw.aborted || request.raw.socket?.destroyed === true) return;
   if (status >= 500) request.log.error({ req: requestForLog(request), status, err }, 'request failed');
   else request.log.info({ req: requestForLog(request), code, status }, 'request rejected');
 }

@@ -241,12 +241,17 @@ export class DecisionService {
     const priority = context.priority ?? 'live';
     const since = Math.max(arrivedAt, runtime.readyAt);
     let scored: ScoredRequest | undefined;
+    // Given up on (refused for its wait, a question or state refused, its client gone): the texts it
+    // still has queued for the tokenizer are dropped, not tokenized for nobody ahead of others.
+    const givenUp = new AbortController();
+    const signal = context.signal ? AbortSignal.any([context.signal, givenUp.signal]) : givenUp.signal;
     try {
-      const preparing = runtime.prepare(request, priority, context.cacheScope);
+      const preparing = runtime.prepare(request, priority, context.cacheScope, signal);
       const prepared = await (priority === 'live' ? runtime.scheduler.withinQueueWait(preparing, since) : preparing);
       context.signal?.throwIfAborted();
       [scored] = await runtime.score([prepared], priority, context.signal, since);
     } catch (err) {
+      givenUp.abort(err);
       // An abort is the caller's own: its reason as given (an AbortError by default), not an API error.
       if (context.signal?.aborted && err === context.signal.reason) throw err;
       throw toApiError(err);

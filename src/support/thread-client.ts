@@ -2,8 +2,10 @@
  * A worker thread that answers requests, one message each way: ThreadClient on the calling side,
  * serveRequests() in the worker script. Started on first use (or at once: start()); while no
  * request waits it keeps no process alive; if it dies, the requests it held reject and the next request starts another.
- * Background calls (a batch's work) queue here and go to the worker one at a time, behind the
- * others (a live request's).
+ * Calls queue here and go to the worker a few at a time: background calls (a batch's work) one at
+ * a time, behind the others (a live request's). A call whose `signal` aborts while it still waits
+ * here is dropped unsent (a request answered 429, or whose client left, costs the thread nothing
+ * more); one already in the worker runs, and its answer is dropped.
  * For work that must not hold the JavaScript thread (a model's tokenizer:
  * src/runtime/tokenizer-thread.ts; reading large request bodies and batch lines:
  * src/server/body-thread.ts, src/batches/record-thread.ts).
@@ -39,12 +41,24 @@ export interface ThreadClientOptions {
   errors?: Partial<ThreadErrors>;
 }
 
+type Lane = 'live' | 'background';
+
+interface PendingCall<Response> {
+  resolve: (reply: Response) => void;
+  reject: (err: Error) => void;
+  lane: Lane;
+  /** Removes the call's abort listener. */
+  release?: () => void;
+}
+
 export class ThreadClient<Request, Response> {
   private worker: Worker | undefined;
-  private readonly pending = new Map<number, { resolve: (reply: Response) => void; reject: (err: Error) => void }>();
-  /** Background calls not yet sent, oldest first; and the one the worker holds (BACKGROUND_IN_WORKER). */
-  private readonly backgroundWaiting: Array<{ id: number; request: Request }> = [];
-  private readonly backgroundSent = new Set<number>();
+  private readonly pending = new Map<number, PendingCall<Response>>();
+  /** Calls not yet sent, oldest first (a Map: an abandoned one leaves in O(1)). */
+  private readonly waiting: Record<Lane, Map<number, Request>> = { live: new Map(), background: new Map() };
+  /** Calls the worker holds (answered or not yet), abandoned ones included until their answer comes. */
+  private readonly sent: Record<Lane, Set<number>> = { live: new Set(), background: new Set() };
+  private backgroundPending = 0;
   private nextId = 0;
   private closed = false;
   private readonly errors: ThreadErrors;
@@ -63,34 +77,42 @@ export class ThreadClient<Request, Response> {
     };
   }
 
-  /** Requests sent or waiting to be sent, not yet answered. */
+  /** Requests sent or waiting to be sent, not yet answered (abandoned ones not counted). */
   get inProgress(): number {
     return this.pending.size;
   }
 
   /** Of inProgress, the background calls (waiting here or in the worker). */
   get backgroundInProgress(): number {
-    return this.backgroundWaiting.length + this.backgroundSent.size;
+    return this.backgroundPending;
   }
 
   /**
-   * The worker's answer to `request`; rejects when the worker fails it, dies or is closed.
-   * The worker answers in the order it receives. A `background` call is sent only when no other
-   * background call is in the worker, so a call that is not (a live request's) waits behind at
-   * most one of them, however many are queued (a batch's records).
+   * The worker's answer to `request`; rejects when the worker fails it, dies or is closed, or with
+   * `signal`'s reason when it aborts first. The worker answers in the order it receives. A
+   * `background` call is sent only when no other background call is in the worker, so a call that
+   * is not (a live request's) waits behind at most one of them, however many are queued (a batch's
+   * records).
    */
-  call(request: Request, options: { background?: boolean } = {}): Promise<Response> {
+  call(request: Request, options: { background?: boolean; signal?: AbortSignal } = {}): Promise<Response> {
     if (this.closed) return Promise.reject(this.errors.closed());
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason);
     const id = this.nextId++;
+    const lane: Lane = options.background ? 'background' : 'live';
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      const call: PendingCall<Response> = { resolve, reject, lane };
+      this.pending.set(id, call);
+      if (lane === 'background') this.backgroundPending += 1;
       // Referenced while a request waits on it, so that the process stays for the answer.
       if (this.pending.size === 1) this.running().ref();
-      if (!options.background) this.send(id, request);
-      else {
-        this.backgroundWaiting.push({ id, request });
-        this.sendBackground();
+      if (signal) {
+        const onAbort = () => this.abandon(id, signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        call.release = () => signal.removeEventListener('abort', onAbort);
       }
+      this.waiting[lane].set(id, request);
+      this.pump();
     });
   }
 
@@ -123,16 +145,36 @@ export class ThreadClient<Request, Response> {
     void worker?.terminate();
   }
 
-  private send(id: number, request: Request): void {
-    this.running().postMessage({ id, request });
+  /** Sends waiting calls while the worker holds fewer than its share of each lane. */
+  private pump(): void {
+    for (const lane of ['live', 'background'] as const) {
+      const limit = lane === 'live' ? LIVE_IN_WORKER : BACKGROUND_IN_WORKER;
+      for (const [id, request] of this.waiting[lane]) {
+        if (this.sent[lane].size >= limit) break;
+        this.waiting[lane].delete(id);
+        this.sent[lane].add(id);
+        this.running().postMessage({ id, request });
+      }
+    }
   }
 
-  private sendBackground(): void {
-    if (this.backgroundSent.size >= BACKGROUND_IN_WORKER) return;
-    const next = this.backgroundWaiting.shift();
-    if (!next) return;
-    this.backgroundSent.add(next.id);
-    this.send(next.id, next.request);
+  /** A call whose caller gave up: dropped if still waiting here, its answer dropped if sent. */
+  private abandon(id: number, reason: unknown): void {
+    const call = this.settle(id);
+    if (!call) return;
+    this.waiting[call.lane].delete(id);
+    call.reject(reason as Error);
+  }
+
+  /** Takes a call out of the pending ones (its abort listener removed); undefined when it was not pending. */
+  private settle(id: number): PendingCall<Response> | undefined {
+    const call = this.pending.get(id);
+    if (!call) return undefined;
+    this.pending.delete(id);
+    call.release?.();
+    if (call.lane === 'background') this.backgroundPending -= 1;
+    if (this.pending.size === 0) this.worker?.unref();
+    return call;
   }
 
   private running(): Worker {
@@ -141,11 +183,10 @@ export class ThreadClient<Request, Response> {
     // Referenced only while a request waits (call()), so that an idle thread keeps no process alive.
     if (this.pending.size === 0) worker.unref();
     worker.on('message', (message: Reply<Response>) => {
-      const call = this.pending.get(message.id);
-      if (!call) return;
-      this.pending.delete(message.id);
-      if (this.pending.size === 0) worker.unref();
-      if (this.backgroundSent.delete(message.id)) this.sendBackground();
+      if (!this.sent.live.delete(message.id)) this.sent.background.delete(message.id);
+      const call = this.settle(message.id);
+      this.pump();
+      if (!call) return; // abandoned while the worker held it
       if ('reply' in message) call.resolve(message.reply);
       // A worker script of another version (the package replaced under a running process) may
       // answer in another shape: a failure, not a TypeError here.
@@ -167,9 +208,15 @@ export class ThreadClient<Request, Response> {
   private failPending(err: Error): void {
     const calls = [...this.pending.values()];
     this.pending.clear();
-    this.backgroundWaiting.length = 0;
-    this.backgroundSent.clear();
-    for (const call of calls) call.reject(err);
+    this.backgroundPending = 0;
+    for (const lane of ['live', 'background'] as const) {
+      this.waiting[lane].clear();
+      this.sent[lane].clear();
+    }
+    for (const call of calls) {
+      call.release?.();
+      call.reject(err);
+    }
   }
 }
 
@@ -184,6 +231,11 @@ export function stopCause(exitCode: number, reason?: Error): string {
 
 /** Background calls the worker holds at once: one, so that a call that is not waits behind one at most. */
 const BACKGROUND_IN_WORKER = 1;
+/**
+ * Live calls the worker holds at once: enough that it never waits on this thread for its next
+ * text, few enough that an abandoned request's texts still waiting here are dropped unsent.
+ */
+const LIVE_IN_WORKER = 4;
 
 /**
  * The worker side: answers each request ThreadClient.call() sends with `handle(request)` (or what

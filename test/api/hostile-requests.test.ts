@@ -183,7 +183,7 @@ describe('POST /v1/batches with a body that is not good multipart', () => {
     });
   }
 
-  it('a client that hangs up in the middle of the upload leaves the server answering, with nothing logged as a failure', async () => {
+  it('a client that hangs up in the middle of the upload leaves the server answering, logged as abandoned (499), nothing as a failure', async () => {
     const body = form([{ name: 'model', value: 'svc-alpha' }, { name: 'file', value: RECORD, filename: 'in.jsonl' }]);
     const head = post('/v1/batches', { 'Content-Type': FORM_TYPE }, body).replace(/Content-Length: \d+/, `Content-Length: ${body.length + 5000}`);
     const before = logLines.length;
@@ -193,7 +193,9 @@ describe('POST /v1/batches with a body that is not good multipart', () => {
     // The check waits for the aborted upload's own last word (its error handling has run), not for a time.
     const incoming = await logLine(before, (l) => l.msg === 'incoming request' && (l.req as { url?: string })?.url === '/v1/batches');
     const last = await logLine(before, (l) => l.request_id === incoming.request_id && l.msg !== 'incoming request');
-    expect(last).toMatchObject({ level: 30, msg: 'request rejected', status: 400 });
+    // No answer went out: not a 400 that nobody received.
+    expect(last).toMatchObject({ level: 30, msg: 'request abandoned: the client closed the connection before its answer', status: 499, req: { method: 'POST', url: '/v1/batches' } });
+    expect(logOf(incoming.request_id as string).map((l) => l.msg)).not.toContain('request rejected');
     expect(logLines.slice(before).join('\n')).not.toMatch(/"level":50|stack/);
   });
 
@@ -870,5 +872,37 @@ describe('a request whose body has not arrived when its time runs out', () => {
     } finally {
       app.server.off('connection', onConnection);
     }
+  });
+});
+
+describe('a decision whose client leaves before its answer', () => {
+  it.each([
+    ['closes the connection', false],
+    ['half-closes it (ends its sending side)', true],
+  ] as const)('%s: logged with method, path and status 499, and counted under 499 in /metrics', async (_what, halfClose) => {
+    const count = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      return Number(/^decide_http_requests_total\{method="POST",route="\/v1\/decide",status="499"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+    };
+    const before = await count();
+    const from = logLines.length;
+    const questions = Object.fromEntries(Array.from({ length: 48 }, (_, i) => [`q${i}`, { type: 'noul', instructions: `Is point ${i} of ${halfClose} true?` }]));
+    const body = JSON.stringify(decideBody(`${'a long state to score for a while '.repeat(200)}${halfClose}`, questions));
+    const request = post('/v1/decide', { 'Content-Type': 'application/json' }, body);
+    await new Promise<void>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.write(request);
+        if (halfClose) socket.end();
+      });
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve());
+      // Gone while its request is tokenized or scored.
+      if (!halfClose) setTimeout(() => socket.destroy(), 100);
+      setTimeout(() => reject(new Error('the server kept the connection open')), 30_000);
+    });
+    const incoming = await logLine(from, (l) => l.msg === 'incoming request' && (l.req as { url?: string })?.url === '/v1/decide');
+    const abandoned = await logLine(from, (l) => l.request_id === incoming.request_id && l.msg !== 'incoming request');
+    expect(abandoned).toMatchObject({ level: 30, msg: 'request abandoned: the client closed the connection before its answer', status: 499, req: { method: 'POST', url: '/v1/decide' } });
+    expect(await count()).toBe(before + 1);
   });
 });

@@ -194,6 +194,79 @@ it('the wait limit counts from arrival: a live request whose tokenizing waits pa
   }
 }, 60_000);
 
+it('requests refused for their wait, or whose clients left, drop the texts they still had queued for the tokenizer: the next small request is answered', async () => {
+  // Each request asks 64 questions of its own with long option descriptions: 64 texts to tokenize,
+  // far more work than its 300 ms wait allows. Refused (429) or abandoned, what it had not yet sent
+  // to the tokenizer thread is dropped; before, every text was still tokenized for nobody, and the
+  // requests behind them were refused until the backlog drained.
+  const waitMs = 300;
+  const busy = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, runtime: { scheduler: { maxQueueWaitMs: waitMs } } });
+  const busyData = mkdtempSync(path.join(os.tmpdir(), 'busy-data-'));
+  const busyApp = await createServer({ service: busy, apiKeys: [TEST_KEY], dataDir: busyData, rateLimit: false, logger: false });
+  await busyApp.listen({ port: 0, host: '127.0.0.1' });
+  const busyBase = `http://127.0.0.1:${(busyApp.server.address() as AddressInfo).port}`;
+  const post = (body: unknown, signal?: AbortSignal) =>
+    fetch(`${busyBase}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
+  const depth = async () => {
+    const line = (await (await fetch(`${busyBase}/metrics`)).text()).split('\n').find((l) => l.startsWith('decide_tokenizer_queue_depth{model="svc-alpha-2026-10",queue="live"}'));
+    return Number(line?.split(' ').pop());
+  };
+  const heavy = (n: number) => {
+    const questions: Questions = {};
+    for (let q = 0; q < 64; q++) {
+      const criteria = Object.fromEntries([0, 1, 2, 3].map((o) => [`o${o}`, `request ${n} question ${q} option ${o}: ${'words that take a while to tokenize '.repeat(50)}`]));
+      questions[`q${q}`] = { type: 'choice', instructions: `Which fits ${n}.${q}?`, criteria };
+    }
+    return decideBody(`state ${n}`, questions);
+  };
+  const small = decideBody('Late.', { refund: { type: 'noul', instructions: 'Refund?' } });
+  try {
+    expect((await post(small)).status).toBe(200); // loads the model
+    const leaving = new AbortController();
+    const refused = Array.from({ length: 8 }, (_, n) => post(heavy(n)).then((r) => r.status));
+    const abandoned = Array.from({ length: 8 }, (_, n) => post(heavy(100 + n), leaving.signal).then((r) => r.status, (err: Error) => err.name));
+    // The clients of the second half leave once their texts wait in the tokenizer's queue.
+    for (let i = 0; i < 400 && (await depth()) < 200; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(await depth()).toBeGreaterThanOrEqual(200);
+    leaving.abort();
+    expect(await Promise.all(abandoned)).toEqual(Array(8).fill('AbortError'));
+    const statuses = await Promise.all(refused);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(6);
+    // Nothing is left queued for them (a text already in the thread runs; its answer is dropped).
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await depth()).toBe(0);
+    const next = await post(small);
+    expect(next.status).toBe(200);
+  } finally {
+    await busyApp.close();
+    await busy.close();
+    rmSync(busyData, { recursive: true, force: true });
+  }
+}, 120_000);
+
+it('a question two requests share: the one that started tokenizing it gives up, the other is still answered', async () => {
+  // The tokenizer is kept busy by a third request, so the shared question's text is still queued
+  // (under the first request's signal) when that request is abandoned.
+  const long = (tag: string) => {
+    const questions: Questions = {};
+    for (let q = 0; q < 32; q++) {
+      questions[`q${q}`] = { type: 'choice', instructions: `${tag} ${q}?`, criteria: { a: `${tag} ${q} a ${'filler words here '.repeat(100)}`, b: 'b' } };
+    }
+    return questions;
+  };
+  const shared = { shared: { type: 'choice', instructions: `Shared question ${Date.now()}?`, criteria: { yes: 'Yes', no: 'No' } } };
+  const leaving = new AbortController();
+  const busy = service.decide(decideBody('busy', long(`busy ${Date.now()}`)));
+  const first = service.decide(decideBody('first state', shared), { signal: leaving.signal }).catch((err: Error) => err.name);
+  const second = service.decide(decideBody('second state', shared));
+  await new Promise((r) => setTimeout(r, 20));
+  leaving.abort();
+  expect(await first).toBe('AbortError');
+  const answered = await second;
+  expect(Object.keys(answered.answers)).toEqual(['shared']);
+  await busy;
+});
+
 it('batch records tokenize behind live requests: a live request sent while 400 records wait for the tokenizer is answered before they are tokenized', async () => {
   // The same records at batch priority: the tokenizer thread holds one of them at a time, and the
   // live request's texts go before the rest. /metrics shows the records still waiting when it is answered.

@@ -3,7 +3,7 @@
  * line readers, with a real worker thread: answers come back to their own calls, a request the
  * worker fails rejects alone, a worker that dies fails the requests it held and the next request
  * starts another, a worker that cannot start fails the calls with the reason it gave, close() ends
- * it, and start() runs it before any call.
+ * it, start() runs it before any call, and a call whose signal aborts before it was sent is dropped.
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -13,7 +13,7 @@ import { afterEach, expect, it } from 'vitest';
 
 import { ThreadClient } from '../../src/support/thread-client.js';
 
-type Request = { text: string; fail?: boolean; later?: boolean; exit?: number; busyMs?: number };
+type Request = { text: string; fail?: boolean; later?: boolean; exit?: number; busyMs?: number; handled?: boolean };
 const clients: Array<ThreadClient<Request, number>> = [];
 const client = () => {
   const c = new ThreadClient<Request, number>(import.meta.url, 'fixtures/length-worker');
@@ -63,6 +63,27 @@ it('background calls go to the worker one at a time: a call that is not waits be
   await Promise.all([...background, live]);
   // The worker answers in the order it receives: b1 was in it; b2-b4 waited here.
   expect(order).toEqual(['b1', 'live', 'b2', 'b3', 'b4']);
+});
+
+it('a call whose signal aborts while it waits here is never sent; one the worker holds runs, its answer dropped', async () => {
+  const c = client();
+  const leaving = new AbortController();
+  const given = Array.from({ length: 12 }, (_, i) => c.call({ text: `t${i}`, busyMs: 30 }, { signal: leaving.signal }));
+  const background = c.call({ text: 'b', busyMs: 30 }, { background: true, signal: leaving.signal });
+  const kept = c.call({ text: 'kept' });
+  expect(c.inProgress).toBe(14);
+  expect(c.backgroundInProgress).toBe(1);
+  leaving.abort(new Error('the client left'));
+  for (const call of [...given, background]) await expect(call).rejects.toThrow('the client left');
+  expect(c.inProgress).toBe(1);
+  expect(c.backgroundInProgress).toBe(0);
+  expect(await kept).toBe(4);
+  // The worker measured the four live calls it held when the signal aborted (and the background
+  // one it held), then `kept`: the other eight never reached it.
+  expect(await c.call({ text: '', handled: true })).toBe(6);
+  // An already aborted signal: refused at once, nothing sent.
+  await expect(c.call({ text: 'late' }, { signal: leaving.signal })).rejects.toThrow('the client left');
+  expect(await c.call({ text: '', handled: true })).toBe(6);
 });
 
 it('background calls waiting are failed with the rest when the worker dies, and by close()', async () => {

@@ -16,6 +16,7 @@ import { DIALECTS } from '../../api/dialects.js';
 import { ApiError, errorCodeOfStatus, toApiError, type ErrorCode } from '../../api/errors.js';
 import { jsonInOrder } from '../../domain/key-order.js';
 import type { DecisionService } from '../../service/decision-service.js';
+import { onAbandoned } from '../abandoned.js';
 import { ownerOf } from '../auth.js';
 import type { BodyThread } from '../body-thread.js';
 import { httpError, sendWire } from '../errors.js';
@@ -57,10 +58,7 @@ export function authFailure(request: FastifyRequest): AuthFailure {
  */
 function abandonedWith(reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
-  const response = reply.raw;
-  response.once('close', () => {
-    if (!response.writableFinished) controller.abort();
-  });
+  onAbandoned(reply, () => controller.abort());
   return controller.signal;
 }
 
@@ -129,11 +127,9 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
         const cacheScope = ownerOf(request);
         return dialect.respond(parsed.call, await service.decideNormalized(parsed.call.request, { requestId: request.id, signal, cacheScope }));
       } catch (err) {
-        if (signal.aborted) {
-          // Nobody is left to answer: the rest of its engine work was dropped.
-          request.log.info('client closed the connection before its answer; the decision was abandoned');
-          return reply;
-        }
+        // Nobody is left to answer (the rest of its engine work was dropped): logged and counted
+        // as abandoned by the server's hooks.
+        if (signal.aborted) return reply;
         return sendRejection(request, reply, dialect.error(err, { requestId: request.id }), toApiError(err).code, err);
       }
     },
