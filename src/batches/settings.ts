@@ -7,6 +7,7 @@ import type { ValidationLimits } from '../api/validate.js';
 import type { BatchSettings, ChunkOptions } from './ports.js';
 import { DEFAULT_MAX_RECORD_BYTES } from './records.js';
 import { DEFAULT_CHUNK_OPTIONS } from './runner.js';
+import { parseDecimal } from '../support/decimal.js';
 
 export type { BatchSettings };
 
@@ -67,7 +68,7 @@ export function envNumber(
 ): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
+  const value = parseDecimal(raw) ?? NaN;
   if (!Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
     const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
     throw new Error(`${name}: must be ${integer ? 'an integer' : 'a number'} ${range}, got '${raw}'`);

@@ -5,6 +5,8 @@
  */
 import { parseArgs } from 'node:util';
 
+import { parseDecimal } from '../support/decimal.js';
+
 /** A command's options as parseArgs() takes them (--help is added). */
 type OptionsConfig = Record<string, { type: 'string' | 'boolean'; short?: string; default?: string | boolean }>;
 
@@ -80,9 +82,9 @@ export function intArg(value: string, name: string, min: number, max: number): n
 
 /**
  * A number option written as decimal digits with an optional fraction (`0.25`, `1`, `.5`), or
- * undefined: the caller's range message then says what it takes. Number() alone would also read
- * '' and blanks as 0 and take `0x10`, `0b1` and `1e3`, none of which intArg() takes either.
+ * undefined: the caller's range message then says what it takes (parseDecimal: no `0x10` or `1e3`,
+ * which intArg() does not take either).
  */
 export function decimalArg(value: string): number | undefined {
-  return /^\s*(\d+\.?\d*|\.\d+)\s*$/.test(value) ? Number(value) : undefined;
+  return parseDecimal(value);
 }

@@ -14,6 +14,7 @@ import type { FastifyInstance } from 'fastify';
 
 import { ApiError } from '../api/errors.js';
 import { isPublicRoute } from './public-routes.js';
+import { parseDecimal } from '../support/decimal.js';
 
 export interface BucketOptions {
   requestsPerSecond: number;
@@ -49,7 +50,7 @@ export function rateLimitFromEnv(env: NodeJS.ProcessEnv = process.env): Required
 /** The same bounds as TokenBuckets', checked at start so that the message names the variable. */
 function parseAtLeast(value: string | undefined, name: string, min: number): number | undefined {
   if (value === undefined || value.trim() === '') return undefined;
-  const n = Number(value);
+  const n = parseDecimal(value) ?? NaN;
   if (!Number.isFinite(n) || n < min) throw new Error(`${name}: must be a number of at least ${min}, got '${value}'`);
   return n;
 }

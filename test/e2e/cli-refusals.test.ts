@@ -146,6 +146,10 @@ describe('decide serve: settings and folders refused before a key is made or any
     ['a retention past 100 years', [], { DECIDE_BATCH_RETENTION_SECONDS: '1e20' }, /^decide serve: DECIDE_BATCH_RETENTION_SECONDS: must be a number from 0 to 3153600000, got '1e20'\n$/],
     ['a sweep longer than a timer can wait', [], { DECIDE_BATCH_SWEEP_SECONDS: '2592000' }, /^decide serve: DECIDE_BATCH_SWEEP_SECONDS: must be a number from 0.01 to 2147483.647, got '2592000'\n$/],
     ['a lease under the minimum', [], { DECIDE_DATABASE_URL: 'postgres://127.0.0.1:1/x', DECIDE_BATCH_LEASE_SECONDS: '5' }, /^decide serve: DECIDE_BATCH_LEASE_SECONDS: must be an integer >= 10, got '5'\n$/],
+    // Decimal digits only, as every flag and DECIDE_* variable: no hex, no exponent.
+    ['a hex record limit', [], { DECIDE_BATCH_MAX_RECORDS: '0x10' }, /^decide serve: DECIDE_BATCH_MAX_RECORDS: must be an integer >= 1, got '0x10'\n$/],
+    ['an exponent chunk size', [], { DECIDE_BATCH_CHUNK_BYTES: '1e3' }, /^decide serve: DECIDE_BATCH_CHUNK_BYTES: must be an integer >= 1, got '1e3'\n$/],
+    ['a hex burst', [], { DECIDE_RATE_LIMIT_BURST: '0x2' }, /^decide serve: DECIDE_RATE_LIMIT_BURST: must be a number of at least 1, got '0x2'\n$/],
     ['a burst under 1', [], { DECIDE_RATE_LIMIT_BURST: '0.5' }, /^decide serve: DECIDE_RATE_LIMIT_BURST: must be a number of at least 1, got '0.5'\n$/],
     ['an invalid-key burst under 1', [], { DECIDE_INVALID_KEY_BURST: '0.2' }, /^decide serve: DECIDE_INVALID_KEY_BURST: must be a number of at least 1, got '0.2'\n$/],
     ['a rate whose Retry-After would be absurd', [], { DECIDE_RATE_LIMIT_RPS: '1e-300' }, /^decide serve: DECIDE_RATE_LIMIT_RPS: must be a number of at least 0.00001, got '1e-300'\n$/],
