@@ -19,7 +19,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 
 import { createServer } from '../../src/server/app.js';
 import { validateDecideRequest } from '../../src/api/validate.js';
-import { DecisionService } from '../../src/service/decision-service.js';
+import { DecisionService, type DecisionServiceOptions } from '../../src/service/decision-service.js';
 import { AUTH, TEST_KEY, decideBody, letters, tempModels, type Questions, type TempDirs } from './fixtures.js';
 
 let dirs: TempDirs;
@@ -133,13 +133,7 @@ it('the library: DecisionService.decide with an aborted signal rejects with its 
 it('a request that waits maxQueueWaitMs without starting gets 429 rate_limited with Retry-After; the one running is answered', async () => {
   // A second server whose requests may wait 100 ms, and whose calls hold the whole large request
   // (a second or more of compute): what arrives while that call computes is refused.
-  const busy = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, runtime: { scheduler: { maxCallTokens: 65536, maxQueueWaitMs: 100 } } });
-  // Its own data dir: one process owns a batch data dir.
-  const busyData = mkdtempSync(path.join(os.tmpdir(), 'busy-data-'));
-  const busyApp = await createServer({ service: busy, apiKeys: [TEST_KEY], dataDir: busyData, rateLimit: false, logger: false });
-  await busyApp.listen({ port: 0, host: '127.0.0.1' });
-  const busyBase = `http://127.0.0.1:${(busyApp.server.address() as AddressInfo).port}`;
-  const post = (body: unknown) => fetch(`${busyBase}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const { service: busy, base: busyBase, post, close } = await openBusyServer({ runtime: { scheduler: { maxCallTokens: 65536, maxQueueWaitMs: 100 } } });
   try {
     expect((await post(decideBody(STATE, { refund: { type: 'noul', instructions: 'Refund?' } }))).status).toBe(200); // loads the model
     // The large one through the library's record path, whose wait is not bounded (a live request's
@@ -155,9 +149,7 @@ it('a request that waits maxQueueWaitMs without starting gets 429 rate_limited w
     expect(await refused.json()).toMatchObject({ code: 'rate_limited', message: expect.stringContaining('without starting') });
     expect((await large)[0]!.ok).toBe(true);
   } finally {
-    await busyApp.close();
-    await busy.close();
-    rmSync(busyData, { recursive: true, force: true });
+    await close();
   }
 });
 
@@ -167,12 +159,7 @@ it('the wait limit counts from arrival: a live request whose tokenizing waits pa
   // The records' states are over a 16-token limit, so they fail once tokenized and the engine
   // scores none of them.
   const waitMs = 300;
-  const busy = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, maxStateTokens: 16, runtime: { scheduler: { maxQueueWaitMs: waitMs } } });
-  const busyData = mkdtempSync(path.join(os.tmpdir(), 'busy-data-'));
-  const busyApp = await createServer({ service: busy, apiKeys: [TEST_KEY], dataDir: busyData, rateLimit: false, logger: false });
-  await busyApp.listen({ port: 0, host: '127.0.0.1' });
-  const busyBase = `http://127.0.0.1:${(busyApp.server.address() as AddressInfo).port}`;
-  const post = (body: unknown) => fetch(`${busyBase}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const { service: busy, base: busyBase, post, close } = await openBusyServer({ maxStateTokens: 16, runtime: { scheduler: { maxQueueWaitMs: waitMs } } });
   const question = { refund: { type: 'noul', instructions: 'Refund?' } };
   try {
     expect((await post(decideBody('Late.', question))).status).toBe(200); // loads the model
@@ -188,9 +175,7 @@ it('the wait limit counts from arrival: a live request whose tokenizing waits pa
     expect(answeredAt - sent).toBeGreaterThanOrEqual(waitMs - 1);
     expect((await others).every((o) => !o.ok && o.error.code === 'state_too_long')).toBe(true);
   } finally {
-    await busyApp.close();
-    await busy.close();
-    rmSync(busyData, { recursive: true, force: true });
+    await close();
   }
 }, 60_000);
 
@@ -200,13 +185,7 @@ it('requests refused for their wait, or whose clients left, drop the texts they 
   // to the tokenizer thread is dropped; before, every text was still tokenized for nobody, and the
   // requests behind them were refused until the backlog drained.
   const waitMs = 300;
-  const busy = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, runtime: { scheduler: { maxQueueWaitMs: waitMs } } });
-  const busyData = mkdtempSync(path.join(os.tmpdir(), 'busy-data-'));
-  const busyApp = await createServer({ service: busy, apiKeys: [TEST_KEY], dataDir: busyData, rateLimit: false, logger: false });
-  await busyApp.listen({ port: 0, host: '127.0.0.1' });
-  const busyBase = `http://127.0.0.1:${(busyApp.server.address() as AddressInfo).port}`;
-  const post = (body: unknown, signal?: AbortSignal) =>
-    fetch(`${busyBase}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
+  const { service: busy, base: busyBase, post, close } = await openBusyServer({ runtime: { scheduler: { maxQueueWaitMs: waitMs } } });
   const depth = async () => {
     const line = (await (await fetch(`${busyBase}/metrics`)).text()).split('\n').find((l) => l.startsWith('decide_tokenizer_queue_depth{model="svc-alpha-2026-10",queue="live"}'));
     return Number(line?.split(' ').pop());
@@ -238,9 +217,7 @@ it('requests refused for their wait, or whose clients left, drop the texts they 
     const next = await post(small);
     expect(next.status).toBe(200);
   } finally {
-    await busyApp.close();
-    await busy.close();
-    rmSync(busyData, { recursive: true, force: true });
+    await close();
   }
 }, 120_000);
 
@@ -270,12 +247,7 @@ it('a question two requests share: the one that started tokenizing it gives up, 
 it('batch records tokenize behind live requests: a live request sent while 400 records wait for the tokenizer is answered before they are tokenized', async () => {
   // The same records at batch priority: the tokenizer thread holds one of them at a time, and the
   // live request's texts go before the rest. /metrics shows the records still waiting when it is answered.
-  const busy = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, maxStateTokens: 16 });
-  const busyData = mkdtempSync(path.join(os.tmpdir(), 'busy-data-'));
-  const busyApp = await createServer({ service: busy, apiKeys: [TEST_KEY], dataDir: busyData, rateLimit: false, logger: false });
-  await busyApp.listen({ port: 0, host: '127.0.0.1' });
-  const busyBase = `http://127.0.0.1:${(busyApp.server.address() as AddressInfo).port}`;
-  const post = (body: unknown) => fetch(`${busyBase}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const { service: busy, base: busyBase, post, close } = await openBusyServer({ maxStateTokens: 16 });
   const depth = async (queue: string) => {
     const line = (await (await fetch(`${busyBase}/metrics`)).text()).split('\n').find((l) => l.startsWith(`decide_tokenizer_queue_depth{model="svc-alpha-2026-10",queue="${queue}"}`));
     return Number(line?.split(' ').pop());
@@ -296,11 +268,32 @@ it('batch records tokenize behind live requests: a live request sent while 400 r
     expect((await batch).every((o) => !o.ok && o.error.code === 'state_too_long')).toBe(true);
     expect(await depth('batch')).toBe(0);
   } finally {
-    await busyApp.close();
-    await busy.close();
-    rmSync(busyData, { recursive: true, force: true });
+    await close();
   }
 }, 60_000);
+
+/**
+ * A second server on the same models with its own service options (a short queue wait, a small
+ * state limit), and its own data dir: one process owns a batch data dir.
+ */
+async function openBusyServer(options: Omit<DecisionServiceOptions, 'modelsDir' | 'ensureDefaultModel'>) {
+  const service = await DecisionService.open({ modelsDir: dirs.modelsDir, ensureDefaultModel: false, ...options });
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'busy-data-'));
+  const server = await createServer({ service, apiKeys: [TEST_KEY], dataDir, rateLimit: false, logger: false });
+  await server.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(server.server.address() as AddressInfo).port}`;
+  return {
+    service,
+    base,
+    post: (body: unknown, signal?: AbortSignal) =>
+      fetch(`${base}/v1/decide`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(body), signal }),
+    async close() {
+      await server.close();
+      await service.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
 
 /** `n` records of distinct ~1,500-token states asking `question`. */
 function longStateRecords(n: number, question: Questions) {
