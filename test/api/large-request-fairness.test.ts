@@ -159,7 +159,7 @@ it('the wait limit counts from arrival: a live request whose tokenizing waits pa
   // The records' states are over a 16-token limit, so they fail once tokenized and the engine
   // scores none of them.
   const waitMs = 300;
-  const { service: busy, base: busyBase, post, close } = await openBusyServer({ maxStateTokens: 16, runtime: { scheduler: { maxQueueWaitMs: waitMs } } });
+  const { service: busy, post, close } = await openBusyServer({ maxStateTokens: 16, runtime: { scheduler: { maxQueueWaitMs: waitMs } } });
   const question = { refund: { type: 'noul', instructions: 'Refund?' } };
   try {
     expect((await post(decideBody('Late.', question))).status).toBe(200); // loads the model
@@ -185,7 +185,7 @@ it('requests refused for their wait, or whose clients left, drop the texts they 
   // to the tokenizer thread is dropped; before, every text was still tokenized for nobody, and the
   // requests behind them were refused until the backlog drained.
   const waitMs = 300;
-  const { service: busy, base: busyBase, post, close } = await openBusyServer({ runtime: { scheduler: { maxQueueWaitMs: waitMs } } });
+  const { base: busyBase, post, close } = await openBusyServer({ runtime: { scheduler: { maxQueueWaitMs: waitMs } } });
   const depth = async () => {
     const line = (await (await fetch(`${busyBase}/metrics`)).text()).split('\n').find((l) => l.startsWith('decide_tokenizer_queue_depth{model="svc-alpha-2026-10",queue="live"}'));
     return Number(line?.split(' ').pop());
