@@ -1,5 +1,6 @@
 #include "cuda_module.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -138,6 +139,7 @@ struct Nvrtc {
     }
     for (const std::string& name : candidates) {
       api.tried += (api.tried.empty() ? "" : ", ") + name;
+      PreloadBuiltinsBeside(name);
       // Never dlclose'd: compiled modules stay loaded for the life of the process.
       void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (h == nullptr) continue;
@@ -154,6 +156,26 @@ struct Nvrtc {
       if (api.Complete()) break;
     }
     return api;
+  }
+
+  // NVRTC opens libnvrtc-builtins.so.<major>.<minor> by its soname when it compiles, and a pip or
+  // toolkit NVRTC carries no RUNPATH: opened by a path whose folder is not on the loader's search
+  // path (DECIDE_NVRTC_LIBRARY, the folder beside libcudart), it loads and then fails every compile
+  // (NVRTC_ERROR_BUILTIN_OPERATION_FAILURE). Loaded here first, globally, from the same folder,
+  // the builtins are the copy its own dlopen finds. Never closed, as NVRTC itself.
+  static void PreloadBuiltinsBeside(const std::string& library) {
+    const size_t slash = library.rfind('/');
+    if (slash == std::string::npos) return;  // a soname: the loader's search path finds both
+    const std::string folder = library.substr(0, slash);
+    DIR* listing = opendir(folder.c_str());
+    if (listing == nullptr) return;
+    while (const dirent* entry = readdir(listing)) {
+      const std::string file = entry->d_name;
+      if (file.rfind("libnvrtc-builtins.so.", 0) == 0 && file.find(".alt.") == std::string::npos) {
+        dlopen((folder + "/" + file).c_str(), RTLD_NOW | RTLD_GLOBAL);
+      }
+    }
+    closedir(listing);
   }
 };
 
@@ -271,9 +293,10 @@ CudaKernelModule* CudaKernelModule::ForCurrentContext() {
   try {
     image = Compile("sm_" + arch);
   } catch (const EngineError& e) {
-    // An NVRTC older than the card knows no sm_XY for it: PTX for the oldest architecture NVRTC
-    // 12 and 13 both take, which the driver compiles for the card.
-    if (e.Code() == kErrProviderUnavailable) throw;
+    // An NVRTC older than the card knows no sm_XY for it ("invalid value for --gpu-architecture"):
+    // PTX for the oldest architecture NVRTC 12 and 13 both take, which the driver compiles for the
+    // card. Any other failure is this one's, said as it is (a retry would only rename the arch).
+    if (e.Code() == kErrProviderUnavailable || std::string(e.what()).find("gpu-architecture") == std::string::npos) throw;
     image = Compile("compute_75");
   }
   void* module = nullptr;

@@ -38,6 +38,7 @@ DK_DEVICE void head_norm_rotary(const T* q, const T* k, const T* q_scale, const 
   // The CPU kernel refuses a position past the table (as ONNX Runtime's RotaryEmbedding does); a
   // CUDA kernel cannot, so it clamps and never reads outside the table. The engine never sends
   // one: prompts are bounded below it.
+  if (table_rows <= 0) return;  // refused on the host (ReadHeadNormRotary); never read before the table
   if (position < 0) position = 0;
   if (position >= table_rows) position = table_rows - 1;
   const T* cos_row = cos_table + position * half;

@@ -70,6 +70,7 @@ HeadNormRotaryShape ReadHeadNormRotary(Ort::KernelContext& context, const HeadNo
     Refuse(name + "q and k must be [batch, sequence, heads * head_dim] of one batch and sequence, got " + Text(q) + " and " + Text(k));
   }
   if (cos.size() != 2 || cos != sin) Refuse(name + "cos_cache and sin_cache must be [positions, head_dim / 2] alike, got " + Text(cos) + " and " + Text(sin));
+  if (cos[0] <= 0) Refuse(name + "cos_cache and sin_cache have no rows (no position to rotate by)");
   const int64_t head_dim = cos[1] * 2;
   if (head_dim <= 0 || head_dim > kMaxFusedHeadDim) Refuse(name + "head_dim " + std::to_string(head_dim) + " is outside 2.." + std::to_string(kMaxFusedHeadDim));
   if (q[2] % head_dim != 0 || k[2] % head_dim != 0) {

@@ -112,3 +112,20 @@ export function storedGraphRecord(modelDir: string): StoredGraphRecord | undefin
     return undefined;
   }
 }
+
+/**
+ * Why CUDA graphs cannot run the graph `attention` names, or undefined. The standard-op graph
+ * appends the KV cache with a Concat of a past and a new part whose lengths differ; ONNX Runtime's
+ * CUDA Concat then copies its inputs' pointers and sizes from host memory to the device in every
+ * run, and a captured graph replays that copy from host memory released since (every recorded
+ * replay of this graph failed with an illegal address). The fused graph appends inside its
+ * attention op.
+ */
+export function cudaGraphsProblem(attention: AttentionChoice): string | undefined {
+  if (attention.graph === 'fused') return undefined;
+  return (
+    "cudaGraphs runs the fused graph only: the standard-op graph appends the KV cache with Concat, which ONNX Runtime's CUDA kernel feeds " +
+    'from host memory in every run (a replayed graph would read it after it was freed). Load it with graphDeriver (fusedAttention ' +
+    `'auto' or 'on'), or make or import the model with --attention fused${attention.reason ? ` (not derived here: ${attention.reason})` : ''}`
+  );
+}

@@ -320,7 +320,7 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
   cudaGraphs: {
     flag: '--cuda-graphs', env: 'DECIDE_CUDA_GRAPHS', check: { kind: 'boolean' },
     default: () => ENGINE_DEFAULTS.cudaGraphs,
-    help: 'cuda only: capture each fixed pass shape as a CUDA graph once and replay it (implies --shape-buckets; its replays have not yet run right on a GPU, so off)',
+    help: 'cuda only: capture each fixed pass shape as a CUDA graph once and replay it (implies --shape-buckets; the fused graph only; its replays have not yet run right on a GPU, so off)',
   },
   gatherLogits: {
     flag: '--gather-logits', env: 'DECIDE_GATHER_LOGITS', check: { kind: 'boolean' },

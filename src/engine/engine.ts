@@ -19,7 +19,7 @@ import { flatten, type ScoreGroup } from './score-groups.js';
 import { prepareScoringGraph, type LmHeadChoice, type ScoringGraph } from './scoring-graph.js';
 import { checkEngineOptions, checkLoadOptionsGiven, ENGINE_DEFAULTS, resolveLoadOptions, resolveProvider, withEnvironment, type EngineLoadOptions } from './engine-options.js';
 import { prepareInt8Graph, type Int8Info } from './int8-graph.js';
-import { chooseAttentionGraph, type AttentionChoice } from './attention-graph.js';
+import { chooseAttentionGraph, cudaGraphsProblem, type AttentionChoice } from './attention-graph.js';
 
 export type { ScoreGroup, ScoreSuffix } from './score-groups.js';
 
@@ -163,6 +163,8 @@ export class Engine {
         loadOptions,
         { controlFlow: !(options.cudaGraphs ?? ENGINE_DEFAULTS.cudaGraphs), ownKernels: options.ownKernels ?? ENGINE_DEFAULTS.ownKernels },
       );
+      const graphsProblem = provider === 'cuda' && (options.cudaGraphs ?? ENGINE_DEFAULTS.cudaGraphs) ? cudaGraphsProblem(attention) : undefined;
+      if (graphsProblem !== undefined) throw new EngineError('ERR_INPUT', graphsProblem);
       const { graphFile, lmHead }: ScoringGraph =
         (options.gatherLogits ?? ENGINE_DEFAULTS.gatherLogits) === false
           ? { graphFile: stockGraph, lmHead: { graph: 'stock', reason: 'off' } }

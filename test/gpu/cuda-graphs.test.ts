@@ -3,7 +3,7 @@
  * elsewhere): each fixed pass shape is captured once and replayed after. The same answers as the
  * CUDA engine without graphs, on the call that captures and on the calls that replay; replays move
  * no buffer (a moved buffer would leave a captured graph writing to freed memory); a call of new
- * shapes beside them still answers right. A CUDA engine that derives the fused graph derives the
+ * shapes beside them still answers right. The standard-op graph is refused with them. A CUDA engine that derives the fused graph derives the
  * form without causal states' If for it. The CPU half of this (padding, fixed buffers) is
  * test/native/shape-buckets.test.ts.
  */
@@ -24,10 +24,17 @@ const cudaAvailable = await hasCuda(packedDir);
 const engines: Engine[] = [];
 afterAll(() => engines.forEach((e) => e.close()));
 
-describe.skipIf(!cudaAvailable).each<[string, TinyVariant]>([
-  ['standard-op graph', { segmentIds: true }],
-  ['fused graph', { segmentIds: true, attention: 'fused' }],
-])('CUDA graphs, %s', (_name, variant) => {
+describe.skipIf(!cudaAvailable)('CUDA graphs on the standard-op graph', () => {
+  it('are refused at load, saying to use the fused graph (its KV Concat copies from host memory in every run)', async () => {
+    const modelDir = await tinyModelDir({ segmentIds: true });
+    await expect(Engine.load({ modelDir, provider: 'cuda', prefixCacheBytes: 0, cudaGraphs: true })).rejects.toMatchObject({
+      code: 'ERR_INPUT',
+      message: expect.stringMatching(/^cudaGraphs runs the fused graph only/),
+    });
+  });
+});
+
+describe.skipIf(!cudaAvailable).each<[string, TinyVariant]>([['fused graph', { segmentIds: true, attention: 'fused' }]])('CUDA graphs, %s', (_name, variant) => {
   it('captured and replayed calls answer as the engine without graphs, and replays move no buffer', async () => {
     const modelDir = await tinyModelDir(variant);
     const load = async (cudaGraphs: boolean) => {

@@ -4,14 +4,14 @@
  * without NVRTC its check fails; the CPU cannot make that happen, so the deriver here answers as
  * such a host's would), the fused graph without them runs and says why; where neither can be
  * derived, the stored graph runs with the first reason; without a derivation the option is said to
- * have done nothing.
+ * have done nothing. CUDA graphs take the fused graph only (cudaGraphsProblem).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { chooseAttentionGraph, type DerivedGraphForm, type GraphDeriver } from '../../src/engine/attention-graph.js';
+import { chooseAttentionGraph, cudaGraphsProblem, type DerivedGraphForm, type GraphDeriver } from '../../src/engine/attention-graph.js';
 import type { VerifyLoadOptions } from '../../src/engine/lm-head-verify.js';
 
 const modelDir = mkdtempSync(path.join(os.tmpdir(), 'attention-choice-'));
@@ -61,5 +61,17 @@ describe('the graph chosen with ownKernels', () => {
     expect(asked).toEqual([]);
     const off = await chooseAttentionGraph(modelDir, stored, 'off', 'cuda', deriver(() => undefined, asked), verify, { controlFlow: true });
     expect(off.attention).toEqual({ graph: 'ops', source: 'stored' });
+  });
+});
+
+describe('CUDA graphs and the graph chosen', () => {
+  it('run the fused graph, stored or derived; the standard-op graph is refused saying why and what to do', () => {
+    expect(cudaGraphsProblem({ graph: 'fused', source: 'derived' })).toBeUndefined();
+    expect(cudaGraphsProblem({ graph: 'fused', source: 'stored' })).toBeUndefined();
+    expect(cudaGraphsProblem({ graph: 'ops', source: 'stored' })).toMatch(
+      /^cudaGraphs runs the fused graph only: the standard-op graph appends the KV cache with Concat, .* Load it with graphDeriver \(fusedAttention 'auto' or 'on'\), or make or import the model with --attention fused$/,
+    );
+    // Where a derivation was asked for and failed, its reason is passed on.
+    expect(cudaGraphsProblem({ graph: 'ops', source: 'stored', reason: 'no graph deriver was given to Engine.load' })).toMatch(/--attention fused \(not derived here: no graph deriver was given to Engine\.load\)$/);
   });
 });
