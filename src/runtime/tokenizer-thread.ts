@@ -19,6 +19,13 @@ const errors: ThreadErrors = {
   stopped: (code, reason) => new EngineError('ERR_RUNTIME', `tokenizer thread: it stopped (${stopCause(code, reason)}); the next call starts another`),
 };
 
+/**
+ * The live texts the tokenizer thread holds at once, in characters (and a few per text): some
+ * milliseconds of work, so that it tokenizes on while the main thread is busy, and what an
+ * abandoned request may still have tokenized for nobody.
+ */
+const LIVE_TEXT_IN_WORKER = { size: (request: TokenizerRequest) => ('text' in request ? request.text.length : 0) + 64, most: 64 * 1024 };
+
 export class TokenizerThread {
   private constructor(
     private readonly thread: ThreadClient<TokenizerRequest, TokenizerReply>,
@@ -38,7 +45,11 @@ export class TokenizerThread {
     // A thread that ends before the tokenizer loaded is this load's failure; later, a runtime one.
     const stopped = (code: number, reason?: Error) =>
       loaded ? errors.stopped(code, reason) : new EngineError('ERR_MODEL_LOAD', `tokenizer thread: it stopped (${stopCause(code, reason)}) before the tokenizer loaded`);
-    const thread = new ThreadClient<TokenizerRequest, TokenizerReply>(import.meta.url, 'tokenizer-worker', { workerData: { modelDir }, errors: { ...errors, stopped } });
+    const thread = new ThreadClient<TokenizerRequest, TokenizerReply>(import.meta.url, 'tokenizer-worker', {
+      workerData: { modelDir },
+      errors: { ...errors, stopped },
+      liveInWorker: LIVE_TEXT_IN_WORKER,
+    });
     try {
       const vocabSize = (await thread.call({ vocabSize: true })) as number;
       loaded = true;

@@ -35,10 +35,17 @@ export interface ThreadErrors {
   stopped(exitCode: number, reason?: Error): Error;
 }
 
-export interface ThreadClientOptions {
+export interface ThreadClientOptions<Request = unknown> {
   /** The worker's workerData (each thread started gets the same). */
   workerData?: unknown;
   errors?: Partial<ThreadErrors>;
+  /**
+   * How much live work the worker holds at once: enough that it never waits on this thread for
+   * its next request (this thread may be busy), little enough that an abandoned call still waiting
+   * here is dropped unsent. `size` of a request and the `most` held; one request is always sent,
+   * however large. Default: four requests.
+   */
+  liveInWorker?: { size: (request: Request) => number; most: number };
 }
 
 type Lane = 'live' | 'background';
@@ -56,8 +63,10 @@ export class ThreadClient<Request, Response> {
   private readonly pending = new Map<number, PendingCall<Response>>();
   /** Calls not yet sent, oldest first (a Map: an abandoned one leaves in O(1)). */
   private readonly waiting: Record<Lane, Map<number, Request>> = { live: new Map(), background: new Map() };
-  /** Calls the worker holds (answered or not yet), abandoned ones included until their answer comes. */
-  private readonly sent: Record<Lane, Set<number>> = { live: new Set(), background: new Set() };
+  /** Calls the worker holds (answered or not yet), abandoned ones included until their answer comes, with their sizes. */
+  private readonly sent: Record<Lane, Map<number, number>> = { live: new Map(), background: new Map() };
+  private readonly held: Record<Lane, number> = { live: 0, background: 0 };
+  private readonly limits: Record<Lane, { size: (request: Request) => number; most: number }>;
   private backgroundPending = 0;
   private nextId = 0;
   private closed = false;
@@ -67,8 +76,9 @@ export class ThreadClient<Request, Response> {
   constructor(
     private readonly besideUrl: string,
     private readonly name: string,
-    private readonly options: ThreadClientOptions = {},
+    private readonly options: ThreadClientOptions<Request> = {},
   ) {
+    this.limits = { live: options.liveInWorker ?? LIVE_IN_WORKER, background: BACKGROUND_IN_WORKER };
     this.errors = {
       failed: (failure) => new Error(`${name}: ${failure.message}`),
       closed: () => new Error(`the ${name} thread is closed`),
@@ -145,16 +155,29 @@ export class ThreadClient<Request, Response> {
     void worker?.terminate();
   }
 
-  /** Sends waiting calls while the worker holds fewer than its share of each lane. */
+  /** Sends waiting calls while the worker holds less than its share of each lane (one at least). */
   private pump(): void {
     for (const lane of ['live', 'background'] as const) {
-      const limit = lane === 'live' ? LIVE_IN_WORKER : BACKGROUND_IN_WORKER;
+      const { size, most } = this.limits[lane];
       for (const [id, request] of this.waiting[lane]) {
-        if (this.sent[lane].size >= limit) break;
+        const weight = size(request);
+        if (this.sent[lane].size > 0 && this.held[lane] + weight > most) break;
         this.waiting[lane].delete(id);
-        this.sent[lane].add(id);
+        this.sent[lane].set(id, weight);
+        this.held[lane] += weight;
         this.running().postMessage({ id, request });
       }
+    }
+  }
+
+  /** The worker answered `id` (or gave it up): its share of its lane is free again. */
+  private received(id: number): void {
+    for (const lane of ['live', 'background'] as const) {
+      const weight = this.sent[lane].get(id);
+      if (weight === undefined) continue;
+      this.sent[lane].delete(id);
+      this.held[lane] -= weight;
+      return;
     }
   }
 
@@ -183,7 +206,7 @@ export class ThreadClient<Request, Response> {
     // Referenced only while a request waits (call()), so that an idle thread keeps no process alive.
     if (this.pending.size === 0) worker.unref();
     worker.on('message', (message: Reply<Response>) => {
-      if (!this.sent.live.delete(message.id)) this.sent.background.delete(message.id);
+      this.received(message.id);
       const call = this.settle(message.id);
       this.pump();
       if (!call) return; // abandoned while the worker held it
@@ -212,6 +235,7 @@ export class ThreadClient<Request, Response> {
     for (const lane of ['live', 'background'] as const) {
       this.waiting[lane].clear();
       this.sent[lane].clear();
+      this.held[lane] = 0;
     }
     for (const call of calls) {
       call.release?.();
@@ -230,12 +254,9 @@ export function stopCause(exitCode: number, reason?: Error): string {
 }
 
 /** Background calls the worker holds at once: one, so that a call that is not waits behind one at most. */
-const BACKGROUND_IN_WORKER = 1;
-/**
- * Live calls the worker holds at once: enough that it never waits on this thread for its next
- * text, few enough that an abandoned request's texts still waiting here are dropped unsent.
- */
-const LIVE_IN_WORKER = 4;
+const BACKGROUND_IN_WORKER = { size: () => 1, most: 1 };
+/** Live calls the worker holds at once, where the client says nothing (ThreadClientOptions.liveInWorker). */
+const LIVE_IN_WORKER = { size: () => 1, most: 4 };
 
 /**
  * The worker side: answers each request ThreadClient.call() sends with `handle(request)` (or what
