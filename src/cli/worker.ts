@@ -59,11 +59,14 @@ function servedModels(service: DecisionService, modelsDir: string): string {
     return `decide worker: no model is installed in ${modelsDir}: this worker takes no chunk until one is (check --models-dir)`;
   }
   const aliases = Object.entries(service.registry.aliases());
-  const shown = models.map((m) => {
+  const shown = models.filter((m) => !m.broken).map((m) => {
     const names = aliases.filter(([, id]) => id === m.id).map(([alias]) => alias);
     return names.length > 0 ? `${m.id} (${names.join(', ')})` : m.id;
   });
-  return `decide worker: serving the models in ${modelsDir}: ${shown.join(', ')}`;
+  // A version listed as broken (GET /v1/models says why) takes no chunk here: named apart.
+  const broken = models.filter((m) => m.broken).map((m) => `${m.id} (${service.registry.shownText(m.broken!)})`);
+  const serving = shown.length > 0 ? `serving the models in ${modelsDir}: ${shown.join(', ')}` : `no model in ${modelsDir} can be served: this worker takes no chunk until one can`;
+  return `decide worker: ${serving}${broken.length > 0 ? `; broken, not served: ${broken.join('; ')}` : ''}`;
 }
 
 export async function run(argv: string[]): Promise<number> {

@@ -26,6 +26,8 @@ import type { BatchDecisionService } from '../../src/batches/ports.js';
 import { DecisionService } from '../../src/service/decision-service.js';
 import type { TestPostgres } from '../helpers/postgres.js';
 import { tinyModelDir } from '../helpers/tiny-model.js';
+import { HF_TINY } from '../helpers/fixtures.js';
+import { importModel } from '../../src/models/import/import-model.js';
 import { closePgWorkspace, goodLines, maxProbDiff, MODEL_ID, openPgWorkspace, parseRows, startWorker, streamText } from './helpers.js';
 
 let workDir: string;
@@ -96,6 +98,24 @@ describe('decide worker without the job model', () => {
       await host.close();
     }
   }, 180_000);
+});
+
+describe('decide worker with a broken version among its models', () => {
+  it('names it apart with its reason, not among the models it serves', async () => {
+    const dir = path.join(workDir, 'broken-models');
+    // hf-tiny's checkpoints carry no tokenizer: imported with a warning, listed as broken.
+    await importModel({ hfDir: path.join(HF_TINY, 'qwen3'), outDir: path.join(dir, 'notok-2026-11') });
+    const url = await postgres.database('worker_broken_models');
+    const worker = await startWorker({ modelsDir: dir, env: { DECIDE_DATABASE_URL: url }, args: ['--threads', '1'] });
+    try {
+      expect(worker.output()).toContain(
+        `decide worker: no model in ${dir} can be served: this worker takes no chunk until one can; broken, not served: notok-2026-11 (the model has no tokenizer: `,
+      );
+      expect(await worker.stop()).toBe(0);
+    } finally {
+      await worker.kill().catch(() => undefined);
+    }
+  }, 120_000);
 });
 
 describe('decide worker stopped by a signal while it holds a chunk', () => {
