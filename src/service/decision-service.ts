@@ -424,17 +424,17 @@ export class DecisionService {
   private async loadRuntime(id: string, attempt: number): Promise<ModelRuntime> {
     this.ensureOpen();
     const model = this.resolveInstalled(id);
-    // A version known not to serve as it is (imported without its tokenizer files, non-finite
-    // weights) is refused under its dated id as under its alias: loading it could succeed (a
-    // missing chat template falls back to ChatML) and answer with a prompt the model never had.
-    const knownProblem = knownLoadProblem(model.dir);
-    if (knownProblem !== undefined) {
-      throw toApiError(new EngineError('ERR_MODEL_LOAD', `model ${model.id} cannot be served: ${this.registry.shownText(knownProblem)}`));
-    }
     if (this.runtimes.has(model.id) && this.loadedFrom.get(model.id) !== modelStamp(model.dir)) this.retire(model.id, 'its directory changed');
     let pending = this.runtimes.get(model.id);
     const stamp = pending ? this.loadedFrom.get(model.id) : modelStamp(model.dir);
     if (!pending) {
+      // A version known not to serve as it is (imported without its tokenizer files, non-finite
+      // weights) is refused under its dated id as under its alias: loading it could succeed (a
+      // missing chat template falls back to ChatML) and answer with a prompt the model never had.
+      const knownProblem = knownLoadProblem(model.dir);
+      if (knownProblem !== undefined) {
+        throw toApiError(new EngineError('ERR_MODEL_LOAD', `model ${model.id} cannot be served: ${this.registry.shownText(knownProblem)}`));
+      }
       this.options.log?.(`loading model ${model.id} from ${model.dir}`);
       this.loadedFrom.set(model.id, stamp!);
       pending = ModelRuntime.load(model.id, model.dir, {

@@ -170,7 +170,7 @@ export class ThreadClient<Request, Response> {
     }
   }
 
-  /** The worker answered `id` (or gave it up): its share of its lane is free again. */
+  /** The worker answered `id`: its share of its lane is free again. */
   private received(id: number): void {
     for (const lane of ['live', 'background'] as const) {
       const weight = this.sent[lane].get(id);
