@@ -9,6 +9,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 
 import { newRequestId } from '../api/request-ids.js';
+import { originForm } from './request-target.js';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
@@ -61,7 +62,7 @@ export function useOwnRequestIds(app: FastifyInstance): void {
 
 /** The request's path: without the query, and of an absolute-form target (`POST http://host/v1/decide`), which fastify routes by its path, the path alone. */
 function pathOf(req: IncomingMessage): string {
-  const url = (req.url ?? '').replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '');
+  const url = originForm(req.url ?? '');
   const q = url.indexOf('?');
   return q === -1 ? url : url.slice(0, q);
 }

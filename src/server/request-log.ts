@@ -11,11 +11,18 @@ import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 
 import type { ErrorCode } from '../api/errors.js';
 import type { ServerOptions } from './server-options.js';
+import { originForm } from './request-target.js';
 
-/** A URL for the log: the query string is replaced by `?[redacted]` (clients put keys there too). */
+/**
+ * A URL for the log: its path, in origin form (an absolute-form target's scheme, host and
+ * credentials dropped), with whatever follows a `?`, `#` or `;` replaced by `[redacted]` (clients
+ * put keys in query strings, and a path parameter or fragment may carry one too).
+ * @example urlForLog('/v1/batches?key=secret') // '/v1/batches?[redacted]'
+ */
 export function urlForLog(url: string): string {
-  const q = url.indexOf('?');
-  return q === -1 ? url : `${url.slice(0, q)}?[redacted]`;
+  const path = originForm(url);
+  const cut = path.search(/[?#;]/);
+  return cut === -1 ? path : `${path.slice(0, cut + 1)}[redacted]`;
 }
 
 /**

@@ -486,6 +486,19 @@ describe('keys', () => {
     expect(JSON.stringify(completed)).not.toContain('QUERYSECRET');
   });
 
+  it.each([
+    ['credentials in an absolute-form target', 'http://admin:URLSECRET@127.0.0.1/v1/models', '/v1/models'],
+    ['a fragment', '/v1/models#URLSECRET', '/v1/models#[redacted]'],
+    ['a path parameter', '/v1/models;key=URLSECRET', '/v1/models;[redacted]'],
+  ])('%s is not logged either: the line has the path only', async (_what, target, logged) => {
+    const res = await rawRequest(`GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH.authorization}\r\nConnection: close\r\n\r\n`);
+    const id = res!.headers['x-request-id']!;
+    const completed = await logLine(0, (l) => l.request_id === id && l.msg === 'request completed');
+    expect(logOf(id).find((l) => l.msg === 'incoming request')).toMatchObject({ req: { url: logged } });
+    expect(completed).toMatchObject({ req: { url: logged } });
+    expect(JSON.stringify(logOf(id))).not.toContain('URLSECRET');
+  });
+
   it('the query string is not echoed in a 404 or 405 message either, on any door: the message quotes the path', async () => {
     const q = '?api_key=QUERYSECRET&x=1';
     const cases: Array<[string, string, number, string]> = [
