@@ -16,6 +16,7 @@ import { ApiError } from '../api/errors.js';
 import type { ApiKeySet } from './api-keys.js';
 import { isPublicRoute } from './public-routes.js';
 import { TokenBuckets, type BucketOptions } from './rate-limit.js';
+import { failureBucketOf } from './client-address.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -69,7 +70,7 @@ export function registerAuth(app: FastifyInstance, keys: ApiKeySet, invalidKeys:
   app.decorateRequest('keyId', '');
   app.addHook('onRequest', async (request) => {
     if (isPublicRoute(request)) return;
-    const wait = failures?.wait(request.ip) ?? 0;
+    const wait = failures?.wait(failureBucketOf(request.ip)) ?? 0;
     if (wait > 0) {
       throw new ApiError('rate_limited', `too many requests with a missing or invalid API key from this address; retry after ${wait} s`, {
         retryAfterSeconds: wait,
@@ -81,7 +82,7 @@ export function registerAuth(app: FastifyInstance, keys: ApiKeySet, invalidKeys:
       }
       request.keyId = authenticate(request.headers.authorization, keys);
     } catch (err) {
-      if (headerCount(request.raw.rawHeaders, 'authorization') > 0) failures?.take(request.ip);
+      if (headerCount(request.raw.rawHeaders, 'authorization') > 0) failures?.take(failureBucketOf(request.ip));
       throw err;
     }
   });
