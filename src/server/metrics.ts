@@ -81,7 +81,7 @@ export class HttpMetrics {
   }
 
   render(out: string[]): void {
-    out.push('# HELP decide_http_requests_total HTTP requests answered, by method, route pattern and status.');
+    out.push('# HELP decide_http_requests_total HTTP requests by method, route pattern and status (499: the client left before its answer).');
     out.push('# TYPE decide_http_requests_total counter');
     for (const r of this.requests.values()) out.push(`decide_http_requests_total${labels(r.labels)} ${r.value}`);
 
