@@ -1,11 +1,10 @@
 /**
  * Argument parsing shared by the commands: parseCommand() (strict options, --help, the usage
- * error), commandError(), intArg() and decimalArg(), so every command accepts and rejects the same
- * values with the same message. The engine options' flags are in engine-flags.ts.
+ * error), commandError() and intArg(), so every command accepts and rejects the same values with
+ * the same message (a fractional one reads through parseDecimal, as the DECIDE_* variables do).
+ * The engine options' flags are in engine-flags.ts.
  */
 import { parseArgs } from 'node:util';
-
-import { parseDecimal } from '../support/decimal.js';
 
 /** A command's options as parseArgs() takes them (--help is added). */
 type OptionsConfig = Record<string, { type: 'string' | 'boolean'; short?: string; default?: string | boolean }>;
@@ -80,11 +79,3 @@ export function intArg(value: string, name: string, min: number, max: number): n
   return n;
 }
 
-/**
- * A number option written as decimal digits with an optional fraction (`0.25`, `1`, `.5`), or
- * undefined: the caller's range message then says what it takes (parseDecimal: no `0x10` or `1e3`,
- * which intArg() does not take either).
- */
-export function decimalArg(value: string): number | undefined {
-  return parseDecimal(value);
-}

@@ -12,7 +12,8 @@ import type { ModelDtype } from '../models/builder/index.js';
 import { withEnvironment } from '../engine/engine-options.js';
 import { exitNow } from '../engine/native.js';
 import { directoryProblem } from '../models/make-directories.js';
-import { commandError, decimalArg, intArg, parseCommand } from './args.js';
+import { parseDecimal } from '../support/decimal.js';
+import { commandError, intArg, parseCommand } from './args.js';
 import { presetProblem } from './graph-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { renamedFlag } from './renamed-flags.js';
@@ -165,7 +166,7 @@ async function runCommand(argv: string[]): Promise<number> {
   const repetitions = optionalInt(values.repetitions, '--repetitions', 1, MAX_REPETITIONS);
 
   if (values.size !== undefined && values.size !== 'gpu') throw new UsageError(`--size must be gpu, got '${values.size}'`);
-  const scale = values.scale === undefined ? 1 : decimalArg(values.scale);
+  const scale = values.scale === undefined ? 1 : parseDecimal(values.scale);
   if (scale === undefined || !(scale > 0 && scale <= 1)) throw new UsageError(`--scale must be a number in (0, 1], got '${values.scale}'`);
   if (values.attention !== undefined && values.attention !== 'ops' && values.attention !== 'fused' && values.attention !== 'causal') {
     throw new UsageError(`--attention must be ops, fused or causal, got '${values.attention}'`);

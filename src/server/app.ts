@@ -124,7 +124,6 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
   app.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);
   });
-  app.addHook('onRequest', async (request, reply) => onAbandoned(reply, () => logAbandoned(request)));
   if (mount === 'server') registerErrorHandling(app);
   else registerScopedErrorHandling(app);
 
@@ -219,7 +218,15 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
   // tight `ulimit -v`), V8 ends the process, and that must happen at the start, not at the first
   // large body or batch line of a server that looked healthy (docs/api.md, Startup).
   await Promise.all([bodies.start(), startRecordThread()]);
-  registerMetrics(app, service, bodies);
+  const metrics = registerMetrics(app, service, bodies);
+  // A client that closed its connection before its answer: no response, so neither onResponse nor
+  // fastify's `request completed` line sees it. One listener a request, for the log and the count.
+  app.addHook('onRequest', async (request, reply) =>
+    onAbandoned(reply, () => {
+      logAbandoned(request);
+      metrics.countAbandoned(request);
+    }),
+  );
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(

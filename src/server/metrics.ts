@@ -22,7 +22,6 @@ import { storeOutageStats } from '../batches/store-outages.js';
 import { recordThreadStats } from '../batches/record-thread.js';
 import type { DecisionService } from '../service/decision-service.js';
 import type { BodyThread } from './body-thread.js';
-import { onAbandoned } from './abandoned.js';
 import { CLIENT_CLOSED_STATUS } from './request-log.js';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -71,8 +70,15 @@ export class HttpMetrics {
     h.count++;
   }
 
-  /** Counts a request without its latency (one abandoned by its client: no answer to time). */
-  count(method: string, route: string, status: number): void {
+  /**
+   * Counts a request whose client closed its connection before the answer (app.ts): no response,
+   * so no onResponse and no latency to time; under status 499.
+   */
+  countAbandoned(request: FastifyRequest): void {
+    this.count(request.method, request.routeOptions.url ?? 'unmatched', CLIENT_CLOSED_STATUS);
+  }
+
+  private count(method: string, route: string, status: number): void {
     const reqLabels = { method, route, status: String(status) };
     const rk = JSON.stringify(reqLabels);
     const r = this.requests.get(rk);
@@ -197,10 +203,6 @@ export function registerMetrics(app: FastifyInstance, service: DecisionService, 
     const route = request.routeOptions.url ?? 'unmatched';
     http.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
   });
-  // A client that closed its connection before its answer: no response, so no onResponse.
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) =>
-    onAbandoned(reply, () => http.count(request.method, request.routeOptions.url ?? 'unmatched', CLIENT_CLOSED_STATUS)),
-  );
   app.get(
     '/metrics',
     { config: { public: true }, schema: { hide: true } },
