@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -63,9 +64,12 @@ using NvrtcGetSizeFn = int (*)(void*, size_t*);
 using NvrtcGetTextFn = int (*)(void*, char*);
 using NvrtcDestroyProgramFn = int (*)(void**);
 using NvrtcGetErrorStringFn = const char* (*)(int);
+using NvrtcVersionFn = int (*)(int*, int*);
 
 // The driver API (cuda.h): CUresult is an int, handles are pointers, CUdevice an int.
+using CuDriverGetVersionFn = int (*)(int*);
 using CuCtxGetCurrentFn = int (*)(void**);
+using CuCtxGetIdFn = int (*)(void*, unsigned long long*);
 using CuCtxGetDeviceFn = int (*)(int*);
 using CuDeviceGetAttributeFn = int (*)(int*, int, int);
 using CuModuleLoadDataFn = int (*)(void**, const void*);
@@ -103,6 +107,23 @@ std::string CudartFolder() {
   return "";
 }
 
+}  // namespace
+
+std::vector<std::string> NvrtcCandidates(const std::string& named, const std::string& cudart_folder) {
+  if (!named.empty()) return {named};
+  std::vector<std::string> candidates;
+  if (!cudart_folder.empty()) {
+    candidates.push_back(cudart_folder + "/libnvrtc.so.13");
+    candidates.push_back(cudart_folder + "/libnvrtc.so.12");
+  }
+  for (const char* soname : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) candidates.push_back(soname);
+  return candidates;
+}
+
+bool NvrtcFitsDriver(int nvrtc_major, int driver_major) { return driver_major <= 0 || nvrtc_major <= driver_major; }
+
+namespace {
+
 struct Nvrtc {
   NvrtcCreateProgramFn create = nullptr;
   NvrtcCompileProgramFn compile = nullptr;
@@ -114,9 +135,12 @@ struct Nvrtc {
   NvrtcGetTextFn ptx = nullptr;
   NvrtcDestroyProgramFn destroy = nullptr;
   NvrtcGetErrorStringFn error_string = nullptr;
+  NvrtcVersionFn version = nullptr;
   std::string tried;
 
-  bool Complete() const { return create && compile && log_size && log && cubin_size && cubin && ptx_size && ptx && destroy && error_string; }
+  bool Complete() const {
+    return create && compile && log_size && log && cubin_size && cubin && ptx_size && ptx && destroy && error_string && version;
+  }
 
   static const Nvrtc& Get() {
     static const Nvrtc api = Load();
@@ -126,23 +150,25 @@ struct Nvrtc {
  private:
   static Nvrtc Load() {
     Nvrtc api;
-    std::vector<std::string> candidates;
-    if (const char* named = std::getenv("DECIDE_NVRTC_LIBRARY"); named != nullptr && *named != '\0') {
-      candidates.push_back(named);
-    } else {
-      candidates = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-      const std::string folder = CudartFolder();
-      if (!folder.empty()) {
-        candidates.push_back(folder + "/libnvrtc.so.13");
-        candidates.push_back(folder + "/libnvrtc.so.12");
-      }
-    }
-    for (const std::string& name : candidates) {
+    const char* named = std::getenv("DECIDE_NVRTC_LIBRARY");
+    const int driver_major = DriverCudaMajor();
+    for (const std::string& name : NvrtcCandidates(named == nullptr ? "" : named, CudartFolder())) {
       api.tried += (api.tried.empty() ? "" : ", ") + name;
       PreloadBuiltinsBeside(name);
-      // Never dlclose'd: compiled modules stay loaded for the life of the process.
+      // Never dlclose'd once taken: compiled modules stay loaded for the life of the process.
       void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (h == nullptr) continue;
+      api.version = Symbol<NvrtcVersionFn>(h, "nvrtcVersion");
+      int major = 0;
+      int minor = 0;
+      if (api.version != nullptr && api.version(&major, &minor) == 0 && !NvrtcFitsDriver(major, driver_major)) {
+        // Its code would not load: a driver takes no cubin or PTX of a newer CUDA major.
+        api.tried += " (NVRTC " + std::to_string(major) + "." + std::to_string(minor) + ", newer than the driver's CUDA " +
+                     std::to_string(driver_major) + ")";
+        api.version = nullptr;
+        dlclose(h);
+        continue;
+      }
       api.create = Symbol<NvrtcCreateProgramFn>(h, "nvrtcCreateProgram");
       api.compile = Symbol<NvrtcCompileProgramFn>(h, "nvrtcCompileProgram");
       api.log_size = Symbol<NvrtcGetSizeFn>(h, "nvrtcGetProgramLogSize");
@@ -163,6 +189,16 @@ struct Nvrtc {
   // path (DECIDE_NVRTC_LIBRARY, the folder beside libcudart), it loads and then fails every compile
   // (NVRTC_ERROR_BUILTIN_OPERATION_FAILURE). Loaded here first, globally, from the same folder,
   // the builtins are the copy its own dlopen finds. Never closed, as NVRTC itself.
+  // The CUDA major the installed driver supports (cuDriverGetVersion: 12040 -> 12), 0 when there is
+  // no driver (`decide setup-cuda --check` and the C++ tests compile without one).
+  static int DriverCudaMajor() {
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    auto get_version = Symbol<CuDriverGetVersionFn>(h, "cuDriverGetVersion");
+    int version = 0;
+    if (get_version == nullptr || get_version(&version) != 0) return 0;
+    return version / 1000;
+  }
+
   static void PreloadBuiltinsBeside(const std::string& library) {
     const size_t slash = library.rfind('/');
     if (slash == std::string::npos) return;  // a soname: the loader's search path finds both
@@ -184,7 +220,7 @@ std::string Compile(const std::string& arch) {
   const Nvrtc& nvrtc = Nvrtc::Get();
   if (!nvrtc.Complete()) {
     throw EngineError(kErrProviderUnavailable,
-                      "the engine's CUDA kernels need NVRTC (libnvrtc, part of the CUDA toolkit) and none was found (tried " +
+                      "the engine's CUDA kernels need NVRTC (libnvrtc, part of the CUDA toolkit) and none usable was found (tried " +
                           nvrtc.tried + "); set DECIDE_NVRTC_LIBRARY to its path, or turn the engine's own kernels off (--own-kernels off)");
   }
   const std::string source = DeviceKernelSource();
@@ -221,6 +257,7 @@ std::string Compile(const std::string& arch) {
 
 struct Driver {
   CuCtxGetCurrentFn ctx_get_current = nullptr;
+  CuCtxGetIdFn ctx_get_id = nullptr;  // CUDA 12.0+; optional
   CuCtxGetDeviceFn ctx_get_device = nullptr;
   CuDeviceGetAttributeFn device_attribute = nullptr;
   CuModuleLoadDataFn module_load_data = nullptr;
@@ -248,6 +285,7 @@ struct Driver {
     Driver api;
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     api.ctx_get_current = Symbol<CuCtxGetCurrentFn>(h, "cuCtxGetCurrent");
+    api.ctx_get_id = Symbol<CuCtxGetIdFn>(h, "cuCtxGetId");
     api.ctx_get_device = Symbol<CuCtxGetDeviceFn>(h, "cuCtxGetDevice");
     api.device_attribute = Symbol<CuDeviceGetAttributeFn>(h, "cuDeviceGetAttribute");
     api.module_load_data = Symbol<CuModuleLoadDataFn>(h, "cuModuleLoadData");
@@ -268,17 +306,64 @@ std::string DeviceKernelSource() { return std::string(kCudaPrelude) + kDeviceKer
 
 size_t CompileDeviceKernels(const std::string& arch) { return Compile(arch).size(); }
 
+namespace {
+
+// What a cached module is found by: the context's unique id where the driver has cuCtxGetId, since
+// a context made after another was destroyed (every session of a device closed, then a new one)
+// may reuse its address, and the old module's functions are dead; the address on older drivers.
+unsigned long long ContextKey(const Driver& driver, void* context) {
+  unsigned long long id = 0;
+  if (driver.ctx_get_id != nullptr && driver.ctx_get_id(context, &id) == 0) return id;
+  return static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(context));
+}
+
+// Loads the kernels for the device's sm_XY as a cubin. Where NVRTC knows no such architecture, or
+// the driver refuses the cubin (an invalid or unsupported image), PTX for compute_75, the oldest
+// architecture NVRTC 12 and 13 both take, which the driver compiles for the card. Any other failure
+// is said as it is (a retry would only rename the arch).
+void* LoadKernelModule(const Driver& driver, const std::string& arch) {
+  std::string image;
+  try {
+    image = Compile("sm_" + arch);
+  } catch (const EngineError& e) {
+    if (e.Code() == kErrProviderUnavailable || std::string(e.what()).find("gpu-architecture") == std::string::npos) throw;
+    image = Compile("compute_75");
+    void* module = nullptr;
+    CheckDriver(driver, driver.module_load_data(&module, image.data()), "cuModuleLoadData (the engine's CUDA kernels, compute_75 PTX)");
+    return module;
+  }
+  void* module = nullptr;
+  const int status = driver.module_load_data(&module, image.data());
+  if (status == 0) return module;
+  constexpr int kInvalidImage = 200, kNoBinaryForGpu = 209, kInvalidPtx = 218, kUnsupportedPtxVersion = 222;
+  if (status != kInvalidImage && status != kNoBinaryForGpu && status != kInvalidPtx && status != kUnsupportedPtxVersion) {
+    CheckDriver(driver, status, "cuModuleLoadData (the engine's CUDA kernels, sm_" + arch + " cubin)");
+  }
+  const std::string refused = driver.Describe(status);
+  image = Compile("compute_75");
+  const int retried = driver.module_load_data(&module, image.data());
+  if (retried != 0) {
+    throw EngineError(kErrRuntime, "cuModuleLoadData (the engine's CUDA kernels) refused the sm_" + arch + " cubin (" + refused +
+                                       ") and the compute_75 PTX (" + driver.Describe(retried) +
+                                       "); is NVRTC newer than the driver? Set DECIDE_NVRTC_LIBRARY to the toolkit's, or --own-kernels off");
+  }
+  return module;
+}
+
+}  // namespace
+
 CudaKernelModule* CudaKernelModule::ForCurrentContext() {
   // One module per CUDA context, made under a lock: sessions are created on several threads.
   static std::mutex lock;
-  static std::map<void*, CudaKernelModule*>* modules = new std::map<void*, CudaKernelModule*>();  // never freed, as the modules
+  static auto* modules = new std::map<unsigned long long, CudaKernelModule*>();  // never freed, as the modules
   const Driver& driver = Driver::Get();
   if (!driver.Complete()) throw EngineError(kErrProviderUnavailable, "the CUDA driver (libcuda.so.1) was not found");
   void* context = nullptr;
   CheckDriver(driver, driver.ctx_get_current(&context), "cuCtxGetCurrent");
   if (context == nullptr) return nullptr;
+  const unsigned long long key = ContextKey(driver, context);
   std::lock_guard<std::mutex> hold(lock);
-  auto found = modules->find(context);
+  auto found = modules->find(key);
   if (found != modules->end()) return found->second;
   int device = 0;
   int major = 0;
@@ -288,19 +373,7 @@ CudaKernelModule* CudaKernelModule::ForCurrentContext() {
   CheckDriver(driver, driver.device_attribute(&major, kAttrMajor, device), "cuDeviceGetAttribute");
   CheckDriver(driver, driver.device_attribute(&minor, kAttrMinor, device), "cuDeviceGetAttribute");
   CheckDriver(driver, driver.device_attribute(&multiprocessors, kAttrMultiprocessors, device), "cuDeviceGetAttribute");
-  const std::string arch = std::to_string(major) + std::to_string(minor);
-  std::string image;
-  try {
-    image = Compile("sm_" + arch);
-  } catch (const EngineError& e) {
-    // An NVRTC older than the card knows no sm_XY for it ("invalid value for --gpu-architecture"):
-    // PTX for the oldest architecture NVRTC 12 and 13 both take, which the driver compiles for the
-    // card. Any other failure is this one's, said as it is (a retry would only rename the arch).
-    if (e.Code() == kErrProviderUnavailable || std::string(e.what()).find("gpu-architecture") == std::string::npos) throw;
-    image = Compile("compute_75");
-  }
-  void* module = nullptr;
-  CheckDriver(driver, driver.module_load_data(&module, image.data()), "cuModuleLoadData (the engine's CUDA kernels)");
+  void* module = LoadKernelModule(driver, std::to_string(major) + std::to_string(minor));
   std::map<std::string, void*> functions;
   for (const char* name : kDeviceKernelNames) {
     void* function = nullptr;
@@ -308,7 +381,7 @@ CudaKernelModule* CudaKernelModule::ForCurrentContext() {
     functions.emplace(name, function);
   }
   auto* made = new CudaKernelModule(std::move(functions), multiprocessors);
-  modules->emplace(context, made);
+  modules->emplace(key, made);
   return made;
 }
 

@@ -3,9 +3,11 @@
 // through the driver API on the session's stream. Like cuda_device.cc, everything is resolved with
 // dlsym (libnvrtc, libcuda): the addon links no CUDA and loads on hosts without it.
 //
-// NVRTC is looked for as DECIDE_NVRTC_LIBRARY names it, else libnvrtc.so.13 / .so.12 / .so on the
-// loader's path, else beside the libcudart the CUDA provider loaded. Failing that, or failing to
-// compile, the op that asked throws, naming what is missing, and its session is not made.
+// NVRTC is looked for as DECIDE_NVRTC_LIBRARY names it, else beside the libcudart the CUDA provider
+// loaded (its own toolkit), else libnvrtc.so.13 / .so.12 / .so on the loader's path; one newer than
+// the driver's CUDA major is passed over (the driver would refuse its code). Failing that, or
+// failing to compile or load, the op that asked throws, naming what is missing, and its session is
+// not made. Modules are cached per context by the context's unique id (cuCtxGetId).
 //
 // Threads: ForCurrentContext is called by session creation and by runs, on any thread, under one
 // lock; a module, once made, is read-only and never unloaded (sessions may outlive static
@@ -14,8 +16,9 @@
 #pragma once
 
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace decide {
 
@@ -26,6 +29,14 @@ std::string DeviceKernelSource();
 // size of the binary it made; throws EngineError with NVRTC's log where it fails. Needs libnvrtc
 // only, no card: `decide setup-cuda --check` and the C++ tests use it.
 size_t CompileDeviceKernels(const std::string& arch);
+
+// Where NVRTC is looked for, in order: `named` alone when set (DECIDE_NVRTC_LIBRARY), else the
+// folder of the loaded libcudart (empty: none) first, then the loader's search path.
+std::vector<std::string> NvrtcCandidates(const std::string& named, const std::string& cudart_folder);
+
+// Whether code from an NVRTC of `nvrtc_major` loads on a driver of CUDA `driver_major` (0: no driver
+// here, so nothing to check against).
+bool NvrtcFitsDriver(int nvrtc_major, int driver_major);
 
 // The module of the current CUDA context, made once per context: launches a kernel of it by name.
 class CudaKernelModule {

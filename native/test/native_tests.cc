@@ -825,6 +825,20 @@ void DeviceKernelTests() {
     CHECK(max_diff(expected16_f, from_half(o16x8)) == 0.0f);
   });
 
+  Test("NVRTC is looked for beside the provider's libcudart first, a named one alone", [] {
+    using Names = std::vector<std::string>;
+    CHECK(decide::NvrtcCandidates("/opt/nvrtc/libnvrtc.so.13", "/usr/local/cuda/lib64") == Names{"/opt/nvrtc/libnvrtc.so.13"});
+    CHECK((decide::NvrtcCandidates("", "/usr/local/cuda/lib64") ==
+           Names{"/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12", "libnvrtc.so.13",
+                 "libnvrtc.so.12", "libnvrtc.so"}));
+    CHECK((decide::NvrtcCandidates("", "") == Names{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}));
+    // A CUDA 12 driver refuses NVRTC 13's code; with no driver (compile-only checks) any NVRTC does.
+    CHECK(!decide::NvrtcFitsDriver(13, 12));
+    CHECK(decide::NvrtcFitsDriver(12, 13));
+    CHECK(decide::NvrtcFitsDriver(13, 13));
+    CHECK(decide::NvrtcFitsDriver(13, 0));
+  });
+
   // NVRTC compiles the kernels as CUDA where the host has it (DECIDE_NVRTC_LIBRARY names it): no
   // card needed. Elsewhere this check is skipped (test/gpu/ compiles them on a card).
   if (std::getenv("DECIDE_NVRTC_LIBRARY") != nullptr) {
