@@ -13,8 +13,6 @@
 namespace decide {
 namespace {
 
-// Stock graphs (no token index) return logits for every position; cap that tensor.
-constexpr int64_t kStockLogitsBudgetBytes = int64_t{512} << 20;
 // A gathered head's bytes per vocabulary entry of a wanted position, its temporaries included (the
 // logits, an fp32 copy and the log-sum-exp's exponentials): 12 covers fp16 and fp32 graphs.
 constexpr int64_t kGatheredLogitsBytesPerEntry = 12;
@@ -202,8 +200,9 @@ PackingLimits Scorer::Limits() const {
   limits.token_budget = options_.token_budget;
   limits.attention_budget = options_.attention_budget;
   if (!info.has_logits_index) {
+    // A stock graph (no token index) returns logits for every position: the budget bounds them all.
     limits.logits_bytes_per_token = info.vocab_size * 4;
-    limits.logits_budget_bytes = kStockLogitsBudgetBytes;
+    limits.logits_budget_bytes = options_.logits_budget_bytes;
   }
   return limits;
 }
@@ -485,7 +484,7 @@ std::vector<std::pair<size_t, size_t>> Scorer::Chunk(const std::vector<ExtendRow
   limits.length_multiple = decoder_->LengthMultiple();
   if (want_logits && !info.has_logits_index) {
     limits.logits_bytes_per_token = info.vocab_size * 4;
-    limits.logits_budget_bytes = kStockLogitsBudgetBytes;
+    limits.logits_budget_bytes = options_.logits_budget_bytes;
   } else if (want_logits) {
     // Many short rows fit a token budget with a wanted position each: their logits are bounded here.
     limits.logits_bytes_per_position = info.vocab_size * kGatheredLogitsBytesPerEntry;

@@ -10,8 +10,8 @@
 // questions need no copy of its KV at all; the other rows get one copy each. Otherwise each
 // question is a suffix row of its own with the prefix KV forked into it.
 // Each stage's rows are sorted by shape and split into forward passes (pass_planner.h): every pass fits
-// the token, past-bytes, attention (and, for a stock graph, logits) budgets, and within them a
-// cost model picks the split that computes the least padding plus per-pass overhead.
+// the token, past-bytes, attention and logits budgets, and within them a cost model picks the split
+// that computes the least padding plus per-pass overhead.
 // Thread: Score() runs on a libuv worker thread; calls are serialised by compute_mu_ (the cache
 // and the session are used by one call at a time; the TypeScript scheduler coalesces concurrent
 // requests into one call instead). compute_mu_ is held for a whole call, forward passes included,
@@ -46,8 +46,8 @@ struct ScorerOptions {
   int64_t token_budget = 0;
   // Upper bound on the forked past (rows x longest past x KV bytes per token) of one pass.
   int64_t past_budget_bytes = 0;
-  // Bytes of a pass's gathered logits (wanted positions x vocabulary, the head's temporaries
-  // included) before the pass is split.
+  // Bytes of a pass's logits before the pass is split: wanted positions x vocabulary (the head's
+  // temporaries included) on a gathered head; every position x vocabulary on a stock graph.
   int64_t logits_budget_bytes = 0;
   // Upper bound on attention scores (rows x new x (past + new)) in one forward pass; keeps the
   // [rows, heads, S, P+S] score tensor of long prefixes from exhausting memory.

@@ -45,7 +45,9 @@ export interface EngineLoadOptions {
    * Bytes of a forward pass's logits before the pass is split; default 512 MiB on 'cpu', 4 GiB on
    * 'cuda'. The scoring head computes the whole vocabulary's logits at each question's answer
    * position (about 12 bytes per vocabulary entry with its temporaries: 1.8 MB a question at
-   * Qwen3's 151,936), so many short questions in one pass would hold gigabytes.
+   * Qwen3's 151,936), so many short questions in one pass would hold gigabytes. A graph without the
+   * scoring head (`gatherLogits` off) returns every position's logits (4 bytes an entry): the
+   * budget bounds those.
    */
   logitsBudgetBytes?: number;
   /**
@@ -280,7 +282,7 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
   logitsBudgetBytes: {
     flag: '--logits-budget-bytes', env: 'DECIDE_LOGITS_BUDGET_BYTES', check: { kind: 'integer', min: 1, max: Number.MAX_SAFE_INTEGER },
     default: perProvider('logitsBudgetBytes'),
-    help: "bytes of a forward pass's logits (each question's answer position over the whole vocabulary) before a pass is split",
+    help: "bytes of a forward pass's logits over the whole vocabulary (each question's answer position; every position on a graph without the scoring head) before a pass is split",
   },
   passOverheadTokens: {
     flag: '--pass-overhead-tokens', env: 'DECIDE_PASS_OVERHEAD_TOKENS', check: { kind: 'number', min: 0 },

@@ -190,8 +190,8 @@ export class Engine {
   /**
    * Scores every suffix of every group: a prefix stage over the prefixes not in the prefix cache,
    * then a suffix stage over all suffixes. Each stage is split into forward passes that fit the
-   * token, past-bytes and attention budgets, where a cost model finds that padding would cost more
-   * than another pass (native/scorer.h).
+   * token, past-bytes, attention and logits budgets, where a cost model finds that padding would
+   * cost more than another pass (native/scorer.h).
    * @example
    * const [[yesNo]] = await engine.score([{ prefix, suffixes: [{ tokens, labels: new Int32Array([no, yes]) }] }]);
    */

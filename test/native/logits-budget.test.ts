@@ -4,7 +4,8 @@
  * positions x vocabulary (about 12 bytes an entry with the head's temporaries) would pass the budget.
  * A split changes no answer (probabilities 1e-6, logits 1e-5), on forked and packed rows; a call
  * that reads no logits (states alone) runs as one pass whatever the budget, and its head gathers one
- * dummy token in all rather than one per row.
+ * dummy token in all rather than one per row. On a graph without the scoring head (`gatherLogits`
+ * off) every position's logits count.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -41,6 +42,22 @@ describe.each<[string, TinyVariant, EngineOptions]>([
     // questions (up to four here) and is split from the others.
     expect(b.counters.forwardPasses).toBeGreaterThan(a.counters.forwardPasses);
     if (!options.packSuffixes) expect(b.counters.suffixPasses).toBeGreaterThanOrEqual(Math.ceil(questions / 4));
+  });
+});
+
+describe('logits budget, a graph without the scoring head', () => {
+  it('bounds every position of a pass, with the same answers', async () => {
+    const whole = await load({}, { gatherLogits: false });
+    const vocab = whole.info.vocabSize;
+    // The stock graph returns every new position's logits (4 bytes an entry): room for 8 tokens a pass.
+    const split = await load({}, { gatherLogits: false, logitsBudgetBytes: 8 * 4 * vocab });
+    const groups = randomGroups(12, 6, { prefixTokens: 6, suffixes: 3, suffixTokens: 3, labels: 4 });
+    const a = await whole.scoreBatch(groups);
+    const b = await split.scoreBatch(groups);
+    expectSamePaddedAnswers(a, b);
+    // The default budget takes every question in one pass; 8 tokens' logits a pass need more.
+    expect(a.counters.suffixPasses).toBe(1);
+    expect(b.counters.suffixPasses).toBeGreaterThanOrEqual(Math.max(2, Math.ceil(b.counters.suffixTokens / 8)));
   });
 });
 
