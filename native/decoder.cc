@@ -104,19 +104,7 @@ Decoder::Decoder(const DecoderOptions& options) {
   settings.intra_op_threads = options.intra_op_threads;
   settings.device_id = options.device_id;
   settings.log_severity = options.log_severity;
-  LowerOrtLogSeverity(options.log_severity);
-  if (options.provider == Provider::kCuda) {
-    stream_ = MakeCudaStream(options.device_id);
-    settings.cuda_stream = stream_->Handle();
-  }
-  Ort::SessionOptions session_options = MakeSessionOptions(settings);
-  if (!options.profile_prefix.empty()) session_options.EnableProfiling(options.profile_prefix.c_str());
-
-  try {
-    session_ = std::make_unique<Ort::Session>(OrtEnvironment(), options.model_path.c_str(), session_options);
-  } catch (const Ort::Exception& e) {
-    throw EngineError(kErrModelLoad, options.model_path + ": " + e.what());
-  }
+  session_ = OpenSession(settings, options.model_path, &stream_, options.profile_prefix);
   host_info_ = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
   ReadModelInfo(options);
   if (cuda_graphs_ && !info_.has_label_head) {

@@ -31,10 +31,15 @@ std::string FormatNumber(double value) {
   return out.str();
 }
 
-Napi::Value Rejected(Napi::Env env, const std::string& code, const std::string& message) {
+// A Promise already rejected with `error` (a call refused before any work was queued).
+Napi::Value RejectedWith(Napi::Env env, const Napi::Error& error) {
   auto deferred = Napi::Promise::Deferred::New(env);
-  deferred.Reject(MakeError(env, code, message).Value());
+  deferred.Reject(error.Value());
   return deferred.Promise();
+}
+
+Napi::Value Rejected(Napi::Env env, const std::string& code, const std::string& message) {
+  return RejectedWith(env, MakeError(env, code, message));
 }
 
 // An AsyncWorker that settles a Promise and maps every exception to (code, message).
@@ -50,14 +55,9 @@ class PromiseWorker : public Napi::AsyncWorker {
   void Execute() override {
     try {
       Run();
-    } catch (const EngineError& e) {
-      Fail(e.Code(), e.what());
-    } catch (const Ort::Exception& e) {
-      Fail(kErrRuntime, e.what());
-    } catch (const std::bad_alloc&) {
-      Fail(kErrOutOfMemory, "out of memory");
-    } catch (const std::exception& e) {
-      Fail(kErrRuntime, e.what());
+    } catch (const std::exception&) {
+      const CodedMessage error = CodedCurrentException();
+      Fail(error.code, error.message);
     }
   }
   void OnOK() override {
@@ -290,9 +290,7 @@ Napi::Value EngineBinding::Load(const Napi::CallbackInfo& info) {
     scorer_options = ReadLoadOptions(env, options);
     ort_library = RequiredString(env, options, "ortLibrary", false);
   } catch (const Napi::Error& e) {
-    auto deferred = Napi::Promise::Deferred::New(env);
-    deferred.Reject(e.Value());
-    return deferred.Promise();
+    return RejectedWith(env, e);
   }
 
   loading_ = true;
@@ -350,9 +348,7 @@ Napi::Value EngineBinding::Score(const Napi::CallbackInfo& info) {
     worker->Queue();
     return promise;
   } catch (const Napi::Error& e) {
-    auto deferred = Napi::Promise::Deferred::New(env);
-    deferred.Reject(e.Value());
-    return deferred.Promise();
+    return RejectedWith(env, e);
   }
 }
 

@@ -1,8 +1,11 @@
 // The engine's one exception type. Everything below the binding throws EngineError (or lets an
-// Ort::Exception / std::exception escape); the AsyncWorkers in engine_binding.cc turn all of them
-// into a rejected Promise whose Error carries a stable `.code`. Nothing here ever aborts the process.
+// Ort::Exception / std::exception escape); the bindings turn all of them into a JS Error with a
+// stable `.code` through CodedCurrentException (the AsyncWorkers in engine_binding.cc as a
+// rejected Promise, the MatMul probe as a thrown one; compileOwnKernels, a check, returns the
+// message). Nothing here ever aborts the process.
 #pragma once
 
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -36,6 +39,24 @@ inline bool IsOutOfMemory(const std::string& message) {
     if (message.find(sign) != std::string::npos) return true;
   }
   return false;
+}
+
+// The exception being handled as (code, message): the one mapping every binding uses. Call inside
+// a catch block only.
+struct CodedMessage {
+  std::string code;
+  std::string message;
+};
+inline CodedMessage CodedCurrentException() {
+  try {
+    throw;
+  } catch (const EngineError& e) {
+    return {e.Code(), e.what()};
+  } catch (const std::bad_alloc&) {
+    return {kErrOutOfMemory, "out of memory"};
+  } catch (const std::exception& e) {  // Ort::Exception included
+    return {kErrRuntime, e.what()};
+  }
 }
 
 }  // namespace decide

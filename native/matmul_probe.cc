@@ -35,17 +35,7 @@ std::vector<double> TimeMatMul(const MatMulProbeOptions& options) {
   settings.log_severity = options.log_severity;
   // Declared before the session: the stream outlives it.
   std::shared_ptr<CudaStream> stream;
-  if (settings.provider == Provider::kCuda) {
-    stream = MakeCudaStream(options.device_id);
-    settings.cuda_stream = stream->Handle();
-  }
-  Ort::SessionOptions session_options = MakeSessionOptions(settings);
-  std::unique_ptr<Ort::Session> session;
-  try {
-    session = std::make_unique<Ort::Session>(OrtEnvironment(), options.model_path.c_str(), session_options);
-  } catch (const Ort::Exception& e) {
-    throw EngineError(kErrModelLoad, options.model_path + ": " + e.what());
-  }
+  std::unique_ptr<Ort::Session> session = OpenSession(settings, options.model_path, &stream);
   if (session->GetInputCount() != 1 || session->GetOutputCount() != 1) {
     throw EngineError(kErrModelLoad, options.model_path + ": the probe needs one input A and one output Y");
   }

@@ -63,10 +63,9 @@ Napi::Value TimeMatMulBinding(const Napi::CallbackInfo& info) {
   } catch (const Napi::Error& e) {
     // An option refused by RequiredNumber: already a coded Error.
     e.ThrowAsJavaScriptException();
-  } catch (const EngineError& e) {
-    MakeError(env, e.Code(), e.what()).ThrowAsJavaScriptException();
-  } catch (const std::exception& e) {
-    MakeError(env, kErrRuntime, e.what()).ThrowAsJavaScriptException();
+  } catch (const std::exception&) {
+    const CodedMessage error = CodedCurrentException();
+    MakeError(env, error.code, error.message).ThrowAsJavaScriptException();
   }
   return env.Undefined();
 }

@@ -2,7 +2,8 @@
 // onnxruntime-node (or the one named by DECIDE_ORT_LIBRARY, e.g. a CUDA-enabled build on GPU hosts)
 // is dlopen'ed once per process and the C++ API is initialised from its OrtGetApiBase(), with ONNX
 // Runtime's telemetry turned off first unless the operator chose otherwise (ort_runtime.cc says how).
-// Called on a worker thread (the load AsyncWorker); guarded by a mutex. The Ort::Env lives for the
+// Called on the load AsyncWorker's thread, and on the JS thread by the MatMul probe and
+// EngineBinding::Info; guarded by a mutex. The Ort::Env lives for the
 // whole process (never released: ort_runtime.cc says why): ORT wants exactly one, and sessions
 // must not outlive it.
 #pragma once

@@ -5,8 +5,25 @@
 
 #include "errors.h"
 #include "ops/op_domain.h"
+#include "ort_runtime.h"
 
 namespace decide {
+
+std::unique_ptr<Ort::Session> OpenSession(SessionSettings settings, const std::string& model_path,
+                                          std::shared_ptr<CudaStream>* stream, const std::string& profile_prefix) {
+  LowerOrtLogSeverity(settings.log_severity);
+  if (settings.provider == Provider::kCuda) {
+    *stream = MakeCudaStream(settings.device_id);
+    settings.cuda_stream = (*stream)->Handle();
+  }
+  Ort::SessionOptions session_options = MakeSessionOptions(settings);
+  if (!profile_prefix.empty()) session_options.EnableProfiling(profile_prefix.c_str());
+  try {
+    return std::make_unique<Ort::Session>(OrtEnvironment(), model_path.c_str(), session_options);
+  } catch (const Ort::Exception& e) {
+    throw EngineError(kErrModelLoad, model_path + ": " + e.what());
+  }
+}
 
 Ort::SessionOptions MakeSessionOptions(const SessionSettings& settings) {
   Ort::SessionOptions session_options;

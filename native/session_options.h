@@ -2,12 +2,16 @@
 // benchmark's MatMul probe): full graph optimisation, one inter-op thread, the intra-op thread
 // count, and for CUDA the provider on device `device_id` with TF32 off and, when given, `stream`
 // (a cudaStream_t from device.h's CudaStream) as its compute stream, and CUDA graphs when asked;
-// on the CPU, the engine's own operators (ops/).
+// on every provider, the engine's own operators (ops/: CPU and CUDA kernels).
 // Throws EngineError(ERR_PROVIDER_UNAVAILABLE) when the CUDA provider cannot be loaded.
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include <onnxruntime_cxx_api.h>
 
+#include "device/device.h"
 #include "provider.h"
 
 namespace decide {
@@ -26,5 +30,13 @@ struct SessionSettings {
 };
 
 Ort::SessionOptions MakeSessionOptions(const SessionSettings& settings);
+
+// A session over `model_path` with `settings`, as every session of the addon is opened: the
+// environment's log severity lowered to the session's (ORT filters a session's messages by both),
+// on CUDA the session's compute stream made first into *stream (the caller keeps it alive longer
+// than the session), ORT's profiler on when `profile_prefix` is not empty. Throws
+// EngineError(ERR_MODEL_LOAD) naming the file when ORT refuses the model.
+std::unique_ptr<Ort::Session> OpenSession(SessionSettings settings, const std::string& model_path,
+                                          std::shared_ptr<CudaStream>* stream, const std::string& profile_prefix = "");
 
 }  // namespace decide

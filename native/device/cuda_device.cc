@@ -1,4 +1,5 @@
-// The CUDA provider's Device and stream. Every CUDA call of the addon is here, resolved with dlsym
+// The CUDA provider's Device and stream. Every CUDA call of the addon but the engine's own kernels'
+// (device/cuda_module.cc) is here, resolved with dlsym
 // from the runtime and driver libraries that the CUDA provider itself needs, so the addon links no
 // CUDA and loads on hosts without it.
 //

@@ -2,7 +2,8 @@
 // every data movement between or within them. On the CPU provider that is host memory; on the CUDA
 // provider device memory from the session's CUDA allocator, moved on one stream that is also the
 // session's compute stream (so a copy queued before a run is ordered before it without a wait).
-// All CUDA calls live in cuda_device.cc; this addon never links CUDA.
+// The CUDA calls of this movement live in cuda_device.cc (the engine's own kernels' NVRTC and
+// launches in cuda_module.cc); this addon never links CUDA.
 //
 // Counting: every call into the provider's copy or fill API counts once in DeviceCounters
 // (a batch of copies issued as one call counts once), with the bytes that cross between host and
@@ -92,7 +93,6 @@ class Device {
 
   const DeviceCounters& Counters() const { return counters_; }
   virtual const OrtMemoryInfo* MemoryInfo() const = 0;
-  bool IsHost() const { return Kind() == Provider::kCpu; }
 
  protected:
   // Returns how many provider calls it made.

@@ -16,7 +16,7 @@
  */
 import type { DecisionResult, NormalizedDecideRequest } from '../domain/decision.js';
 import type { ValidationLimits } from './validate.js';
-import type { ErrorCode } from './errors.js';
+import { DEFAULT_RETRY_AFTER_SECONDS, type ErrorCode } from './errors.js';
 
 /** An error as one dialect sends it: HTTP status, JSON body, extra response headers. */
 export interface WireError {
@@ -120,8 +120,7 @@ export function expectedLevel(probabilities: readonly number[]): number {
   return round6(s);
 }
 
-/** Headers of a 429: `retry-after` (integer seconds) and `retry-after-ms`, which both SDKs honour. */
-export function retryHeaders(retryAfterSeconds: number | undefined): Record<string, string> {
-  const seconds = retryAfterSeconds ?? 1;
-  return { 'retry-after': String(seconds), 'retry-after-ms': String(seconds * 1000) };
+/** Headers of a 429 or 503: `retry-after` (integer seconds) and `retry-after-ms`, which both SDKs honour. */
+export function retryHeaders(retryAfterSeconds = DEFAULT_RETRY_AFTER_SECONDS): Record<string, string> {
+  return { 'retry-after': String(retryAfterSeconds), 'retry-after-ms': String(retryAfterSeconds * 1000) };
 }

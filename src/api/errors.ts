@@ -36,10 +36,13 @@ export function errorCodeOfStatus(status: number): ErrorCode {
   return ERROR_CODES.find((code) => ERROR_STATUS[code] === status) ?? 'invalid_question';
 }
 
+/** Every 429 says when to come back: this many seconds unless its maker knows better. */
+export const DEFAULT_RETRY_AFTER_SECONDS = 1;
+
 export interface ApiErrorOptions {
   /**
-   * For `rate_limited`, and a `server_error` whose status is 503 (a part the service needs is
-   * unavailable for a while): seconds for the `Retry-After` header (rounded up, at least 1).
+   * For `rate_limited` (default 1), and a `server_error` whose status is 503 (a part the service
+   * needs is unavailable for a while): seconds for the `Retry-After` header (rounded up, at least 1).
    */
   retryAfterSeconds?: number;
   /**
@@ -79,6 +82,8 @@ export class ApiError extends Error {
       const s = options.retryAfterSeconds;
       // Retry-After is an integer number of seconds, and 0 would invite a hot retry loop.
       this.retryAfterSeconds = Number.isFinite(s) && s > 1 ? Math.ceil(s) : 1;
+    } else if (code === 'rate_limited') {
+      this.retryAfterSeconds = DEFAULT_RETRY_AFTER_SECONDS;
     }
   }
 }
@@ -126,7 +131,6 @@ export function toApiError(err: unknown): ApiError {
     return new ApiError(wire.code, wire.message ?? err.message, {
       cause: err,
       ...(wire.message === undefined && err.field !== undefined ? { field: err.field } : {}),
-      ...(wire.code === 'rate_limited' ? { retryAfterSeconds: 1 } : {}),
     });
   }
   return new ApiError('server_error', HIDDEN_MESSAGE, { cause: err });

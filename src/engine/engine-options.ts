@@ -81,7 +81,8 @@ export interface EngineLoadOptions {
   /**
    * 'cuda' only: capture each fixed pass shape's run as a CUDA graph once and replay it after,
    * which removes the kernel launches' host time (implies shapeBuckets; needs the scoring head and
-   * a graph without control flow). Default off: not yet measured on a GPU.
+   * the fused graph without control flow: a standard-op graph is refused with ERR_INPUT). Default
+   * off: its replays have not yet run right on a GPU.
    */
   cudaGraphs?: boolean;
   /**

@@ -15,9 +15,10 @@
 // prefix KV goes into the prefix cache like any state's, so the state part is found there again
 // by the next call (longest common prefix).
 import type { ScoreGroup, SuffixScore } from '../engine/engine.js';
-import type { CodeIds } from './labels.js';
+import { DIGITS, type CodeIds } from './labels.js';
 
-const DIGITS_PER_LETTER = 10;
+// The codes' layout (labels.ts): letter i holds codes i*10 .. i*10+9.
+const DIGITS_PER_LETTER = DIGITS.length;
 
 /** How many digits letter i uses among `count` codes. */
 function digitsOf(letter: number, count: number): number {

@@ -32,6 +32,7 @@ import { parseJsonBody, rejectUnreadableBody } from './json-body.js';
 import { registerPreflight } from './preflight.js';
 import { afterOwedResponses, countOwedResponses, endConnectionsOwingNothing } from './owed-responses.js';
 import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
+import { requestPath } from './request-target.js';
 import { onAbandoned } from './abandoned.js';
 import { logAbandoned, loggerConfig, RequestLog } from './request-log.js';
 import { BatchService } from '../batches/batch-service.js';
@@ -60,19 +61,14 @@ const answering = new WeakSet<Socket>();
  */
 function requestLineOf(err: NodeJS.ErrnoException, socket: Socket): { method: string; path: string } | undefined {
   const incoming = (socket as Socket & { parser?: { incoming?: http.IncomingMessage | null } | null }).parser?.incoming;
-  if (incoming && !incoming.complete && incoming.url !== undefined) return { method: incoming.method ?? '', path: pathOf(incoming.url) };
+  if (incoming && !incoming.complete && incoming.url !== undefined) return { method: incoming.method ?? '', path: requestPath(incoming.url) };
   const { rawPacket, bytesParsed } = err as { rawPacket?: unknown; bytesParsed?: unknown };
   if (!Buffer.isBuffer(rawPacket)) return undefined;
   const text = rawPacket.subarray(0, typeof bytesParsed === 'number' ? bytesParsed + 1 : undefined).toString('latin1');
   let last: RegExpExecArray | undefined;
   for (const match of text.matchAll(/(?:^|\n)([A-Z]+) (\S+) HTTP\/1\.[01]\r?\n/g)) last = match;
   if (!last || text.indexOf('\r\n\r\n', last.index + last[0].length - 2) !== -1) return undefined;
-  return { method: last[1]!, path: pathOf(last[2]!) };
-}
-
-/** A request target's path: no query, no scheme and host (absolute form). */
-function pathOf(target: string): string {
-  return target.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?]*/i, '').split('?')[0]!;
+  return { method: last[1]!, path: requestPath(last[2]!) };
 }
 
 /**

@@ -11,10 +11,12 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { decideError } from '../api/decide/index.js';
 import type { WireError } from '../api/dialect.js';
 import { DIALECTS } from '../api/dialects.js';
-import { ApiError, ERROR_CODES, ERROR_STATUS, isApiError, toApiError } from '../api/errors.js';
+import { ApiError, errorCodeOfStatus, isApiError, toApiError } from '../api/errors.js';
 import { toOpenAiWire } from '../batches/openai/errors.js';
 import { countUnrouted } from './metrics.js';
+import { REQUEST_ID_HEADER } from './request-id.js';
 import { logErrorAnswer } from './request-log.js';
+import { requestPath } from './request-target.js';
 
 /** Fastify's own 4xx errors and their API error. Messages are ours: fastify's name no fields. */
 function fromFastifyError(err: FastifyError, request: FastifyRequest): ApiError | undefined {
@@ -61,9 +63,7 @@ export function httpError(err: unknown, request: FastifyRequest): ApiError {
   if (status >= 400 && status < 500) {
     // Other client errors from fastify or its plugins (e.g. multipart limits): keep their status class.
     const message = typeof fe.message === 'string' && fe.message ? fe.message.slice(0, 500) : 'bad request';
-    // The API's code for that status (ERROR_STATUS read backwards); any other 4xx is a bad request.
-    const code = ERROR_CODES.find((c) => ERROR_STATUS[c] === status) ?? 'invalid_question';
-    return new ApiError(code, message, code === 'rate_limited' ? { retryAfterSeconds: 1 } : {});
+    return new ApiError(errorCodeOfStatus(status), message);
   }
   return toApiError(err);
 }
@@ -87,7 +87,7 @@ export function sendError(
   const mapped = httpError(err, request);
   logErrorAnswer(request, mapped.status, mapped.code, err);
   // Also set by the request-id hook, which fastify's framework errors (a malformed URL) may precede.
-  reply.header('x-request-id', request.id);
+  reply.header(REQUEST_ID_HEADER, request.id);
   return sendWire(reply, wireOf(mapped, request.id));
 }
 
@@ -96,7 +96,7 @@ export function sendError(
  * there, and an error body ends up in client logs and error trackers), at most 200 characters.
  */
 export function pathForMessage(request: FastifyRequest): string {
-  const path = request.url.split('?')[0]!;
+  const path = requestPath(request.url);
   return path.length > 200 ? `${path.slice(0, 200)}...` : path;
 }
 
@@ -144,7 +144,7 @@ export function doorError(path: string, error: ApiError, requestId: string): Wir
  * error handler has been chosen yet, so the path picks the shape (doorError).
  */
 export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const pathOnly = request.url.split('?')[0]!;
+  const pathOnly = requestPath(request.url);
   const error =
     err.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? new ApiError('not_found', `no route ${request.method} ${pathForMessage(request)}: a path segment longer than any id`)
@@ -152,6 +152,6 @@ export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest
   logErrorAnswer(request, error.status, error.code, err);
   countUnrouted(request, reply);
   // Also set by the request-id hook, which these errors precede.
-  reply.header('x-request-id', request.id);
+  reply.header(REQUEST_ID_HEADER, request.id);
   void sendWire(reply, doorError(pathOnly, error, request.id));
 }

@@ -10,3 +10,12 @@ export function originForm(target: string): string {
   const rest = target.slice(authority[0].length);
   return rest.startsWith('/') ? rest : `/${rest}`;
 }
+
+/**
+ * A request target's path: its origin form without the query or fragment (what routing, door
+ * shapes and error messages go by).
+ * @example requestPath('http://h/v1/decide?key=1') // '/v1/decide'
+ */
+export function requestPath(target: string): string {
+  return originForm(target).split(/[?#]/)[0]!;
+}

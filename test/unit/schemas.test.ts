@@ -23,10 +23,11 @@ describe('errors', () => {
     expect(statuses).toEqual([400, 401, 413, 429, 404, 500]);
   });
 
-  it('rounds Retry-After up to whole seconds, at least 1', () => {
+  it('rounds Retry-After up to whole seconds, at least 1; a 429 always has one', () => {
     expect(new ApiError('rate_limited', 'slow down', { retryAfterSeconds: 2.1 }).retryAfterSeconds).toBe(3);
     expect(new ApiError('rate_limited', 'slow down', { retryAfterSeconds: 0 }).retryAfterSeconds).toBe(1);
-    expect(new ApiError('rate_limited', 'slow down').retryAfterSeconds).toBeUndefined();
+    expect(new ApiError('rate_limited', 'slow down').retryAfterSeconds).toBe(1);
+    expect(new ApiError('server_error', 'boom').retryAfterSeconds).toBeUndefined();
   });
 
   it('builds error bodies and hides anything that is not an ApiError', () => {

@@ -40,8 +40,7 @@ export function decideError(err: unknown, context: ErrorContext = {}): WireError
   const api = toApiError(err);
   const headers: Record<string, string> = {};
   if (api.code === 'invalid_key') headers['www-authenticate'] = 'Bearer';
-  if (api.code === 'rate_limited') headers['retry-after'] = String(api.retryAfterSeconds ?? 1);
-  else if (api.retryAfterSeconds !== undefined) headers['retry-after'] = String(api.retryAfterSeconds);
+  if (api.retryAfterSeconds !== undefined) headers['retry-after'] = String(api.retryAfterSeconds);
   return { status: api.status, body: errorBody(api, context.requestId ?? ''), headers };
 }
 

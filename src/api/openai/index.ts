@@ -10,7 +10,7 @@
  * send200(openAiDecisions.respond(parsed.call, await service.decideNormalized(parsed.call.request)));
  */
 import type { Dialect, WireError } from '../dialect.js';
-import { openAiError } from './errors.js';
+import { openAiError, openAiErrorWire } from './errors.js';
 import { respondDecisions } from './respond.js';
 import { DecisionCreateSchema, DecisionSchema, OpenAiErrorSchema, type DecisionBody } from './schemas.js';
 import { parseDecisions, type DecisionsCall } from './validate.js';
@@ -26,11 +26,7 @@ function strayAnswer(status: 404 | 405, method: string, path: string): WireError
     status === 405
       ? `Invalid URL (${method} ${shown}): ${DECISIONS_PATH} takes POST only`
       : `Invalid URL (${method} ${shown}): no route below ${DECISIONS_PATH}; send POST ${DECISIONS_PATH}`;
-  return {
-    status,
-    body: { error: { message, type: 'invalid_request_error', param: null, code: null } },
-    headers: status === 405 ? { allow: 'POST' } : {},
-  };
+  return openAiErrorWire(status, message, 'invalid_request_error', null, null, status === 405 ? { allow: 'POST' } : {});
 }
 
 export const openAiDecisions: Dialect<DecisionsCall, DecisionBody> = Object.freeze({

@@ -22,6 +22,7 @@ import type { BodyThread } from '../body-thread.js';
 import { httpError, sendWire } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
 import { logErrorAnswer } from '../request-log.js';
+import { requestPath } from '../request-target.js';
 import { DOCUMENTS_ONLY } from './route-options.js';
 
 export interface DialectRouteOptions {
@@ -143,7 +144,7 @@ function registerDialect(app: FastifyInstance, dialect: Dialect, { service, body
   for (const [status, methods, at] of strays) {
     const answer = (request: FastifyRequest, reply: FastifyReply) => {
       if (requestIdHeader) reply.header(requestIdHeader, request.id); // first, as the vendor's router sends it
-      return sendRejection(request, reply, stray.answer(status, request.method, request.url.split('?')[0]!, request.id), errorCodeOfStatus(status));
+      return sendRejection(request, reply, stray.answer(status, request.method, requestPath(request.url), request.id), errorCodeOfStatus(status));
     };
     app.route({
       method: methods,
