@@ -54,7 +54,7 @@ const instant: BatchDecisionService = {
   resolveModel: (id) => id,
   runtime: async () => undefined,
   decideRecords: async (_model, requests) =>
-    requests.map((): RecordOutcome => ({ ok: true, result: { id: 'dec_bench', model: 'bench-model', answers: {}, inputTokens: 0, cachedTokens: 0 } })),
+    requests.map((): RecordOutcome => ({ ok: true, result: { id: 'dec_bench', model: 'bench-model', answers: {}, inputTokens: 0, cachedTokens: 0, outputTokens: 0 } })),
 };
 
 async function overhead(dataDir: string, n: number, chunkRecords: number) {

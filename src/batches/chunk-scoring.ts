@@ -138,8 +138,8 @@ export function resultRow(customId: string | null, outcome: RecordOutcome | { ok
 /** What an answered record adds to its job's usage (BatchJob.usage); a failed one adds nothing. */
 function outcomeUsage(outcome: RecordOutcome | { ok: false; error: ApiError }): TokenUsage {
   if (!outcome.ok) return zeroUsage();
-  const { inputTokens, cachedTokens, answers } = outcome.result;
-  return { inputTokens, cachedTokens, outputTokens: Object.keys(answers).length };
+  const { inputTokens, cachedTokens, outputTokens } = outcome.result;
+  return { inputTokens, cachedTokens, outputTokens };
 }
 
 /** A chunk's result rows, in line order, with what the stores keep beside them. */

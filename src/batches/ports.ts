@@ -102,8 +102,8 @@ export interface OpenAiJobFields {
 
 /**
  * The tokens of a job's answered records, summed as their rows are committed: prompt tokens read,
- * the part of them served from the prefix cache, and one output token per question (the one label
- * token read, as the synchronous endpoints count it). OpenAI's Batch object reports them as
+ * the part of them served from the prefix cache, and the answer tokens read (one a question, two
+ * for a question answered with a code), as the synchronous endpoints count them. OpenAI's Batch object reports them as
  * `usage` (openai/wire.ts).
  */
 export interface TokenUsage {

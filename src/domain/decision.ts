@@ -62,6 +62,8 @@ export interface DecisionResult {
   inputTokens: number;
   /** Of those, the tokens served from the prefix cache. */
   cachedTokens: number;
+  /** The answer tokens read: one a question (its label), two for a question of more than 26 options (its code). */
+  outputTokens: number;
 }
 
 /**

@@ -49,8 +49,10 @@ export interface PreparedRequest {
   labels: string[][];
   /** Add `label_mass` to every answer. */
   labelMass: boolean;
-  /** Prompt tokens the model reads: the prefix once plus every suffix. */
+  /** Prompt tokens the model reads: the prefix once plus every suffix (a code question's letters included). */
   inputTokens: number;
+  /** Answer tokens read: one a question, two for a question answered with a two-token code. */
+  outputTokens: number;
 }
 
 /** A question's scores: suffix `suffix` of the state group, or code group `codeGroup` read as codes. */
@@ -64,6 +66,7 @@ export function engineGroups(prepared: PreparedRequest): ScoreGroup[] {
 export interface ScoredRequest {
   answers: Record<string, DecisionAnswer>;
   inputTokens: number;
+  outputTokens: number;
   cachedTokens: number;
   /** The uncalibrated scores behind the answers, per question in request order (for `decide calibrate`). */
   raw: RawQuestionScore[];
@@ -204,7 +207,9 @@ export class ModelRuntime {
           `(model context ${this.engine.info.maxContext}, longest question ${longestSuffix} tokens, state limit ${this.maxStateTokens}); trim the state or split it across requests`,
       );
     }
-    const inputTokens = prefix.length + suffixes.reduce((n, s) => n + s.tokens.length, 0);
+    // A code question's model also reads each letter in use after its prompt (the digit's context).
+    const inputTokens = prefix.length + suffixes.reduce((n, s) => n + s.tokens.length + (s.codes?.letterIds.length ?? 0), 0);
+    const outputTokens = suffixes.reduce((n, s) => n + (s.codes ? 2 : 1), 0);
     const scope = this.cacheScopes.idOf(cacheScope);
     const group: ScoreGroup = { prefix, suffixes: [], cacheScope: scope };
     const codeGroups: ScoreGroup[] = [];
@@ -224,6 +229,7 @@ export class ModelRuntime {
       labels: suffixes.map((s) => s.shown),
       labelMass: request.labelMass ?? false,
       inputTokens,
+      outputTokens,
     };
   }
 
@@ -309,6 +315,7 @@ export class ModelRuntime {
       return {
         answers: this.answers(p, scores),
         inputTokens: p.inputTokens,
+        outputTokens: p.outputTokens,
         cachedTokens: requestCachedTokens(p, cached),
         raw: p.questions.map((q, j) => ({ questionId: q.id, labels: p.labels[j]!, ...scores[j]! })),
       };

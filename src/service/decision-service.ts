@@ -88,7 +88,7 @@ function modelStamp(dir: string): string {
 
 /** The domain result of one scored request; each wire dialect renders it (src/api/). */
 function decisionResult(id: string, model: string, scored: ScoredRequest): DecisionResult {
-  return { id, model, answers: scored.answers, inputTokens: scored.inputTokens, cachedTokens: scored.cachedTokens };
+  return { id, model, answers: scored.answers, inputTokens: scored.inputTokens, cachedTokens: scored.cachedTokens, outputTokens: scored.outputTokens };
 }
 
 /**

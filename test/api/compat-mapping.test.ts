@@ -260,6 +260,7 @@ const RESULT: DecisionResult = {
   answers: {},
   inputTokens: 120,
   cachedTokens: 80,
+  outputTokens: 3,
 };
 
 describe('domain -> dialect bodies', () => {

@@ -59,6 +59,7 @@ const okDecide = async (_r: NormalizedDecideRequest, ctx: { requestId?: string }
   answers: {},
   inputTokens: 1,
   cachedTokens: 0,
+  outputTokens: 1,
 });
 
 describe('API keys', () => {

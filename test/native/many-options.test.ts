@@ -247,6 +247,21 @@ describe('more than 26 options on the tiny preset', () => {
     }
   });
 
+  it('usage counts what the model read: the letters in use after a code question, two answer tokens for it', async () => {
+    const tools = await promptTools(dir);
+    const noul: NormalizedQuestion = { id: 'yn', type: 'noul', instructions: 'Is the card blocked?', options: [{ key: 'no', criteriaIndex: 0 }, { key: 'yes', criteriaIndex: 1 }] };
+    const questions = [choice('big', 255), choice('few', 3), noul, choice('mid', 27)];
+    const prepared = await forked.prepare(request(STATE, questions));
+    const prefix = await tools.tokenizer.encode(tools.renderer.renderPrefix(STATE));
+    let suffixTokens = 0;
+    for (const [j, q] of questions.entries()) suffixTokens += (await tools.tokenizer.encode(tools.renderer.renderSuffix(q, prepared.labels[j]!))).length;
+    // 255 codes use 26 letters (A..Z), 27 codes use 3 (A, B, C): each read after its question's prompt.
+    expect(prepared.inputTokens).toBe(prefix.length + suffixTokens + 26 + 3);
+    expect(prepared.outputTokens).toBe(2 + 1 + 1 + 2);
+    const [scored] = await forked.score([prepared]);
+    expect(scored).toMatchObject({ inputTokens: prepared.inputTokens, outputTokens: 6 });
+  });
+
   it('label_mass of a code question is the probability mass of its codes', async () => {
     const prepared = await forked.prepare({ ...request(STATE, [choice('q', 30)]), labelMass: true });
     const [scored] = await forked.score([prepared]);

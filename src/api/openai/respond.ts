@@ -4,7 +4,7 @@
 //   choice    {type, name, choice, probabilities: [{value, probability}], confidence}
 //   score     {type, name, score, probabilities: [{value: i, label, probability}], confidence}
 //   usage     {input_tokens, input_tokens_details: {cached_tokens, cache_write_tokens: 0},
-//              output_tokens (one label token per question), output_tokens_details, total_tokens}
+//              output_tokens (one answer token a question, two for a code), output_tokens_details, total_tokens}
 // confidence = p_max, the chosen option's probability, as on /v1/decide. OpenAI does not define it;
 // vLLM reports the chosen label's share of the whole vocabulary (p_max x label mass), which equals
 // p_max whenever the model answers with a label at all; our probabilities are calibrated over the
@@ -51,7 +51,7 @@ export function respondDecisions(call: DecisionsCall, result: DecisionResult): D
     }
   });
   const input = result.inputTokens;
-  const output = call.questions.length;
+  const output = result.outputTokens;
   return {
     model: result.model,
     answers,

@@ -134,7 +134,7 @@ export const DecisionSchema = Type.Object({
       cached_tokens: Type.Integer({ description: 'The part of input_tokens served from the prefix cache.' }),
       cache_write_tokens: Type.Integer({ description: 'Always 0 (not measured).' }),
     }),
-    output_tokens: Type.Integer({ description: 'One per question: the one label token read for each.' }),
+    output_tokens: Type.Integer({ description: 'One per question: the label token read for each; two for a question of more than 26 options (its code).' }),
     output_tokens_details: Type.Object({ reasoning_tokens: Type.Integer({ description: 'Always 0.' }) }),
     total_tokens: Type.Integer(),
   }),

@@ -2,7 +2,7 @@
 //   noul   {type, noul}                      noul = P(yes); no confidence (as the vendor)
 //   choice {type, choice, probabilities, confidence}   probabilities keyed by the criteria keys
 //   score  {type, score, legend, probabilities, confidence}   keyed "0", "1", ...; score = Σ i·p_i
-//   usage  {input_tokens, output_tokens}     output_tokens = one label token read per question
+//   usage  {input_tokens, output_tokens}     output_tokens = the answer tokens read (one a question, two for a code)
 // confidence = (p_max - 1/N) / (1 - 1/N): the vendor does not publish its formula, but every real
 // example in its docs fits this one (docs/compatibility.md); it is 0 for a flat distribution and 1 for a certain one.
 import type { DecisionAnswer, DecisionResult } from '../../domain/decision.js';
@@ -51,6 +51,6 @@ export function respondSystemOne(call: SystemOneCall, result: DecisionResult): S
   return {
     model: result.model,
     answers,
-    usage: { input_tokens: result.inputTokens, output_tokens: call.request.questions.length },
+    usage: { input_tokens: result.inputTokens, output_tokens: result.outputTokens },
   };
 }

@@ -100,7 +100,7 @@ export const SystemOneResponseSchema = Type.Object({
   answers: Type.Record(Type.String(), Type.Union([SystemOneNoulAnswerSchema, SystemOneChoiceAnswerSchema, SystemOneScoreAnswerSchema])),
   usage: Type.Object({
     input_tokens: Type.Integer({ minimum: 0, description: 'Prompt tokens read: the state prefix once plus each question.' }),
-    output_tokens: Type.Integer({ minimum: 0, description: 'One per question: the one label token read for each.' }),
+    output_tokens: Type.Integer({ minimum: 0, description: 'One per question: the label token read for each; two for a question of more than 26 options (its code).' }),
   }),
 });
 export type SystemOneResponse = Static<typeof SystemOneResponseSchema>;
