@@ -12,6 +12,7 @@
  *   ("1.0", "1e2", an id of 20 digits): an object state reaches the model as the client wrote it.
  */
 import { recordKeyOrder, recordNumberText } from '../domain/key-order.js';
+import { ApiError } from './errors.js';
 import { jsonSyntaxErrorOffset } from './json-syntax-error.js';
 import { hasLoneSurrogate } from './json-value.js';
 
@@ -68,6 +69,24 @@ export function parseJsonText(text: string): JsonTextResult {
     if (scan.indexKeys || scan.numbers) recordWrittenForm(value, scan.objects, scan.numbers);
   }
   return { ok: true, value };
+}
+
+/** A request body's text read as JSON; on failure `path`: where in the body, when the JSON itself is fine. */
+export type JsonBody = { ok: true; value: unknown } | { ok: false; message: string; path?: string };
+
+/**
+ * A request body's text (a byte-order mark dropped) read as parseJsonText reads it, a failure worded
+ * as the body's: what the HTTP doors and the library's decide(text) share.
+ */
+export function readJsonBodyText(text: string): JsonBody {
+  const parsed = parseJsonText(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+  if (parsed.ok) return parsed;
+  return { ok: false, message: `request body: ${parsed.reason}`, ...(parsed.path === undefined ? {} : { path: parsed.path }) };
+}
+
+/** The error of a body that does not read as JSON; `field` is the place in the body, where one is known. */
+export function unreadableBodyError(read: Extract<JsonBody, { ok: false }>): ApiError {
+  return new ApiError('invalid_question', read.message, read.path === undefined ? {} : { field: read.path });
 }
 
 /**

@@ -8,20 +8,15 @@ import { isUtf8 } from 'node:buffer';
 
 import type { FastifyRequest } from 'fastify';
 
-import { ApiError } from '../api/errors.js';
-import { parseJsonText } from '../api/json-text.js';
+import type { ApiError } from '../api/errors.js';
+import { readJsonBodyText, unreadableBodyError, type JsonBody } from '../api/json-text.js';
 
-/** On failure, `path`: where in the body, as it is written (parseJsonText's path), when the JSON itself is fine. */
-export type JsonBody = { ok: true; value: unknown } | { ok: false; message: string; path?: string };
+export { unreadableBodyError, type JsonBody };
 
 export function readJsonBody(body: Uint8Array): JsonBody {
   if (body.length === 0) return { ok: false, message: 'request body: empty; send a JSON object' };
   if (!isUtf8(body)) return { ok: false, message: 'request body: not valid UTF-8' };
-  let text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  const parsed = parseJsonText(text);
-  if (parsed.ok) return parsed;
-  return { ok: false, message: `request body: ${parsed.reason}`, ...(parsed.path === undefined ? {} : { path: parsed.path }) };
+  return readJsonBodyText(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
 }
 
 /**
@@ -43,9 +38,4 @@ export function parseJsonBody(_request: FastifyRequest, body: Buffer, done: (err
 /** The preValidation hook that answers an UnreadableBody with its error (through the route's error handler). */
 export async function rejectUnreadableBody(request: FastifyRequest): Promise<void> {
   if (request.body instanceof UnreadableBody) throw request.body.error;
-}
-
-/** The error of a body that does not read as JSON; `field` is the place in the body, where one is known. */
-export function unreadableBodyError(read: Extract<JsonBody, { ok: false }>): ApiError {
-  return new ApiError('invalid_question', read.message, read.path === undefined ? {} : { field: read.path });
 }

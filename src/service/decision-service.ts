@@ -9,6 +9,7 @@ import { statSync } from 'node:fs';
 import path from 'node:path';
 
 import { ApiError, describeError, toApiError } from '../api/errors.js';
+import { readJsonBodyText, unreadableBodyError } from '../api/json-text.js';
 import { newDecisionId } from '../api/request-ids.js';
 import { EngineError, isEngineError } from '../errors/engine-error.js';
 import { decideResponse } from '../api/decide/index.js';
@@ -89,6 +90,13 @@ function modelStamp(dir: string): string {
 /** The domain result of one scored request; each wire dialect renders it (src/api/). */
 function decisionResult(id: string, model: string, scored: ScoredRequest): DecisionResult {
   return { id, model, answers: scored.answers, inputTokens: scored.inputTokens, cachedTokens: scored.cachedTokens, outputTokens: scored.outputTokens };
+}
+
+/** A decide body given as JSON text, read as the HTTP door reads one (api/json-text.ts). Throws ApiError. */
+function bodyOfText(text: string): unknown {
+  const read = readJsonBodyText(text);
+  if (!read.ok) throw unreadableBodyError(read);
+  return read.value;
 }
 
 /**
@@ -200,15 +208,18 @@ export class DecisionService {
 
   /**
    * Answers one decide request (the body of POST /v1/decide) with the body POST /v1/decide sends.
-   * Throws ApiError (.code, .status).
+   * `body` is the request object, or its JSON text, read as the HTTP door reads a body: the order
+   * its keys are written in is the order options reach the model, where an object parsed by
+   * JSON.parse lists integer-like keys ("2", "10") first. Throws ApiError (.code, .status).
    * @example
    * const res = await svc.decide({ model: 'svc-alpha', state: { text: 'Where is my order?' },
    *   questions: { topic: { type: 'choice', instructions: 'Topic?', criteria: { shipping: 'Shipping', billing: 'Billing' } } } });
+   * const same = await svc.decide(await readFile('request.json', 'utf8'));
    */
   async decide(body: unknown, context?: DecideContext): Promise<DecideResponse> {
     const arrivedAt = performance.now();
     const checked = checkDecideContext(context);
-    const request = validateDecideRequest(body, this.options.validation);
+    const request = validateDecideRequest(typeof body === 'string' ? bodyOfText(body) : body, this.options.validation);
     return decideResponse(await this.tracked(() => this.answer(request, checked, arrivedAt)));
   }
 

@@ -143,6 +143,23 @@ describe('integer-like keys keep the written order', () => {
     expect(keysInOrder(body.answers['10'].probs)).toEqual(['-1', '0', '2', '10']);
   });
 
+  it('the library given the JSON text answers as /v1/decide does; given JSON.parse\'s object, in JavaScript\'s order', async () => {
+    const http = parse((await postText('/v1/decide', decideText())).text);
+    const fromText = await service.decide(decideText());
+    expect(keysInOrder(fromText.answers)).toEqual(IDS);
+    for (const id of Object.keys(CHOICES)) {
+      expect(ordered(fromText.answers[id]!.probs).map(([k]) => k)).toEqual(CHOICES[id]!.map(([k]) => k));
+      for (const [k, p] of ordered(http.answers[id].probs)) expect(Math.abs(fromText.answers[id]!.probs[k]! - p)).toBeLessThanOrEqual(TOLERANCE);
+    }
+    // JSON.parse lists "10" before "2" and both before "zeta": the object's order is what it asks.
+    const fromObject = await service.decide(JSON.parse(decideText()));
+    expect(Object.keys(fromObject.answers)).toEqual(['2', '10', 'zeta', 'integers', 'mixed', 'protoLike']);
+    expect(Object.keys(fromObject.answers.mixed!.probs)).toEqual(['3', '7', 'b', 'a']);
+    // Text that is not JSON is the HTTP door's 400, without the text.
+    await expect(service.decide('{"model": "svc-alpha", "state": "secret", ')).rejects.toMatchObject({ code: 'invalid_question', status: 400, message: expect.not.stringContaining('secret') });
+    await expect(service.decide('{"model":"a","model":"b"}')).rejects.toMatchObject({ code: 'invalid_question', message: expect.stringContaining('duplicate key "model"') });
+  });
+
   it('the same choices through /v1/decide, /v1/systemone and /v1/decisions get the same probabilities in the same order', async () => {
     const decide = parse((await postText('/v1/decide', decideText())).text);
     const systemOneRes = await postText('/v1/systemone', systemOneText());
