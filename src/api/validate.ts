@@ -22,7 +22,7 @@
 //   at most 64 levels deep; it becomes compact JSON (no spaces, keys in written order).
 // - An object state with more values than `maxStateValues` is 413 state_too_long (it could only
 //   exceed the token limit anyway); this also bounds objects that share sub-objects.
-import { quote, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../domain/decision.js';
+import { cutText, optionsReadAlike, optionText, quote, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../domain/decision.js';
 import { hasWrittenForm, jsonInOrder, keysInOrder, writtenNumberText } from '../domain/key-order.js';
 import { ApiError } from './errors.js';
 import { hasLoneSurrogate, isPlainObject } from './json-value.js';
@@ -332,6 +332,14 @@ function normalizeQuestion(id: string, q: unknown, lim: ValidationLimits): Norma
     };
   }
   if (qtype === 'score') return { id, type: qtype, instructions, options: orderScoreLevels(options, at) };
+  const alike = optionsReadAlike(options);
+  if (alike) {
+    const [a, b] = alike.map((i) => options[i]!);
+    fail(
+      `${at}.criteria: options ${quote(a!.key)} and ${quote(b!.key)} read the same to the model (${quote(cutText(optionText(a!), 60))}: ` +
+        'an option is shown as its description, else its key, on one line); give them different keys or descriptions',
+    );
+  }
   return { id, type: qtype, instructions, options };
 }
 

@@ -16,6 +16,30 @@ export interface NormalizedOption {
   criteriaIndex: number;
 }
 
+/**
+ * The text of an option as the prompt lists it: its description where one is given (not blank),
+ * else its key, on one line (line breaks and the space around them as one space, trimmed).
+ */
+export function optionText(option: Pick<NormalizedOption, 'key' | 'description'>): string {
+  const text = option.description !== undefined && option.description.trim() !== '' ? option.description : option.key;
+  return text.replace(/\s*[\r\n]+\s*/g, ' ').trim();
+}
+
+/**
+ * The first two options (indexes, in order) whose texts as the prompt lists them are the same: the
+ * model could tell them apart by position only, so a choice question refuses them.
+ */
+export function optionsReadAlike(options: ReadonlyArray<Pick<NormalizedOption, 'key' | 'description'>>): [number, number] | undefined {
+  const seen = new Map<string, number>();
+  for (const [i, option] of options.entries()) {
+    const text = optionText(option);
+    const first = seen.get(text);
+    if (first !== undefined) return [first, i];
+    seen.set(text, i);
+  }
+  return undefined;
+}
+
 export interface NormalizedQuestion {
   id: string;
   type: QuestionType;

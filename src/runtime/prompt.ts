@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
-import type { QuestionType } from '../domain/decision.js';
+import { optionText, type QuestionType } from '../domain/decision.js';
 import { EngineError } from '../errors/engine-error.js';
 import { LETTERS } from './labels.js';
 import { renderBounded } from './template-limits.js';
@@ -82,10 +82,6 @@ function tokenContent(v: unknown): string | undefined {
 
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-function oneLine(s: string): string {
-  return s.replace(/\s*[\r\n]+\s*/g, ' ').trim();
 }
 
 /**
@@ -214,10 +210,7 @@ export class PromptRenderer {
     // noul without descriptions needs no option list: the labels are the words no / yes.
     if (question.type !== 'noul' || described) {
       lines.push('', 'Options:');
-      question.options.forEach((o, i) => {
-        const text = o.description !== undefined && o.description.trim() !== '' ? o.description : o.key;
-        lines.push(`${labels[i]}. ${this.neutralize(oneLine(text))}`);
-      });
+      question.options.forEach((o, i) => lines.push(`${labels[i]}. ${this.neutralize(optionText(o))}`));
     }
     // Codes (more than 26 options) are listed on the option lines only: naming all of them again
     // would add three tokens per option to every such prompt.

@@ -244,6 +244,16 @@ describe('OpenAI decisions -> domain', () => {
     expect(rejected(openAiDecisions, { model: 'm', input: 'x', questions: many }).body.error.message).toContain('at most 64 questions');
     const dup = rejected(openAiDecisions, { model: 'm', input: 'x', questions: [{ type: 'choice', instructions: 'x', choices: [{ value: 'a' }, { value: 'a' }] }] });
     expect(dup.body.error.param).toBe('questions[0].choices[1].value');
+    // Distinct values the model would read alike: as shown (the description, else the value, on one line).
+    for (const alike of [[{ value: 'yes' }, { value: 'yes ' }], [{ value: 'a', description: 'Refund' }, { value: 'b', description: 'Refund' }]]) {
+      const error = rejected(openAiDecisions, { model: 'm', input: 'x', questions: [{ type: 'choice', instructions: 'x', choices: alike }] }).body.error;
+      expect(error).toMatchObject({ param: 'questions[0].choices[1]', message: expect.stringContaining('reads the same to the model as choices[0]') });
+    }
+    // System One refuses them as /v1/decide does (its criteria are ours).
+    expect(rejected(systemOne, { model: 'm', state: 'x', questions: { q: { type: 'choice', instructions: 'x', criteria: { yes: null, 'yes ': null } } } })).toMatchObject({
+      status: 400,
+      body: { detail: { message: expect.stringContaining('options "yes" and "yes " read the same to the model') } },
+    });
     // A string and a boolean with the same text are distinct choices.
     const typed = parsedDecisions({ model: 'm', input: 'x', questions: [{ type: 'choice', instructions: 'x', choices: [{ value: 'true' }, { value: true }] }] });
     expect(typed.questions[0]!.values).toEqual(['true', true]);

@@ -291,6 +291,19 @@ describe('validateDecideRequest: questions', () => {
     }
   });
 
+  it('choice: rejects options the model would read alike (description, else key, on one line), naming both keys', () => {
+    expectInvalid(withQuestion({ type: 'choice', instructions: 'i', criteria: { yes: '', 'yes ': '' } }),
+      /^questions\["q1"\]\.criteria: options "yes" and "yes " read the same to the model \("yes"/);
+    expectInvalid(withQuestion({ type: 'choice', instructions: 'i', criteria: { 'a b': '', 'a\n  b': '', c: '' } }), /options "a b" and "a\\n  b" read the same/);
+    expectInvalid(withQuestion({ type: 'choice', instructions: 'i', criteria: { refund: 'Money back', credit: 'Money back ' } }), /options "refund" and "credit" read the same/);
+    // A description shown in place of a key that another option shows as its own.
+    expectInvalid(withQuestion({ type: 'choice', instructions: 'i', criteria: { x: 'Billing', Billing: '' } }), /options "x" and "Billing" read the same/);
+    // What reads differently is fine: case, inner spaces, a description beside the same key text.
+    for (const criteria of [{ yes: '', Yes: '' }, { 'a b': '', 'a  b': '' }, { a: 'same', b: 'Same' }]) {
+      expect(validateDecideRequest(withQuestion({ type: 'choice', instructions: 'i', criteria })).questions[0]!.options).toHaveLength(2);
+    }
+  });
+
   it('score: rejects duplicate levels by value', () => {
     expectInvalid(withQuestion({ type: 'score', instructions: 'i', criteria: { '1': 'a', '01': 'b' } }),
       /^questions\["q1"\]\.criteria: score levels "1" and "01" have the same value/);

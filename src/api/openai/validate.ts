@@ -15,7 +15,7 @@
 //                entry's description, else its key
 //   score     -> options "0".."n-1"; the model reads "label: description", or the label alone
 //   question ids are the positions "0", "1", ... (names may repeat or be absent).
-import { cutText, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../../domain/decision.js';
+import { cutText, optionsReadAlike, optionText, type NormalizedDecideRequest, type NormalizedOption, type NormalizedQuestion } from '../../domain/decision.js';
 import { QUESTION_LIMITS } from '../../domain/question-limits.js';
 import { isApiError } from '../errors.js';
 import type { DialectCall, DialectParse, ParseContext, WireError } from '../dialect.js';
@@ -174,6 +174,14 @@ function choiceOptions(q: Record<string, unknown>, at: string, limits: Validatio
   for (const [i, option] of options.entries()) {
     const value = values[i]!;
     option.description ??= typeof value === 'string' && booleanTexts.has(value) ? JSON.stringify(value) : String(value);
+  }
+  const alike = optionsReadAlike(options);
+  if (alike) {
+    const [first, second] = alike;
+    reject(
+      `reads the same to the model as choices[${first}] (${JSON.stringify(cutText(optionText(options[second]!), 60))}: a choice is shown as its description, else its value, on one line); give them different values or descriptions`,
+      `${at}.choices[${second}]`,
+    );
   }
   return { options, values };
 }
