@@ -179,7 +179,7 @@ export async function gpuScaleModel(
 
 export async function runGpuScale(options: GpuScaleOptions = {}): Promise<GpuScaleReport> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const { provider, preset, dtype, attention, modelDir } = await gpuScaleModel(options, log);
+  const { provider, dtype, attention, modelDir } = await gpuScaleModel(options, log);
   const root = packageRoot();
   const vocab = readModelConfig(modelDir).vocabSize;
   const scale = options.scale ?? 1;

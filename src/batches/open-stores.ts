@@ -44,8 +44,10 @@ function databaseUrlProblem(url: string): string | undefined {
 export async function openBatchStore(selection: StoreSelection, context: StoreContext): Promise<BatchStore> {
   const url = databaseUrl(selection);
   if (url === undefined) {
+    const { dataDir } = context;
+    if (dataDir === undefined) throw new Error('the embedded batch store needs a data dir (or DECIDE_DATABASE_URL for Postgres)');
     const { SqliteBatchStore } = await import('./sqlite/sqlite-store.js');
-    return SqliteBatchStore.open(context);
+    return SqliteBatchStore.open({ ...context, dataDir });
   }
   let pgStore: typeof import('./pg/pg-store.js');
   try {

@@ -16,8 +16,15 @@ import type { VersionPin } from '../service/version-pin.js';
 
 export { BATCH_STATUSES, type BatchStatus };
 export const FINAL_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'cancelled', 'expired'];
-/** Statuses whose results can be downloaded. */
+/** Statuses whose results can be downloaded (and that expire in time). */
 export const RESULT_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'cancelled'];
+/** Statuses a job can still leave by being worked on or cancelled. */
+export const OPEN_STATUSES: readonly BatchStatus[] = BATCH_STATUSES.filter((s) => !FINAL_STATUSES.includes(s));
+
+/** A status set as SQL's IN list: `('completed', 'failed', 'cancelled')` (the names are fixed words, never input). */
+export function sqlStatusList(statuses: readonly BatchStatus[]): string {
+  return `(${statuses.map((s) => `'${s}'`).join(', ')})`;
+}
 
 export function isFinal(status: BatchStatus): boolean {
   return FINAL_STATUSES.includes(status);
@@ -276,7 +283,8 @@ export function resultRowsBytes(job: Pick<BatchJob, 'resultsBytes' | 'failedByte
 
 /** What every batch store is opened with (open-stores.ts picks the store; each store takes this). */
 export interface StoreContext {
-  dataDir: string;
+  /** The SQLite store's folder (batches.sqlite, batches/); Postgres keeps everything in its database. */
+  dataDir?: string;
   settings: BatchSettings;
   service: BatchDecisionService;
   /** Work on jobs in this process. */

@@ -13,12 +13,17 @@ import { makeDirectories } from '../models/make-directories.js';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
+/** The embedded batch store's database in the data dir (sqlite/). */
+export const SQLITE_DATABASE_FILE = 'batches.sqlite';
+/** The API key `decide serve` generates in the data dir when none is configured (server/api-keys.ts). */
+export const GENERATED_KEY_FILE = 'api-key';
+
 /**
  * Files whose presence marks a data dir as this package's own, when a run before this process
  * wrote them: the key `decide serve` has just written into a directory it found does not make that
  * directory ours.
  */
-const DATA_DIR_MARKERS = ['batches.sqlite', 'api-key'];
+const DATA_DIR_MARKERS = [SQLITE_DATABASE_FILE, GENERATED_KEY_FILE];
 
 /** Creates `dir` (and missing parents) 0700, or tightens it to 0700 when it exists. */
 export function privateDir(dir: string): void {

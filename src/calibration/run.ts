@@ -8,7 +8,6 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-import { ApiError } from '../api/errors.js';
 import { isEngineError } from '../errors/engine-error.js';
 import { QUESTION_TYPES, type QuestionType } from '../api/schemas.js';
 import { loadCalibration } from '../runtime/calibrate.js';
@@ -20,7 +19,7 @@ import { DecisionService } from '../service/decision-service.js';
 import { checkCalibrateOptions } from './calibrate-options.js';
 import { CalibrationError } from './calibration-error.js';
 import { CalibrationDataError, readCalibrationData } from './data.js';
-import { fitType, isIdentity, TEMPERATURE_RANGE, type CandidateName } from './fit.js';
+import { fitType, isIdentity, TEMPERATURE_RANGE } from './fit.js';
 import { scoreCalibrationRows } from './scoring.js';
 import { figuresWithIntervals, reliabilityBins, type Figures } from './metrics.js';
 import { correctedProbs, seededRandom, uniformProbs, type Observation, type TypeCorrection } from './observations.js';

@@ -39,6 +39,7 @@ import { DecisionService } from '../service/decision-service.js';
 import { addressSpaceProblem } from './address-space.js';
 import { commandError, parseCommand } from './args.js';
 import { dirOption } from './dir-options.js';
+import { folderDefaultText, MODELS_FOLDER } from '../support/env-path.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { outputClash, outputPlaceProblem, realOutputPath } from './output-path.js';
 import { ProgressReporter } from './progress.js';
@@ -53,7 +54,7 @@ options:
   --model ID         model id or alias (e.g. svc-alpha)                         (required)
   --out FILE         where the result rows go                                   (required)
   --questions FILE   JSON questions for records without their own
-  --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models); nothing is created
+  --models-dir DIR   model directories (${folderDefaultText(MODELS_FOLDER)}); nothing is created
                      there: a model that is not installed is refused (exit 2)
   --force            overwrite an existing --out without asking
   -h, --help         this text
@@ -202,7 +203,7 @@ export async function run(argv: string[]): Promise<number> {
     return commandError('batch', (err as Error).message);
   }
 
-  const models = dirOption(values['models-dir'], '--models-dir', 'DECIDE_MODELS_DIR', 'models');
+  const models = dirOption(values['models-dir'], '--models-dir', MODELS_FOLDER);
   if ('problem' in models) return commandError('batch', models.problem);
 
   // `-` is not stdout here: the rows go to a file, with a state file and a lock beside it.

@@ -9,6 +9,7 @@ import { SEED_RANGE } from '../calibration/calibrate-options.js';
 import { calibrateModel, CalibrationError, type CalibrationReport } from '../calibration/run.js';
 import { commandError, intArg, parseCommand } from './args.js';
 import { dirOption } from './dir-options.js';
+import { folderDefaultText, MODELS_FOLDER } from '../support/env-path.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { ProgressReporter } from './progress.js';
 
@@ -26,7 +27,7 @@ options:
   --model ID         model id or alias to calibrate                                (required)
   --data FILE        labelled JSONL                                                 (required)
   --as NEW_ID        id of the new version (default: <alias>-YYYY-MM-DD, today UTC; must not exist)
-  --models-dir DIR   model directories (env DECIDE_MODELS_DIR; default ./models); nothing is created
+  --models-dir DIR   model directories (${folderDefaultText(MODELS_FOLDER)}); nothing is created
                      there: a model that is not installed is refused (exit 2)
   --report DIR       write reliability diagrams (SVG), index.html and report.json there
   --seed N           seed of the split and of the bootstrap (default 1)
@@ -102,7 +103,7 @@ export async function run(argv: string[]): Promise<number> {
   if (typeof seed === 'string') return invalid(seed);
   const engine = engineOptionsFromFlags(values);
   if (typeof engine === 'string') return invalid(engine);
-  const models = dirOption(values['models-dir'], '--models-dir', 'DECIDE_MODELS_DIR', 'models');
+  const models = dirOption(values['models-dir'], '--models-dir', MODELS_FOLDER);
   if ('problem' in models) return invalid(models.problem);
 
   let progress: ProgressReporter | undefined;

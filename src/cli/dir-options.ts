@@ -7,22 +7,17 @@
 import { mkdirSync, rmdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-import { envPath } from '../support/env-path.js';
+import { envPath, folderOf, type FolderSetting } from '../support/env-path.js';
 import { directoryProblem } from '../models/make-directories.js';
 
 /** The resolved folder and where it came from (the flag or the variable, for messages), or the usage error's message. */
-export function dirOption(
-  flagValue: string | undefined,
-  flag: string,
-  variable: string,
-  fallback: string,
-): { dir: string; from: string } | { problem: string } {
+export function dirOption(flagValue: string | undefined, flag: string, setting: FolderSetting): { dir: string; from: string } | { problem: string } {
   if (flagValue !== undefined) {
     if (flagValue.trim() === '') return { problem: `${flag} must name a folder, got an empty value` };
     return { dir: path.resolve(flagValue), from: flag };
   }
-  const fromEnv = envPath(process.env, variable);
-  return { dir: path.resolve(fromEnv ?? fallback), from: fromEnv === undefined ? flag : variable };
+  const fromEnv = envPath(process.env, setting.variable);
+  return { dir: folderOf(setting, undefined), from: fromEnv === undefined ? flag : setting.variable };
 }
 
 /**

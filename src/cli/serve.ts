@@ -11,7 +11,7 @@ import net from 'node:net';
 import { describeError } from '../api/errors.js';
 import { databaseUrl } from '../batches/open-stores.js';
 import { BATCH_SETTINGS_HELP, leaseSeconds, LEASE_SECONDS, resolveBatchSettings } from '../batches/settings.js';
-import { blankIsUnset } from '../support/env-path.js';
+import { blankIsUnset, DATA_FOLDER, folderDefaultText, MODELS_FOLDER } from '../support/env-path.js';
 import { exitNow } from '../engine/native.js';
 import { resolveApiKeys } from '../server/api-keys.js';
 import { createServer, whenPreloaded } from '../server/app.js';
@@ -24,17 +24,20 @@ import { dirOption, folderProblem } from './dir-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { onGracefulStop, type StopSignal } from './signal-exit.js';
 
+// The defaults this command's parser and its help both read.
+const SERVE_DEFAULTS = Object.freeze({ port: 8080, host: '127.0.0.1', logLevel: 'info' });
+
 const HELP = `usage: decide serve [options]
 
 options:
-  --port N          port to listen on (env PORT; default 8080; 0 = any free port); a port in
+  --port N          port to listen on (env PORT; default ${SERVE_DEFAULTS.port}; 0 = any free port); a port in
                     use or a host that does not resolve exits 1 before a key is made
-  --host HOST       address to bind (default 127.0.0.1; 0.0.0.0 for every interface; an empty
+  --host HOST       address to bind (default ${SERVE_DEFAULTS.host}; 0.0.0.0 for every interface; an empty
                     value is refused)
-  --data-dir DIR    service state: generated API key, batch jobs, uploaded files (env DECIDE_DATA_DIR;
-                    default ./data)
-  --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models)
-  --log-level L     fatal, error, warn, info, debug, trace or silent (default info)
+  --data-dir DIR    service state: generated API key, batch jobs, uploaded files
+                    (${folderDefaultText(DATA_FOLDER)})
+  --models-dir DIR  model directories (${folderDefaultText(MODELS_FOLDER)})
+  --log-level L     fatal, error, warn, info, debug, trace or silent (default ${SERVE_DEFAULTS.logLevel})
   --no-worker       serve only: this process works on no batch chunk (needs DECIDE_DATABASE_URL;
                     \`decide worker\` processes do the work)
   -h, --help        this text
@@ -88,21 +91,21 @@ export async function run(argv: string[]): Promise<number> {
   // file with PORT unset).
   const envPort = blankIsUnset(process.env.PORT);
   const portFrom = values.port === undefined && envPort !== undefined ? 'PORT' : '--port';
-  const port = intArg(values.port ?? envPort ?? '8080', portFrom, 0, 65535);
+  const port = intArg(values.port ?? envPort ?? String(SERVE_DEFAULTS.port), portFrom, 0, 65535);
   if (typeof port === 'string') return commandError('serve', port);
   // An empty --host (`--host "$HOST"` with HOST unset) would bind every interface: Node's listen
   // reads '' as "any address".
   if (values.host !== undefined && values.host.trim() === '') {
-    return commandError('serve', '--host must name an address, got an empty value (leave it out for 127.0.0.1; 0.0.0.0 binds every interface)');
+    return commandError('serve', `--host must name an address, got an empty value (leave it out for ${SERVE_DEFAULTS.host}; 0.0.0.0 binds every interface)`);
   }
-  const host = values.host ?? '127.0.0.1';
+  const host = values.host ?? SERVE_DEFAULTS.host;
   const engine = engineOptionsFromFlags(values);
   if (typeof engine === 'string') return commandError('serve', engine);
-  const logLevel = values['log-level'] ?? 'info';
+  const logLevel = values['log-level'] ?? SERVE_DEFAULTS.logLevel;
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) return commandError('serve', `--log-level must be one of ${LOG_LEVELS.join(', ')}`);
-  const data = dirOption(values['data-dir'], '--data-dir', 'DECIDE_DATA_DIR', 'data');
+  const data = dirOption(values['data-dir'], '--data-dir', DATA_FOLDER);
   if ('problem' in data) return commandError('serve', data.problem);
-  const models = dirOption(values['models-dir'], '--models-dir', 'DECIDE_MODELS_DIR', 'models');
+  const models = dirOption(values['models-dir'], '--models-dir', MODELS_FOLDER);
   if ('problem' in models) return commandError('serve', models.problem);
   const { dir: dataDir } = data;
   const { dir: modelsDir } = models;

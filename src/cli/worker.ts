@@ -21,6 +21,7 @@ import { DecisionService } from '../service/decision-service.js';
 import { addressSpaceProblem } from './address-space.js';
 import { commandError, parseCommand } from './args.js';
 import { dirOption } from './dir-options.js';
+import { folderDefaultText, MODELS_FOLDER } from '../support/env-path.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { onGracefulStop, type StopSignal } from './signal-exit.js';
 
@@ -29,7 +30,7 @@ const HELP = `usage: decide worker [options]
 Works on the batch chunks of the Postgres batch store; serves no HTTP.
 
 options:
-  --models-dir DIR  model directories (env DECIDE_MODELS_DIR; default ./models). The worker takes
+  --models-dir DIR  model directories (${folderDefaultText(MODELS_FOLDER)}). The worker takes
                     the chunks of the models installed here (it says which at start); chunks of
                     other models wait for a worker that has them. Nothing is ever created here
   -h, --help        this text
@@ -87,7 +88,7 @@ export async function run(argv: string[]): Promise<number> {
   if (url === undefined) {
     return commandError('worker', 'DECIDE_DATABASE_URL is not set: a worker takes its chunks from the Postgres batch store (postgres://...)');
   }
-  const models = dirOption(values['models-dir'], '--models-dir', 'DECIDE_MODELS_DIR', 'models');
+  const models = dirOption(values['models-dir'], '--models-dir', MODELS_FOLDER);
   if ('problem' in models) return commandError('worker', models.problem);
   const modelsDir = models.dir;
   let settings;
@@ -109,7 +110,7 @@ export async function run(argv: string[]): Promise<number> {
     // No default model, no preload: a worker serves what is installed, and loads a model with its first chunk.
     service = await DecisionService.open({ modelsDir, runtime: { engine }, log, ensureDefaultModel: false, preload: [] });
     log(servedModels(service, modelsDir));
-    store = await openBatchStore({}, { dataDir: modelsDir, settings, service, work: true, log });
+    store = await openBatchStore({ databaseUrl: url }, { settings, service, work: true, log });
   } catch (err) {
     await service?.close().catch(() => undefined);
     return commandError('worker', describeError(err), 1);

@@ -17,14 +17,15 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
+import { GENERATED_KEY_FILE } from '../batches/private-files.js';
 import { makeDirectories } from '../models/make-directories.js';
-import { envPath } from '../support/env-path.js';
+import { DATA_FOLDER, folderOf } from '../support/env-path.js';
 
 const HASHED_LINE = /^sha256:([0-9a-fA-F]{64})$/;
 /** Keys are opaque tokens; what RFC 6750 allows in a bearer token (b64token). */
 const KEY_CHARS = /^[A-Za-z0-9\-._~+/]+=*$/;
-/** File name of the generated key inside the data directory. */
-export const GENERATED_KEY_FILE = 'api-key';
+// The generated key's file name in the data dir, with the data dir's other names (private-files.ts).
+export { GENERATED_KEY_FILE };
 
 export function sha256(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
@@ -170,7 +171,7 @@ export function resolveApiKeys(options: KeySourceOptions): ResolvedKeys {
     if (keys.size === 0) throw new Error('no API keys: DECIDE_API_KEYS and DECIDE_API_KEYS_FILE hold no key');
     return { keys, source: 'env', warnings: fileWarnings(fileFromEnv) };
   }
-  const dataDir = path.resolve(options.dataDir ?? envPath(env, 'DECIDE_DATA_DIR') ?? 'data');
+  const dataDir = folderOf(DATA_FOLDER, options.dataDir, env);
   const file = path.join(dataDir, GENERATED_KEY_FILE);
   let created = false;
   let key: string | undefined;

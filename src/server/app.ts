@@ -8,7 +8,6 @@
  * authentication, rate limit, no Content-Encoding (415); every error goes through one handler.
  */
 import http from 'node:http';
-import path from 'node:path';
 import type { Socket } from 'node:net';
 
 import swagger from '@fastify/swagger';
@@ -18,7 +17,7 @@ import { DEFAULT_BODY_LIMIT_BYTES } from '../api/body-limit.js';
 import { ApiError } from '../api/errors.js';
 import { newRequestId } from '../api/request-ids.js';
 import { NAMED_SCHEMAS, SCHEMA_ID_PREFIX, schemaId, type SchemaName } from '../api/schemas.js';
-import { envPath } from '../support/env-path.js';
+import { DATA_FOLDER, folderOf, MODELS_FOLDER } from '../support/env-path.js';
 import { EngineError } from '../errors/engine-error.js';
 import { DecisionService } from '../service/decision-service.js';
 import { resolveApiKeys } from './api-keys.js';
@@ -296,7 +295,7 @@ const serverApp: FastifyPluginAsync<DecisionAppOptions> = Object.assign(
 export async function createServer(given: ServerOptions = {}): Promise<FastifyInstance> {
   const options = checkServerOptions(given);
   const env = options.env ?? process.env;
-  const dataDir = path.resolve(options.dataDir ?? envPath(env, 'DECIDE_DATA_DIR') ?? 'data');
+  const dataDir = folderOf(DATA_FOLDER, options.dataDir, env);
   const resolvedKeys = options.keys
     ? undefined
     : asInputError(() => resolveApiKeys({ apiKeys: options.apiKeys, keysFile: options.keysFile, env, dataDir, generate: false }));
@@ -336,7 +335,7 @@ export async function createServer(given: ServerOptions = {}): Promise<FastifyIn
   let service = options.service;
   if (!service) {
     service = await DecisionService.open({
-      modelsDir: options.modelsDir ?? envPath(env, 'DECIDE_MODELS_DIR') ?? 'models',
+      modelsDir: folderOf(MODELS_FOLDER, options.modelsDir, env),
       threads: options.threads,
       provider: options.provider,
       runtime: { engine: options.engine },

@@ -4,10 +4,9 @@
  * loaded, as Engine.load and the commands refuse theirs.
  */
 import { statSync } from 'node:fs';
-import path from 'node:path';
 
 import { VALIDATION_LIMIT_RANGES, type ValidationLimits } from '../api/validate.js';
-import { envPath } from '../support/env-path.js';
+import { folderOf, MODELS_FOLDER } from '../support/env-path.js';
 import { checkEngineOptions, ENGINE_PASS_OPTION_NAMES, optionConflict, withEnvironment, type EngineLoadOptions } from '../engine/engine-options.js';
 import { checkBooleanOption, checkFolderOption, checkOptionNames, objectOption, refuseOption as refuse, valueForMessage } from '../support/option-checks.js';
 import { EngineError } from '../errors/engine-error.js';
@@ -74,7 +73,7 @@ export function checkServiceOptions(given: unknown): string {
   const options = objectOption(given, 'options', WHERE) as DecisionServiceOptions;
   checkOptionNames(options, SERVICE_OPTION_NAMES, WHERE);
   checkTypes(options);
-  const modelsDir = path.resolve(options.modelsDir ?? envPath(process.env, 'DECIDE_MODELS_DIR') ?? 'models');
+  const modelsDir = folderOf(MODELS_FOLDER, options.modelsDir);
   if (options.runtime !== undefined) checkOptionNames(objectOption(options.runtime, 'runtime', WHERE), RUNTIME_OPTION_NAMES, `${WHERE}: runtime`);
   if (options.runtime?.engine !== undefined) checkOptionNames(objectOption(options.runtime.engine, 'runtime.engine', WHERE), ENGINE_PASS_OPTION_NAMES, `${WHERE}: runtime.engine`);
   if (options.runtime?.scheduler !== undefined) checkSchedulerOptions(objectOption(options.runtime.scheduler, 'runtime.scheduler', WHERE), 'runtime.scheduler');

@@ -17,7 +17,7 @@ const base = {
   questions: { refund: { type: 'noul', instructions: 'Refund?' } },
 };
 const question = (q: Record<string, unknown>) => ({ ...base, questions: { q: { type: 'choice', instructions: 'Which?', ...q } } });
-const options = (n: number, key = (i: number) => `o${i}`, text = 'x') => Object.fromEntries(Array.from({ length: n }, (_, i) => [key(i), text]));
+const options = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`o${i}`, `option ${i}`]));
 const manyQuestions = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`q${i}`, { type: 'noul', instructions: 'x' }]));
 
 /** Requests both must accept. */

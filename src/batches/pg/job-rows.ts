@@ -3,7 +3,7 @@
  * the same way (API hosts cancel, workers start, fail and finish jobs). A status change is guarded
  * by the status it leaves, so two processes racing on one job cannot both move it.
  */
-import { addUsage, zeroUsage, type BatchJob } from '../ports.js';
+import { addUsage, OPEN_STATUSES, sqlStatusList, zeroUsage, type BatchJob } from '../ports.js';
 import { batchJobFromColumns, type BatchJobColumns } from '../sql-rows.js';
 import type { Client, Pool } from './database.js';
 
@@ -29,8 +29,8 @@ export function finishedAt(now: string): string {
   return `GREATEST(${now}::bigint, created_at, started_at, cancelling_at)`;
 }
 
-/** Statuses a job can still leave by being worked on or cancelled. */
-export const OPEN_STATUSES = `('queued', 'in_progress', 'cancelling')`;
+/** Statuses a job can still leave by being worked on or cancelled, as SQL. */
+export const OPEN_STATUSES_SQL = sqlStatusList(OPEN_STATUSES);
 
 export function toJob(r: BatchJobColumns): PgJob {
   return batchJobFromColumns(r);
@@ -65,7 +65,7 @@ export async function closeJob(
   const { rowCount } = await client.query(
     `UPDATE decide_batch_jobs SET status = $2, completed_at = ${finishedAt('$3')}, expires_at = ${finishedAt('$3')} + $4, error_code = $5, error_message = $6,
        cancelling_at = CASE WHEN $2 = 'cancelled' THEN ${finishedAt('$3')} END
-     WHERE id = $1 AND status IN ${OPEN_STATUSES}`,
+     WHERE id = $1 AND status IN ${OPEN_STATUSES_SQL}`,
     [id, outcome.status, outcome.now, outcome.retentionMs, outcome.error?.code ?? null, outcome.error?.message ?? null],
   );
   if (rowCount !== 1) return false;

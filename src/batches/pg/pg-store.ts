@@ -29,7 +29,7 @@ import { answeringDatabaseOutages, isDatabaseOutage } from './outage.js';
 import { leaseSeconds } from '../settings.js';
 import { CHUNK_QUEUE, chunkPriorities, startQueue } from './queue.js';
 import { openAiFieldsToText } from '../openai/job-fields.js';
-import { resultRowsBytes, type BatchJob, type BatchResults, type BatchStore, type NewBatch, type ResultRows, type BatchInput, type StoreContext } from '../ports.js';
+import { RESULT_STATUSES, resultRowsBytes, sqlStatusList, type BatchJob, type BatchResults, type BatchStore, type NewBatch, type ResultRows, type BatchInput, type StoreContext } from '../ports.js';
 
 /** Result rows per query while streaming a download. */
 const RESULT_PAGE_ROWS = 1000;
@@ -50,7 +50,7 @@ export class PgBatchStore implements BatchStore {
     private readonly boss: PgBoss,
     private readonly options: PgStoreOptions,
     lease: number,
-    private readonly connection: ConnectionState,
+    connection: ConnectionState,
   ) {
     if (options.work) {
       this.worker = new ChunkWorker({ pool, boss, service: options.service, settings: options.settings, lease, log: options.log, connection });
@@ -188,7 +188,7 @@ export class PgBatchStore implements BatchStore {
     const expired = await inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<{ id: string }>(
         `UPDATE decide_batch_jobs SET expired_from = status, status = 'expired'
-         WHERE status IN ('completed', 'failed', 'cancelled') AND expires_at <= $1 RETURNING id`,
+         WHERE status IN ${sqlStatusList(RESULT_STATUSES)} AND expires_at <= $1 RETURNING id`,
         [now],
       );
       const ids = rows.map((r) => r.id);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 
 import { FileGoneError, type FileStore, type StagedUpload, type StoredFile } from '../ports.js';
-import { privateDir } from '../private-files.js';
+import { privateDir, SQLITE_DATABASE_FILE } from '../private-files.js';
 import { answeringStorageFailures } from '../storage-failures.js';
 import { storedFileFromRow, type StoredFileRow } from '../sql-rows.js';
 import { moveUploadInto, placeInNewDir } from '../uploads.js';
@@ -42,7 +42,7 @@ export class SqliteFileStore implements FileStore {
 
   private constructor(dataDir: string) {
     // The job table (sqlite-jobs.ts) created the file 0600 in WAL mode before this opens it.
-    this.db = openSqlite(path.join(dataDir, 'batches.sqlite'));
+    this.db = openSqlite(path.join(dataDir, SQLITE_DATABASE_FILE));
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
     addMissingColumns(this.db, 'files', ADDED_COLUMNS);

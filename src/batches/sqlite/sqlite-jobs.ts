@@ -14,7 +14,10 @@ import path from 'node:path';
 
 import { openAiFieldsToText } from '../openai/job-fields.js';
 import { PRIVATE_FILE_MODE, privateFile } from '../private-files.js';
-import type { BatchJob, BatchStatus, JobProgress, NewBatch } from '../ports.js';
+import { OPEN_STATUSES, RESULT_STATUSES, sqlStatusList, type BatchJob, type BatchStatus, type JobProgress, type NewBatch } from '../ports.js';
+
+const OPEN_SQL = sqlStatusList(OPEN_STATUSES);
+const RESULT_SQL = sqlStatusList(RESULT_STATUSES);
 import { batchJobFromColumns, type BatchJobColumns } from '../sql-rows.js';
 import { addMissingColumns, openSqlite, type SqliteDatabase, type SqliteStatement } from '../sqlite-driver.js';
 
@@ -149,7 +152,7 @@ export class SqliteJobTable {
       get: p('SELECT * FROM batches WHERE id = ?'),
       listFirst: p('SELECT * FROM batches WHERE owner = ? ORDER BY id DESC LIMIT ?'),
       listAfter: p('SELECT * FROM batches WHERE owner = ? AND id < ? ORDER BY id DESC LIMIT ?'),
-      unfinished: p(`SELECT * FROM batches WHERE status IN ('queued', 'in_progress', 'cancelling') ORDER BY id ASC`),
+      unfinished: p(`SELECT * FROM batches WHERE status IN ${OPEN_SQL} ORDER BY id ASC`),
       start: p(`UPDATE batches SET status = 'in_progress', started_at = COALESCE(started_at, MAX(?, created_at)) WHERE id = ? AND status = 'queued'`),
       progress: p(`UPDATE batches SET input_offset = @inputOffset, input_line = @inputLine, results_bytes = @resultsBytes, failed_bytes = @failedBytes,
                    completed = @completed, failed = @failed, input_tokens = @inputTokens, cached_tokens = @cachedTokens,
@@ -157,10 +160,10 @@ export class SqliteJobTable {
       finish: p(`UPDATE batches SET status = @status, completed_at = ${FINISHED_AT}, expires_at = ${FINISHED_AT} + @retentionMs,
                  error_code = @errorCode, error_message = @errorMessage,
                  cancelling_at = CASE WHEN @status = 'cancelled' THEN COALESCE(cancelling_at, ${FINISHED_AT}) ELSE cancelling_at END
-                 WHERE id = @id AND status IN ('queued', 'in_progress', 'cancelling')`),
+                 WHERE id = @id AND status IN ${OPEN_SQL}`),
       cancelling: p(`UPDATE batches SET status = 'cancelling', cancelling_at = MAX(?, created_at, COALESCE(started_at, created_at)) WHERE id = ? AND status = 'in_progress'`),
-      due: p(`SELECT * FROM batches WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ('completed', 'failed', 'cancelled') ORDER BY expires_at ASC LIMIT ?`),
-      expire: p(`UPDATE batches SET expired_from = status, status = 'expired' WHERE id = ? AND status IN ('completed', 'failed', 'cancelled')`),
+      due: p(`SELECT * FROM batches WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ${RESULT_SQL} ORDER BY expires_at ASC LIMIT ?`),
+      expire: p(`UPDATE batches SET expired_from = status, status = 'expired' WHERE id = ? AND status IN ${RESULT_SQL}`),
       ids: p('SELECT id, status FROM batches'),
       withoutStatuses: p('SELECT * FROM batches WHERE failed_bytes IS NULL'),
       setFailedBytes: p('UPDATE batches SET failed_bytes = ? WHERE id = ?'),

@@ -13,7 +13,7 @@
 import path from 'node:path';
 
 import type { BatchInput, BatchJob, BatchResults, BatchStore, NewBatch, ResultRows, StoreContext } from '../ports.js';
-import { prepareDataDir, privateDir } from '../private-files.js';
+import { prepareDataDir, privateDir, SQLITE_DATABASE_FILE } from '../private-files.js';
 import { answeringStorageFailures } from '../storage-failures.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { JobPump } from './job-pump.js';
@@ -22,7 +22,7 @@ import { RetentionSweeper } from './retention.js';
 import { SqliteJobTable, type JobRow } from './sqlite-jobs.js';
 
 /** What every store is opened with; here `dataDir` holds batches.sqlite and batches/. */
-export type SqliteStoreOptions = StoreContext;
+export type SqliteStoreOptions = StoreContext & { dataDir: string };
 
 export class SqliteBatchStore implements BatchStore {
   readonly kind = 'sqlite';
@@ -50,7 +50,7 @@ export class SqliteBatchStore implements BatchStore {
     let table: SqliteJobTable | undefined;
     let store: SqliteBatchStore;
     try {
-      table = new SqliteJobTable(path.join(options.dataDir, 'batches.sqlite'));
+      table = new SqliteJobTable(path.join(options.dataDir, SQLITE_DATABASE_FILE));
       store = new SqliteBatchStore(table, options, unlock);
       await store.retention.removeOrphans();
       await store.retention.sweep();

@@ -8,7 +8,6 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { checkModelOutput, makeStagingDir, placeModelDir } from '../output-dir.js';
 import { buildDecoderGraph, type WeightDecl } from './decoder-graph.js';
-import type { DecoderFeatures } from './decoder-features.js';
 import type { FloatDtype, Int8Kernel, Int8Scheme, ModelDtype } from './dtypes.js';
 import { checkMakeModelOptions, type MakeModelOptions } from './make-model-options.js';
 import { bytesPerElement, numel, writeModel, type WeightSpec } from './onnx-writer.js';
