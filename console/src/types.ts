@@ -1,4 +1,5 @@
-// The wire shapes the console reads (docs/api.md; the server's TypeBox schemas are the source).
+// The wire shapes the console reads (docs/api.md; the server's TypeBox schemas are the source, and
+// test/types/console-wire.ts holds these to them at type-check time).
 export type QuestionType = 'noul' | 'choice' | 'score';
 
 export interface Question {
