@@ -14,6 +14,8 @@ import { onGracefulStop, SIGNAL_EXIT_CODES, type StopSignal } from './signal-exi
 /** The --budget range, in seconds: a run needs some time for its first step; a day is more than any run takes. */
 const MIN_BUDGET_SECONDS = 10;
 const MAX_BUDGET_SECONDS = 86_400;
+/** The default --budget: fits one 10-minute device call with time to send the folder back. */
+const DEFAULT_BUDGET_SECONDS = 560;
 
 const HELP = `usage: decide gpu-report [--out DIR] [--provider cuda|cpu] [--preset NAME] [--dtypes LIST]
                           [--pack-suffixes LIST] [--full] [--workloads LIST] [--no-tests]
@@ -62,7 +64,7 @@ options:
   --no-tests          skip test/gpu/
   --torch-peer FILE   the PyTorch peer script (default: DECIDE_TORCH_PEER when set, an empty
                       value meaning none; else the package's bench/torch_peer.py)
-  --budget SECONDS    the whole run's time; steps that no longer fit are skipped (default 560: a
+  --budget SECONDS    the whole run's time; steps that no longer fit are skipped (default ${DEFAULT_BUDGET_SECONDS}: a
                       lent GPU call is cut at 600 s; ${MIN_BUDGET_SECONDS} to ${MAX_BUDGET_SECONDS})
 `;
 
@@ -77,7 +79,7 @@ const OPTIONS = {
   workloads: { type: 'string' },
   'no-tests': { type: 'boolean', default: false },
   'torch-peer': { type: 'string' },
-  budget: { type: 'string', default: '560' },
+  budget: { type: 'string', default: String(DEFAULT_BUDGET_SECONDS) },
 } as const;
 
 function list<T extends string>(value: string, name: string, allowed: readonly T[]): T[] | string {
