@@ -11,12 +11,13 @@
  * never opens a file it holds except through its lock (a second attempt in this process is
  * answered from `held`, without opening the file).
  */
-import { closeSync, openSync, readFileSync, realpathSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 
 import { processAlive } from '../models/output-dir.js';
 import { PRIVATE_FILE_MODE } from './private-files.js';
 import { openSqlite, SqliteUnavailableError, type SqliteDatabase } from './sqlite-driver.js';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 export type LockAttempt = { held: true; release(): void } | { held: false; holder: number | undefined };
 
@@ -132,7 +133,7 @@ function kernelLock(file: string): LockAttempt {
     if (held.has(key)) return { held: false, holder: process.pid };
     // Made here (private, as everything in a data dir), not by SQLite (its mode follows the umask).
     closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
-    const before = statSync(file, { throwIfNoEntry: false })?.ino;
+    const before = statIfExists(file)?.ino;
     const db = lockedConnection(file);
     if (db === 'busy') return { held: false, holder: recordedHolder(file) };
     if (db === 'not a database') {
@@ -144,7 +145,7 @@ function kernelLock(file: string): LockAttempt {
     }
     // The lock is on the file this connection opened; the path must still name it: a holder
     // unlinks its file as it releases, so a file opened just before that is not the lock any more.
-    if (before === undefined || statSync(file, { throwIfNoEntry: false })?.ino !== before) {
+    if (before === undefined || statIfExists(file)?.ino !== before) {
       db.close();
       continue;
     }

@@ -10,6 +10,7 @@ import { chmodSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { makeDirectories } from '../models/make-directories.js';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
@@ -42,7 +43,7 @@ export function prepareDataDir(dir: string): string | undefined {
 }
 
 function writtenBeforeThisProcess(file: string): boolean {
-  const info = statSync(file, { throwIfNoEntry: false });
+  const info = statIfExists(file);
   return info !== undefined && info.mtimeMs < performance.timeOrigin;
 }
 

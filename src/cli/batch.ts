@@ -19,7 +19,7 @@
  * it is the same --out.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, statSync } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -44,6 +44,7 @@ import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engin
 import { outputClash, outputPlaceProblem, realOutputPath } from './output-path.js';
 import { ProgressReporter } from './progress.js';
 import { onGracefulStop, SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 const HELP = `usage: decide batch INPUT.jsonl --model ID --out RESULTS.jsonl [options]
 
@@ -152,7 +153,7 @@ async function readState(file: string): Promise<RunState | undefined> {
  * the name stays that file's while a run holds it.
  */
 function inodeLockPath(file: string): string | undefined {
-  const info = statSync(file, { throwIfNoEntry: false });
+  const info = statIfExists(file);
   return info === undefined ? undefined : path.join(os.tmpdir(), `decide-batch-${info.dev}-${info.ino}.lock`);
 }
 

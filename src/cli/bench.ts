@@ -5,7 +5,6 @@
  * The benchmark itself lives in bench/ (compiled to dist/bench/), loaded only when this runs.
  */
 
-import { statSync } from 'node:fs';
 
 import type { WorkloadName } from '../../bench/workloads.js';
 import type { ModelDtype } from '../models/builder/index.js';
@@ -18,12 +17,13 @@ import { presetProblem } from './graph-options.js';
 import { ENGINE_FLAGS, ENGINE_FLAGS_HELP, engineOptionsFromFlags } from './engine-flags.js';
 import { renamedFlag } from './renamed-flags.js';
 import { onGracefulStop, SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 const WORKLOADS: readonly WorkloadName[] = ['tickets', 'document', 'single'];
 
 /** Why the report cannot be written into `dir`, or undefined: a folder, or one that can be created. */
 function resultsDirProblem(dir: string): string | undefined {
-  const info = statSync(dir, { throwIfNoEntry: false });
+  const info = statIfExists(dir);
   if (info !== undefined) return info.isDirectory() ? undefined : 'is not a folder';
   return directoryProblem(dir);
 }

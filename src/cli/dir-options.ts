@@ -4,11 +4,12 @@
  * An empty flag is a usage error, since path.resolve('') is the current directory; an empty
  * variable is unset (envPath), as every other empty setting is.
  */
-import { mkdirSync, rmdirSync, statSync } from 'node:fs';
+import { mkdirSync, rmdirSync } from 'node:fs';
 import path from 'node:path';
 
 import { envPath, folderOf, type FolderSetting } from '../support/env-path.js';
 import { directoryProblem } from '../models/make-directories.js';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 /** The resolved folder and where it came from (the flag or the variable, for messages), or the usage error's message. */
 export function dirOption(flagValue: string | undefined, flag: string, setting: FolderSetting): { dir: string; from: string } | { problem: string } {
@@ -26,7 +27,7 @@ export function dirOption(flagValue: string | undefined, flag: string, setting: 
  * made and removed at once: only the system says, root passes every permission check).
  */
 export function folderProblem(dir: string, from: string, { write = false } = {}): string | undefined {
-  const info = statSync(dir, { throwIfNoEntry: false });
+  const info = statIfExists(dir);
   let problem: string | undefined;
   if (info === undefined) problem = directoryProblem(dir);
   else if (!info.isDirectory()) problem = `${dir} is not a folder`;

@@ -2,7 +2,7 @@
  * `decide gpu-report`: the one command a lent GPU host runs (bench/gpu-report.ts does the work, so
  * the HTTP stack is never loaded). Writes one folder: report.md, report.json and a log per step.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 
 import { directoryProblem } from '../models/make-directories.js';
@@ -10,6 +10,7 @@ import { commandError, intArg, parseCommand } from './args.js';
 import { presetProblem } from './graph-options.js';
 import { renamedFlag } from './renamed-flags.js';
 import { onGracefulStop, SIGNAL_EXIT_CODES, type StopSignal } from './signal-exit.js';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 /** The --budget range, in seconds: a run needs some time for its first step; a day is more than any run takes. */
 const MIN_BUDGET_SECONDS = 10;
@@ -95,9 +96,9 @@ function list<T extends string>(value: string, name: string, allowed: readonly T
  * a step of this run that failed or ran out of time.
  */
 function reportFolderProblem(dir: string): string | undefined {
-  const st = statSync(dir, { throwIfNoEntry: false });
+  const st = statIfExists(dir);
   if (st === undefined) {
-    const parent = statSync(path.dirname(dir), { throwIfNoEntry: false });
+    const parent = statIfExists(path.dirname(dir));
     if (parent !== undefined && !parent.isDirectory()) return `${path.dirname(dir)} is not a folder`;
     return directoryProblem(dir);
   }

@@ -4,8 +4,9 @@
  * path, and opening such an --out for writing would empty the input. Two names are the same file
  * when stat (which follows links) gives the same device and inode.
  */
-import { accessSync, constants, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, readlinkSync, realpathSync } from 'node:fs';
 import path from 'node:path';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 export interface NamedInput {
   /** How the message names it: 'the input file', '--questions'. */
@@ -22,10 +23,10 @@ export interface NamedInput {
  * if (clash) return commandError('batch', clash);
  */
 export function outputClash(output: string, inputs: readonly NamedInput[], outputLabel = '--out', choose = outputLabel): string | undefined {
-  const out = statSync(output, { throwIfNoEntry: false });
+  const out = statIfExists(output);
   if (out === undefined) return undefined;
   for (const input of inputs) {
-    const info = statSync(input.path, { throwIfNoEntry: false });
+    const info = statIfExists(input.path);
     if (info !== undefined && info.dev === out.dev && info.ino === out.ino) {
       if (path.resolve(output) === path.resolve(input.path)) {
         return `${outputLabel} ${output} is ${input.label} itself; writing it would destroy the input. Choose another ${choose}`;
@@ -45,10 +46,10 @@ export function outputClash(output: string, inputs: readonly NamedInput[], outpu
  * const problem = outputPlaceProblem(outPath, '--out');
  */
 export function outputPlaceProblem(output: string, outputLabel = '--out'): string | undefined {
-  const folder = statSync(path.dirname(output), { throwIfNoEntry: false });
+  const folder = statIfExists(path.dirname(output));
   if (folder === undefined) return `${outputLabel} ${output}: its folder ${path.dirname(output)} does not exist`;
   if (!folder.isDirectory()) return `${outputLabel} ${output}: ${path.dirname(output)} is not a folder`;
-  const out = statSync(output, { throwIfNoEntry: false });
+  const out = statIfExists(output);
   if (out !== undefined && !out.isFile()) return `${outputLabel} ${output}: ${out.isDirectory() ? 'is a folder' : 'is not a regular file'}; name the file to write`;
   // Written in place (an existing file) and beside it (the state and lock files): both must be
   // writable, found now rather than after the model has loaded.

@@ -5,10 +5,10 @@
  * The refusals every library options object shares, the engine's included, are
  * src/support/option-checks.ts.
  */
-import { statSync } from 'node:fs';
 import path from 'node:path';
 
 import { choiceRule } from '../support/option-checks.js';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 export type OptionCheck =
   | { kind: 'integer'; min: number; max: number }
@@ -75,7 +75,7 @@ export function accepts(check: OptionCheck, value: unknown): boolean {
     case 'path':
       return typeof value === 'string' && value !== '';
     case 'prefix':
-      return typeof value === 'string' && value !== '' && statSync(prefixFolder(value), { throwIfNoEntry: false })?.isDirectory() === true;
+      return typeof value === 'string' && value !== '' && statIfExists(prefixFolder(value))?.isDirectory() === true;
   }
 }
 

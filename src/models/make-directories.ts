@@ -6,6 +6,7 @@
  */
 import { mkdirSync, rmdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 /** Thrown when a folder cannot be created; the message names the folder and the reason. */
 export class DirectoryError extends Error {
@@ -19,7 +20,7 @@ export class DirectoryError extends Error {
 function missingLevels(dir: string): string[] {
   const missing: string[] = [];
   for (let d = path.resolve(dir); ; d = path.dirname(d)) {
-    const info = statSync(d, { throwIfNoEntry: false });
+    const info = statIfExists(d);
     if (info !== undefined) {
       if (!info.isDirectory()) throw new DirectoryError(`cannot create ${dir}: ${d} is not a folder`);
       return missing;

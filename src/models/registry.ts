@@ -24,6 +24,7 @@ import path from 'node:path';
 
 import { EngineError } from '../errors/engine-error.js';
 import { directorySignature, incompleteReason, knownLoadProblem } from './model-completeness.js';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 const DATED_ID = /^(.+?)-(\d{4})-(\d{2})(?:-(\d{2}))?$/;
 const VALID_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -134,7 +135,7 @@ export class ModelRegistry {
     const found = new Map<string, InstalledModel>();
     // Stat before reading: a change after this stat is in the listing or moves the mtime again.
     const started = Date.now();
-    const dirStat = statSync(this.modelsDir, { bigint: true, throwIfNoEntry: false });
+    const dirStat = statIfExists(this.modelsDir, { bigint: true });
     this.scanned = dirStat && started - Number(dirStat.mtimeMs) > RACY_SCAN_MS ? { mtimeNs: dirStat.mtimeNs, ino: dirStat.ino } : undefined;
     this.incomplete.clear();
     this.brokenSeen.clear();
@@ -286,7 +287,7 @@ export class ModelRegistry {
   /** Whether the models directory may hold something the last scan did not see (one stat when it does not). */
   private mayHaveChanged(): boolean {
     if (!this.scanned) return true;
-    const now = statSync(this.modelsDir, { bigint: true, throwIfNoEntry: false });
+    const now = statIfExists(this.modelsDir, { bigint: true });
     if (!now || now.mtimeNs !== this.scanned.mtimeNs || now.ino !== this.scanned.ino) return true;
     for (const [name, signature] of [...this.incomplete, ...this.brokenSeen]) {
       if (directorySignature(path.join(this.modelsDir, name)) !== signature) return true;

@@ -5,7 +5,6 @@
  * It is the service boundary of the error path: below it the engine and the models throw
  * EngineError; every public method here throws (or returns) ApiError, through toApiError().
  */
-import { statSync } from 'node:fs';
 import path from 'node:path';
 
 import { ApiError, describeError, toApiError } from '../api/errors.js';
@@ -31,6 +30,7 @@ import { releaseDate, systemOneModels } from './systemone-models.js';
 import { checkPin, type VersionPin } from './version-pin.js';
 import { checkDecideContext, checkNormalizedRequest, type DecideContext } from './decide-context.js';
 import { checkServiceOptions, engineOptionsOf, type DecisionServiceOptions } from './service-options.js';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 export type { DecisionServiceOptions };
 
@@ -76,9 +76,9 @@ const MODEL_IDENTITY_FILES = [MODEL_FILES.config, MODEL_FILES.decision, MODEL_FI
  * one at a model's first load, which changes nothing about the model.
  */
 function modelStamp(dir: string): string {
-  const folder = statSync(dir, { bigint: true, throwIfNoEntry: false });
+  const folder = statIfExists(dir, { bigint: true });
   const identity = (file: string): string => {
-    const st = statSync(file, { bigint: true, throwIfNoEntry: false });
+    const st = statIfExists(file, { bigint: true });
     return st ? `${st.ino}:${st.mtimeNs}:${st.size}` : '-';
   };
   const graph = folder ? graphFileIn(dir) : undefined;

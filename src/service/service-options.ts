@@ -3,7 +3,6 @@
  * service can run with (EngineError ERR_INPUT naming the option) before anything is created or
  * loaded, as Engine.load and the commands refuse theirs.
  */
-import { statSync } from 'node:fs';
 
 import { VALIDATION_LIMIT_RANGES, type ValidationLimits } from '../api/validate.js';
 import { folderOf, MODELS_FOLDER } from '../support/env-path.js';
@@ -14,6 +13,7 @@ import { deriveFusedGraph } from '../models/fused-graph.js';
 import { directoryProblem } from '../models/make-directories.js';
 import type { ModelRuntimeOptions } from '../runtime/model-runtime.js';
 import { checkSchedulerOptions } from '../runtime/scheduler.js';
+import { statIfExists } from '../support/stat-if-exists.js';
 
 /**
  * How {@link DecisionService.open} opens the service; every field is optional.
@@ -89,9 +89,10 @@ export function checkServiceOptions(given: unknown): string {
   }
   let folder;
   try {
-    folder = statSync(modelsDir, { throwIfNoEntry: false });
+    folder = statIfExists(modelsDir);
   } catch (err) {
-    // A path through a file (ENOTDIR), a loop of links, no permission to look: the option's fault.
+    // A loop of links, no permission to look: the option's fault. (A path through a file is not
+    // there, and is refused below as a folder that cannot be made.)
     throw new EngineError('ERR_INPUT', `modelsDir ${modelsDir} cannot be used: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   if (folder !== undefined && !folder.isDirectory()) {

@@ -13,12 +13,13 @@
  *   read-only source (a hub cache) does not make the model read-only.
  * - JSON side files are parsed before they are copied, and their size is bounded.
  */
-import { lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { errnoText } from '../errno-text.js';
 import { ImportError } from './hf-config.js';
+import { lstatIfExists, statIfExists } from '../../support/stat-if-exists.js';
 
 /** Larger JSON side files are refused (a real tokenizer.json is ~10-30 MB). */
 export const MAX_SIDE_FILE_BYTES = 256 * 2 ** 20;
@@ -29,7 +30,7 @@ export const MAX_SIDE_FILE_BYTES = 256 * 2 ** 20;
  */
 export function checkpointFile(hfDir: string, name: string, opts: { copied: boolean }): string | undefined {
   const file = path.join(hfDir, name);
-  const link = lstatSync(file, { throwIfNoEntry: false });
+  const link = lstatIfExists(file);
   if (link === undefined) return undefined;
   let real = file;
   if (link.isSymbolicLink()) {
@@ -44,7 +45,7 @@ export function checkpointFile(hfDir: string, name: string, opts: { copied: bool
       );
     }
   }
-  const info = statSync(real, { throwIfNoEntry: false });
+  const info = statIfExists(real);
   if (info === undefined) throw new ImportError(`${name}: missing`);
   if (info.isDirectory()) throw new ImportError(`${name}: a directory, not a file`);
   if (!info.isFile()) throw new ImportError(`${name}: not a regular file (a FIFO, socket or device cannot be imported)`);

@@ -5,8 +5,9 @@
  * front; tensor bytes are read one tensor at a time when the writer asks for them. A sharded
  * checkpoint lists its files in model.safetensors.index.json (`weight_map`: tensor -> file).
  */
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, readdirSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { statIfExists } from '../../support/stat-if-exists.js';
 
 /** Storage types this importer converts (floating point only: quantized checkpoints are not supported). */
 export type SafetensorsDtype = 'F64' | 'F32' | 'F16' | 'BF16';
@@ -187,7 +188,7 @@ export function readHeader(file: string): TensorEntry[] {
 /** Whether the index at `indexPath` maps every tensor to `file` (an index of one shard, the same weights). */
 function indexNamesOnly(indexPath: string, file: string): boolean {
   // Only a regular file of a sane size is read (a FIFO would block for ever).
-  const info = statSync(indexPath, { throwIfNoEntry: false });
+  const info = statIfExists(indexPath);
   if (!info?.isFile() || info.size > MAX_HEADER_BYTES) return false;
   try {
     const index = JSON.parse(readFileSync(indexPath, 'utf8')) as unknown;
@@ -218,7 +219,7 @@ function checkLayout(name: string, tensors: readonly TensorEntry[], dataStart: n
 
 /** Only regular files are read: opening a FIFO would block for ever, a device has no end. */
 function assertRegularFile(file: string): void {
-  const info = statSync(file, { throwIfNoEntry: false });
+  const info = statIfExists(file);
   if (info === undefined) throw new CheckpointError(`${path.basename(file)}: missing (or a broken link)`);
   if (info.isDirectory()) throw new CheckpointError(`${path.basename(file)}: a directory, not a file`);
   if (!info.isFile()) throw new CheckpointError(`${path.basename(file)}: not a regular file (a FIFO, socket or device cannot be imported)`);
