@@ -13,18 +13,23 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const built = path.join(root, 'build', 'Release', 'decide_native.node');
 const prebuilt = path.join(root, 'prebuilds', `${process.platform}-${process.arch}`, 'decide_native.node');
 
-function loads(addon) {
+/** Why `addon` does not load here (undefined: it loads). */
+function loadProblem(addon) {
   // A child process, so that a binary this platform cannot load (an older glibc, say) fails there.
-  const probe = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(addon)})`], { stdio: 'ignore' });
-  return probe.status === 0;
+  const probe = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(addon)})`], { encoding: 'utf8' });
+  if (probe.status === 0) return undefined;
+  const lines = `${probe.stderr ?? ''}`.split('\n').map((l) => l.trim());
+  return lines.find((l) => /^Error:/.test(l)) ?? (probe.signal ? `loading it was killed by ${probe.signal}` : `exit ${probe.status}`);
 }
 
 if (existsSync(built)) process.exit(0);
-if (existsSync(prebuilt) && loads(prebuilt)) process.exit(0);
+const problem = existsSync(prebuilt) ? loadProblem(prebuilt) : `no prebuilt addon for ${process.platform}-${process.arch}`;
+if (problem === undefined) process.exit(0);
 
 const cmakeJs = createRequire(import.meta.url).resolve('cmake-js/bin/cmake-js');
-console.log(`decision-engine: no prebuilt addon for ${process.platform}-${process.arch}; building it from source (cmake-js)`);
-const build = spawnSync(process.execPath, [cmakeJs, 'compile', '--CDCMAKE_BUILD_TYPE=Release'], { cwd: root, stdio: 'inherit' });
+console.log(`decision-engine: ${existsSync(prebuilt) ? `the prebuilt addon does not load here (${problem})` : problem}; building it from source (cmake-js)`);
+// The addon alone: the C++ unit tests are this repository's, not a dependent's.
+const build = spawnSync(process.execPath, [cmakeJs, 'compile', '--CDCMAKE_BUILD_TYPE=Release', '--target', 'decide_native'], { cwd: root, stdio: 'inherit' });
 if (build.status !== 0) {
   console.error(
     'decision-engine: building the native addon failed. It needs a C++17 compiler, cmake and python3 ' +

@@ -4,16 +4,19 @@
  * (the job table and the OpenAI file table live in the same file and wait the same time on each
  * other's locks), and the small lock files of file-lock.ts.
  *
- * Two major versions, one per Node line, with the same API:
- * - better-sqlite3 12 (the dependency `better-sqlite3`) wraps its objects in Node's own ObjectWrap.
+ * Two major versions, one per Node line, with the same API, both optional dependencies (an install
+ * whose SQLite build fails, with no GitHub to download a binary from and no Node headers to compile
+ * against, still installs: the library and `decide batch` need no SQLite):
+ * - better-sqlite3 12 (`better-sqlite3`) wraps its objects in Node's own ObjectWrap.
  *   Since Node 24.19 that class's destructor needs a live Node environment, which a garbage
  *   collection outside JavaScript (an idle GC) or the process's teardown does not have: a
  *   collected statement aborts the process ("Assertion failed: (env) != nullptr" in
  *   RemoveEnvironmentCleanupHook) when the addon was compiled against Node 24.19's headers or later.
- * - better-sqlite3 13 (the optional dependency `better-sqlite3-napi`, an npm alias) is built on
+ * - better-sqlite3 13 (`better-sqlite3-napi`, an npm alias) is built on
  *   Node-API, ships its binaries in the package (no install script), and needs Node 22: it
  *   crashes on Node 20, where npm leaves it out (its engines say so).
- * So Node 22 and later open databases with 13, Node 20 with 12.
+ * So Node 22 and later open databases with 13, Node 20 with 12; 12 stands in on Node 22 to 24.18
+ * when 13 was left out (--omit=optional), and never later, where it would abort the process.
  */
 import { createRequire } from 'node:module';
 
@@ -41,21 +44,48 @@ const require = createRequire(import.meta.url);
 
 /** The first Node major better-sqlite3 13 runs on. */
 const NAPI_DRIVER_NODE_MAJOR = 22;
+/** The first Node on which better-sqlite3 12, compiled there, aborts the process (see the header). */
+const OBJECT_WRAP_ABORTS_FROM: readonly [number, number] = [24, 19];
 
-/** Which installed package opens databases on this Node: see the header. */
-export function sqliteDriverPackage(): 'better-sqlite3-napi' | 'better-sqlite3' {
-  if (Number(process.versions.node.split('.')[0]) < NAPI_DRIVER_NODE_MAJOR) return 'better-sqlite3';
+/** better-sqlite3 is not installed, or not compiled (its install script did not run). */
+export class SqliteUnavailableError extends Error {}
+
+function installed(name: string): boolean {
   try {
-    require.resolve('better-sqlite3-napi');
-    return 'better-sqlite3-napi';
+    require.resolve(name);
+    return true;
   } catch {
-    // An install that left the optional dependency out (--omit=optional): 12, as on Node 20.
-    return 'better-sqlite3';
+    return false;
   }
 }
 
-/** better-sqlite3 is installed but not compiled (its install script did not run). */
-export class SqliteUnavailableError extends Error {}
+function nodeAtLeast([major, minor]: readonly [number, number], version = process.versions.node): boolean {
+  const [have, haveMinor] = version.split('.').map(Number) as [number, number];
+  return have > major || (have === major && haveMinor >= minor);
+}
+
+/**
+ * Which installed package opens databases on this Node (see the header); throws
+ * SqliteUnavailableError, naming the fix, where none can.
+ */
+export function sqliteDriverPackage(version = process.versions.node): 'better-sqlite3-napi' | 'better-sqlite3' {
+  const onNapiNode = nodeAtLeast([NAPI_DRIVER_NODE_MAJOR, 0], version);
+  if (onNapiNode && installed('better-sqlite3-napi')) return 'better-sqlite3-napi';
+  if (onNapiNode && nodeAtLeast(OBJECT_WRAP_ABORTS_FROM, version)) {
+    throw new SqliteUnavailableError(
+      `the SQLite batch store needs the optional dependency better-sqlite3-napi on Node ${version}, and it is not installed ` +
+        '(an install with --omit=optional leaves it out): install this package without --omit=optional',
+    );
+  }
+  if (installed('better-sqlite3')) return 'better-sqlite3';
+  throw new SqliteUnavailableError(
+    `the SQLite batch store needs the optional dependency ${onNapiNode ? 'better-sqlite3-napi' : 'better-sqlite3'}, and it is not installed ` +
+      (onNapiNode
+        ? '(an install with --omit=optional leaves it out): install this package without --omit=optional'
+        : '(left out by --omit=optional, or dropped when its install script could neither download a binary from GitHub nor compile ' +
+          "SQLite with Node's headers, from nodejs.org or npm_config_nodedir): install it with `npm install better-sqlite3`, allowing its script"),
+  );
+}
 
 /**
  * Opens (creating if needed) the SQLite database `file`. better-sqlite3's compiled binding comes
