@@ -8,7 +8,9 @@
  * - Nor is anything a person put inside one of ours (notes, a checkpoint): --force replaces it only
  *   when every file in it is one decide wrote (listed in its `.decide-files` manifest, or for a
  *   directory written before the manifest, one of the names our writers use) or one the engine
- *   derives from the graph and caches beside it (DERIVED_FILE); else it refuses and names the others.
+ *   derives from the graph and caches beside it with no action from the user (isDerivedFile,
+ *   src/engine/derived-graph-cache.ts: the LM-head rewrite, the u8s8 int8 rewrite, the fused graph,
+ *   and the temporaries of a load killed while making one); else it refuses and names the others.
  * - A dated id (`svc-alpha-2026-10`) is a pinned version that clients rely on: it is never replaced,
  *   --force or not. Remove it yourself first if you really mean to change what it answers.
  * - The commands never write a model inside another model directory (insideModelProblem: the
@@ -29,6 +31,7 @@ import { existsSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
+import { isDerivedFile } from '../engine/derived-graph-cache.js';
 import { GRAPH_CANDIDATES, readDecisionFile } from '../engine/model-dir.js';
 import { EngineError } from '../errors/engine-error.js';
 import { errnoText } from './errno-text.js';
@@ -92,17 +95,6 @@ const LEGACY_FILES = new Set([
   'onnx/model.onnx',
   'onnx/model.onnx_data',
 ]);
-/**
- * Files the engine derives from a model's graph and caches beside it when it loads it, with no
- * action from the user: the LM-head rewrite (`*.decide-gather.*`, src/engine/lm-head-rewrite.ts),
- * the u8s8 int8 rewrite on VNNI/AMX CPUs (`*.decide-u8s8.*`, src/engine/int8-rewrite.ts), the fused
- * graph on CUDA hosts (the folder `*.decide-fused/` and its stamp `*.decide-fused.json`, or
- * `*.decide-fused-no-if*` for the form CUDA graphs run, either with `-own-kernels` for the form
- * with the engine's own operators,
- * src/models/fused-graph.ts), and the temporaries of a load killed while making one (`.tmp-`,
- * `-wip-`, `-stale-`, `-checkpoint-` after the name). They are decide's, so --force replaces them.
- */
-const DERIVED_FILE = /(?:^|\/)[^/]*\.decide-(?:gather|u8s8|fused)(?:[./-]|$)/;
 /** At most this many foreign files are named in a refusal. */
 const NAMED_FOREIGN_FILES = 10;
 
@@ -129,7 +121,7 @@ export async function foreignFiles(dir: string): Promise<string[]> {
   } catch {
     // No manifest (written by an older version) or unreadable: the names our writers use.
   }
-  return (await filesUnder(dir)).filter((f) => f !== FILES_MANIFEST && !ours.has(f) && !DERIVED_FILE.test(f));
+  return (await filesUnder(dir)).filter((f) => f !== FILES_MANIFEST && !ours.has(f) && !isDerivedFile(f));
 }
 
 /** What our commands write into decision.json; its presence marks a directory as ours to replace. */
