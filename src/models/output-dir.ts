@@ -31,6 +31,7 @@ import { existsSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
+import { isPlainObject } from '../api/json-value.js';
 import { isDerivedFile } from '../engine/derived-graph-cache.js';
 import { GRAPH_CANDIDATES, readDecisionFile } from '../engine/model-dir.js';
 import { EngineError } from '../errors/engine-error.js';
@@ -128,8 +129,7 @@ export async function foreignFiles(dir: string): Promise<string[]> {
 export function writtenByUs(dir: string): boolean {
   try {
     const decision = readDecisionFile(dir);
-    const isRecord = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
-    return isRecord(decision?.import) || isRecord(decision?.builder);
+    return isPlainObject(decision?.import) || isPlainObject(decision?.builder);
   } catch {
     return false;
   }
