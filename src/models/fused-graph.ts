@@ -18,6 +18,7 @@ import path from 'node:path';
 import { storedChoice, storedGraphRecord, type AttentionChoice, type DerivedGraphForm, type GraphDeriver } from '../engine/attention-graph.js';
 import { DERIVED_TAGS, derivedPath, fileStamps, loadTag, readStamp, writeStamp, type FileStamp } from '../engine/derived-graph-cache.js';
 import { verifyRewrite } from '../engine/lm-head-verify.js';
+import { MODEL_FILES } from '../engine/model-dir.js';
 import { runWorker } from '../support/worker-thread.js';
 import { GRAPH_VERSION } from './builder/make-model.js';
 import { IMPORTER_VERSION } from './import/import-model.js';
@@ -49,7 +50,7 @@ interface Stamp {
  */
 export function fusedPaths(storedGraph: string, form: DerivedGraphForm = { controlFlow: true }): { dir: string; graph: string; stamp: string } {
   const dir = derivedPath(storedGraph, DERIVED_TAGS.fused, `${form.controlFlow ? '' : '-no-if'}${form.ownKernels ? '-own-kernels' : ''}`);
-  return { dir, graph: path.join(dir, 'onnx', 'model.onnx'), stamp: `${dir}.json` };
+  return { dir, graph: path.join(dir, MODEL_FILES.graph), stamp: `${dir}.json` };
 }
 
 function sourceStamp(storedGraph: string): Stamp['source'] {
@@ -101,7 +102,7 @@ export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, veri
       ownKernels: form.ownKernels === true,
     });
     if (!result.ok) throw new Error(result.reason);
-    await verifyRewrite(storedGraph, path.join(temp, 'onnx', 'model.onnx'), verifyWith);
+    await verifyRewrite(storedGraph, path.join(temp, MODEL_FILES.graph), verifyWith);
   } catch (err) {
     remove(temp);
     return stored(`the fused graph could not be derived: ${message(err)}`);

@@ -33,7 +33,7 @@ import path from 'node:path';
 
 import { isPlainObject } from '../api/json-value.js';
 import { isDerivedFile } from '../engine/derived-graph-cache.js';
-import { GRAPH_CANDIDATES, readDecisionFile } from '../engine/model-dir.js';
+import { GRAPH_CANDIDATES, IMPORTED_SIDE_FILES, MODEL_FILES, readDecisionFile } from '../engine/model-dir.js';
 import { EngineError } from '../errors/engine-error.js';
 import { errnoText } from './errno-text.js';
 import { DirectoryError, makeDirectories } from './make-directories.js';
@@ -86,15 +86,12 @@ export interface ModelOutputPlan {
 /** The list of files decide wrote into a model directory (relative paths, '/'-separated, as JSON). */
 export const FILES_MANIFEST = '.decide-files';
 /** For a directory written before the manifest: the names import-model and make-model write. */
-const LEGACY_FILES = new Set([
-  'config.json',
-  'decision.json',
-  'tokenizer.json',
-  'tokenizer_config.json',
-  'special_tokens_map.json',
-  'generation_config.json',
-  'onnx/model.onnx',
-  'onnx/model.onnx_data',
+const LEGACY_FILES = new Set<string>([
+  MODEL_FILES.config,
+  MODEL_FILES.decision,
+  ...IMPORTED_SIDE_FILES,
+  MODEL_FILES.graph,
+  `${MODEL_FILES.graph}_data`,
 ]);
 /** At most this many foreign files are named in a refusal. */
 const NAMED_FOREIGN_FILES = 10;
@@ -151,7 +148,7 @@ export async function checkModelOutput(outDir: string, opts: ModelOutputOptions)
   if (!info.isDirectory()) throw new ModelOutputError(`${out} exists and is not a directory`);
   const entries = await readdir(out);
   if (entries.length === 0) return { outDir: out, replaces: false };
-  if (!entries.includes('config.json')) {
+  if (!entries.includes(MODEL_FILES.config)) {
     // Most likely the models directory itself, given as --out without --id.
     throw new ModelOutputError(
       (t) =>
@@ -186,7 +183,7 @@ export async function checkModelOutput(outDir: string, opts: ModelOutputOptions)
  */
 export function insideModelProblem(out: string, terms: OutputTerms): string | undefined {
   const parent = path.dirname(out);
-  const listed = existsSync(path.join(parent, 'config.json')) && GRAPH_CANDIDATES.some((g) => existsSync(path.join(parent, g)));
+  const listed = existsSync(path.join(parent, MODEL_FILES.config)) && GRAPH_CANDIDATES.some((g) => existsSync(path.join(parent, g)));
   for (let dir = parent; ; dir = path.dirname(dir)) {
     if ((dir === parent && listed) || writtenByUs(dir)) {
       return (

@@ -156,7 +156,7 @@ export async function loadCalibration(modelDir: string): Promise<Calibration> {
 }
 
 /** The calibration section of a parsed decision.json (see loadCalibration). */
-export function parseCalibration(decision: unknown, source = 'decision.json'): Calibration {
+export function parseCalibration(decision: unknown, source: string = MODEL_FILES.decision): Calibration {
   const bad = (field: string, rule: string): never => {
     throw new EngineError('ERR_MODEL_LOAD', `calibration: ${source}: ${field} ${rule}`);
   };
