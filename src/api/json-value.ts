@@ -1,6 +1,7 @@
 /**
  * What kind of JSON value a client sent, for every validator that reads one (each dialect, batch
- * lines and batch creation): one definition, so a value is an object to all of them or to none.
+ * lines and batch creation), and what a model's JSON files hold (decision.json's calibration,
+ * safetensors headers): one definition, so a value is an object to all of them or to none.
  */
 
 /**

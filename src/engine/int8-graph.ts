@@ -6,14 +6,14 @@
  * read from. A cached rewrite is used only when its stamp matches all of them; otherwise it is made
  * again. Where it cannot be made (a read-only directory, a graph of another form) the stored graph
  * runs, and EngineInfo.int8 says why. The LM-head rewrite (scoring-graph.ts) then applies to
- * whichever graph this returns.
+ * whichever graph this returns. Names, stamps and temporary files follow derived-graph-cache.ts.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import path from 'node:path';
 
 import { runWorker } from '../support/worker-thread.js';
 import { cpuInt8Support, type Int8Support } from './cpu-int8.js';
+import { fileStamps, loadTag, readStamp, removeQuietly, sha256File, tempSibling, writeStamp, type FileStamp } from './derived-graph-cache.js';
 import { readDecisionFile } from './model-dir.js';
 import { chooseInt8Path, int8PathRequest, type Int8Path, type Int8PathChoice, type Int8PathRequest } from './int8-path.js';
 import { U8S8_REWRITE_VERSION, u8s8Paths, type U8S8Rewrite } from './int8-rewrite.js';
@@ -37,7 +37,8 @@ export interface Int8Graph {
 interface Stamp {
   version: number;
   sourceSha256: string;
-  external: { file: string; size: number; mtimeMs: number }[];
+  /** The data files the rewrite's weights were read from, relative to the graph's folder. */
+  external: FileStamp[];
 }
 
 /** The int8 kernel decision.json records (make-model: builder.int8, import-model: import.int8), if any. */
@@ -51,42 +52,17 @@ export function storedInt8Kernel(modelDir: string): string | undefined {
   }
 }
 
-async function sha256File(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
-
-function externalStamp(graphDir: string, files: string[]): Stamp['external'] {
-  return files.map((file) => {
-    const s = statSync(path.resolve(graphDir, file));
-    return { file, size: s.size, mtimeMs: s.mtimeMs };
-  });
-}
-
-function readStamp(file: string): Stamp | undefined {
-  try {
-    const s = JSON.parse(readFileSync(file, 'utf8')) as Partial<Stamp>;
-    return typeof s.version === 'number' && typeof s.sourceSha256 === 'string' && Array.isArray(s.external) ? (s as Stamp) : undefined;
-  } catch {
-    return undefined;
-  }
+function isStamp(parsed: unknown): parsed is Stamp {
+  const s = parsed as Partial<Stamp>;
+  return typeof s.version === 'number' && typeof s.sourceSha256 === 'string' && Array.isArray(s.external);
 }
 
 function stampMatches(stamp: Stamp | undefined, sourceSha256: string, graphDir: string): boolean {
   if (stamp?.version !== U8S8_REWRITE_VERSION || stamp.sourceSha256 !== sourceSha256) return false;
   try {
-    return JSON.stringify(externalStamp(graphDir, stamp.external.map((e) => e.file))) === JSON.stringify(stamp.external);
+    return JSON.stringify(fileStamps(graphDir, stamp.external.map((e) => e.file))) === JSON.stringify(stamp.external);
   } catch {
     return false;
-  }
-}
-
-function removeQuietly(file: string): void {
-  try {
-    rmSync(file, { force: true });
-  } catch {
-    // a read-only directory: a temp file is never used
   }
 }
 
@@ -95,12 +71,12 @@ async function u8s8Graph(stockGraph: string): Promise<string> {
   const paths = u8s8Paths(stockGraph);
   const graphDir = path.dirname(stockGraph);
   const sourceSha256 = await sha256File(stockGraph);
-  if (existsSync(paths.graph) && existsSync(paths.data) && stampMatches(readStamp(paths.stamp), sourceSha256, graphDir)) return paths.graph;
+  if (existsSync(paths.graph) && existsSync(paths.data) && stampMatches(readStamp(paths.stamp, isStamp), sourceSha256, graphDir)) return paths.graph;
 
   // Unique per load: engines of one process, or of several, may be making the same rewrite. A stale
   // rewrite is replaced in one rename each, never deleted first (another process may be loading it).
-  const tag = `${process.pid}-${randomBytes(4).toString('hex')}`;
-  const temps = { graph: `${paths.graph}.tmp-${tag}`, data: `${paths.data}.tmp-${tag}`, stamp: `${paths.stamp}.tmp-${tag}` };
+  const tag = loadTag();
+  const temps = { graph: tempSibling(paths.graph, tag), data: tempSibling(paths.data, tag) };
   try {
     const result = await runWorker<U8S8Rewrite>(import.meta.url, 'int8-rewrite-worker', {
       stockGraph,
@@ -112,10 +88,9 @@ async function u8s8Graph(stockGraph: string): Promise<string> {
     renameSync(temps.data, paths.data);
     renameSync(temps.graph, paths.graph);
     // The stamp last: a rewrite without one (a crash in between) is made again next time.
-    const stamp: Stamp = { version: U8S8_REWRITE_VERSION, sourceSha256, external: externalStamp(graphDir, result.externalFiles) };
+    const stamp: Stamp = { version: U8S8_REWRITE_VERSION, sourceSha256, external: fileStamps(graphDir, result.externalFiles) };
     try {
-      writeFileSync(temps.stamp, `${JSON.stringify(stamp)}\n`);
-      renameSync(temps.stamp, paths.stamp);
+      writeStamp(paths.stamp, stamp, tag);
     } catch {
       // this process made the rewrite and uses it; the next load makes it again
     }

@@ -26,6 +26,7 @@ import path from 'node:path';
 import onnxProto from 'onnx-proto';
 
 import { DECIDE_OP_DOMAIN, ROW_QUANTIZE } from './decide-ops.js';
+import { DERIVED_TAGS, derivedPath } from './derived-graph-cache.js';
 import { tensorBytes } from './onnx-tensor-bytes.js';
 
 const { onnx } = onnxProto;
@@ -41,13 +42,10 @@ const ONE = 'decide_u8s8/one';
 /** Offsets in the data file are multiples of this (as the model builder writes them). */
 const ALIGNMENT = 64;
 
-function beside(stockGraph: string, suffix: string): string {
-  return stockGraph.replace(/\.onnx$/, '') + suffix;
-}
-
 /** The rewritten graph, its int8 weights and its stamp, beside the stock graph. */
 export function u8s8Paths(stockGraph: string): { graph: string; data: string; stamp: string } {
-  return { graph: beside(stockGraph, '.decide-u8s8.onnx'), data: beside(stockGraph, '.decide-u8s8.onnx_data'), stamp: beside(stockGraph, '.decide-u8s8.json') };
+  const beside = (rest: string) => derivedPath(stockGraph, DERIVED_TAGS.u8s8, rest);
+  return { graph: beside('.onnx'), data: beside('.onnx_data'), stamp: beside('.json') };
 }
 
 export type U8S8Rewrite =

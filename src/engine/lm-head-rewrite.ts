@@ -24,6 +24,8 @@
  */
 import onnxProto from 'onnx-proto';
 
+import { DERIVED_TAGS, derivedPath } from './derived-graph-cache.js';
+
 const { onnx } = onnxProto;
 
 /** Row-local positions [batch, positions]: graphs of older rewrites and hand-made ones (no scoring head). */
@@ -38,8 +40,6 @@ export const POSITION_INDEX_INPUT = 'decide_position_index';
 export const LABEL_LOGITS_OUTPUT = 'decide_label_logits';
 export const LOG_SUM_EXP_OUTPUT = 'decide_log_sum_exp';
 const LOGITS_POSITIONS_DIM = 'decide_logits_positions';
-const REWRITE_SUFFIX = '.decide-gather.onnx';
-const STAMP_SUFFIX = '.decide-gather.json';
 
 /**
  * The rewrite's version: a cached rewrite stamped with another one is made again. Bump it whenever
@@ -55,12 +55,12 @@ type Node = onnxProto.onnx.INodeProto;
 
 /** Path of the rewritten graph for a stock graph file. */
 export function rewrittenPath(stockGraph: string): string {
-  return stockGraph.replace(/\.onnx$/, '') + REWRITE_SUFFIX;
+  return derivedPath(stockGraph, DERIVED_TAGS.lmHead, '.onnx');
 }
 
 /** Path of the stamp that says which version made the rewrite, and from which graph (its hash). */
 export function rewriteStampPath(stockGraph: string): string {
-  return stockGraph.replace(/\.onnx$/, '') + STAMP_SUFFIX;
+  return derivedPath(stockGraph, DERIVED_TAGS.lmHead, '.json');
 }
 
 /** The outcome of the surgery: the new graph, or why this graph does not take it. */

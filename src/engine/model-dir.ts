@@ -8,13 +8,27 @@ import path from 'node:path';
 
 import { EngineError } from '../errors/engine-error.js';
 
-/** The files of a model directory other than its graph (GRAPH_CANDIDATES), by role. */
+/** The files of a model directory, by role (what make-model and import-model write). */
 export const MODEL_FILES = {
   config: 'config.json',
   decision: 'decision.json',
   tokenizer: 'tokenizer.json',
   tokenizerConfig: 'tokenizer_config.json',
+  /** Hugging Face side files: import-model copies them when the checkpoint has them; nothing here reads them. */
+  specialTokensMap: 'special_tokens_map.json',
+  generationConfig: 'generation_config.json',
+  /** The decoder graph make-model and import-model write (the first of GRAPH_CANDIDATES); its external data, if any, is `onnx/model.onnx_data`. */
+  graph: 'onnx/model.onnx',
 } as const;
+
+/**
+ * The tokenizer files a model needs to serve: the runtime reads both (tokenizer.ts, prompt.ts) and
+ * make-model writes both; a model imported without them is listed as broken until they are added.
+ */
+export const REQUIRED_TOKENIZER_FILES = [MODEL_FILES.tokenizer, MODEL_FILES.tokenizerConfig] as const;
+
+/** The files besides config.json and the weights that import-model copies from a checkpoint, each when it is there. */
+export const IMPORTED_SIDE_FILES = [...REQUIRED_TOKENIZER_FILES, MODEL_FILES.specialTokensMap, MODEL_FILES.generationConfig] as const;
 
 export interface ModelConfig {
   numLayers: number;
@@ -30,7 +44,7 @@ export interface ModelConfig {
 
 /** Graph file names an Optimum / transformers.js export may use, in order of preference. */
 export const GRAPH_CANDIDATES = [
-  'onnx/model.onnx',
+  MODEL_FILES.graph,
   'model.onnx',
   'onnx/decoder_model_merged.onnx',
   'decoder_model_merged.onnx',
@@ -103,7 +117,7 @@ export function findGraphFile(modelDir: string): string {
   if (!existsSync(modelDir)) fail(modelDir, 'model directory does not exist');
   const file = graphFileIn(modelDir);
   if (file !== undefined) return file;
-  fail(path.join(modelDir, 'onnx/model.onnx'), `no decoder graph found (looked for ${GRAPH_CANDIDATES.join(', ')})`);
+  fail(path.join(modelDir, MODEL_FILES.graph), `no decoder graph found (looked for ${GRAPH_CANDIDATES.join(', ')})`);
 }
 
 /**

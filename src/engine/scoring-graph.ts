@@ -5,12 +5,12 @@
  * only when its stamp matches both; otherwise it is made again, verified once against the stock
  * graph on a small input (lm-head-verify.ts), and stamped. When the rewrite does not apply (an
  * unexpected graph shape, a read-only directory, a verification mismatch) the stock graph is used
- * unchanged, and the result says why.
+ * unchanged, and the result says why. Names, stamps and temporary files follow derived-graph-cache.ts.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 
 import { runWorker } from '../support/worker-thread.js';
+import { readStamp, removeQuietly, sha256File, tempSibling, writeStamp } from './derived-graph-cache.js';
 import { LM_HEAD_REWRITE_VERSION, rewriteStampPath, rewrittenPath, type LmHeadRewrite } from './lm-head-rewrite.js';
 import { verifyRewrite, type VerifyLoadOptions } from './lm-head-verify.js';
 
@@ -36,28 +36,9 @@ interface RewriteStamp {
   sourceSha256: string;
 }
 
-/** SHA-256 of a file, read in chunks (the JS thread stays free between them). */
-async function sha256File(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
-
-function readStamp(file: string): RewriteStamp | undefined {
-  try {
-    const parsed = JSON.parse(readFileSync(file, 'utf8')) as Partial<RewriteStamp>;
-    return typeof parsed.version === 'number' && typeof parsed.sourceSha256 === 'string' ? (parsed as RewriteStamp) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function removeQuietly(file: string): void {
-  try {
-    rmSync(file, { force: true });
-  } catch {
-    // already gone, or a read-only directory: a temp file is never used
-  }
+function isRewriteStamp(parsed: unknown): parsed is RewriteStamp {
+  const s = parsed as Partial<RewriteStamp>;
+  return typeof s.version === 'number' && typeof s.sourceSha256 === 'string';
 }
 
 function message(err: unknown): string {
@@ -83,13 +64,13 @@ export async function prepareScoringGraph(stockGraph: string, verifyWith: Verify
   } catch (err) {
     return fallback(`the stock graph could not be read: ${message(err)}`);
   }
-  const cached = readStamp(stampFile);
+  const cached = readStamp(stampFile, isRewriteStamp);
   if (existsSync(target) && cached?.version === stamp.version && cached.sourceSha256 === stamp.sourceSha256) {
     return { graphFile: target, lmHead: { graph: 'rewrite' } };
   }
 
   // Unique per load: engines of one process, or of several, may be making the same rewrite.
-  const temp = `${target}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const temp = tempSibling(target);
   let rewrite;
   try {
     rewrite = await runLmHeadRewrite(stockGraph, temp);
@@ -117,12 +98,10 @@ export async function prepareScoringGraph(stockGraph: string, verifyWith: Verify
   }
   // The stamp last: a rewrite without one (a crash in between, a failed write) is made again next
   // time; this process verified it and uses it either way.
-  const stampTemp = `${stampFile}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
-    writeFileSync(stampTemp, `${JSON.stringify(stamp)}\n`);
-    renameSync(stampTemp, stampFile);
+    writeStamp(stampFile, stamp);
   } catch {
-    removeQuietly(stampTemp);
+    // made again next time, as above
   }
   return { graphFile: target, lmHead: { graph: 'rewrite' } };
 }

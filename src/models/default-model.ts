@@ -21,7 +21,7 @@ const DEFAULT_MODEL_SEED = 202610;
 
 /** Whether the default model is already under modelsDir (so starting writes nothing there). */
 export function hasDefaultModel(modelsDir: string): boolean {
-  return existsSync(path.join(modelsDir, DEFAULT_MODEL_ID, 'config.json'));
+  return existsSync(path.join(modelsDir, DEFAULT_MODEL_ID, MODEL_FILES.config));
 }
 
 /**
@@ -51,7 +51,7 @@ export async function createDefaultModel(dir: string): Promise<void> {
     await makeModel({ preset: DEFAULT_MODEL_PRESET, outDir: dir, seed: DEFAULT_MODEL_SEED, features: { segmentIds: true } });
   } catch (err) {
     // Another process may have built it at the same moment; that copy is as good as ours.
-    if (!existsSync(path.join(dir, 'config.json'))) throw err;
+    if (!existsSync(path.join(dir, MODEL_FILES.config))) throw err;
     return;
   }
   const decision = readDecisionFile(dir) ?? {};

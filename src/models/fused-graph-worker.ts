@@ -10,6 +10,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
+import { MODEL_FILES } from '../engine/model-dir.js';
 import { causalStatesConflict } from './builder/decoder-features.js';
 import { planFromConfig } from './import/hf-config.js';
 import { importModel } from './import/import-model.js';
@@ -29,7 +30,7 @@ try {
   const { dtype, segmentIds } = writeCheckpointFromGraph(modelDir, storedGraph, checkpointDir);
   // Causal states wherever they are of use and the graph can have them: the split pass is a packed
   // pass (segment ids), and the builder's rules (causalStatesConflict: no sliding window) allow them.
-  const { features } = planFromConfig(JSON.parse(readFileSync(path.join(checkpointDir, 'config.json'), 'utf8')));
+  const { features } = planFromConfig(JSON.parse(readFileSync(path.join(checkpointDir, MODEL_FILES.config), 'utf8')));
   const causalStates = wanted && segmentIds && causalStatesConflict({ ...features, attention: 'fused', causalStates: true }) === undefined;
   await importModel({ hfDir: checkpointDir, outDir, dtype, segmentIds, attention: 'fused', causalStates, ownKernels, force: true });
   parentPort!.postMessage({ ok: true });

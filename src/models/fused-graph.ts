@@ -9,14 +9,16 @@
  * them, into the same name with `-own-kernels` after it), then checked once against the stored
  * graph on a small input, on the engine's provider (lm-head-verify.ts). A model that is fused
  * already, int8, not written by this project, or whose derivation or check fails (a read-only
- * folder, say) runs as stored, and the choice says why.
+ * folder, say) runs as stored, and the choice says why. Names, stamps and temporary files follow
+ * src/engine/derived-graph-cache.ts.
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 
 import { storedChoice, storedGraphRecord, type AttentionChoice, type DerivedGraphForm, type GraphDeriver } from '../engine/attention-graph.js';
+import { DERIVED_TAGS, derivedPath, fileStamps, loadTag, readStamp, writeStamp, type FileStamp } from '../engine/derived-graph-cache.js';
 import { verifyRewrite } from '../engine/lm-head-verify.js';
+import { MODEL_FILES } from '../engine/model-dir.js';
 import { runWorker } from '../support/worker-thread.js';
 import { GRAPH_VERSION } from './builder/make-model.js';
 import { IMPORTER_VERSION } from './import/import-model.js';
@@ -36,7 +38,7 @@ interface Stamp {
   graphVersion: number;
   importerVersion: number;
   /** Size and modification time of each file the stored graph is made of. */
-  source: { file: string; size: number; mtimeMs: number }[];
+  source: FileStamp[];
 }
 
 /**
@@ -47,20 +49,14 @@ interface Stamp {
  * on one model keep both derivations instead of remaking each other's.
  */
 export function fusedPaths(storedGraph: string, form: DerivedGraphForm = { controlFlow: true }): { dir: string; graph: string; stamp: string } {
-  const base = storedGraph.replace(/\.onnx$/, '');
-  const dir = `${base}.decide-fused${form.controlFlow ? '' : '-no-if'}${form.ownKernels ? '-own-kernels' : ''}`;
-  return { dir, graph: path.join(dir, 'onnx', 'model.onnx'), stamp: `${dir}.json` };
+  const dir = derivedPath(storedGraph, DERIVED_TAGS.fused, `${form.controlFlow ? '' : '-no-if'}${form.ownKernels ? '-own-kernels' : ''}`);
+  return { dir, graph: path.join(dir, MODEL_FILES.graph), stamp: `${dir}.json` };
 }
 
 function sourceStamp(storedGraph: string): Stamp['source'] {
   const dir = path.dirname(storedGraph);
   const base = path.basename(storedGraph);
-  return [base, `${base}_data`, `${base}.data`]
-    .filter((f) => existsSync(path.join(dir, f)))
-    .map((file) => {
-      const s = statSync(path.join(dir, file));
-      return { file, size: s.size, mtimeMs: s.mtimeMs };
-    });
+  return fileStamps(dir, [base, `${base}_data`, `${base}.data`].filter((f) => existsSync(path.join(dir, f))));
 }
 
 function currentStamp(storedGraph: string, form: DerivedGraphForm): Stamp {
@@ -68,11 +64,7 @@ function currentStamp(storedGraph: string, form: DerivedGraphForm): Stamp {
 }
 
 function stampMatches(file: string, want: Stamp): boolean {
-  try {
-    return JSON.stringify(JSON.parse(readFileSync(file, 'utf8'))) === JSON.stringify(want);
-  } catch {
-    return false;
-  }
+  return readStamp(file, (stamp): stamp is Stamp => JSON.stringify(stamp) === JSON.stringify(want)) !== undefined;
 }
 
 const message = (err: unknown) => (err as Error)?.message ?? String(err);
@@ -97,7 +89,7 @@ export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, veri
 
   // Unique per load: engines of one process, or of several, may be deriving the same graph. The
   // importer takes its output folder's name as a model id, which may not contain '.tmp-'.
-  const tag = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  const tag = loadTag();
   const temp = `${dir}-wip-${tag}`;
   const remove = (p: string) => rmSync(p, { recursive: true, force: true });
   try {
@@ -110,7 +102,7 @@ export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, veri
       ownKernels: form.ownKernels === true,
     });
     if (!result.ok) throw new Error(result.reason);
-    await verifyRewrite(storedGraph, path.join(temp, 'onnx', 'model.onnx'), verifyWith);
+    await verifyRewrite(storedGraph, path.join(temp, MODEL_FILES.graph), verifyWith);
   } catch (err) {
     remove(temp);
     return stored(`the fused graph could not be derived: ${message(err)}`);
@@ -120,8 +112,7 @@ export const deriveFusedGraph: GraphDeriver = async (modelDir, storedGraph, veri
     if (existsSync(dir)) renameSync(dir, `${dir}-stale-${tag}`);
     renameSync(temp, dir);
     remove(`${dir}-stale-${tag}`);
-    writeFileSync(`${stamp}.tmp-${tag}`, `${JSON.stringify(want)}\n`);
-    renameSync(`${stamp}.tmp-${tag}`, stamp);
+    writeStamp(stamp, want, tag);
   } catch (err) {
     remove(temp);
     return stored(`the fused graph could not be saved beside the model: ${message(err)}`);

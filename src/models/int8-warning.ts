@@ -4,26 +4,15 @@
  * GEMM, which saturates in int16 on CPUs without VNNI and moved answers by up to 1.5e-1 on an AVX2
  * host (docs/models.md, int8 weights). They still load; the service logs this once per load.
  */
-import { readDecisionFile } from '../engine/model-dir.js';
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { storedInt8Kernel } from '../engine/int8-graph.js';
 
 /** The kernels whose weights are int8 (u8 x s8): 'rowq' is the old name of 'rowq-s8'. */
 const SATURATING_KERNELS = new Set(['rowq', 'rowq-s8', 'dqmm']);
 
 /** The warning for the model in `modelDir`, or undefined (not int8, a safe kernel, or no readable decision.json). */
 export function saturatingInt8Warning(modelDir: string): string | undefined {
-  let decision: unknown;
-  try {
-    decision = readDecisionFile(modelDir);
-  } catch {
-    return undefined;
-  }
-  if (!isObject(decision)) return undefined;
-  const record = [decision.builder, decision.import].find((r) => isObject(r) && isObject(r.int8));
-  const scheme = isObject(record) && isObject(record.int8) ? record.int8.scheme : undefined;
-  const kernel = isObject(scheme) ? scheme.kernel : undefined;
-  if (typeof kernel !== 'string' || !SATURATING_KERNELS.has(kernel)) return undefined;
+  const kernel = storedInt8Kernel(modelDir);
+  if (kernel === undefined || !SATURATING_KERNELS.has(kernel)) return undefined;
   return (
     `int8 weights multiplied as u8 x s8 (kernel '${kernel}'): on a CPU without VNNI (AVX2) ONNX Runtime's ` +
     'GEMM saturates and answers drift from fp32 (up to 1.5e-1 in probability measured); re-create the model ' +

@@ -17,7 +17,7 @@ import path from 'node:path';
 
 import onnxProto from 'onnx-proto';
 
-import { findGraphFile, readDecisionFile, readModelConfig } from '../engine/model-dir.js';
+import { findGraphFile, MODEL_FILES, readDecisionFile, readModelConfig, REQUIRED_TOKENIZER_FILES } from '../engine/model-dir.js';
 
 const { onnx } = onnxProto;
 
@@ -118,15 +118,15 @@ function check(dir: string): Verdict {
   }
   const withoutTokenizer = importedWithoutTokenizer(dir);
   let broken: string | undefined;
-  for (const name of ['tokenizer.json', 'tokenizer_config.json', 'decision.json']) {
+  for (const name of [...REQUIRED_TOKENIZER_FILES, MODEL_FILES.decision]) {
     const file = path.join(dir, name);
     if (!existsSync(file)) {
-      if (name === 'decision.json') continue;
+      if (name === MODEL_FILES.decision) continue;
       // An import without tokenizer files is a whole model that cannot serve, not a copy in
       // progress to hide: listed as broken, saying which file to add.
       if (withoutTokenizer) {
         broken ??=
-          name === 'tokenizer.json'
+          name === MODEL_FILES.tokenizer
             ? `the model has no tokenizer: ${file} is missing (imported without one); add the model's tokenizer.json and tokenizer_config.json to the model directory`
             : `the model has no tokenizer_config.json: ${file} is missing (imported without one); add the model's tokenizer_config.json (with its chat template) to the model directory`;
         continue;

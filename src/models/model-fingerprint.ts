@@ -10,13 +10,15 @@
  *   - every other file (decision.json with its labels and calibration, config.json, the tokenizer
  *     and chat-template files) by name and content; one over 64 MiB by name and size;
  *   - not: hidden files (`.decide-files`), and the caches the engine derives beside the graph on
- *     each host (`*.decide-*`: the LM-head rewrite, the int8 graph), which follow from the graph.
+ *     each host (isDerivedFile: the LM-head rewrite, the int8 graph, the fused graph), which follow
+ *     from the graph.
  * The result is `sha256:` and 16 hex digits, cached per directory until a file's size or mtime changes.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
+import { isDerivedFile } from '../engine/derived-graph-cache.js';
 import { directorySignature } from './model-completeness.js';
 
 /** Files above this are fingerprinted by name and size, like weights. */
@@ -34,7 +36,7 @@ export function modelFingerprint(dir: string): string {
   const hash = createHash('sha256');
   const walk = (sub: string) => {
     for (const name of readdirSync(path.join(dir, sub)).sort()) {
-      if (name.startsWith('.') || name.includes('.decide-')) continue;
+      if (name.startsWith('.') || isDerivedFile(name)) continue;
       const rel = sub ? `${sub}/${name}` : name;
       const file = path.join(dir, rel);
       const st = statSync(file);

@@ -6,6 +6,7 @@
  */
 import { Value } from '@sinclair/typebox/value';
 
+import { isPlainObject } from '../api/json-value.js';
 import { HeldOutFiguresSchema, type HeldOutFigures } from '../api/schemas.js';
 import { readDecisionFile } from '../engine/model-dir.js';
 
@@ -19,8 +20,6 @@ export interface CalibrationSummary {
   calibrated_at?: string;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 export function calibrationSummary(modelDir: string): CalibrationSummary {
   let decision: unknown;
   try {
@@ -28,19 +27,19 @@ export function calibrationSummary(modelDir: string): CalibrationSummary {
   } catch {
     return { calibrated: false };
   }
-  const cal = isObject(decision) ? decision.calibration : undefined;
-  if (!isObject(cal)) return { calibrated: false };
-  const temps = isObject(cal.temperature) ? Object.values(cal.temperature) : [];
-  const biases = isObject(cal.label_bias) ? Object.values(cal.label_bias).filter(isObject) : [];
-  const calibrated = temps.some((t) => typeof t === 'number' && t !== 1) || biases.some((b) => Object.keys(b).length > 0) || isObject(cal.fit);
+  const cal = isPlainObject(decision) ? decision.calibration : undefined;
+  if (!isPlainObject(cal)) return { calibrated: false };
+  const temps = isPlainObject(cal.temperature) ? Object.values(cal.temperature) : [];
+  const biases = isPlainObject(cal.label_bias) ? Object.values(cal.label_bias).filter(isPlainObject) : [];
+  const calibrated = temps.some((t) => typeof t === 'number' && t !== 1) || biases.some((b) => Object.keys(b).length > 0) || isPlainObject(cal.fit);
   const out: CalibrationSummary = { calibrated };
-  if (isObject(cal.fit)) {
+  if (isPlainObject(cal.fit)) {
     const fit = cal.fit;
-    if (isObject(fit.held_out)) {
+    if (isPlainObject(fit.held_out)) {
       const heldOut: Record<string, HeldOutFigures> = {};
       const ece: Record<string, number> = {};
       for (const [type, raw] of Object.entries(fit.held_out)) {
-        if (!isObject(raw)) continue;
+        if (!isPlainObject(raw)) continue;
         heldOut[type] = heldOutFigures(raw);
         if (heldOut[type].ece !== undefined) ece[type] = heldOut[type].ece;
       }

@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs';
 import { link, lstat, mkdir, readdir, readlink, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-import { readDecisionFile, type DecisionFile } from '../engine/model-dir.js';
+import { MODEL_FILES, readDecisionFile, type DecisionFile } from '../engine/model-dir.js';
 import { newModelIdProblem, parseDatedId } from './registry.js';
 
 export interface NewVersionOptions {
@@ -47,7 +47,7 @@ async function linkTree(from: string, to: string, top: boolean): Promise<void> {
   for (const entry of await readdir(from, { withFileTypes: true })) {
     const name = entry.name;
     // Another process's temporary files, and the base's own decision.json, are not shared.
-    if (name.includes('.tmp-') || (top && name === 'decision.json')) continue;
+    if (name.includes('.tmp-') || (top && name === MODEL_FILES.decision)) continue;
     const source = path.join(from, name);
     const target = path.join(to, name);
     const stat = await lstat(source);
@@ -86,7 +86,7 @@ export async function writeModelVersion(options: NewVersionOptions): Promise<str
   await rm(staging, { recursive: true, force: true });
   try {
     await linkTree(baseDir, staging, true);
-    await writeFile(path.join(staging, 'decision.json'), `${JSON.stringify(options.decision(base), null, 2)}\n`);
+    await writeFile(path.join(staging, MODEL_FILES.decision), `${JSON.stringify(options.decision(base), null, 2)}\n`);
     // rename() onto an existing empty directory would succeed: check again right before it.
     if (existsSync(final)) throw new ModelVersionError(`model '${newId}' appeared in ${modelsDir} while this one was written`);
     await rename(staging, final);

@@ -8,7 +8,9 @@
  * - Nor is anything a person put inside one of ours (notes, a checkpoint): --force replaces it only
  *   when every file in it is one decide wrote (listed in its `.decide-files` manifest, or for a
  *   directory written before the manifest, one of the names our writers use) or one the engine
- *   derives from the graph and caches beside it (DERIVED_FILE); else it refuses and names the others.
+ *   derives from the graph and caches beside it with no action from the user (isDerivedFile,
+ *   src/engine/derived-graph-cache.ts: the LM-head rewrite, the u8s8 int8 rewrite, the fused graph,
+ *   and the temporaries of a load killed while making one); else it refuses and names the others.
  * - A dated id (`svc-alpha-2026-10`) is a pinned version that clients rely on: it is never replaced,
  *   --force or not. Remove it yourself first if you really mean to change what it answers.
  * - The commands never write a model inside another model directory (insideModelProblem: the
@@ -29,7 +31,9 @@ import { existsSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-import { GRAPH_CANDIDATES, readDecisionFile } from '../engine/model-dir.js';
+import { isPlainObject } from '../api/json-value.js';
+import { isDerivedFile } from '../engine/derived-graph-cache.js';
+import { GRAPH_CANDIDATES, IMPORTED_SIDE_FILES, MODEL_FILES, readDecisionFile } from '../engine/model-dir.js';
 import { EngineError } from '../errors/engine-error.js';
 import { errnoText } from './errno-text.js';
 import { DirectoryError, makeDirectories } from './make-directories.js';
@@ -82,27 +86,13 @@ export interface ModelOutputPlan {
 /** The list of files decide wrote into a model directory (relative paths, '/'-separated, as JSON). */
 export const FILES_MANIFEST = '.decide-files';
 /** For a directory written before the manifest: the names import-model and make-model write. */
-const LEGACY_FILES = new Set([
-  'config.json',
-  'decision.json',
-  'tokenizer.json',
-  'tokenizer_config.json',
-  'special_tokens_map.json',
-  'generation_config.json',
-  'onnx/model.onnx',
-  'onnx/model.onnx_data',
+const LEGACY_FILES = new Set<string>([
+  MODEL_FILES.config,
+  MODEL_FILES.decision,
+  ...IMPORTED_SIDE_FILES,
+  MODEL_FILES.graph,
+  `${MODEL_FILES.graph}_data`,
 ]);
-/**
- * Files the engine derives from a model's graph and caches beside it when it loads it, with no
- * action from the user: the LM-head rewrite (`*.decide-gather.*`, src/engine/lm-head-rewrite.ts),
- * the u8s8 int8 rewrite on VNNI/AMX CPUs (`*.decide-u8s8.*`, src/engine/int8-rewrite.ts), the fused
- * graph on CUDA hosts (the folder `*.decide-fused/` and its stamp `*.decide-fused.json`, or
- * `*.decide-fused-no-if*` for the form CUDA graphs run, either with `-own-kernels` for the form
- * with the engine's own operators,
- * src/models/fused-graph.ts), and the temporaries of a load killed while making one (`.tmp-`,
- * `-wip-`, `-stale-`, `-checkpoint-` after the name). They are decide's, so --force replaces them.
- */
-const DERIVED_FILE = /(?:^|\/)[^/]*\.decide-(?:gather|u8s8|fused)(?:[./-]|$)/;
 /** At most this many foreign files are named in a refusal. */
 const NAMED_FOREIGN_FILES = 10;
 
@@ -129,15 +119,14 @@ export async function foreignFiles(dir: string): Promise<string[]> {
   } catch {
     // No manifest (written by an older version) or unreadable: the names our writers use.
   }
-  return (await filesUnder(dir)).filter((f) => f !== FILES_MANIFEST && !ours.has(f) && !DERIVED_FILE.test(f));
+  return (await filesUnder(dir)).filter((f) => f !== FILES_MANIFEST && !ours.has(f) && !isDerivedFile(f));
 }
 
 /** What our commands write into decision.json; its presence marks a directory as ours to replace. */
 export function writtenByUs(dir: string): boolean {
   try {
     const decision = readDecisionFile(dir);
-    const isRecord = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
-    return isRecord(decision?.import) || isRecord(decision?.builder);
+    return isPlainObject(decision?.import) || isPlainObject(decision?.builder);
   } catch {
     return false;
   }
@@ -159,7 +148,7 @@ export async function checkModelOutput(outDir: string, opts: ModelOutputOptions)
   if (!info.isDirectory()) throw new ModelOutputError(`${out} exists and is not a directory`);
   const entries = await readdir(out);
   if (entries.length === 0) return { outDir: out, replaces: false };
-  if (!entries.includes('config.json')) {
+  if (!entries.includes(MODEL_FILES.config)) {
     // Most likely the models directory itself, given as --out without --id.
     throw new ModelOutputError(
       (t) =>
@@ -194,7 +183,7 @@ export async function checkModelOutput(outDir: string, opts: ModelOutputOptions)
  */
 export function insideModelProblem(out: string, terms: OutputTerms): string | undefined {
   const parent = path.dirname(out);
-  const listed = existsSync(path.join(parent, 'config.json')) && GRAPH_CANDIDATES.some((g) => existsSync(path.join(parent, g)));
+  const listed = existsSync(path.join(parent, MODEL_FILES.config)) && GRAPH_CANDIDATES.some((g) => existsSync(path.join(parent, g)));
   for (let dir = parent; ; dir = path.dirname(dir)) {
     if ((dir === parent && listed) || writtenByUs(dir)) {
       return (

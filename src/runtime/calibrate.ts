@@ -4,6 +4,7 @@
 // version for the question type, read from its decision.json (written by `decide calibrate`,
 // src/calibration/), so a pinned model gives reproducible answers.
 import { join } from 'node:path';
+import { isPlainObject } from '../api/json-value.js';
 import { QUESTION_TYPES, type DecisionAnswer, type QuestionType } from '../domain/decision.js';
 import { objectInOrder } from '../domain/key-order.js';
 import { EngineError } from '../errors/engine-error.js';
@@ -155,17 +156,14 @@ export async function loadCalibration(modelDir: string): Promise<Calibration> {
 }
 
 /** The calibration section of a parsed decision.json (see loadCalibration). */
-export function parseCalibration(decision: unknown, source = 'decision.json'): Calibration {
+export function parseCalibration(decision: unknown, source: string = MODEL_FILES.decision): Calibration {
   const bad = (field: string, rule: string): never => {
     throw new EngineError('ERR_MODEL_LOAD', `calibration: ${source}: ${field} ${rule}`);
   };
-  const isObject = (v: unknown): v is Record<string, unknown> =>
-    typeof v === 'object' && v !== null && !Array.isArray(v);
-
-  if (!isObject(decision)) bad('the file', 'must hold a JSON object');
+  if (!isPlainObject(decision)) bad('the file', 'must hold a JSON object');
   const d = decision as Record<string, unknown>;
   if (d.calibration === undefined) return DEFAULT_CALIBRATION;
-  if (!isObject(d.calibration)) bad('calibration', 'must be an object');
+  if (!isPlainObject(d.calibration)) bad('calibration', 'must be an object');
   const section = d.calibration as Record<string, unknown>;
   const checkTypes = (obj: Record<string, unknown>, field: string): void => {
     for (const k of Object.keys(obj)) {
@@ -178,7 +176,7 @@ export function parseCalibration(decision: unknown, source = 'decision.json'): C
   const temperature = { ...DEFAULT_CALIBRATION.temperature };
   const t = section.temperature;
   if (t !== undefined) {
-    if (!isObject(t)) bad('calibration.temperature', 'must be an object with keys noul, choice, score');
+    if (!isPlainObject(t)) bad('calibration.temperature', 'must be an object with keys noul, choice, score');
     const temps = t as Record<string, unknown>;
     checkTypes(temps, 'calibration.temperature');
     for (const type of QUESTION_TYPES) {
@@ -194,13 +192,13 @@ export function parseCalibration(decision: unknown, source = 'decision.json'): C
   const labelBias: Partial<Record<QuestionType, Readonly<Record<string, number>>>> = {};
   const b = section.label_bias;
   if (b !== undefined && b !== null) {
-    if (!isObject(b)) bad('calibration.label_bias', 'must be an object with keys noul, choice, score');
+    if (!isPlainObject(b)) bad('calibration.label_bias', 'must be an object with keys noul, choice, score');
     const biases = b as Record<string, unknown>;
     checkTypes(biases, 'calibration.label_bias');
     for (const type of QUESTION_TYPES) {
       const m = biases[type];
       if (m === undefined || m === null) continue;
-      if (!isObject(m)) bad(`calibration.label_bias.${type}`, 'must be an object from label to number');
+      if (!isPlainObject(m)) bad(`calibration.label_bias.${type}`, 'must be an object from label to number');
       const map: Record<string, number> = Object.create(null);
       for (const [label, v] of Object.entries(m as Record<string, unknown>)) {
         if (typeof v !== 'number' || !(Math.abs(v) <= MAX_ABS_LABEL_BIAS)) {

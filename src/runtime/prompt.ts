@@ -21,6 +21,7 @@ import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { optionText, type QuestionType } from '../domain/decision.js';
+import { MODEL_FILES } from '../engine/model-dir.js';
 import { EngineError } from '../errors/engine-error.js';
 import { LETTERS } from './labels.js';
 import { renderBounded } from './template-limits.js';
@@ -139,7 +140,7 @@ export class PromptRenderer {
 
   /** Reads `<modelDir>/tokenizer_config.json` (chat_template, special tokens) and builds the renderer. */
   static async load(modelDir: string, options: PromptRendererOptions = {}): Promise<PromptRenderer> {
-    const configPath = join(modelDir, 'tokenizer_config.json');
+    const configPath = join(modelDir, MODEL_FILES.tokenizerConfig);
     let config: Record<string, unknown> = {};
     try {
       config = JSON.parse(await readFile(configPath, 'utf8')) as Record<string, unknown>;
@@ -167,7 +168,7 @@ export class PromptRenderer {
       const fromConfig = Object.values((config.added_tokens_decoder ?? {}) as Record<string, unknown>)
         .map(tokenContent)
         .filter((c): c is string => c !== undefined);
-      if (fromConfig.length === 0) reserved = await readAddedTokens(join(modelDir, 'tokenizer.json'));
+      if (fromConfig.length === 0) reserved = await readAddedTokens(join(modelDir, MODEL_FILES.tokenizer));
       else reserved = [...fromConfig, ...Object.values(variables).filter((v): v is string => typeof v === 'string')];
     }
     return new PromptRenderer(template, {

@@ -9,6 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
+import { MODEL_FILES } from '../engine/model-dir.js';
 import { EngineError } from '../errors/engine-error.js';
 
 /**
@@ -35,7 +36,7 @@ export class TextTokenizer {
   ) {}
 
   static async load(modelDir: string): Promise<TextTokenizer> {
-    const path = join(modelDir, 'tokenizer.json');
+    const path = join(modelDir, MODEL_FILES.tokenizer);
     let text: string;
     try {
       text = await readFile(path, 'utf8');
@@ -53,7 +54,7 @@ export class TextTokenizer {
     let hf: Tokenizer;
     try {
       // tokenizer_config.json holds the special-token settings; the chat template is read by prompt.ts.
-      const config = await readFile(join(modelDir, 'tokenizer_config.json'), 'utf8').then(
+      const config = await readFile(join(modelDir, MODEL_FILES.tokenizerConfig), 'utf8').then(
         (c) => JSON.parse(c) as object,
         (err: NodeJS.ErrnoException) => {
           if (err.code === 'ENOENT') return {};

@@ -6,6 +6,7 @@
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { MODEL_FILES } from '../../engine/model-dir.js';
 import { checkModelOutput, makeStagingDir, placeModelDir } from '../output-dir.js';
 import { buildDecoderGraph, type WeightDecl } from './decoder-graph.js';
 import type { FloatDtype, Int8Kernel, Int8Scheme, ModelDtype } from './dtypes.js';
@@ -60,11 +61,12 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
   const outDir = target.outDir;
   const tmpDir = await makeStagingDir(outDir);
   const result: MadeModel = { dir: outDir, shape, nodesPerLayer: 0 };
+  const graphFile = path.join(tmpDir, MODEL_FILES.graph);
   try {
-    await mkdir(path.join(tmpDir, 'onnx'));
+    await mkdir(path.dirname(graphFile));
     await writeTokenizerFiles(tmpDir, shape.vocabSize);
     const tokens = await readSpecialTokenIds(tmpDir);
-    await writeJson(path.join(tmpDir, 'config.json'), hfConfig(shape, floatDtype, tokens.bosTokenId, tokens.eosTokenId));
+    await writeJson(path.join(tmpDir, MODEL_FILES.config), hfConfig(shape, floatDtype, tokens.bosTokenId, tokens.eosTokenId));
     const { graph, weights, quantized, nodesPerLayer, opset } = buildDecoderGraph(shape, floatDtype, opts.features, int8);
     result.nodesPerLayer = nodesPerLayer;
     const builder: Record<string, unknown> = { preset: opts.preset, seed, dtype, graphVersion: GRAPH_VERSION };
@@ -74,7 +76,7 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
     if (opts.features !== undefined && Object.keys(opts.features).length > 0) builder.features = opts.features;
     if (int8 !== undefined) builder.int8 = int8Record(int8);
     builder.nodesPerLayer = nodesPerLayer;
-    await writeJson(path.join(tmpDir, 'decision.json'), {
+    await writeJson(path.join(tmpDir, MODEL_FILES.decision), {
       builder,
       calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
     });
@@ -85,7 +87,7 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
       ((opts.externalData ?? 'auto') === 'auto' && totalParams * bytesPerElement(floatDtype) > EXTERNAL_DATA_THRESHOLD);
     const specs = weightSpecs(weights, seed, floatDtype, totalParams, opts.onProgress);
     await writeModel({
-      path: path.join(tmpDir, 'onnx', 'model.onnx'),
+      path: graphFile,
       graph,
       weights: int8 === undefined ? specs : quantizeWeightSpecs(specs, quantized, int8.block),
       externalData: external,

@@ -15,9 +15,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 
+import { MODEL_FILES } from '../../engine/model-dir.js';
 import { packageRootOf } from '../../engine/native.js';
-
-export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json'] as const;
 
 /** The shipped copy: tokenizer.json.gz and tokenizer_config.json (see scripts/tokenizer-asset.mjs). */
 export const QWEN3_TOKENIZER_ASSET_DIR = path.join(packageRootOf(import.meta.url), 'assets', 'qwen3-tokenizer');
@@ -28,7 +27,7 @@ export async function readQwen3TokenizerFiles(): Promise<{ tokenizer: Buffer; co
   if (existsSync(gz)) {
     return {
       tokenizer: gunzipSync(await readFile(gz)),
-      config: await readFile(path.join(QWEN3_TOKENIZER_ASSET_DIR, 'tokenizer_config.json')),
+      config: await readFile(path.join(QWEN3_TOKENIZER_ASSET_DIR, MODEL_FILES.tokenizerConfig)),
     };
   }
   let dir: string;
@@ -38,7 +37,7 @@ export async function readQwen3TokenizerFiles(): Promise<{ tokenizer: Buffer; co
   } catch {
     throw new Error(`the Qwen3 tokenizer is missing: ${gz} does not exist (in a clone of decision-engine run npm ci, which builds it)`);
   }
-  return { tokenizer: await readFile(path.join(dir, 'tokenizer.json')), config: await readFile(path.join(dir, 'tokenizer_config.json')) };
+  return { tokenizer: await readFile(path.join(dir, MODEL_FILES.tokenizer)), config: await readFile(path.join(dir, MODEL_FILES.tokenizerConfig)) };
 }
 
 interface AddedToken {
@@ -66,14 +65,14 @@ export async function writeTokenizerFiles(dir: string, vocabSize: number): Promi
   const source = await readQwen3TokenizerFiles();
   const config = JSON.parse(source.config.toString('utf8')) as TokenizerConfig;
   if (tokenIdLimit(config) <= vocabSize) {
-    await writeFile(path.join(dir, 'tokenizer.json'), source.tokenizer);
-    await writeFile(path.join(dir, 'tokenizer_config.json'), source.config);
+    await writeFile(path.join(dir, MODEL_FILES.tokenizer), source.tokenizer);
+    await writeFile(path.join(dir, MODEL_FILES.tokenizerConfig), source.config);
     return;
   }
   const tokenizer = JSON.parse(source.tokenizer.toString('utf8')) as TokenizerJson;
   const cut = cutTokenizer(tokenizer, config, vocabSize);
-  await writeFile(path.join(dir, 'tokenizer.json'), JSON.stringify(cut.tokenizer));
-  await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(cut.config, null, 2));
+  await writeFile(path.join(dir, MODEL_FILES.tokenizer), JSON.stringify(cut.tokenizer));
+  await writeFile(path.join(dir, MODEL_FILES.tokenizerConfig), JSON.stringify(cut.config, null, 2));
 }
 
 /** One past the highest id: Qwen3 numbers its special tokens after the BPE vocabulary, so the 9 KB config tells without the 11 MB tokenizer.json. */
@@ -136,7 +135,7 @@ export interface SpecialTokenIds {
  * like its config.json, bos_token_id then falls back to `<|endoftext|>`.
  */
 export async function readSpecialTokenIds(dir: string): Promise<SpecialTokenIds> {
-  const cfg = JSON.parse(await readFile(path.join(dir, 'tokenizer_config.json'), 'utf8')) as TokenizerConfig;
+  const cfg = JSON.parse(await readFile(path.join(dir, MODEL_FILES.tokenizerConfig), 'utf8')) as TokenizerConfig;
   const ids = new Map<string, number>();
   for (const [id, tok] of Object.entries(cfg.added_tokens_decoder ?? {})) ids.set(tok.content, Number(id));
   const idOf = (token: string | null | undefined): number | null => (token ? ids.get(token) ?? null : null);

@@ -17,6 +17,7 @@ import { existsSync, statSync } from 'node:fs';
 import { lstat, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
+import { IMPORTED_SIDE_FILES, MODEL_FILES, REQUIRED_TOKENIZER_FILES } from '../../engine/model-dir.js';
 import { LabelSet } from '../../runtime/labels.js';
 import { PromptRenderer } from '../../runtime/prompt.js';
 import { TextTokenizer } from '../../runtime/tokenizer.js';
@@ -54,7 +55,6 @@ export interface ImportedModel {
 /** Weight bytes above which the weights go to onnx/model.onnx_data (keeps the graph file small for the LM-head rewrite). */
 const EXTERNAL_DATA_BYTES = 64 * 1024 * 1024;
 /** Files copied from the checkpoint when present. */
-const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'generation_config.json'];
 export const IMPORTER_VERSION = 2;
 /**
  * Whether an import writes the multi-item packing graph unless `segmentIds` says otherwise. On: the
@@ -72,7 +72,7 @@ export const PACKED_IMPORTS_BY_DEFAULT = true;
  */
 export async function importModel(opts: ImportModelOptions): Promise<ImportedModel> {
   checkImportModelOptions(opts);
-  const stage = { file: 'config.json' };
+  const stage: { file: string } = { file: MODEL_FILES.config };
   try {
     return await importSteps(opts, stage);
   } catch (err) {
@@ -115,7 +115,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   const folder = await stat(hfDir).catch((err: NodeJS.ErrnoException) => err);
   if (folder instanceof Error) throw new ImportError(`${hfDir}: ${await whyNoFolder(hfDir, folder)}`);
   if (!folder.isDirectory()) throw new ImportError(`${hfDir}: not a directory`);
-  const configFile = checkpointFile(hfDir, 'config.json', { copied: true });
+  const configFile = checkpointFile(hfDir, MODEL_FILES.config, { copied: true });
   if (configFile === undefined) throw new ImportError('config.json: missing (a Hugging Face checkpoint folder has config.json)');
   if (statSync(configFile).size > MAX_SIDE_FILE_BYTES) throw new ImportError(`config.json: larger than ${MAX_SIDE_FILE_BYTES} bytes`);
   let rawConfig: Record<string, unknown>;
@@ -135,7 +135,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
   if (idProblem) throw new ImportError(`the output directory's name is its model id: ${idProblem}`);
   stage.file = outDir;
   const target = await checkModelOutput(outDir, { force: opts.force === true, inputs: [hfDir] });
-  stage.file = 'config.json'; // the graph is built from it
+  stage.file = MODEL_FILES.config; // the graph is built from it
 
   // Features beyond the checkpoint's plan, recorded in decision.json as the builder records its own.
   // Without them the graph is the same as before packing existed.
@@ -154,13 +154,14 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
 
   // 2. Staging directory: hidden and marked .tmp-, so the registry never lists it.
   const staging = await makeStagingDir(outDir);
+  const graphFile = path.join(staging, MODEL_FILES.graph);
   try {
-    await mkdir(path.join(staging, 'onnx'));
+    await mkdir(path.dirname(graphFile));
     stage.file = 'tokenizer files';
     const { hasTokenizer, templateFile } = await copyTokenizerFiles(hfDir, staging, warn);
     // With tokenizer.json alone the labels can still be checked (against the fallback template).
     let chatTemplate: 'model' | 'chatml-fallback' | undefined;
-    if (existsSync(path.join(staging, 'tokenizer.json'))) {
+    if (existsSync(path.join(staging, MODEL_FILES.tokenizer))) {
       const { usesFallbackTemplate } = await checkPromptAndLabels(staging, plan, templateFile);
       chatTemplate = usesFallbackTemplate ? 'chatml-fallback' : 'model';
       // Without tokenizer_config.json the model is already reported as having no tokenizer.
@@ -176,8 +177,8 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
     const config: Record<string, unknown> = { ...rawConfig };
     config.torch_dtype = dtype === 'fp16' ? 'float16' : 'float32';
     if ('dtype' in config) config.dtype = config.torch_dtype;
-    await writeJson(path.join(staging, 'config.json'), config);
-    await writeJson(path.join(staging, 'decision.json'), {
+    await writeJson(path.join(staging, MODEL_FILES.config), config);
+    await writeJson(path.join(staging, MODEL_FILES.decision), {
       calibration: { temperature: { noul: 1, choice: 1, score: 1 } },
       import: {
         importerVersion: IMPORTER_VERSION,
@@ -204,9 +205,9 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
 
     // 3. Weights, one tensor at a time.
     const totalParams = weights.reduce((s, w) => s + numel(w.dims), 0);
-    stage.file = 'onnx/model.onnx';
+    stage.file = MODEL_FILES.graph;
     await writeModel({
-      path: path.join(staging, 'onnx', 'model.onnx'),
+      path: graphFile,
       graph,
       weights: quantizeWeightSpecs(weightSpecs(sources, floatDtype, totalParams, opts.onProgress), quantized, int8?.block ?? 0),
       externalData: totalParams * bytesPerElement(floatDtype) > EXTERNAL_DATA_BYTES,
@@ -217,7 +218,7 @@ async function importSteps(opts: ImportModelOptions, stage: { file: string }): P
 
     // The model is no more open than the checkpoint: every file takes at most the group/other bits
     // its config.json and weight files allow (a private or gated checkpoint stays private).
-    await narrowModes(staging, sourceModeBits(hfDir, ['config.json', ...checkpoint.files]));
+    await narrowModes(staging, sourceModeBits(hfDir, [MODEL_FILES.config, ...checkpoint.files]));
 
     // 4. Checked as a whole, then into place.
     try {
@@ -310,18 +311,18 @@ function weightSpecs(
  */
 async function copyTokenizerFiles(hfDir: string, staging: string, warn: (m: string) => void): Promise<{ hasTokenizer: boolean; templateFile: string }> {
   const present = new Set<string>();
-  for (const f of TOKENIZER_FILES) if (await copySideFile(hfDir, f, staging)) present.add(f);
-  const folded = await foldJinjaTemplate(hfDir, staging, present.has('tokenizer_config.json'), warn);
-  if (folded) present.add('tokenizer_config.json');
-  const missing = ['tokenizer.json', 'tokenizer_config.json'].filter((f) => !present.has(f));
+  for (const f of IMPORTED_SIDE_FILES) if (await copySideFile(hfDir, f, staging)) present.add(f);
+  const folded = await foldJinjaTemplate(hfDir, staging, present.has(MODEL_FILES.tokenizerConfig), warn);
+  if (folded) present.add(MODEL_FILES.tokenizerConfig);
+  const missing = REQUIRED_TOKENIZER_FILES.filter((f) => !present.has(f));
   if (missing.length > 0) {
     const spm = existsSync(path.join(hfDir, 'tokenizer.model')) ? ' (only a SentencePiece tokenizer.model is there; the engine reads tokenizer.json)' : '';
     warn(
-      `no ${missing.join(' and no ')} in ${hfDir}${missing.includes('tokenizer.json') ? spm : ''}: the model is imported without a tokenizer. The engine can score token ids, ` +
+      `no ${missing.join(' and no ')} in ${hfDir}${missing.includes(MODEL_FILES.tokenizer) ? spm : ''}: the model is imported without a tokenizer. The engine can score token ids, ` +
         'but the service reports it broken and refuses to serve it until tokenizer.json and tokenizer_config.json (with the chat template) are added to the model directory',
     );
   }
-  return { hasTokenizer: missing.length === 0, templateFile: folded ? JINJA_TEMPLATE_FILE : 'tokenizer_config.json' };
+  return { hasTokenizer: missing.length === 0, templateFile: folded ? JINJA_TEMPLATE_FILE : MODEL_FILES.tokenizerConfig };
 }
 
 /** The checkpoint's template file, which transformers (>= 4.43) may write instead of tokenizer_config.json's chat_template. */
@@ -339,7 +340,7 @@ async function foldJinjaTemplate(hfDir: string, staging: string, hasConfig: bool
   if (jinja === undefined) return false;
   if (statSync(jinja).size > MAX_SIDE_FILE_BYTES) throw new ImportError(`${JINJA_TEMPLATE_FILE}: larger than ${MAX_SIDE_FILE_BYTES} bytes`);
   const template = await readFile(jinja, 'utf8');
-  const cfgPath = path.join(staging, 'tokenizer_config.json');
+  const cfgPath = path.join(staging, MODEL_FILES.tokenizerConfig);
   const cfg = hasConfig ? (JSON.parse(await readFile(cfgPath, 'utf8')) as Record<string, unknown>) : {};
   if (cfg.chat_template !== undefined && cfg.chat_template !== template) {
     warn(
@@ -361,8 +362,8 @@ async function checkPromptAndLabels(dir: string, plan: ImportPlan, templateFile:
   } catch (err) {
     // The loader names the file it read: the copy in the hidden staging folder, which is gone
     // after the failure; the message names the checkpoint's file instead.
-    const reason = (err as Error).message.split(path.join(dir, 'tokenizer.json')).join('tokenizer.json');
-    throw new ImportError(`tokenizer.json cannot be loaded: ${reason}`);
+    const reason = (err as Error).message.split(path.join(dir, MODEL_FILES.tokenizer)).join(MODEL_FILES.tokenizer);
+    throw new ImportError(`${MODEL_FILES.tokenizer} cannot be loaded: ${reason}`);
   }
   // The highest id, not the number of tokens: a vocabulary with gaps can hold no more tokens than
   // vocab_size and still produce ids past the embedding table.
@@ -388,7 +389,7 @@ async function checkPromptAndLabels(dir: string, plan: ImportPlan, templateFile:
 
 /** Why the copied tokenizer_config.json gives no chat template the renderer can use. */
 async function chatTemplateProblem(dir: string): Promise<string> {
-  const config = JSON.parse(await readFile(path.join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+  const config = JSON.parse(await readFile(path.join(dir, MODEL_FILES.tokenizerConfig), 'utf8')) as Record<string, unknown>;
   const template = config.chat_template;
   if (template === undefined) return 'no chat_template';
   if (template === '') return 'chat_template is empty';

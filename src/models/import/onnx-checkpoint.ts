@@ -13,6 +13,7 @@ import path from 'node:path';
 import onnxProto from 'onnx-proto';
 
 import { SEGMENT_IDS_INPUT } from '../builder/decoder-graph.js';
+import { IMPORTED_SIDE_FILES, MODEL_FILES } from '../../engine/model-dir.js';
 import { elementBytes, tensorBytes } from '../../engine/onnx-tensor-bytes.js';
 
 const { onnx } = onnxProto;
@@ -21,7 +22,8 @@ const { onnx } = onnxProto;
 const WEIGHT_NAME = /^(model\.|lm_head\.)/;
 const EMBEDDING = 'model.embed_tokens.weight';
 const LM_HEAD = 'lm_head.weight';
-const SIDE_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'generation_config.json'];
+/** The files besides the weights that the checkpoint takes from the model directory, each when it is there. */
+const SIDE_FILES = [MODEL_FILES.config, ...IMPORTED_SIDE_FILES];
 const SAFETENSORS_DTYPE: Partial<Record<number, string>> = {
   [onnx.TensorProto.DataType.FLOAT]: 'F32',
   [onnx.TensorProto.DataType.FLOAT16]: 'F16',
@@ -51,7 +53,7 @@ export interface GraphFacts {
  * `graphFile`. Throws, naming the tensor, on a weight that is not fp32 or fp16.
  */
 export function writeCheckpointFromGraph(modelDir: string, graphFile: string, outDir: string): GraphFacts {
-  const config = JSON.parse(readFileSync(path.join(modelDir, 'config.json'), 'utf8')) as { tie_word_embeddings?: boolean };
+  const config = JSON.parse(readFileSync(path.join(modelDir, MODEL_FILES.config), 'utf8')) as { tie_word_embeddings?: boolean };
   const model = onnx.ModelProto.decode(readFileSync(graphFile));
   const graphDir = path.dirname(graphFile);
   const tensors: { name: string; dtype: string; shape: number[]; data: Uint8Array }[] = [];

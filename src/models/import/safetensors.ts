@@ -9,6 +9,8 @@ import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, rea
 import path from 'node:path';
 import { statIfExists } from '../../support/stat-if-exists.js';
 
+import { isPlainObject } from '../../api/json-value.js';
+
 /** Storage types this importer converts (floating point only: quantized checkpoints are not supported). */
 export type SafetensorsDtype = 'F64' | 'F32' | 'F16' | 'BF16';
 const ELEMENT_BYTES: Record<SafetensorsDtype, number> = { F64: 8, F32: 4, F16: 2, BF16: 2 };
@@ -75,8 +77,8 @@ export class SafetensorsCheckpoint {
       } catch (err) {
         throw new CheckpointError(`${INDEX_FILE}: not valid JSON (${(err as Error).message})`);
       }
-      const map = isObject(index) ? index.weight_map : undefined;
-      if (!isObject(map)) throw new CheckpointError(`${INDEX_FILE}: has no "weight_map" object`);
+      const map = isPlainObject(index) ? index.weight_map : undefined;
+      if (!isPlainObject(map)) throw new CheckpointError(`${INDEX_FILE}: has no "weight_map" object`);
       for (const [tensor, f] of Object.entries(map)) {
         if (typeof f !== 'string' || f === '' || f.includes('/') || f.includes('\\') || f === '.' || f === '..') {
           throw new CheckpointError(`${INDEX_FILE}: bad shard name ${JSON.stringify(f)?.slice(0, 100)} for ${tensor.slice(0, 100)}`);
@@ -145,12 +147,12 @@ export function readHeader(file: string): TensorEntry[] {
     } catch (err) {
       throw new CheckpointError(`${name}: the safetensors header is not valid JSON (${(err as Error).message})`);
     }
-    if (!isObject(header)) throw new CheckpointError(`${name}: the safetensors header must be a JSON object`);
+    if (!isPlainObject(header)) throw new CheckpointError(`${name}: the safetensors header must be a JSON object`);
     const dataStart = 8 + headerLen;
     const out: TensorEntry[] = [];
     for (const [tensorName, info] of Object.entries(header)) {
       if (tensorName === '__metadata__') continue;
-      if (!isObject(info)) throw new CheckpointError(`${name}: tensor ${tensorName.slice(0, 100)} is not described by an object`);
+      if (!isPlainObject(info)) throw new CheckpointError(`${name}: tensor ${tensorName.slice(0, 100)} is not described by an object`);
       const t = info as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
       if (typeof t.dtype !== 'string' || !(t.dtype in ELEMENT_BYTES)) {
         throw new CheckpointError(
@@ -192,14 +194,12 @@ function indexNamesOnly(indexPath: string, file: string): boolean {
   if (!info?.isFile() || info.size > MAX_HEADER_BYTES) return false;
   try {
     const index = JSON.parse(readFileSync(indexPath, 'utf8')) as unknown;
-    const map = isObject(index) ? index.weight_map : undefined;
-    return isObject(map) && Object.values(map).every((f) => f === file);
+    const map = isPlainObject(index) ? index.weight_map : undefined;
+    return isPlainObject(map) && Object.values(map).every((f) => f === file);
   } catch {
     return false;
   }
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * The format's own rule (the safetensors library refuses such a file too): the tensors' byte
