@@ -164,7 +164,7 @@ describe('POST /v1/batches/validate', () => {
 
   it('finds a question the model cannot fit even with an empty state, with the message /v1/decide gives it', async () => {
     // Three options of 1,900 emoji: far past the model's context whatever the state.
-    const tooBig = { q: { type: 'choice', instructions: 'p', criteria: Object.fromEntries([0, 1, 2].map((i) => [`o${i}`, '\u{1F600}'.repeat(1900)])) } };
+    const tooBig = { q: { type: 'choice', instructions: 'p', criteria: Object.fromEntries([0, 1, 2].map((i) => [`o${i}`, `${i}${'\u{1F600}'.repeat(1900)}`])) } };
     const lines = [
       JSON.stringify({ custom_id: 'fits', state: 's' }),
       ...Array.from({ length: 150 }, (_, i) => JSON.stringify({ custom_id: `big${i}`, state: 's', questions: tooBig })),

@@ -373,7 +373,7 @@ describe('JSON bodies', () => {
 
   it('a question whose instructions and options alone overflow the context: 400 invalid_question naming it, not 413', async () => {
     const long = 'word '.repeat(390);
-    const criteria = Object.fromEntries(Array.from({ length: 26 }, (_, i) => [`o${i}`, long]));
+    const criteria = Object.fromEntries(Array.from({ length: 26 }, (_, i) => [`o${i}`, `${i} ${long}`]));
     const body = JSON.stringify(decideBody('a short state', { fits: { type: 'noul', instructions: 'Is it?' }, huge: { type: 'choice', instructions: 'Which?', criteria } }));
     const res = await decide(body);
     expect(res.status).toBe(400);
