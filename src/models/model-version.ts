@@ -14,6 +14,7 @@ import { link, lstat, mkdir, readdir, readlink, realpath, rename, rm, symlink, w
 import path from 'node:path';
 
 import { MODEL_FILES, readDecisionFile, type DecisionFile } from '../engine/model-dir.js';
+import { makeStagingDir } from './output-dir.js';
 import { newModelIdProblem, parseDatedId } from './registry.js';
 
 export interface NewVersionOptions {
@@ -81,9 +82,10 @@ export async function writeModelVersion(options: NewVersionOptions): Promise<str
   } catch (err) {
     throw new ModelVersionError((err as Error).message); // it names the file and why
   }
-  const staging = path.join(modelsDir, `.${newId}.tmp-${process.pid}`);
   const final = path.join(modelsDir, newId);
-  await rm(staging, { recursive: true, force: true });
+  // Named as make-model's and import-model's staging is: a run killed mid-write leaves one that the
+  // next write of this id removes.
+  const staging = await makeStagingDir(final);
   try {
     await linkTree(baseDir, staging, true);
     await writeFile(path.join(staging, MODEL_FILES.decision), `${JSON.stringify(options.decision(base), null, 2)}\n`);

@@ -68,6 +68,19 @@ describe('writeModelVersion', () => {
     ).rejects.toThrow('boom');
     expect(await readdir(modelsDir)).toEqual(['m-2026-10']);
   });
+
+  it('removes what a run killed mid-write of the same id left (its process gone), and nothing of a live one', async () => {
+    const { modelsDir, base } = await fakeModels();
+    const deadPid = 2 ** 22 + 17; // above Linux's pid_max: no such process
+    const dead = path.join(modelsDir, `.m-2026-11-23.tmp-${deadPid}-0badcafe`);
+    const live = path.join(modelsDir, `.m-2026-11-23.tmp-${process.ppid}-0c0ffee0`);
+    for (const dir of [dead, live]) {
+      await mkdir(dir);
+      await writeFile(path.join(dir, 'config.json'), '{}');
+    }
+    await writeModelVersion({ modelsDir, baseDir: base, newId: 'm-2026-11-23', decision: (b) => b });
+    expect((await readdir(modelsDir)).sort()).toEqual([path.basename(live), 'm-2026-10', 'm-2026-11-23'].sort());
+  });
 });
 
 describe('dated ids', () => {
