@@ -4,33 +4,28 @@
  *
  * It is the service boundary of the error path: below it the engine and the models throw
  * EngineError; every public method here throws (or returns) ApiError, through toApiError().
+ *
+ * This file answers requests (decide, decideNormalized, decideRecords) and owns open() and close();
+ * the model listing is model-catalog.ts's, the loaded runtimes and their replacement runtime-pool.ts's.
  */
-import path from 'node:path';
-
-import { ApiError, describeError, toApiError } from '../api/errors.js';
+import { ApiError, toApiError } from '../api/errors.js';
 import { readJsonBodyText, unreadableBodyError } from '../api/json-text.js';
 import { newDecisionId } from '../api/request-ids.js';
-import { EngineError, isEngineError } from '../errors/engine-error.js';
+import { EngineError } from '../errors/engine-error.js';
 import { decideResponse } from '../api/decide/index.js';
 import type { DecideResponse, ModelEntry, ModelListing } from '../api/schemas.js';
 import { validateDecideRequest, type NormalizedDecideRequest, type ValidationLimits } from '../api/validate.js';
-import { ModelRuntime, type RawQuestionScore, type ScoredRequest } from '../runtime/model-runtime.js';
+import type { ModelRuntime, RawQuestionScore, ScoredRequest } from '../runtime/model-runtime.js';
 import type { Priority } from '../runtime/scheduler.js';
 import type { EngineCounters } from '../engine/engine.js';
-import { graphFileIn, MODEL_FILES } from '../engine/model-dir.js';
 import type { DecisionResult } from '../domain/decision.js';
 import { DEFAULT_MODEL_ALIAS, ensureDefaultModel } from '../models/default-model.js';
-import { knownLoadProblem } from '../models/model-completeness.js';
-import { calibrationSummary } from '../models/model-info.js';
-import { saturatingInt8Warning } from '../models/int8-warning.js';
-import { modelFingerprint } from '../models/model-fingerprint.js';
-import { ModelRegistry, type InstalledModel } from '../models/registry.js';
-import { RuntimeLeases } from './runtime-leases.js';
-import { releaseDate, systemOneModels } from './systemone-models.js';
+import { ModelRegistry } from '../models/registry.js';
+import { ModelCatalog } from './model-catalog.js';
+import { RuntimePool } from './runtime-pool.js';
 import { checkPin, type VersionPin } from './version-pin.js';
 import { checkDecideContext, checkNormalizedRequest, type DecideContext } from './decide-context.js';
-import { checkServiceOptions, engineOptionsOf, type DecisionServiceOptions } from './service-options.js';
-import { statIfExists } from '../support/stat-if-exists.js';
+import { checkServiceOptions, type DecisionServiceOptions } from './service-options.js';
 
 export type { DecisionServiceOptions };
 
@@ -58,35 +53,6 @@ export type { DecideContext };
  */
 export type RecordOutcome = { ok: true; result: DecisionResult; raw?: RawQuestionScore[] } | { ok: false; error: ApiError };
 
-/** OpenAI's `owned_by` of every model listed: the models are this service's own installs. */
-const MODEL_OWNER = 'decision-engine';
-
-/** Times a call looks a model up again when the runtime it got was retired (or its load met a change). */
-const MAX_RUNTIME_ATTEMPTS = 5;
-
-/** The files besides the graph whose identity (inode, mtime, size) says which model a directory holds. */
-const MODEL_IDENTITY_FILES = [MODEL_FILES.config, MODEL_FILES.decision, MODEL_FILES.tokenizer];
-
-/**
- * What model a directory holds, cheaply enough for every call (a few stats): the directory's inode
- * (removed and made again) and the identity of its config, calibration, tokenizer and graph files
- * (import, make-model and calibrate write them through renames). The graph is the one the engine
- * loads (graphFileIn: onnx/model.onnx, or an export's decoder_model_merged.onnx, ...), by name and
- * identity. Not the folders' mtimes: the engine's own derived graphs are written beside the stored
- * one at a model's first load, which changes nothing about the model.
- */
-function modelStamp(dir: string): string {
-  const folder = statIfExists(dir, { bigint: true });
-  const identity = (file: string): string => {
-    const st = statIfExists(file, { bigint: true });
-    return st ? `${st.ino}:${st.mtimeNs}:${st.size}` : '-';
-  };
-  const graph = folder ? graphFileIn(dir) : undefined;
-  const files = MODEL_IDENTITY_FILES.map((name) => identity(path.join(dir, name)));
-  const graphStamp = graph === undefined ? '-' : `${path.relative(dir, graph)}:${identity(graph)}`;
-  return [folder ? String(folder.ino) : '-', ...files, graphStamp].join('|');
-}
-
 /** The domain result of one scored request; each wire dialect renders it (src/api/). */
 function decisionResult(id: string, model: string, scored: ScoredRequest): DecisionResult {
   return { id, model, answers: scored.answers, inputTokens: scored.inputTokens, cachedTokens: scored.cachedTokens, outputTokens: scored.outputTokens };
@@ -110,25 +76,24 @@ function bodyOfText(text: string): unknown {
  * await svc.close();
  */
 export class DecisionService {
-  private readonly runtimes = new Map<string, Promise<ModelRuntime>>();
-  /** The runtimes whose load has finished: what readiness and metrics report, without waiting on a load. */
-  private readonly loaded = new Map<string, ModelRuntime>();
-  private closed = false;
   /** close() has begun: no new call is taken. */
   private closing = false;
   /** Calls in progress (tracked()), which close() waits for. */
   private readonly calls = new Set<Promise<unknown>>();
-  /** Per runtime, what model its directory held when the load began (modelStamp). */
-  private readonly loadedFrom = new Map<string, string>();
-  /** The calls holding each runtime, which a retired one waits for before it closes. */
-  private readonly leases = new RuntimeLeases<ModelRuntime>();
   /** open()'s preload (creating the default model, loading the preload list): see whenPreloaded(). */
   private preloading: Promise<void> = Promise.resolve();
+  /** The loaded runtimes, their replacement when a model's directory changes, their leases. */
+  private readonly pool: RuntimePool;
+  /** What ids and aliases name, and the model listing. */
+  private readonly catalog: ModelCatalog;
 
   private constructor(
     readonly registry: ModelRegistry,
     private readonly options: DecisionServiceOptions,
-  ) {}
+  ) {
+    this.pool = new RuntimePool(registry, options, () => this.preloading);
+    this.catalog = new ModelCatalog(registry, (id) => this.pool.isLoaded(id));
+  }
 
   /**
    * Opens the service: finds the models, creates the embedded default if needed, loads the preload
@@ -169,7 +134,7 @@ export class DecisionService {
     const ids = preload ?? (this.registry.list().length ? [DEFAULT_MODEL_ALIAS] : []);
     for (const id of ids) {
       try {
-        await this.loadRuntime(id, 1);
+        await this.pool.load(id);
       } catch (err) {
         if (preload) throw err;
         // The default alias may simply not be installed in a custom models directory.
@@ -197,8 +162,8 @@ export class DecisionService {
    * replaced on disk are retired first, so that readiness and the list metrics() gives agree.
    */
   isReady(): boolean {
-    this.retireReplaced();
-    return !this.closing && this.loaded.size > 0;
+    this.pool.retireReplaced();
+    return !this.closing && this.pool.loadedRuntimes.size > 0;
   }
 
   /** The validation limits this service was opened with (undefined: the defaults); every door parses with them. */
@@ -245,7 +210,7 @@ export class DecisionService {
    * where it waits behind one batch record at most); a model's load is not counted.
    */
   private answer(request: NormalizedDecideRequest, context: DecideContext, arrivedAt: number): Promise<DecisionResult> {
-    return this.withRuntime(request.model, (runtime) => this.answerOn(runtime, request, context, arrivedAt));
+    return this.pool.withRuntime(request.model, (runtime) => this.answerOn(runtime, request, context, arrivedAt));
   }
 
   private async answerOn(runtime: ModelRuntime, request: NormalizedDecideRequest, context: DecideContext, arrivedAt: number): Promise<DecisionResult> {
@@ -279,7 +244,7 @@ export class DecisionService {
    */
   async decideRecords(modelId: string, requests: NormalizedDecideRequest[], priority: Priority = 'batch', pin?: VersionPin, cacheScope?: string): Promise<RecordOutcome[]> {
     return this.tracked(() =>
-      this.withRuntime(modelId, (runtime) => {
+      this.pool.withRuntime(modelId, (runtime) => {
         checkPin(pin, runtime.id, runtime);
         return this.answerRecordsOn(runtime, requests, priority, cacheScope);
       }),
@@ -332,7 +297,7 @@ export class DecisionService {
 
   /** Resolves an id or alias to the dated id, or throws 404 not_found. */
   resolveModel(id: string): string {
-    return this.resolveInstalled(id).id;
+    return this.catalog.resolve(id).id;
   }
 
   /**
@@ -341,46 +306,20 @@ export class DecisionService {
    * 404 not_found.
    */
   modelFingerprint(id: string): string {
-    return modelFingerprint(this.resolveInstalled(id).dir);
+    return this.catalog.fingerprint(id);
   }
 
+  /**
+   * Every installed model as GET /v1/models lists it (ours with OpenAI's Model fields, and System
+   * One's `models` beside them), after a rescan of the models directory.
+   */
   listModels(): ModelListing {
-    this.registry.rescan();
-    const installed = this.registry.list();
-    const aliases = this.registry.aliases();
-    return {
-      object: 'list',
-      data: installed.map((m) => this.modelEntry(m)),
-      aliases,
-      incomplete: this.registry.incompleteDirs(),
-      models: systemOneModels(installed, aliases),
-    };
+    return this.catalog.list();
   }
 
   /** One model (id or alias) as GET /v1/models/{id} shows it; throws 404 not_found. */
   describeModel(id: string): ModelEntry {
-    // An alias whose every version is broken shows its newest version as broken (never a 500).
-    try {
-      return this.modelEntry(this.registry.describe(id));
-    } catch (err) {
-      throw toApiError(err);
-    }
-  }
-
-  private modelEntry(m: InstalledModel): ModelEntry {
-    return {
-      id: m.id,
-      object: 'model' as const,
-      // OpenAI's Model fields, so that its SDK's models.list() / retrieve() read them.
-      created: Date.parse(`${releaseDate(m)}T00:00:00Z`) / 1000,
-      owned_by: MODEL_OWNER,
-      ...(m.alias ? { alias: m.alias } : {}),
-      loaded: this.loaded.has(m.id),
-      status: m.broken ? ('broken' as const) : ('ok' as const),
-      // Paths relative to the models directory: the listing is for every key holder, not the operator.
-      ...(m.broken ? { error: this.registry.shownText(m.broken) } : {}),
-      ...calibrationSummary(m.dir),
-    };
+    return this.catalog.describe(id);
   }
 
   /**
@@ -389,9 +328,9 @@ export class DecisionService {
    */
   async metrics(): Promise<ServiceMetrics> {
     const models: ServiceMetrics['models'] = [];
-    if (this.closed) return { models };
-    this.retireReplaced();
-    for (const [id, runtime] of this.loaded) {
+    if (this.pool.isClosed) return { models };
+    this.pool.retireReplaced();
+    for (const [id, runtime] of this.pool.loadedRuntimes) {
       const stats = runtime.scheduler.getStats();
       models.push({ id, counters: runtime.engine.counters(), queue: { live: stats.liveQueued, batch: stats.batchQueued }, tokenizerQueue: runtime.tokenizerQueue, calls: stats.calls });
     }
@@ -399,128 +338,11 @@ export class DecisionService {
   }
 
   /**
-   * Runs `use` with the runtime of a model id or alias held (RuntimeLeases): a retirement (its
-   * directory changed) closes it only after `use` is done. A runtime retired between its load and
-   * this call is not taken: the model is looked up again, so the version there now answers.
-   */
-  private async withRuntime<T>(id: string, use: (runtime: ModelRuntime) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      const runtime = await this.runtime(id);
-      if (this.leases.isRetired(runtime)) {
-        if (attempt < MAX_RUNTIME_ATTEMPTS) continue;
-        throw new ApiError('server_error', `model ${runtime.id} kept changing while the request waited for it; retry`);
-      }
-      const release = this.leases.hold(runtime);
-      try {
-        return await use(runtime);
-      } finally {
-        release();
-      }
-    }
-  }
-
-  /**
    * Loads (once) and returns the runtime of a model id or alias, after open()'s preload (a model
    * may not be installed before it). Throws ApiError (404 not_found, 500; the preload's error).
    */
-  async runtime(id: string): Promise<ModelRuntime> {
-    try {
-      await this.preloading;
-    } catch (err) {
-      throw toApiError(err);
-    }
-    return this.loadRuntime(id, 1);
-  }
-
-  private async loadRuntime(id: string, attempt: number): Promise<ModelRuntime> {
-    this.ensureOpen();
-    const model = this.resolveInstalled(id);
-    if (this.runtimes.has(model.id) && this.loadedFrom.get(model.id) !== modelStamp(model.dir)) this.retire(model.id, 'its directory changed');
-    let pending = this.runtimes.get(model.id);
-    const stamp = pending ? this.loadedFrom.get(model.id) : modelStamp(model.dir);
-    if (!pending) {
-      // A version known not to serve as it is (imported without its tokenizer files, non-finite
-      // weights) is refused under its dated id as under its alias: loading it could succeed (a
-      // missing chat template falls back to ChatML) and answer with a prompt the model never had.
-      const knownProblem = knownLoadProblem(model.dir);
-      if (knownProblem !== undefined) {
-        throw toApiError(new EngineError('ERR_MODEL_LOAD', `model ${model.id} cannot be served: ${this.registry.shownText(knownProblem)}`));
-      }
-      this.options.log?.(`loading model ${model.id} from ${model.dir}`);
-      this.loadedFrom.set(model.id, stamp!);
-      pending = ModelRuntime.load(model.id, model.dir, {
-        ...this.options.runtime,
-        maxStateTokens: this.options.maxStateTokens ?? this.options.runtime?.maxStateTokens,
-        engine: engineOptionsOf(this.options),
-      });
-      this.runtimes.set(model.id, pending);
-      const loading = pending;
-      pending.then(
-        (runtime) => {
-          // Retired while it loaded (its directory changed): retire() closes it.
-          if (this.runtimes.get(model.id) !== loading) return;
-          this.loaded.set(model.id, runtime);
-          const { lmHead } = runtime.engine.info;
-          if (lmHead.graph === 'stock' && lmHead.reason === 'fallback') {
-            this.options.log?.(`model ${model.id}: scoring with the stock graph (logits at every position, slower): ${lmHead.detail}`);
-          }
-          const warn = this.options.warn ?? this.options.log;
-          const int8Warning = saturatingInt8Warning(model.dir);
-          if (int8Warning !== undefined) warn?.(`model ${model.id}: ${int8Warning}`);
-          // A forced int8 path overrides the CPU's choice: said once per load, with its caveat (a
-          // u8 x s8 GEMM on a CPU without VNNI or AMX may answer wrongly).
-          const { int8 } = runtime.engine.info;
-          if (int8?.forced) warn?.(`model ${model.id}: int8 path ${int8.path}, ${int8.reason}`);
-        },
-        () => {
-          if (this.runtimes.get(model.id) === loading) this.runtimes.delete(model.id);
-        },
-      );
-    }
-    try {
-      return await pending;
-    } catch (err) {
-      if (!this.closed && isEngineError(err) && (err.code === 'ERR_MODEL_LOAD' || err.code === 'ERR_RUNTIME')) {
-        // The directory changed (removed, replaced) while it loaded: what is there now decides
-        // (404 when it is gone), not a load of files that were being taken away.
-        if (modelStamp(model.dir) !== stamp && attempt < MAX_RUNTIME_ATTEMPTS) return this.loadRuntime(id, attempt + 1);
-        this.registry.markBroken(model.id, describeError(err));
-        // An alias never stays on a version that cannot load: it falls back to the newest good one.
-        if (model.id !== id) return this.loadRuntime(id, 1);
-      }
-      throw toApiError(err);
-    }
-  }
-
-  /**
-   * Drops the runtimes of models removed from the models directory or replaced in it (another
-   * directory under the same id, new files), so that an id never answers with a model that is no
-   * longer there; the next call loads what is there now. Reads the registry's last scan without
-   * rescanning (the probes call this, and a rescan may parse graphs): a removed directory is seen
-   * through its stamp.
-   */
-  private retireReplaced(): void {
-    if (this.runtimes.size === 0) return;
-    const installed = new Map(this.registry.list().map((m) => [m.id, m.dir]));
-    for (const id of [...this.runtimes.keys()]) {
-      const dir = installed.get(id);
-      if (dir === undefined) this.retire(id, 'it is no longer installed');
-      else if (this.loadedFrom.get(id) !== modelStamp(dir)) this.retire(id, 'its directory changed');
-    }
-  }
-
-  /** Forgets a model's runtime; it is closed once the calls that hold it are done. */
-  private retire(id: string, why: string): void {
-    const pending = this.runtimes.get(id);
-    this.runtimes.delete(id);
-    this.loaded.delete(id);
-    this.loadedFrom.delete(id);
-    this.options.log?.(`unloading model ${id}: ${why}`);
-    // Closed once the calls holding it (tokenizing, or queued on its engine) are done.
-    pending?.then(
-      (runtime) => void this.leases.retire(runtime).then(() => runtime.scheduler.whenIdle()).then(() => runtime.close()),
-      () => undefined,
-    );
+  runtime(id: string): Promise<ModelRuntime> {
+    return this.pool.runtime(id);
   }
 
   /**
@@ -540,27 +362,9 @@ export class DecisionService {
   /** Waits for the calls made before it and their queued work, then releases every model. Idempotent. */
   async close(): Promise<void> {
     this.closing = true;
-    // A background preload still loading: its runtime is closed with the others below.
+    // A background preload still loading: its runtime is closed with the others by the pool.
     await Promise.allSettled([...this.calls, this.preloading]);
-    if (this.closed) return;
-    const runtimes = await Promise.all([...this.runtimes.values()].map((p) => p.catch(() => undefined)));
-    await Promise.all(runtimes.map((r) => r?.scheduler.whenIdle()));
-    this.closed = true;
-    for (const r of runtimes) r?.close();
-    this.runtimes.clear();
-    this.loaded.clear();
-  }
-
-  private resolveInstalled(id: string) {
-    try {
-      return this.registry.resolve(id);
-    } catch (err) {
-      throw toApiError(err);
-    }
-  }
-
-  private ensureOpen(): void {
-    if (this.closed) throw toApiError(new EngineError('ERR_ENGINE_CLOSED', 'the decision service is closed'));
+    await this.pool.close();
   }
 }
 
