@@ -102,6 +102,9 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   else answer();
 }
 
+/** Time a client has to send a whole request; also the longest a stop waits for a connection. */
+const REQUEST_TIMEOUT_MS = 300_000;
+
 /**
  * Where the API is registered: on createServer's root instance, where its hooks, error handler
  * and 404 handler cover every path of the server, or (decisionApp) in its own scope of a host's
@@ -314,7 +317,7 @@ export async function createServer(given: ServerOptions = {}): Promise<FastifyIn
     return503OnClosing: false,
     // Time to receive a whole request (headers and body) from the client: a stalled upload must
     // not hold a connection, or a shutdown, forever. Generous for large batch uploads.
-    requestTimeout: 300_000,
+    requestTimeout: REQUEST_TIMEOUT_MS,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
     // A path parameter of up to this many characters reaches the route (fastify's default, 100,
@@ -328,8 +331,8 @@ export async function createServer(given: ServerOptions = {}): Promise<FastifyIn
   });
   countOwedResponses(app.server);
   // Stopping waits for the requests in flight, not for connections that carry none (a browser's
-  // spare socket would hold the stop until its client dropped it).
-  app.addHook('preClose', async () => endConnectionsOwingNothing(app.server));
+  // spare socket would hold the stop until its client dropped it), nor past the request timeout.
+  app.addHook('preClose', async () => endConnectionsOwingNothing(app.server, REQUEST_TIMEOUT_MS));
 
   for (const warning of resolvedKeys?.warnings ?? []) app.log.warn(warning);
   let service = options.service;

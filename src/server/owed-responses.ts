@@ -11,7 +11,8 @@ import type http from 'node:http';
 import type { Socket } from 'node:net';
 
 interface Owed {
-  responses: Set<http.ServerResponse>;
+  /** Each response owed, with when its request began (performance.now()). */
+  responses: Map<http.ServerResponse, number>;
   /** Called once the set is empty. */
   whenNone?: () => void;
 }
@@ -31,9 +32,9 @@ export function countOwedResponses(server: http.Server): void {
   server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
     const socket = request.socket;
     let owed = bySocket.get(socket);
-    if (!owed) bySocket.set(socket, (owed = { responses: new Set() }));
+    if (!owed) bySocket.set(socket, (owed = { responses: new Map() }));
     const entry = owed;
-    entry.responses.add(response);
+    entry.responses.set(response, performance.now());
     const settled = () => {
       entry.responses.delete(response);
       if (entry.responses.size > 0 || !entry.whenNone) return;
@@ -54,7 +55,7 @@ export function countOwedResponses(server: http.Server): void {
 export function afterOwedResponses(socket: Socket, then: () => void): void {
   const owed = bySocket.get(socket);
   if (!owed || owed.responses.size === 0 || socket.destroyed) return then();
-  for (const response of owed.responses) if (!response.req.complete) return then();
+  for (const response of owed.responses.keys()) if (!response.req.complete) return then();
   owed.whenNone = then;
 }
 
@@ -65,13 +66,22 @@ export function afterOwedResponses(socket: Socket, then: () => void): void {
  * and a kept-alive one between requests. server.close() waits for every connection to end, and
  * no request has begun on these; one with a response owed is left to finish it, and one whose last
  * response is still being written out waits for a later sweep (destroying it would cut it short).
+ *
+ * A client cannot hold the stop past `requestTimeoutMs` either: Node stops enforcing its request
+ * timeout once the server is closing, so a request still arriving that long after it began is cut
+ * here, and `requestTimeoutMs` after the stop began every connection left (a body that stalled
+ * mid-way, a response its client stopped reading) is closed.
  */
-export function endConnectionsOwingNothing(server: http.Server, sweepMs = 100): void {
+export function endConnectionsOwingNothing(server: http.Server, requestTimeoutMs: number, sweepMs = 100): void {
   const connections = connectionsOf.get(server);
   if (!connections) return;
+  const deadline = performance.now() + requestTimeoutMs;
   const sweep = () => {
+    const now = performance.now();
     for (const socket of connections) {
-      if ((bySocket.get(socket)?.responses.size ?? 0) === 0 && socket.writableLength === 0) socket.destroy();
+      const owed = bySocket.get(socket)?.responses;
+      if (now >= deadline || ((owed?.size ?? 0) === 0 && socket.writableLength === 0)) socket.destroy();
+      else if (owed && [...owed].some(([response, began]) => !response.req.complete && now - began >= requestTimeoutMs)) socket.destroy();
     }
   };
   sweep();
