@@ -15,6 +15,7 @@ import { CacheScopes } from './cache-scopes.js';
 import { codeGroup, codeLogProbs } from './code-scoring.js';
 import { LabelSet, LETTERS, type CodeIds } from './labels.js';
 import { PromptRenderer } from './prompt.js';
+import { SuffixCache, type SuffixTokens } from './suffix-cache.js';
 import { DEFAULT_SCHEDULER_OPTIONS, Scheduler, type Priority, type SchedulerOptions } from './scheduler.js';
 import { TokenizerThread } from './tokenizer-thread.js';
 
@@ -85,38 +86,12 @@ export interface RawQuestionScore {
   logSumExp: number;
 }
 
-interface SuffixTokens {
-  tokens: Int32Array;
-  labels: Int32Array;
-  shown: string[];
-  codes?: CodeIds;
-}
-
 /** Share of the next-token probability that falls on the option labels: sum of exp(logit - logSumExp). */
 export function labelMass(labelLogits: ArrayLike<number>, logSumExp: number): number {
   let mass = 0;
   for (let i = 0; i < labelLogits.length; i++) mass += Math.exp(labelLogits[i]! - logSumExp);
   // Float32 logits against a float32 log-sum-exp can overshoot 1 by rounding.
   return Math.min(1, mass);
-}
-
-/** Suffix token ids by question content: batch jobs ask the same questions of every record. */
-class SuffixCache {
-  private readonly entries = new Map<string, Promise<SuffixTokens>>();
-  constructor(private readonly capacity = 4096) {}
-  get(key: string, make: () => Promise<SuffixTokens>) {
-    let hit = this.entries.get(key);
-    if (hit) {
-      this.entries.delete(key);
-      this.entries.set(key, hit);
-      return hit;
-    }
-    hit = make();
-    hit.catch(() => this.entries.delete(key));
-    this.entries.set(key, hit);
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
-    return hit;
-  }
 }
 
 /** A cached suffix whose making was given up by the request that started it (suffixFor makes it again). */
