@@ -117,6 +117,17 @@ describe.each(stores)('BatchStore contract: $kind', ({ kind, options }) => {
     await expect(batches.openResults('o', b.id)).rejects.toMatchObject({ code: 'not_found' });
   });
 
+  it("an expired job keeps its row but not its form's questions (text no one reads again)", async () => {
+    const questions = JSON.stringify({ q: { type: 'noul', instructions: `Is it urgent? ${'Consider every detail. '.repeat(100)}` } });
+    const states = ['parcel late', 'charged twice'].map((state, i) => JSON.stringify({ custom_id: `x-${i}`, state }));
+    const b = await batches.create({ owner: 'o', model: 'svc-alpha', questions, upload: await batches.stageUpload(Readable.from([states.join('\n')])) });
+    await waitFor(batches, 'o', b.id, ['completed']);
+    expect((await batches.store.get(b.id))?.questions).toBe(questions);
+    await batches.sweep(Date.now() + batches.retentionMs + 1);
+    expect((await batches.get('o', b.id)).status).toBe('expired');
+    expect((await batches.store.get(b.id))?.questions).toBeNull();
+  });
+
   it("serves an OpenAI batch's output and error files by the status stored with each row: no row is read to count or split them", async () => {
     const api = await OpenAiBatchApi.open(batches);
     try {

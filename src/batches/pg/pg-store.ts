@@ -187,7 +187,8 @@ export class PgBatchStore implements BatchStore {
     if (this.closed) return;
     const expired = await inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<{ id: string }>(
-        `UPDATE decide_batch_jobs SET expired_from = status, status = 'expired'
+        // The row stays (GET names it expired); its form's questions (up to a MiB of text) go.
+        `UPDATE decide_batch_jobs SET expired_from = status, status = 'expired', questions = NULL
          WHERE status IN ${sqlStatusList(RESULT_STATUSES)} AND expires_at <= $1 RETURNING id`,
         [now],
       );

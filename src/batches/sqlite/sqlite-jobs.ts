@@ -163,7 +163,9 @@ export class SqliteJobTable {
                  WHERE id = @id AND status IN ${OPEN_SQL}`),
       cancelling: p(`UPDATE batches SET status = 'cancelling', cancelling_at = MAX(?, created_at, COALESCE(started_at, created_at)) WHERE id = ? AND status = 'in_progress'`),
       due: p(`SELECT * FROM batches WHERE expires_at IS NOT NULL AND expires_at <= ? AND status IN ${RESULT_SQL} ORDER BY expires_at ASC LIMIT ?`),
-      expire: p(`UPDATE batches SET expired_from = status, status = 'expired' WHERE id = ? AND status IN ${RESULT_SQL}`),
+      // An expired job keeps its row (GET names it expired) but not its form's questions: up to a
+      // MiB of text each that no one reads again, which would grow the database job after job.
+      expire: p(`UPDATE batches SET expired_from = status, status = 'expired', questions = NULL WHERE id = ? AND status IN ${RESULT_SQL}`),
       ids: p('SELECT id, status FROM batches'),
       withoutStatuses: p('SELECT * FROM batches WHERE failed_bytes IS NULL'),
       setFailedBytes: p('UPDATE batches SET failed_bytes = ? WHERE id = ?'),
