@@ -568,7 +568,10 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& real_rows, bool want_
     result.present.values.push_back(static_cast<const char*>((*present)[2 * l + 1].GetTensorRawData()));
   }
   // Fixed buffers are the next pass's too: no view may keep them (KvStore::ViewRow needs an owner).
-  if (!fixed_outputs) result.present.owner = std::move(present);
+  if (!fixed_outputs) {
+    result.present.owner = std::move(present);
+    result.present.owner_bytes = kv.BytesPerToken() * static_cast<size_t>(batch) * static_cast<size_t>(past_len + new_len);
+  }
   result.wanted_begin.assign(1, 0);
   result.label_begin.assign(1, 0);
   for (const ExtendRow& row : rows) {

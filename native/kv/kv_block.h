@@ -8,8 +8,8 @@
 //     on CUDA each allocator call costs host time, docs/benchmark.md);
 //   - a view of the forward pass that computed it: row r's slice of the pass's present tensors,
 //     heads `head_pitch` positions apart (the pass's P + S), kept alive by `owner`. A state computed
-//     in a pass is then stored with no copy at all; the pass's memory is held until every view of
-//     it is gone, and Bytes() counts the row's whole slice, so the cache's bound stays true.
+//     in a pass is then stored with no copy at all; the pass's memory (`owner_bytes`, every row)
+//     is held until every view of it is gone, and the prefix cache counts it so, once per pass.
 #pragma once
 
 #include <cstddef>
@@ -45,9 +45,9 @@ struct KvBlock {
   }
   // A view of memory that `owner` keeps alive: per layer, heads `head_pitch` positions apart.
   KvBlock(const KvShape& shape, int length, int head_pitch, std::vector<char*> keys, std::vector<char*> values,
-          std::shared_ptr<const void> owner)
+          std::shared_ptr<const void> owner, size_t owner_bytes)
       : shape(shape), length(length), head_pitch(head_pitch), keys(std::move(keys)), values(std::move(values)),
-        owner(std::move(owner)) {}
+        owner(std::move(owner)), owner_bytes(owner_bytes) {}
 
   // The device memory this block holds (a view: its row's whole slice of the pass).
   size_t Bytes() const { return shape.BytesPerToken() * head_pitch; }
@@ -65,6 +65,7 @@ struct KvBlock {
   std::vector<char*> keys;    // per layer
   std::vector<char*> values;  // per layer
   std::shared_ptr<const void> owner;  // views only
+  size_t owner_bytes = 0;             // views only: all the memory `owner` keeps alive
 };
 
 }  // namespace decide

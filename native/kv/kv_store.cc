@@ -71,7 +71,7 @@ std::shared_ptr<KvBlock> KvStore::ViewRow(const PresentKv& present, int row, int
     keys.push_back(const_cast<char*>(present.keys[l]) + offset);
     values.push_back(const_cast<char*>(present.values[l]) + offset);
   }
-  return std::make_shared<KvBlock>(shape_, count, pitch, std::move(keys), std::move(values), present.owner);
+  return std::make_shared<KvBlock>(shape_, count, pitch, std::move(keys), std::move(values), present.owner, present.owner_bytes);
 }
 
 void KvStore::AddNewKvCopy(std::vector<CopyRun>& runs, const PresentKv& present, int row, int count, KvBlock& dst,

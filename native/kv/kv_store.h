@@ -34,6 +34,7 @@ struct PresentKv {
   int past_len = 0;  // P
   int new_len = 0;   // S
   std::shared_ptr<const void> owner;
+  size_t owner_bytes = 0;  // what `owner` holds: every row's keys and values, all layers
 };
 
 class KvStore {

@@ -59,15 +59,19 @@ int PrefixCache::Insert(int32_t scope, const int32_t* ids, int count, std::share
     Touch(found);
     return 0;
   }
-  if (block->Bytes() > capacity_bytes_) return 0;
-  bytes_ += block->Bytes();
+  const size_t added = Hold(*block);
+  if (added > capacity_bytes_) {
+    Release(*block);
+    return 0;
+  }
+  bytes_ += added;
   auto it = by_ids_.emplace(std::move(key), Entry{std::move(block), recency_.end()}).first;
   recency_.push_front(it);
   it->second.recent = recency_.begin();
   int evicted = 0;
   while (bytes_ > capacity_bytes_ && !recency_.empty()) {
     auto oldest = recency_.back();
-    bytes_ -= oldest->second.block->Bytes();
+    bytes_ -= Release(*oldest->second.block);
     recency_.pop_back();
     by_ids_.erase(oldest);
     ++evicted;
@@ -78,7 +82,25 @@ int PrefixCache::Insert(int32_t scope, const int32_t* ids, int count, std::share
 void PrefixCache::Clear() {
   recency_.clear();
   by_ids_.clear();
+  passes_.clear();
   bytes_ = 0;
+}
+
+size_t PrefixCache::Hold(const KvBlock& block) {
+  if (!block.owner) return block.Bytes();
+  Pass& pass = passes_[block.owner.get()];
+  if (pass.views++ > 0) return 0;
+  pass.bytes = block.owner_bytes;
+  return pass.bytes;
+}
+
+size_t PrefixCache::Release(const KvBlock& block) {
+  if (!block.owner) return block.Bytes();
+  auto found = passes_.find(block.owner.get());
+  if (found == passes_.end() || --found->second.views > 0) return 0;
+  const size_t freed = found->second.bytes;
+  passes_.erase(found);
+  return freed;
 }
 
 }  // namespace decide

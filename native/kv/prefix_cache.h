@@ -7,6 +7,9 @@
 // the longest prefix with a query is one of the query's two neighbours in that order, so a lookup
 // is O(log n) comparisons, not a scan. A small model's blocks are small, and the byte bound then
 // holds tens of thousands of entries (a scan of them all per state cost more than the passes).
+// The bound counts the memory the entries keep alive: an owned block its bytes; a view of a
+// forward pass (kv_block.h) the whole pass's present tensors, once for all its views, since one
+// view keeps them all (evicting every other state of the pass would otherwise free nothing).
 // Thread: used only under the Scorer's compute lock.
 #pragma once
 
@@ -47,6 +50,16 @@ class PrefixCache {
     Recency::iterator recent;  // its place in recency_
   };
   void Touch(std::map<std::vector<int32_t>, Entry>::iterator it);
+  // The bytes holding `block` adds to the cache (a view's pass: only its first view), and that
+  // letting it go frees (a view's pass: only its last).
+  size_t Hold(const KvBlock& block);
+  size_t Release(const KvBlock& block);
+
+  struct Pass {
+    size_t bytes = 0;
+    int views = 0;
+  };
+  std::map<const void*, Pass> passes_;  // by owner: the views of each pass in the cache
 
   std::map<std::vector<int32_t>, Entry> by_ids_;  // lexicographic by {scope, token ids...}
   Recency recency_;                               // front: most recently used

@@ -178,6 +178,33 @@ void PrefixCacheTests() {
     CHECK(cache.Entries() == 2);
     CHECK(cache.Lookup(8, a.data(), 4).length == 4);
   });
+  Test("prefix cache: views of one forward pass count the whole pass, once, until the last goes", [] {
+    const auto shape = Shape();
+    const size_t per_token = shape.BytesPerToken();
+    // A pass of 4 rows of 5 positions: 20 tokens' worth of memory, kept by any of its views.
+    auto pass_memory = std::make_shared<std::vector<char>>(per_token * 20);
+    auto view = [&](int row) {
+      std::vector<char*> keys(shape.num_layers, pass_memory->data() + row), values(shape.num_layers, pass_memory->data() + row);
+      return std::make_shared<decide::KvBlock>(shape, 5, 5, keys, values, pass_memory, per_token * 20);
+    };
+    decide::PrefixCache cache(per_token * 30);
+    const std::vector<int32_t> a = {1, 2}, b = {3, 4}, c = {5, 6};
+    cache.Insert(0, a.data(), 2, view(0));
+    CHECK(cache.Bytes() == per_token * 20);
+    cache.Insert(0, b.data(), 2, view(1));
+    CHECK(cache.Bytes() == per_token * 20);  // the same pass: nothing more is held
+    // An owned block that does not fit beside the pass: the pass goes, both views with it.
+    CountingDevice device;
+    CHECK(cache.Insert(0, c.data(), 2, Filled(&device, shape, 12, 0)) == 2);
+    CHECK(cache.Bytes() == per_token * 12);
+    CHECK(cache.Lookup(0, a.data(), 2).length == 0 && cache.Lookup(0, b.data(), 2).length == 0);
+    // A pass larger than the whole cache is not kept.
+    decide::PrefixCache small(per_token * 10);
+    small.Insert(0, a.data(), 2, view(2));
+    CHECK(small.Entries() == 0 && small.Bytes() == 0);
+    cache.Clear();
+    CHECK(cache.Bytes() == 0);
+  });
   Test("prefix cache: the byte bound evicts the least recently used; a block over the bound is not kept", [] {
     CountingDevice device;
     const auto shape = Shape();
@@ -578,11 +605,13 @@ void KvStoreTests() {
       }
     }
     present.owner = storage;
+    present.owner_bytes = storage->size() * sizeof(float);
     const int before = device.batches;
     auto view = kv.ViewRow(present, 1, 3);
     CHECK(device.batches == before);
     CHECK(view->length == 3 && view->head_pitch == 5);
     CHECK(view->Bytes() == shape.BytesPerToken() * 5);
+    CHECK(view->owner_bytes == present.owner_bytes);
     // Forking the view gives what an owned copy of the same positions gives.
     auto owned = std::make_shared<decide::KvBlock>(&device, shape, 3);
     std::vector<CopyRun> runs;

@@ -35,7 +35,11 @@ export interface EngineLoadOptions {
   provider?: Provider;
   /** Intra-op threads, 1 to 1024; default DECIDE_THREADS, else the number of CPU cores. */
   threads?: number;
-  /** Bytes of prefix KV kept across calls (LRU); default 1 GiB. 0 keeps none. */
+  /**
+   * Bytes of prefix KV kept across calls (LRU); default 1 GiB. 0 keeps none. Counted as the memory
+   * kept alive: a state cached straight from the forward pass that computed it holds that pass's
+   * KV, counted once for all the pass's states in the cache.
+   */
   prefixCacheBytes?: number;
   /** Padded new tokens per forward pass before a pass is split; default 8192 on 'cpu', 65536 on 'cuda' (a GPU-size call of 64 states is one pass). */
   tokenBudget?: number;
@@ -268,7 +272,7 @@ export const ENGINE_OPTIONS: { readonly [K in keyof Required<EngineOptions>]: En
   prefixCacheBytes: {
     flag: '--prefix-cache-bytes', env: 'DECIDE_PREFIX_CACHE_BYTES', check: { kind: 'integer', min: 0, max: Number.MAX_SAFE_INTEGER },
     default: () => ENGINE_DEFAULTS.prefixCacheBytes,
-    help: "bytes of states' prefix KV kept across calls (least recently used out first); 0 keeps none",
+    help: "bytes of states' prefix KV kept across calls, as the memory they keep alive (least recently used out first); 0 keeps none",
   },
   tokenBudget: {
     flag: '--token-budget', env: 'DECIDE_TOKEN_BUDGET', check: { kind: 'integer', min: 1, max: Number.MAX_SAFE_INTEGER },
