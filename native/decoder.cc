@@ -4,28 +4,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <deque>
-#include <regex>
 
 #include "errors.h"
 #include "ort_runtime.h"
+#include "pass_inputs.h"
 #include "session_options.h"
 
 namespace decide {
 namespace {
 
-constexpr const char* kLogitsIndexInput = "decide_logits_index";
-constexpr const char* kTokenIndexInput = "decide_token_index";
-constexpr const char* kSegmentIdsInput = "decide_segment_ids";
-constexpr const char* kStateSpanInput = "decide_state_span";
-constexpr const char* kLabelIndexInput = "decide_label_index";
-constexpr const char* kPositionTokenIndexInput = "decide_position_token_index";
-// The scoring head of rewrites before version 5 (row * K + k): refused with a message.
-constexpr const char* kPositionIndexInput = "decide_position_index";
-constexpr const char* kLabelLogitsOutput = "decide_label_logits";
-constexpr const char* kLogSumExpOutput = "decide_log_sum_exp";
-// Each staged input starts at a multiple of this (CUDA kernels want aligned tensors).
-constexpr size_t kInputAlignment = 256;
 // At most this many CUDA graphs are captured (each holds its kernels' memory); later shapes run
 // without one.
 constexpr int kMaxCudaGraphs = 64;
@@ -33,24 +20,9 @@ constexpr int kMaxCudaGraphs = 64;
 // do not move it again (each move retires the CUDA graphs captured on it).
 constexpr double kFixedBufferHeadroom = 1.25;
 
-size_t AlignUp(size_t bytes) { return (bytes + kInputAlignment - 1) / kInputAlignment * kInputAlignment; }
-
 // A padding row of a bucketed pass: one token (id 0, position 0), no past, nothing read. One real
 // token keeps its attention well defined (a row with every key masked could make NaN).
 const int32_t kPaddingToken = 0;
-
-size_t ElemSize(ONNXTensorElementDataType type) {
-  switch (type) {
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: return 4;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: return 2;
-    default:
-      throw EngineError(kErrModelLoad, "KV cache and logits must be float32 or float16");
-  }
-}
-
-bool IsIntegerType(ONNXTensorElementDataType type) {
-  return type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 || type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
-}
 
 float HalfToFloat(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
@@ -78,17 +50,6 @@ float HalfToFloat(uint16_t h) {
   return out;
 }
 
-// The integer inputs of one pass, laid out in one staging buffer: each at an aligned offset, in
-// the element type its graph input has.
-struct StagedInput {
-  const char* name;
-  ONNXTensorElementDataType type;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> values;
-  size_t offset = 0;
-  size_t Bytes() const { return values.size() * (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32 ? 4 : 8); }
-};
-
 }  // namespace
 
 Decoder::Decoder(const DecoderOptions& options) {
@@ -106,7 +67,8 @@ Decoder::Decoder(const DecoderOptions& options) {
   settings.log_severity = options.log_severity;
   session_ = OpenSession(settings, options.model_path, &stream_, options.profile_prefix);
   host_info_ = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
-  ReadModelInfo(options);
+  const ConfigHints hints{options.num_kv_heads, options.head_dim, options.vocab_size};
+  info_ = ReadModelInfo(*session_, options.model_path, hints, &kv_names_);
   if (cuda_graphs_ && !info_.has_label_head) {
     throw EngineError(kErrInput, options.model_path + ": CUDA graphs need the scoring head (gatherLogits on, and a graph "
                                  "the LM-head rewrite applies to): a stock graph's logits leave through the host");
@@ -140,282 +102,16 @@ Decoder::~Decoder() {
   stream_.reset();
 }
 
-void Decoder::ReadModelInfo(const DecoderOptions& options) {
-  Ort::AllocatorWithDefaultOptions allocator;
-  const std::string& path = options.model_path;
-  auto fail = [&](const std::string& why) { throw EngineError(kErrModelLoad, path + ": " + why); };
-
-  std::regex past_re(R"(past_key_values\.(\d+)\.(key|value))");
-  std::regex present_re(R"(present\.(\d+)\.(key|value))");
-  std::vector<std::string> past_keys, past_values, present_keys, present_values;
-  bool has_ids = false, has_mask = false, has_position_index = false;
-  std::vector<int64_t> kv_dims;
-
-  auto put = [](std::vector<std::string>& names, size_t index, const std::string& name) {
-    if (names.size() <= index) names.resize(index + 1);
-    names[index] = name;
-  };
-
-  for (size_t i = 0; i < session_->GetInputCount(); ++i) {
-    std::string name = session_->GetInputNameAllocated(i, allocator).get();
-    auto type_info = session_->GetInputTypeInfo(i);
-    auto tensor_info = type_info.GetTensorTypeAndShapeInfo();
-    ONNXTensorElementDataType type = tensor_info.GetElementType();
-    std::smatch m;
-    if (name == "input_ids") {
-      has_ids = true;
-      info_.ids_type = type;
-    } else if (name == "attention_mask") {
-      has_mask = true;
-      info_.mask_type = type;
-    } else if (name == "position_ids") {
-      info_.has_position_ids = true;
-      info_.positions_type = type;
-    } else if (name == kLogitsIndexInput) {
-      info_.has_logits_index = true;
-      // [batch, positions]. A 1-D index is a rewrite cached by an engine before stamped rewrites;
-      // src/engine/scoring-graph.ts makes such a cache again, so only a hand-made graph gets here.
-      if (tensor_info.GetShape().size() != 2) fail("decide_logits_index must be 2-D [batch, positions]");
-    } else if (name == kTokenIndexInput) {
-      if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 || tensor_info.GetShape().size() != 2) {
-        fail("decide_token_index must be a 2-D int64 tensor [batch, positions]");
-      }
-      info_.has_logits_index = true;
-      info_.flat_token_index = true;
-    } else if (name == kPositionIndexInput) {
-      // src/engine/scoring-graph.ts makes such a cache again, so only a graph given directly gets here.
-      fail("decide_position_index is the scoring head of an older version (the head now takes "
-           "decide_position_token_index): load the model's own graph, and the engine makes the scoring graph again");
-    } else if (name == kLabelIndexInput || name == kPositionTokenIndexInput) {
-      if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 || tensor_info.GetShape().size() != 1) {
-        // A 2-D one is the scoring head of an older rewrite (GatherND over (row, position, token)):
-        // src/engine/scoring-graph.ts makes such a cache again, so only a graph given directly gets here.
-        fail(name + " must be a 1-D int64 tensor of flat indices (a 2-D one is a scoring graph made by an older "
-                    "version: load the model's own graph, and the engine makes the scoring graph again)");
-      }
-      (name == kLabelIndexInput ? info_.has_label_head : has_position_index) = true;
-    } else if (name == kSegmentIdsInput) {
-      info_.has_segment_ids = true;
-      if (!IsIntegerType(type)) fail("decide_segment_ids must be int64 or int32");
-      info_.segments_type = type;
-    } else if (name == kStateSpanInput) {
-      if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 || tensor_info.GetShape().size() != 1) fail("decide_state_span must be a 1-D int64 tensor");
-      info_.has_state_span = true;
-    } else if (name == "use_cache_branch") {
-      info_.has_use_cache_branch = true;
-    } else if (std::regex_match(name, m, past_re)) {
-      size_t layer = std::stoul(m[1].str());
-      put(m[2] == "key" ? past_keys : past_values, layer, name);
-      info_.kv_type = type;
-      kv_dims = tensor_info.GetShape();
-    } else {
-      fail("unexpected graph input '" + name +
-           "' (expected input_ids, attention_mask, position_ids, past_key_values.{i}.key/value)");
-    }
-  }
-  if (!has_ids || !has_mask) fail("the graph needs inputs input_ids and attention_mask");
-  if (past_keys.empty()) {
-    fail("the graph has no past_key_values.{i}.key inputs: export it with past "
-         "(optimum-cli export onnx --task text-generation-with-past)");
-  }
-  if (!IsIntegerType(info_.ids_type) || !IsIntegerType(info_.mask_type) ||
-      (info_.has_position_ids && !IsIntegerType(info_.positions_type))) {
-    fail("input_ids, attention_mask and position_ids must be int64 or int32");
-  }
-
-  bool has_logits = false, has_label_logits = false, has_log_sum_exp = false;
-  for (size_t i = 0; i < session_->GetOutputCount(); ++i) {
-    std::string name = session_->GetOutputNameAllocated(i, allocator).get();
-    auto type_info = session_->GetOutputTypeInfo(i);
-    auto tensor_info = type_info.GetTensorTypeAndShapeInfo();
-    std::smatch m;
-    if (name == "logits") {
-      has_logits = true;
-      info_.logits_type = tensor_info.GetElementType();
-      auto dims = tensor_info.GetShape();
-      if (dims.size() == 3 && dims[2] > 0) info_.vocab_size = dims[2];
-    } else if (name == kLabelLogitsOutput) {
-      has_label_logits = tensor_info.GetElementType() == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-    } else if (name == kLogSumExpOutput) {
-      has_log_sum_exp = tensor_info.GetElementType() == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-    } else if (std::regex_match(name, m, present_re)) {
-      put(m[2] == "key" ? present_keys : present_values, std::stoul(m[1].str()), name);
-    }
-  }
-  if (info_.has_logits_index && !info_.flat_token_index && !has_logits) {
-    fail("a graph with decide_logits_index needs the 'logits' output");
-  }
-  if (info_.has_label_head) {
-    if (!info_.flat_token_index || !has_position_index || !has_label_logits || !has_log_sum_exp) {
-      fail("a graph with decide_label_index needs decide_token_index, decide_position_token_index and float outputs "
-           "decide_label_logits and decide_log_sum_exp");
-    }
-  } else if (has_position_index) {
-    fail("a graph with decide_position_token_index needs decide_label_index too");
-  } else if (!has_logits) {
-    fail("the graph has no 'logits' output");
-  }
-
-  size_t layers = past_keys.size();
-  if (past_values.size() != layers || present_keys.size() != layers || present_values.size() != layers) {
-    fail("past_key_values / present inputs and outputs do not pair up layer by layer");
-  }
-  for (size_t l = 0; l < layers; ++l) {
-    if (past_keys[l].empty() || past_values[l].empty() || present_keys[l].empty() || present_values[l].empty()) {
-      fail("missing KV input or output for layer " + std::to_string(l));
-    }
-  }
-  past_key_names_ = past_keys;
-  past_value_names_ = past_values;
-  present_key_names_ = present_keys;
-  present_value_names_ = present_values;
-
-  if (kv_dims.size() != 4) fail("past_key_values must be 4-D [batch, kv_heads, past, head_dim]");
-  info_.kv.num_layers = static_cast<int>(layers);
-  info_.kv.num_kv_heads = kv_dims[1] > 0 ? static_cast<int>(kv_dims[1]) : options.num_kv_heads;
-  info_.kv.head_dim = kv_dims[3] > 0 ? static_cast<int>(kv_dims[3]) : options.head_dim;
-  info_.kv.elem_size = ElemSize(info_.kv_type);
-  if (has_logits) ElemSize(info_.logits_type);
-  if (info_.kv.num_kv_heads <= 0 || info_.kv.head_dim <= 0) {
-    fail("cannot tell num_key_value_heads / head_dim from the graph or config.json");
-  }
-  if (info_.vocab_size <= 0) info_.vocab_size = options.vocab_size;
-  if (info_.vocab_size <= 0) fail("cannot tell the vocabulary size from the graph or config.json");
-}
-
-PassShape Decoder::ExactShape(const std::vector<ExtendRow>& rows, bool want_logits) const {
-  PassShape shape;
-  shape.rows = static_cast<int>(rows.size());
-  int logits_per_row = 0;
-  int64_t labels = 0, positions = 0;
-  for (const ExtendRow& row : rows) {
-    shape.past_len = std::max(shape.past_len, row.past_len);
-    shape.new_len = std::max(shape.new_len, row.num_tokens);
-    logits_per_row = std::max(logits_per_row, static_cast<int>(row.logits_positions.size()));
-    if (!want_logits) continue;
-    positions += static_cast<int64_t>(row.logits_positions.size());
-    for (const ExtendRow::Labels& l : row.labels) labels += l.count;
-  }
-  // The index input needs at least one position per row, even when no logits are read; a head
-  // that reads none reads one dummy entry of each (an empty tensor is left out of the way). A flat
-  // index reads one dummy token in all: each entry costs the head a whole vocabulary of logits,
-  // gigabytes for the thousands of short rows of a prefix pass.
-  shape.index_width = std::max(want_logits ? logits_per_row : 0, 1);
-  shape.one_dummy_index = !want_logits && info_.flat_token_index;
-  // Split only where the head gathers the wanted positions (a stock graph's logits come back for
-  // every slot, read in place by ReduceHostLogits).
-  if (SplitsStates() && shape.past_len == 0) {
-    SplitSpan span;
-    for (const ExtendRow& row : rows) span.Add(row);
-    if (span.Splits()) {
-      shape.state_len = span.lead;
-      shape.new_len = span.NewLen();
-    }
-  }
-  if (info_.has_label_head) {
-    shape.labels = std::max<int64_t>(labels, 1);
-    shape.positions = std::max<int64_t>(positions, 1);
-  }
-  return shape;
-}
-
 void Decoder::BindInputs(const std::vector<ExtendRow>& rows, const PassShape& shape, bool want_logits,
                          Ort::IoBinding& binding) {
-  const int batch = shape.rows;
-  const int past_len = shape.past_len, new_len = shape.new_len;
-  const int total_len = past_len + new_len;
-  const int index_width = shape.index_width;
-
-  std::deque<StagedInput> inputs;  // a deque: add() hands out references that later adds keep valid
-  auto add = [&](const char* name, ONNXTensorElementDataType type, std::vector<int64_t> shape) -> std::vector<int64_t>& {
-    size_t count = 1;
-    for (int64_t d : shape) count *= static_cast<size_t>(d);
-    inputs.push_back(StagedInput{name, type, std::move(shape), std::vector<int64_t>(count, 0)});
-    return inputs.back().values;
-  };
-  auto& ids = add("input_ids", info_.ids_type, {batch, new_len});
-  auto& mask = add("attention_mask", info_.mask_type, {batch, total_len});
-  std::vector<int64_t>* positions = info_.has_position_ids ? &add("position_ids", info_.positions_type, {batch, new_len}) : nullptr;
-  std::vector<int64_t>* segments = info_.has_segment_ids ? &add(kSegmentIdsInput, info_.segments_type, {batch, total_len}) : nullptr;
-  std::vector<int64_t>* logits_index =
-      info_.has_logits_index
-          ? &add(info_.flat_token_index ? kTokenIndexInput : kLogitsIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.IndexRows(), index_width})
-          : nullptr;
-  for (int r = 0; r < batch; ++r) {
-    const ExtendRow& row = rows[r];
-    // Where the row's token i sits among the pass's new tokens: in place, or in a split pass its
-    // items from the state part's end on.
-    auto slot = [&](int i) { return shape.state_len > 0 && i >= row.lead ? shape.state_len + (i - row.lead) : i; };
-    int64_t* mask_row = mask.data() + static_cast<size_t>(r) * total_len;
-    std::fill(mask_row, mask_row + row.past_len, 1);
-    for (int i = 0; i < row.num_tokens; ++i) {
-      const size_t at = static_cast<size_t>(slot(i));
-      ids[static_cast<size_t>(r) * new_len + at] = row.tokens[i];
-      if (positions) (*positions)[static_cast<size_t>(r) * new_len + at] = row.past_len + (row.offsets ? row.offsets[i] : i);
-      mask_row[past_len + at] = 1;
-    }
-    if (segments && row.segments != nullptr) {
-      // The past and the padding stay segment 0; padding is masked anyway.
-      int64_t* segment_row = segments->data() + static_cast<size_t>(r) * total_len + past_len;
-      for (int i = 0; i < row.num_tokens; ++i) segment_row[slot(i)] = row.segments[i];
-    }
-    if (logits_index && r < shape.IndexRows()) {
-      // Rows with fewer wanted positions repeat their last one (or read position 0): any valid index.
-      // decide_token_index counts over the whole pass (row r's tokens start at r * new_len).
-      const auto& wanted = row.logits_positions;
-      const int64_t row_start = info_.flat_token_index ? static_cast<int64_t>(r) * new_len : 0;
-      for (int k = 0; k < index_width; ++k) {
-        (*logits_index)[static_cast<size_t>(r) * index_width + k] =
-            row_start + (wanted.empty() ? 0 : slot(wanted[std::min<size_t>(k, wanted.size() - 1)]));
-      }
-    }
-  }
-  if (info_.has_state_span) add(kStateSpanInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.state_len});
-  if (info_.has_label_head) {
-    // Flat indices, in the result's order: per wanted label (row * K + k) * vocab + token in the
-    // head's [rows, K, vocab] logits; per wanted position (row, k) the same index of its first
-    // label (any token's logit minus its log-softmax is the log-sum-exp; a label's keeps both
-    // terms moderate), token 0 for a position without labels; then dummy entries (0: row 0,
-    // position 0, token 0) up to the pass shape's counts.
-    std::vector<int64_t> label_index, position_index;
-    const int64_t vocab = info_.vocab_size;
-    if (want_logits) {
-      for (int r = 0; r < batch; ++r) {
-        const ExtendRow& row = rows[r];
-        for (size_t k = 0; k < row.logits_positions.size(); ++k) {
-          const int64_t slot_k = static_cast<int64_t>(r) * index_width + static_cast<int64_t>(k);
-          const ExtendRow::Labels& labels = row.labels[k];
-          position_index.push_back(slot_k * vocab + (labels.count > 0 ? labels.ids[0] : 0));
-          for (int j = 0; j < labels.count; ++j) label_index.push_back(slot_k * vocab + labels.ids[j]);
-        }
-      }
-    }
-    label_index.resize(static_cast<size_t>(shape.labels), 0);
-    position_index.resize(static_cast<size_t>(shape.positions), 0);
-    add(kLabelIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.labels}) = std::move(label_index);
-    add(kPositionTokenIndexInput, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, {shape.positions}) = std::move(position_index);
-  }
-
-  size_t total = 0;
-  for (StagedInput& input : inputs) {
-    input.offset = total;
-    total += AlignUp(input.Bytes());
-  }
-  char* host = staging_->Reserve(total);
-  for (const StagedInput& input : inputs) {
-    if (input.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
-      auto* out = reinterpret_cast<int32_t*>(host + input.offset);
-      for (size_t i = 0; i < input.values.size(); ++i) out[i] = static_cast<int32_t>(input.values[i]);
-    } else {
-      std::memcpy(host + input.offset, input.values.data(), input.values.size() * 8);
-    }
-  }
+  const StagedInputs staged = StagePassInputs(info_, rows, shape, want_logits, *staging_);
+  const size_t total = staged.bytes;
   if (inputs_.Bytes() < total) {
     inputs_ = DeviceBuffer(device_.get(), shape_buckets_ ? static_cast<size_t>(total * kFixedBufferHeadroom) : total);
     ++buffer_moves_;
   }
-  device_->CopyFromHost(inputs_.Data(), host, total);
-  for (const StagedInput& input : inputs) {
+  device_->CopyFromHost(inputs_.Data(), staged.host, total);
+  for (const StagedInput& input : staged.inputs) {
     Ort::Value value = Ort::Value::CreateTensor(device_->MemoryInfo(), inputs_.Data() + input.offset, input.Bytes(),
                                                 input.shape.data(), input.shape.size(), input.type);
     binding.BindInput(input.name, value);
@@ -442,7 +138,7 @@ void Decoder::BindFixedOutputs(const PassShape& shape, Ort::IoBinding& binding) 
       char* data = present_buffer_.Data() + (2 * static_cast<size_t>(l) + which) * present_pitch;
       Ort::Value value = Ort::Value::CreateTensor(device_->MemoryInfo(), data, present_bytes, present_shape.data(),
                                                   present_shape.size(), info_.kv_type);
-      binding.BindOutput(which == 0 ? present_key_names_[l].c_str() : present_value_names_[l].c_str(), value);
+      binding.BindOutput(which == 0 ? kv_names_.present_keys[l].c_str() : kv_names_.present_values[l].c_str(), value);
     }
   }
   const int64_t labels_shape[] = {shape.labels};
@@ -475,7 +171,7 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& real_rows, bool want_
       throw EngineError(kErrRuntime, "every wanted position needs its labels");
     }
   }
-  const PassShape exact = ExactShape(real_rows, want_logits);
+  const PassShape exact = ExactPassShape(info_, SplitsStates(), real_rows, want_logits);
   const PassShape bucketed = shape_buckets_ ? BucketPassShape(exact) : exact;
   const bool past_padded = std::any_of(real_rows.begin(), real_rows.end(), [&](const ExtendRow& row) {
     return row.past_len > 0 && row.past_len < bucketed.past_len;
@@ -514,7 +210,7 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& real_rows, bool want_
       const OrtMemoryInfo* info = past_on_device ? device_->MemoryInfo() : static_cast<const OrtMemoryInfo*>(host_info_);
       past_values.push_back(
           Ort::Value::CreateTensor(info, data, buffer_bytes, past_shape.data(), past_shape.size(), info_.kv_type));
-      binding.BindInput(which == 0 ? past_key_names_[l].c_str() : past_value_names_[l].c_str(), past_values.back());
+      binding.BindInput(which == 0 ? kv_names_.past_keys[l].c_str() : kv_names_.past_values[l].c_str(), past_values.back());
     }
   }
   bool use_cache_branch = true;
@@ -530,8 +226,8 @@ ExtendResult Decoder::Extend(const std::vector<ExtendRow>& real_rows, bool want_
     BindFixedOutputs(shape, binding);
   } else {
     for (int l = 0; l < kv.num_layers; ++l) {
-      binding.BindOutput(present_key_names_[l].c_str(), device_->MemoryInfo());
-      binding.BindOutput(present_value_names_[l].c_str(), device_->MemoryInfo());
+      binding.BindOutput(kv_names_.present_keys[l].c_str(), device_->MemoryInfo());
+      binding.BindOutput(kv_names_.present_values[l].c_str(), device_->MemoryInfo());
     }
     // Outputs the host reads are bound to it; an unbound graph output is an error in ORT.
     if (info_.has_label_head) {

@@ -2,6 +2,9 @@
 // (input_ids, attention_mask, position_ids, past_key_values.{i}.key/value -> logits, present.{i}.*),
 // and the single primitive the scorer needs: Extend(), which runs a batch of rows, each row being
 // "a past (a prefix of some KvBlock) + new tokens", in ONE forward pass.
+// Around it: the graph's I/O contract, read and checked at load into ModelInfo, in
+// graph_contract.h; a pass's integer inputs, built in the layout below, in pass_inputs.h. Here: the
+// pass itself (past, bindings, fixed buffers, CUDA graph ids, the run, its outputs).
 //
 // Batch layout of one Extend (B rows, P = longest past, S = longest new run):
 //   past_key_values.* [B, kvh, P, hd]: row r's past at [0, p_r), zeros at [p_r, P) (masked)
@@ -27,8 +30,9 @@
 // vocabulary never leaves the device.
 // A stock graph returns `logits` for every position instead, reduced here on the host.
 //
-// Inputs: every integer input of a pass is written into one staging buffer (pinned on CUDA) and
-// sent with one copy; the tensors are bound where the session runs, so ONNX Runtime copies none.
+// Inputs: every integer input of a pass is written into one staging buffer (pinned on CUDA;
+// pass_inputs.h) and sent with one copy; the tensors are bound where the session runs, so ONNX
+// Runtime copies none.
 //
 // Split passes (graphs with decide_state_span, DecoderFeatures.causalStates): in a pass without a
 // past whose rows all give their `lead`, each row's state tokens sit at [0, lead) and its items
@@ -61,6 +65,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include "device/device.h"
+#include "graph_contract.h"
 #include "kv/kv_store.h"
 #include "provider.h"
 #include "shape_buckets.h"
@@ -91,32 +96,6 @@ struct DecoderOptions {
   int length_multiple = 1;
 };
 
-struct ModelInfo {
-  KvShape kv;
-  int64_t vocab_size = 0;
-  ONNXTensorElementDataType kv_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-  ONNXTensorElementDataType logits_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-  ONNXTensorElementDataType ids_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-  ONNXTensorElementDataType mask_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-  ONNXTensorElementDataType positions_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-  ONNXTensorElementDataType segments_type = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-  bool has_position_ids = false;
-  // Set when the graph was rewritten (src/engine/lm-head-rewrite.ts) to gather the wanted positions
-  // of each row before the LM head (an index [B, K]): logits are then [B, K, vocab] instead of
-  // [B, S, vocab].
-  bool has_logits_index = false;
-  // That index is decide_token_index, flat over the pass's rows x tokens (the rewrite's), rather
-  // than decide_logits_index, each row's own positions (older or hand-made graphs).
-  bool flat_token_index = false;
-  // The graph returns the wanted labels' logits and log-sum-exps itself (the scoring head above).
-  bool has_label_head = false;
-  // The graph has decide_segment_ids [B, P + S]: it can run packed rows.
-  bool has_segment_ids = false;
-  // The graph has decide_state_span [Ls]: it can run a pass split into states and items.
-  bool has_state_span = false;
-  bool has_use_cache_branch = false;  // Optimum "merged" decoders
-};
-
 struct ExtendRow {
   const KvBlock* past = nullptr;  // may be null when past_len == 0
   int past_len = 0;               // tokens of `past` to use (<= past->length)
@@ -142,7 +121,7 @@ struct ExtendRow {
 
 // The split rule for a pass without a past (the layout note above), fed its rows one by one: the
 // pass splits when every row gives its lead and some row has items after it, and then runs its
-// longest lead plus its longest items. Decoder::ExactShape and the pass planner both use it.
+// longest lead plus its longest items. ExactPassShape (pass_inputs.h) and the pass planner both use it.
 struct SplitSpan {
   int lead = 0;   // longest lead
   int items = 0;  // longest items after a lead
@@ -190,18 +169,15 @@ class Decoder {
   // Whether passes run padded to fixed shapes (shape_buckets, or implied by cuda_graphs).
   bool ShapeBuckets() const { return shape_buckets_; }
   int LengthMultiple() const { return length_multiple_; }
-  // Whether passes without a past may run split into states and items (ExactShape).
+  // Whether passes without a past may run split into states and items (ExactPassShape).
   bool SplitsStates() const { return info_.has_state_span && info_.has_logits_index && !shape_buckets_; }
 
   ExtendResult Extend(const std::vector<ExtendRow>& rows, bool want_logits);
 
  private:
-  void ReadModelInfo(const DecoderOptions& options);
-  // Writes the pass's integer inputs into the staging buffer, sends them with one copy and binds
-  // them. (The past is bound by Extend(), a zero-sized one included.)
+  // Writes the pass's integer inputs into the staging buffer (StagePassInputs, pass_inputs.h), sends
+  // them with one copy and binds them. (The past is bound by Extend(), a zero-sized one included.)
   void BindInputs(const std::vector<ExtendRow>& rows, const PassShape& shape, bool want_logits, Ort::IoBinding& binding);
-  // The shape of a pass over `rows` as it stands (before any bucketing).
-  PassShape ExactShape(const std::vector<ExtendRow>& rows, bool want_logits) const;
   // Binds the present and scoring-head outputs to the fixed buffers (shape buckets).
   void BindFixedOutputs(const PassShape& shape, Ort::IoBinding& binding);
   // The CUDA graph id of `shape` at the buffers' current addresses; -1: run without a graph (the
@@ -228,8 +204,7 @@ class Decoder {
   bool cuda_graphs_ = false;
   Ort::MemoryInfo host_info_{nullptr};
   ModelInfo info_;
-  std::vector<std::string> past_key_names_, past_value_names_;
-  std::vector<std::string> present_key_names_, present_value_names_;
+  KvNames kv_names_;
   double run_millis_ = 0;
 };
 

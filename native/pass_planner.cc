@@ -30,7 +30,7 @@ std::vector<std::pair<size_t, size_t>> PlanPasses(const std::vector<ExtendRow>& 
       if (row.past_len > 0) min_past = std::min<int64_t>(min_past, row.past_len);
       max_new = std::max<int64_t>(max_new, row.num_tokens);
       span.Add(row);
-      // A split pass (Decoder::ExactShape) runs its longest lead, then its longest items.
+      // A split pass (ExactPassShape) runs its longest lead, then its longest items.
       const bool split = limits.split_states && max_past == 0 && span.Splits();
       const int64_t run_new = split ? span.NewLen() : max_new;
       const int64_t real_count = static_cast<int64_t>(end - begin);
