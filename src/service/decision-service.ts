@@ -8,6 +8,8 @@
  * This file answers requests (decide, decideNormalized, decideRecords) and owns open() and close();
  * the model listing is model-catalog.ts's, the loaded runtimes and their replacement runtime-pool.ts's.
  */
+import { setMaxListeners } from 'node:events';
+
 import { ApiError, toApiError } from '../api/errors.js';
 import { readJsonBodyText, unreadableBodyError } from '../api/json-text.js';
 import { newDecisionId } from '../api/request-ids.js';
@@ -221,6 +223,9 @@ export class DecisionService {
     // still has queued for the tokenizer are dropped, not tokenized for nobody ahead of others.
     const givenUp = new AbortController();
     const signal = context.signal ? AbortSignal.any([context.signal, givenUp.signal]) : givenUp.signal;
+    // Each of the request's tokenizer calls listens on it until it settles: one per question, up to
+    // 64 at once, past the 10 after which Node warns of a leak on stderr (not a JSON log line).
+    setMaxListeners(0, signal);
     try {
       const preparing = runtime.prepare(request, priority, context.cacheScope, signal);
       const prepared = await (priority === 'live' ? runtime.scheduler.withinQueueWait(preparing, since) : preparing);
