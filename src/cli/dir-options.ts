@@ -27,7 +27,13 @@ export function dirOption(flagValue: string | undefined, flag: string, setting: 
  * made and removed at once: only the system says, root passes every permission check).
  */
 export function folderProblem(dir: string, from: string, { write = false } = {}): string | undefined {
-  const info = statIfExists(dir);
+  let info;
+  try {
+    info = statIfExists(dir);
+  } catch (err) {
+    // A loop of links, a level that cannot be looked into: the flag's fault, said as such.
+    return `${from}: cannot use ${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+  }
   let problem: string | undefined;
   if (info === undefined) problem = directoryProblem(dir);
   else if (!info.isDirectory()) problem = `${dir} is not a folder`;

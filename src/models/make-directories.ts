@@ -4,9 +4,10 @@
  * answers ENOENT for a folder whose parent exists (anywhere under /proc, say), spinning a core; one
  * level at a time, every refusal (ENOENT, EACCES, ENOTDIR, EROFS) is an error naming the folder.
  */
-import { mkdirSync, rmdirSync, statSync } from 'node:fs';
+import { mkdirSync, rmdirSync } from 'node:fs';
 import path from 'node:path';
-import { statIfExists } from '../support/stat-if-exists.js';
+
+import { lstatIfExists, statIfExists } from '../support/stat-if-exists.js';
 
 /** Thrown when a folder cannot be created; the message names the folder and the reason. */
 export class DirectoryError extends Error {
@@ -20,11 +21,20 @@ export class DirectoryError extends Error {
 function missingLevels(dir: string): string[] {
   const missing: string[] = [];
   for (let d = path.resolve(dir); ; d = path.dirname(d)) {
-    const info = statIfExists(d);
+    let info;
+    try {
+      info = statIfExists(d);
+    } catch (err) {
+      // A loop of links (ELOOP), a level that cannot be looked into (EACCES): no folder can be made there.
+      throw new DirectoryError(`cannot create ${dir}: ${d}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
     if (info !== undefined) {
       if (!info.isDirectory()) throw new DirectoryError(`cannot create ${dir}: ${d} is not a folder`);
       return missing;
     }
+    // Nothing there to follow, but something may be there itself: a link to nothing usable, which
+    // no mkdir replaces.
+    if (lstatIfExists(d) !== undefined) throw new DirectoryError(`cannot create ${dir}: ${d} is a link that leads to no folder`);
     missing.unshift(d);
     if (path.dirname(d) === d) return missing;
   }
@@ -42,7 +52,7 @@ export function makeDirectories(dir: string, mode?: number): void {
       mkdirSync(d, mode === undefined ? undefined : { mode });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST' && statSync(d).isDirectory()) continue;
+      if (code === 'EEXIST' && statIfExists(d)?.isDirectory() === true) continue;
       throw new DirectoryError(`cannot create ${d}: ${code ?? (err as Error).message}`);
     }
   }
