@@ -26,13 +26,14 @@ export function optionText(option: Pick<NormalizedOption, 'key' | 'description'>
 }
 
 /**
- * The first two options (indexes, in order) whose texts as the prompt lists them are the same: the
- * model could tell them apart by position only, so a choice question refuses them.
+ * The first two options (indexes, in order) whose texts as the prompt lists them are the same, or
+ * the same once composed (NFC: "café" written with its accent apart, which tokenizers normalise):
+ * the model could tell them apart by position only, so a choice question refuses them.
  */
 export function optionsReadAlike(options: ReadonlyArray<Pick<NormalizedOption, 'key' | 'description'>>): [number, number] | undefined {
   const seen = new Map<string, number>();
   for (const [i, option] of options.entries()) {
-    const text = optionText(option);
+    const text = optionText(option).normalize('NFC');
     const first = seen.get(text);
     if (first !== undefined) return [first, i];
     seen.set(text, i);

@@ -296,6 +296,8 @@ describe('validateDecideRequest: questions', () => {
       /^questions\["q1"\]\.criteria: options "yes" and "yes " read the same to the model \("yes"/);
     expectInvalid(withQuestion({ type: 'choice', instructions: 'i', criteria: { 'a b': '', 'a\n  b': '', c: '' } }), /options "a b" and "a\\n  b" read the same/);
     expectInvalid(withQuestion({ type: 'choice', instructions: 'i', criteria: { refund: 'Money back', credit: 'Money back ' } }), /options "refund" and "credit" read the same/);
+    // The same text once composed: an accent written apart.
+    expectInvalid(withQuestion({ type: 'choice', instructions: 'i', criteria: { 'caf\u00e9': '', 'cafe\u0301': '' } }), /read the same to the model/);
     // A description shown in place of a key that another option shows as its own.
     expectInvalid(withQuestion({ type: 'choice', instructions: 'i', criteria: { x: 'Billing', Billing: '' } }), /options "x" and "Billing" read the same/);
     // What reads differently is fine: case, inner spaces, a description beside the same key text.
