@@ -33,7 +33,7 @@ import { afterOwedResponses, countOwedResponses, endConnectionsOwingNothing } fr
 import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
 import { requestPath } from './request-target.js';
 import { onAbandoned } from './abandoned.js';
-import { logAbandoned, loggerConfig, RequestLog } from './request-log.js';
+import { logAbandoned, loggerConfig, RequestLog, urlForLog } from './request-log.js';
 import { BatchService } from '../batches/batch-service.js';
 import { OpenAiBatchApi } from '../batches/openai/openai-batches.js';
 import { startRecordThread } from '../batches/record-thread.js';
@@ -76,7 +76,7 @@ function requestLineOf(err: NodeJS.ErrnoException, socket: Socket): { method: st
  * A malformed request pipelined behind good ones waits for their answers: written at once, it
  * would stand in place of the first answer (and a client would take a created batch for a 400).
  */
-function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed || answering.has(socket)) return;
   answering.add(socket);
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
@@ -87,6 +87,8 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
       status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed HTTP request';
     // The door's shape; the status stays the protocol's (a door would call any of these a 400).
     const wire = { ...doorError(path, new ApiError('invalid_question', message, { status }), id), status };
+    // Logged as every other 4xx is (fastify calls this handler with the server as `this`).
+    this.log.info({ request_id: id, req: { method, url: urlForLog(path) }, code: 'invalid_question', status }, 'request rejected');
     const body = JSON.stringify(wire.body);
     let head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n`;
     for (const [name, value] of Object.entries({ ...wire.headers, [REQUEST_ID_HEADER]: id })) head += `${name}: ${value}\r\n`;

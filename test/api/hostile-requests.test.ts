@@ -847,6 +847,12 @@ describe('errors in HTTP itself, on the foreign doors', () => {
     }
     const ours = await rawRequest(request('POST /v1/decide', big));
     expectError(ours, 431, 'invalid_question');
+    // Logged as every other 4xx, by its request id, the path without what follows a ';'.
+    const malformed = await rawRequest(request('GET /v1/models;session=SECRET', 'Bad Header: 1'));
+    for (const [res, status, url] of [[ours, 431, '/v1/decide'], [malformed, 400, '/v1/models;[redacted]']] as const) {
+      const rejected = await logLine(0, (l) => l.request_id === res!.headers['x-request-id'] && l.msg === 'request rejected');
+      expect(rejected).toMatchObject({ code: 'invalid_question', status, req: { url } });
+    }
   });
 });
 
