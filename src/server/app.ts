@@ -29,7 +29,7 @@ import { checkAppOptions, checkServerOptions, type DecisionAppOptions, type Logg
 import { BodyThread } from './body-thread.js';
 import { parseJsonBody, rejectUnreadableBody } from './json-body.js';
 import { registerPreflight } from './preflight.js';
-import { afterOwedResponses, countOwedResponses, endConnectionsOwingNothing } from './owed-responses.js';
+import { afterOwedResponses, closedByStop, countOwedResponses, endConnectionsOwingNothing } from './owed-responses.js';
 import { genReqId, REQUEST_ID_HEADER, useOwnRequestIds } from './request-id.js';
 import { requestPath } from './request-target.js';
 import { onAbandoned } from './abandoned.js';
@@ -223,7 +223,7 @@ async function registerApi(app: FastifyInstance, opts: DecisionAppOptions, mount
   // fastify's `request completed` line sees it. One listener a request, for the log and the count.
   app.addHook('onRequest', async (request, reply) =>
     onAbandoned(reply, () => {
-      logAbandoned(request);
+      logAbandoned(request, closedByStop(request.raw.socket));
       metrics.countAbandoned(request);
     }),
   );

@@ -18,6 +18,13 @@ interface Owed {
 }
 
 const bySocket = new WeakMap<Socket, Owed>();
+/** Connections a stop closed at its deadline (endConnectionsOwingNothing), not their clients. */
+const cutByStop = new WeakSet<Socket>();
+
+/** Whether a stop closed `socket` for outliving the request time limit (its request then has no answer). */
+export function closedByStop(socket: Socket | undefined): boolean {
+  return socket !== undefined && cutByStop.has(socket);
+}
 /** Every open connection of each counted server. */
 const connectionsOf = new WeakMap<http.Server, Set<Socket>>();
 
@@ -80,8 +87,12 @@ export function endConnectionsOwingNothing(server: http.Server, requestTimeoutMs
     const now = performance.now();
     for (const socket of connections) {
       const owed = bySocket.get(socket)?.responses;
-      if (now >= deadline || ((owed?.size ?? 0) === 0 && socket.writableLength === 0)) socket.destroy();
-      else if (owed && [...owed].some(([response, began]) => !response.req.complete && now - began >= requestTimeoutMs)) socket.destroy();
+      const idle = (owed?.size ?? 0) === 0 && socket.writableLength === 0;
+      if (idle) socket.destroy();
+      else if (now >= deadline || [...(owed ?? [])].some(([response, began]) => !response.req.complete && now - began >= requestTimeoutMs)) {
+        cutByStop.add(socket);
+        socket.destroy();
+      }
     }
   };
   sweep();

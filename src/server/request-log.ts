@@ -82,9 +82,16 @@ export class RequestLog extends LogController {
 export const CLIENT_CLOSED_STATUS = 499;
 
 /** The line of a request whose client left before its answer (abandoned.ts): a decision's engine work not yet done is dropped. */
-export function logAbandoned(request: FastifyRequest): void {
-  request.log.info({ req: requestForLog(request), status: CLIENT_CLOSED_STATUS }, 'request abandoned: the client closed the connection before its answer');
+export function logAbandoned(request: FastifyRequest, closedByStop = false): void {
+  if (closedByStop) {
+    request.log.info({ req: requestForLog(request), status: REQUEST_TIMEOUT_STATUS }, 'request cut by the stop: still arriving, or its answer unread, past the request time limit');
+  } else {
+    request.log.info({ req: requestForLog(request), status: CLIENT_CLOSED_STATUS }, 'request abandoned: the client closed the connection before its answer');
+  }
 }
+
+/** The status a request cut by the stop's deadline is logged with (it gets no answer). */
+const REQUEST_TIMEOUT_STATUS = 408;
 
 /**
  * The line of an error answer, on every door: a 5xx is `request failed` with the error; a 4xx is

@@ -11,7 +11,7 @@ import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { afterEach, expect, it } from 'vitest';
 
-import { countOwedResponses, endConnectionsOwingNothing } from '../../src/server/owed-responses.js';
+import { closedByStop, countOwedResponses, endConnectionsOwingNothing } from '../../src/server/owed-responses.js';
 
 const TIMEOUT_MS = 400;
 const sockets: net.Socket[] = [];
@@ -52,11 +52,16 @@ it('a request whose body stalls half-way is cut once the request timeout has pas
     req.resume();
     req.on('end', () => res.end('whole'));
   });
+  const accepted: net.Socket[] = [];
+  server.on('connection', (s: net.Socket) => accepted.push(s));
   const client = connect(port, 'POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n' + 'a'.repeat(10));
   await new Promise((r) => setTimeout(r, 50));
+  expect(closedByStop(accepted[0])).toBe(false);
   const took = await stop(server);
   expect(took).toBeGreaterThanOrEqual(TIMEOUT_MS - 100);
   if (!client.destroyed) await once(client, 'close');
+  // The log can tell the stop's cut from a client that left (app.ts, logAbandoned).
+  expect(closedByStop(accepted[0])).toBe(true);
 });
 
 it('a response its client stops reading is cut at the deadline', async () => {
