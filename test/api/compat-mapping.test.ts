@@ -249,6 +249,9 @@ describe('OpenAI decisions -> domain', () => {
       const error = rejected(openAiDecisions, { model: 'm', input: 'x', questions: [{ type: 'choice', instructions: 'x', choices: alike }] }).body.error;
       expect(error).toMatchObject({ param: 'questions[0].choices[1]', message: expect.stringContaining('reads the same to the model as choices[0]') });
     }
+    // A string that reads as a boolean choice once shown (spaces trimmed) is quoted, as "true" is: distinct.
+    const spaced = parsedDecisions({ model: 'm', input: 'x', questions: [{ type: 'choice', instructions: 'x', choices: [{ value: true }, { value: 'true ' }] }] });
+    expect(spaced.request.questions[0]!.options.map((o) => o.description)).toEqual(['true', '"true "']);
     // System One refuses them as /v1/decide does (its criteria are ours).
     expect(rejected(systemOne, { model: 'm', state: 'x', questions: { q: { type: 'choice', instructions: 'x', criteria: { yes: null, 'yes ': null } } } })).toMatchObject({
       status: 400,

@@ -169,11 +169,12 @@ function choiceOptions(q: Record<string, unknown>, at: string, limits: Validatio
     return { key: String(i), description: optionalDescription(item, where, limits), criteriaIndex: i };
   });
   // Without a description the model reads the value as text. "true" and true are distinct choices,
-  // so a string that reads as a boolean choice of the same question is quoted: "true" vs true.
+  // so a string that reads as a boolean choice of the same question (as shown: "true " too) is
+  // quoted: "true" vs true.
   const booleanTexts = new Set(values.filter((v) => typeof v === 'boolean').map(String));
   for (const [i, option] of options.entries()) {
     const value = values[i]!;
-    option.description ??= typeof value === 'string' && booleanTexts.has(value) ? JSON.stringify(value) : String(value);
+    option.description ??= typeof value === 'string' && booleanTexts.has(optionText({ key: value })) ? JSON.stringify(value) : String(value);
   }
   const alike = optionsReadAlike(options);
   if (alike) {
