@@ -325,13 +325,29 @@ std::vector<Scorer::GroupPast> Scorer::ResolvePrefixes(const ScoreInput& in, con
       }
       blocks.push_back(std::move(block));
     }
+    // A view keeps its whole pass alive, and the cache counts the pass (prefix_cache.h). A pass
+    // larger than the whole cache is not held: the states the cache would keep of it (the last
+    // ones inserted, as many as fit) are copied out into blocks of their own, in the same batch.
+    // Past the cache's room, the earlier ones would be evicted at once: neither copied nor inserted.
+    std::vector<std::shared_ptr<KvBlock>> cached(blocks);
+    size_t room = cache_.Capacity();
+    for (size_t i = end; i-- > begin;) {
+      const std::shared_ptr<KvBlock>& view = blocks[i - begin];
+      if (!view->owner || view->owner_bytes <= cache_.Capacity()) continue;
+      cached[i - begin] = nullptr;
+      const size_t bytes = static_cast<size_t>(view->length) * shape.BytesPerToken();
+      if (view->length <= 0 || bytes > room) continue;
+      room -= bytes;
+      cached[i - begin] = std::make_shared<KvBlock>(decoder_->GetDevice(), shape, view->length);
+      decoder_->Kv().AddPrefixCopy(copies, *view, view->length, *cached[i - begin]);
+    }
     decoder_->Kv().Submit(copies);
     for (size_t i = begin; i < end; ++i) {
       const Pending& p = pending[order[i]];
       const int32_t* ids = in.prefix_tokens + in.prefix_offsets[p.group];
       const int count = prefix_len(p.group);
       std::shared_ptr<KvBlock> block = std::move(blocks[i - begin]);
-      counters.prefix_cache_evictions += cache_.Insert(scope(p.group), ids, count, block);
+      if (cached[i - begin]) counters.prefix_cache_evictions += cache_.Insert(scope(p.group), ids, count, cached[i - begin]);
       PublishCacheSize();
       pasts[p.group] = GroupPast{std::move(block), count};
       if (fused[p.group]) {

@@ -40,6 +40,7 @@ class PrefixCache {
   void Clear();
 
   size_t Bytes() const { return bytes_; }
+  size_t Capacity() const { return capacity_bytes_; }
   size_t Entries() const { return by_ids_.size(); }
 
  private:
