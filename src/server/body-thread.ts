@@ -8,10 +8,10 @@
  * in the door's shape).
  */
 import type { Dialect, DialectCall, DialectParse, ParseContext } from '../api/dialect.js';
+import { unreadableBodyError } from '../api/json-text.js';
 import { giveWrittenForms } from '../domain/key-order.js';
 import { ThreadClient } from '../support/thread-client.js';
 import type { BodyReply, BodyRequest } from './body-worker.js';
-import { unreadableBodyError } from './json-body.js';
 
 export class BodyThread {
   private readonly thread = new ThreadClient<BodyRequest, BodyReply>(import.meta.url, 'body-worker');

@@ -10,7 +10,8 @@ import type { ErrorCode } from '../api/errors.js';
 import type { ValidationLimits } from '../api/validate.js';
 import { writtenFormsOf, type WrittenForms } from '../domain/key-order.js';
 import { serveRequests } from '../support/thread-client.js';
-import { readJsonBody, type JsonBody } from './json-body.js';
+import type { JsonBody } from '../api/json-text.js';
+import { readJsonBody } from './json-body.js';
 
 export interface BodyRequest {
   /** The door's path: its dialect in the registry. */

@@ -11,8 +11,6 @@ import type { FastifyRequest } from 'fastify';
 import type { ApiError } from '../api/errors.js';
 import { readJsonBodyText, unreadableBodyError, type JsonBody } from '../api/json-text.js';
 
-export { unreadableBodyError, type JsonBody };
-
 export function readJsonBody(body: Uint8Array): JsonBody {
   if (body.length === 0) return { ok: false, message: 'request body: empty; send a JSON object' };
   if (!isUtf8(body)) return { ok: false, message: 'request body: not valid UTF-8' };
