@@ -322,30 +322,30 @@ unsigned long long ContextKey(const Driver& driver, void* context) {
 // architecture NVRTC 12 and 13 both take, which the driver compiles for the card. Any other failure
 // is said as it is (a retry would only rename the arch).
 void* LoadKernelModule(const Driver& driver, const std::string& arch) {
-  std::string image;
+  std::string cubin_refused;  // why the sm_XY cubin is not the module
+  std::string cubin;
   try {
-    image = Compile("sm_" + arch);
+    cubin = Compile("sm_" + arch);
   } catch (const EngineError& e) {
     if (e.Code() == kErrProviderUnavailable || std::string(e.what()).find("gpu-architecture") == std::string::npos) throw;
-    image = Compile("compute_75");
-    void* module = nullptr;
-    CheckDriver(driver, driver.module_load_data(&module, image.data()), "cuModuleLoadData (the engine's CUDA kernels, compute_75 PTX)");
-    return module;
+    cubin_refused = "NVRTC knows no sm_" + arch;
   }
   void* module = nullptr;
-  const int status = driver.module_load_data(&module, image.data());
-  if (status == 0) return module;
-  constexpr int kInvalidImage = 200, kNoBinaryForGpu = 209, kInvalidPtx = 218, kUnsupportedPtxVersion = 222;
-  if (status != kInvalidImage && status != kNoBinaryForGpu && status != kInvalidPtx && status != kUnsupportedPtxVersion) {
-    CheckDriver(driver, status, "cuModuleLoadData (the engine's CUDA kernels, sm_" + arch + " cubin)");
+  if (cubin_refused.empty()) {
+    const int status = driver.module_load_data(&module, cubin.data());
+    if (status == 0) return module;
+    constexpr int kInvalidImage = 200, kNoBinaryForGpu = 209, kInvalidPtx = 218, kUnsupportedPtxVersion = 222;
+    if (status != kInvalidImage && status != kNoBinaryForGpu && status != kInvalidPtx && status != kUnsupportedPtxVersion) {
+      CheckDriver(driver, status, "cuModuleLoadData (the engine's CUDA kernels, sm_" + arch + " cubin)");
+    }
+    cubin_refused = "the driver refused the sm_" + arch + " cubin: " + driver.Describe(status);
   }
-  const std::string refused = driver.Describe(status);
-  image = Compile("compute_75");
-  const int retried = driver.module_load_data(&module, image.data());
-  if (retried != 0) {
-    throw EngineError(kErrRuntime, "cuModuleLoadData (the engine's CUDA kernels) refused the sm_" + arch + " cubin (" + refused +
-                                       ") and the compute_75 PTX (" + driver.Describe(retried) +
-                                       "); is NVRTC newer than the driver? Set DECIDE_NVRTC_LIBRARY to the toolkit's, or --own-kernels off");
+  const std::string ptx = Compile("compute_75");
+  const int status = driver.module_load_data(&module, ptx.data());
+  if (status != 0) {
+    throw EngineError(kErrRuntime, "cuModuleLoadData (the engine's CUDA kernels) refused the compute_75 PTX (" + driver.Describe(status) +
+                                       ") after " + cubin_refused +
+                                       "; is NVRTC newer than the driver? Set DECIDE_NVRTC_LIBRARY to the toolkit's, or --own-kernels off");
   }
   return module;
 }
